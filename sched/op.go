@@ -1,0 +1,135 @@
+package sched
+
+import "fmt"
+
+// Kind is what an operation does. The zero value is invalid so that a
+// forgotten field shows up in tests.
+type Kind uint8
+
+const (
+	KindInvalid Kind = iota
+	Connect
+	Accept
+	Send
+	Deliver
+	Recv
+	Poll
+	Sleep
+	Close
+	Shutdown
+	// Fault kinds: offered by package faults, released like any other op.
+	Crash
+	Restart
+	Partition
+	Heal
+	Drop
+)
+
+var kindNames = [...]string{
+	KindInvalid: "invalid",
+	Connect:     "connect",
+	Accept:      "accept",
+	Send:        "send",
+	Deliver:     "deliver",
+	Recv:        "recv",
+	Poll:        "poll",
+	Sleep:       "sleep",
+	Close:       "close",
+	Shutdown:    "shutdown",
+	Crash:       "crash",
+	Restart:     "restart",
+	Partition:   "partition",
+	Heal:        "heal",
+	Drop:        "drop",
+}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// ParseKind is the inverse of Kind.String.
+func ParseKind(s string) (Kind, error) {
+	for k, n := range kindNames {
+		if n == s && k != 0 {
+			return Kind(k), nil
+		}
+	}
+	return KindInvalid, fmt.Errorf("unknown op kind %q", s)
+}
+
+// MarshalText encodes a Kind by name so traces stay readable.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText decodes a Kind by name.
+func (k *Kind) UnmarshalText(b []byte) error {
+	v, err := ParseKind(string(b))
+	if err != nil {
+		return err
+	}
+	*k = v
+	return nil
+}
+
+// IsFault reports whether k is injected by lockstep rather than made by a
+// traced thread.
+func (k Kind) IsFault() bool { return k >= Crash }
+
+// Signature identifies an operation across trials: the logical process that
+// issued it and the call site (module+offset of the first return address
+// outside libc, the loader and language runtimes). Real pids and addresses
+// that change between runs never appear in it.
+type Signature struct {
+	LPID string `json:"lpid"`
+	Site string `json:"site"`
+}
+
+func (s Signature) String() string { return s.LPID + "@" + s.Site }
+
+// Op is one operation waiting for release: a gated syscall of one thread, a
+// message in flight (Deliver), or a fault. A scheduler sees only this, never
+// ptrace.
+type Op struct {
+	// ID is unique within a trial and assigned in a deterministic order:
+	// ops that appear at the same quiescent point are numbered in LPID order.
+	ID uint64 `json:"id"`
+	// Node is the spec's node name.
+	Node string `json:"node"`
+	// LPID is the logical thread id, "node/forkpath/tN", stable across trials.
+	LPID string `json:"lpid"`
+	Kind Kind   `json:"kind"`
+	// Object names what the op touches for conflict purposes, e.g.
+	// "inbox:db1/0" for a delivery to process db1/0, "listen:10.77.0.1:7000".
+	Object string `json:"object,omitempty"`
+	// Site is the call site as module+0xoffset ("" for faults and deliveries,
+	// which carry their send's site).
+	Site string `json:"site,omitempty"`
+	// Peer is the remote address when known ("10.77.0.2:7000").
+	Peer string `json:"peer,omitempty"`
+	// Conn names the connection direction for sends/deliveries/recvs
+	// ("10.77.0.2:41000>10.77.0.1:7000"), empty when unknown.
+	Conn string `json:"conn,omitempty"`
+	// Bytes is the byte count requested (send/recv) or carried (deliver).
+	Bytes int `json:"bytes,omitempty"`
+	// Syscall is the raw syscall name, for humans ("sendto", "epoll_wait").
+	Syscall string `json:"syscall,omitempty"`
+}
+
+// Signature returns the op's signature under the given scheme.
+func (o *Op) Signature() Signature { return Signature{LPID: o.LPID, Site: o.Site} }
+
+func (o *Op) String() string {
+	s := fmt.Sprintf("#%d %s %s", o.ID, o.LPID, o.Kind)
+	if o.Syscall != "" && o.Syscall != o.Kind.String() {
+		s += "(" + o.Syscall + ")"
+	}
+	if o.Peer != "" {
+		s += " peer=" + o.Peer
+	}
+	if o.Bytes != 0 {
+		s += fmt.Sprintf(" bytes=%d", o.Bytes)
+	}
+	return s
+}
