@@ -1,0 +1,25 @@
+package sched
+
+// Strategy chooses which enabled operation is released next. A strategy is
+// deterministic: for the same seed and the same sequence of enabled sets it
+// makes the same choices.
+type Strategy interface {
+	// Name is the strategy's spec name ("random", "pct", "pos", "pos*",
+	// "replay", with "+" appended for the conflict-analysis variants).
+	Name() string
+	// Reset starts a new trial with the trial's seed. stepsHint is an
+	// estimate of the number of steps a trial takes (0 if unknown); PCT uses
+	// it to place its change points.
+	Reset(seed int64, stepsHint int)
+	// Next returns the index in enabled of the op to release. enabled is
+	// never empty and is sorted by Op.ID. An error ends the trial (replay
+	// divergence).
+	Next(enabled []*Op) (int, error)
+}
+
+// Predictor is what conflict analysis offers the "+" variants: whether an
+// operation with this signature may take part in a conflict. A signature
+// never seen before may conflict.
+type Predictor interface {
+	MayConflict(Signature) bool
+}

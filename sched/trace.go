@@ -1,0 +1,58 @@
+package sched
+
+// A trace is JSON Lines: one Header, then Records (released ops and faults)
+// in step order, then one Outcome. Each line is an Entry with exactly one of
+// its fields set.
+
+// Header describes how a trial was run, enough to run it again.
+type Header struct {
+	Version    string `json:"version"`
+	Spec       string `json:"spec"`        // path of the spec file as given
+	SpecDigest string `json:"spec_digest"` // sha256 of the spec file's bytes
+	Trial      int    `json:"trial"`
+	Seed       int64  `json:"seed"`
+	Strategy   string `json:"strategy"`
+	Scheme     string `json:"scheme"` // signature scheme, e.g. "pid+pc"
+	Epoch      int64  `json:"epoch"`  // realtime epoch, ns since 1970
+}
+
+// Record is one released op.
+type Record struct {
+	Step  int   `json:"step"`
+	VTime int64 `json:"vtime"` // virtual ns since the trial began
+	Op    Op    `json:"op"`
+	// Result is the syscall's return value when known (bytes moved, new fd,
+	// -errno); 0 when not observed.
+	Result int64 `json:"result,omitempty"`
+	// Causes are the IDs of earlier ops of other threads that happen before
+	// this one: the send of a deliver, the delivers whose bytes a recv
+	// consumed, the connect an accept returned, the op of the parent thread
+	// that created this thread. Program order within an LPID is implicit.
+	Causes []uint64 `json:"causes,omitempty"`
+	// Immediate is true when a "+" variant released the op at once because
+	// its signature was predicted not to conflict.
+	Immediate bool `json:"immediate,omitempty"`
+}
+
+// Outcome is how a trial ended.
+type Outcome struct {
+	Kind   string `json:"kind"` // "pass", "deadlock", "crash", "client-failed", ...
+	Detail string `json:"detail,omitempty"`
+	Node   string `json:"node,omitempty"`
+	Steps  int    `json:"steps"`
+	VTime  int64  `json:"vtime"`
+}
+
+// Entry is one line of a trace file.
+type Entry struct {
+	Header  *Header  `json:"header,omitempty"`
+	Record  *Record  `json:"record,omitempty"`
+	Outcome *Outcome `json:"outcome,omitempty"`
+}
+
+// Trace is a whole trace in memory.
+type Trace struct {
+	Header  Header
+	Records []Record
+	Outcome *Outcome
+}
