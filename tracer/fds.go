@@ -1,0 +1,187 @@
+package tracer
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// fdKind classifies a tracee's file descriptor for gating decisions.
+type fdKind uint8
+
+const (
+	fdUnknown fdKind = iota
+	fdFile           // regular file, pipe, tty, eventfd...: node-local
+	fdRandom         // /dev/urandom or /dev/random: answered from the seeded stream
+	fdUnix           // AF_UNIX or other node-local socket
+	fdInet           // AF_INET/AF_INET6 socket
+)
+
+// fdInfo is what the tracer knows of one fd of one process. The cache is
+// dropped on close, dup2/dup3/close_range and exec, the only ways a number
+// can start naming another file without passing through a gated syscall
+// (dup and fcntl(F_DUPFD) only take free numbers, which close freed).
+type fdInfo struct {
+	kind     fdKind
+	sockType int
+	// dup is lockstep's own duplicate (pidfd_getfd) of the tracee's fd, used
+	// for readiness probes and to deliver captured bytes; -1 when none.
+	dup       int
+	local     netip.AddrPort
+	peer      netip.AddrPort
+	listening bool
+}
+
+func (f *fdInfo) outKey() string { return f.local.String() + ">" + f.peer.String() }
+func (f *fdInfo) inKey() string  { return f.peer.String() + ">" + f.local.String() }
+
+// fdOf returns the cached info for fd, classifying it on first use.
+func (t *Tracer) fdOf(p *process, fd int) *fdInfo {
+	if fd < 0 {
+		return &fdInfo{kind: fdUnknown, dup: -1}
+	}
+	if fi, ok := p.fds[fd]; ok {
+		if fi.kind == fdInet && !fi.peer.IsValid() && !fi.listening {
+			t.refreshSock(p, fd, fi)
+		}
+		return fi
+	}
+	fi := &fdInfo{dup: -1}
+	target, err := readlink("/proc/" + strconv.Itoa(p.pid) + "/fd/" + strconv.Itoa(fd))
+	switch {
+	case err != nil:
+		fi.kind = fdUnknown
+		// Not cached: the fd may not exist yet.
+		return fi
+	case strings.HasPrefix(target, "socket:"):
+		t.classifySocket(p, fd, fi)
+	case target == "/dev/urandom" || target == "/dev/random":
+		fi.kind = fdRandom
+	default:
+		fi.kind = fdFile
+	}
+	p.fds[fd] = fi
+	return fi
+}
+
+func readlink(path string) (string, error) {
+	var buf [256]byte
+	n, err := unix.Readlink(path, buf[:])
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+func (t *Tracer) dupFd(p *process, fd int) int {
+	if p.pidfd <= 0 {
+		return -1
+	}
+	d, err := unix.PidfdGetfd(p.pidfd, fd, 0)
+	if err != nil {
+		return -1
+	}
+	unix.CloseOnExec(d)
+	return d
+}
+
+func (t *Tracer) classifySocket(p *process, fd int, fi *fdInfo) {
+	fi.kind = fdUnix
+	d := t.dupFd(p, fd)
+	if d < 0 {
+		return
+	}
+	dom, err := unix.GetsockoptInt(d, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil || (dom != unix.AF_INET && dom != unix.AF_INET6) {
+		unix.Close(d)
+		return
+	}
+	fi.kind = fdInet
+	fi.dup = d
+	fi.sockType, _ = unix.GetsockoptInt(d, unix.SOL_SOCKET, unix.SO_TYPE)
+	t.refreshSock(p, fd, fi)
+}
+
+func (t *Tracer) refreshSock(p *process, fd int, fi *fdInfo) {
+	if fi.dup < 0 {
+		return
+	}
+	if acc, err := unix.GetsockoptInt(fi.dup, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err == nil && acc == 1 {
+		fi.listening = true
+	}
+	if sa, err := unix.Getsockname(fi.dup); err == nil {
+		fi.local = sockaddrToAddrPort(sa)
+	}
+	if sa, err := unix.Getpeername(fi.dup); err == nil {
+		fi.peer = sockaddrToAddrPort(sa)
+	}
+}
+
+func sockaddrToAddrPort(sa unix.Sockaddr) netip.AddrPort {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port))
+	}
+	return netip.AddrPort{}
+}
+
+// forgetFd drops the cache entry for fd. Lockstep's duplicate is kept open
+// by the caller when captured bytes still wait for delivery.
+func (t *Tracer) forgetFd(p *process, fd int) *fdInfo {
+	fi := p.fds[fd]
+	delete(p.fds, fd)
+	return fi
+}
+
+func (t *Tracer) forgetAllFds(p *process) {
+	for fd, fi := range p.fds {
+		t.releaseDup(fi)
+		delete(p.fds, fd)
+	}
+}
+
+// releaseDup closes lockstep's duplicate unless a connection still needs it
+// to deliver queued bytes.
+func (t *Tracer) releaseDup(fi *fdInfo) {
+	if fi == nil {
+		return
+	}
+	if fi.kind == fdInet && fi.peer.IsValid() {
+		if c := t.conns[fi.outKey()]; c != nil {
+			c.closing = true
+			t.maybeFinishConn(c)
+		}
+	}
+	if fi.dup >= 0 {
+		unix.Close(fi.dup)
+		fi.dup = -1
+	}
+}
+
+// decodeSockaddr reads a sockaddr argument from the tracee.
+func decodeSockaddr(pid int, addr uint64, length uint64) (family int, ap netip.AddrPort) {
+	if addr == 0 || length < 2 {
+		return -1, ap
+	}
+	if length > 128 {
+		length = 128
+	}
+	b := make([]byte, length)
+	if readMem(pid, addr, b) != nil {
+		return -1, ap
+	}
+	family = int(b[0]) | int(b[1])<<8
+	switch {
+	case family == unix.AF_INET && len(b) >= 8:
+		port := uint16(b[2])<<8 | uint16(b[3])
+		ap = netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[4:8])), port)
+	case family == unix.AF_INET6 && len(b) >= 24:
+		port := uint16(b[2])<<8 | uint16(b[3])
+		ap = netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[8:24])).Unmap(), port)
+	}
+	return family, ap
+}

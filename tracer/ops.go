@@ -1,0 +1,757 @@
+package tracer
+
+import (
+	"encoding/binary"
+	"io"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"golang.org/x/sys/unix"
+)
+
+// pendingOp is a sched.Op plus what the tracer needs to probe and release it.
+type pendingOp struct {
+	op   sched.Op
+	seq  uint64 // order of appearance within a quiescent round
+	th   *thread
+	nr   int
+	args [6]uint64
+	fd   int
+	fi   *fdInfo
+	// deadline is the virtual time (ns) at which a sleep or timeout expires;
+	// -1 when the op has none.
+	deadline int64
+	// immediate: a zero timeout (poll) or a non-blocking socket; the op
+	// cannot block whatever the state.
+	immediate bool
+	probe     []unix.PollFd
+	chunk     *chunk // for deliveries
+	causes    []uint64
+	dropped   bool
+}
+
+var seqCounter uint64
+
+func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64) *pendingOp {
+	seqCounter++
+	p := &pendingOp{th: th, nr: nr, args: args, fd: -1, deadline: -1, seq: seqCounter}
+	p.op = sched.Op{
+		Node: th.proc.node.name, LPID: th.lpid, Kind: kind,
+		Syscall: syscallName(nr), Site: t.callSite(th, t.opts.SiteFrames),
+	}
+	if th.firstCause != 0 {
+		p.causes = append(p.causes, th.firstCause)
+		th.firstCause = 0
+	}
+	th.state = tsGated
+	th.pending = p
+	t.fresh = append(t.fresh, p)
+	t.stats.Ops++
+	return p
+}
+
+func (t *Tracer) dropPending(p *pendingOp) {
+	p.dropped = true
+	if p.op.ID != 0 {
+		delete(t.pending, p.op.ID)
+	}
+	if p.th != nil && p.th.pending == p {
+		p.th.pending = nil
+	}
+}
+
+func regsArgs(r *unix.PtraceRegs) [6]uint64 {
+	return [6]uint64{r.Rdi, r.Rsi, r.Rdx, r.R10, r.R8, r.R9}
+}
+
+// allow resumes a stopped thread into its real syscall.
+func (t *Tracer) allow(th *thread) {
+	t.stats.Released++
+	t.cont(th, 0)
+}
+
+// fake skips the syscall and makes it return ret.
+func (t *Tracer) fake(th *thread, ret int64) {
+	th.regs.Orig_rax = ^uint64(0)
+	th.regs.Rax = uint64(ret)
+	if err := unix.PtraceSetRegs(th.tid, &th.regs); err != nil {
+		t.log.Warn("faking syscall result", "thread", th.String(), "err", err)
+	}
+	t.cont(th, 0)
+}
+
+func (t *Tracer) gated(a netip.Addr) bool { return t.opts.Gated(a.Unmap()) }
+
+func (t *Tracer) inbox(a netip.Addr) string {
+	if n := t.byAddr[a.Unmap()]; n != nil {
+		return "inbox:" + n.name
+	}
+	return "inbox:" + a.String()
+}
+
+// onSeccomp handles a gated syscall stop: answer it, release it at once,
+// or turn it into a pending op.
+func (t *Tracer) onSeccomp(th *thread) {
+	t.stats.Stops++
+	if th.state == tsTimedWait {
+		th.interrupted = false
+	}
+	th.state = tsGated
+	if err := unix.PtraceGetRegs(th.tid, &th.regs); err != nil {
+		th.state = tsRunning
+		return
+	}
+	p := th.proc
+	nr := int(th.regs.Orig_rax)
+	a := regsArgs(&th.regs)
+	clock := t.opts.Clock
+	switch nr {
+	case unix.SYS_CLOCK_GETTIME:
+		if clock != nil {
+			if ns, ok := clock.Read(int32(a[0])); ok {
+				t.stats.ClockReads++
+				if a[1] != 0 {
+					var b [16]byte
+					putTimespec(b[:], ns)
+					writeMem(th.tid, a[1], b[:])
+				}
+				t.fake(th, 0)
+				return
+			}
+		}
+	case unix.SYS_GETTIMEOFDAY:
+		if clock != nil {
+			t.stats.ClockReads++
+			ns, _ := clock.Read(unix.CLOCK_REALTIME)
+			if a[0] != 0 {
+				var b [16]byte
+				binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
+				binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9/1e3))
+				writeMem(th.tid, a[0], b[:])
+			}
+			t.fake(th, 0)
+			return
+		}
+	case unix.SYS_TIME:
+		if clock != nil {
+			t.stats.ClockReads++
+			ns, _ := clock.Read(unix.CLOCK_REALTIME)
+			if a[0] != 0 {
+				var b [8]byte
+				binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
+				writeMem(th.tid, a[0], b[:])
+			}
+			t.fake(th, ns/1e9)
+			return
+		}
+	case unix.SYS_GETRANDOM:
+		if p.node.rand != nil {
+			t.fakeRandom(th, a[0], a[1])
+			return
+		}
+	case unix.SYS_READ, unix.SYS_READV, unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
+		fd := int(a[0])
+		fi := t.fdOf(p, fd)
+		if fi.kind == fdRandom && nr == unix.SYS_READ && p.node.rand != nil {
+			t.fakeRandom(th, a[1], a[2])
+			return
+		}
+		if fi.kind == fdInet && t.sockGated(fi, nr, a) {
+			po := t.newPending(th, sched.Recv, nr, a)
+			po.fd, po.fi = fd, fi
+			po.op.Object = "inbox:" + p.node.name
+			po.op.Peer = addrString(fi.peer)
+			po.op.Conn = fi.inKey()
+			po.op.Bytes = int(a[2])
+			po.immediate = t.nonblocking(fi, nr, a)
+			if nr == unix.SYS_RECVMSG || nr == unix.SYS_READV {
+				po.op.Bytes = 0
+			}
+			return
+		}
+	case unix.SYS_WRITE, unix.SYS_WRITEV, unix.SYS_SENDTO, unix.SYS_SENDMSG, unix.SYS_SENDMMSG:
+		fd := int(a[0])
+		fi := t.fdOf(p, fd)
+		if fi.kind == fdInet && t.sockGated(fi, nr, a) {
+			po := t.newPending(th, sched.Send, nr, a)
+			po.fd, po.fi = fd, fi
+			po.op.Peer = addrString(fi.peer)
+			po.op.Conn = fi.outKey()
+			if fi.peer.IsValid() {
+				po.op.Object = "" // enqueuing is local; the delivery touches the inbox
+			}
+			if nr == unix.SYS_WRITE || nr == unix.SYS_SENDTO {
+				po.op.Bytes = int(a[2])
+			}
+			return
+		}
+	case unix.SYS_CLOSE:
+		fd := int(a[0])
+		fi := p.fds[fd]
+		if fi != nil && fi.kind == fdInet && (fi.listening || (fi.peer.IsValid() && t.gated(fi.peer.Addr()))) {
+			po := t.newPending(th, sched.Close, nr, a)
+			po.fd, po.fi = fd, fi
+			po.op.Peer = addrString(fi.peer)
+			po.op.Conn = fi.outKey()
+			return
+		}
+		t.releaseDup(t.forgetFd(p, fd))
+	case unix.SYS_SHUTDOWN:
+		fd := int(a[0])
+		fi := t.fdOf(p, fd)
+		if fi.kind == fdInet && fi.peer.IsValid() && t.gated(fi.peer.Addr()) {
+			po := t.newPending(th, sched.Shutdown, nr, a)
+			po.fd, po.fi = fd, fi
+			po.op.Peer = addrString(fi.peer)
+			po.op.Conn = fi.outKey()
+			return
+		}
+	case unix.SYS_DUP2, unix.SYS_DUP3:
+		if int(a[1]) != int(a[0]) {
+			t.releaseDup(t.forgetFd(p, int(a[1])))
+		}
+	case unix.SYS_CLOSE_RANGE:
+		for fd := range p.fds {
+			if uint64(fd) >= a[0] && uint64(fd) <= a[1] {
+				t.releaseDup(t.forgetFd(p, fd))
+			}
+		}
+	case unix.SYS_CONNECT:
+		fam, ap := decodeSockaddr(th.tid, a[1], a[2])
+		if (fam == unix.AF_INET || fam == unix.AF_INET6) && t.gated(ap.Addr()) {
+			fd := int(a[0])
+			fi := t.fdOf(p, fd)
+			po := t.newPending(th, sched.Connect, nr, a)
+			po.fd, po.fi = fd, fi
+			po.op.Peer = ap.String()
+			po.op.Object = "listen:" + ap.String()
+			po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
+			return
+		}
+	case unix.SYS_ACCEPT, unix.SYS_ACCEPT4:
+		fd := int(a[0])
+		fi := t.fdOf(p, fd)
+		if fi.kind == fdInet {
+			po := t.newPending(th, sched.Accept, nr, a)
+			po.fd, po.fi = fd, fi
+			po.op.Object = "listen:" + t.listenKey(p, fi)
+			po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
+			return
+		}
+	case unix.SYS_POLL, unix.SYS_PPOLL, unix.SYS_SELECT, unix.SYS_PSELECT6,
+		unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2:
+		t.onPoll(th, nr, a)
+		return
+	case unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP:
+		if clock != nil && t.onSleep(th, nr, a) {
+			return
+		}
+	case unix.SYS_FUTEX:
+		if clock != nil && t.onTimedWait(th, a) {
+			return
+		}
+	}
+	t.allow(th)
+}
+
+func addrString(ap netip.AddrPort) string {
+	if !ap.IsValid() {
+		return ""
+	}
+	return ap.String()
+}
+
+// listenKey names a listener by the node's address even when it is bound to
+// the wildcard address, so that connects and accepts agree.
+func (t *Tracer) listenKey(p *process, fi *fdInfo) string {
+	a := fi.local.Addr()
+	if a.IsUnspecified() && p.node.addr.IsValid() {
+		a = p.node.addr
+	}
+	return netip.AddrPortFrom(a, fi.local.Port()).String()
+}
+
+// sockGated says whether a socket call talks to another node.
+func (t *Tracer) sockGated(fi *fdInfo, nr int, a [6]uint64) bool {
+	if fi.peer.IsValid() {
+		return t.gated(fi.peer.Addr())
+	}
+	if fi.listening {
+		return false
+	}
+	// Unconnected datagram socket: gate when bound to a gated address or
+	// when sendto names a gated destination.
+	if nr == unix.SYS_SENDTO && a[4] != 0 {
+		return false // UDP to an explicit address runs natively for now
+	}
+	return false
+}
+
+func isNonblocking(fd int) bool {
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	return err == nil && fl&unix.O_NONBLOCK != 0
+}
+
+func (t *Tracer) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
+	if fi.dup >= 0 && isNonblocking(fi.dup) {
+		return true
+	}
+	switch nr {
+	case unix.SYS_RECVFROM:
+		return a[3]&unix.MSG_DONTWAIT != 0
+	case unix.SYS_RECVMSG:
+		return a[2]&unix.MSG_DONTWAIT != 0
+	}
+	return false
+}
+
+func (t *Tracer) fakeRandom(th *thread, buf, count uint64) {
+	n := count
+	if n > 1<<20 {
+		n = 1 << 20
+	}
+	b := make([]byte, n)
+	io.ReadFull(th.proc.node.rand, b)
+	if err := writeMem(th.tid, buf, b); err != nil {
+		t.fake(th, -int64(unix.EFAULT))
+		return
+	}
+	t.fake(th, int64(n))
+}
+
+func putTimespec(b []byte, ns int64) {
+	binary.LittleEndian.PutUint64(b, uint64(ns/1e9))
+	binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9))
+}
+
+func (t *Tracer) readTimespec(pid int, addr uint64) (int64, bool) {
+	var b [16]byte
+	if readMem(pid, addr, b[:]) != nil {
+		return 0, false
+	}
+	sec := int64(binary.LittleEndian.Uint64(b[:]))
+	nsec := int64(binary.LittleEndian.Uint64(b[8:]))
+	if sec < 0 || nsec < 0 || nsec >= 1e9 {
+		return 0, false
+	}
+	if sec > (1<<62)/1_000_000_000 {
+		return 1 << 62, true
+	}
+	return sec*1e9 + nsec, true
+}
+
+// never is a deadline so far away that the clock never jumps to it.
+const never = int64(1) << 62
+
+func (t *Tracer) now() int64 { return int64(t.opts.Clock.Now()) }
+
+func (t *Tracer) onSleep(th *thread, nr int, a [6]uint64) bool {
+	var rel int64
+	var ok bool
+	switch nr {
+	case unix.SYS_NANOSLEEP:
+		rel, ok = t.readTimespec(th.tid, a[0])
+	case unix.SYS_CLOCK_NANOSLEEP:
+		vnow, virt := t.opts.Clock.Read(int32(a[0]))
+		if !virt {
+			return false
+		}
+		rel, ok = t.readTimespec(th.tid, a[2])
+		if ok && a[1]&1 != 0 { // TIMER_ABSTIME
+			rel -= vnow
+		}
+	}
+	if !ok {
+		return false // let the kernel report EFAULT/EINVAL
+	}
+	po := t.newPending(th, sched.Sleep, nr, a)
+	po.deadline = t.now() + max(rel, 0)
+	return true
+}
+
+// onTimedWait takes over the timeout of a futex wait: the wait proceeds in
+// the kernel without one, and lockstep interrupts it at its virtual deadline.
+func (t *Tracer) onTimedWait(th *thread, a [6]uint64) bool {
+	cmd := a[1] & futexCmdMask
+	abs, ok := t.readTimespec(th.tid, a[3])
+	if !ok {
+		return false
+	}
+	var deadline int64
+	switch cmd {
+	case futexWait:
+		deadline = t.now() + abs
+	case futexWaitBitset:
+		clk := int32(unix.CLOCK_MONOTONIC)
+		if a[1]&256 != 0 { // FUTEX_CLOCK_REALTIME
+			clk = unix.CLOCK_REALTIME
+		}
+		vnow, _ := t.opts.Clock.Read(clk)
+		deadline = t.now() + (abs - vnow)
+	default:
+		return false
+	}
+	t.stats.TimedWaits++
+	if deadline <= t.now() {
+		t.fake(th, -int64(unix.ETIMEDOUT))
+		return true
+	}
+	th.regs.R10 = 0
+	if err := unix.PtraceSetRegs(th.tid, &th.regs); err != nil {
+		return false
+	}
+	th.waitDeadline = deadline
+	th.waitAddr = a[0]
+	th.interrupted = false
+	th.state = tsTimedWait
+	if err := unix.PtraceCont(th.tid, 0); err != nil {
+		th.state = tsRunning
+	}
+	return true
+}
+
+// wakeDueTimedWaits interrupts futex waits whose virtual deadline passed.
+func (t *Tracer) wakeDueTimedWaits() {
+	if t.opts.Clock == nil {
+		return
+	}
+	now := t.now()
+	for _, th := range t.threads {
+		if th.state != tsTimedWait || th.interrupted || th.waitDeadline > now {
+			continue
+		}
+		if !th.inFutex() {
+			th.state = tsRunning // woken meanwhile
+			continue
+		}
+		th.interrupted = true
+		if err := unix.PtraceInterrupt(th.tid); err != nil {
+			th.interrupted = false
+			th.state = tsRunning
+		}
+	}
+}
+
+// inFutex reads /proc/.../syscall to see whether the thread still sleeps in
+// the futex wait lockstep owns.
+func (th *thread) inFutex() bool {
+	b, err := readSmall("/proc/" + strconv.Itoa(th.proc.pid) + "/task/" + strconv.Itoa(th.tid) + "/syscall")
+	if err != nil {
+		return false
+	}
+	var nr int
+	var addr uint64
+	fields := splitFields(b)
+	if len(fields) < 2 {
+		return false
+	}
+	nr, _ = strconv.Atoi(fields[0])
+	addr, _ = strconv.ParseUint(fields[1], 0, 64)
+	return nr == unix.SYS_FUTEX && addr == th.waitAddr
+}
+
+func readSmall(path string) (string, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	var buf [256]byte
+	n, err := unix.Read(fd, buf[:])
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+func splitFields(s string) []string {
+	var out []string
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ' ' || s[i] == '\n' {
+			if start >= 0 {
+				out = append(out, s[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	return out
+}
+
+const (
+	errRestartSys    = 512
+	errRestartNoIntr = 513
+	errRestartNoHand = 514
+	errRestartBlock  = 516
+)
+
+// finishTimedWait completes an interrupted futex wait as a timeout.
+func (t *Tracer) finishTimedWait(th *thread) {
+	th.interrupted = false
+	if err := unix.PtraceGetRegs(th.tid, &th.regs); err == nil && th.regs.Orig_rax == unix.SYS_FUTEX {
+		switch -int64(th.regs.Rax) {
+		case errRestartSys, errRestartNoIntr, errRestartNoHand, errRestartBlock, int64(unix.EINTR):
+			etimedout := -int64(unix.ETIMEDOUT)
+			th.regs.Rax = uint64(etimedout)
+			unix.PtraceSetRegs(th.tid, &th.regs)
+		}
+	}
+	t.cont(th, 0)
+}
+
+// onPoll turns a poll-family call into an op with a probe set and deadline.
+func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) {
+	p := th.proc
+	po := t.newPending(th, sched.Poll, nr, a)
+	po.op.Object = "inbox:" + p.node.name
+	var timeout int64 = -1 // ns, -1 infinite
+	switch nr {
+	case unix.SYS_POLL, unix.SYS_PPOLL:
+		n := int(a[1])
+		if n > 4096 {
+			n = 4096
+		}
+		buf := make([]byte, 8*n)
+		if n > 0 && readMem(th.tid, a[0], buf) == nil {
+			for i := 0; i < n; i++ {
+				fd := int(int32(binary.LittleEndian.Uint32(buf[8*i:])))
+				ev := int16(binary.LittleEndian.Uint16(buf[8*i+4:]))
+				t.addProbe(po, fd, ev)
+			}
+		}
+		if nr == unix.SYS_POLL {
+			if ms := int32(a[2]); ms >= 0 {
+				timeout = int64(ms) * 1e6
+			}
+		} else if a[2] != 0 {
+			if ns, ok := t.readTimespec(th.tid, a[2]); ok {
+				timeout = ns
+			}
+		}
+	case unix.SYS_SELECT, unix.SYS_PSELECT6:
+		nfds := int(a[0])
+		if nfds > 1024 {
+			nfds = 1024
+		}
+		sets := [3]uint64{a[1], a[2], a[3]}
+		events := [3]int16{unix.POLLIN, unix.POLLOUT, unix.POLLPRI}
+		for s, addr := range sets {
+			if addr == 0 || nfds == 0 {
+				continue
+			}
+			buf := make([]byte, (nfds+63)/64*8)
+			if readMem(th.tid, addr, buf) != nil {
+				continue
+			}
+			for fd := 0; fd < nfds; fd++ {
+				if buf[fd/8]&(1<<(fd%8)) != 0 {
+					t.addProbe(po, fd, events[s])
+				}
+			}
+		}
+		if a[4] != 0 {
+			if nr == unix.SYS_SELECT {
+				var b [16]byte
+				if readMem(th.tid, a[4], b[:]) == nil {
+					sec := int64(binary.LittleEndian.Uint64(b[:]))
+					usec := int64(binary.LittleEndian.Uint64(b[8:]))
+					timeout = sec*1e9 + usec*1e3
+				}
+			} else if ns, ok := t.readTimespec(th.tid, a[4]); ok {
+				timeout = ns
+			}
+		}
+	default: // epoll family: the epoll fd is readable when events are ready
+		t.addProbe(po, int(a[0]), unix.POLLIN)
+		if nr == unix.SYS_EPOLL_PWAIT2 {
+			if a[3] != 0 {
+				if ns, ok := t.readTimespec(th.tid, a[3]); ok {
+					timeout = ns
+				}
+			}
+		} else if ms := int32(a[3]); ms >= 0 {
+			timeout = int64(ms) * 1e6
+		}
+	}
+	switch {
+	case timeout == 0:
+		po.immediate = true
+	case timeout > 0 && t.opts.Clock != nil:
+		po.deadline = t.now() + timeout
+	case timeout > 0:
+		// Without virtual time a timeout is real; let it count as ready so
+		// lockstep never blocks on it.
+		po.immediate = true
+	}
+}
+
+func (t *Tracer) addProbe(po *pendingOp, fd int, ev int16) {
+	if fd < 0 {
+		return
+	}
+	p := po.th.proc
+	fi := t.fdOf(p, fd)
+	if fi.dup < 0 {
+		fi.dup = t.dupFd(p, fd)
+	}
+	if fi.dup < 0 {
+		return
+	}
+	po.probe = append(po.probe, unix.PollFd{Fd: int32(fi.dup), Events: ev})
+}
+
+func ready(fds []unix.PollFd) bool {
+	if len(fds) == 0 {
+		return false
+	}
+	for i := range fds {
+		fds[i].Revents = 0
+	}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}
+
+func readyFd(fd int, ev int16) bool {
+	if fd < 0 {
+		return false
+	}
+	return ready([]unix.PollFd{{Fd: int32(fd), Events: ev}})
+}
+
+// enabled says whether releasing p now would not block.
+func (t *Tracer) enabled(p *pendingOp) bool {
+	switch p.op.Kind {
+	case sched.Deliver:
+		c := p.chunk.conn
+		if len(c.queue) == 0 || c.queue[0] != p {
+			return false
+		}
+		return !c.blocked || readyFd(c.dup, unix.POLLOUT)
+	case sched.Connect, sched.Close, sched.Shutdown:
+		return true
+	case sched.Accept, sched.Recv:
+		if p.immediate {
+			return true
+		}
+		return p.fi != nil && readyFd(p.fi.dup, unix.POLLIN)
+	case sched.Send:
+		if c := t.conns[p.fi.outKey()]; c != nil && c.queued >= t.opts.DeliverCap {
+			return false
+		}
+		return true
+	case sched.Poll:
+		if p.immediate || ready(p.probe) {
+			return true
+		}
+		return p.deadline >= 0 && p.deadline <= t.now()
+	case sched.Sleep:
+		return p.deadline <= t.now()
+	}
+	return true
+}
+
+// release lets one pending op proceed.
+func (t *Tracer) release(id uint64) (Released, error) {
+	p := t.pending[id]
+	if p == nil {
+		return Released{}, errUnknownOp(id)
+	}
+	delete(t.pending, id)
+	if p.op.Kind == sched.Deliver {
+		return t.deliver(p)
+	}
+	th := p.th
+	th.pending = nil
+	th.lastOp = id
+	r := Released{Causes: p.causes}
+	switch p.op.Kind {
+	case sched.Sleep:
+		t.fake(th, 0)
+	case sched.Poll:
+		if !p.immediate && !ready(p.probe) && p.deadline >= 0 && p.deadline <= t.now() {
+			t.timeoutPoll(th, p)
+			return r, nil
+		}
+		t.cont(th, 0)
+	case sched.Send:
+		if t.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG {
+			n, err := t.capture(p)
+			if err == nil {
+				r.Result = n
+				t.fake(th, n)
+				return r, nil
+			}
+			t.log.Warn("capturing send, running it natively", "op", p.op.String(), "err", err)
+		}
+		t.cont(th, 0)
+	case sched.Recv:
+		r.Causes = append(r.Causes, t.consume(p)...)
+		t.cont(th, 0)
+	case sched.Accept:
+		if c := t.popConnect(p.op.Object); c != 0 {
+			r.Causes = append(r.Causes, c)
+		}
+		t.cont(th, 0)
+	case sched.Connect:
+		t.connects[p.op.Object] = append(t.connects[p.op.Object], id)
+		t.cont(th, 0)
+	case sched.Close:
+		fi := t.forgetFd(th.proc, p.fd)
+		t.releaseDup(fi)
+		t.cont(th, 0)
+	case sched.Shutdown:
+		how := int(p.args[1])
+		if c := t.conns[p.fi.outKey()]; c != nil && len(c.queue) > 0 && how != unix.SHUT_RD {
+			// The FIN must follow the queued data: shut down our duplicate
+			// once drained and let the tracee's call succeed now.
+			c.shutWr = true
+			t.fake(th, 0)
+			return r, nil
+		}
+		t.cont(th, 0)
+	default:
+		t.cont(th, 0)
+	}
+	return r, nil
+}
+
+// timeoutPoll makes a poll-family call return "timed out" without waiting.
+func (t *Tracer) timeoutPoll(th *thread, p *pendingOp) {
+	a := p.args
+	switch p.nr {
+	case unix.SYS_POLL, unix.SYS_PPOLL:
+		n := int(a[1])
+		if n > 0 && n <= 4096 {
+			buf := make([]byte, 8*n)
+			if readMem(th.tid, a[0], buf) == nil {
+				for i := 0; i < n; i++ {
+					buf[8*i+6], buf[8*i+7] = 0, 0
+				}
+				writeMem(th.tid, a[0], buf)
+			}
+		}
+	case unix.SYS_SELECT, unix.SYS_PSELECT6:
+		nfds := int(a[0])
+		for _, addr := range []uint64{a[1], a[2], a[3]} {
+			if addr != 0 && nfds > 0 && nfds <= 1024 {
+				writeMem(th.tid, addr, make([]byte, (nfds+63)/64*8))
+			}
+		}
+		if p.nr == unix.SYS_SELECT && a[4] != 0 {
+			writeMem(th.tid, a[4], make([]byte, 16)) // Linux updates the timeout
+		}
+	}
+	t.fake(th, 0)
+}
+
+type errUnknownOp uint64
+
+func (e errUnknownOp) Error() string {
+	return "releasing op #" + strconv.FormatUint(uint64(e), 10) + ": no such pending op"
+}
+
+var _ = time.Now

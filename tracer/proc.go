@@ -1,0 +1,199 @@
+package tracer
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadState says what the tracer knows of a thread. Stopped and running
+// threads are different states: only stopped ones may be inspected.
+type threadState uint8
+
+const (
+	// tsNew: attached, its first stop not yet handled or its LPID unknown.
+	tsNew threadState = iota
+	// tsRunning: resumed; it may be executing or asleep in an ungated syscall.
+	tsRunning
+	// tsGated: stopped at a gated syscall whose op is pending.
+	tsGated
+	// tsTimedWait: released into a futex wait whose timeout lockstep owns;
+	// asleep in the kernel until woken or interrupted at its virtual deadline.
+	tsTimedWait
+	// tsGroupStop: in a group-stop (SIGSTOP and friends), listening.
+	tsGroupStop
+	// tsHeld: stopped (new thread waiting for its parent's clone event).
+	tsHeld
+)
+
+// thread is one traced task.
+type thread struct {
+	tid   int
+	proc  *process
+	lpid  string
+	state threadState
+	regs  unix.PtraceRegs
+	// pending is the op this thread is stopped at (tsGated).
+	pending *pendingOp
+	// Timed futex wait bookkeeping (tsTimedWait).
+	waitDeadline int64
+	waitAddr     uint64
+	interrupted  bool
+	// statFd is a kept-open /proc/<pid>/task/<tid>/stat: pread on it is far
+	// cheaper than reopening for every quiescence check.
+	statFd  int
+	schedFd int
+	// earlyStatus holds a stop that arrived before the parent's clone event.
+	heldStatus bool
+	// lastOp is the last op released for this thread; firstCause carries
+	// the creating thread's last op to a new thread's first op.
+	lastOp     uint64
+	firstCause uint64
+}
+
+// process is one traced thread group.
+type process struct {
+	pid      int
+	node     *nodeInfo
+	forkPath string
+	threads  map[int]*thread
+	nthreads int // threads ever created, for thread indexes
+	nforks   int // children ever forked, for fork paths
+	pidfd    int
+	fds      map[int]*fdInfo
+	maps     *memMaps
+	exited   bool
+	parent   *process
+	root     bool // the node's first process
+	execs    int
+}
+
+func (p *process) String() string {
+	return fmt.Sprintf("%s/%s(pid %d)", p.node.name, p.forkPath, p.pid)
+}
+
+func (th *thread) String() string { return fmt.Sprintf("%s(tid %d)", th.lpid, th.tid) }
+
+// openThreadFiles keeps /proc files open for cheap state checks.
+func (th *thread) openThreadFiles() {
+	base := "/proc/" + strconv.Itoa(th.proc.pid) + "/task/" + strconv.Itoa(th.tid)
+	th.statFd, _ = unix.Open(base+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	th.schedFd, _ = unix.Open(base+"/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+}
+
+func (th *thread) closeThreadFiles() {
+	if th.statFd > 0 {
+		unix.Close(th.statFd)
+		th.statFd = 0
+	}
+	if th.schedFd > 0 {
+		unix.Close(th.schedFd)
+		th.schedFd = 0
+	}
+}
+
+// kernelState returns the thread's scheduler state letter ('R', 'S', 'D',
+// 't', 'Z'...) and its CPU time in ns, 0 and false if unreadable.
+func (th *thread) kernelState() (byte, uint64, bool) {
+	if th.statFd <= 0 {
+		th.openThreadFiles()
+		if th.statFd <= 0 {
+			return 0, 0, false
+		}
+	}
+	var buf [512]byte
+	n, err := unix.Pread(th.statFd, buf[:], 0)
+	if err != nil || n <= 0 {
+		return 0, 0, false
+	}
+	i := bytes.LastIndexByte(buf[:n], ')')
+	if i < 0 || i+2 >= n {
+		return 0, 0, false
+	}
+	state := buf[i+2]
+	var cpu uint64
+	if th.schedFd > 0 {
+		m, err := unix.Pread(th.schedFd, buf[:], 0)
+		if err == nil && m > 0 {
+			j := bytes.IndexByte(buf[:m], ' ')
+			if j > 0 {
+				cpu, _ = strconv.ParseUint(string(buf[:j]), 10, 64)
+			}
+		}
+	}
+	return state, cpu, true
+}
+
+// readMem copies len(b) bytes of the tracee's memory at addr.
+func readMem(pid int, addr uint64, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(len(b))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	if err != nil {
+		return fmt.Errorf("reading %d bytes at %#x of pid %d: %w", len(b), addr, pid, err)
+	}
+	if n != len(b) {
+		return fmt.Errorf("reading %d bytes at %#x of pid %d: short read %d", len(b), addr, pid, n)
+	}
+	return nil
+}
+
+// writeMem copies b into the tracee's memory at addr.
+func writeMem(pid int, addr uint64, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(len(b))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+	n, err := unix.ProcessVMWritev(pid, local, remote, 0)
+	if err != nil {
+		// Read-only pages (rare for out-buffers) need ptrace pokes.
+		return pokeMem(pid, addr, b, err)
+	}
+	if n != len(b) {
+		return fmt.Errorf("writing %d bytes at %#x of pid %d: short write %d", len(b), addr, pid, n)
+	}
+	return nil
+}
+
+func pokeMem(pid int, addr uint64, b []byte, first error) error {
+	if _, err := unix.PtracePokeData(pid, uintptr(addr), b); err != nil {
+		return fmt.Errorf("writing %d bytes at %#x of pid %d: %w (poke: %v)", len(b), addr, pid, first, err)
+	}
+	return nil
+}
+
+func readU64(pid int, addr uint64) (uint64, error) {
+	var b [8]byte
+	if err := readMem(pid, addr, b[:]); err != nil {
+		return 0, err
+	}
+	return *(*uint64)(unsafe.Pointer(&b[0])), nil
+}
+
+// tgidOf reads the thread group id of tid from /proc.
+func tgidOf(tid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.Index(b, []byte("\nTgid:"))
+	if i < 0 {
+		return 0, fmt.Errorf("no Tgid in /proc/%d/status", tid)
+	}
+	rest := bytes.TrimLeft(b[i+6:], " \t")
+	j := bytes.IndexByte(rest, '\n')
+	if j < 0 {
+		j = len(rest)
+	}
+	return strconv.Atoi(string(rest[:j]))
+}

@@ -1,0 +1,81 @@
+package tracer
+
+import "golang.org/x/sys/unix"
+
+// gatedSyscalls stop under the tracer; every other syscall runs natively.
+// read/write/close stop too because a filter cannot tell a socket from a
+// file: the tracer releases non-socket ones at once from a per-fd cache.
+var gatedSyscalls = []uint32{
+	unix.SYS_READ, unix.SYS_WRITE, unix.SYS_READV, unix.SYS_WRITEV, unix.SYS_CLOSE,
+	unix.SYS_CONNECT, unix.SYS_ACCEPT, unix.SYS_ACCEPT4,
+	unix.SYS_SENDTO, unix.SYS_SENDMSG, unix.SYS_SENDMMSG,
+	unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG, unix.SYS_SHUTDOWN,
+	unix.SYS_POLL, unix.SYS_PPOLL, unix.SYS_SELECT, unix.SYS_PSELECT6,
+	unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2,
+	unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP,
+	unix.SYS_CLOCK_GETTIME, unix.SYS_GETTIMEOFDAY, unix.SYS_TIME,
+	unix.SYS_GETRANDOM,
+	// fd-table changes that would make the fd kind cache stale.
+	unix.SYS_DUP2, unix.SYS_DUP3, unix.SYS_CLOSE_RANGE,
+}
+
+const (
+	futexCmdMask    = 0x7f // FUTEX_CMD_MASK without PRIVATE and CLOCK_REALTIME
+	futexWait       = 0
+	futexWaitBitset = 9
+	auditArchX86_64 = 0xc000003e
+)
+
+// seccomp_data offsets.
+const (
+	offNr   = 0
+	offArch = 4
+	offArg1 = 16 + 8*1
+	offArg3 = 16 + 8*3
+)
+
+func stmt(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
+func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
+	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
+}
+
+// gatedFilter builds the classic-BPF program: RET_TRACE for the gated
+// syscalls and for futex waits that carry a timeout (the JVM's and Go's
+// timed waits), RET_ALLOW for everything else.
+func gatedFilter() []unix.SockFilter {
+	const (
+		ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		ret  = unix.BPF_RET | unix.BPF_K
+		andk = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+	)
+	n := len(gatedSyscalls)
+	var p []unix.SockFilter
+	// Other architectures (i386 via int 0x80) are not gated.
+	p = append(p, stmt(ldw, offArch))
+	p = append(p, jump(jeq, auditArchX86_64, 1, 0))
+	p = append(p, stmt(ret, unix.SECCOMP_RET_ALLOW))
+	p = append(p, stmt(ldw, offNr))
+	// Layout after the list: [n] futex check ..., then ALLOW, then TRACE.
+	futexLen := 9
+	for i, nr := range gatedSyscalls {
+		// Distance from the instruction after this one to the TRACE return.
+		toTrace := (n - 1 - i) + futexLen + 1
+		p = append(p, jump(jeq, nr, uint8(toTrace), 0))
+	}
+	// futex: op & mask in {WAIT, WAIT_BITSET} and timeout pointer != 0.
+	p = append(p,
+		jump(jeq, unix.SYS_FUTEX, 0, 8),
+		stmt(ldw, offArg1),
+		stmt(andk, futexCmdMask),
+		jump(jeq, futexWait, 1, 0),
+		jump(jeq, futexWaitBitset, 0, 4),
+		stmt(ldw, offArg3),
+		jump(jeq, 0, 0, 3), // low half non-zero → trace
+		stmt(ldw, offArg3+4),
+		jump(jeq, 0, 0, 1), // high half non-zero → trace
+	)
+	p = append(p, stmt(ret, unix.SECCOMP_RET_ALLOW))
+	p = append(p, stmt(ret, unix.SECCOMP_RET_TRACE))
+	return p
+}

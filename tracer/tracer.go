@@ -1,0 +1,1004 @@
+package tracer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"golang.org/x/sys/unix"
+)
+
+// Clock is the virtual time the tracer answers clock reads from. vclock.Clock
+// implements it. Read returns false for clocks that are not virtualized (CPU
+// time clocks), which then run natively.
+type Clock interface {
+	Now() time.Duration
+	Read(clockid int32) (ns int64, virtualized bool)
+}
+
+// Options configure a Tracer.
+type Options struct {
+	// Clock answers clock reads and turns sleeps and timeouts into virtual
+	// deadlines. Nil leaves time to the kernel (then sleeps are not gated).
+	Clock Clock
+	// Random returns the seeded byte stream that answers getrandom and
+	// /dev/urandom reads of a node; nil leaves them to the kernel.
+	Random func(node string) io.Reader
+	// Gated reports whether traffic with this peer address is inter-node
+	// (gated and scheduled). Nil gates every non-loopback address.
+	Gated func(peer netip.Addr) bool
+	// Capture turns sends on gated TCP sockets into messages in flight,
+	// delivered later as their own ops (DESIGN.md "Messages in flight").
+	Capture bool
+	// DeliverCap bounds the undelivered bytes per connection direction;
+	// past it a send is disabled until deliveries drain. Default 4 MiB.
+	DeliverCap int
+	// SiteFrames is how many user frames a call site records (1 for the
+	// pc and pid+pc schemes, K for pid+stack:K). Default 1.
+	SiteFrames int
+	// Grace bounds how long Settle waits for threads that run without
+	// reaching a gated syscall. Default 2s.
+	Grace time.Duration
+	// CPU pins the tracer thread and every tracee to one CPU when >= 0.
+	// Lockstep runs one thread at a time anyway, and on virtual machines a
+	// ptrace stop that crosses CPUs costs twice as much. Use -1 to leave
+	// placement to the kernel; the zero value pins to CPU 0.
+	CPU    int
+	Logger *slog.Logger
+}
+
+// LaunchConfig describes a node's first process.
+type LaunchConfig struct {
+	Node      string
+	Addr      netip.Addr // the node's address, for classifying peers; may be zero
+	Argv      []string   // Argv[0] is resolved through PATH when it has no '/'
+	Env       []string
+	Dir       string
+	Netns     string // path of a network namespace to enter, "" = stay
+	HostsFile string // bind-mounted over /etc/hosts when set
+	Cgroup    string // cgroup v2 directory to join when set
+	Stdout    *os.File
+	Stderr    *os.File
+	// NoFilter runs the program traced but without the seccomp filter
+	// (benchmark baseline for launch costs only).
+	NoFilter bool
+}
+
+// Exit reports that a traced process ended.
+type Exit struct {
+	Node   string
+	LPID   string
+	Pid    int
+	Root   bool // the node's first process
+	Code   int  // exit code, when Signal is 0
+	Signal syscall.Signal
+}
+
+func (e Exit) String() string {
+	if e.Signal != 0 {
+		return fmt.Sprintf("%s killed by %v", e.LPID, e.Signal)
+	}
+	return fmt.Sprintf("%s exited with code %d", e.LPID, e.Code)
+}
+
+// State is what Settle found at a quiescent point.
+type State struct {
+	// Pending are all ops waiting for release, sorted by ID.
+	Pending []*sched.Op
+	// Enabled are the pending ops whose release would not block, sorted by ID.
+	Enabled []*sched.Op
+	// Exits are processes that ended since the previous Settle.
+	Exits []Exit
+	// Live counts traced threads.
+	Live int
+	// NextDeadline is the earliest virtual deadline of a pending sleep,
+	// timeout or timed wait; ok is false when there is none.
+	NextDeadline time.Duration
+	HasDeadline  bool
+	// Spinning lists threads that ran past the grace period without
+	// reaching a gated syscall or sleeping; the state is then not quiescent.
+	Spinning []string
+	// ClockReads counts clock reads answered since the Tracer started.
+	ClockReads uint64
+}
+
+// Released is the result of releasing one op.
+type Released struct {
+	// Causes are ops of other threads that happen before the released one
+	// (the send of a delivery, the deliveries a recv consumed).
+	Causes []uint64
+	// Result is the syscall's return value when lockstep produced it.
+	Result int64
+}
+
+// Tracer traces process trees. Create it with New; all methods may be called
+// from any goroutine, one at a time.
+type Tracer struct {
+	opts  Options
+	log   *slog.Logger
+	calls chan func()
+	quit  chan struct{}
+	done  chan struct{}
+
+	// Everything below is owned by the tracer thread.
+	nodes    map[string]*nodeInfo
+	byAddr   map[netip.Addr]*nodeInfo
+	threads  map[int]*thread
+	procs    map[int]*process
+	pending  map[uint64]*pendingOp
+	fresh    []*pendingOp
+	nextID   uint64
+	exits    []Exit
+	conns    map[string]*conn
+	connects map[string][]uint64 // released connects per listener, for accept causes
+	sites    *siteCache
+	selfPid  int
+	stats    Stats
+	spinning []string
+	// sentinel is a paused child of the tracer thread; stopping it wakes a
+	// blocking wait4 when no tracee will report (see blockingWait).
+	sentinel int
+}
+
+// Stats counts what the tracer did, for benchmarks and reports.
+type Stats struct {
+	Stops       uint64 // seccomp stops
+	Released    uint64 // stops released at once (not ops)
+	ClockReads  uint64
+	Ops         uint64
+	Deliveries  uint64
+	TimedWaits  uint64
+	SettleSpins uint64
+}
+
+type nodeInfo struct {
+	name  string
+	addr  netip.Addr
+	rand  io.Reader
+	procs int // processes ever started on the node, for fork paths
+}
+
+// New starts a tracer thread. Close it to kill every tracee and free it.
+func New(opts Options) *Tracer {
+	if opts.DeliverCap <= 0 {
+		opts.DeliverCap = 4 << 20
+	}
+	if opts.SiteFrames <= 0 {
+		opts.SiteFrames = 1
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = 2 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Gated == nil {
+		opts.Gated = func(a netip.Addr) bool { return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() }
+	}
+	t := &Tracer{
+		opts:     opts,
+		log:      opts.Logger,
+		calls:    make(chan func()),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		nodes:    map[string]*nodeInfo{},
+		byAddr:   map[netip.Addr]*nodeInfo{},
+		threads:  map[int]*thread{},
+		procs:    map[int]*process{},
+		pending:  map[uint64]*pendingOp{},
+		conns:    map[string]*conn{},
+		connects: map[string][]uint64{},
+		sites:    newSiteCache(),
+		selfPid:  os.Getpid(),
+	}
+	go t.loop()
+	return t
+}
+
+// loop is the tracer thread: it owns every ptrace call and all state.
+func (t *Tracer) loop() {
+	runtime.LockOSThread()
+	// Never unlocked: a thread that traced processes must not be reused
+	// by other goroutines while tracees may still report to it.
+	defer close(t.done)
+	if t.opts.CPU >= 0 {
+		var set unix.CPUSet
+		set.Set(t.opts.CPU)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			t.log.Warn("pinning tracer thread", "cpu", t.opts.CPU, "err", err)
+		}
+	}
+	t.startSentinel()
+	for {
+		select {
+		case f := <-t.calls:
+			f()
+		case <-t.quit:
+			t.killAll()
+			t.stopSentinel()
+			return
+		}
+	}
+}
+
+// do runs f on the tracer thread and waits for it.
+func (t *Tracer) do(f func()) error {
+	ch := make(chan struct{})
+	select {
+	case t.calls <- func() { f(); close(ch) }:
+	case <-t.done:
+		return errors.New("tracer closed")
+	}
+	<-ch
+	return nil
+}
+
+// Close kills every tracee, reaps them and stops the tracer thread.
+func (t *Tracer) Close() error {
+	select {
+	case <-t.done:
+		return nil
+	default:
+	}
+	close(t.quit)
+	<-t.done
+	return nil
+}
+
+// Stats returns the counters.
+func (t *Tracer) Stats() Stats {
+	var s Stats
+	t.do(func() { s = t.stats })
+	return s
+}
+
+// ErrNotFound says a program to launch does not exist or is not executable.
+var ErrNotFound = errors.New("program not found or not executable")
+
+// Launch starts a node's first process traced. It returns once the process
+// has exec'd the target (or failed to).
+func (t *Tracer) Launch(cfg LaunchConfig) (pid int, err error) {
+	if len(cfg.Argv) == 0 {
+		return 0, errors.New("launching: empty command")
+	}
+	path, err := resolveProgram(cfg.Argv[0], cfg.Dir)
+	if err != nil {
+		return 0, err
+	}
+	// Go's asynchronous preemption signals threads on a timer: every signal
+	// is a ptrace stop and a source of nondeterminism.
+	cfg.Env = append(cfg.Env[:len(cfg.Env):len(cfg.Env)], "GODEBUG=asyncpreemptoff=1")
+	t.do(func() { pid, err = t.launch(cfg, path) })
+	return pid, err
+}
+
+func resolveProgram(argv0, dir string) (string, error) {
+	path := argv0
+	if !containsSlash(argv0) {
+		p, err := lookPath(argv0)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", argv0, ErrNotFound)
+		}
+		path = p
+	} else if dir != "" && path[0] != '/' {
+		path = dir + "/" + path
+	}
+	if err := unix.Access(path, unix.X_OK); err != nil {
+		return "", fmt.Errorf("%s: %w", argv0, ErrNotFound)
+	}
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		return "", fmt.Errorf("%s: %w", argv0, ErrNotFound)
+	}
+	return path, nil
+}
+
+func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
+	hc := helperConfig{
+		Path: path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir,
+		Netns: cfg.Netns, HostsFile: cfg.HostsFile, Cgroup: cfg.Cgroup, NoFilter: cfg.NoFilter,
+		CPU: t.opts.CPU,
+	}
+	raw, err := json.Marshal(hc)
+	if err != nil {
+		return 0, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return 0, fmt.Errorf("finding own executable: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	defer w.Close()
+	stdout, stderr := cfg.Stdout, cfg.Stderr
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, err
+	}
+	defer devnull.Close()
+	attr := &syscall.ProcAttr{
+		Env:   []string{helperEnv + "=" + string(raw)},
+		Files: []uintptr{devnull.Fd(), stdout.Fd(), stderr.Fd(), r.Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	}
+	pid, err := syscall.ForkExec(self, []string{"lockstep-launch", cfg.Node}, attr)
+	if err != nil {
+		return 0, fmt.Errorf("starting launch helper: %w", err)
+	}
+	const opts = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEFORK |
+		unix.PTRACE_O_TRACEVFORK | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_TRACESYSGOOD | unix.PTRACE_O_EXITKILL
+	if _, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, opts, 0, 0); errno != 0 {
+		unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, 0, nil)
+		return 0, fmt.Errorf("seizing launch helper: %w", errno)
+	}
+	ni := t.nodes[cfg.Node]
+	if ni == nil {
+		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr}
+		if t.opts.Random != nil {
+			ni.rand = t.opts.Random(cfg.Node)
+		}
+		t.nodes[cfg.Node] = ni
+		if cfg.Addr.IsValid() {
+			t.byAddr[cfg.Addr] = ni
+		}
+	}
+	p := &process{pid: pid, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true}
+	ni.procs++
+	p.pidfd, _ = unix.PidfdOpen(pid, 0)
+	th := &thread{tid: pid, proc: p, state: tsRunning}
+	th.lpid = p.lpidFor(0)
+	p.threads[pid] = th
+	p.nthreads = 1
+	t.procs[pid] = p
+	t.threads[pid] = th
+	if _, err := w.Write([]byte{1}); err != nil {
+		return 0, fmt.Errorf("releasing launch helper: %w", err)
+	}
+	// Run until the helper has exec'd the target or died.
+	deadline := time.Now().Add(10 * time.Second)
+	for p.execs == 0 && !p.exited {
+		if time.Now().After(deadline) {
+			return pid, fmt.Errorf("launching %s: helper did not exec within 10s", cfg.Argv[0])
+		}
+		if n := t.drain(true); n == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	if p.exited && p.execs == 0 {
+		return pid, fmt.Errorf("launching %s: helper exited before exec (see the node's stderr)", cfg.Argv[0])
+	}
+	return pid, nil
+}
+
+func containsSlash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+func lookPath(name string) (string, error) { return exec.LookPath(name) }
+
+func (p *process) lpidFor(index int) string {
+	return p.node.name + "/" + p.forkPath + "/t" + strconv.Itoa(index)
+}
+
+const wNothread = 0x20000000 // __WNOTHREAD: only this thread's tracees and children
+
+// drain handles every event already waiting. With block false and nothing
+// waiting it returns 0 at once.
+func (t *Tracer) drain(nohang bool) int {
+	n := 0
+	flags := unix.WALL | wNothread
+	if nohang {
+		flags |= unix.WNOHANG
+	}
+	for {
+		var ws unix.WaitStatus
+		tid, err := unix.Wait4(-1, &ws, flags, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || tid <= 0 {
+			return n
+		}
+		n++
+		t.handle(tid, ws)
+		flags |= unix.WNOHANG
+	}
+}
+
+func (t *Tracer) cont(th *thread, sig int) {
+	th.state = tsRunning
+	if err := unix.PtraceCont(th.tid, sig); err != nil && err != unix.ESRCH {
+		t.log.Warn("resuming thread", "thread", th.String(), "err", err)
+	}
+}
+
+// handle dispatches one wait status.
+func (t *Tracer) handle(tid int, ws unix.WaitStatus) {
+	if tid == t.sentinel {
+		if ws.Stopped() {
+			unix.Kill(tid, unix.SIGCONT)
+		} else {
+			t.sentinel = 0
+		}
+		return
+	}
+	th := t.threads[tid]
+	if th == nil {
+		if ws.Exited() || ws.Signaled() {
+			return // a thread that vanished during exec, or a reaped helper
+		}
+		// A new thread whose stop arrived before its parent's clone event:
+		// hold it until the parent names it.
+		th = &thread{tid: tid, state: tsHeld, heldStatus: true}
+		t.threads[tid] = th
+		return
+	}
+	switch {
+	case ws.Exited() || ws.Signaled():
+		t.onExit(th, ws)
+	case ws.Stopped():
+		sig := ws.StopSignal()
+		event := int(ws) >> 16
+		switch {
+		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
+			t.onSeccomp(th)
+		case sig == unix.SIGTRAP && (event == unix.PTRACE_EVENT_CLONE || event == unix.PTRACE_EVENT_FORK || event == unix.PTRACE_EVENT_VFORK):
+			t.onClone(th)
+		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXEC:
+			t.onExec(th)
+		case event == unix.PTRACE_EVENT_STOP:
+			t.onEventStop(th, sig)
+		case sig == unix.SIGTRAP|0x80:
+			t.cont(th, 0)
+		default:
+			// Signal-delivery stop: hand the signal on (the JVM relies on
+			// SIGSEGV, programs on SIGTERM handlers).
+			t.cont(th, int(sig))
+		}
+	}
+}
+
+func (t *Tracer) onEventStop(th *thread, sig syscall.Signal) {
+	switch {
+	case th.state == tsNew || th.state == tsHeld:
+		// The initial stop of a new thread under PTRACE_SEIZE.
+		if th.proc == nil {
+			th.state = tsHeld
+			th.heldStatus = true
+			return
+		}
+		th.openThreadFiles()
+		t.cont(th, 0)
+	case th.state == tsTimedWait && th.interrupted:
+		t.finishTimedWait(th)
+	case sig == unix.SIGSTOP || sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU:
+		// Group-stop: keep it stopped as the signal wants, but listening so
+		// SIGCONT and events still reach us.
+		th.state = tsGroupStop
+		unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_LISTEN, uintptr(th.tid), 0, 0, 0, 0)
+	default:
+		t.cont(th, 0)
+	}
+}
+
+func (t *Tracer) onClone(parent *thread) {
+	msg, err := unix.PtraceGetEventMsg(parent.tid)
+	if err != nil {
+		t.cont(parent, 0)
+		return
+	}
+	tid := int(msg)
+	p := parent.proc
+	child := t.threads[tid]
+	if child == nil {
+		child = &thread{tid: tid, state: tsNew}
+		t.threads[tid] = child
+	}
+	tgid, err := tgidOf(tid)
+	if err == nil && tgid == p.pid {
+		child.proc = p
+		child.lpid = p.lpidFor(p.nthreads)
+		p.nthreads++
+	} else {
+		np := &process{
+			pid: tid, node: p.node, forkPath: p.forkPath + "." + strconv.Itoa(p.nforks),
+			threads: map[int]*thread{}, fds: map[int]*fdInfo{}, parent: p,
+		}
+		p.nforks++
+		np.pidfd, _ = unix.PidfdOpen(tid, 0)
+		np.nthreads = 1
+		child.proc = np
+		child.lpid = np.lpidFor(0)
+		t.procs[tid] = np
+	}
+	child.proc.threads[tid] = child
+	child.firstCause = parent.lastOp
+	if child.heldStatus {
+		child.heldStatus = false
+		child.openThreadFiles()
+		t.cont(child, 0)
+	}
+	t.cont(parent, 0)
+}
+
+func (t *Tracer) onExec(th *thread) {
+	p := th.proc
+	former, _ := unix.PtraceGetEventMsg(th.tid)
+	if int(former) != th.tid {
+		// A non-leader thread exec'd and took over the leader's tid.
+		if old := t.threads[int(former)]; old != nil {
+			t.dropThread(old)
+		}
+	}
+	for tid, other := range p.threads {
+		if tid != th.tid {
+			t.dropThread(other)
+		}
+	}
+	if th.pending != nil {
+		t.dropPending(th.pending)
+	}
+	p.threads = map[int]*thread{th.tid: th}
+	p.nthreads = 1
+	p.execs++
+	th.lpid = p.lpidFor(0)
+	th.closeThreadFiles()
+	th.openThreadFiles()
+	t.forgetAllFds(p)
+	p.maps = nil
+	if t.opts.Clock != nil {
+		if err := hideVDSO(th); err != nil {
+			t.log.Warn("hiding vDSO", "thread", th.String(), "err", err)
+		}
+	}
+	t.cont(th, 0)
+}
+
+// hideVDSO rewrites AT_SYSINFO_EHDR in the new image's auxv to AT_IGNORE so
+// the C library and language runtimes make real clock syscalls.
+func hideVDSO(th *thread) error {
+	if err := unix.PtraceGetRegs(th.tid, &th.regs); err != nil {
+		return err
+	}
+	pid := th.tid
+	sp := th.regs.Rsp
+	argc, err := readU64(pid, sp)
+	if err != nil {
+		return err
+	}
+	addr := sp + 8 + 8*(argc+1)  // skip argc, argv and its NULL
+	for i := 0; i < 1<<16; i++ { // envp
+		v, err := readU64(pid, addr)
+		if err != nil {
+			return err
+		}
+		addr += 8
+		if v == 0 {
+			break
+		}
+	}
+	for i := 0; i < 64; i++ {
+		var pair [16]byte
+		if err := readMem(pid, addr, pair[:]); err != nil {
+			return err
+		}
+		key := leU64(pair[:8])
+		if key == 0 { // AT_NULL
+			return nil
+		}
+		if key == 33 { // AT_SYSINFO_EHDR
+			var ign [16]byte
+			ign[0] = 1 // AT_IGNORE
+			return writeMem(pid, addr, ign[:])
+		}
+		addr += 16
+	}
+	return nil
+}
+
+func leU64(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+func (t *Tracer) dropThread(th *thread) {
+	if th.pending != nil {
+		t.dropPending(th.pending)
+	}
+	th.closeThreadFiles()
+	delete(t.threads, th.tid)
+	if th.proc != nil {
+		delete(th.proc.threads, th.tid)
+	}
+}
+
+func (t *Tracer) onExit(th *thread, ws unix.WaitStatus) {
+	p := th.proc
+	t.dropThread(th)
+	if p == nil || th.tid != p.pid {
+		return
+	}
+	// The leader's exit is reported once the whole group is gone.
+	p.exited = true
+	for _, other := range p.threads {
+		t.dropThread(other)
+	}
+	e := Exit{Node: p.node.name, LPID: p.node.name + "/" + p.forkPath, Pid: p.pid, Root: p.root}
+	if ws.Signaled() {
+		e.Signal = ws.Signal()
+	} else {
+		e.Code = ws.ExitStatus()
+	}
+	t.exits = append(t.exits, e)
+	t.forgetAllFds(p)
+	if p.pidfd > 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = 0
+	}
+	delete(t.procs, p.pid)
+}
+
+// Settle waits until every traced thread is stopped at a gated syscall or
+// asleep in the kernel, then reports pending and enabled ops.
+func (t *Tracer) Settle(ctx context.Context) (State, error) {
+	var st State
+	var err error
+	if e := t.do(func() { st, err = t.settle(ctx) }); e != nil {
+		return st, e
+	}
+	return st, err
+}
+
+func (t *Tracer) settle(ctx context.Context) (State, error) {
+	t.wakeDueTimedWaits()
+	t.spinning = t.spinning[:0]
+	if err := t.waitQuiescent(ctx); err != nil {
+		return State{}, err
+	}
+	t.numberFresh()
+	return t.snapshot(), nil
+}
+
+// waitQuiescent returns when no thread can make progress without lockstep.
+func (t *Tracer) waitQuiescent(ctx context.Context) error {
+	lastProgress := time.Now()
+	confirmed := false
+	var cpu map[int]uint64
+	for spins := 0; ; spins++ {
+		if n := t.drain(true); n > 0 {
+			lastProgress = time.Now()
+			confirmed = false
+			spins = 0
+			continue
+		}
+		running := 0
+		for _, th := range t.threads {
+			switch th.state {
+			case tsRunning, tsNew, tsTimedWait:
+				running++
+			}
+		}
+		if running == 0 {
+			return nil
+		}
+		if spins >= 16 {
+			// Every running thread asleep in the kernel twice in a row with
+			// no CPU time used in between: nobody can wake them but us.
+			asleep := true
+			now := make(map[int]uint64, running)
+			for _, th := range t.threads {
+				if th.state != tsRunning && th.state != tsTimedWait && th.state != tsNew {
+					continue
+				}
+				if th.state == tsTimedWait && th.interrupted {
+					asleep = false
+					break
+				}
+				s, c, ok := th.kernelState()
+				if !ok {
+					continue // gone; its exit event is on its way
+				}
+				if s != 'S' && s != 'D' && s != 'Z' && s != 'I' {
+					asleep = false
+					break
+				}
+				now[th.tid] = c
+			}
+			if asleep {
+				if confirmed && sameCPU(cpu, now) {
+					return nil
+				}
+				confirmed, cpu = true, now
+			} else {
+				confirmed = false
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Since(lastProgress) > t.opts.Grace {
+			for _, th := range t.threads {
+				if th.state == tsRunning {
+					if s, _, ok := th.kernelState(); ok && s == 'R' {
+						t.spinning = append(t.spinning, th.lpid)
+					}
+				}
+			}
+			sort.Strings(t.spinning)
+			return nil
+		}
+		t.stats.SettleSpins++
+		switch {
+		case spins < 16:
+			// Most released threads reach their next gated syscall within
+			// microseconds: yielding catches them without a timer.
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		case confirmed:
+			time.Sleep(20 * time.Microsecond)
+		default:
+			wd := time.Duration(1<<min(spins/16, 5)) * 100 * time.Microsecond
+			if t.blockingWait(wd) {
+				lastProgress = time.Now()
+				confirmed = false
+				spins = 0
+			}
+		}
+	}
+}
+
+func sameCPU(a, b map[int]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// numberFresh gives the ops that appeared since the last quiescent point
+// their IDs, in LPID order so that numbering does not depend on the order
+// in which the kernel reported the stops.
+func (t *Tracer) numberFresh() {
+	sort.SliceStable(t.fresh, func(i, j int) bool {
+		a, b := t.fresh[i], t.fresh[j]
+		if a.op.LPID != b.op.LPID {
+			return a.op.LPID < b.op.LPID
+		}
+		return a.seq < b.seq
+	})
+	for _, p := range t.fresh {
+		if p.dropped {
+			continue
+		}
+		t.nextID++
+		p.op.ID = t.nextID
+		t.pending[p.op.ID] = p
+	}
+	t.fresh = t.fresh[:0]
+}
+
+func (t *Tracer) snapshot() State {
+	st := State{Live: len(t.threads), ClockReads: t.stats.ClockReads}
+	st.Exits, t.exits = t.exits, nil
+	st.Spinning = append([]string(nil), t.spinning...)
+	ids := make([]uint64, 0, len(t.pending))
+	for id := range t.pending {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		p := t.pending[id]
+		st.Pending = append(st.Pending, &p.op)
+		if t.enabled(p) {
+			st.Enabled = append(st.Enabled, &p.op)
+		}
+		if p.deadline >= 0 && (!st.HasDeadline || time.Duration(p.deadline) < st.NextDeadline) {
+			st.NextDeadline, st.HasDeadline = time.Duration(p.deadline), true
+		}
+	}
+	for _, th := range t.threads {
+		if th.state == tsTimedWait && !th.interrupted {
+			if !st.HasDeadline || time.Duration(th.waitDeadline) < st.NextDeadline {
+				st.NextDeadline, st.HasDeadline = time.Duration(th.waitDeadline), true
+			}
+		}
+	}
+	return st
+}
+
+// Release lets the pending op with this ID proceed.
+func (t *Tracer) Release(id uint64) (Released, error) {
+	var r Released
+	var err error
+	if e := t.do(func() { r, err = t.release(id) }); e != nil {
+		return r, e
+	}
+	return r, err
+}
+
+// KillAll kills every tracee and waits until they are gone.
+func (t *Tracer) KillAll() error {
+	return t.do(t.killAll)
+}
+
+// Kill kills every process of one node (a crash).
+func (t *Tracer) Kill(node string) error {
+	return t.do(func() {
+		for _, p := range t.procs {
+			if p.node.name == node {
+				unix.Kill(p.pid, unix.SIGKILL)
+			}
+		}
+	})
+}
+
+func (t *Tracer) killAll() {
+	for _, p := range t.procs {
+		unix.Kill(p.pid, unix.SIGKILL)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(t.procs) > 0 && time.Now().Before(deadline) {
+		if t.drain(true) == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		for _, p := range t.procs {
+			// A process whose threads all left without a leader report.
+			if len(p.threads) == 0 {
+				if unix.Kill(p.pid, 0) == unix.ESRCH {
+					delete(t.procs, p.pid)
+				}
+			}
+		}
+	}
+	for id, p := range t.pending {
+		p.dropped = true
+		delete(t.pending, id)
+	}
+	for _, c := range t.conns {
+		c.queue = nil
+		t.closeConn(c)
+	}
+	t.fresh = t.fresh[:0]
+	// Reap anything else this thread started.
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WALL|wNothread|unix.WNOHANG, nil)
+		if err != nil || pid <= 0 {
+			break
+		}
+	}
+	for tid, th := range t.threads {
+		th.closeThreadFiles()
+		delete(t.threads, tid)
+	}
+}
+
+// Action is what a Drive callback decides at a quiescent point.
+type Action struct {
+	// Release is the ID of the op to release; 0 releases nothing (for
+	// instance after the caller advanced the virtual clock).
+	Release uint64
+	// Stop ends Drive.
+	Stop bool
+}
+
+// Drive runs the trial loop on the tracer thread: settle, call decide with
+// the state, apply its action, repeat. Running the callback there saves two
+// cross-thread handoffs per op, which otherwise cost more than the ptrace
+// stops themselves. decide must not call other Tracer methods. The Released
+// value of the previous action is passed in with the state.
+func (t *Tracer) Drive(ctx context.Context, decide func(st *State, last Released) (Action, error)) error {
+	var err error
+	if e := t.do(func() {
+		var last Released
+		for {
+			var st State
+			st, err = t.settle(ctx)
+			if err != nil {
+				return
+			}
+			var a Action
+			a, err = decide(&st, last)
+			if err != nil || a.Stop {
+				return
+			}
+			last = Released{}
+			if a.Release != 0 {
+				last, err = t.release(a.Release)
+				if err != nil {
+					return
+				}
+			}
+		}
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
+func (t *Tracer) startSentinel() {
+	self, err := os.Executable()
+	if err != nil {
+		return
+	}
+	raw, _ := json.Marshal(helperConfig{Sentinel: true, CPU: -1})
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return
+	}
+	defer devnull.Close()
+	pid, err := syscall.ForkExec(self, []string{"lockstep-sentinel"}, &syscall.ProcAttr{
+		Env:   []string{helperEnv + "=" + string(raw)},
+		Files: []uintptr{devnull.Fd(), devnull.Fd(), devnull.Fd()},
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
+	})
+	if err == nil {
+		t.sentinel = pid
+	}
+}
+
+func (t *Tracer) stopSentinel() {
+	if t.sentinel > 0 {
+		unix.Kill(t.sentinel, unix.SIGKILL)
+		var ws unix.WaitStatus
+		unix.Wait4(t.sentinel, &ws, 0, nil)
+		t.sentinel = 0
+	}
+}
+
+// blockingWait waits for one event for at most about d. A blocking wait4
+// costs nothing while tracees run, unlike polling, which competes with them
+// for the CPU; the sentinel's stop bounds it when every running thread went
+// to sleep in the kernel and nothing will report. It reports whether a
+// tracee event was handled.
+func (t *Tracer) blockingWait(d time.Duration) bool {
+	if t.sentinel <= 0 {
+		time.Sleep(d)
+		return t.drain(true) > 0
+	}
+	sentinel := t.sentinel
+	timer := time.AfterFunc(d, func() { unix.Kill(sentinel, unix.SIGSTOP) })
+	defer timer.Stop()
+	for {
+		var ws unix.WaitStatus
+		tid, err := unix.Wait4(-1, &ws, unix.WALL|wNothread|unix.WUNTRACED, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || tid <= 0 {
+			return false
+		}
+		t.handle(tid, ws)
+		return tid != sentinel
+	}
+}
