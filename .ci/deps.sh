@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what lockstep's build and tests need on a fresh Debian machine.
+# `deps.sh bpf` adds the eBPF toolchain for `make generate`.
+set -euo pipefail
+need=()
+command -v gcc >/dev/null || need+=(gcc)
+command -v make >/dev/null || need+=(make)
+command -v javac >/dev/null || need+=(openjdk-17-jdk-headless)
+command -v rustc >/dev/null || need+=(rustc)
+command -v ip >/dev/null || need+=(iproute2)
+if [ "${1:-}" = bpf ]; then
+  command -v clang >/dev/null || need+=(clang)
+  command -v llvm-strip >/dev/null || need+=(llvm)
+  [ -e /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
+  command -v bpftool >/dev/null || need+=(bpftool)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "deps: missing ${need[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  echo "deps: installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi

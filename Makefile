@@ -1,0 +1,41 @@
+# lockstep — build, test and benchmark. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/lockstep
+PKGS := ./...
+export GOFLAGS ?= -mod=mod
+
+.PHONY: help build test bench demo generate clean deps testdata cleanup
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+deps: ## install the apt packages lockstep's tests and generators need (root)
+	@bash .ci/deps.sh
+
+build: ## build bin/lockstep
+	$(GO) build -o $(BIN) ./cmd/lockstep
+
+testdata: ## build the test programs in C, Go, Rust and Java
+	@if [ -f testdata/progs/Makefile ]; then $(MAKE) -C testdata/progs all; fi
+
+test: build testdata ## run every test, the privileged ones included when root
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+bench: build testdata ## run the benchmarks (figures as ratios to native)
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+demo: deps build testdata ## find the bundled example's bug with POS, show it, replay it
+	@bash scripts/demo.sh
+
+generate: ## regenerate the eBPF objects with bpf2go (installs clang, llvm, libbpf-dev)
+	@bash .ci/deps.sh bpf
+	$(GO) generate ./bpf/...
+
+cleanup: build ## remove what a killed lockstep run left behind
+	./$(BIN) clean
+
+clean: ## remove build outputs
+	rm -rf bin
+	@if [ -f testdata/progs/Makefile ]; then $(MAKE) -C testdata/progs clean; fi
