@@ -17,7 +17,9 @@ build: ## build bin/lockstep
 	$(GO) build -o $(BIN) ./cmd/lockstep
 
 testdata: ## build the test programs in C, Go, Rust and Java
-	@if [ -f testdata/progs/Makefile ]; then $(MAKE) -C testdata/progs all; fi
+	@if [ -f testdata/progs/Makefile ]; then $(MAKE) -s -C testdata/progs all; fi
+	@$(MAKE) -s -C testdata/demo all
+	@for m in testdata/bugs/*/Makefile; do [ -f "$$m" ] || continue; $(MAKE) -s -C "$$(dirname "$$m")" all || exit 1; done
 
 test: build testdata ## run every test, the privileged ones included when root
 	$(GO) vet $(PKGS)

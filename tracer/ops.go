@@ -39,8 +39,11 @@ func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64)
 	p := &pendingOp{th: th, nr: nr, args: args, fd: -1, deadline: -1, seq: seqCounter}
 	p.op = sched.Op{
 		Node: th.proc.node.name, LPID: th.lpid, Kind: kind,
-		Syscall: syscallName(nr), Site: t.callSite(th, t.opts.SiteFrames),
+		Syscall: syscallName(nr),
 	}
+	t0 := time.Now()
+	p.op.Site = t.callSite(th, t.opts.SiteFrames)
+	t.stats.SiteTime += time.Since(t0)
 	if th.firstCause != 0 {
 		p.causes = append(p.causes, th.firstCause)
 		th.firstCause = 0
@@ -753,5 +756,3 @@ type errUnknownOp uint64
 func (e errUnknownOp) Error() string {
 	return "releasing op #" + strconv.FormatUint(uint64(e), 10) + ": no such pending op"
 }
-
-var _ = time.Now

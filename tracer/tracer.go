@@ -161,6 +161,14 @@ type Stats struct {
 	Deliveries  uint64
 	TimedWaits  uint64
 	SettleSpins uint64
+	// Time spent, for the benchmark's breakdown: handling stops (register
+	// reads, decoding, call sites included), call sites alone, waiting for
+	// tracees to run (quiescence), the caller's decisions, releases.
+	HandleTime  time.Duration
+	SiteTime    time.Duration
+	SettleTime  time.Duration
+	DecideTime  time.Duration
+	ReleaseTime time.Duration
 }
 
 type nodeInfo struct {
@@ -427,7 +435,9 @@ func (t *Tracer) drain(nohang bool) int {
 			return n
 		}
 		n++
+		t0 := time.Now()
 		t.handle(tid, ws)
+		t.stats.HandleTime += time.Since(t0)
 		flags |= unix.WNOHANG
 	}
 }
@@ -923,18 +933,24 @@ func (t *Tracer) Drive(ctx context.Context, decide func(st *State, last Released
 		var last Released
 		for {
 			var st State
+			t0 := time.Now()
 			st, err = t.settle(ctx)
+			t1 := time.Now()
+			t.stats.SettleTime += t1.Sub(t0)
 			if err != nil {
 				return
 			}
 			var a Action
 			a, err = decide(&st, last)
+			t2 := time.Now()
+			t.stats.DecideTime += t2.Sub(t1)
 			if err != nil || a.Stop {
 				return
 			}
 			last = Released{}
 			if a.Release != 0 {
 				last, err = t.release(a.Release)
+				t.stats.ReleaseTime += time.Since(t2)
 				if err != nil {
 					return
 				}
@@ -998,7 +1014,9 @@ func (t *Tracer) blockingWait(d time.Duration) bool {
 		if err != nil || tid <= 0 {
 			return false
 		}
+		t0 := time.Now()
 		t.handle(tid, ws)
+		t.stats.HandleTime += time.Since(t0)
 		return tid != sentinel
 	}
 }

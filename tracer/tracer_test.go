@@ -42,8 +42,8 @@ func (c *testClock) Read(id int32) (int64, bool) {
 	switch id {
 	case 0, 5, 11: // realtime family
 		return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() + int64(c.Now()), true
-	case 1, 4, 6, 7: // monotonic family
-		return int64(c.Now()), true
+	case 1, 4, 6, 7: // monotonic family, from a boot time an hour ago
+		return int64(time.Hour + c.Now()), true
 	}
 	return 0, false
 }
