@@ -35,6 +35,9 @@ type helperConfig struct {
 	Sentinel bool `json:"sentinel,omitempty"`
 	// CPU pins the node to one CPU when >= 0 (see Options.CPU).
 	CPU int `json:"cpu"`
+	// TrapTSC makes rdtsc/rdtscp fault so the tracer can answer them from
+	// virtual time.
+	TrapTSC bool `json:"traptsc,omitempty"`
 }
 
 func init() {
@@ -138,6 +141,11 @@ func runHelper(cfg *helperConfig) error {
 		return fmt.Errorf("waiting for the tracer: %v", err)
 	}
 	unix.Close(syncFd)
+	if cfg.TrapTSC {
+		if err := unix.Prctl(unix.PR_SET_TSC, unix.PR_TSC_SIGSEGV, 0, 0, 0); err != nil {
+			return fmt.Errorf("trapping rdtsc: %w", err)
+		}
+	}
 	if !cfg.NoFilter {
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			return fmt.Errorf("setting no_new_privs: %w", err)

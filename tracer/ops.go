@@ -455,6 +455,21 @@ func (th *thread) inFutex() bool {
 	return nr == unix.SYS_FUTEX && addr == th.waitAddr
 }
 
+// inVforkWait reports whether the thread sleeps in vfork/clone waiting for
+// its child to exec or exit.
+func (th *thread) inVforkWait() bool {
+	b, err := readSmall("/proc/" + strconv.Itoa(th.proc.pid) + "/task/" + strconv.Itoa(th.tid) + "/syscall")
+	if err != nil {
+		return false
+	}
+	f := splitFields(b)
+	if len(f) == 0 {
+		return false
+	}
+	nr, _ := strconv.Atoi(f[0])
+	return nr == unix.SYS_VFORK || nr == unix.SYS_CLONE || nr == unix.SYS_CLONE3
+}
+
 func readSmall(path string) (string, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -161,6 +161,7 @@ type Stats struct {
 	Deliveries  uint64
 	TimedWaits  uint64
 	SettleSpins uint64
+	TSCReads    uint64 // rdtsc/rdtscp answered from virtual time
 	// Time spent, for the benchmark's breakdown: handling stops (register
 	// reads, decoding, call sites included), call sites alone, waiting for
 	// tracees to run (quiescence), the caller's decisions, releases.
@@ -316,7 +317,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	hc := helperConfig{
 		Path: path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir,
 		Netns: cfg.Netns, HostsFile: cfg.HostsFile, Cgroup: cfg.Cgroup, NoFilter: cfg.NoFilter,
-		CPU: t.opts.CPU,
+		CPU: t.opts.CPU, TrapTSC: t.opts.Clock != nil,
 	}
 	raw, err := json.Marshal(hc)
 	if err != nil {
@@ -487,6 +488,8 @@ func (t *Tracer) handle(tid int, ws unix.WaitStatus) {
 			t.onEventStop(th, sig)
 		case sig == unix.SIGTRAP|0x80:
 			t.cont(th, 0)
+		case sig == unix.SIGSEGV && t.opts.Clock != nil && t.emulateTSC(th):
+			// rdtsc answered from virtual time.
 		default:
 			// Signal-delivery stop: hand the signal on (the JVM relies on
 			// SIGSEGV, programs on SIGTERM handlers).
@@ -587,8 +590,71 @@ func (t *Tracer) onExec(th *thread) {
 		if err := hideVDSO(th); err != nil {
 			t.log.Warn("hiding vDSO", "thread", th.String(), "err", err)
 		}
+		// execve clears the rdtsc trap, so set it in the new image.
+		if ret, err := t.inject(th, unix.SYS_PRCTL, unix.PR_SET_TSC, unix.PR_TSC_SIGSEGV); err != nil || ret != 0 {
+			t.log.Warn("trapping rdtsc", "thread", th.String(), "ret", ret, "err", err)
+		}
 	}
 	t.cont(th, 0)
+}
+
+// inject makes a stopped thread execute one syscall of lockstep's choosing
+// and returns its result, restoring registers and code afterwards. The
+// syscall instruction is written over the code at the thread's pc for one
+// single step.
+func (t *Tracer) inject(th *thread, nr uint64, args ...uint64) (int64, error) {
+	var saved unix.PtraceRegs
+	if err := unix.PtraceGetRegs(th.tid, &saved); err != nil {
+		return 0, err
+	}
+	var code [8]byte
+	if err := readMem(th.tid, saved.Rip, code[:]); err != nil {
+		return 0, err
+	}
+	patched := code
+	patched[0], patched[1] = 0x0f, 0x05 // syscall
+	if _, err := unix.PtracePokeText(th.tid, uintptr(saved.Rip), patched[:]); err != nil {
+		return 0, err
+	}
+	defer unix.PtracePokeText(th.tid, uintptr(saved.Rip), code[:])
+	regs := saved
+	regs.Rax = nr
+	regs.Orig_rax = nr
+	var a [6]uint64
+	copy(a[:], args)
+	regs.Rdi, regs.Rsi, regs.Rdx, regs.R10, regs.R8, regs.R9 = a[0], a[1], a[2], a[3], a[4], a[5]
+	if err := unix.PtraceSetRegs(th.tid, &regs); err != nil {
+		return 0, err
+	}
+	defer unix.PtraceSetRegs(th.tid, &saved)
+	if err := unix.PtraceSingleStep(th.tid); err != nil {
+		return 0, err
+	}
+	for {
+		var ws unix.WaitStatus
+		tid, err := unix.Wait4(th.tid, &ws, unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || tid != th.tid {
+			return 0, fmt.Errorf("waiting for injected syscall: %v", err)
+		}
+		if ws.Exited() || ws.Signaled() {
+			return 0, errors.New("thread died during an injected syscall")
+		}
+		if ws.Stopped() && ws.StopSignal() == unix.SIGTRAP && int(ws)>>16 == 0 {
+			break
+		}
+		// Another stop (a seccomp stop cannot happen: prctl is not gated);
+		// step again.
+		if err := unix.PtraceSingleStep(th.tid); err != nil {
+			return 0, err
+		}
+	}
+	if err := unix.PtraceGetRegs(th.tid, &regs); err != nil {
+		return 0, err
+	}
+	return int64(regs.Rax), nil
 }
 
 // hideVDSO rewrites AT_SYSINFO_EHDR in the new image's auxv to AT_IGNORE so
@@ -735,6 +801,13 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 				if !ok {
 					continue // gone; its exit event is on its way
 				}
+				if s == 'D' && !th.inVforkWait() {
+					// Uninterruptible sleep is transient (I/O, exec reading
+					// the binary) except for a vfork parent waiting for its
+					// child, which only lockstep can let go.
+					asleep = false
+					break
+				}
 				if s != 'S' && s != 'D' && s != 'Z' && s != 'I' {
 					asleep = false
 					break
@@ -834,6 +907,13 @@ func (t *Tracer) snapshot() State {
 		}
 		if p.deadline >= 0 && (!st.HasDeadline || time.Duration(p.deadline) < st.NextDeadline) {
 			st.NextDeadline, st.HasDeadline = time.Duration(p.deadline), true
+		}
+	}
+	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
+		for _, th := range t.threads {
+			ks, _, _ := th.kernelState()
+			sc, _ := readSmall("/proc/" + strconv.Itoa(th.tid) + "/syscall")
+			t.log.Debug("nothing enabled", "thread", th.String(), "state", th.state, "kernel", string(ks), "syscall", sc)
 		}
 	}
 	for _, th := range t.threads {
@@ -1019,4 +1099,40 @@ func (t *Tracer) blockingWait(d time.Duration) bool {
 		t.stats.HandleTime += time.Since(t0)
 		return tid != sentinel
 	}
+}
+
+// tscBase makes the virtual time-stamp counter start well above zero, as a
+// real one does after boot; it ticks once per virtual nanosecond.
+const tscBase = uint64(3600e9)
+
+// emulateTSC answers a faulting rdtsc or rdtscp (PR_TSC_SIGSEGV) from
+// virtual time. It reports false for any other SIGSEGV.
+func (t *Tracer) emulateTSC(th *thread) bool {
+	if err := unix.PtraceGetRegs(th.tid, &th.regs); err != nil {
+		return false
+	}
+	var insn [3]byte
+	if readMem(th.tid, th.regs.Rip, insn[:]) != nil || insn[0] != 0x0f {
+		return false
+	}
+	var size uint64
+	switch {
+	case insn[1] == 0x31:
+		size = 2
+	case insn[1] == 0x01 && insn[2] == 0xf9:
+		size = 3
+		th.regs.Rcx = 0 // IA32_TSC_AUX: CPU 0
+	default:
+		return false
+	}
+	tsc := tscBase + uint64(t.opts.Clock.Now())
+	th.regs.Rax = tsc & 0xffffffff
+	th.regs.Rdx = tsc >> 32
+	th.regs.Rip += size
+	if err := unix.PtraceSetRegs(th.tid, &th.regs); err != nil {
+		return false
+	}
+	t.stats.TSCReads++
+	t.cont(th, 0)
+	return true
 }

@@ -3,8 +3,10 @@ package tracer
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -64,6 +66,9 @@ func newHarness(t *testing.T, opts Options) *harness {
 	requireTracing(t)
 	if opts.Gated == nil {
 		opts.Gated = loopbackGated
+	}
+	if os.Getenv("LOCKSTEP_DEBUG") != "" && opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	h := &harness{t: t, dir: t.TempDir()}
 	if opts.Clock != nil {
@@ -395,4 +400,27 @@ func TestCloseKillsTree(t *testing.T) {
 	h.run(nil, func(st *State) bool { return true })
 	h.tr.Close()
 	// LeakCheckMain fails the package if any process survived.
+}
+
+// TestRDTSCVirtual: rdtsc and rdtscp fault and are answered from virtual
+// time, so a 1 s sleep is exactly 1e9 ticks and every run prints the same.
+func TestRDTSCVirtual(t *testing.T) {
+	requireTracing(t)
+	prog := bin(t, "tsc", "rdtsc")
+	if err := exec.Command(prog, "--probe").Run(); err == nil || err.(*exec.ExitError).ExitCode() == 3 {
+		t.Skip("skipping: this machine does not fault on rdtsc after PR_TSC_SIGSEGV (the hypervisor ignores CR4.TSD)")
+	}
+	var outs []string
+	for i := 0; i < 2; i++ {
+		h := newHarness(t, Options{Clock: &testClock{}})
+		h.launch("n", prog)
+		h.run(nil, nil)
+		if s := h.tr.Stats(); s.TSCReads != 2 {
+			t.Fatalf("TSC reads answered: %d, want 2", s.TSCReads)
+		}
+		outs = append(outs, h.output("n"))
+	}
+	if outs[0] != outs[1] || !strings.Contains(outs[0], "delta=1000000000\n") {
+		t.Fatalf("rdtsc not virtual: %q vs %q", outs[0], outs[1])
+	}
 }
