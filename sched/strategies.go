@@ -1,0 +1,320 @@
+package sched
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+)
+
+// Params configure New.
+type Params struct {
+	// PCTDepth is PCT's bug depth d (d-1 change points); 0 means 3.
+	PCTDepth int
+	// Predictor supplies conflict predictions to "+" variants.
+	Predictor Predictor
+	// Mode selects how a "+" variant uses predictions.
+	Mode PlusMode
+}
+
+// PlusMode says how a "+" variant treats ops predicted not to conflict.
+type PlusMode struct {
+	// Weight, when > 0, selects Morpheus's softer mode for POS-family
+	// strategies: possibly conflicting ops draw priority 1-U^(1/Weight)
+	// (biased low) instead of non-conflicting ones skipping the scheduler.
+	Weight float64
+}
+
+// Names are the strategies New accepts (each also with a "+" suffix).
+var Names = []string{"random", "pct", "pos", "pos*"}
+
+// New makes a strategy by name: random (alias rw), pct, pos, pos*, each
+// optionally with "+" for conflict analysis.
+func New(name string, p Params) (Strategy, error) {
+	base, plus := strings.CutSuffix(name, "+")
+	var s Strategy
+	switch base {
+	case "random", "rw":
+		s = &Random{}
+	case "pct":
+		d := p.PCTDepth
+		if d <= 0 {
+			d = 3
+		}
+		s = &PCT{Depth: d}
+	case "pos":
+		s = &POS{}
+	case "pos*":
+		s = &POS{Redraw: true}
+	default:
+		return nil, fmt.Errorf("unknown strategy %q (want one of random, pct, pos, pos*, with optional +)", name)
+	}
+	if !plus {
+		return s, nil
+	}
+	return NewPlus(s, p.Predictor, p.Mode), nil
+}
+
+func newRand(seed int64) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), 0x6c6f636b73746570)) // "lockstep"
+}
+
+// Random releases a uniformly chosen enabled op.
+type Random struct{ r *rand.Rand }
+
+func (s *Random) Name() string                    { return "random" }
+func (s *Random) Reset(seed int64, _ int)         { s.r = newRand(seed) }
+func (s *Random) Next(enabled []*Op) (int, error) { return s.r.IntN(len(enabled)), nil }
+
+// POS is partial order sampling: every op gets an independent uniform
+// priority when it first appears, and the highest enabled op runs. Because
+// the relative order of a few ops depends only on their own priorities, a
+// bug needing op B after op A and A's k predecessors is hit with probability
+// about 1/(k+2) however many unrelated ops surround them.
+//
+// With Redraw (POS*), after an op runs the priorities of the pending ops
+// that race with it (same non-empty Object) are drawn again.
+type POS struct {
+	Redraw bool
+	r      *rand.Rand
+	prio   map[uint64]float64
+	objs   map[uint64]string
+	// lowFor, when set by a "+" variant in weight mode, says an op should
+	// draw a priority biased towards low values.
+	weight func(*Op) float64
+}
+
+func (s *POS) Name() string {
+	if s.Redraw {
+		return "pos*"
+	}
+	return "pos"
+}
+
+func (s *POS) Reset(seed int64, _ int) {
+	s.r = newRand(seed)
+	s.prio = map[uint64]float64{}
+	s.objs = map[uint64]string{}
+}
+
+func (s *POS) draw(o *Op) float64 {
+	u := s.r.Float64()
+	if s.weight != nil {
+		if w := s.weight(o); w > 0 {
+			return 1 - math.Pow(u, 1/w)
+		}
+	}
+	return u
+}
+
+func (s *POS) Next(enabled []*Op) (int, error) {
+	best, bestP := 0, -1.0
+	for i, o := range enabled {
+		p, ok := s.prio[o.ID]
+		if !ok {
+			p = s.draw(o)
+			s.prio[o.ID] = p
+			s.objs[o.ID] = o.Object
+		}
+		if p > bestP {
+			best, bestP = i, p
+		}
+	}
+	x := enabled[best]
+	delete(s.prio, x.ID)
+	delete(s.objs, x.ID)
+	if s.Redraw && x.Object != "" {
+		// Redraw in ID order so the outcome does not depend on map order.
+		var ids []uint64
+		for id, obj := range s.objs {
+			if obj == x.Object {
+				ids = append(ids, id)
+			}
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		for _, id := range ids {
+			s.prio[id] = s.r.Float64()
+		}
+	}
+	return best, nil
+}
+
+// PCT is probabilistic concurrency testing (Burckhardt et al.): each logical
+// thread gets a random priority when it first appears (inserted at a random
+// place in the priority order), the highest-priority enabled thread runs,
+// and at d-1 random steps the running thread drops to the lowest priority.
+type PCT struct {
+	Depth   int
+	r       *rand.Rand
+	order   []string // LPIDs, highest priority first
+	changes map[int]bool
+	step    int
+}
+
+func (s *PCT) Name() string { return "pct" }
+
+func (s *PCT) Reset(seed int64, stepsHint int) {
+	s.r = newRand(seed)
+	s.order = nil
+	s.step = 0
+	if stepsHint <= 0 {
+		stepsHint = 1000
+	}
+	s.changes = map[int]bool{}
+	for i := 0; i < s.Depth-1; i++ {
+		s.changes[1+s.r.IntN(stepsHint)] = true
+	}
+}
+
+func (s *PCT) rank(lpid string) int {
+	for i, l := range s.order {
+		if l == lpid {
+			return i
+		}
+	}
+	// A new thread lands at a random place in the priority order.
+	at := s.r.IntN(len(s.order) + 1)
+	s.order = append(s.order, "")
+	copy(s.order[at+1:], s.order[at:])
+	s.order[at] = lpid
+	return at
+}
+
+func (s *PCT) Next(enabled []*Op) (int, error) {
+	s.step++
+	// Ranks may shift as new threads are inserted, so register all first.
+	for _, o := range enabled {
+		s.rank(o.LPID)
+	}
+	best, bestRank := -1, 0
+	for i, o := range enabled {
+		if r := s.rank(o.LPID); best < 0 || r < bestRank {
+			best, bestRank = i, r
+		}
+	}
+	if s.changes[s.step] {
+		// The thread about to run drops to the lowest priority; the next
+		// highest enabled one runs instead.
+		l := enabled[best].LPID
+		s.order = append(s.order[:bestRank], s.order[bestRank+1:]...)
+		s.order = append(s.order, l)
+		best, bestRank = -1, 0
+		for i, o := range enabled {
+			if r := s.rank(o.LPID); best < 0 || r < bestRank {
+				best, bestRank = i, r
+			}
+		}
+	}
+	return best, nil
+}
+
+// Plus is the conflict-analysis "+" variant of a strategy (Morpheus): an
+// op whose signature was seen in earlier trials and never took part in a
+// conflict is released at once, without consulting the inner strategy. Ops
+// never seen count as possibly conflicting.
+type Plus struct {
+	inner     Strategy
+	pred      Predictor
+	mode      PlusMode
+	immediate bool
+}
+
+// NewPlus wraps inner. A nil predictor predicts that everything may
+// conflict, which makes Plus behave exactly like inner.
+func NewPlus(inner Strategy, pred Predictor, mode PlusMode) *Plus {
+	p := &Plus{inner: inner, pred: pred, mode: mode}
+	if pos, ok := inner.(*POS); ok && mode.Weight > 0 {
+		pos.weight = func(o *Op) float64 {
+			if p.mayConflict(o) {
+				return mode.Weight
+			}
+			return 0
+		}
+	}
+	return p
+}
+
+func (p *Plus) Name() string { return p.inner.Name() + "+" }
+
+func (p *Plus) Reset(seed int64, stepsHint int) {
+	p.inner.Reset(seed, stepsHint)
+	p.immediate = false
+}
+
+func (p *Plus) mayConflict(o *Op) bool {
+	return p.pred == nil || p.pred.MayConflict(o.Signature())
+}
+
+// LastImmediate reports whether the last Next released an op at once.
+func (p *Plus) LastImmediate() bool { return p.immediate }
+
+func (p *Plus) Next(enabled []*Op) (int, error) {
+	if p.mode.Weight <= 0 || !p.isPOS() {
+		for i, o := range enabled {
+			if !p.mayConflict(o) {
+				p.immediate = true
+				return i, nil
+			}
+		}
+	}
+	p.immediate = false
+	return p.inner.Next(enabled)
+}
+
+func (p *Plus) isPOS() bool { _, ok := p.inner.(*POS); return ok }
+
+// Replay forces the decisions of a recorded trace.
+type Replay struct {
+	records  []Record
+	fallback Strategy
+	step     int
+}
+
+// NewReplay replays tr; once the records run out it asks fallback, or fails
+// when fallback is nil.
+func NewReplay(tr *Trace, fallback Strategy) *Replay {
+	return &Replay{records: tr.Records, fallback: fallback}
+}
+
+func (r *Replay) Name() string { return "replay" }
+
+func (r *Replay) Reset(seed int64, stepsHint int) {
+	r.step = 0
+	if r.fallback != nil {
+		r.fallback.Reset(seed, stepsHint)
+	}
+}
+
+// same says whether an enabled op is the recorded one. IDs are
+// deterministic, but identity is checked on what a run cannot change by
+// accident: the thread, what it does, where from and on what.
+func same(a *Op, b *Op) bool {
+	return a.LPID == b.LPID && a.Kind == b.Kind && a.Site == b.Site && a.Object == b.Object && a.Syscall == b.Syscall
+}
+
+func (r *Replay) Next(enabled []*Op) (int, error) {
+	if r.step >= len(r.records) {
+		if r.fallback != nil {
+			return r.fallback.Next(enabled)
+		}
+		return 0, fmt.Errorf("replay: trace ended at step %d but the trial continues", r.step)
+	}
+	want := &r.records[r.step].Op
+	r.step++
+	for i, o := range enabled {
+		if o.ID == want.ID && same(o, want) {
+			return i, nil
+		}
+	}
+	for i, o := range enabled {
+		if same(o, want) {
+			return i, nil
+		}
+	}
+	var got []string
+	for _, o := range enabled {
+		got = append(got, o.String())
+	}
+	return 0, fmt.Errorf("diverged at step %d: expected %s, got %s", r.step, want.String(), strings.Join(got, "; "))
+}

@@ -1,0 +1,269 @@
+package sched
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// twoThreads simulates threads A and B with k ops each; at every step the
+// enabled set is the next op of each thread that has ops left. It returns
+// the release order as "A1 B1 A2 ...".
+func twoThreads(s Strategy, seed int64, k int) []string {
+	s.Reset(seed, 2*k)
+	var next uint64
+	mk := func(th string, i int) *Op {
+		next++
+		return &Op{ID: next, LPID: th, Kind: Send, Object: "inbox:x", Site: fmt.Sprintf("%s%d", th, i)}
+	}
+	a, b := 1, 1
+	pa, pb := mk("A", 1), mk("B", 1)
+	var order []string
+	for pa != nil || pb != nil {
+		var en []*Op
+		if pa != nil {
+			en = append(en, pa)
+		}
+		if pb != nil {
+			en = append(en, pb)
+		}
+		if len(en) == 2 && en[0].ID > en[1].ID {
+			en[0], en[1] = en[1], en[0]
+		}
+		i, err := s.Next(en)
+		if err != nil {
+			panic(err)
+		}
+		o := en[i]
+		order = append(order, o.Site)
+		if o.LPID == "A" {
+			if a++; a <= k {
+				pa = mk("A", a)
+			} else {
+				pa = nil
+			}
+		} else {
+			if b++; b <= k {
+				pb = mk("B", b)
+			} else {
+				pb = nil
+			}
+		}
+	}
+	return order
+}
+
+func index(order []string, s string) int {
+	for i, o := range order {
+		if o == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestDistributions(t *testing.T) {
+	const k, n = 3, 20000
+	for _, tc := range []struct {
+		name string
+		make func() Strategy
+		// probability that A1 runs before B1, and that B1 runs after all of A
+		first, late float64
+	}{
+		{"random", func() Strategy { return &Random{} }, 0.5, math.Pow(0.5, k)},
+		{"pos", func() Strategy { return &POS{} }, 0.5, 1.0 / (k + 1)},
+		{"pct-depth1", func() Strategy { return &PCT{Depth: 1} }, 0.5, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.make()
+			first, late := 0, 0
+			for seed := int64(0); seed < n; seed++ {
+				o := twoThreads(s, seed, k)
+				if index(o, "A1") < index(o, "B1") {
+					first++
+				}
+				if index(o, "B1") > index(o, fmt.Sprintf("A%d", k)) {
+					late++
+				}
+			}
+			pf, pl := float64(first)/n, float64(late)/n
+			t.Logf("P(A1 before B1)=%.4f (want %.4f), P(B1 after A1..A%d)=%.4f (want %.4f)", pf, tc.first, k, pl, tc.late)
+			if math.Abs(pf-tc.first) > 0.02 || math.Abs(pl-tc.late) > 0.02 {
+				t.Fatalf("distribution off")
+			}
+		})
+	}
+}
+
+// PCT with depth 2 has one change point: with a 2-thread, 2-op program a
+// depth-2 ordering (A1 B1 A2) must be hit with probability >= 1/(n*k) = 1/8.
+func TestPCTDepthTwo(t *testing.T) {
+	const n = 20000
+	hits := 0
+	for seed := int64(0); seed < n; seed++ {
+		o := twoThreads(&PCT{Depth: 2}, seed, 2)
+		if strings.Join(o, " ") == "A1 B1 A2 B2" || strings.Join(o, " ") == "A1 B1 B2 A2" {
+			hits++
+		}
+	}
+	if p := float64(hits) / n; p < 1.0/8 {
+		t.Fatalf("P(A1 then B1 preempting A) = %.4f < 1/8", p)
+	}
+}
+
+func TestDeterminism(t *testing.T) {
+	for _, name := range []string{"random", "pct", "pos", "pos*"} {
+		s1, _ := New(name, Params{})
+		s2, _ := New(name, Params{})
+		a, b := twoThreads(s1, 42, 5), twoThreads(s2, 42, 5)
+		if strings.Join(a, " ") != strings.Join(b, " ") {
+			t.Errorf("%s: same seed, different schedules: %v vs %v", name, a, b)
+		}
+		differs := false
+		for seed := int64(1); seed < 20 && !differs; seed++ {
+			differs = strings.Join(twoThreads(s1, seed, 5), " ") != strings.Join(a, " ")
+		}
+		if !differs {
+			t.Errorf("%s: every seed gives the same schedule", name)
+		}
+	}
+	if _, err := New("bogus", Params{}); err == nil || !strings.Contains(err.Error(), `unknown strategy "bogus"`) {
+		t.Errorf("bad name: %v", err)
+	}
+}
+
+// POS* redraws only the priorities of pending ops that race with the
+// released one (same Object).
+func TestPOSStarRedrawsRacingOnly(t *testing.T) {
+	s := &POS{Redraw: true}
+	s.Reset(7, 0)
+	ops := []*Op{{ID: 1, Object: "inbox:a"}, {ID: 2, Object: "inbox:a"}, {ID: 3, Object: "inbox:b"}}
+	s.Next(ops) // assigns all priorities and releases the highest
+	before := map[uint64]float64{}
+	for id, p := range s.prio {
+		before[id] = p
+	}
+	released := uint64(0)
+	for _, o := range ops {
+		if _, ok := s.prio[o.ID]; !ok {
+			released = o.ID
+		}
+	}
+	// Run the redraw logic again by releasing one more op.
+	var left []*Op
+	for _, o := range ops {
+		if o.ID != released {
+			left = append(left, o)
+		}
+	}
+	if released == 3 {
+		// b released: a's priorities untouched.
+		if before[1] != s.prio[1] || before[2] != s.prio[2] {
+			t.Fatal("ops on another object were redrawn")
+		}
+		return
+	}
+	// an a-op released: the other a-op was redrawn, the b-op was not.
+	other := uint64(3 - released)
+	if _, ok := before[other]; !ok {
+		t.Fatal("missing priority")
+	}
+	if before[3] != s.prio[3] {
+		t.Fatal("op on another object redrawn")
+	}
+	_ = left
+}
+
+type setPredictor map[string]bool // signatures that never conflicted
+
+func (p setPredictor) MayConflict(s Signature) bool { return !p[s.String()] }
+
+func TestPlusReleasesPredictedSafeAtOnce(t *testing.T) {
+	pred := setPredictor{"B@b": true}
+	s, err := New("pos+", Params{Predictor: pred})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Reset(1, 0)
+	en := []*Op{{ID: 1, LPID: "A", Site: "a"}, {ID: 2, LPID: "B", Site: "b"}, {ID: 3, LPID: "C", Site: "b"}}
+	i, _ := s.Next(en)
+	if en[i].ID != 2 || !s.(*Plus).LastImmediate() {
+		t.Fatalf("want op 2 released at once, got %v (immediate %v)", en[i], s.(*Plus).LastImmediate())
+	}
+	i, _ = s.Next([]*Op{{ID: 1, LPID: "A", Site: "a"}, {ID: 3, LPID: "C", Site: "b"}})
+	if s.(*Plus).LastImmediate() {
+		t.Fatal("possibly conflicting ops went through the fast path")
+	}
+	if s.Name() != "pos+" {
+		t.Fatal(s.Name())
+	}
+}
+
+func TestReplay(t *testing.T) {
+	rec := &Trace{}
+	s := &POS{}
+	order := twoThreads(s, 3, 3)
+	// Record the ops as a trace and replay them through the same driver.
+	var next uint64
+	for _, site := range order {
+		next++
+		rec.Records = append(rec.Records, Record{Step: int(next), Op: Op{LPID: site[:1], Kind: Send, Object: "inbox:x", Site: site}})
+	}
+	got := twoThreads(NewReplay(rec, nil), 0, 3)
+	if strings.Join(got, " ") != strings.Join(order, " ") {
+		t.Fatalf("replay %v, recorded %v", got, order)
+	}
+	// A divergence names the step and both ops.
+	rec.Records[0].Op.Site = "Z9"
+	r := NewReplay(rec, nil)
+	r.Reset(0, 0)
+	_, err := r.Next([]*Op{{ID: 1, LPID: "A", Kind: Send, Object: "inbox:x", Site: "A1"}})
+	if err == nil || !strings.HasPrefix(err.Error(), "diverged at step 1: expected ") || !strings.Contains(err.Error(), ", got #1 A send") {
+		t.Fatalf("divergence error: %v", err)
+	}
+}
+
+func TestTraceRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewTraceWriter(&buf)
+	w.WriteHeader(Header{Version: "x", Seed: 9, Strategy: "pos"})
+	w.WriteRecord(Record{Step: 1, VTime: 5, Op: Op{ID: 1, LPID: "n/0/t0", Kind: Deliver, Bytes: 3}, Causes: []uint64{7}})
+	w.WriteOutcome(Outcome{Kind: "deadlock", Steps: 1})
+	w.Flush()
+	tr, err := ReadTrace(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Header.Seed != 9 || len(tr.Records) != 1 || tr.Records[0].Op.Kind != Deliver || tr.Records[0].Causes[0] != 7 || tr.Outcome.Kind != "deadlock" {
+		t.Fatalf("round trip: %+v", tr)
+	}
+	if _, err := ReadTrace(strings.NewReader("{\"header\":{}}\n{bad\n")); err == nil || !strings.HasPrefix(err.Error(), "line 2:") {
+		t.Fatalf("bad line error: %v", err)
+	}
+	if !strings.Contains(FormatRecord(tr.Records[0]), "n/0/t0") {
+		t.Fatal(FormatRecord(tr.Records[0]))
+	}
+}
+
+func BenchmarkNext(b *testing.B) {
+	for _, name := range []string{"random", "pct", "pos", "pos*"} {
+		for _, n := range []int{10, 100} {
+			b.Run(fmt.Sprintf("%s/%d", name, n), func(b *testing.B) {
+				s, _ := New(name, Params{})
+				s.Reset(1, 1000)
+				en := make([]*Op, n)
+				for i := range en {
+					en[i] = &Op{ID: uint64(i + 1), LPID: fmt.Sprintf("t%d", i%4), Object: fmt.Sprintf("o%d", i%3)}
+				}
+				next := uint64(n)
+				for i := 0; i < b.N; i++ {
+					j, _ := s.Next(en)
+					next++
+					en[j] = &Op{ID: next, LPID: en[j].LPID, Object: en[j].Object}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package sched
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// TraceWriter writes a trace as JSON Lines.
+type TraceWriter struct {
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+// NewTraceWriter writes to w; call Flush at the end.
+func NewTraceWriter(w io.Writer) *TraceWriter {
+	bw := bufio.NewWriter(w)
+	return &TraceWriter{w: bw, enc: json.NewEncoder(bw)}
+}
+
+func (t *TraceWriter) WriteHeader(h Header) error   { return t.enc.Encode(Entry{Header: &h}) }
+func (t *TraceWriter) WriteRecord(r Record) error   { return t.enc.Encode(Entry{Record: &r}) }
+func (t *TraceWriter) WriteOutcome(o Outcome) error { return t.enc.Encode(Entry{Outcome: &o}) }
+func (t *TraceWriter) Flush() error                 { return t.w.Flush() }
+
+// ReadTrace parses a trace; errors name the line.
+func ReadTrace(r io.Reader) (*Trace, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var tr Trace
+	header := false
+	for line := 1; sc.Scan(); line++ {
+		b := sc.Bytes()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		switch {
+		case e.Header != nil:
+			if header {
+				return nil, fmt.Errorf("line %d: second header", line)
+			}
+			tr.Header, header = *e.Header, true
+		case e.Record != nil:
+			if !header {
+				return nil, fmt.Errorf("line %d: record before the header", line)
+			}
+			tr.Records = append(tr.Records, *e.Record)
+		case e.Outcome != nil:
+			tr.Outcome = e.Outcome
+		default:
+			return nil, fmt.Errorf("line %d: neither header, record nor outcome", line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if !header {
+		return nil, errors.New("no header: not a lockstep trace")
+	}
+	return &tr, nil
+}
+
+// FormatRecord renders one released op as a line of an event listing:
+// step, virtual time, node, logical thread, op, peer, bytes.
+func FormatRecord(r Record) string {
+	op := r.Op.Kind.String()
+	if r.Op.Syscall != "" && r.Op.Syscall != op {
+		op += "(" + r.Op.Syscall + ")"
+	}
+	bytes := ""
+	if r.Op.Bytes != 0 {
+		bytes = fmt.Sprint(r.Op.Bytes)
+	}
+	vt := time.Duration(r.VTime)
+	return fmt.Sprintf("  %5d  %8.3fs  %-10s %-16s %-22s %-22s %s", r.Step, vt.Seconds(), r.Op.Node, r.Op.LPID, op, r.Op.Peer, bytes)
+}
