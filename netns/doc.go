@@ -1,0 +1,12 @@
+// Package netns builds a trial's private network: one network namespace per
+// node, a bridge and one veth pair per node, addresses from the spec's
+// subnet, static neighbour entries so the first packet is not lost to ARP,
+// a hosts file per node, and a cgroup v2 directory per node for the eBPF
+// hooks. It partitions and heals node sets through package bpf's firewall,
+// and sweeps what a killed run left behind.
+//
+// Every object it creates is named with a per-run prefix recorded with the
+// creating process's pid, so Sweep can tell leftovers from a live run.
+//
+// It must not know about scheduling or tracing.
+package netns

@@ -1,0 +1,509 @@
+package netns
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	vns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultSubnet is used when Config.Subnet is zero. Node i (from 0) gets
+// the subnet's address i+1; the last usable address is left free.
+var DefaultSubnet = netip.MustParsePrefix("10.77.0.0/24")
+
+// DefaultCgroupRoot is where cgroup v2 is mounted on this kind of machine;
+// /sys/fs/cgroup is tried when it is absent.
+const DefaultCgroupRoot = "/sys/fs/cgroup/unified"
+
+// RunDir holds per-run state: hosts files and the owner record Sweep reads.
+const RunDir = "/run/lockstep"
+
+// EtcNetns holds a hosts file per node where `ip netns exec` looks for
+// it, so a user debugging a node by hand resolves names as its processes do.
+const EtcNetns = "/etc/netns"
+
+// namePrefix starts every object's name, so sweeps find them.
+const namePrefix = "lsk"
+
+// Config describes a cluster.
+type Config struct {
+	// Prefix names this cluster's objects; "" generates a fresh one.
+	Prefix string
+	// Subnet holds the node addresses; zero means DefaultSubnet.
+	Subnet netip.Prefix
+	// Nodes are the node names, valid host names, in order.
+	Nodes []string
+	// CgroupRoot is the cgroup v2 mount; "" means DefaultCgroupRoot.
+	CgroupRoot string
+}
+
+// Node is one node's slice of the network.
+type Node struct {
+	Name      string
+	Addr      netip.Addr
+	MAC       net.HardwareAddr
+	NetnsPath string // bind mount of the namespace, for setns
+	HostsFile string // to bind-mount over /etc/hosts
+	CgroupDir string // the node's cgroup v2 directory
+	hostVeth  string
+}
+
+// Cluster is a built network. Reset it between trials; Close it at the end.
+type Cluster struct {
+	prefix   string
+	subnet   netip.Prefix
+	nodes    []*Node
+	byName   map[string]*Node
+	bridge   string
+	runDir   string
+	cgParent string
+	fw       firewall
+}
+
+var hostLabel = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
+
+// validate checks a config before anything is created.
+func validate(cfg *Config) error {
+	if cfg.Subnet == (netip.Prefix{}) {
+		cfg.Subnet = DefaultSubnet
+	}
+	if !cfg.Subnet.IsValid() || !cfg.Subnet.Addr().Is4() {
+		return fmt.Errorf("subnet %v: must be a valid IPv4 subnet", cfg.Subnet)
+	}
+	if b := cfg.Subnet.Bits(); b < 8 || b > 30 {
+		return fmt.Errorf("subnet %v: prefix length must be between 8 and 30", cfg.Subnet)
+	}
+	cfg.Subnet = cfg.Subnet.Masked()
+	if len(cfg.Nodes) == 0 {
+		return errors.New("no nodes")
+	}
+	if max := 1<<(32-cfg.Subnet.Bits()) - 3; len(cfg.Nodes) > max {
+		return fmt.Errorf("subnet %v holds at most %d nodes, got %d", cfg.Subnet, max, len(cfg.Nodes))
+	}
+	seen := map[string]bool{}
+	for _, n := range cfg.Nodes {
+		if !hostLabel.MatchString(n) {
+			return fmt.Errorf("node %q: not a valid host name", n)
+		}
+		if seen[n] {
+			return fmt.Errorf("node %q: duplicate name", n)
+		}
+		seen[n] = true
+	}
+	// A subnet that overlaps the host's own addresses or routes would make
+	// cluster traffic ambiguous.
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("listing host addresses: %w", err)
+	}
+	for _, a := range addrs {
+		ap, ok := netip.AddrFromSlice(a.IP.To4())
+		if !ok {
+			continue
+		}
+		hp := netip.PrefixFrom(ap, onesOf(a.IPNet)).Masked()
+		if ap.IsLoopback() {
+			continue
+		}
+		if cfg.Subnet.Overlaps(hp) {
+			return fmt.Errorf("subnet %v overlaps host network %v (%s): choose another", cfg.Subnet, hp, a.Label)
+		}
+	}
+	return nil
+}
+
+func onesOf(n *net.IPNet) int {
+	o, _ := n.Mask.Size()
+	return o
+}
+
+func newPrefix() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return namePrefix + hex.EncodeToString(b[:])
+}
+
+// New builds the network for cfg.Nodes. On error nothing is left behind.
+func New(ctx context.Context, cfg Config) (c *Cluster, err error) {
+	if err := validate(&cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = newPrefix()
+	}
+	if len(cfg.Prefix) > 10 {
+		return nil, fmt.Errorf("prefix %q: at most 10 characters (interface names)", cfg.Prefix)
+	}
+	cgRoot, err := cgroupRoot(cfg.CgroupRoot)
+	if err != nil {
+		return nil, err
+	}
+	c = &Cluster{
+		prefix: cfg.Prefix, subnet: cfg.Subnet, byName: map[string]*Node{},
+		bridge:   cfg.Prefix + "br",
+		runDir:   filepath.Join(RunDir, cfg.Prefix),
+		cgParent: filepath.Join(cgRoot, "lockstep-"+cfg.Prefix),
+	}
+	defer func() {
+		if err != nil {
+			c.Close()
+			c = nil
+		}
+	}()
+	if err := os.MkdirAll(c.runDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeOwner(c.runDir); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(c.cgParent, 0o755); err != nil {
+		return nil, fmt.Errorf("creating cgroup %s: %w", c.cgParent, err)
+	}
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: c.bridge}}
+	if err := netlink.LinkAdd(br); err != nil {
+		return nil, fmt.Errorf("creating bridge %s: %w", c.bridge, err)
+	}
+	if err := netlink.LinkSetUp(br); err != nil {
+		return nil, fmt.Errorf("bringing up bridge %s: %w", c.bridge, err)
+	}
+	a := cfg.Subnet.Addr()
+	for i, name := range cfg.Nodes {
+		a = a.Next()
+		n := &Node{
+			Name: name, Addr: a,
+			MAC:       net.HardwareAddr{0x02, 0x4c, 0x53, byte(i >> 16), byte(i >> 8), byte(i)},
+			NetnsPath: filepath.Join("/run/netns", cfg.Prefix+"-"+name),
+			HostsFile: filepath.Join(EtcNetns, cfg.Prefix+"-"+name, "hosts"),
+			CgroupDir: filepath.Join(c.cgParent, name),
+			hostVeth:  fmt.Sprintf("%sv%d", cfg.Prefix, i),
+		}
+		c.nodes = append(c.nodes, n)
+		c.byName[name] = n
+		if err := c.addNode(n, br); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+	}
+	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost\n"
+	for _, n := range c.nodes {
+		hosts += n.Addr.String() + "\t" + n.Name + "\n"
+	}
+	for _, n := range c.nodes {
+		if err := os.MkdirAll(filepath.Dir(n.HostsFile), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(n.HostsFile, []byte(hosts), 0o644); err != nil {
+			return nil, err
+		}
+		if err := c.neighbours(n); err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
+	fw, err := newFirewall(c.cgParent)
+	if err != nil {
+		return nil, err
+	}
+	c.fw = fw
+	return c, ctx.Err()
+}
+
+func cgroupRoot(root string) (string, error) {
+	cands := []string{root}
+	if root == "" {
+		cands = []string{DefaultCgroupRoot, "/sys/fs/cgroup"}
+	}
+	for _, r := range cands {
+		var st unix.Statfs_t
+		if unix.Statfs(r, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("no cgroup v2 hierarchy at %s", strings.Join(cands, " or "))
+}
+
+// inNamespace runs f on a locked thread inside the namespace at path.
+func inNamespace(path string, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := vns.Get()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := vns.GetFromPath(path)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer target.Close()
+		if err := vns.Set(target); err != nil {
+			errc <- err
+			return
+		}
+		ferr := f()
+		if err := vns.Set(orig); err != nil {
+			// The thread stays locked and dies with the goroutine.
+			errc <- fmt.Errorf("restoring namespace: %w", err)
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
+}
+
+// Do runs f on a locked OS thread inside the node's network namespace.
+func (n *Node) Do(f func() error) error { return inNamespace(n.NetnsPath, f) }
+
+func newNamedNS(name string) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := vns.Get()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		ns, err := vns.NewNamed(name)
+		if err != nil {
+			vns.Set(orig)
+			errc <- err
+			return
+		}
+		ns.Close()
+		if err := vns.Set(orig); err != nil {
+			errc <- err // thread dies locked
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- nil
+	}()
+	return <-errc
+}
+
+func (c *Cluster) addNode(n *Node, br *netlink.Bridge) error {
+	if err := newNamedNS(filepath.Base(n.NetnsPath)); err != nil {
+		return fmt.Errorf("creating namespace: %w", err)
+	}
+	ns, err := vns.GetFromPath(n.NetnsPath)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	veth := &netlink.Veth{
+		LinkAttrs:        netlink.LinkAttrs{Name: n.hostVeth, MasterIndex: br.Index},
+		PeerName:         "eth0",
+		PeerHardwareAddr: n.MAC,
+		PeerNamespace:    netlink.NsFd(int(ns)),
+	}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return fmt.Errorf("creating veth %s: %w", n.hostVeth, err)
+	}
+	host, err := netlink.LinkByName(n.hostVeth)
+	if err != nil {
+		return err
+	}
+	if err := netlink.LinkSetUp(host); err != nil {
+		return err
+	}
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	if err := h.LinkSetUp(lo); err != nil {
+		return err
+	}
+	eth, err := h.LinkByName("eth0")
+	if err != nil {
+		return err
+	}
+	ipn := &net.IPNet{IP: n.Addr.AsSlice(), Mask: net.CIDRMask(c.subnet.Bits(), 32)}
+	if err := h.AddrAdd(eth, &netlink.Addr{IPNet: ipn}); err != nil {
+		return fmt.Errorf("adding address %v: %w", n.Addr, err)
+	}
+	if err := h.LinkSetUp(eth); err != nil {
+		return err
+	}
+	if err := os.Mkdir(n.CgroupDir, 0o755); err != nil {
+		return fmt.Errorf("creating cgroup %s: %w", n.CgroupDir, err)
+	}
+	// No TIME_WAIT sockets: a reused namespace starts each trial without
+	// the last trial's connections holding ports.
+	return n.Do(func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/tcp_max_tw_buckets", []byte("0"), 0)
+	})
+}
+
+// neighbours installs permanent ARP entries for every other node so the
+// first connection after link-up does not wait on address resolution.
+func (c *Cluster) neighbours(n *Node) error {
+	ns, err := vns.GetFromPath(n.NetnsPath)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	eth, err := h.LinkByName("eth0")
+	if err != nil {
+		return err
+	}
+	for _, o := range c.nodes {
+		if o == n {
+			continue
+		}
+		if err := h.NeighAdd(&netlink.Neigh{
+			LinkIndex: eth.Attrs().Index, Family: unix.AF_INET, State: netlink.NUD_PERMANENT,
+			IP: o.Addr.AsSlice(), HardwareAddr: o.MAC,
+		}); err != nil {
+			return fmt.Errorf("adding neighbour %s: %w", o.Name, err)
+		}
+	}
+	return nil
+}
+
+// Prefix is the name prefix of this cluster's objects.
+func (c *Cluster) Prefix() string { return c.prefix }
+
+// Nodes lists the nodes in order.
+func (c *Cluster) Nodes() []*Node { return c.nodes }
+
+// Node returns the named node, or nil.
+func (c *Cluster) Node(name string) *Node { return c.byName[name] }
+
+// Partition stops all packets between every node of a and every node of b,
+// both ways, until healed: loss, as on a real network, not errors.
+func (c *Cluster) Partition(a, b []string) error {
+	return c.pairs(a, b, c.fw.Block)
+}
+
+// Heal undoes Partition for these sets.
+func (c *Cluster) Heal(a, b []string) error {
+	return c.pairs(a, b, c.fw.Unblock)
+}
+
+// HealAll removes every partition.
+func (c *Cluster) HealAll() error { return c.fw.Clear() }
+
+func (c *Cluster) pairs(a, b []string, f func(x, y netip.Addr) error) error {
+	for _, x := range a {
+		nx := c.byName[x]
+		if nx == nil {
+			return fmt.Errorf("partition: no node %q", x)
+		}
+		for _, y := range b {
+			ny := c.byName[y]
+			if ny == nil {
+				return fmt.Errorf("partition: no node %q", y)
+			}
+			if err := f(nx.Addr, ny.Addr); err != nil {
+				return err
+			}
+			if err := f(ny.Addr, nx.Addr); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Reset readies the cluster for another trial: any process still in a
+// node's namespace or cgroup is killed, partitions are healed. Sockets
+// close with their processes; TIME_WAIT is disabled in every namespace.
+func (c *Cluster) Reset(ctx context.Context) error {
+	if err := c.fw.Clear(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := c.members()
+		if len(pids) == 0 {
+			return nil
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes %v survive in cluster %s", pids, c.prefix)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// members lists the pids in any node's cgroup or namespace.
+func (c *Cluster) members() []int {
+	var pids []int
+	seen := map[int]bool{}
+	for _, n := range c.nodes {
+		b, err := os.ReadFile(filepath.Join(n.CgroupDir, "cgroup.procs"))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && !seen[pid] {
+				seen[pid] = true
+				pids = append(pids, pid)
+			}
+		}
+	}
+	inodes := map[uint64]bool{}
+	for _, n := range c.nodes {
+		var st unix.Stat_t
+		if unix.Stat(n.NetnsPath, &st) == nil {
+			inodes[st.Ino] = true
+		}
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || seen[pid] {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name()+"/ns/net", &st) == nil && inodes[st.Ino] {
+			seen[pid] = true
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Close kills what remains and removes every object of the cluster.
+func (c *Cluster) Close() error {
+	var errs []error
+	if c.fw != nil {
+		errs = append(errs, c.fw.Close())
+	}
+	for _, pid := range c.members() {
+		unix.Kill(pid, unix.SIGKILL)
+	}
+	errs = append(errs, removeObjects(c.prefix)...)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,535 @@
+package netns
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv("LOCKSTEP_NETNS_CHILD") {
+	case "hold":
+		childHoldCluster()
+		return
+	case "serve":
+		childServe()
+		return
+	case "send":
+		childSend()
+		return
+	}
+	testutil.LeakCheckMain(m)
+}
+
+func requireNet(t testing.TB) {
+	t.Helper()
+	testutil.RequireNetns(t)
+	testutil.RequireBPF(t)
+	testutil.RequireCgroup2(t, DefaultCgroupRoot)
+}
+
+func newCluster(t testing.TB, nodes ...string) *Cluster {
+	t.Helper()
+	c, err := New(context.Background(), Config{Nodes: nodes})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
+}
+
+// inNode runs a command in the node's cgroup and namespace, with its hosts
+// file, as `ip netns exec` does for a user debugging by hand.
+func inNode(n *Node, args ...string) *exec.Cmd {
+	script := `echo $$ >"$0/cgroup.procs" && exec ip netns exec "$@"`
+	return exec.Command("sh", append([]string{"-c", script, n.CgroupDir, filepath.Base(n.NetnsPath)}, args...)...)
+}
+
+// self re-executes the test binary in a child mode inside a node.
+func self(n *Node, mode string, args ...string) *exec.Cmd {
+	cmd := inNode(n, append([]string{"env", "LOCKSTEP_NETNS_CHILD=" + mode, os.Args[0], "-test.run=^$"}, args...)...)
+	return cmd
+}
+
+// childServe accepts one connection and prints each byte it reads.
+func childServe() {
+	l, err := net.Listen("tcp4", "0.0.0.0:"+os.Args[len(os.Args)-1])
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("listening")
+	conn, err := l.Accept()
+	if err != nil {
+		os.Exit(1)
+	}
+	fmt.Println("accepted")
+	buf := make([]byte, 1)
+	for {
+		if _, err := conn.Read(buf); err != nil {
+			os.Exit(0)
+		}
+		fmt.Printf("got %c\n", buf[0])
+	}
+}
+
+// childSend connects and sends each line of stdin.
+func childSend() {
+	conn, err := net.Dial("tcp4", os.Args[len(os.Args)-1])
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("connected")
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		conn.Write([]byte(sc.Text()))
+	}
+}
+
+func listen(t *testing.T, n *Node, port int) net.Listener {
+	t.Helper()
+	var l net.Listener
+	err := n.Do(func() (err error) {
+		l, err = net.Listen("tcp4", fmt.Sprintf("0.0.0.0:%d", port))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("listen in %s: %v", n.Name, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func dial(n *Node, addr string, timeout time.Duration) (net.Conn, error) {
+	var c net.Conn
+	err := n.Do(func() (err error) {
+		c, err = net.DialTimeout("tcp4", addr, timeout)
+		return err
+	})
+	return c, err
+}
+
+func TestServerAndClientByName(t *testing.T) {
+	requireNet(t)
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("skipping: needs iproute2's ip")
+	}
+	c := newCluster(t, "server1", "client1", "client2")
+	srv := c.Node("server1")
+	l := listen(t, srv, 7000)
+	got := make(chan string, 1)
+	go func() {
+		conn, err := l.Accept()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer conn.Close()
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		got <- fmt.Sprintf("%s from %s", strings.TrimSpace(line), conn.RemoteAddr().(*net.TCPAddr).IP)
+	}()
+
+	out, err := inNode(c.Node("client1"), "getent", "hosts", "server1").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), srv.Addr.String()+" ") {
+		t.Fatalf("server1 does not resolve in client1: %q %v", out, err)
+	}
+	// bash's /dev/tcp resolves through the same hosts file.
+	cmd := inNode(c.Node("client1"), "bash", "-c", "echo hello >/dev/tcp/server1/7000")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("client1 -> server1 by name: %v: %s", err, out)
+	}
+	select {
+	case s := <-got:
+		if want := "hello from " + c.Node("client1").Addr.String(); s != want {
+			t.Fatalf("server got %q, want %q", s, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("server got nothing")
+	}
+}
+
+func TestNodesAreIsolated(t *testing.T) {
+	requireNet(t)
+	c := newCluster(t, "a", "b")
+	a := c.Node("a")
+
+	// A listener in the host namespace on a host address.
+	hostAddr := hostIPv4(t)
+	hl, err := net.Listen("tcp4", hostAddr.String()+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hl.Close()
+	if conn, err := dial(a, hl.Addr().String(), time.Second); err == nil {
+		conn.Close()
+		t.Fatalf("node a reached the host at %v", hl.Addr())
+	} else if !errors.Is(err, unix.ENETUNREACH) {
+		t.Logf("node -> host failed with %v", err)
+	}
+	if conn, err := dial(a, "1.1.1.1:80", time.Second); err == nil {
+		conn.Close()
+		t.Fatal("node a reached 1.1.1.1")
+	}
+
+	// And the host cannot reach into a node: the cluster subnet is not
+	// routed to the bridge (it may go out the default route and be answered
+	// by whatever is there, but never by the node).
+	l := listen(t, a, 7001)
+	accepted := make(chan net.Addr, 2)
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- conn.RemoteAddr()
+			conn.Close()
+		}
+	}()
+	if conn, err := net.DialTimeout("tcp4", netip.AddrPortFrom(a.Addr, 7001).String(), time.Second); err == nil {
+		conn.Close()
+	}
+	select {
+	case from := <-accepted:
+		t.Fatalf("node a accepted a connection from the host (%v)", from)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// While b can.
+	conn, err := dial(c.Node("b"), netip.AddrPortFrom(a.Addr, 7001).String(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("b cannot reach a: %v", err)
+	}
+	conn.Close()
+	if from := <-accepted; from.(*net.TCPAddr).IP.String() != c.Node("b").Addr.String() {
+		t.Fatalf("a accepted from %v, want b", from)
+	}
+}
+
+func hostIPv4(t *testing.T) netip.Addr {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP.To4()); ok && !ip.IsLoopback() {
+			return ip
+		}
+	}
+	t.Skip("skipping: host has no non-loopback IPv4 address")
+	return netip.Addr{}
+}
+
+// TestPartitionBlocksAndHeals: packets between partitioned nodes are lost
+// (not refused) until the partition heals; the connection then recovers.
+// The firewall acts on the nodes' cgroups, so the endpoints are processes
+// started in them, as lockstep starts nodes.
+func TestPartitionBlocksAndHeals(t *testing.T) {
+	requireNet(t)
+	c := newCluster(t, "a", "b", "c")
+	a, b := c.Node("a"), c.Node("b")
+
+	srv := self(a, "serve", "7002")
+	srvOut, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(srvOut)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	expect := func(want string, within time.Duration) {
+		t.Helper()
+		select {
+		case l := <-lines:
+			if l != want {
+				t.Fatalf("server printed %q, want %q", l, want)
+			}
+		case <-time.After(within):
+			t.Fatalf("server did not print %q", want)
+		}
+	}
+	expect("listening", 10*time.Second)
+
+	cli := self(b, "send", netip.AddrPortFrom(a.Addr, 7002).String())
+	in, _ := cli.StdinPipe()
+	cliOut, _ := cli.StdoutPipe()
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cli.Process.Kill(); cli.Wait() }()
+	if l, _ := bufio.NewReader(cliOut).ReadString('\n'); l != "connected\n" {
+		t.Fatalf("client: %q", l)
+	}
+	expect("accepted", 10*time.Second)
+	fmt.Fprintln(in, "1")
+	expect("got 1", 10*time.Second)
+
+	if err := c.Partition([]string{"a"}, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(in, "2")
+	select {
+	case l := <-lines:
+		t.Fatalf("server printed %q across a partition", l)
+	case <-time.After(700 * time.Millisecond):
+	}
+	if n, err := c.fw.(interface{ Dropped() (uint64, error) }).Dropped(); err != nil || n == 0 {
+		t.Fatalf("dropped %d packets (%v), want > 0", n, err)
+	}
+	// A third node still reaches a.
+	if cc, err := dial(c.Node("c"), netip.AddrPortFrom(a.Addr, 7002).String(), 5*time.Second); err != nil {
+		t.Fatalf("c cannot reach a during the a|b partition: %v", err)
+	} else {
+		cc.Close()
+	}
+
+	if err := c.Heal([]string{"a"}, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	// TCP retransmits the lost segment once the partition heals.
+	expect("got 2", 30*time.Second)
+}
+
+// TestResetKillsMembers: a process left in a node is gone after Reset and
+// the namespace is reusable.
+func TestResetKillsMembers(t *testing.T) {
+	requireNet(t)
+	c := newCluster(t, "a")
+	cmd := inNode(c.Node("a"), "sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Wait until the process has entered the namespace.
+	for i := 0; len(c.members()) == 0; i++ {
+		if i > 5000 {
+			t.Fatal("sleep never entered the namespace")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("sleep survived Reset")
+	}
+	if m := c.members(); len(m) != 0 {
+		t.Fatalf("members after Reset: %v", m)
+	}
+}
+
+func objects(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	ents, _ := os.ReadDir("/run/netns")
+	for _, e := range ents {
+		if prefixOf(e.Name()) != "" {
+			out = append(out, "netns "+e.Name())
+		}
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if prefixOf(l.Attrs().Name) != "" {
+			out = append(out, "link "+l.Attrs().Name)
+		}
+	}
+	ents, _ = os.ReadDir(DefaultCgroupRoot)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "lockstep-") {
+			out = append(out, "cgroup "+e.Name())
+		}
+	}
+	for _, d := range []string{RunDir, EtcNetns} {
+		ents, _ = os.ReadDir(d)
+		for _, e := range ents {
+			if prefixOf(e.Name()) != "" {
+				out = append(out, "dir "+filepath.Join(d, e.Name()))
+			}
+		}
+	}
+	var mounts []string
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.Contains(f[4], "/run/netns/"+namePrefix) {
+				mounts = append(mounts, "mount "+f[4])
+			}
+		}
+	}
+	return append(out, mounts...)
+}
+
+func TestFiftyClustersLeaveNothing(t *testing.T) {
+	requireNet(t)
+	before := objects(t)
+	for i := range 50 {
+		c, err := New(context.Background(), Config{Nodes: []string{"n1", "n2", "n3"}})
+		if err != nil {
+			t.Fatalf("cluster %d: %v", i, err)
+		}
+		if err := c.Reset(context.Background()); err != nil {
+			t.Fatalf("cluster %d reset: %v", i, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatalf("cluster %d close: %v", i, err)
+		}
+	}
+	if after := objects(t); len(after) != len(before) {
+		t.Fatalf("leftovers after 50 clusters: %v (before: %v)", after, before)
+	}
+}
+
+// childHoldCluster is the re-executed test binary: it builds a cluster,
+// starts a process in it, reports the prefix and waits to be killed.
+func childHoldCluster() {
+	c, err := New(context.Background(), Config{Nodes: []string{"a", "b"}})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	cmd := inNode(c.Node("a"), "sleep", "1000")
+	cmd.Start()
+	for len(c.members()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("prefix", c.Prefix())
+	select {}
+}
+
+func TestSweepAfterSIGKILL(t *testing.T) {
+	requireNet(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "LOCKSTEP_NETNS_CHILD=hold")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var prefix string
+	if _, err := fmt.Fscanf(out, "prefix %s\n", &prefix); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child: %v", err)
+	}
+	// A live run is reported and left alone.
+	los, err := Sweep(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo := find(los, prefix); lo == nil || !lo.Live {
+		t.Fatalf("live run %s not reported live: %+v", prefix, los)
+	}
+	cmd.Process.Signal(unix.SIGKILL)
+	cmd.Wait()
+
+	los, err = Sweep(context.Background(), false)
+	if err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	lo := find(los, prefix)
+	if lo == nil || lo.Live {
+		t.Fatalf("killed run %s not swept: %+v", prefix, los)
+	}
+	kinds := map[string]bool{}
+	for _, o := range lo.Objects {
+		kinds[strings.Fields(o)[0]] = true
+	}
+	for _, k := range []string{"netns", "link", "cgroup", "dir"} {
+		if !kinds[k] {
+			t.Errorf("sweep found no %s of the killed run: %v", k, lo.Objects)
+		}
+	}
+	for _, o := range objects(t) {
+		if strings.Contains(o, prefix) {
+			t.Errorf("left after sweep: %s", o)
+		}
+	}
+}
+
+func find(los []Leftover, prefix string) *Leftover {
+	for i := range los {
+		if los[i].Prefix == prefix {
+			return &los[i]
+		}
+	}
+	return nil
+}
+
+func TestBadConfig(t *testing.T) {
+	requireNet(t)
+	host := hostNet(t)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"ipv6 subnet", Config{Subnet: netip.MustParsePrefix("fd00::/64"), Nodes: []string{"a"}}, "must be a valid IPv4 subnet"},
+		{"too small", Config{Subnet: netip.MustParsePrefix("10.1.0.0/31"), Nodes: []string{"a"}}, "prefix length"},
+		{"too many nodes", Config{Subnet: netip.MustParsePrefix("10.1.0.0/29"), Nodes: []string{"a", "b", "c", "d", "e", "f"}}, "holds at most 5 nodes, got 6"},
+		{"duplicate", Config{Nodes: []string{"a", "b", "a"}}, `node "a": duplicate name`},
+		{"underscore", Config{Nodes: []string{"node_1"}}, `node "node_1": not a valid host name`},
+		{"leading dash", Config{Nodes: []string{"-a"}}, "not a valid host name"},
+		{"empty name", Config{Nodes: []string{""}}, "not a valid host name"},
+		{"no nodes", Config{}, "no nodes"},
+		{"overlaps host", Config{Subnet: host, Nodes: []string{"a"}}, "overlaps host network"},
+		{"long prefix", Config{Prefix: "lskwaytoolongname", Nodes: []string{"a"}}, "at most 10 characters"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := objects(t)
+			c, err := New(context.Background(), tc.cfg)
+			if err == nil {
+				c.Close()
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q, want one line containing %q", err, tc.want)
+			}
+			if after := objects(t); len(after) != len(before) {
+				t.Fatalf("objects created: %v", after)
+			}
+		})
+	}
+}
+
+func hostNet(t *testing.T) netip.Prefix {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP.To4()); ok && !ip.IsLoopback() {
+			return netip.PrefixFrom(ip, onesOf(a.IPNet)).Masked()
+		}
+	}
+	t.Skip("skipping: host has no non-loopback IPv4 network")
+	return netip.Prefix{}
+}
