@@ -1,29 +1,278 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
 
+	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/netns"
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
 // version is set by the linker for releases.
-var version = "0.1.0-dev"
+var version = engine.Version
+
+// exitError carries an exit status: 1 a bug was found, 2 bad input or a
+// lockstep error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *exitError) ExitCode() int { return e.code }
+func (e *exitError) Unwrap() error { return e.err }
+
+func badInput(err error) error { return &exitError{code: 2, err: err} }
 
 func newApp() *cli.App {
 	return &cli.App{
-		Name:                 "lockstep",
-		Usage:                "find and replay concurrency bugs in unmodified distributed systems",
-		HideHelpCommand:      true,
-		EnableBashCompletion: false,
-		Commands: []*cli.Command{
-			{
-				Name:  "version",
-				Usage: "print the version",
-				Action: func(c *cli.Context) error {
-					fmt.Fprintln(c.App.Writer, "lockstep", version)
-					return nil
-				},
-			},
+		Name:            "lockstep",
+		Usage:           "find and replay concurrency bugs in unmodified distributed systems",
+		Version:         version,
+		HideHelpCommand: true,
+		Writer:          os.Stdout,
+		ErrWriter:       os.Stderr,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return badInput(err)
+		},
+		Commands: []*cli.Command{runCmd(), replayCmd(), showCmd(), benchCmd(), cleanCmd(), versionCmd()},
+	}
+}
+
+func versionCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version",
+		Action: func(c *cli.Context) error {
+			fmt.Fprintln(c.App.Writer, "lockstep", version)
+			return nil
+		},
+	}
+}
+
+func runCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run a spec for N trials and report the failures found",
+		ArgsUsage: "SPEC",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "trials", Aliases: []string{"n"}, Usage: "number of trials (default: the spec's)"},
+			&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "random, pct, pos or pos*, with an optional + (default: the spec's)"},
+			&cli.Int64Flag{Name: "seed", Usage: "campaign seed (default: the spec's)"},
+			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "trials run in parallel, each in its own network"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: lockstep-out/NAME)"},
+			&cli.BoolFlag{Name: "stop-on-first", Usage: "stop at the first failing trial"},
+			&cli.BoolFlag{Name: "trace-all", Usage: "write a trace for every trial, not only failing ones"},
+			&cli.StringFlag{Name: "history", Usage: "conflict history file for + strategies (read and updated)"},
+			&cli.BoolFlag{Name: "stats", Usage: "print conflict-prediction accuracy (+ strategies)"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return badInput(errors.New("run: want exactly one SPEC argument"))
+			}
+			spec, err := engine.LoadSpec(c.Args().First())
+			if err != nil {
+				return badInput(err)
+			}
+			if c.Int("trials") < 0 || c.Int("jobs") < 1 {
+				return badInput(errors.New("run: --trials must be >= 0 and --jobs >= 1"))
+			}
+			opts := engine.RunOptions{
+				Trials: c.Int("trials"), Strategy: c.String("strategy"), Jobs: c.Int("jobs"),
+				OutDir: c.String("out"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"),
+				History: c.String("history"),
+			}
+			if c.IsSet("seed") {
+				s := c.Int64("seed")
+				opts.Seed = &s
+			}
+			total := spec.Trials
+			if opts.Trials > 0 {
+				total = opts.Trials
+			}
+			bar := newBar(c.App.ErrWriter, total, c.Bool("quiet"))
+			failures := 0
+			start := time.Now()
+			opts.Progress = func(r *engine.TrialResult) {
+				if r.Outcome.Kind.IsFailure() {
+					failures++
+				}
+				if bar != nil {
+					bar.Describe(fmt.Sprintf("%d failures, %.1f trials/s", failures, float64(r.Index+1)/time.Since(start).Seconds()))
+					bar.Add(1)
+				}
+			}
+			sum, err := engine.Run(c.Context, spec, opts)
+			if bar != nil {
+				bar.Finish()
+				fmt.Fprintln(c.App.ErrWriter)
+			}
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			printSummary(c.App.Writer, sum, c.Bool("stats"))
+			if sum.Failures > 0 {
+				return &exitError{code: 1}
+			}
+			if sum.Errors > 0 {
+				return &exitError{code: 2, err: fmt.Errorf("%d trial(s) ended in a lockstep error", sum.Errors)}
+			}
+			return nil
+		},
+	}
+}
+
+func newBar(w io.Writer, total int, quiet bool) *progressbar.ProgressBar {
+	f, ok := w.(*os.File)
+	if quiet || !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetDescription("trials"),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+
+func printSummary(w io.Writer, s *engine.Summary, stats bool) {
+	fmt.Fprintf(w, "spec %s, strategy %s: %d trials in %v (%.1f trials/min)\n",
+		s.Spec.Name, s.Strategy, s.Trials, s.Duration.Round(time.Millisecond), float64(s.Trials)/s.Duration.Minutes())
+	fmt.Fprintf(w, "failures: %d (hit ratio %.4f)\n", s.Failures, s.HitRatio())
+	kinds := make([]string, 0, len(s.ByKind))
+	for k := range s.ByKind {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  %-20s %d\n", k, s.ByKind[engine.OutcomeKind(k)])
+	}
+	if s.First != nil {
+		fmt.Fprintf(w, "first failure: trial %d: %v\n", s.First.Index, s.First.Outcome)
+		fmt.Fprintf(w, "  trace: %s\n  node output: %s\n", s.First.TracePath, s.First.Dir)
+	}
+	if stats && len(s.Stats) > 0 {
+		fmt.Fprintln(w, "conflict prediction (per trial, mean):")
+		var ops, conf, fn, fp float64
+		for _, st := range s.Stats {
+			ops += float64(st.Ops)
+			conf += float64(st.Conflicting)
+			fn += float64(st.FalseNegatives)
+			fp += float64(st.FalsePositives)
+		}
+		n := float64(len(s.Stats))
+		fmt.Fprintf(w, "  ops %.1f  conflicting %.1f  false negatives %.2f  false positives %.1f\n", ops/n, conf/n, fn/n, fp/n)
+	}
+}
+
+func replayCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "replay",
+		Usage:     "re-run the trial a trace describes and check it fails the same way",
+		ArgsUsage: "TRACE",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: beside the trace)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return badInput(errors.New("replay: want exactly one TRACE argument"))
+			}
+			rr, err := engine.Replay(c.Context, c.Args().First(), c.String("out"))
+			if err != nil {
+				return badInput(err)
+			}
+			fmt.Fprintf(c.App.Writer, "replayed %d ops: %v\n", len(rr.Trial.Records), rr.Trial.Outcome)
+			if !rr.Same {
+				return &exitError{code: 2, err: fmt.Errorf("replay differs from the trace: %s", rr.Diff)}
+			}
+			fmt.Fprintln(c.App.Writer, "same outcome and same op sequence as the trace")
+			if rr.Trial.Outcome.Kind.IsFailure() {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+	}
+}
+
+func showCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "print a trace's interleaving, one line per released op",
+		ArgsUsage: "TRACE",
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return badInput(errors.New("show: want exactly one TRACE argument"))
+			}
+			tr, err := engine.LoadTrace(c.Args().First())
+			if err != nil {
+				return badInput(err)
+			}
+			showTrace(c.App.Writer, tr)
+			return nil
+		},
+	}
+}
+
+func showTrace(w io.Writer, tr *sched.Trace) {
+	h := tr.Header
+	fmt.Fprintf(w, "Trace of %s, trial %d, seed %d, strategy %s\n", h.Spec, h.Trial, h.Seed, h.Strategy)
+	if tr.Outcome != nil {
+		fmt.Fprintf(w, "Outcome: %s", tr.Outcome.Kind)
+		if tr.Outcome.Detail != "" {
+			fmt.Fprintf(w, ": %s", tr.Outcome.Detail)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "Event trace:")
+	fmt.Fprintf(w, "  %5s  %9s  %-10s %-16s %-22s %-22s %s\n", "step", "vtime", "node", "lpid", "op", "peer", "bytes")
+	for _, r := range tr.Records {
+		fmt.Fprintln(w, sched.FormatRecord(r))
+	}
+	fmt.Fprintf(w, "%d ops\n", len(tr.Records))
+}
+
+func cleanCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "clean",
+		Usage: "remove namespaces, links, cgroups and run directories left by killed lockstep runs",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "all", Usage: "also remove the objects of lockstep runs that are still alive"},
+		},
+		Action: func(c *cli.Context) error {
+			los, err := netns.Sweep(c.Context, c.Bool("all"))
+			removed := 0
+			for _, lo := range los {
+				if lo.Live && !c.Bool("all") {
+					fmt.Fprintf(c.App.Writer, "kept %s (its lockstep is still running)\n", lo.Prefix)
+					continue
+				}
+				removed++
+				fmt.Fprintf(c.App.Writer, "removed %s: %s\n", lo.Prefix, strings.Join(lo.Objects, ", "))
+			}
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			if removed == 0 {
+				fmt.Fprintln(c.App.Writer, "nothing to clean")
+			}
+			return nil
 		},
 	}
 }

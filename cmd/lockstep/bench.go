@@ -1,0 +1,222 @@
+package main
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/urfave/cli/v2"
+)
+
+// benchCell is one bug × strategy of the hit-ratio table.
+type benchCell struct {
+	Bug, Strategy string
+	Trials        int
+	Failures      int
+	FirstFailure  int // trial index of the first failure, -1 if none
+	PerTrial      time.Duration
+}
+
+func (c benchCell) ratio() float64 { return float64(c.Failures) / float64(max(c.Trials, 1)) }
+
+func benchCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "bench",
+		Usage:     "run every bug spec with every strategy and write the hit-ratio table (Morpheus Table 3 style)",
+		ArgsUsage: "SPEC...",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "trials", Aliases: []string{"n"}, Value: 1000, Usage: "trials per cell"},
+			&cli.BoolFlag{Name: "quick", Usage: "100 trials per cell"},
+			&cli.StringFlag{Name: "strategies", Value: "random,pct,pos,pos*,random+,pct+,pos+,pos*+", Usage: "comma-separated strategies"},
+			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "parallel trials"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "bench-out", Usage: "output directory for table.md and table.csv"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return badInput(errors.New("bench: want one or more SPEC arguments"))
+			}
+			trials := c.Int("trials")
+			if c.Bool("quick") {
+				trials = 100
+			}
+			strategies := strings.Split(c.String("strategies"), ",")
+			var specs []*engine.Spec
+			for _, p := range c.Args().Slice() {
+				s, err := engine.LoadSpec(p)
+				if err != nil {
+					return badInput(err)
+				}
+				specs = append(specs, s)
+			}
+			out := c.String("out")
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return err
+			}
+			var cells []benchCell
+			for _, s := range specs {
+				for _, st := range strategies {
+					start := time.Now()
+					sum, err := engine.Run(c.Context, s, engine.RunOptions{
+						Trials: trials, Strategy: st, Jobs: c.Int("jobs"),
+						OutDir: filepath.Join(out, "runs", s.Name, strings.ReplaceAll(st, "*", "star")),
+					})
+					if err != nil {
+						return &exitError{code: 2, err: fmt.Errorf("%s with %s: %w", s.Name, st, err)}
+					}
+					cell := benchCell{Bug: s.Name, Strategy: st, Trials: sum.Trials, Failures: sum.Failures, FirstFailure: -1,
+						PerTrial: time.Since(start) / time.Duration(max(sum.Trials, 1))}
+					if sum.First != nil {
+						cell.FirstFailure = sum.First.Index
+					}
+					fmt.Fprintf(c.App.ErrWriter, "%-12s %-8s %4d/%d failures (%.4f), %v per trial\n",
+						s.Name, st, cell.Failures, cell.Trials, cell.ratio(), cell.PerTrial.Round(time.Millisecond))
+					cells = append(cells, cell)
+				}
+			}
+			md, err := os.Create(filepath.Join(out, "table.md"))
+			if err != nil {
+				return err
+			}
+			defer md.Close()
+			writeBenchMarkdown(md, cells, strategies, trials)
+			writeBenchMarkdown(c.App.Writer, cells, strategies, trials)
+			f, err := os.Create(filepath.Join(out, "table.csv"))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return writeBenchCSV(f, cells)
+		},
+	}
+}
+
+// geomean of hit ratios; a cell with no hit counts as 1/(2N) so that one
+// miss does not zero a strategy's mean (the table marks such cells).
+func geomean(cells []benchCell) float64 {
+	if len(cells) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, c := range cells {
+		r := c.ratio()
+		if r == 0 {
+			r = 1 / (2 * float64(max(c.Trials, 1)))
+		}
+		sum += math.Log(r)
+	}
+	return math.Exp(sum / float64(len(cells)))
+}
+
+func writeBenchMarkdown(w io.Writer, cells []benchCell, strategies []string, trials int) {
+	bugs := []string{}
+	seen := map[string]bool{}
+	by := map[string]benchCell{}
+	for _, c := range cells {
+		if !seen[c.Bug] {
+			seen[c.Bug] = true
+			bugs = append(bugs, c.Bug)
+		}
+		by[c.Bug+"|"+c.Strategy] = c
+	}
+	fmt.Fprintf(w, "Hit ratio (failing trials / trials), %d trials per cell; `0*` = no failure found.\n\n", trials)
+	fmt.Fprintf(w, "| bug |")
+	for _, s := range strategies {
+		fmt.Fprintf(w, " %s |", s)
+	}
+	fmt.Fprintf(w, "\n|---|")
+	for range strategies {
+		fmt.Fprintf(w, "---|")
+	}
+	fmt.Fprintln(w)
+	for _, b := range bugs {
+		fmt.Fprintf(w, "| %s |", b)
+		for _, s := range strategies {
+			c := by[b+"|"+s]
+			if c.Failures == 0 {
+				fmt.Fprintf(w, " 0* |")
+			} else {
+				fmt.Fprintf(w, " %.4f |", c.ratio())
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	means := map[string]float64{}
+	fmt.Fprintf(w, "| **geomean** |")
+	for _, s := range strategies {
+		var cs []benchCell
+		for _, b := range bugs {
+			cs = append(cs, by[b+"|"+s])
+		}
+		means[s] = geomean(cs)
+		fmt.Fprintf(w, " %.4f |", means[s])
+	}
+	fmt.Fprintln(w)
+	if ref, ok := means["pos+"]; ok && ref > 0 {
+		fmt.Fprintf(w, "| ratio to POS+ |")
+		for _, s := range strategies {
+			fmt.Fprintf(w, " %.2f |", means[s]/ref)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "| mean trials to first failure |")
+	for _, s := range strategies {
+		sum, n := 0, 0
+		for _, b := range bugs {
+			if c := by[b+"|"+s]; c.FirstFailure >= 0 {
+				sum += c.FirstFailure + 1
+				n++
+			}
+		}
+		if n == 0 {
+			fmt.Fprintf(w, " – |")
+		} else {
+			fmt.Fprintf(w, " %.1f |", float64(sum)/float64(n))
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "| real time per trial |")
+	for _, s := range strategies {
+		var d time.Duration
+		for _, b := range bugs {
+			d += by[b+"|"+s].PerTrial
+		}
+		fmt.Fprintf(w, " %v |", (d / time.Duration(max(len(bugs), 1))).Round(time.Millisecond))
+	}
+	fmt.Fprintln(w)
+	var imps []string
+	keys := make([]string, 0, len(means))
+	for s := range means {
+		keys = append(keys, s)
+	}
+	sort.Strings(keys)
+	for _, s := range keys {
+		if strings.HasSuffix(s, "+") {
+			if base, ok := means[strings.TrimSuffix(s, "+")]; ok && base > 0 {
+				imps = append(imps, fmt.Sprintf("%s over %s: %+.1f%%", s, strings.TrimSuffix(s, "+"), 100*(means[s]/base-1)))
+			}
+		}
+	}
+	if len(imps) > 0 {
+		fmt.Fprintf(w, "\nImprovement from conflict analysis (geomean): %s\n", strings.Join(imps, "; "))
+	}
+}
+
+func writeBenchCSV(w io.Writer, cells []benchCell) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"bug", "strategy", "trials", "failures", "hit_ratio", "first_failure", "ms_per_trial"})
+	for _, c := range cells {
+		cw.Write([]string{c.Bug, c.Strategy, fmt.Sprint(c.Trials), fmt.Sprint(c.Failures), fmt.Sprintf("%.6f", c.ratio()),
+			fmt.Sprint(c.FirstFailure), fmt.Sprintf("%.1f", float64(c.PerTrial.Microseconds())/1000)})
+	}
+	cw.Flush()
+	return cw.Error()
+}

@@ -1,0 +1,23 @@
+// Package conflict owns lockstep's conflict analysis: after a trial it
+// builds happens-before over the released ops with vector clocks, finds
+// concurrent ops on the same object, and keeps the history table of
+// signatures that lets the "+" strategies release ops that never
+// conflicted at once (Morpheus's POS+).
+//
+// Happens-before is the smallest order containing:
+//   - program order of each logical thread (LPID);
+//   - each record's Causes (send -> its delivery, deliveries -> the recv
+//     that consumed their bytes, connect -> the accept that returned the
+//     connection, a thread's creator -> its first op);
+//   - delivery order per connection (TCP is FIFO, and lockstep delivers
+//     the chunks of one connection in order).
+//
+// Deliveries are not part of the sender's program order: each connection
+// is its own lane, so a sender and its message in flight are concurrent
+// with what the sender does next.
+//
+// Two ops conflict when they touch the same Object, neither happens
+// before the other, and at least one of them changes the object: polls
+// only observe, every other kind (deliver, recv, connect, accept, close)
+// changes what a later op on the object sees.
+package conflict

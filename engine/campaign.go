@@ -1,0 +1,284 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/conflict"
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// RunOptions override the spec for one campaign.
+type RunOptions struct {
+	Trials      int    // 0: the spec's
+	Strategy    string // "": the spec's
+	Seed        *int64 // nil: the spec's
+	Jobs        int    // parallel trials, each with its own network; 0 = 1
+	OutDir      string
+	StopOnFirst bool
+	TraceAll    bool
+	History     string // history file for "+" strategies ("" = spec's, or none)
+	Logger      *slog.Logger
+	// Progress is called after every trial, in trial order.
+	Progress func(r *TrialResult)
+}
+
+// Summary is what a campaign found.
+type Summary struct {
+	Spec     *Spec
+	Strategy string
+	Trials   int
+	Failures int
+	ByKind   map[OutcomeKind]int
+	First    *TrialResult // first failing trial by index
+	Results  []*TrialResult
+	Duration time.Duration
+	Errors   int
+	// Stats is the conflict-prediction accuracy per trial, for --stats.
+	Stats []conflict.Stats
+}
+
+// HitRatio is failing trials over trials.
+func (s *Summary) HitRatio() float64 {
+	if s.Trials == 0 {
+		return 0
+	}
+	return float64(s.Failures) / float64(s.Trials)
+}
+
+// historyBatch is how many trials share one frozen view of the history
+// table: trial i learns from every trial of earlier batches. A fixed batch
+// keeps results identical whatever --jobs is.
+const historyBatch = 8
+
+// Run runs a campaign: N trials of the spec, J at a time.
+func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	trials := spec.Trials
+	if opts.Trials > 0 {
+		trials = opts.Trials
+	}
+	strategy := spec.Scheduler.Strategy
+	if opts.Strategy != "" {
+		strategy = opts.Strategy
+	}
+	seed := spec.Scheduler.Seed
+	if opts.Seed != nil {
+		seed = *opts.Seed
+	}
+	jobs := max(opts.Jobs, 1)
+	if jobs > trials {
+		jobs = trials
+	}
+	if opts.OutDir == "" {
+		opts.OutDir = filepath.Join("lockstep-out", spec.Name)
+	}
+	scheme, err := conflict.ParseScheme(spec.Scheduler.Conflict.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	plus := strings.HasSuffix(strategy, "+")
+	histPath := opts.History
+	if histPath == "" {
+		histPath = spec.Scheduler.Conflict.History
+	}
+	var hist *conflict.History
+	if plus {
+		if histPath != "" {
+			if hist, err = conflict.Load(histPath, scheme); err != nil {
+				return nil, err
+			}
+		} else {
+			hist = conflict.NewHistory(scheme)
+		}
+	}
+	// Validate the strategy name before building networks.
+	if _, err := newStrategy(spec, strategy, nil); err != nil {
+		return nil, err
+	}
+	sum := &Summary{Spec: spec, Strategy: strategy, ByKind: map[OutcomeKind]int{}}
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	ncpu := runtime.NumCPU()
+	js := make([]*job, jobs)
+	for i := range js {
+		j, err := newJob(ctx, spec, i%ncpu, opts.OutDir, opts.Logger)
+		if err != nil {
+			for _, o := range js[:i] {
+				o.close()
+			}
+			return nil, err
+		}
+		js[i] = j
+	}
+	defer func() {
+		for _, j := range js {
+			j.close()
+		}
+	}()
+
+	results := make([]*TrialResult, trials)
+	var (
+		mu        sync.Mutex
+		cond      = sync.NewCond(&mu)
+		next      int // next trial index to hand out
+		done      = make([]bool, trials)
+		firstErr  error
+		stop      bool
+		stepsHint int
+		frozen    sched.Predictor
+		frozenFor = -1
+		reported  int
+	)
+	// Trial 0 runs first on its own: its step count is PCT's hint for
+	// every other trial, whatever the order in which they finish.
+	runOne := func(j *job, i int) (*TrialResult, error) {
+		var pred sched.Predictor
+		if hist != nil {
+			mu.Lock()
+			b := i / historyBatch
+			for frozenFor < b {
+				// Wait until every trial of earlier batches is merged.
+				ready := true
+				for k := 0; k < min(b*historyBatch, trials); k++ {
+					if !done[k] {
+						ready = false
+						break
+					}
+				}
+				if ready {
+					frozen, frozenFor = hist.Snapshot(), b
+					break
+				}
+				if stop || firstErr != nil {
+					mu.Unlock()
+					return nil, nil
+				}
+				cond.Wait()
+			}
+			pred = frozen
+			mu.Unlock()
+		}
+		strat, err := newStrategy(spec, strategy, pred)
+		if err != nil {
+			return nil, err
+		}
+		tp := trialParams{index: i, seed: TrialSeed(seed, i), strategy: strat, stepsHint: stepsHint,
+			traceAll: opts.TraceAll, scheme: scheme.String(), frames: scheme.Frames()}
+		if im, ok := strat.(interface{ LastImmediate() bool }); ok {
+			tp.immediate = im.LastImmediate
+		}
+		return j.runTrial(ctx, tp)
+	}
+	record := func(i int, r *TrialResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		results[i] = r
+		done[i] = true
+		if hist != nil && r != nil {
+			a := conflict.Analyze(r.Records, scheme)
+			hist.Update(a)
+			sum.Stats = append(sum.Stats, a.Stats())
+		}
+		if r != nil && r.Outcome.Kind.IsFailure() && opts.StopOnFirst {
+			stop = true
+		}
+		// Report in trial order.
+		for reported < trials && results[reported] != nil {
+			if opts.Progress != nil {
+				opts.Progress(results[reported])
+			}
+			reported++
+		}
+		cond.Broadcast()
+	}
+	r0, err := runOne(js[0], 0)
+	if err != nil {
+		return nil, err
+	}
+	stepsHint = max(r0.Outcome.Steps, 1)
+	next = 1
+	record(0, r0)
+
+	var wg sync.WaitGroup
+	for _, j := range js {
+		wg.Add(1)
+		go func(j *job) {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if next >= trials || stop || firstErr != nil || ctx.Err() != nil {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				r, err := runOne(j, i)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					cond.Broadcast()
+					mu.Unlock()
+					return
+				}
+				if r == nil {
+					return
+				}
+				record(i, r)
+			}
+		}(j)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		if r == nil {
+			continue
+		}
+		sum.Results = append(sum.Results, r)
+		sum.Trials++
+		sum.ByKind[r.Outcome.Kind]++
+		if r.Outcome.Kind == Error {
+			sum.Errors++
+		}
+		if r.Outcome.Kind.IsFailure() {
+			sum.Failures++
+			if sum.First == nil {
+				sum.First = r
+			}
+		}
+	}
+	if hist != nil && histPath != "" {
+		if err := hist.Save(histPath); err != nil {
+			return nil, fmt.Errorf("saving history: %w", err)
+		}
+	}
+	sum.Duration = time.Since(start)
+	return sum, nil
+}
+
+func newStrategy(spec *Spec, name string, pred sched.Predictor) (sched.Strategy, error) {
+	params := sched.Params{PCTDepth: spec.Scheduler.PCTDepth, Predictor: pred}
+	if spec.Scheduler.Conflict.Mode == "weight" {
+		params.Mode = sched.PlusMode{Weight: spec.Scheduler.Conflict.Weight}
+	}
+	return sched.New(name, params)
+}

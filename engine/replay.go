@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/vclock"
+)
+
+func writeTrace(path string, spec *Spec, res *TrialResult, p trialParams, clk *vclock.Clock) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing trace: %w", err)
+	}
+	defer f.Close()
+	w := sched.NewTraceWriter(f)
+	absSpec, _ := filepath.Abs(spec.Path)
+	if err := w.WriteHeader(sched.Header{
+		Version: Version, Spec: absSpec, SpecDigest: spec.Digest, Trial: res.Index, Seed: res.Seed,
+		Strategy: p.strategy.Name(), Scheme: p.scheme, Epoch: spec.Time.Epoch.UnixNano(),
+	}); err != nil {
+		return err
+	}
+	for _, r := range res.Records {
+		if err := w.WriteRecord(r); err != nil {
+			return err
+		}
+	}
+	o := res.Outcome
+	if err := w.WriteOutcome(sched.Outcome{Kind: string(o.Kind), Detail: o.Detail, Node: o.Node, Steps: o.Steps, VTime: int64(o.VTime)}); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// LoadTrace reads a trace file.
+func LoadTrace(path string) (*sched.Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := sched.ReadTrace(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// ReplayResult compares a replayed trial with its trace.
+type ReplayResult struct {
+	Trial *TrialResult
+	// Same is true when the outcome kind and the op sequence match.
+	Same bool
+	// Diff says what differed, when Same is false.
+	Diff string
+}
+
+// Replay re-runs the trial a trace describes, forcing its decisions.
+func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error) {
+	tr, err := LoadTrace(tracePath)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := LoadSpec(tr.Header.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("loading the trace's spec: %w", err)
+	}
+	if spec.Digest != tr.Header.SpecDigest {
+		return nil, fmt.Errorf("%s changed since the trace was written (digest %s, trace has %s)", tr.Header.Spec, short(spec.Digest), short(tr.Header.SpecDigest))
+	}
+	if outDir == "" {
+		outDir = filepath.Join(filepath.Dir(tracePath), "replay")
+	}
+	j, err := newJob(ctx, spec, 0, outDir, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer j.close()
+	strat := sched.NewReplay(tr, nil)
+	p := trialParams{index: tr.Header.Trial, seed: tr.Header.Seed, strategy: strat, traceAll: true, scheme: tr.Header.Scheme, frames: 1}
+	if tr.Header.Epoch != 0 {
+		spec.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()
+	}
+	res, err := j.runTrial(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	rr := &ReplayResult{Trial: res, Same: true}
+	want := ""
+	if tr.Outcome != nil {
+		want = tr.Outcome.Kind
+	}
+	switch {
+	case string(res.Outcome.Kind) != want:
+		rr.Same, rr.Diff = false, fmt.Sprintf("outcome %s, trace has %s", res.Outcome.Kind, want)
+	case len(res.Records) != len(tr.Records):
+		rr.Same, rr.Diff = false, fmt.Sprintf("%d ops, trace has %d", len(res.Records), len(tr.Records))
+	default:
+		for i := range res.Records {
+			a, b := res.Records[i].Op, tr.Records[i].Op
+			if a.LPID != b.LPID || a.Kind != b.Kind || a.Site != b.Site || a.Object != b.Object {
+				rr.Same, rr.Diff = false, fmt.Sprintf("step %d: %v, trace has %v", i+1, &a, &b)
+				break
+			}
+		}
+	}
+	return rr, nil
+}
+
+func short(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+func digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

@@ -1,0 +1,921 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// Role says whether a node's exit ends the trial.
+type Role string
+
+const (
+	RoleServer Role = "server"
+	RoleClient Role = "client"
+)
+
+// Spec is a validated test spec. docs/spec.md documents the format.
+type Spec struct {
+	Path    string // as given
+	Dir     string // absolute directory of the spec file
+	Digest  string // sha256 of the file's bytes
+	Name    string
+	Nodes   []NodeSpec
+	Network struct {
+		Subnet netip.Prefix
+	}
+	Scheduler struct {
+		Strategy string
+		Seed     int64
+		PCTDepth int
+		Conflict struct {
+			Scheme  string
+			Mode    string // "skip" or "weight"
+			Weight  float64
+			History string // absolute path, "" for none
+		}
+	}
+	Trials int
+	Limits struct {
+		VirtualTime time.Duration
+		Steps       int
+		RealTime    time.Duration
+	}
+	Checker struct {
+		Command []string // unexpanded
+		Timeout time.Duration
+	}
+	Time struct {
+		Epoch time.Time
+	}
+}
+
+// NodeSpec is one node of a spec.
+type NodeSpec struct {
+	Name       string
+	Role       Role
+	Command    []string // unexpanded templates
+	Env        map[string]string
+	Workdir    string
+	StartDelay time.Duration
+	line       int
+}
+
+// DefaultSubnet is the cluster network unless the spec names another.
+var DefaultSubnet = netip.MustParsePrefix("10.77.0.0/24")
+
+// SpecError is a one-line, located complaint about a spec.
+type SpecError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *SpecError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += fmt.Sprintf(":%d", e.Line)
+	}
+	if e.Field != "" {
+		return loc + ": " + e.Field + ": " + e.Msg
+	}
+	return loc + ": " + e.Msg
+}
+
+// LoadSpec reads and validates a spec file.
+func LoadSpec(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &SpecError{File: path, Msg: strings.TrimPrefix(err.Error(), "open "+path+": ")}
+	}
+	return ParseSpec(path, data)
+}
+
+// ParseSpec validates a spec read from path (used for error messages and
+// for resolving {{dir}}).
+func ParseSpec(path string, data []byte) (*Spec, error) {
+	d := &decoder{file: path}
+	s := &Spec{Path: path, Digest: digest(data)}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	s.Dir = filepath.Dir(abs)
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &SpecError{File: path, Msg: "empty spec"}
+	}
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		var se *yaml.SyntaxError
+		if errors.As(err, &se) {
+			return nil, &SpecError{File: path, Line: se.GetToken().Position.Line, Msg: "invalid YAML: " + se.GetMessage()}
+		}
+		return nil, &SpecError{File: path, Msg: "invalid YAML: " + firstLine(err.Error())}
+	}
+	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
+		return nil, &SpecError{File: path, Msg: "empty spec"}
+	}
+	if err := d.spec(f.Docs[0].Body, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+type decoder struct{ file string }
+
+func (d *decoder) errf(n ast.Node, field, format string, args ...any) error {
+	line := 0
+	if n != nil && n.GetToken() != nil {
+		line = n.GetToken().Position.Line
+	}
+	return &SpecError{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+type kv struct {
+	key   string
+	knode ast.Node
+	value ast.Node
+}
+
+func unwrap(n ast.Node) ast.Node {
+	for {
+		switch v := n.(type) {
+		case *ast.TagNode:
+			n = v.Value
+		case *ast.AnchorNode:
+			n = v.Value
+		default:
+			return n
+		}
+	}
+}
+
+// fields returns a mapping's pairs, rejecting keys not in known.
+func (d *decoder) fields(n ast.Node, path string, known ...string) ([]kv, error) {
+	n = unwrap(n)
+	var pairs []*ast.MappingValueNode
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		pairs = m.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{m}
+	default:
+		return nil, d.errf(n, path, "must be a mapping, got %s", describe(n))
+	}
+	seen := map[string]bool{}
+	var out []kv
+	for _, p := range pairs {
+		k := p.Key.String()
+		field := join(path, k)
+		if !contains(known, k) {
+			msg := "unknown field"
+			if s := closest(k, known); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return nil, d.errf(p.Key, field, "%s", msg)
+		}
+		if seen[k] {
+			return nil, d.errf(p.Key, field, "given twice")
+		}
+		seen[k] = true
+		out = append(out, kv{key: k, knode: p.Key, value: unwrap(p.Value)})
+	}
+	return out, nil
+}
+
+func join(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+func contains(list []string, s string) bool {
+	for _, l := range list {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+// closest suggests a known name within edit distance 2.
+func closest(s string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if dd := editDistance(s, k); dd < bestD {
+			best, bestD = k, dd
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func describe(n ast.Node) string {
+	switch v := n.(type) {
+	case nil, *ast.NullNode:
+		return "nothing"
+	case *ast.StringNode:
+		return fmt.Sprintf("string %q", v.Value)
+	case *ast.IntegerNode:
+		return fmt.Sprintf("integer %v", v.Value)
+	case *ast.FloatNode:
+		return fmt.Sprintf("number %v", v.Value)
+	case *ast.BoolNode:
+		return fmt.Sprintf("boolean %v", v.Value)
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	}
+	return n.Type().String()
+}
+
+func (d *decoder) str(n ast.Node, field string) (string, error) {
+	switch v := n.(type) {
+	case *ast.StringNode:
+		return v.Value, nil
+	case *ast.LiteralNode:
+		return v.Value.Value, nil
+	}
+	return "", d.errf(n, field, "must be a string, got %s", describe(n))
+}
+
+// word accepts strings and plain numbers (argv elements, env values).
+func (d *decoder) word(n ast.Node, field string) (string, error) {
+	switch v := n.(type) {
+	case *ast.IntegerNode:
+		return v.GetToken().Value, nil
+	case *ast.FloatNode:
+		return v.GetToken().Value, nil
+	case *ast.BoolNode:
+		return v.GetToken().Value, nil
+	}
+	return d.str(n, field)
+}
+
+func (d *decoder) integer(n ast.Node, field string) (int64, error) {
+	v, ok := n.(*ast.IntegerNode)
+	if !ok {
+		return 0, d.errf(n, field, "must be an integer, got %s", describe(n))
+	}
+	switch x := v.Value.(type) {
+	case int64:
+		return x, nil
+	case uint64:
+		if x > 1<<63-1 {
+			return 0, d.errf(n, field, "out of range")
+		}
+		return int64(x), nil
+	}
+	return 0, d.errf(n, field, "must be an integer")
+}
+
+func (d *decoder) number(n ast.Node, field string) (float64, error) {
+	switch v := n.(type) {
+	case *ast.IntegerNode:
+		i, err := d.integer(n, field)
+		return float64(i), err
+	case *ast.FloatNode:
+		return v.Value, nil
+	}
+	return 0, d.errf(n, field, "must be a number, got %s", describe(n))
+}
+
+func (d *decoder) duration(n ast.Node, field string, allowZero bool) (time.Duration, error) {
+	s, err := d.str(n, field)
+	if err != nil {
+		if _, ok := n.(*ast.IntegerNode); ok {
+			return 0, d.errf(n, field, "must be a duration with a unit such as 10s or 5m, got %s", describe(n))
+		}
+		return 0, err
+	}
+	v, perr := time.ParseDuration(s)
+	if perr != nil {
+		return 0, d.errf(n, field, "invalid duration %q (use e.g. 500ms, 10s, 5m)", s)
+	}
+	if v < 0 || (v == 0 && !allowZero) {
+		if allowZero {
+			return 0, d.errf(n, field, "must not be negative, got %s", s)
+		}
+		return 0, d.errf(n, field, "must be positive, got %s", s)
+	}
+	return v, nil
+}
+
+func (d *decoder) strings(n ast.Node, field string) ([]string, error) {
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		return nil, d.errf(n, field, "must be a list of strings, got %s", describe(n))
+	}
+	var out []string
+	for i, v := range seq.Values {
+		s, err := d.word(unwrap(v), fmt.Sprintf("%s[%d]", field, i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+var (
+	nameRE  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	hostRE  = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
+	stackRE = regexp.MustCompile(`^pid\+stack:([1-9][0-9]?)$`)
+)
+
+func (d *decoder) spec(root ast.Node, s *Spec) error {
+	pairs, err := d.fields(root, "", "name", "nodes", "network", "scheduler", "trials", "limits", "checker", "faults", "time")
+	if err != nil {
+		return err
+	}
+	// Defaults.
+	s.Network.Subnet = DefaultSubnet
+	s.Scheduler.Strategy = "pos"
+	s.Scheduler.Seed = 1
+	s.Scheduler.Conflict.Scheme = "pid+pc"
+	s.Scheduler.Conflict.Mode = "skip"
+	s.Trials = 100
+	s.Limits.VirtualTime = 10 * time.Minute
+	s.Limits.Steps = 100000
+	s.Limits.RealTime = 60 * time.Second
+	s.Checker.Timeout = 30 * time.Second
+	s.Time.Epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var nodesNode, checkerNode ast.Node
+	haveName := false
+	pctNode := ast.Node(nil)
+	for _, p := range pairs {
+		switch p.key {
+		case "name":
+			if s.Name, err = d.str(p.value, "name"); err != nil {
+				return err
+			}
+			if !nameRE.MatchString(s.Name) {
+				return d.errf(p.value, "name", "%q is not a valid name (lowercase letters, digits and dashes)", s.Name)
+			}
+			haveName = true
+		case "nodes":
+			nodesNode = p.value
+		case "network":
+			np, err := d.fields(p.value, "network", "subnet")
+			if err != nil {
+				return err
+			}
+			for _, q := range np {
+				v, err := d.str(q.value, "network.subnet")
+				if err != nil {
+					return err
+				}
+				pfx, perr := netip.ParsePrefix(v)
+				if perr != nil {
+					return d.errf(q.value, "network.subnet", "invalid subnet %q", v)
+				}
+				if !pfx.Addr().Is4() {
+					return d.errf(q.value, "network.subnet", "must be an IPv4 subnet, got %s", v)
+				}
+				if pfx.Bits() < 8 || pfx.Bits() > 30 {
+					return d.errf(q.value, "network.subnet", "prefix length must be between 8 and 30, got /%d", pfx.Bits())
+				}
+				s.Network.Subnet = pfx.Masked()
+			}
+		case "scheduler":
+			sp, err := d.fields(p.value, "scheduler", "strategy", "seed", "pct_depth", "conflict")
+			if err != nil {
+				return err
+			}
+			for _, q := range sp {
+				f := "scheduler." + q.key
+				switch q.key {
+				case "strategy":
+					if s.Scheduler.Strategy, err = d.str(q.value, f); err != nil {
+						return err
+					}
+					if _, serr := sched.New(s.Scheduler.Strategy, sched.Params{}); serr != nil {
+						return d.errf(q.value, f, "%v", serr)
+					}
+				case "seed":
+					if s.Scheduler.Seed, err = d.integer(q.value, f); err != nil {
+						return err
+					}
+				case "pct_depth":
+					v, err := d.integer(q.value, f)
+					if err != nil {
+						return err
+					}
+					if v < 1 {
+						return d.errf(q.value, f, "must be at least 1, got %d", v)
+					}
+					s.Scheduler.PCTDepth = int(v)
+					pctNode = q.value
+				case "conflict":
+					if err := d.conflict(q.value, s); err != nil {
+						return err
+					}
+				}
+			}
+		case "trials":
+			v, err := d.integer(p.value, "trials")
+			if err != nil {
+				return err
+			}
+			if v < 1 {
+				return d.errf(p.value, "trials", "must be at least 1, got %d", v)
+			}
+			s.Trials = int(v)
+		case "limits":
+			lp, err := d.fields(p.value, "limits", "virtual_time", "steps", "real_time")
+			if err != nil {
+				return err
+			}
+			for _, q := range lp {
+				f := "limits." + q.key
+				switch q.key {
+				case "virtual_time":
+					if s.Limits.VirtualTime, err = d.duration(q.value, f, false); err != nil {
+						return err
+					}
+				case "real_time":
+					if s.Limits.RealTime, err = d.duration(q.value, f, false); err != nil {
+						return err
+					}
+				case "steps":
+					v, err := d.integer(q.value, f)
+					if err != nil {
+						return err
+					}
+					if v < 1 {
+						return d.errf(q.value, f, "must be positive, got %d", v)
+					}
+					s.Limits.Steps = int(v)
+				}
+			}
+		case "checker":
+			checkerNode = p.value
+		case "faults":
+			if seq, ok := p.value.(*ast.SequenceNode); !ok || len(seq.Values) > 0 {
+				if _, isNull := p.value.(*ast.NullNode); !isNull {
+					return d.errf(p.value, "faults", "not supported yet (leave it empty)")
+				}
+			}
+		case "time":
+			tp, err := d.fields(p.value, "time", "epoch")
+			if err != nil {
+				return err
+			}
+			for _, q := range tp {
+				v, err := d.str(q.value, "time.epoch")
+				if err != nil {
+					return err
+				}
+				e, perr := time.Parse(time.RFC3339, v)
+				if perr != nil {
+					return d.errf(q.value, "time.epoch", "invalid time %q (want RFC 3339, e.g. 2024-01-01T00:00:00Z)", v)
+				}
+				s.Time.Epoch = e
+			}
+		}
+	}
+	if !haveName {
+		return d.errf(root, "name", "missing")
+	}
+	if pctNode != nil && strings.TrimSuffix(s.Scheduler.Strategy, "+") != "pct" {
+		return d.errf(pctNode, "scheduler.pct_depth", "only applies to strategy pct, not %s", s.Scheduler.Strategy)
+	}
+	if nodesNode == nil {
+		return d.errf(root, "nodes", "missing")
+	}
+	if err := d.nodes(nodesNode, s); err != nil {
+		return err
+	}
+	if checkerNode != nil {
+		if err := d.checker(checkerNode, s); err != nil {
+			return err
+		}
+	}
+	return s.validateTemplates(d)
+}
+
+func (d *decoder) conflict(n ast.Node, s *Spec) error {
+	cp, err := d.fields(n, "scheduler.conflict", "scheme", "mode", "weight", "history")
+	if err != nil {
+		return err
+	}
+	var weightNode ast.Node
+	for _, q := range cp {
+		f := "scheduler.conflict." + q.key
+		switch q.key {
+		case "scheme":
+			v, err := d.str(q.value, f)
+			if err != nil {
+				return err
+			}
+			if v != "pc" && v != "pid+pc" && !stackRE.MatchString(v) {
+				return d.errf(q.value, f, "unknown scheme %q (want pc, pid+pc or pid+stack:K)", v)
+			}
+			s.Scheduler.Conflict.Scheme = v
+		case "mode":
+			v, err := d.str(q.value, f)
+			if err != nil {
+				return err
+			}
+			if v != "skip" && v != "weight" {
+				return d.errf(q.value, f, "unknown mode %q (want skip or weight)", v)
+			}
+			s.Scheduler.Conflict.Mode = v
+		case "weight":
+			v, err := d.number(q.value, f)
+			if err != nil {
+				return err
+			}
+			if v <= 0 {
+				return d.errf(q.value, f, "must be positive, got %v", v)
+			}
+			s.Scheduler.Conflict.Weight = v
+			weightNode = q.value
+		case "history":
+			v, err := d.str(q.value, f)
+			if err != nil {
+				return err
+			}
+			if v != "" && !filepath.IsAbs(v) {
+				v = filepath.Join(s.Dir, v)
+			}
+			s.Scheduler.Conflict.History = v
+		}
+	}
+	if weightNode != nil && s.Scheduler.Conflict.Mode != "weight" {
+		return d.errf(weightNode, "scheduler.conflict.weight", "only applies with mode weight")
+	}
+	if s.Scheduler.Conflict.Mode == "weight" && s.Scheduler.Conflict.Weight == 0 {
+		s.Scheduler.Conflict.Weight = 10
+	}
+	return nil
+}
+
+func (d *decoder) nodes(n ast.Node, s *Spec) error {
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		return d.errf(n, "nodes", "must be a list of nodes, got %s", describe(n))
+	}
+	if len(seq.Values) == 0 {
+		return d.errf(n, "nodes", "must list at least one node")
+	}
+	if len(seq.Values) > 64 {
+		return d.errf(n, "nodes", "at most 64 nodes, got %d", len(seq.Values))
+	}
+	seen := map[string]int{}
+	for i, v := range seq.Values {
+		path := fmt.Sprintf("nodes[%d]", i)
+		np, err := d.fields(v, path, "name", "role", "command", "env", "workdir", "start_delay")
+		if err != nil {
+			return err
+		}
+		ns := NodeSpec{Role: RoleServer, line: unwrap(v).GetToken().Position.Line}
+		var cmdNode ast.Node
+		for _, q := range np {
+			f := path + "." + q.key
+			switch q.key {
+			case "name":
+				if ns.Name, err = d.str(q.value, f); err != nil {
+					return err
+				}
+				if !hostRE.MatchString(ns.Name) {
+					return d.errf(q.value, f, "%q is not a valid host name (letters, digits and inner dashes, at most 63)", ns.Name)
+				}
+				if prev, dup := seen[ns.Name]; dup {
+					return d.errf(q.value, f, "duplicate node name %q (also nodes[%d])", ns.Name, prev)
+				}
+				seen[ns.Name] = i
+			case "role":
+				r, err := d.str(q.value, f)
+				if err != nil {
+					return err
+				}
+				if r != string(RoleServer) && r != string(RoleClient) {
+					return d.errf(q.value, f, "unknown role %q (want server or client)", r)
+				}
+				ns.Role = Role(r)
+			case "command":
+				if ns.Command, err = d.strings(q.value, f); err != nil {
+					return err
+				}
+				cmdNode = q.value
+				if len(ns.Command) == 0 {
+					return d.errf(q.value, f, "must not be empty")
+				}
+			case "env":
+				if ns.Env, err = d.envMap(q.value, f); err != nil {
+					return err
+				}
+			case "workdir":
+				if ns.Workdir, err = d.str(q.value, f); err != nil {
+					return err
+				}
+			case "start_delay":
+				if ns.StartDelay, err = d.duration(q.value, f, true); err != nil {
+					return err
+				}
+			}
+		}
+		if ns.Name == "" {
+			return d.errf(v, path+".name", "missing")
+		}
+		if cmdNode == nil {
+			return d.errf(v, path+".command", "missing")
+		}
+		s.Nodes = append(s.Nodes, ns)
+	}
+	if _, err := nodeAddrs(s.Network.Subnet, len(s.Nodes)); err != nil {
+		return d.errf(n, "nodes", "%v", err)
+	}
+	clients := 0
+	for _, ns := range s.Nodes {
+		if ns.Role == RoleClient {
+			clients++
+		}
+	}
+	if clients == 0 {
+		return d.errf(n, "nodes", "no node has role client: a trial ends when its clients exit")
+	}
+	return nil
+}
+
+func (d *decoder) envMap(n ast.Node, field string) (map[string]string, error) {
+	var pairs []*ast.MappingValueNode
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		pairs = m.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{m}
+	default:
+		return nil, d.errf(n, field, "must be a mapping of names to strings, got %s", describe(n))
+	}
+	out := map[string]string{}
+	for _, p := range pairs {
+		k := p.Key.String()
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, d.errf(p.Key, field, "invalid variable name %q", k)
+		}
+		v, err := d.word(unwrap(p.Value), field+"."+k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (d *decoder) checker(n ast.Node, s *Spec) error {
+	cp, err := d.fields(n, "checker", "command", "timeout")
+	if err != nil {
+		return err
+	}
+	for _, q := range cp {
+		switch q.key {
+		case "command":
+			if s.Checker.Command, err = d.strings(q.value, "checker.command"); err != nil {
+				return err
+			}
+			if len(s.Checker.Command) == 0 {
+				return d.errf(q.value, "checker.command", "must not be empty")
+			}
+		case "timeout":
+			if s.Checker.Timeout, err = d.duration(q.value, "checker.timeout", false); err != nil {
+				return err
+			}
+		}
+	}
+	if len(s.Checker.Command) == 0 {
+		return d.errf(n, "checker.command", "missing")
+	}
+	return nil
+}
+
+// nodeAddrs assigns node i the address base+i+1, the rule package netns
+// follows too.
+func nodeAddrs(subnet netip.Prefix, n int) ([]netip.Addr, error) {
+	size := 1 << (32 - subnet.Bits())
+	if n > size-3 { // network, bridge and broadcast addresses are taken
+		return nil, fmt.Errorf("%d nodes do not fit in %s (at most %d)", n, subnet, size-3)
+	}
+	var out []netip.Addr
+	a := subnet.Masked().Addr()
+	for i := 0; i < n; i++ {
+		a = a.Next()
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// TemplateVars are the per-trial values templates may use.
+type TemplateVars struct {
+	TrialDir string
+	NodeDir  string
+	Seed     int64
+	Addrs    map[string]netip.Addr
+}
+
+func (s *Spec) funcs(node string, v TemplateVars) template.FuncMap {
+	names := make([]string, len(s.Nodes))
+	addrs := make([]string, len(s.Nodes))
+	for i, n := range s.Nodes {
+		names[i] = n.Name
+		addrs[i] = v.Addrs[n.Name].String()
+	}
+	return template.FuncMap{
+		"addr": func(name string) (string, error) {
+			a, ok := v.Addrs[name]
+			if !ok {
+				return "", fmt.Errorf("unknown node %q", name)
+			}
+			return a.String(), nil
+		},
+		"tmp":      func() string { return v.NodeDir },
+		"trialdir": func() string { return v.TrialDir },
+		"dir":      func() string { return s.Dir },
+		"node":     func() string { return node },
+		"seed":     func() int64 { return v.Seed },
+		"nodes":    func() string { return strings.Join(names, ",") },
+		"addrs":    func() string { return strings.Join(addrs, ",") },
+	}
+}
+
+func (s *Spec) expandAll(node string, v TemplateVars, in []string) ([]string, error) {
+	out := make([]string, len(in))
+	for i, a := range in {
+		if !strings.Contains(a, "{{") {
+			out[i] = a
+			continue
+		}
+		t, err := template.New("arg").Option("missingkey=error").Funcs(s.funcs(node, v)).Parse(a)
+		if err != nil {
+			return nil, fmt.Errorf("template %q: %v", a, cleanTemplateErr(err))
+		}
+		var b strings.Builder
+		if err := t.Execute(&b, nil); err != nil {
+			return nil, fmt.Errorf("template %q: %v", a, cleanTemplateErr(err))
+		}
+		out[i] = b.String()
+	}
+	return out, nil
+}
+
+func cleanTemplateErr(err error) string {
+	msg := err.Error()
+	// "template: arg:1:7: executing \"arg\" at <addr "x">: error calling addr: unknown node "x""
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.Contains(msg, "error calling") {
+		return msg[i+2:]
+	}
+	return strings.TrimPrefix(msg, "template: arg:1: ")
+}
+
+// Expand renders a node's command, environment and working directory.
+func (s *Spec) Expand(node string, v TemplateVars) (argv, env []string, workdir string, err error) {
+	var ns *NodeSpec
+	for i := range s.Nodes {
+		if s.Nodes[i].Name == node {
+			ns = &s.Nodes[i]
+		}
+	}
+	if ns == nil {
+		return nil, nil, "", fmt.Errorf("no node %q", node)
+	}
+	if argv, err = s.expandAll(node, v, ns.Command); err != nil {
+		return nil, nil, "", err
+	}
+	keys := make([]string, 0, len(ns.Env))
+	for k := range ns.Env {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	for _, k := range keys {
+		val, err := s.expandAll(node, v, []string{ns.Env[k]})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		env = append(env, k+"="+val[0])
+	}
+	workdir = v.NodeDir
+	if ns.Workdir != "" {
+		wd, err := s.expandAll(node, v, []string{ns.Workdir})
+		if err != nil {
+			return nil, nil, "", err
+		}
+		workdir = wd[0]
+	}
+	return argv, env, workdir, nil
+}
+
+// ExpandChecker renders the checker's command.
+func (s *Spec) ExpandChecker(v TemplateVars) ([]string, error) {
+	return s.expandAll("", v, s.Checker.Command)
+}
+
+// validateTemplates renders every template with placeholder values so that
+// an unknown node or a syntax error is reported when the spec is loaded,
+// and checks that every command's program exists and is executable.
+func (s *Spec) validateTemplates(d *decoder) error {
+	addrs, _ := nodeAddrs(s.Network.Subnet, len(s.Nodes))
+	v := TemplateVars{TrialDir: "/trial", NodeDir: "/trial/node", Seed: 1, Addrs: map[string]netip.Addr{}}
+	for i, n := range s.Nodes {
+		v.Addrs[n.Name] = addrs[i]
+	}
+	for i, n := range s.Nodes {
+		field := fmt.Sprintf("nodes[%d].command", i)
+		argv, _, _, err := s.Expand(n.Name, v)
+		if err != nil {
+			return &SpecError{File: d.file, Line: n.line, Field: field, Msg: err.Error()}
+		}
+		if err := checkProgram(argv[0], s.Dir); err != nil {
+			return &SpecError{File: d.file, Line: n.line, Field: field, Msg: err.Error()}
+		}
+	}
+	if len(s.Checker.Command) > 0 {
+		argv, err := s.ExpandChecker(v)
+		if err != nil {
+			return &SpecError{File: d.file, Field: "checker.command", Msg: err.Error()}
+		}
+		if err := checkProgram(argv[0], s.Dir); err != nil {
+			return &SpecError{File: d.file, Field: "checker.command", Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+func checkProgram(p, dir string) error {
+	if !strings.Contains(p, "/") {
+		if _, err := exec.LookPath(p); err != nil {
+			return fmt.Errorf("program %q not found in PATH", p)
+		}
+		return nil
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("program %s does not exist (built? try `make testdata`)", p)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("program %s is not executable", p)
+	}
+	return nil
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// TrialSeed derives trial i's seed from the campaign seed (splitmix64), so
+// that trials are independent and any one can be re-run alone.
+func TrialSeed(base int64, trial int) int64 {
+	z := uint64(base) + uint64(trial+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return int64(z ^ (z >> 31))
+}

@@ -1,0 +1,369 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/netns"
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer"
+	"github.com/lockstep-dev/lockstep/vclock"
+)
+
+// Version is written into trace headers.
+const Version = "0.1.0"
+
+// TrialResult is what one trial produced.
+type TrialResult struct {
+	Index     int
+	Seed      int64
+	Outcome   Outcome
+	Dir       string // the trial's directory (node output)
+	TracePath string // "" when no trace was written
+	Records   []sched.Record
+	Duration  time.Duration
+	Stats     tracer.Stats
+}
+
+// job is one worker of a campaign: its own network and CPU, reused across
+// the trials it runs.
+type job struct {
+	spec    *Spec
+	cluster *netns.Cluster
+	cpu     int
+	log     *slog.Logger
+	outDir  string
+}
+
+func newJob(ctx context.Context, spec *Spec, cpu int, outDir string, log *slog.Logger) (*job, error) {
+	names := make([]string, len(spec.Nodes))
+	for i, n := range spec.Nodes {
+		names[i] = n.Name
+	}
+	cl, err := netns.New(ctx, netns.Config{Subnet: spec.Network.Subnet, Nodes: names})
+	if err != nil {
+		return nil, fmt.Errorf("building the network: %w", err)
+	}
+	return &job{spec: spec, cluster: cl, cpu: cpu, log: log, outDir: outDir}, nil
+}
+
+func (j *job) close() error { return j.cluster.Close() }
+
+// trialParams says how to run one trial.
+type trialParams struct {
+	index     int
+	seed      int64
+	strategy  sched.Strategy
+	stepsHint int
+	traceAll  bool
+	// plus reports whether the last decision of a "+" strategy released an
+	// op at once (nil when the strategy is not a "+" variant).
+	immediate func() bool
+	scheme    string
+	frames    int
+}
+
+// errStartDue ends a Drive so that a delayed node can be launched.
+var errStartDue = errors.New("node start due")
+
+func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error) {
+	spec := j.spec
+	start := time.Now()
+	res := &TrialResult{Index: p.index, Seed: p.seed}
+	res.Dir = filepath.Join(j.outDir, "trials", fmt.Sprintf("%05d", p.index))
+	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	clk := vclock.New(spec.Time.Epoch, spec.Limits.VirtualTime)
+	subnet := spec.Network.Subnet
+	tr := tracer.New(tracer.Options{
+		Clock:      clk,
+		Random:     func(node string) io.Reader { return vclock.NewRandom(p.seed, node) },
+		Gated:      func(a netip.Addr) bool { return subnet.Contains(a) },
+		Capture:    true,
+		CPU:        j.cpu,
+		SiteFrames: p.frames,
+		Logger:     j.log,
+	})
+	defer tr.Close()
+
+	addrs := map[string]netip.Addr{}
+	for _, n := range spec.Nodes {
+		addrs[n.Name] = j.cluster.Node(n.Name).Addr
+	}
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	launch := func(n NodeSpec) error {
+		nodeDir := filepath.Join(res.Dir, n.Name)
+		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+			return err
+		}
+		argv, env, wd, err := spec.Expand(n.Name, TemplateVars{TrialDir: res.Dir, NodeDir: nodeDir, Seed: p.seed, Addrs: addrs})
+		if err != nil {
+			return err
+		}
+		out, err := os.Create(filepath.Join(res.Dir, n.Name+".out"))
+		if err != nil {
+			return err
+		}
+		errf, err := os.Create(filepath.Join(res.Dir, n.Name+".err"))
+		if err != nil {
+			out.Close()
+			return err
+		}
+		files = append(files, out, errf)
+		cn := j.cluster.Node(n.Name)
+		_, err = tr.Launch(tracer.LaunchConfig{
+			Node: n.Name, Addr: cn.Addr, Argv: argv, Env: append(baseEnv(), env...), Dir: wd,
+			Netns: cn.NetnsPath, HostsFile: cn.HostsFile, Cgroup: cn.CgroupDir,
+			Stdout: out, Stderr: errf,
+		})
+		if err != nil {
+			return fmt.Errorf("starting node %s: %w", n.Name, err)
+		}
+		return nil
+	}
+
+	// Nodes start in spec order; a start_delay is a virtual deadline.
+	var waiting []NodeSpec
+	for _, n := range spec.Nodes {
+		if n.StartDelay > 0 {
+			waiting = append(waiting, n)
+			continue
+		}
+		if err := launch(n); err != nil {
+			res.Outcome = Outcome{Kind: Error, Detail: err.Error(), Node: n.Name}
+			return j.finish(ctx, tr, res, p, clk, start)
+		}
+	}
+	sort.SliceStable(waiting, func(a, b int) bool { return waiting[a].StartDelay < waiting[b].StartDelay })
+
+	p.strategy.Reset(p.seed, p.stepsHint)
+	clients := map[string]bool{}
+	for _, n := range spec.Nodes {
+		if n.Role == RoleClient {
+			clients[n.Name] = true
+		}
+	}
+	role := func(node string) Role {
+		for _, n := range spec.Nodes {
+			if n.Name == node {
+				return n.Role
+			}
+		}
+		return RoleServer
+	}
+	realLimit := time.Now().Add(spec.Limits.RealTime)
+	var (
+		steps    int
+		lastOp   *sched.Op
+		lastImm  bool
+		outcome  *Outcome
+		spinning int
+	)
+	set := func(k OutcomeKind, node, format string, args ...any) {
+		outcome = &Outcome{Kind: k, Node: node, Detail: fmt.Sprintf(format, args...)}
+	}
+	decide := func(st *tracer.State, last tracer.Released) (tracer.Action, error) {
+		if lastOp != nil {
+			res.Records = append(res.Records, sched.Record{
+				Step: steps, VTime: int64(clk.Now()), Op: *lastOp,
+				Result: last.Result, Causes: last.Causes, Immediate: lastImm,
+			})
+			lastOp = nil
+		}
+		for _, e := range st.Exits {
+			if !e.Root {
+				continue
+			}
+			failed := e.Signal != 0 || e.Code != 0
+			switch {
+			case role(e.Node) == RoleClient && failed:
+				set(ClientFailed, e.Node, "client %s", e.String())
+			case role(e.Node) == RoleClient:
+				delete(clients, e.Node)
+			case failed:
+				set(NodeCrashed, e.Node, "node %s", e.String())
+			}
+		}
+		if outcome != nil {
+			return tracer.Action{Stop: true}, nil
+		}
+		if len(clients) == 0 && len(waiting) == 0 {
+			set(Pass, "", "")
+			return tracer.Action{Stop: true}, nil
+		}
+		if time.Now().After(realLimit) {
+			set(Error, "", "real-time limit %v reached at step %d (raise limits.real_time)", spec.Limits.RealTime, steps)
+			return tracer.Action{Stop: true}, nil
+		}
+		if len(st.Spinning) > 0 {
+			if spinning++; spinning >= 3 {
+				set(Livelock, "", "%s kept running without reaching a gated syscall", strings.Join(st.Spinning, ", "))
+				return tracer.Action{Stop: true}, nil
+			}
+		} else {
+			spinning = 0
+		}
+		if len(waiting) > 0 && waiting[0].StartDelay <= clk.Now() {
+			return tracer.Action{}, errStartDue
+		}
+		if steps >= spec.Limits.Steps {
+			set(StepLimit, "", "step limit %d reached", spec.Limits.Steps)
+			return tracer.Action{Stop: true}, nil
+		}
+		if len(st.Enabled) == 0 {
+			next, ok := st.NextDeadline, st.HasDeadline
+			if len(waiting) > 0 && (!ok || waiting[0].StartDelay < next) {
+				next, ok = waiting[0].StartDelay, true
+			}
+			if !ok {
+				set(Deadlock, "", "nothing enabled and no deadline; blocked: %s", describeOps(st.Pending))
+				return tracer.Action{Stop: true}, nil
+			}
+			if next > spec.Limits.VirtualTime {
+				clk.AdvanceTo(spec.Limits.VirtualTime)
+				set(VTimeLimit, "", "virtual time limit %v reached; blocked: %s", spec.Limits.VirtualTime, describeOps(st.Pending))
+				return tracer.Action{Stop: true}, nil
+			}
+			clk.AdvanceTo(next)
+			return tracer.Action{}, nil
+		}
+		i, err := p.strategy.Next(st.Enabled)
+		if err != nil {
+			set(Diverged, "", "%v", err)
+			return tracer.Action{Stop: true}, nil
+		}
+		op := st.Enabled[i]
+		lastOp = op
+		lastImm = p.immediate != nil && p.immediate()
+		steps++
+		return tracer.Action{Release: op.ID}, nil
+	}
+	for outcome == nil {
+		err := tr.Drive(ctx, decide)
+		if errors.Is(err, errStartDue) {
+			n := waiting[0]
+			waiting = waiting[1:]
+			if err := launch(n); err != nil {
+				set(Error, n.Name, "%v", err)
+			}
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			set(Error, "", "%v", err)
+		}
+		if outcome == nil {
+			set(Error, "", "trial stopped without an outcome")
+		}
+	}
+	res.Outcome = *outcome
+	res.Outcome.Steps = steps
+	res.Outcome.VTime = clk.Now()
+	return j.finish(ctx, tr, res, p, clk, start)
+}
+
+// finish tears the trial down, runs the checker and writes the trace.
+func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p trialParams, clk *vclock.Clock, start time.Time) (*TrialResult, error) {
+	res.Stats = tr.Stats()
+	if err := tr.KillAll(); err != nil {
+		return nil, err
+	}
+	tr.Close()
+	if err := j.cluster.Reset(ctx); err != nil {
+		return nil, fmt.Errorf("resetting the network after trial %d: %w", res.Index, err)
+	}
+	if res.Outcome.Kind == Pass && len(j.spec.Checker.Command) > 0 {
+		if err := j.runChecker(ctx, res); err != nil {
+			res.Outcome.Kind = CheckerFailed
+			res.Outcome.Detail = err.Error()
+		}
+	}
+	if res.Outcome.Kind != Pass || p.traceAll {
+		path := filepath.Join(res.Dir, "trace.jsonl")
+		if err := writeTrace(path, j.spec, res, p, clk); err != nil {
+			return nil, err
+		}
+		res.TracePath = path
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+func (j *job) runChecker(ctx context.Context, res *TrialResult) error {
+	argv, err := j.spec.ExpandChecker(TemplateVars{TrialDir: res.Dir, NodeDir: res.Dir, Seed: res.Seed, Addrs: map[string]netip.Addr{}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, j.spec.Checker.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = res.Dir
+	out, err := cmd.CombinedOutput()
+	os.WriteFile(filepath.Join(res.Dir, "checker.out"), out, 0o644)
+	if err != nil {
+		last := lastLine(out)
+		if last != "" {
+			return fmt.Errorf("checker %s: %v: %s", filepath.Base(argv[0]), err, last)
+		}
+		return fmt.Errorf("checker %s: %v", filepath.Base(argv[0]), err)
+	}
+	return nil
+}
+
+func lastLine(b []byte) string {
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	last := ""
+	for sc.Scan() {
+		if t := strings.TrimSpace(sc.Text()); t != "" {
+			last = t
+		}
+	}
+	return last
+}
+
+func describeOps(ops []*sched.Op) string {
+	if len(ops) == 0 {
+		return "(no pending ops)"
+	}
+	var b []string
+	for i, o := range ops {
+		if i == 8 {
+			b = append(b, fmt.Sprintf("and %d more", len(ops)-8))
+			break
+		}
+		b = append(b, o.String())
+	}
+	return strings.Join(b, "; ")
+}
+
+// baseEnv is the environment every node starts with: enough for programs
+// to find their tools, nothing of lockstep's own.
+func baseEnv() []string {
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		env = append(env, "JAVA_HOME="+h)
+	}
+	return env
+}
+
+var _ = syscall.SIGKILL
