@@ -295,6 +295,14 @@ func (t *Tracer) callSite(th *thread, frames int) string {
 			}
 		}
 	}
+	if len(sites) < frames {
+		// Deep runtime paths (Go's net -> internal/poll -> syscall) do
+		// not fit in the scan window; Go and other frame-pointer code can
+		// be walked along the saved-rbp chain instead.
+		if fp := t.framePointerSites(th, frames); len(fp) > len(sites) {
+			sites = fp
+		}
+	}
 	if len(sites) == 0 {
 		if fallback != "" {
 			return fallback
@@ -302,4 +310,39 @@ func (t *Tracer) callSite(th *thread, frames int) string {
 		return "?"
 	}
 	return strings.Join(sites, ";")
+}
+
+// framePointerWalk bounds the saved-rbp chain walk.
+const framePointerWalk = 64
+
+// framePointerSites follows the frame-pointer chain from the thread's rbp
+// and returns up to frames user call sites. The chain must move up the
+// stack and stay near rsp, so a register used for data ends the walk.
+func (t *Tracer) framePointerSites(th *thread, frames int) []string {
+	p := th.proc
+	var sites []string
+	fp := th.regs.Rbp
+	lo := th.regs.Rsp
+	for i := 0; i < framePointerWalk && len(sites) < frames; i++ {
+		if fp < lo || fp > th.regs.Rsp+8<<20 || fp%8 != 0 {
+			break
+		}
+		var b [16]byte
+		if readMem(p.pid, fp, b[:]) != nil {
+			break
+		}
+		next := *(*uint64)(unsafe.Pointer(&b[0]))
+		ret := *(*uint64)(unsafe.Pointer(&b[8]))
+		m := p.maps.find(ret)
+		if m == nil {
+			break
+		}
+		off := ret - m.start + m.offset
+		if t.sites.classify(m, off) == frameUser {
+			sites = append(sites, fmt.Sprintf("%s+%#x", filepath.Base(m.path), off))
+		}
+		lo = fp + 16
+		fp = next
+	}
+	return sites
 }

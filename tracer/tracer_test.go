@@ -126,6 +126,11 @@ func (h *harness) run(choose func(st *State) *sched.Op, stop func(st *State) boo
 		op := st.Enabled[0]
 		if choose != nil {
 			if op = choose(st); op == nil {
+				// Everything enabled is held: let time pass if it can.
+				if st.HasDeadline && h.clock != nil && st.NextDeadline > h.clock.Now() {
+					h.clock.set(st.NextDeadline)
+					return Action{}, nil
+				}
 				return Action{Stop: true}, nil
 			}
 		}
@@ -218,6 +223,7 @@ func signatures(t *testing.T, lang, server, client string, port string) []string
 		}
 		out = append(out, o.LPID+" "+o.Kind.String()+" "+o.Site)
 	}
+	h.tr.Close() // free the port for the next run
 	return out
 }
 

@@ -1,0 +1,3 @@
+module lockstep-testdata/go
+
+go 1.22

@@ -1,0 +1,148 @@
+package tracer
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// seededRandom is a per-node deterministic stream, as vclock provides.
+func seededRandom(seed uint64) func(node string) io.Reader {
+	return func(node string) io.Reader {
+		var key [32]byte
+		copy(key[:], fmt.Sprintf("%d/%s", seed, node))
+		return rand.NewChaCha8(key)
+	}
+}
+
+// TestVirtualSleepAllLanguages: each program sleeps 600 times one second
+// and prints its clocks; under virtual time every line is exact.
+func TestVirtualSleepAllLanguages(t *testing.T) {
+	for _, tc := range []struct{ lang, prog string }{
+		{"c", "clock_sleep"}, {"go", "clock_sleep"}, {"rust", "clock_sleep"}, {"java", "ClockSleep"},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			h := newHarness(t, Options{Clock: &testClock{}})
+			h.launch("n", bin(t, tc.lang, tc.prog), "600")
+			start := time.Now()
+			res := h.run(nil, nil)
+			real := time.Since(start)
+			if c := exitCode(t, res.exits, "n"); c != 0 {
+				t.Fatalf("exit %d:\n%s", c, h.output("n"))
+			}
+			epoch := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+			lines := 0
+			sc := bufio.NewScanner(strings.NewReader(h.output("n")))
+			for sc.Scan() {
+				var i int
+				var mono, realNs int64
+				if n, _ := fmt.Sscanf(sc.Text(), "i=%d mono_ns=%d real_ns=%d", &i, &mono, &realNs); n != 3 {
+					continue
+				}
+				lines++
+				if want := int64(i) * 1e9; mono != want {
+					t.Fatalf("line %q: mono_ns %d, want %d", sc.Text(), mono, want)
+				}
+				// Realtime is the epoch plus virtual time; Java prints it
+				// from currentTimeMillis, so compare at ms precision.
+				if d := realNs - (epoch + int64(i)*1e9); d < 0 || d >= 1e6 {
+					t.Fatalf("line %q: real_ns off by %d ns", sc.Text(), d)
+				}
+			}
+			if lines != 600 {
+				t.Fatalf("%d clock lines, want 600:\n%s", lines, h.output("n"))
+			}
+			st := h.tr.Stats()
+			t.Logf("%s: 600 virtual seconds in %v real; %d clock reads, %d timed waits, %d ops", tc.lang, real, st.ClockReads, st.TimedWaits, st.Ops)
+		})
+	}
+}
+
+// TestSeededRandomness: the same seed gives the same bytes from getrandom
+// and /dev/urandom in every language; another seed gives others.
+func TestSeededRandomness(t *testing.T) {
+	for _, tc := range []struct{ lang, prog string }{
+		{"c", "random_bytes"}, {"go", "random_bytes"}, {"rust", "random_bytes"}, {"java", "RandomBytes"},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			run := func(seed uint64) string {
+				h := newHarness(t, Options{Clock: &testClock{}, Random: seededRandom(seed)})
+				h.launch("n", bin(t, tc.lang, tc.prog))
+				res := h.run(nil, nil)
+				if c := exitCode(t, res.exits, "n"); c != 0 {
+					t.Fatalf("exit %d:\n%s", c, h.output("n"))
+				}
+				return h.output("n")
+			}
+			a, b, c := run(1), run(1), run(2)
+			if a != b {
+				t.Fatalf("same seed, different output:\n%s\n%s", a, b)
+			}
+			if a == c {
+				t.Fatalf("different seeds, same output:\n%s", a)
+			}
+			if !strings.Contains(a, "urandom=") {
+				t.Fatalf("unexpected output %q", a)
+			}
+		})
+	}
+}
+
+// TestPollTimeoutExactlyFiveSeconds: the server's reply is held, so the
+// client's 5-second wait times out at exactly 5 virtual seconds.
+func TestPollTimeoutExactlyFiveSeconds(t *testing.T) {
+	for _, lang := range []string{"c", "go", "rust"} {
+		t.Run(lang, func(t *testing.T) {
+			h := newHarness(t, Options{Clock: &testClock{}, Capture: true})
+			h.launch("server", bin(t, "c", "pingpong_server"), "7341")
+			h.launch("client", bin(t, lang, "timeout_client"), "127.0.0.1", "7341", "5000")
+			res := h.run(func(st *State) *sched.Op {
+				for _, o := range st.Enabled {
+					if o.Kind == sched.Deliver && o.Node == "server" {
+						continue // hold the reply in flight
+					}
+					return o
+				}
+				return nil
+			}, func(st *State) bool {
+				for _, e := range st.Exits {
+					if e.Node == "client" {
+						return true
+					}
+				}
+				return false
+			})
+			if c := exitCode(t, res.exits, "client"); c != 3 {
+				t.Fatalf("client exit %d, want 3 (timeout):\n%s", c, h.output("client"))
+			}
+			if out := h.output("client"); !strings.Contains(out, "timeout elapsed_ms=5000\n") {
+				t.Fatalf("client did not time out at exactly 5 s: %q", out)
+			}
+		})
+	}
+}
+
+// TestJVMSmallTCPProgram: the JVM starts, runs a TCP exchange between its
+// own threads with socket timeouts and sleeps, and exits, under virtual time.
+func TestJVMSmallTCPProgram(t *testing.T) {
+	h := newHarness(t, Options{Clock: &testClock{}, Capture: true})
+	h.launch("jvm", bin(t, "java", "TcpSmall"))
+	start := time.Now()
+	res := h.run(nil, nil)
+	if c := exitCode(t, res.exits, "jvm"); c != 0 || !strings.Contains(h.output("jvm"), "ok") {
+		t.Fatalf("exit %d:\n%s", c, h.output("jvm"))
+	}
+	st := h.tr.Stats()
+	threads := map[string]bool{}
+	for _, o := range res.ops {
+		threads[o.LPID] = true
+	}
+	t.Logf("JVM TcpSmall: %v real, %v virtual, %d clock reads, %d timed waits, %d ops from %d threads",
+		time.Since(start), h.clock.Now(), st.ClockReads, st.TimedWaits, len(res.ops), len(threads))
+}
