@@ -169,6 +169,7 @@ func (t *Tracer) onSeccomp(th *thread) {
 			po.op.Conn = fi.inKey()
 			po.op.Bytes = int(a[2])
 			po.immediate = t.nonblocking(fi, nr, a)
+			t.sockTimeout(po, unix.SO_RCVTIMEO)
 			if nr == unix.SYS_RECVMSG || nr == unix.SYS_READV {
 				po.op.Bytes = 0
 			}
@@ -241,6 +242,7 @@ func (t *Tracer) onSeccomp(th *thread) {
 			po.fd, po.fi = fd, fi
 			po.op.Object = "listen:" + t.listenKey(p, fi)
 			po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
+			t.sockTimeout(po, unix.SO_RCVTIMEO)
 			return
 		}
 	case unix.SYS_POLL, unix.SYS_PPOLL, unix.SYS_SELECT, unix.SYS_PSELECT6,
@@ -655,6 +657,9 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 		if p.immediate {
 			return true
 		}
+		if p.deadline >= 0 && p.deadline <= t.now() {
+			return true // SO_RCVTIMEO expired
+		}
 		return p.fi != nil && readyFd(p.fi.dup, unix.POLLIN)
 	case sched.Send:
 		if c := t.conns[p.fi.outKey()]; c != nil && c.queued >= t.opts.DeliverCap {
@@ -707,9 +712,17 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		}
 		t.cont(th, 0)
 	case sched.Recv:
+		if t.timedOut(p) {
+			t.fake(th, -int64(unix.EAGAIN))
+			return r, nil
+		}
 		r.Causes = append(r.Causes, t.consume(p)...)
 		t.cont(th, 0)
 	case sched.Accept:
+		if t.timedOut(p) {
+			t.fake(th, -int64(unix.EAGAIN))
+			return r, nil
+		}
 		if c := t.popConnect(p.op.Object); c != 0 {
 			r.Causes = append(r.Causes, c)
 		}
@@ -735,6 +748,27 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		t.cont(th, 0)
 	}
 	return r, nil
+}
+
+// sockTimeout gives a blocking recv or accept the virtual deadline of its
+// socket's SO_RCVTIMEO, read from lockstep's duplicate of the socket
+// (options belong to the socket, not the descriptor).
+func (t *Tracer) sockTimeout(po *pendingOp, opt int) {
+	if po.immediate || t.opts.Clock == nil || po.fi == nil || po.fi.dup < 0 {
+		return
+	}
+	tv, err := unix.GetsockoptTimeval(po.fi.dup, unix.SOL_SOCKET, opt)
+	if err != nil || (tv.Sec == 0 && tv.Usec == 0) {
+		return
+	}
+	po.deadline = t.now() + tv.Sec*1e9 + tv.Usec*1e3
+}
+
+// timedOut says whether a recv or accept is released because its socket
+// timeout passed with nothing to read: the kernel would return EAGAIN.
+func (t *Tracer) timedOut(p *pendingOp) bool {
+	return !p.immediate && p.deadline >= 0 && p.deadline <= t.now() &&
+		(p.fi == nil || !readyFd(p.fi.dup, unix.POLLIN))
 }
 
 // timeoutPoll makes a poll-family call return "timed out" without waiting.

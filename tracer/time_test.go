@@ -112,7 +112,7 @@ func TestPollTimeoutExactlyFiveSeconds(t *testing.T) {
 				return nil
 			}, func(st *State) bool {
 				for _, e := range st.Exits {
-					if e.Node == "client" {
+					if e.Node == "client" && e.Root {
 						return true
 					}
 				}

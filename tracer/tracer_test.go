@@ -171,7 +171,7 @@ func TestPingPongOpsSequence(t *testing.T) {
 	h.launch("client", bin(t, "c", "pingpong_client"), "127.0.0.1", "7301", "2", "4")
 	res := h.run(nil, func(st *State) bool {
 		for _, e := range st.Exits {
-			if e.Node == "client" {
+			if e.Node == "client" && e.Root {
 				return true
 			}
 		}
@@ -210,7 +210,7 @@ func signatures(t *testing.T, lang, server, client string, port string) []string
 	h.launch("client", bin(t, lang, client), "127.0.0.1", port, "3", "8")
 	res := h.run(nil, func(st *State) bool {
 		for _, e := range st.Exits {
-			if e.Node == "client" {
+			if e.Node == "client" && e.Root {
 				return true
 			}
 		}
