@@ -1,6 +1,11 @@
 package tracer
 
 import (
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	vns "github.com/vishvananda/netns"
 	"encoding/binary"
 	"errors"
 
@@ -11,7 +16,8 @@ import (
 // conn is one direction of a TCP connection whose sends lockstep captured:
 // the bytes wait here, in order, until their deliver ops are released.
 type conn struct {
-	key string // "sender local>sender peer"
+	key      string // "sender local>sender peer"
+	src, dst netip.AddrPort
 	// dup is lockstep's duplicate of the sender's socket; it keeps the
 	// connection open past the tracee's close until the queue is empty, so
 	// the FIN follows the data as TCP would order it.
@@ -94,7 +100,7 @@ func (t *Tracer) capture(p *pendingOp) (int64, error) {
 			return 0, err
 		}
 		unix.CloseOnExec(d)
-		c = &conn{key: key, dup: d}
+		c = &conn{key: key, dup: d, src: fi.local, dst: fi.peer}
 		t.conns[key] = c
 	}
 	seqCounter++
@@ -167,6 +173,7 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 	if n > 0 {
 		c.delivered = append(c.delivered, deliveredRange{start: c.sent, end: c.sent + uint64(n), id: p.op.ID})
 		c.sent += uint64(n)
+		t.awaitArrival(c)
 	}
 	if n < len(p.chunk.data) {
 		// The rest waits for room: it becomes a new op at the head.
@@ -185,6 +192,65 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 	}
 	t.maybeFinishConn(c)
 	return r, nil
+}
+
+// arrivalPolls bounds the wait for delivered bytes to reach the receiver
+// (each poll is one sock_diag query, tens of µs).
+const arrivalPolls = 2000
+
+// awaitArrival waits until bytes written into the sender's socket sit in
+// the receiving socket. Between namespaces they cross veth and bridge in
+// softirq context, possibly on another CPU: without this wait, whether the
+// receiver's recv or poll is enabled right after a delivery would depend on
+// timing, and the same seed could give another schedule.
+func (t *Tracer) awaitArrival(c *conn) {
+	ni := t.byAddr[c.dst.Addr().Unmap()]
+	if ni == nil || !c.src.IsValid() {
+		return
+	}
+	h, err := t.diagHandle(ni)
+	if err != nil {
+		return
+	}
+	want := c.sent - c.consumed
+	local := &net.TCPAddr{IP: c.dst.Addr().Unmap().AsSlice(), Port: int(c.dst.Port())}
+	remote := &net.TCPAddr{IP: c.src.Addr().Unmap().AsSlice(), Port: int(c.src.Port())}
+	for i := 0; i < arrivalPolls; i++ {
+		s, err := h.SocketGet(local, remote)
+		if err != nil {
+			return // gone, or not a socket sock_diag can see
+		}
+		if uint64(s.RQueue) >= want {
+			t.stats.ArrivalPolls += i
+			return
+		}
+		unix.Nanosleep(&unix.Timespec{Nsec: 10000}, nil)
+	}
+	t.log.Debug("delivered bytes did not arrive", "conn", c.key, "want", want)
+}
+
+// diagHandle returns a netlink handle in the node's network namespace.
+func (t *Tracer) diagHandle(ni *nodeInfo) (*netlink.Handle, error) {
+	if ni.diag != nil {
+		return ni.diag, nil
+	}
+	var h *netlink.Handle
+	var err error
+	if ni.netns == "" {
+		h, err = netlink.NewHandle(unix.NETLINK_SOCK_DIAG)
+	} else {
+		var ns vns.NsHandle
+		if ns, err = vns.GetFromPath(ni.netns); err != nil {
+			return nil, err
+		}
+		defer ns.Close()
+		h, err = netlink.NewHandleAt(ns, unix.NETLINK_SOCK_DIAG)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ni.diag = h
+	return h, nil
 }
 
 // maybeFinishConn applies a deferred shutdown or close once the queue is

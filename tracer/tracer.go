@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/vishvananda/netlink"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -154,14 +155,17 @@ type Tracer struct {
 
 // Stats counts what the tracer did, for benchmarks and reports.
 type Stats struct {
-	Stops       uint64 // seccomp stops
-	Released    uint64 // stops released at once (not ops)
-	ClockReads  uint64
-	Ops         uint64
-	Deliveries  uint64
-	TimedWaits  uint64
-	SettleSpins uint64
-	TSCReads    uint64 // rdtsc/rdtscp answered from virtual time
+	Stops      uint64 // seccomp stops
+	Released   uint64 // stops released at once (not ops)
+	ClockReads uint64
+	Ops        uint64
+	Deliveries uint64
+	// ArrivalPolls counts extra sock_diag polls while delivered bytes
+	// crossed the network.
+	ArrivalPolls int
+	TimedWaits   uint64
+	SettleSpins  uint64
+	TSCReads     uint64 // rdtsc/rdtscp answered from virtual time
 	// Time spent, for the benchmark's breakdown: handling stops (register
 	// reads, decoding, call sites included), call sites alone, waiting for
 	// tracees to run (quiescence), the caller's decisions, releases.
@@ -175,6 +179,8 @@ type Stats struct {
 type nodeInfo struct {
 	name  string
 	addr  netip.Addr
+	netns string          // namespace path, "" for lockstep's own
+	diag  *netlink.Handle // sock_diag in the node's namespace, opened lazily
 	rand  io.Reader
 	procs int // processes ever started on the node, for fork paths
 }
@@ -222,6 +228,13 @@ func (t *Tracer) loop() {
 	// Never unlocked: a thread that traced processes must not be reused
 	// by other goroutines while tracees may still report to it.
 	defer close(t.done)
+	defer func() {
+		for _, ni := range t.nodes {
+			if ni.diag != nil {
+				ni.diag.Close()
+			}
+		}
+	}()
 	if t.opts.CPU >= 0 {
 		var set unix.CPUSet
 		set.Set(t.opts.CPU)
@@ -364,7 +377,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	}
 	ni := t.nodes[cfg.Node]
 	if ni == nil {
-		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr}
+		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns}
 		if t.opts.Random != nil {
 			ni.rand = t.opts.Random(cfg.Node)
 		}
