@@ -1,6 +1,8 @@
 package conflict
 
 import (
+	"sort"
+
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -11,8 +13,6 @@ type Analysis struct {
 	Records []sched.Record
 	// Conflicting[i] says whether Records[i] is in at least one conflict.
 	Conflicting []bool
-	// Pairs counts conflicting pairs.
-	Pairs int
 }
 
 // lane is a thread of happens-before: an LPID, or a connection's
@@ -30,11 +30,41 @@ func lane(op *sched.Op) string {
 // observes says whether an op only looks at its object.
 func observes(k sched.Kind) bool { return k == sched.Poll }
 
-// access is one earlier op on an object.
-type access struct {
-	idx   uint32 // position in the lane (1-based epoch)
-	rec   int    // record index
-	write bool
+// accesses are one lane's ops on one object, in lane order, with the
+// stretch [lo, hi) known to be marked conflicting already, so repeated
+// races against the same ops cost nothing.
+type accesses struct {
+	idx    []uint32 // position in the lane (epoch)
+	rec    []int    // record index
+	lo, hi int
+}
+
+// markAfter marks every access later than seen (not ordered before the
+// current op) and reports whether there was any.
+func (l *accesses) markAfter(seen uint32, conflicting []bool) bool {
+	n := len(l.idx)
+	// First position whose epoch the current op has not seen.
+	s := sort.Search(n, func(i int) bool { return l.idx[i] > seen })
+	if s == n {
+		return false
+	}
+	mark := func(from, to int) {
+		for k := from; k < to; k++ {
+			conflicting[l.rec[k]] = true
+		}
+	}
+	if s <= l.hi && l.hi > l.lo {
+		if s < l.lo {
+			mark(s, l.lo)
+			l.lo = s
+		}
+		mark(l.hi, n)
+	} else {
+		mark(s, n)
+		l.lo = s
+	}
+	l.hi = n
+	return true
 }
 
 // Analyze builds happens-before over records (in step order) and marks
@@ -46,21 +76,62 @@ type access struct {
 func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 	a := &Analysis{scheme: scheme, Records: records, Conflicting: make([]bool, len(records))}
 	lanes := map[string]int{}
-	laneOf := make([]int, len(records))
-	byID := make(map[uint64]int, len(records))
-	needed := map[uint64]bool{}
+	laneOf := make([]int32, len(records))
+	// Op IDs are dense in practice: index them with a slice, and fall back
+	// to a map for the rest.
+	var maxID uint64
+	for i := range records {
+		maxID = max(maxID, records[i].Op.ID)
+	}
+	dense := maxID <= uint64(4*len(records)+64)
+	var byIDs []int32
+	var byIDm map[uint64]int
+	if dense {
+		byIDs = make([]int32, maxID+1)
+		for i := range byIDs {
+			byIDs[i] = -1
+		}
+	} else {
+		byIDm = make(map[uint64]int, len(records))
+	}
+	index := func(id uint64) (int, bool) {
+		if dense {
+			if id > maxID || byIDs[id] < 0 {
+				return 0, false
+			}
+			return int(byIDs[id]), true
+		}
+		j, ok := byIDm[id]
+		return j, ok
+	}
+	prevLane := ""
+	prevN := -1
 	for i := range records {
 		op := &records[i].Op
 		l := lane(op)
-		n, ok := lanes[l]
-		if !ok {
-			n = len(lanes)
-			lanes[l] = n
+		n := prevN
+		if l != prevLane {
+			var ok bool
+			n, ok = lanes[l]
+			if !ok {
+				n = len(lanes)
+				lanes[l] = n
+			}
+			prevLane, prevN = l, n
 		}
-		laneOf[i] = n
-		byID[op.ID] = i
+		laneOf[i] = int32(n)
+		if dense {
+			byIDs[op.ID] = int32(i)
+		} else {
+			byIDm[op.ID] = i
+		}
+	}
+	needed := make([]bool, len(records))
+	for i := range records {
 		for _, c := range records[i].Causes {
-			needed[c] = true
+			if j, ok := index(c); ok {
+				needed[j] = true
+			}
 		}
 	}
 	L := len(lanes)
@@ -68,15 +139,26 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 	for i := range cur {
 		cur[i] = make([]uint32, L)
 	}
-	saved := map[int][]uint32{} // clocks of ops named as causes
+	saved := make([][]uint32, len(records)) // clocks of ops named as causes
+	var slab []uint32
+	save := func(vc []uint32) []uint32 {
+		if len(slab) < L {
+			slab = make([]uint32, L*4096)
+		}
+		s := slab[:L:L]
+		slab = slab[L:]
+		copy(s, vc)
+		return s
+	}
 	lastDeliver := map[string]int{}
-	// per object, per lane: accesses in lane order
-	objs := map[string]map[int][]access{}
+	// per object, per lane: writes and observations in lane order
+	type lanes2 struct{ w, r accesses }
+	objs := map[string]map[int]*lanes2{}
 
 	for i := range records {
 		r := &records[i]
 		op := &r.Op
-		l := laneOf[i]
+		l := int(laneOf[i])
 		vc := cur[l]
 		join := func(o []uint32) {
 			for k, v := range o {
@@ -86,7 +168,7 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 			}
 		}
 		for _, c := range r.Causes {
-			if j, ok := byID[c]; ok && j < i {
+			if j, ok := index(c); ok && j < i {
 				if s := saved[j]; s != nil {
 					join(s)
 				}
@@ -102,10 +184,8 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 			lastDeliver[op.Conn] = i
 		}
 		vc[l]++
-		if needed[op.ID] || op.Kind == sched.Deliver {
-			s := make([]uint32, L)
-			copy(s, vc)
-			saved[i] = s
+		if needed[i] || op.Kind == sched.Deliver {
+			saved[i] = save(vc)
 		}
 		if op.Object == "" {
 			continue
@@ -113,7 +193,7 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 		w := !observes(op.Kind)
 		per := objs[op.Object]
 		if per == nil {
-			per = map[int][]access{}
+			per = map[int]*lanes2{}
 			objs[op.Object] = per
 		}
 		for q, acc := range per {
@@ -121,15 +201,24 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 				continue // program order
 			}
 			seen := vc[q]
-			for k := len(acc) - 1; k >= 0 && acc[k].idx > seen; k-- {
-				if acc[k].write || w {
-					a.Conflicting[acc[k].rec] = true
-					a.Conflicting[i] = true
-					a.Pairs++
-				}
+			if acc.w.markAfter(seen, a.Conflicting) {
+				a.Conflicting[i] = true
+			}
+			if w && acc.r.markAfter(seen, a.Conflicting) {
+				a.Conflicting[i] = true
 			}
 		}
-		per[l] = append(per[l], access{idx: vc[l], rec: i, write: w})
+		mine := per[l]
+		if mine == nil {
+			mine = &lanes2{}
+			per[l] = mine
+		}
+		list := &mine.r
+		if w {
+			list = &mine.w
+		}
+		list.idx = append(list.idx, vc[l])
+		list.rec = append(list.rec, i)
 	}
 	return a
 }

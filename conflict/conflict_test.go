@@ -1,0 +1,235 @@
+package conflict
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// trial builds records in step order from a compact description.
+type trial struct {
+	recs []sched.Record
+	ids  map[string]uint64
+}
+
+func newTrial() *trial { return &trial{ids: map[string]uint64{}} }
+
+// op appends an op named name; causes name earlier ops.
+func (t *trial) op(name, lpid string, kind sched.Kind, object, conn string, causes ...string) *trial {
+	id := uint64(len(t.recs) + 1)
+	t.ids[name] = id
+	r := sched.Record{Step: len(t.recs) + 1, Op: sched.Op{ID: id, LPID: lpid, Node: lpid[:1], Kind: kind, Object: object, Conn: conn, Site: "prog+0x" + name}}
+	for _, c := range causes {
+		cid, ok := t.ids[c]
+		if !ok {
+			panic("unknown cause " + c)
+		}
+		r.Causes = append(r.Causes, cid)
+	}
+	t.recs = append(t.recs, r)
+	return t
+}
+
+func (t *trial) conflicting(a *Analysis) map[string]bool {
+	out := map[string]bool{}
+	for name, id := range t.ids {
+		if a.Conflicting[id-1] {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+func TestAnalyze(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		trial *trial
+		want  []string // ops in a conflict
+	}{
+		{
+			// Two clients send to one server: the deliveries race for its
+			// inbox, and the second delivery races with the first recv.
+			name: "two clients one server",
+			trial: newTrial().
+				op("ca", "a/0/t0", sched.Connect, "listen:s:1", "").
+				op("cb", "b/0/t0", sched.Connect, "listen:s:1", "").
+				op("acc1", "s/0/t0", sched.Accept, "listen:s:1", "", "ca").
+				op("acc2", "s/0/t0", sched.Accept, "listen:s:1", "", "cb").
+				op("sa", "a/0/t0", sched.Send, "", "a>s").
+				op("sb", "b/0/t0", sched.Send, "", "b>s").
+				op("da", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "sa").
+				op("db", "b/0/t0", sched.Deliver, "inbox:s", "b>s", "sb").
+				op("r1", "s/0/t0", sched.Recv, "inbox:s", "a>s", "da").
+				op("r2", "s/0/t0", sched.Recv, "inbox:s", "b>s", "db"),
+			// acc2 follows acc1 (program order), which follows ca.
+			want: []string{"ca", "cb", "acc1", "da", "db", "r1"},
+		},
+		{
+			name: "two independent pairs",
+			trial: newTrial().
+				op("c1", "a/0/t0", sched.Connect, "listen:s:1", "").
+				op("c2", "b/0/t0", sched.Connect, "listen:t:1", "").
+				op("x1", "s/0/t0", sched.Accept, "listen:s:1", "", "c1").
+				op("x2", "t/0/t0", sched.Accept, "listen:t:1", "", "c2").
+				op("s1", "a/0/t0", sched.Send, "", "a>s").
+				op("s2", "b/0/t0", sched.Send, "", "b>t").
+				op("d1", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "s1").
+				op("d2", "b/0/t0", sched.Deliver, "inbox:t", "b>t", "s2").
+				op("r1", "s/0/t0", sched.Recv, "inbox:s", "a>s", "d1").
+				op("r2", "t/0/t0", sched.Recv, "inbox:t", "b>t", "d2"),
+		},
+		{
+			// A relay: a -> c, c -> b, b -> c. c's two deliveries are
+			// ordered by the chain through b, so nothing conflicts.
+			name: "relay chain",
+			trial: newTrial().
+				op("s1", "a/0/t0", sched.Send, "", "a>c").
+				op("d1", "a/0/t0", sched.Deliver, "inbox:c", "a>c", "s1").
+				op("r1", "c/0/t0", sched.Recv, "inbox:c", "a>c", "d1").
+				op("s2", "c/0/t0", sched.Send, "", "c>b").
+				op("d2", "c/0/t0", sched.Deliver, "inbox:b", "c>b", "s2").
+				op("r2", "b/0/t0", sched.Recv, "inbox:b", "c>b", "d2").
+				op("s3", "b/0/t0", sched.Send, "", "b>c").
+				op("d3", "b/0/t0", sched.Deliver, "inbox:c", "b>c", "s3").
+				op("r3", "c/0/t0", sched.Recv, "inbox:c", "b>c", "d3"),
+		},
+		{
+			// Two chunks of one connection are FIFO: never a conflict
+			// between them, even though the sender went on in between.
+			name: "fifo per connection",
+			trial: newTrial().
+				op("s1", "a/0/t0", sched.Send, "", "a>s").
+				op("s2", "a/0/t0", sched.Send, "", "a>s").
+				op("d1", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "s1").
+				op("d2", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "s2").
+				op("r1", "s/0/t0", sched.Recv, "inbox:s", "a>s", "d1", "d2"),
+		},
+		{
+			// Polls only observe: two threads polling one inbox do not
+			// conflict with each other, but a delivery races with both.
+			name: "polls observe",
+			trial: newTrial().
+				op("p1", "s/0/t0", sched.Poll, "inbox:s", "").
+				op("p2", "s/0/t1", sched.Poll, "inbox:s", "").
+				op("s1", "a/0/t0", sched.Send, "", "a>s").
+				op("d1", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "s1"),
+			want: []string{"p1", "p2", "d1"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Analyze(tc.trial.recs, DefaultScheme)
+			got := tc.trial.conflicting(a)
+			want := map[string]bool{}
+			for _, w := range tc.want {
+				want[w] = true
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("conflicting ops %v, want %v", keys(got), tc.want)
+			}
+		})
+	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestSchemes(t *testing.T) {
+	sig := sched.Signature{LPID: "n/0/t1", Site: "prog+0x10;prog+0x20;prog+0x30"}
+	for _, tc := range []struct{ scheme, key string }{
+		{"pc", "prog+0x10"},
+		{"pid+pc", "n/0/t1@prog+0x10"},
+		{"", "n/0/t1@prog+0x10"},
+		{"pid+stack:2", "n/0/t1@prog+0x10;prog+0x20"},
+		{"pid+stack:8", "n/0/t1@prog+0x10;prog+0x20;prog+0x30"},
+	} {
+		s, err := ParseScheme(tc.scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Key(sig); got != tc.key {
+			t.Errorf("%s: key %q, want %q", tc.scheme, got, tc.key)
+		}
+	}
+	for _, bad := range []string{"stack", "pid+stack:0", "pid+stack:x", "pid+stack:17"} {
+		if _, err := ParseScheme(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestHistoryPredictsAndRoundTrips: unseen signatures may conflict; seen
+// and never conflicting ones may not; the table survives a file.
+func TestHistoryPredictsAndRoundTrips(t *testing.T) {
+	tr := newTrial().
+		op("s1", "a/0/t0", sched.Send, "", "a>s").
+		op("s2", "b/0/t0", sched.Send, "", "b>s").
+		op("d1", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "s1").
+		op("d2", "b/0/t0", sched.Deliver, "inbox:s", "b>s", "s2")
+	h := NewHistory(DefaultScheme)
+	sig := func(name string) sched.Signature { return tr.recs[tr.ids[name]-1].Op.Signature() }
+	if !h.MayConflict(sig("s1")) {
+		t.Fatal("unseen signature predicted not to conflict")
+	}
+	h.Update(Analyze(tr.recs, DefaultScheme))
+	// Sends and deliveries share a site, so with pid+pc the send's
+	// signature is the delivery's: both conflicted.
+	if !h.MayConflict(sig("d1")) {
+		t.Fatal("conflicting signature predicted safe")
+	}
+	other := sched.Signature{LPID: "c/0/t0", Site: "prog+0xff"}
+	quiet := newTrial().op("q", "c/0/t0", sched.Send, "", "c>s")
+	quiet.recs[0].Op.Site = other.Site
+	h.Update(Analyze(quiet.recs, DefaultScheme))
+	if h.MayConflict(other) {
+		t.Fatal("seen, never-conflicting signature predicted to conflict")
+	}
+	snap := h.Snapshot()
+	h.Update(&Analysis{Records: []sched.Record{{Op: sched.Op{LPID: other.LPID, Site: other.Site, Kind: sched.Send}}}, Conflicting: []bool{true}})
+	if snap.MayConflict(other) {
+		t.Fatal("snapshot changed with the table")
+	}
+
+	path := filepath.Join(t.TempDir(), "hist.json")
+	if err := h.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Load(path, DefaultScheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, hc := h.Len()
+	gs, gc := g.Len()
+	if hs != gs || hc != gc || !g.MayConflict(other) {
+		t.Fatalf("round trip: %d/%d vs %d/%d", hs, hc, gs, gc)
+	}
+	if _, err := Load(path, SchemePC); err == nil {
+		t.Fatal("history loaded under another scheme")
+	}
+	if g, err := Load(filepath.Join(t.TempDir(), "none.json"), DefaultScheme); err != nil || g == nil {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestEvaluateSchemes(t *testing.T) {
+	tr := newTrial().
+		op("s1", "a/0/t0", sched.Send, "", "a>s").
+		op("s2", "b/0/t0", sched.Send, "", "b>s").
+		op("d1", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "s1").
+		op("d2", "b/0/t0", sched.Deliver, "inbox:s", "b>s", "s2")
+	evs := EvaluateSchemes([][]sched.Record{tr.recs, tr.recs}, []Scheme{SchemePC, SchemePIDPC})
+	for _, e := range evs {
+		// The deliveries conflict in both trials. The sends touch no
+		// object: unseen in trial 1 they are held back (false positives),
+		// seen and quiet in trial 2 they are predicted safe.
+		if e.Ops != 8 || e.Conflicting != 4 || e.FalseNegatives != 0 || e.FalsePositives != 2 {
+			t.Errorf("%s: %+v", e.Scheme, e)
+		}
+	}
+}
