@@ -507,3 +507,6 @@ func (c *Cluster) Close() error {
 	errs = append(errs, removeObjects(c.prefix)...)
 	return errors.Join(errs...)
 }
+
+// Subnet is the cluster's network.
+func (c *Cluster) Subnet() netip.Prefix { return c.subnet }

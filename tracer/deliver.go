@@ -1,13 +1,9 @@
 package tracer
 
 import (
-	"net"
-	"net/netip"
-
-	"github.com/vishvananda/netlink"
-	vns "github.com/vishvananda/netns"
 	"encoding/binary"
 	"errors"
+	"net/netip"
 
 	"github.com/lockstep-dev/lockstep/sched"
 	"golang.org/x/sys/unix"
@@ -195,7 +191,7 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 }
 
 // arrivalPolls bounds the wait for delivered bytes to reach the receiver
-// (each poll is one sock_diag query, tens of µs).
+// (each poll is one exact sock_diag lookup, a few µs).
 const arrivalPolls = 2000
 
 // awaitArrival waits until bytes written into the sender's socket sit in
@@ -208,19 +204,17 @@ func (t *Tracer) awaitArrival(c *conn) {
 	if ni == nil || !c.src.IsValid() {
 		return
 	}
-	h, err := t.diagHandle(ni)
+	d, err := t.diagFor(ni)
 	if err != nil {
 		return
 	}
 	want := c.sent - c.consumed
-	local := &net.TCPAddr{IP: c.dst.Addr().Unmap().AsSlice(), Port: int(c.dst.Port())}
-	remote := &net.TCPAddr{IP: c.src.Addr().Unmap().AsSlice(), Port: int(c.src.Port())}
 	for i := 0; i < arrivalPolls; i++ {
-		s, err := h.SocketGet(local, remote)
+		rq, err := d.rqueue(c.dst, c.src)
 		if err != nil {
 			return // gone, or not a socket sock_diag can see
 		}
-		if uint64(s.RQueue) >= want {
+		if uint64(rq) >= want {
 			t.stats.ArrivalPolls += i
 			return
 		}
@@ -229,28 +223,17 @@ func (t *Tracer) awaitArrival(c *conn) {
 	t.log.Debug("delivered bytes did not arrive", "conn", c.key, "want", want)
 }
 
-// diagHandle returns a netlink handle in the node's network namespace.
-func (t *Tracer) diagHandle(ni *nodeInfo) (*netlink.Handle, error) {
+// diagFor returns the sock_diag socket in the node's network namespace.
+func (t *Tracer) diagFor(ni *nodeInfo) (*diagSock, error) {
 	if ni.diag != nil {
 		return ni.diag, nil
 	}
-	var h *netlink.Handle
-	var err error
-	if ni.netns == "" {
-		h, err = netlink.NewHandle(unix.NETLINK_SOCK_DIAG)
-	} else {
-		var ns vns.NsHandle
-		if ns, err = vns.GetFromPath(ni.netns); err != nil {
-			return nil, err
-		}
-		defer ns.Close()
-		h, err = netlink.NewHandleAt(ns, unix.NETLINK_SOCK_DIAG)
-	}
+	d, err := openDiag(ni.netns)
 	if err != nil {
 		return nil, err
 	}
-	ni.diag = h
-	return h, nil
+	ni.diag = d
+	return d, nil
 }
 
 // maybeFinishConn applies a deferred shutdown or close once the queue is

@@ -98,6 +98,9 @@ func (t *Tracer) inbox(a netip.Addr) string {
 // or turn it into a pending op.
 func (t *Tracer) onSeccomp(th *thread) {
 	t.stats.Stops++
+	if th.connecting != nil {
+		t.finishConnect(th)
+	}
 	if th.state == tsTimedWait {
 		th.interrupted = false
 	}
@@ -729,6 +732,10 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		t.cont(th, 0)
 	case sched.Connect:
 		t.connects[p.op.Object] = append(t.connects[p.op.Object], id)
+		if p.fi != nil && p.fi.dup >= 0 {
+			peer, _ := netip.ParseAddrPort(p.op.Peer)
+			th.connecting = &connectWait{fi: p.fi, peer: peer, since: time.Now()}
+		}
 		t.cont(th, 0)
 	case sched.Close:
 		fi := t.forgetFd(th.proc, p.fd)
@@ -748,6 +755,49 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		t.cont(th, 0)
 	}
 	return r, nil
+}
+
+// connectWaitLimit bounds how long lockstep waits, in real time, for a
+// handshake between two nodes; past it (a partition, a dead peer) the
+// connect is left to the kernel's timing.
+const connectWaitLimit = 200 * time.Millisecond
+
+// finishConnect runs when a thread that connected stops again. A
+// non-blocking connect returns before the handshake ends, and even a
+// blocking one returns before the peer has processed the last ACK: wait
+// until the connection exists on both ends, so that whether the peer's
+// accept (or the caller's poll for writability) is enabled does not depend
+// on timing.
+func (t *Tracer) finishConnect(th *thread) {
+	cw := th.connecting
+	th.connecting = nil
+	fds := []unix.PollFd{{Fd: int32(cw.fi.dup), Events: unix.POLLOUT}}
+	if n, err := unix.Poll(fds, int(connectWaitLimit.Milliseconds())); err != nil || n == 0 || fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+		return // refused, reset or still pending: nothing to wait for
+	}
+	sa, err := unix.Getsockname(cw.fi.dup)
+	if err != nil {
+		return
+	}
+	s4, ok := sa.(*unix.SockaddrInet4)
+	if !ok {
+		return
+	}
+	local := netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
+	ni := t.byAddr[cw.peer.Addr().Unmap()]
+	if ni == nil {
+		return
+	}
+	d, err := t.diagFor(ni)
+	if err != nil {
+		return
+	}
+	for i := 0; i < arrivalPolls; i++ {
+		if _, err := d.rqueue(cw.peer, local); err == nil {
+			return
+		}
+		unix.Nanosleep(&unix.Timespec{Nsec: 10000}, nil)
+	}
 }
 
 // sockTimeout gives a blocking recv or accept the virtual deadline of its

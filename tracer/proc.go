@@ -3,8 +3,10 @@ package tracer
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -53,6 +55,15 @@ type thread struct {
 	// the creating thread's last op to a new thread's first op.
 	lastOp     uint64
 	firstCause uint64
+	// connecting is set from a connect's release until the thread stops
+	// again: the handshake is in flight, and its end must be waited for.
+	connecting *connectWait
+}
+
+type connectWait struct {
+	fi    *fdInfo
+	peer  netip.AddrPort
+	since time.Time
 }
 
 // process is one traced thread group.

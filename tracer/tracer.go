@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/vishvananda/netlink"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -179,8 +178,8 @@ type Stats struct {
 type nodeInfo struct {
 	name  string
 	addr  netip.Addr
-	netns string          // namespace path, "" for lockstep's own
-	diag  *netlink.Handle // sock_diag in the node's namespace, opened lazily
+	netns string    // namespace path, "" for lockstep's own
+	diag  *diagSock // sock_diag in the node's namespace, opened lazily
 	rand  io.Reader
 	procs int // processes ever started on the node, for fork paths
 }
@@ -807,6 +806,12 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 					continue
 				}
 				if th.state == tsTimedWait && th.interrupted {
+					asleep = false
+					break
+				}
+				if th.connecting != nil && time.Since(th.connecting.since) < connectWaitLimit {
+					// A blocking connect sleeps while its handshake is in
+					// flight; it wakes without lockstep.
 					asleep = false
 					break
 				}

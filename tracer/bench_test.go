@@ -1,0 +1,206 @@
+package tracer
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/netns"
+	"github.com/lockstep-dev/lockstep/vclock"
+)
+
+func benchRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("LOCKSTEP_BENCH_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 100_000
+}
+
+// nativeIn runs argv in the node's namespace without lockstep.
+func nativeIn(n *netns.Node, argv ...string) *exec.Cmd {
+	return exec.Command("ip", append([]string{"netns", "exec", filepath.Base(n.NetnsPath)}, argv...)...)
+}
+
+// BenchmarkRoundTrips: 1-byte TCP round trips between two C processes in
+// two namespaces, natively and with every send, delivery and recv gated
+// and released one at a time in FIFO order.
+func BenchmarkRoundTrips(b *testing.B) {
+	requireTracing(b)
+	testutil.RequireNetns(b)
+	testutil.RequireCgroup2(b, testutil.CgroupRoot)
+	srvBin, cliBin := bin(b, "c", "pingpong_server"), bin(b, "c", "pingpong_client")
+	rounds := benchRounds()
+	ctx := context.Background()
+	cl, err := netns.New(ctx, netns.Config{Nodes: []string{"server", "client"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	srv, cli := cl.Node("server"), cl.Node("client")
+	port := "7500"
+
+	for range b.N {
+		// Native.
+		s := nativeIn(srv, srvBin, port)
+		if err := s.Start(); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		out, err := nativeIn(cli, cliBin, srv.Addr.String(), port, strconv.Itoa(rounds), "1").CombinedOutput()
+		native := time.Since(t0)
+		s.Process.Kill()
+		s.Wait()
+		if err != nil {
+			b.Fatalf("native client: %v: %s", err, out)
+		}
+		if err := cl.Reset(ctx); err != nil {
+			b.Fatal(err)
+		}
+
+		// Traced.
+		tr := New(Options{Capture: true, Clock: vclock.New(vclock.DefaultEpoch, 0),
+			Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
+		dir := b.TempDir()
+		launch := func(n *netns.Node, argv ...string) {
+			f, _ := os.Create(filepath.Join(dir, n.Name))
+			defer f.Close()
+			if _, err := tr.Launch(LaunchConfig{Node: n.Name, Addr: n.Addr, Argv: argv, Netns: n.NetnsPath,
+				HostsFile: n.HostsFile, Cgroup: n.CgroupDir, Stdout: f, Stderr: f}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t0 = time.Now()
+		launch(srv, srvBin, port)
+		launch(cli, cliBin, srv.Addr.String(), port, strconv.Itoa(rounds), "1")
+		ops := 0
+		err = tr.Drive(ctx, func(st *State, _ Released) (Action, error) {
+			for _, e := range st.Exits {
+				if e.Node == "client" && e.Root {
+					if e.Code != 0 {
+						return Action{}, fmt.Errorf("client exited %d", e.Code)
+					}
+					return Action{Stop: true}, nil
+				}
+			}
+			if len(st.Enabled) == 0 {
+				return Action{}, fmt.Errorf("nothing enabled: %v", st.Pending)
+			}
+			ops++
+			return Action{Release: st.Enabled[0].ID}, nil
+		})
+		traced := time.Since(t0)
+		stats := tr.Stats()
+		tr.Close()
+		if err != nil {
+			b.Fatalf("traced run: %v", err)
+		}
+		if err := cl.Reset(ctx); err != nil {
+			b.Fatal(err)
+		}
+		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(rounds) }
+		b.ReportMetric(per(native), "native-us/rt")
+		b.ReportMetric(per(traced), "traced-us/rt")
+		b.ReportMetric(float64(traced)/float64(native), "ratio")
+		b.ReportMetric(float64(ops)/float64(rounds), "ops/rt")
+		b.ReportMetric(per(stats.HandleTime), "handle-us/rt")
+		b.ReportMetric(per(stats.SiteTime), "callsite-us/rt")
+		b.ReportMetric(per(stats.SettleTime), "quiesce-us/rt")
+		b.ReportMetric(per(stats.DecideTime), "decide-us/rt")
+		b.ReportMetric(per(stats.ReleaseTime), "release-us/rt")
+		b.ReportMetric(float64(stats.ArrivalPolls)/float64(max(stats.Deliveries, 1)), "arrival-polls/delivery")
+	}
+}
+
+// BenchmarkClockRead: the cost of one answered clock read (stop, fake the
+// result, resume) against a native vDSO read.
+func BenchmarkClockRead(b *testing.B) {
+	requireTracing(b)
+	prog := bin(b, "c", "clock_loop")
+	const n = 200_000
+	for range b.N {
+		t0 := time.Now()
+		if out, err := exec.Command(prog, strconv.Itoa(n)).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		native := time.Since(t0)
+		tr := New(Options{Clock: vclock.New(vclock.DefaultEpoch, 0)})
+		f, _ := os.CreateTemp(b.TempDir(), "out")
+		if _, err := tr.Launch(LaunchConfig{Node: "n", Argv: []string{prog, strconv.Itoa(n)}, Stdout: f, Stderr: f}); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		t0 = time.Now()
+		err := tr.Drive(context.Background(), func(st *State, _ Released) (Action, error) {
+			if st.Live == 0 {
+				return Action{Stop: true}, nil
+			}
+			if len(st.Enabled) == 0 {
+				return Action{}, fmt.Errorf("stuck: %v", st.Pending)
+			}
+			return Action{Release: st.Enabled[0].ID}, nil
+		})
+		traced := time.Since(t0)
+		reads := tr.Stats().ClockReads
+		tr.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if reads < n {
+			b.Fatalf("%d clock reads answered, want >= %d", reads, n)
+		}
+		b.ReportMetric(float64(native.Nanoseconds())/n, "native-ns/read")
+		b.ReportMetric(float64(traced.Nanoseconds())/float64(reads), "traced-ns/read")
+	}
+}
+
+// BenchmarkJVMStartup: a JVM that starts, sleeps 1 s and exits, natively
+// and traced under virtual time (where the sleep costs no real time).
+func BenchmarkJVMStartup(b *testing.B) {
+	requireTracing(b)
+	prog := bin(b, "java", "ClockSleep")
+	for range b.N {
+		t0 := time.Now()
+		if out, err := exec.Command(prog, "1").CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		native := time.Since(t0)
+		vc := vclock.New(vclock.DefaultEpoch, 0)
+		tr := New(Options{Clock: vc})
+		f, _ := os.CreateTemp(b.TempDir(), "out")
+		t0 = time.Now()
+		if _, err := tr.Launch(LaunchConfig{Node: "jvm", Argv: []string{prog, "1"}, Stdout: f, Stderr: f}); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		err := tr.Drive(context.Background(), func(st *State, _ Released) (Action, error) {
+			if st.Live == 0 {
+				return Action{Stop: true}, nil
+			}
+			if len(st.Enabled) == 0 {
+				if st.HasDeadline {
+					return Action{}, vc.AdvanceTo(st.NextDeadline)
+				}
+				return Action{}, fmt.Errorf("stuck: %v", st.Pending)
+			}
+			return Action{Release: st.Enabled[0].ID}, nil
+		})
+		traced := time.Since(t0)
+		st := tr.Stats()
+		tr.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(native.Milliseconds()), "native-ms")
+		b.ReportMetric(float64(traced.Milliseconds()), "traced-ms")
+		b.ReportMetric(float64(traced)/float64(native), "ratio")
+		b.ReportMetric(float64(st.ClockReads), "clock-reads")
+		b.ReportMetric(float64(st.TimedWaits), "timed-waits")
+	}
+}
