@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,6 +62,12 @@ var errNoSocket = errors.New("no such socket")
 // rqueue returns the bytes waiting in the receive queue of the TCP socket
 // with this local and remote address.
 func (d *diagSock) rqueue(local, remote netip.AddrPort) (uint32, error) {
+	rq, _, err := d.lookup(local, remote)
+	return rq, err
+}
+
+// lookup returns the receive queue length and the TCP state of a socket.
+func (d *diagSock) lookup(local, remote netip.AddrPort) (uint32, uint8, error) {
 	const (
 		hdrLen = 16
 		reqLen = 56 // struct inet_diag_req_v2
@@ -84,30 +91,74 @@ func (d *diagSock) rqueue(local, remote netip.AddrPort) (uint32, error) {
 	ne.PutUint32(id[40:], 0xffffffff) // INET_DIAG_NOCOOKIE
 	ne.PutUint32(id[44:], 0xffffffff)
 	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if n < hdrLen {
-		return 0, errors.New("short sock_diag reply")
+		return 0, 0, errors.New("short sock_diag reply")
 	}
 	switch ne.Uint16(d.buf[4:]) {
 	case unix.NLMSG_ERROR:
 		if errno := int32(ne.Uint32(d.buf[16:])); errno != 0 {
 			if unix.Errno(-errno) == unix.ENOENT {
-				return 0, errNoSocket
+				return 0, 0, errNoSocket
 			}
-			return 0, unix.Errno(-errno)
+			return 0, 0, unix.Errno(-errno)
 		}
-		return 0, errNoSocket
+		return 0, 0, errNoSocket
 	case 20:
 		// struct inet_diag_msg: 4 bytes, sockid (48), expires, rqueue, ...
 		if n < hdrLen+60 {
-			return 0, errors.New("short inet_diag_msg")
+			return 0, 0, errors.New("short inet_diag_msg")
 		}
-		return ne.Uint32(d.buf[hdrLen+56:]), nil
+		return ne.Uint32(d.buf[hdrLen+56:]), d.buf[hdrLen+1], nil
 	}
-	return 0, fmt.Errorf("unexpected sock_diag reply type %d", ne.Uint16(d.buf[4:]))
+	return 0, 0, fmt.Errorf("unexpected sock_diag reply type %d", ne.Uint16(d.buf[4:]))
+}
+
+// finWait is a FIN on its way to a peer: until the peer's socket has left
+// ESTABLISHED, whether its recv sees the end of the stream depends on timing.
+type finWait struct {
+	node          *nodeInfo
+	local, remote netip.AddrPort // the peer's view
+	until         time.Time
+}
+
+// netSettled reports whether every FIN in flight has arrived (or waited
+// long enough), dropping those that did.
+func (t *Tracer) netSettled() bool {
+	keep := t.finWaits[:0]
+	for _, w := range t.finWaits {
+		if time.Now().After(w.until) {
+			continue
+		}
+		d, err := t.diagFor(w.node)
+		if err != nil {
+			continue
+		}
+		_, state, err := d.lookup(w.local, w.remote)
+		if err != nil || state != tcpEstablished {
+			continue
+		}
+		keep = append(keep, w)
+	}
+	t.finWaits = keep
+	return len(keep) == 0
+}
+
+const tcpEstablished = 1
+
+// expectFin records that closing or shutting down fi sends a FIN to a node.
+func (t *Tracer) expectFin(fi *fdInfo) {
+	if fi == nil || !fi.peer.IsValid() || !fi.local.IsValid() || fi.local.Port() == 0 {
+		return
+	}
+	ni := t.byAddr[fi.peer.Addr().Unmap()]
+	if ni == nil {
+		return
+	}
+	t.finWaits = append(t.finWaits, finWait{node: ni, local: fi.peer, remote: fi.local, until: time.Now().Add(connectWaitLimit)})
 }

@@ -740,6 +740,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 	case sched.Close:
 		fi := t.forgetFd(th.proc, p.fd)
 		t.releaseDup(fi)
+		t.expectFin(fi)
 		t.cont(th, 0)
 	case sched.Shutdown:
 		how := int(p.args[1])

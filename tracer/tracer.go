@@ -150,6 +150,7 @@ type Tracer struct {
 	// sentinel is a paused child of the tracer thread; stopping it wakes a
 	// blocking wait4 when no tracee will report (see blockingWait).
 	sentinel int
+	finWaits []finWait
 }
 
 // Stats counts what the tracer did, for benchmarks and reports.
@@ -745,6 +746,13 @@ func (t *Tracer) onExit(th *thread, ws unix.WaitStatus) {
 		e.Code = ws.ExitStatus()
 	}
 	t.exits = append(t.exits, e)
+	// Its sockets close with it (when no other process shares them): the
+	// FINs are in flight now.
+	for _, fi := range p.fds {
+		if fi.kind == fdInet && t.conns[fi.outKey()] == nil {
+			t.expectFin(fi)
+		}
+	}
 	t.forgetAllFds(p)
 	if p.pidfd > 0 {
 		unix.Close(p.pidfd)
@@ -793,7 +801,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 				running++
 			}
 		}
-		if running == 0 {
+		if running == 0 && t.netSettled() {
 			return nil
 		}
 		if spins >= 16 {
@@ -833,7 +841,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 				now[th.tid] = c
 			}
 			if asleep {
-				if confirmed && sameCPU(cpu, now) {
+				if confirmed && sameCPU(cpu, now) && t.netSettled() {
 					return nil
 				}
 				confirmed, cpu = true, now
