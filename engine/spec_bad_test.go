@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,5 +45,29 @@ func TestGoodSpecs(t *testing.T) {
 		if _, err := LoadSpec(f); err != nil && !strings.Contains(err.Error(), "does not exist") {
 			t.Errorf("%s: %v", filepath.Base(f), err)
 		}
+	}
+}
+
+// TestExampleSpecsPass: the shipped correct systems, one per language,
+// pass under POS in their own namespaces, reaching each other by name.
+func TestExampleSpecsPass(t *testing.T) {
+	for _, lang := range []string{"c", "go", "rust", "java"} {
+		t.Run(lang, func(t *testing.T) {
+			skipUnlessTrials(t)
+			spec, err := LoadSpec(repoPath("testdata", "specs", "pingpong-"+lang+".yaml"))
+			if err != nil {
+				if strings.Contains(err.Error(), "does not exist") {
+					t.Skipf("skipping: %v", err)
+				}
+				t.Fatal(err)
+			}
+			sum, err := Run(context.Background(), spec, RunOptions{Trials: 5, OutDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Failures != 0 || sum.Trials != 5 {
+				t.Fatalf("%d failures in %d trials: %v (first: %v)", sum.Failures, sum.Trials, sum.ByKind, sum.First)
+			}
+		})
 	}
 }
