@@ -3,7 +3,6 @@ public class ClockSleep {
     public static void main(String[] args) throws Exception {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 10;
         long start = System.nanoTime();
-        StringBuilder sb = new StringBuilder();
         for (int i = 1; i <= n; i++) {
             Thread.sleep(1000);
             long mono = System.nanoTime() - start;

@@ -9,7 +9,7 @@ public class PingPongClient {
     public static void main(String[] args) throws Exception {
         if (args.length != 4) {
             System.err.println("usage: PingPongClient HOST PORT ROUNDS SIZE");
-            System.exit(2);
+            System.exit(1);
         }
         int rounds = Integer.parseInt(args[2]), size = Integer.parseInt(args[3]);
         Socket s = null;

@@ -9,7 +9,7 @@ public class PingPongServer {
     public static void main(String[] args) throws Exception {
         if (args.length != 1) {
             System.err.println("usage: PingPongServer PORT");
-            System.exit(2);
+            System.exit(1);
         }
         ServerSocket l = new ServerSocket();
         l.setReuseAddress(true);
