@@ -5,7 +5,7 @@ BIN := bin/lockstep
 PKGS := ./...
 export GOFLAGS ?= -mod=mod
 
-.PHONY: help build test bench demo generate clean deps testdata cleanup
+.PHONY: help build test bench bench-hit demo generate clean deps testdata cleanup
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -28,6 +28,9 @@ test: build testdata ## run every test, the privileged ones included when root
 
 bench: build testdata ## run the benchmarks (figures as ratios to native)
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+bench-hit: build testdata ## hit ratio of every strategy on the bug suite (TRIALS=1000, QUICK=1 for 100)
+	@bash scripts/bench-hit.sh
 
 demo: deps build testdata ## find the bundled example's bug with POS, show it, replay it
 	@bash scripts/demo.sh

@@ -25,6 +25,11 @@ type RunOptions struct {
 	StopOnFirst bool
 	TraceAll    bool
 	History     string // history file for "+" strategies ("" = spec's, or none)
+	// Native runs the trials without lockstep (no tracer, real time) for
+	// the baseline hit ratio; a trial whose clients outlive NativeLimit
+	// (default 5s) is a hang.
+	Native      bool
+	NativeLimit time.Duration
 	Logger      *slog.Logger
 	// Progress is called after every trial, in trial order.
 	Progress func(r *TrialResult)
@@ -102,7 +107,12 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 		}
 	}
 	// Validate the strategy name before building networks.
-	if _, err := newStrategy(spec, strategy, nil); err != nil {
+	if opts.Native {
+		strategy, plus, hist = "native", false, nil
+		if opts.NativeLimit <= 0 {
+			opts.NativeLimit = 5 * time.Second
+		}
+	} else if _, err := newStrategy(spec, strategy, nil); err != nil {
 		return nil, err
 	}
 	sum := &Summary{Spec: spec, Strategy: strategy, ByKind: map[OutcomeKind]int{}}
@@ -144,6 +154,9 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 	// Trial 0 runs first on its own: its step count is PCT's hint for
 	// every other trial, whatever the order in which they finish.
 	runOne := func(j *job, i int) (*TrialResult, error) {
+		if opts.Native {
+			return j.runNative(ctx, i, TrialSeed(seed, i), opts.NativeLimit)
+		}
 		var pred sched.Predictor
 		if hist != nil {
 			mu.Lock()

@@ -81,6 +81,8 @@ func runCmd() *cli.Command {
 			&cli.StringFlag{Name: "history", Usage: "conflict history file for + strategies (read and updated)"},
 			&cli.BoolFlag{Name: "stats", Usage: "print conflict-prediction accuracy (+ strategies)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
+			&cli.BoolFlag{Name: "native", Usage: "run without lockstep (same network, real time, no tracer): the baseline hit ratio"},
+			&cli.DurationFlag{Name: "native-limit", Value: 5 * time.Second, Usage: "with --native: clients still running after this are a hang"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -96,7 +98,7 @@ func runCmd() *cli.Command {
 			opts := engine.RunOptions{
 				Trials: c.Int("trials"), Strategy: c.String("strategy"), Jobs: c.Int("jobs"),
 				OutDir: c.String("out"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"),
-				History: c.String("history"),
+				History: c.String("history"), Native: c.Bool("native"), NativeLimit: c.Duration("native-limit"),
 			}
 			if c.IsSet("seed") {
 				s := c.Int64("seed")

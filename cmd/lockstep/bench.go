@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 // benchCell is one bug × strategy of the hit-ratio table.
@@ -36,7 +37,7 @@ func benchCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "trials", Aliases: []string{"n"}, Value: 1000, Usage: "trials per cell"},
 			&cli.BoolFlag{Name: "quick", Usage: "100 trials per cell"},
-			&cli.StringFlag{Name: "strategies", Value: "random,pct,pos,pos*,random+,pct+,pos+,pos*+", Usage: "comma-separated strategies"},
+			&cli.StringFlag{Name: "strategies", Value: "native,random,pct,pos,pos*,random+,pct+,pos+,pos*+", Usage: "comma-separated strategies; native = plain runs without lockstep"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "parallel trials"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "bench-out", Usage: "output directory for table.md and table.csv"},
 		},
@@ -66,7 +67,7 @@ func benchCmd() *cli.Command {
 				for _, st := range strategies {
 					start := time.Now()
 					sum, err := engine.Run(c.Context, s, engine.RunOptions{
-						Trials: trials, Strategy: st, Jobs: c.Int("jobs"),
+						Trials: trials, Strategy: st, Jobs: c.Int("jobs"), Native: st == "native",
 						OutDir: filepath.Join(out, "runs", s.Name, strings.ReplaceAll(st, "*", "star")),
 					})
 					if err != nil {
@@ -127,7 +128,10 @@ func writeBenchMarkdown(w io.Writer, cells []benchCell, strategies []string, tri
 		}
 		by[c.Bug+"|"+c.Strategy] = c
 	}
-	fmt.Fprintf(w, "Hit ratio (failing trials / trials), %d trials per cell; `0*` = no failure found.\n\n", trials)
+	var u unix.Utsname
+	unix.Uname(&u)
+	fmt.Fprintf(w, "Measured %s on %d CPUs, Linux %s.\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), unix.ByteSliceToString(u.Release[:]))
+	fmt.Fprintf(w, "Hit ratio (failing trials / trials), %d trials per cell; `0*` = no failure found; native = plain runs without lockstep.\n\n", trials)
 	fmt.Fprintf(w, "| bug |")
 	for _, s := range strategies {
 		fmt.Fprintf(w, " %s |", s)

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Hang is a native trial's clients still running when its time limit
+// passed: the nearest a plain run comes to lockstep's deadlock verdict.
+const Hang OutcomeKind = "hang"
+
+// runNative runs one trial the way a user would without lockstep: the same
+// namespaces, host names, cgroups and commands, but no tracer, real time
+// and the kernel's own scheduling. It gives the baseline hit ratio.
+func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.Duration) (*TrialResult, error) {
+	spec := j.spec
+	start := time.Now()
+	res := &TrialResult{Index: index, Seed: seed}
+	res.Dir = filepath.Join(j.outDir, "trials", fmt.Sprintf("%05d", index))
+	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	addrs := map[string]netip.Addr{}
+	for _, n := range spec.Nodes {
+		addrs[n.Name] = j.cluster.Node(n.Name).Addr
+	}
+	type exit struct {
+		node  string
+		state *os.ProcessState
+		err   error
+	}
+	exits := make(chan exit, len(spec.Nodes))
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	outcome := func(k OutcomeKind, node, format string, args ...any) (*TrialResult, error) {
+		res.Outcome = Outcome{Kind: k, Node: node, Detail: fmt.Sprintf(format, args...)}
+		if err := j.cluster.Reset(ctx); err != nil {
+			return nil, fmt.Errorf("resetting the network after trial %d: %w", index, err)
+		}
+		if res.Outcome.Kind == Pass && len(spec.Checker.Command) > 0 {
+			if err := j.runChecker(ctx, res); err != nil {
+				res.Outcome.Kind, res.Outcome.Detail = CheckerFailed, err.Error()
+			}
+		}
+		res.Duration = time.Since(start)
+		return res, nil
+	}
+	clients := 0
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for _, n := range spec.Nodes {
+		if n.StartDelay > 0 {
+			select {
+			case <-time.After(n.StartDelay):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		nodeDir := filepath.Join(res.Dir, n.Name)
+		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+			return nil, err
+		}
+		argv, env, wd, err := spec.Expand(n.Name, TemplateVars{TrialDir: res.Dir, NodeDir: nodeDir, Seed: seed, Addrs: addrs})
+		if err != nil {
+			return nil, err
+		}
+		cn := j.cluster.Node(n.Name)
+		cg, err := os.Open(cn.CgroupDir)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		files = append(files, cg)
+		out, err := os.Create(filepath.Join(res.Dir, n.Name+".out"))
+		if err != nil {
+			return nil, err
+		}
+		errf, err := os.Create(filepath.Join(res.Dir, n.Name+".err"))
+		if err != nil {
+			out.Close()
+			return nil, err
+		}
+		files = append(files, out, errf)
+		// ip netns exec enters the namespace and bind-mounts its hosts file,
+		// as the tracer's helper does; the child is born in the node's cgroup
+		// so Reset kills all it leaves behind.
+		cmd := exec.Command("ip", append([]string{"netns", "exec", filepath.Base(cn.NetnsPath)}, argv...)...)
+		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = append(baseEnv(), env...), wd, out, errf
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd()), Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			return outcome(Error, n.Name, "starting node %s: %v", n.Name, err)
+		}
+		if n.Role == RoleClient {
+			clients++
+		}
+		go func(name string) {
+			err := cmd.Wait()
+			exits <- exit{node: name, state: cmd.ProcessState, err: err}
+		}(n.Name)
+	}
+	running := len(spec.Nodes)
+	defer func() {
+		// Reset (in outcome) killed the rest; collect their exits.
+		for ; running > 0; running-- {
+			<-exits
+		}
+	}()
+	for clients > 0 {
+		select {
+		case e := <-exits:
+			running--
+			role := RoleServer
+			for _, n := range spec.Nodes {
+				if n.Name == e.node {
+					role = n.Role
+				}
+			}
+			failed := e.state == nil || !e.state.Success()
+			desc := "exited"
+			if e.state != nil {
+				desc = e.state.String()
+			} else if e.err != nil {
+				desc = e.err.Error()
+			}
+			switch {
+			case role == RoleClient && failed:
+				return outcome(ClientFailed, e.node, "client %s %s", e.node, desc)
+			case role == RoleClient:
+				clients--
+			default:
+				return outcome(NodeCrashed, e.node, "node %s %s", e.node, desc)
+			}
+		case <-deadline.C:
+			return outcome(Hang, "", "clients still running after %v", limit)
+		case <-ctx.Done():
+			return nil, errors.Join(ctx.Err(), j.cluster.Reset(context.Background()))
+		}
+	}
+	return outcome(Pass, "", "")
+}
