@@ -1,8 +1,10 @@
 package tracer
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
+	"log/slog"
 	"net/netip"
 	"strconv"
 	"time"
@@ -80,7 +82,13 @@ func (t *Tracer) fake(th *thread, ret int64) {
 	th.regs.Orig_rax = ^uint64(0)
 	th.regs.Rax = uint64(ret)
 	if err := unix.PtraceSetRegs(th.tid, &th.regs); err != nil {
-		t.log.Warn("faking syscall result", "thread", th.String(), "err", err)
+		// ESRCH: another thread's exit_group took this one down while it
+		// sat in its stop; its exit event follows.
+		lvl := slog.LevelWarn
+		if err == unix.ESRCH {
+			lvl = slog.LevelDebug
+		}
+		t.log.Log(context.Background(), lvl, "faking syscall result", "thread", th.String(), "err", err)
 	}
 	t.cont(th, 0)
 }

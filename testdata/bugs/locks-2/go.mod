@@ -1,0 +1,3 @@
+module lockstep.dev/bugs/locks2
+
+go 1.22

@@ -1,0 +1,3 @@
+module lockstep.dev/bugs/ra1
+
+go 1.22
