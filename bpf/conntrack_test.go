@@ -1,0 +1,190 @@
+package bpf
+
+import (
+	"context"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// tcpPair returns both ends of a loopback TCP connection with Nagle off,
+// so every write is its own send.
+func tcpPair(t *testing.T) (client, server *net.TCPConn) {
+	t.Helper()
+	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	client, err = net.DialTCP("tcp4", nil, l.Addr().(*net.TCPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = l.AcceptTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// waitQueued waits until n bytes sit unread in c's receive queue, so a
+// later read takes them all at once.
+func waitQueued(t *testing.T, c *net.TCPConn, n int) {
+	t.Helper()
+	raw, _ := c.SyscallConn()
+	for i := 0; i < 1000; i++ {
+		var q int
+		raw.Control(func(fd uintptr) { q, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+		if q >= n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%d bytes never arrived", n)
+}
+
+func readN(t *testing.T, c *net.TCPConn, n int) {
+	t.Helper()
+	b := make([]byte, n)
+	if got, err := c.Read(b); err != nil || got != n {
+		t.Fatalf("read %d of %d: %v", got, n, err)
+	}
+}
+
+// TestConntrackMatchesBytes: a recv that consumes two sends overlaps both
+// exactly, a send consumed by two recvs overlaps each by what it read, a
+// peek is not recorded, and the establishment events carry the ISNs that
+// turn sequence numbers into stream offsets.
+func TestConntrackMatchesBytes(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireBPF(t)
+	ct, err := NewConntrack("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ct.Close()
+	if err := ct.WatchNetns("/proc/self/ns/net"); err != nil {
+		t.Fatal(err)
+	}
+	ct.Drain()
+	client, server := tcpPair(t)
+
+	client.Write([]byte("aaaa"))
+	client.Write([]byte("bbbbbb"))
+	waitQueued(t, server, 10)
+	readN(t, server, 10) // one recv over two sends
+	client.Write([]byte("cccccccc"))
+	waitQueued(t, server, 8)
+	peek := make([]byte, 8)
+	raw, _ := server.SyscallConn()
+	raw.Read(func(fd uintptr) bool { unix.Recvfrom(int(fd), peek, unix.MSG_PEEK); return true })
+	readN(t, server, 3) // one send over two recvs
+	readN(t, server, 5)
+
+	local := client.LocalAddr().(*net.TCPAddr).AddrPort()
+	var sends, recvs []Event
+	deadline := time.Now().Add(5 * time.Second)
+	for (len(sends) < 3 || len(recvs) < 3) && time.Now().Before(deadline) {
+		evs, err := ct.Drain()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			f := e.Flow()
+			if f.Src.Port() != local.Port() {
+				continue // other sockets of the namespace
+			}
+			switch e.Kind {
+			case EvSend:
+				sends = append(sends, e)
+			case EvRecv:
+				recvs = append(recvs, e)
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	lens := func(es []Event) []int {
+		var l []int
+		for _, e := range es {
+			l = append(l, e.Len)
+		}
+		return l
+	}
+	if !slices.Equal(lens(sends), []int{4, 6, 8}) || !slices.Equal(lens(recvs), []int{10, 3, 5}) {
+		t.Fatalf("sends %v recvs %v (a peek must not count)", lens(sends), lens(recvs))
+	}
+	tests := []struct {
+		recv int
+		want []int // overlap with sends 0, 1, 2
+	}{
+		{0, []int{4, 6, 0}},
+		{1, []int{0, 0, 3}},
+		{2, []int{0, 0, 5}},
+	}
+	for _, tc := range tests {
+		for s := range sends {
+			if got := Overlap(sends[s], recvs[tc.recv]); got != tc.want[s] {
+				t.Errorf("recv %d (seq %d len %d) vs send %d (seq %d len %d): overlap %d, want %d",
+					tc.recv, recvs[tc.recv].Seq, recvs[tc.recv].Len, s, sends[s].Seq, sends[s].Len, got, tc.want[s])
+			}
+		}
+	}
+	if sends[0].PID != unix.Getpid() {
+		t.Errorf("send attributed to pid %d, want %d", sends[0].PID, unix.Getpid())
+	}
+}
+
+// TestConntrackCgroupHooks: connect4 and sockops on a cgroup report a
+// connect and both opens with ISNs that match the first byte sent.
+func TestConntrackCgroupHooks(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireBPF(t)
+	root := "/sys/fs/cgroup/unified"
+	testutil.RequireCgroup2(t, root)
+	// The test process itself is in the root cgroup's subtree, so hooking
+	// the root sees it; other processes' events are filtered by port.
+	ct, err := NewConntrack(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ct.Close()
+	if err := ct.WatchNetns("/proc/self/ns/net"); err != nil {
+		t.Fatal(err)
+	}
+	client, server := tcpPair(t)
+	client.Write([]byte("x"))
+	waitQueued(t, server, 1)
+	readN(t, server, 1)
+	cport := client.LocalAddr().(*net.TCPAddr).AddrPort().Port()
+	sport := server.LocalAddr().(*net.TCPAddr).AddrPort().Port()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var connect, est, acc, send *Event
+	for connect == nil || est == nil || acc == nil || send == nil {
+		e, err := ct.Next(ctx)
+		if err != nil {
+			t.Fatalf("waiting for events (connect %v est %v acc %v send %v): %v", connect, est, acc, send, err)
+		}
+		switch {
+		case e.Kind == EvConnect && e.Remote.Port() == sport:
+			connect = &e
+		case e.Kind == EvEstablished && e.Local.Port() == cport:
+			est = &e
+		case e.Kind == EvAccepted && e.Remote.Port() == cport:
+			acc = &e
+		case e.Kind == EvSend && e.Local.Port() == cport:
+			send = &e
+		}
+	}
+	if est.Seq != acc.PeerISN || acc.Seq != est.PeerISN {
+		t.Errorf("ISNs disagree: client %d/%d server %d/%d", est.Seq, est.PeerISN, acc.Seq, acc.PeerISN)
+	}
+	if send.Seq != est.Seq+1 {
+		t.Errorf("first byte sent at seq %d, want ISN+1 = %d", send.Seq, est.Seq+1)
+	}
+}
