@@ -90,7 +90,8 @@ func (t *Tracer) capture(p *pendingOp) (int64, error) {
 	}
 	key := fi.outKey()
 	c := t.conns[key]
-	if c == nil {
+	if c == nil || c.dup < 0 {
+		// New, or the 4-tuple of a closed connection reused.
 		d, err := unix.Dup(fi.dup)
 		if err != nil {
 			return 0, err
@@ -260,7 +261,11 @@ func (t *Tracer) closeConn(c *conn) {
 		unix.Close(c.dup)
 		c.dup = -1
 	}
-	delete(t.conns, c.key)
+	// What was delivered but not yet read still names its sends: the
+	// receiver's recvs need it for their causes, past the sender's close.
+	if len(c.delivered) == 0 {
+		delete(t.conns, c.key)
+	}
 }
 
 // consume works out which deliveries a recv about to run will read: the
@@ -299,6 +304,9 @@ func (t *Tracer) consume(p *pendingOp) []uint64 {
 	if !peek {
 		c.delivered = keep
 		c.consumed = to
+		if c.dup < 0 && len(keep) == 0 {
+			delete(t.conns, c.key) // closed and all read
+		}
 	}
 	return ids
 }

@@ -1004,6 +1004,7 @@ func (t *Tracer) killAll() {
 		c.queue = nil
 		t.closeConn(c)
 	}
+	clear(t.conns)
 	t.fresh = t.fresh[:0]
 	// Reap anything else this thread started.
 	for {
