@@ -66,8 +66,14 @@ func benchCmd() *cli.Command {
 			for _, s := range specs {
 				for _, st := range strategies {
 					start := time.Now()
+					jobs := c.Int("jobs")
+					if st == "native" {
+						// The baseline is a user's plain runs, one at a time: parallel
+						// runs on few cores would add their own scheduling noise.
+						jobs = 1
+					}
 					sum, err := engine.Run(c.Context, s, engine.RunOptions{
-						Trials: trials, Strategy: st, Jobs: c.Int("jobs"), Native: st == "native",
+						Trials: trials, Strategy: st, Jobs: jobs, Native: st == "native",
 						OutDir: filepath.Join(out, "runs", s.Name, strings.ReplaceAll(st, "*", "star")),
 					})
 					if err != nil {
