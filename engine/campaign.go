@@ -137,6 +137,17 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 			j.close()
 		}
 	}()
+	if !opts.Native {
+		if tk := newTracker(opts.Logger); tk != nil {
+			defer tk.close()
+			for _, j := range js {
+				if err := tk.watch(j); err != nil {
+					return nil, fmt.Errorf("connection tracking: %w", err)
+				}
+				j.track = tk
+			}
+		}
+	}
 
 	results := make([]*TrialResult, trials)
 	var (

@@ -47,6 +47,13 @@ func TestConflictsOnRealPrograms(t *testing.T) {
 				if r.Outcome.Kind != Pass {
 					t.Fatalf("seed %d: %v", seed, r.Outcome)
 				}
+				// With eBPF, every recv with data found its kernel record and
+				// the kernel's byte ranges name the same deliveries as
+				// lockstep's own accounting.
+				if ct := r.Conntrack; ct.Recvs > 0 && (ct.Matched != ct.Recvs || ct.Disagreed != 0) {
+					t.Errorf("seed %d: conntrack %+v", seed, ct)
+				}
+				t.Logf("seed %d: conntrack %+v", seed, r.Conntrack)
 				a := conflict.Analyze(r.Records, conflict.Scheme{})
 				got := map[string]bool{}
 				for i, c := range a.Conflicting {

@@ -35,6 +35,9 @@ type TrialResult struct {
 	Records   []sched.Record
 	Duration  time.Duration
 	Stats     tracer.Stats
+	// Conntrack compares the kernel's byte records with lockstep's
+	// accounting (zero when connection tracking is unavailable).
+	Conntrack ConntrackStats
 }
 
 // job is one worker of a campaign: its own network and CPU, reused across
@@ -43,6 +46,7 @@ type job struct {
 	spec    *Spec
 	cluster *netns.Cluster
 	cpu     int
+	track   *tracker // nil without eBPF
 	log     *slog.Logger
 	outDir  string
 }
@@ -85,6 +89,9 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	res.Dir = filepath.Join(j.outDir, "trials", fmt.Sprintf("%05d", p.index))
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return nil, err
+	}
+	if j.track != nil {
+		j.track.take(j) // what earlier trials of this job left
 	}
 	clk := vclock.New(spec.Time.Epoch, spec.Limits.VirtualTime)
 	subnet := spec.Network.Subnet
@@ -289,6 +296,16 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 		return nil, err
 	}
 	tr.Close()
+	if j.track != nil {
+		evs, err := j.track.take(j)
+		if err != nil {
+			return nil, fmt.Errorf("reading connection records: %w", err)
+		}
+		res.Conntrack = joinConntrack(res.Records, evs, os.Getpid())
+		if res.Conntrack.Disagreed > 0 {
+			j.log.Debug("kernel records and lockstep's accounting differ", "trial", res.Index, "recvs", res.Conntrack.Recvs, "differ", res.Conntrack.Disagreed)
+		}
+	}
 	if err := j.cluster.Reset(ctx); err != nil {
 		return nil, fmt.Errorf("resetting the network after trial %d: %w", res.Index, err)
 	}

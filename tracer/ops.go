@@ -725,6 +725,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 	case sched.Recv:
 		if t.timedOut(p) {
 			t.fake(th, -int64(unix.EAGAIN))
+			r.Result = -int64(unix.EAGAIN)
 			return r, nil
 		}
 		r.Causes = append(r.Causes, t.consume(p)...)

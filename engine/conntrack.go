@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/lockstep-dev/lockstep/bpf"
+	"github.com/lockstep-dev/lockstep/sched"
+	"golang.org/x/sys/unix"
+)
+
+// tracker owns the campaign's connection-tracking programs: loaded once,
+// watching every job's namespaces, its events sorted to the job whose
+// namespace they came from.
+type tracker struct {
+	mu      sync.Mutex
+	ct      *bpf.Conntrack
+	owner   map[uint32]*job // netns inode → job
+	pending map[*job][]bpf.Event
+	self    int
+}
+
+// newTracker loads the programs; nil (with a debug line) where the kernel
+// or the privileges do not allow it: the tracer's own byte accounting then
+// stands alone.
+func newTracker(log *slog.Logger) *tracker {
+	ct, err := bpf.NewConntrack("")
+	if err != nil {
+		log.Debug("connection tracking unavailable; using lockstep's own accounting", "err", err)
+		return nil
+	}
+	return &tracker{ct: ct, owner: map[uint32]*job{}, pending: map[*job][]bpf.Event{}, self: os.Getpid()}
+}
+
+func (t *tracker) watch(j *job) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, n := range j.spec.Nodes {
+		path := j.cluster.Node(n.Name).NetnsPath
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			return err
+		}
+		if err := t.ct.WatchNetns(path); err != nil {
+			return err
+		}
+		t.owner[uint32(st.Ino)] = j
+	}
+	return nil
+}
+
+// take returns the events recorded for j since its last take.
+func (t *tracker) take(j *job) ([]bpf.Event, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	evs, err := t.ct.Drain()
+	for _, e := range evs {
+		if o := t.owner[e.Netns]; o != nil {
+			t.pending[o] = append(t.pending[o], e)
+		}
+	}
+	mine := t.pending[j]
+	delete(t.pending, j)
+	return mine, err
+}
+
+func (t *tracker) close() error { return t.ct.Close() }
+
+// ConntrackStats says how the kernel's view of a trial's bytes compared
+// with lockstep's own accounting.
+type ConntrackStats struct {
+	Recvs     int // recv records with data
+	Matched   int // ... that found their kernel record
+	Disagreed int // ... whose causes differed from lockstep's accounting
+}
+
+// joinConntrack gives every recv record its result (bytes consumed) and
+// its causes (the deliveries whose bytes it consumed) from the kernel's
+// records: lockstep's own writes of each delivery are EvSend events of
+// this process, the tracee's reads EvRecv events, and sequence numbers
+// match them exactly whatever the split. Records and events of one
+// connection direction are both in order, so they are paired in order.
+func joinConntrack(records []sched.Record, evs []bpf.Event, self int) ConntrackStats {
+	var st ConntrackStats
+	type rng struct {
+		seq uint32
+		n   int
+		id  uint64
+	}
+	sends := map[string][]bpf.Event{}
+	recvs := map[string][]bpf.Event{}
+	for _, e := range evs {
+		if e.Proto != unix.IPPROTO_TCP {
+			continue
+		}
+		f := e.Flow()
+		key := f.Src.String() + ">" + f.Dst.String()
+		switch {
+		case e.Kind == bpf.EvSend && e.PID == self:
+			sends[key] = append(sends[key], e)
+		case e.Kind == bpf.EvRecv:
+			recvs[key] = append(recvs[key], e)
+		}
+	}
+	// Each delivery's range of the stream: its bytes, written by one or
+	// more of this process's sends in order.
+	delivered := map[string][]rng{}
+	isDeliver := map[uint64]bool{}
+	for i := range records {
+		if records[i].Op.Kind == sched.Deliver {
+			isDeliver[records[i].Op.ID] = true
+		}
+	}
+	for i := range records {
+		op := &records[i].Op
+		if op.Kind != sched.Deliver || op.Conn == "" {
+			continue
+		}
+		q := sends[op.Conn]
+		if len(q) == 0 {
+			continue
+		}
+		r := rng{seq: q[0].Seq, id: op.ID}
+		for r.n < op.Bytes && len(q) > 0 {
+			r.n += q[0].Len
+			q = q[1:]
+		}
+		sends[op.Conn] = q
+		delivered[op.Conn] = append(delivered[op.Conn], r)
+	}
+	for i := range records {
+		rec := &records[i]
+		if rec.Op.Kind != sched.Recv || rec.Op.Conn == "" || rec.Result < 0 {
+			continue
+		}
+		q := recvs[rec.Op.Conn]
+		if len(q) == 0 {
+			continue // EOF, or not a stream the kernel saw
+		}
+		e := q[0]
+		recvs[rec.Op.Conn] = q[1:]
+		st.Recvs++
+		st.Matched++
+		// Causes other than deliveries (a parent thread's op) stay.
+		var mine, others, causes []uint64
+		for _, c := range rec.Causes {
+			if isDeliver[c] {
+				mine = append(mine, c)
+			} else {
+				others = append(others, c)
+			}
+		}
+		for _, d := range delivered[rec.Op.Conn] {
+			if bpf.Overlap(bpf.Event{Kind: bpf.EvSend, Proto: e.Proto, Local: e.Remote, Remote: e.Local, Seq: d.seq, Len: d.n}, e) > 0 {
+				causes = append(causes, d.id)
+			}
+		}
+		if fmt.Sprint(causes) != fmt.Sprint(mine) {
+			st.Disagreed++
+		}
+		rec.Causes = append(others, causes...)
+		rec.Result = int64(e.Len)
+	}
+	return st
+}

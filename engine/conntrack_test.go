@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/bpf"
+	"github.com/lockstep-dev/lockstep/sched"
+	"golang.org/x/sys/unix"
+)
+
+// TestJoinConntrack: recvs get the deliveries whose bytes they consumed
+// from kernel sequence numbers, whether a recv spans two deliveries, a
+// delivery is split over two recvs, or lockstep wrote one delivery in two
+// sends; other causes stay, and a timed-out recv is left alone.
+func TestJoinConntrack(t *testing.T) {
+	const self = 100
+	src := netip.MustParseAddrPort("10.77.0.2:40000")
+	dst := netip.MustParseAddrPort("10.77.0.1:7000")
+	conn := src.String() + ">" + dst.String()
+	const isn = 0xfffffff0 // the ranges wrap around 2^32
+	send := func(off, n int) bpf.Event {
+		return bpf.Event{Kind: bpf.EvSend, Proto: unix.IPPROTO_TCP, PID: self, Local: src, Remote: dst, Seq: uint32(isn + 1 + off), Len: n}
+	}
+	recv := func(off, n int) bpf.Event {
+		return bpf.Event{Kind: bpf.EvRecv, Proto: unix.IPPROTO_TCP, PID: 7, Local: dst, Remote: src, Seq: uint32(isn + 1 + off), Len: n}
+	}
+	rec := func(id uint64, k sched.Kind, bytes int, causes ...uint64) sched.Record {
+		return sched.Record{Op: sched.Op{ID: id, Kind: k, Conn: conn, Bytes: bytes}, Causes: causes}
+	}
+	records := []sched.Record{
+		rec(1, sched.Deliver, 4),
+		rec(2, sched.Deliver, 6),
+		rec(3, sched.Recv, 4096, 1, 2, 99), // spans both; 99 is a thread-creation cause
+		rec(4, sched.Deliver, 8),           // written in two sends
+		rec(5, sched.Recv, 3, 4),
+		rec(6, sched.Recv, 4096),      // lockstep's accounting missed it
+		rec(7, sched.Recv, 4096, 123), // timed out: untouched
+	}
+	records[6].Result = -int64(unix.EAGAIN)
+	evs := []bpf.Event{
+		send(0, 4), send(4, 6), recv(0, 10),
+		send(10, 5), send(15, 3), recv(10, 3), recv(13, 5),
+		{Kind: bpf.EvSend, Proto: unix.IPPROTO_TCP, PID: 7, Local: src, Remote: dst, Seq: 1, Len: 1}, // a tracee's own send: ignored
+	}
+	st := joinConntrack(records, evs, self)
+	want := map[uint64]string{3: "[99 1 2]", 5: "[4]", 6: "[4]", 7: "[123]"}
+	results := map[uint64]int64{3: 10, 5: 3, 6: 5, 7: -int64(unix.EAGAIN)}
+	for _, r := range records {
+		if w, ok := want[r.Op.ID]; ok && fmt.Sprint(r.Causes) != w {
+			t.Errorf("recv #%d causes %v, want %s", r.Op.ID, r.Causes, w)
+		}
+		if w, ok := results[r.Op.ID]; ok && r.Result != w {
+			t.Errorf("recv #%d result %d, want %d", r.Op.ID, r.Result, w)
+		}
+	}
+	if st != (ConntrackStats{Recvs: 3, Matched: 3, Disagreed: 1}) {
+		t.Errorf("stats %+v", st)
+	}
+}
