@@ -39,16 +39,20 @@ struct sock_common {
 struct sock {
 	struct sock_common __sk_common;
 	__u16 sk_protocol;
+	__u8 sk_shutdown;
 } __attribute__((preserve_access_index));
 
 struct tcp_sock {
 	__u32 write_seq;
 	__u32 copied_seq;
+	__u32 rcv_nxt;
 } __attribute__((preserve_access_index));
 
 #define AF_INET 2
+#define AF_INET6 10
 #define MSG_PEEK 2
 #define TCP_CLOSE 7
+#define RCV_SHUTDOWN 1
 
 enum kind {
 	EV_SEND = 1,
@@ -116,7 +120,10 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags, __u8 kind
 		return 0;
 	if (kind == EV_RECV && (flags & MSG_PEEK))
 		return 0; // a peek consumes nothing
-	if (BPF_CORE_READ(sk, __sk_common.skc_family) != AF_INET)
+	// IPv4, and dual-stack IPv6 sockets carrying IPv4 (Go and Java listen
+	// that way): the kernel keeps the IPv4 ends in the same fields.
+	unsigned short family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
 		return 0;
 	__u32 ns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 	if (!bpf_map_lookup_elem(&netns, &ns))
@@ -143,10 +150,16 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags, __u8 kind
 	if (proto == IPPROTO_TCP) {
 		struct tcp_sock *tp = (struct tcp_sock *)sk;
 		// The tracepoint fires after the call: the pointers already moved.
-		if (kind == EV_SEND)
+		if (kind == EV_SEND) {
 			e->seq = BPF_CORE_READ(tp, write_seq) - ret;
-		else
-			e->seq = BPF_CORE_READ(tp, copied_seq) - ret;
+		} else {
+			__u32 copied = BPF_CORE_READ(tp, copied_seq);
+			e->seq = copied - ret;
+			// A read that reaches a received FIN consumes its sequence
+			// number too: the data ended one earlier.
+			if ((BPF_CORE_READ(sk, sk_shutdown) & RCV_SHUTDOWN) && copied == BPF_CORE_READ(tp, rcv_nxt))
+				e->seq--;
+		}
 	}
 	e->len = ret;
 	e->kind = kind;

@@ -85,11 +85,16 @@ func TestConntrackMatchesBytes(t *testing.T) {
 	raw.Read(func(fd uintptr) bool { unix.Recvfrom(int(fd), peek, unix.MSG_PEEK); return true })
 	readN(t, server, 3) // one send over two recvs
 	readN(t, server, 5)
+	client.Write([]byte("dd"))
+	client.CloseWrite()
+	waitQueued(t, server, 2)
+	time.Sleep(10 * time.Millisecond) // the FIN too
+	readN(t, server, 2)               // data and FIN in one read
 
 	local := client.LocalAddr().(*net.TCPAddr).AddrPort()
 	var sends, recvs []Event
 	deadline := time.Now().Add(5 * time.Second)
-	for (len(sends) < 3 || len(recvs) < 3) && time.Now().Before(deadline) {
+	for (len(sends) < 4 || len(recvs) < 4) && time.Now().Before(deadline) {
 		evs, err := ct.Drain()
 		if err != nil {
 			t.Fatal(err)
@@ -115,16 +120,17 @@ func TestConntrackMatchesBytes(t *testing.T) {
 		}
 		return l
 	}
-	if !slices.Equal(lens(sends), []int{4, 6, 8}) || !slices.Equal(lens(recvs), []int{10, 3, 5}) {
+	if !slices.Equal(lens(sends), []int{4, 6, 8, 2}) || !slices.Equal(lens(recvs), []int{10, 3, 5, 2}) {
 		t.Fatalf("sends %v recvs %v (a peek must not count)", lens(sends), lens(recvs))
 	}
 	tests := []struct {
 		recv int
-		want []int // overlap with sends 0, 1, 2
+		want []int // overlap with sends 0, 1, 2, 3
 	}{
-		{0, []int{4, 6, 0}},
-		{1, []int{0, 0, 3}},
-		{2, []int{0, 0, 5}},
+		{0, []int{4, 6, 0, 0}},
+		{1, []int{0, 0, 3, 0}},
+		{2, []int{0, 0, 5, 0}},
+		{3, []int{0, 0, 0, 2}}, // the FIN's sequence number is not data
 	}
 	for _, tc := range tests {
 		for s := range sends {

@@ -728,7 +728,13 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			r.Result = -int64(unix.EAGAIN)
 			return r, nil
 		}
-		r.Causes = append(r.Causes, t.consume(p)...)
+		if t.nothingToRead(p) {
+			// A non-blocking read released with nothing queued and no FIN:
+			// it returns EAGAIN and moves no bytes (the kernel records none).
+			r.Result = -int64(unix.EAGAIN)
+		} else {
+			r.Causes = append(r.Causes, t.consume(p)...)
+		}
 		t.cont(th, 0)
 	case sched.Accept:
 		if t.timedOut(p) {
@@ -864,4 +870,18 @@ type errUnknownOp uint64
 
 func (e errUnknownOp) Error() string {
 	return "releasing op #" + strconv.FormatUint(uint64(e), 10) + ": no such pending op"
+}
+
+// nothingToRead reports whether a stream socket's recv, about to run, will
+// find neither bytes nor end of stream.
+func (t *Tracer) nothingToRead(p *pendingOp) bool {
+	if p.fi == nil || p.fi.dup < 0 || p.fi.sockType != unix.SOCK_STREAM {
+		return false
+	}
+	if avail, err := unix.IoctlGetInt(p.fi.dup, unix.SIOCINQ); err != nil || avail > 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(p.fi.dup), Events: unix.POLLIN | unix.POLLRDHUP}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && (n == 0 || fds[0].Revents&(unix.POLLIN|unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) == 0)
 }

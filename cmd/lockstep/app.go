@@ -182,6 +182,18 @@ func printSummary(w io.Writer, s *engine.Summary, stats bool) {
 		n := float64(len(s.Stats))
 		fmt.Fprintf(w, "  ops %.1f  conflicting %.1f  false negatives %.2f  false positives %.1f\n", ops/n, conf/n, fn/n, fp/n)
 	}
+	if stats {
+		var ct engine.ConntrackStats
+		for _, r := range s.Results {
+			ct.Recvs += r.Conntrack.Recvs
+			ct.Matched += r.Conntrack.Matched
+			ct.Disagreed += r.Conntrack.Disagreed
+		}
+		if ct.Recvs > 0 {
+			fmt.Fprintf(w, "connection records (eBPF): %d recvs, %d matched to their bytes, %d named other deliveries than lockstep's accounting\n",
+				ct.Recvs, ct.Matched, ct.Disagreed)
+		}
+	}
 }
 
 func replayCmd() *cli.Command {
