@@ -1,8 +1,16 @@
 // Package bpf owns lockstep's eBPF programs and their lifetimes: the
 // per-cluster firewall that turns partitions into silent packet loss
 // (cgroup_skb ingress and egress on the cluster's cgroup v2 directory),
-// and, per campaign, the socket hooks that tell which connection and
-// byte range each traced send and recv touched.
+// and, per campaign, connection tracking (Conntrack): the
+// sock_send_length/sock_recv_length tracepoints (tp_btf, CO-RE) record
+// each send and recv's 4-tuple and TCP sequence range for sockets of the
+// campaign's network namespaces, sockops and connect4 record opens,
+// closes and connects under a cgroup. Overlap matches a recv to the
+// sends whose bytes it consumed.
+//
+// Every attachment is a BPF link held only by the lockstep process and
+// nothing is pinned, so a killed lockstep leaves no program behind for
+// `lockstep clean` to find.
 //
 // The C sources live here and are compiled with bpf2go (`make generate`);
 // the generated objects are committed so `go build` needs no clang.

@@ -1,3 +1,3 @@
-module lockstep.dev/bugs/ra1
+module lockstep.dev/bugs/ra-1
 
 go 1.22

@@ -28,7 +28,7 @@ public class Mnesia2 {
                 Socket s = new Socket(hp[0], Integer.parseInt(hp[1]));
                 s.setTcpNoDelay(true);
                 return s;
-            } catch (ConnectException e) {
+            } catch (IOException e) { // refused, or the name not resolvable yet
                 Thread.sleep(10);
             }
         }
