@@ -40,8 +40,12 @@ func benchCmd() *cli.Command {
 			&cli.StringFlag{Name: "strategies", Value: "native,random,pct,pos,pos*,random+,pct+,pos+,pos*+", Usage: "comma-separated strategies; native = plain runs without lockstep"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "parallel trials"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "bench-out", Usage: "output directory for table.md and table.csv"},
+			&cli.BoolFlag{Name: "from-csv", Usage: "the arguments are table.csv files of earlier runs: merge them (later files replace earlier cells) and write the table"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("from-csv") {
+				return mergeTables(c)
+			}
 			if c.NArg() == 0 {
 				return badInput(errors.New("bench: want one or more SPEC arguments"))
 			}
@@ -87,6 +91,12 @@ func benchCmd() *cli.Command {
 					fmt.Fprintf(c.App.ErrWriter, "%-12s %-8s %4d/%d failures (%.4f), %v per trial\n",
 						s.Name, st, cell.Failures, cell.Trials, cell.ratio(), cell.PerTrial.Round(time.Millisecond))
 					cells = append(cells, cell)
+					// Keep the CSV current: a long run stopped early still has
+					// every finished cell (merge runs with --from-csv).
+					if f, err := os.Create(filepath.Join(out, "table.csv")); err == nil {
+						writeBenchCSV(f, cells)
+						f.Close()
+					}
 				}
 			}
 			md, err := os.Create(filepath.Join(out, "table.md"))
@@ -229,4 +239,75 @@ func writeBenchCSV(w io.Writer, cells []benchCell) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// mergeTables rebuilds the table from earlier runs' CSV files, so a bug
+// rerun on its own replaces its row without rerunning the rest.
+func mergeTables(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return badInput(errors.New("bench --from-csv: want one or more table.csv files"))
+	}
+	var order []string
+	byKey := map[string]benchCell{}
+	var strategies []string
+	seenStrat := map[string]bool{}
+	trials := 0
+	for _, p := range c.Args().Slice() {
+		f, err := os.Open(p)
+		if err != nil {
+			return badInput(err)
+		}
+		rows, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil || len(rows) == 0 || rows[0][0] != "bug" {
+			return badInput(fmt.Errorf("%s: not a lockstep bench table.csv", p))
+		}
+		for i, r := range rows[1:] {
+			if len(r) != 7 {
+				return badInput(fmt.Errorf("%s:%d: want 7 fields, got %d", p, i+2, len(r)))
+			}
+			var cell benchCell
+			var ms float64
+			cell.Bug, cell.Strategy = r[0], r[1]
+			_, err1 := fmt.Sscan(r[2], &cell.Trials)
+			_, err2 := fmt.Sscan(r[3], &cell.Failures)
+			_, err3 := fmt.Sscan(r[5], &cell.FirstFailure)
+			_, err4 := fmt.Sscan(r[6], &ms)
+			if err := errors.Join(err1, err2, err3, err4); err != nil {
+				return badInput(fmt.Errorf("%s:%d: %w", p, i+2, err))
+			}
+			cell.PerTrial = time.Duration(ms * float64(time.Millisecond))
+			key := cell.Bug + "|" + cell.Strategy
+			if _, ok := byKey[key]; !ok {
+				order = append(order, key)
+			}
+			byKey[key] = cell
+			if !seenStrat[cell.Strategy] {
+				seenStrat[cell.Strategy] = true
+				strategies = append(strategies, cell.Strategy)
+			}
+			trials = max(trials, cell.Trials)
+		}
+	}
+	var cells []benchCell
+	for _, k := range order {
+		cells = append(cells, byKey[k])
+	}
+	out := c.String("out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	md, err := os.Create(filepath.Join(out, "table.md"))
+	if err != nil {
+		return err
+	}
+	defer md.Close()
+	writeBenchMarkdown(md, cells, strategies, trials)
+	writeBenchMarkdown(c.App.Writer, cells, strategies, trials)
+	f, err := os.Create(filepath.Join(out, "table.csv"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return writeBenchCSV(f, cells)
 }
