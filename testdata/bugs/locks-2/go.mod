@@ -1,3 +1,3 @@
-module lockstep.dev/bugs/locks2
+module lockstep.dev/bugs/locks-2
 
 go 1.22

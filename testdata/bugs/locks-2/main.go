@@ -15,11 +15,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
-	"sync"
+	"syscall"
 	"time"
 )
 
@@ -73,63 +75,127 @@ func (p *peer) recv(who string) string {
 	return s
 }
 
+// The server is a single epoll loop on raw sockets: it handles the lines of
+// each connection in the order the kernel made them readable, so the only
+// way it sees RELEASE before REGISTER is that RELEASE arrived first.
+
 // server state: one lock x with an owner, a queue of ACQUIREs, and the
-// waiters registered for a release notification.
+// waiters registered for a release notification (all connection fds).
 type server struct {
-	mu      sync.Mutex
 	fixed   bool
-	owner   *peer
-	queue   []*peer
-	waiters []*peer
+	owner   int // fd, -1 when x is free
+	queue   []int
+	waiters []int
+	bufs    map[int][]byte
 }
 
-func (s *server) handle(p *peer) {
+func ssend(fd int, line string) {
+	fmt.Printf("server: send %s (fd %d)\n", line, fd)
+	if _, err := syscall.Write(fd, []byte(line+"\n")); err != nil {
+		fmt.Fprintln(os.Stderr, "server: write:", err)
+	}
+}
+
+func (s *server) handle(fd int, line string) {
+	fmt.Printf("server: got %s (fd %d)\n", line, fd)
+	switch line {
+	case "ACQUIRE x":
+		if s.owner < 0 {
+			s.owner = fd
+			ssend(fd, "GRANTED x")
+		} else {
+			s.queue = append(s.queue, fd)
+		}
+	case "PROBE x":
+		if s.owner < 0 {
+			ssend(fd, "FREE x")
+		} else {
+			ssend(fd, "BUSY x")
+		}
+	case "REGISTER x":
+		if s.fixed && s.owner < 0 {
+			ssend(fd, "NOTIFY x") // released since the probe
+		} else {
+			// BUG: trusts the earlier PROBE that x is still busy.
+			s.waiters = append(s.waiters, fd)
+		}
+	case "RELEASE x":
+		if s.owner == fd {
+			for _, w := range s.waiters {
+				ssend(w, "NOTIFY x")
+			}
+			s.waiters = nil
+			s.owner = -1
+			if len(s.queue) > 0 {
+				s.owner, s.queue = s.queue[0], s.queue[1:]
+				ssend(s.owner, "GRANTED x")
+			}
+		}
+		ssend(fd, "RELEASED x")
+	default:
+		ssend(fd, "ERROR "+line)
+	}
+}
+
+func must(err error, what string) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "server:", what+":", err)
+		os.Exit(2)
+	}
+}
+
+func (s *server) run(port int) {
+	lfd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	must(err, "socket")
+	must(syscall.SetsockoptInt(lfd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1), "setsockopt")
+	must(syscall.Bind(lfd, &syscall.SockaddrInet4{Port: port}), "bind") // 0.0.0.0
+	must(syscall.Listen(lfd, 16), "listen")
+	ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	must(err, "epoll_create1")
+	add := func(fd int) {
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
+		must(syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd, &ev), "epoll_ctl")
+	}
+	add(lfd)
+	fmt.Printf("server: listening on %d fixed=%v\n", port, s.fixed)
+	var evs [16]syscall.EpollEvent
+	buf := make([]byte, 4096)
 	for {
-		line, err := p.r.ReadString('\n')
-		if err != nil {
-			return // a client left; the server stays up
+		n, err := syscall.EpollWait(ep, evs[:], -1)
+		if err == syscall.EINTR {
+			continue
 		}
-		line = strings.TrimSpace(line)
-		fmt.Printf("server: got %s\n", line)
-		s.mu.Lock()
-		switch line {
-		case "ACQUIRE x":
-			if s.owner == nil {
-				s.owner = p
-				p.send("server", "GRANTED x")
-			} else {
-				s.queue = append(s.queue, p)
-			}
-		case "PROBE x":
-			if s.owner == nil {
-				p.send("server", "FREE x")
-			} else {
-				p.send("server", "BUSY x")
-			}
-		case "REGISTER x":
-			if s.fixed && s.owner == nil {
-				p.send("server", "NOTIFY x") // released since the probe
-			} else {
-				// BUG: trusts the earlier PROBE that x is still busy.
-				s.waiters = append(s.waiters, p)
-			}
-		case "RELEASE x":
-			if s.owner == p {
-				for _, w := range s.waiters {
-					w.send("server", "NOTIFY x")
+		must(err, "epoll_wait")
+		for _, ev := range evs[:n] { // in the order the fds became ready
+			fd := int(ev.Fd)
+			if fd == lfd {
+				cfd, _, err := syscall.Accept4(lfd, syscall.SOCK_CLOEXEC)
+				if err == nil {
+					add(cfd)
 				}
-				s.waiters = nil
-				s.owner = nil
-				if len(s.queue) > 0 {
-					s.owner, s.queue = s.queue[0], s.queue[1:]
-					s.owner.send("server", "GRANTED x")
-				}
+				continue
 			}
-			p.send("server", "RELEASED x")
-		default:
-			p.send("server", "ERROR "+line)
+			m, err := syscall.Read(fd, buf)
+			if err == syscall.EINTR || err == syscall.EAGAIN {
+				continue
+			}
+			if m <= 0 { // a client left; the server stays up
+				syscall.EpollCtl(ep, syscall.EPOLL_CTL_DEL, fd, nil)
+				syscall.Close(fd)
+				delete(s.bufs, fd)
+				continue
+			}
+			b := append(s.bufs[fd], buf[:m]...)
+			for {
+				i := bytes.IndexByte(b, '\n')
+				if i < 0 {
+					break
+				}
+				s.handle(fd, strings.TrimSpace(string(b[:i])))
+				b = b[i+1:]
+			}
+			s.bufs[fd] = b
 		}
-		s.mu.Unlock()
 	}
 }
 
@@ -137,17 +203,10 @@ func main() {
 	a := os.Args[1:]
 	switch {
 	case len(a) >= 2 && a[0] == "server":
-		s := &server{fixed: len(a) == 3 && a[2] == "--fixed"}
-		l := listen(a[1])
-		fmt.Printf("server: listening on %s fixed=%v\n", a[1], s.fixed)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "accept:", err)
-				os.Exit(2)
-			}
-			go s.handle(newPeer(c))
-		}
+		port, err := strconv.Atoi(a[1])
+		must(err, "port")
+		s := &server{fixed: len(a) == 3 && a[2] == "--fixed", owner: -1, bufs: map[int][]byte{}}
+		s.run(port)
 	case len(a) == 3 && a[0] == "holder":
 		srv := newPeer(dial(a[1]))
 		srv.send("holder", "ACQUIRE x")
