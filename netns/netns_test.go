@@ -519,7 +519,23 @@ func TestBadConfig(t *testing.T) {
 		{"long prefix", Config{Prefix: "lskwaytoolongname", Nodes: []string{"a"}}, "at most 10 characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := objects(t)
+			// A prefix of its own, so that clusters other tests build at the
+			// same time cannot look like something this New left behind.
+			prefix := tc.cfg.Prefix
+			if prefix == "" {
+				prefix = "lskbad0" + fmt.Sprintf("%02x", len(tc.name))
+				tc.cfg.Prefix = prefix
+			}
+			ours := func() []string {
+				var o []string
+				for _, x := range objects(t) {
+					if strings.Contains(x, prefix) {
+						o = append(o, x)
+					}
+				}
+				return o
+			}
+			before := ours()
 			c, err := New(context.Background(), tc.cfg)
 			if err == nil {
 				c.Close()
@@ -532,7 +548,7 @@ func TestBadConfig(t *testing.T) {
 			for _, o := range before {
 				was[o] = true
 			}
-			for _, o := range objects(t) {
+			for _, o := range ours() {
 				if !was[o] {
 					t.Errorf("created: %s", o)
 				}
