@@ -84,15 +84,20 @@ public class Mnesia2 {
         List<String> unreported = new ArrayList<>(); // APPLIED notes waiting for the client's HELLO
         ServerSocket l = listen(port);
         if (name.equals("r2")) toCoord[0] = new Conn(dial(coord));
+        List<Conn> conns = new ArrayList<>(); // every peer, for the drain on RESTART
         while (true) {
             Conn c = new Conn(l.accept());
+            synchronized (mu) {
+                conns.add(c);
+            }
             Thread t = new Thread(() -> {
                 try {
                     while (true) {
                         String line = c.recv();
-                        log(name, line);
-                        String[] w = line.split(" ");
                         synchronized (mu) {
+                            log(name, line);
+                            String[] w = line.split(" ");
+                            mu.notifyAll(); // a RESTART may be draining
                             switch (w[0]) {
                                 case "HELLO": // the client
                                     client[0] = c;
@@ -112,6 +117,9 @@ public class Mnesia2 {
                                     else unreported.add(w[1]);
                                     break;
                                 case "RESTART":
+                                    // What already reached this node is handled before it
+                                    // goes down; only what arrives later is lost.
+                                    while (unread(conns, c)) mu.wait();
                                     down[0] = true;
                                     toCoord[0].send("DOWN " + name);
                                     store.clear();
@@ -128,12 +136,26 @@ public class Mnesia2 {
                             }
                         }
                     }
-                } catch (IOException e) {
-                    // peer gone
+                } catch (IOException | InterruptedException e) {
+                    synchronized (mu) { // peer gone
+                        conns.remove(c);
+                    }
                 }
             });
             t.start();
         }
+    }
+
+    /** Whether a peer other than self has bytes this node received but not yet read. */
+    static boolean unread(List<Conn> conns, Conn self) {
+        for (Conn o : conns) {
+            try {
+                if (o != self && o.s.getInputStream().available() > 0) return true;
+            } catch (IOException e) {
+                // closed: nothing to drain
+            }
+        }
+        return false;
     }
 
     // ---- coordinator --------------------------------------------------------
