@@ -8,11 +8,9 @@ import (
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
-	"github.com/lockstep-dev/lockstep/tracer"
 )
 
 func TestMain(m *testing.M) {
-	tracer.MaybeRunHelper()
 	testutil.LeakCheckMain(m)
 }
 
@@ -78,6 +76,19 @@ func TestDemoFixedPasses(t *testing.T) {
 	}
 	if sum.Failures != 0 || sum.Errors != 0 {
 		t.Fatalf("fixed demo: %v; first %v", sum.ByKind, sum.First)
+	}
+	// Every close's FIN reached its peer: none was waited for in vain (a
+	// close with bytes still queued sends its FIN only when lockstep has
+	// delivered them).
+	fins := 0
+	for _, r := range sum.Results {
+		fins += r.Stats.FinWaits
+		if r.Stats.FinWaitsExpired != 0 {
+			t.Fatalf("trial %d: %d of %d FIN waits expired", r.Index, r.Stats.FinWaitsExpired, r.Stats.FinWaits)
+		}
+	}
+	if fins == 0 {
+		t.Fatal("no trial closed a connection between nodes: the FIN check above tested nothing")
 	}
 }
 

@@ -35,6 +35,10 @@ type TrialResult struct {
 	Records   []sched.Record
 	Duration  time.Duration
 	Stats     tracer.Stats
+	// Launch, Teardown and Reset are the real time spent starting nodes,
+	// killing them and resetting the network; with Stats' settle, decide
+	// and release times they account for Duration (--stats prints them).
+	Launch, Teardown, Reset time.Duration
 	// Conntrack compares the kernel's byte records with lockstep's
 	// accounting (zero when connection tracking is unavailable).
 	Conntrack ConntrackStats
@@ -117,6 +121,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		}
 	}()
 	launch := func(n NodeSpec) error {
+		defer func(t0 time.Time) { res.Launch += time.Since(t0) }(time.Now())
 		nodeDir := filepath.Join(res.Dir, n.Name)
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 			return err
@@ -292,10 +297,12 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 // finish tears the trial down, runs the checker and writes the trace.
 func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p trialParams, clk *vclock.Clock, start time.Time) (*TrialResult, error) {
 	res.Stats = tr.Stats()
+	t0 := time.Now()
 	if err := tr.KillAll(); err != nil {
 		return nil, err
 	}
 	tr.Close()
+	res.Teardown = time.Since(t0)
 	if j.track != nil {
 		evs, err := j.track.take(j)
 		if err != nil {
@@ -306,9 +313,11 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 			j.log.Debug("kernel records and lockstep's accounting differ", "trial", res.Index, "recvs", res.Conntrack.Recvs, "differ", res.Conntrack.Disagreed)
 		}
 	}
+	t0 = time.Now()
 	if err := j.cluster.Reset(ctx); err != nil {
 		return nil, fmt.Errorf("resetting the network after trial %d: %w", res.Index, err)
 	}
+	res.Reset = time.Since(t0)
 	if res.Outcome.Kind == Pass && len(j.spec.Checker.Command) > 0 {
 		if err := j.runChecker(ctx, res); err != nil {
 			res.Outcome.Kind = CheckerFailed

@@ -260,6 +260,10 @@ func (t *Tracer) closeConn(c *conn) {
 	if c.dup >= 0 {
 		unix.Close(c.dup)
 		c.dup = -1
+		if c.closing {
+			// The tracee closed first; this was the last holder.
+			t.expectFin(c.src, c.dst)
+		}
 	}
 	// What was delivered but not yet read still names its sends: the
 	// receiver's recvs need it for their causes, past the sender's close.

@@ -122,7 +122,7 @@ func (d *diagSock) lookup(local, remote netip.AddrPort) (uint32, uint8, error) {
 // finWait is a FIN on its way to a peer: until the peer's socket has left
 // ESTABLISHED, whether its recv sees the end of the stream depends on timing.
 type finWait struct {
-	node          *nodeInfo
+	closer, node  *nodeInfo      // the closing side's node and the peer's
 	local, remote netip.AddrPort // the peer's view
 	until         time.Time
 }
@@ -133,6 +133,10 @@ func (t *Tracer) netSettled() bool {
 	keep := t.finWaits[:0]
 	for _, w := range t.finWaits {
 		if time.Now().After(w.until) {
+			t.stats.FinWaitsExpired++
+			continue
+		}
+		if w.closer != nil && !t.finSent(w) {
 			continue
 		}
 		d, err := t.diagFor(w.node)
@@ -149,16 +153,41 @@ func (t *Tracer) netSettled() bool {
 	return len(keep) == 0
 }
 
-const tcpEstablished = 1
+// finSent reports whether the closing side really sent its FIN. A close
+// sends none while another descriptor still holds the socket: a forked
+// child's or a dup's, or lockstep's own duplicate holding undelivered
+// bytes (closeConn expects the FIN again when it lets go). Waiting for the
+// peer then would cost the whole connectWaitLimit for nothing.
+func (t *Tracer) finSent(w finWait) bool {
+	d, err := t.diagFor(w.closer)
+	if err != nil {
+		return true
+	}
+	_, state, err := d.lookup(w.remote, w.local)
+	if err != nil {
+		return true // gone (reset or closed): the peer's state decides
+	}
+	return state != tcpEstablished && state != tcpCloseWait
+}
 
-// expectFin records that closing or shutting down fi sends a FIN to a node.
-func (t *Tracer) expectFin(fi *fdInfo) {
-	if fi == nil || !fi.peer.IsValid() || !fi.local.IsValid() || fi.local.Port() == 0 {
+const (
+	tcpEstablished = 1
+	tcpCloseWait   = 8
+)
+
+// expectFin records that closing or shutting down the socket with this
+// local and peer address may send a FIN to another node.
+func (t *Tracer) expectFin(local, peer netip.AddrPort) {
+	if !peer.IsValid() || !local.IsValid() || local.Port() == 0 {
 		return
 	}
-	ni := t.byAddr[fi.peer.Addr().Unmap()]
+	ni := t.byAddr[peer.Addr().Unmap()]
 	if ni == nil {
 		return
 	}
-	t.finWaits = append(t.finWaits, finWait{node: ni, local: fi.peer, remote: fi.local, until: time.Now().Add(connectWaitLimit)})
+	t.stats.FinWaits++
+	t.finWaits = append(t.finWaits, finWait{
+		closer: t.byAddr[local.Addr().Unmap()], node: ni,
+		local: peer, remote: local, until: time.Now().Add(connectWaitLimit),
+	})
 }

@@ -3,9 +3,10 @@
 // families, socket reads and writes, polls, sleeps, clock reads and a few
 // bookkeeping calls. Each gated stop becomes a pending sched.Op.
 //
-// It owns launching process trees (through a hidden helper mode of the
-// calling binary that disables ASLR, joins the node's cgroup, mount and
-// network namespaces and installs the filter), decoding syscall arguments,
+// It owns launching process trees (a fork of the tracer thread that runs
+// raw syscalls only: it joins the node's cgroup, mount and network
+// namespaces, disables ASLR, waits to be seized and installs the filter
+// before it execs the target), decoding syscall arguments,
 // enabledness probes on duplicated fds (pidfd_getfd + poll), quiescence,
 // resuming, skipping and faking results, call-site extraction, messages in
 // flight (sends are captured and delivered later as their own operations),

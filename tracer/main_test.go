@@ -7,6 +7,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	MaybeRunHelper()
 	testutil.LeakCheckMain(m)
 }

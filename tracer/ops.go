@@ -428,25 +428,40 @@ func (t *Tracer) onTimedWait(th *thread, a [6]uint64) bool {
 	return true
 }
 
-// wakeDueTimedWaits interrupts futex waits whose virtual deadline passed.
+// wakeDueTimedWaits interrupts the futex wait whose virtual deadline passed
+// first (ties by LPID). One at a time: waiters due at the same virtual
+// instant (the JVM's threads often are) would otherwise race on the
+// runtime's untimed locks, and which of them won would depend on timing;
+// the next settle wakes the next one.
 func (t *Tracer) wakeDueTimedWaits() {
 	if t.opts.Clock == nil {
 		return
 	}
 	now := t.now()
+	var first *thread
 	for _, th := range t.threads {
-		if th.state != tsTimedWait || th.interrupted || th.waitDeadline > now {
+		if th.state != tsTimedWait || th.waitDeadline > now {
 			continue
 		}
-		if !th.inFutex() {
-			th.state = tsRunning // woken meanwhile
-			continue
+		if th.interrupted {
+			return // still on its way out of the wait
 		}
-		th.interrupted = true
-		if err := unix.PtraceInterrupt(th.tid); err != nil {
-			th.interrupted = false
-			th.state = tsRunning
+		if first == nil || th.waitDeadline < first.waitDeadline ||
+			th.waitDeadline == first.waitDeadline && th.lpid < first.lpid {
+			first = th
 		}
+	}
+	if first == nil {
+		return
+	}
+	if !first.inFutex() {
+		first.state = tsRunning // woken meanwhile
+		return
+	}
+	first.interrupted = true
+	if err := unix.PtraceInterrupt(first.tid); err != nil {
+		first.interrupted = false
+		first.state = tsRunning
 	}
 }
 
@@ -755,7 +770,9 @@ func (t *Tracer) release(id uint64) (Released, error) {
 	case sched.Close:
 		fi := t.forgetFd(th.proc, p.fd)
 		t.releaseDup(fi)
-		t.expectFin(fi)
+		if fi != nil {
+			t.expectFin(fi.local, fi.peer)
+		}
 		t.cont(th, 0)
 	case sched.Shutdown:
 		how := int(p.args[1])

@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -166,6 +165,10 @@ type Stats struct {
 	TimedWaits   uint64
 	SettleSpins  uint64
 	TSCReads     uint64 // rdtsc/rdtscp answered from virtual time
+	// FinWaits counts closes after which lockstep waited for a FIN to
+	// reach the peer; FinWaitsExpired those it waited for in vain (real
+	// time lost: connectWaitLimit each).
+	FinWaits, FinWaitsExpired int
 	// Time spent, for the benchmark's breakdown: handling stops (register
 	// reads, decoding, call sites included), call sites alone, waiting for
 	// tracees to run (quiescence), the caller's decisions, releases.
@@ -327,53 +330,44 @@ func resolveProgram(argv0, dir string) (string, error) {
 }
 
 func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
-	hc := helperConfig{
-		Path: path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir,
-		Netns: cfg.Netns, HostsFile: cfg.HostsFile, Cgroup: cfg.Cgroup, NoFilter: cfg.NoFilter,
-		CPU: t.opts.CPU, TrapTSC: t.opts.Clock != nil,
-	}
-	raw, err := json.Marshal(hc)
+	sp, err := spawn(cfg, path, spawnOptions{trapTSC: t.opts.Clock != nil})
 	if err != nil {
+		return 0, fmt.Errorf("starting %s: %w", cfg.Argv[0], err)
+	}
+	defer sp.close()
+	pid := sp.pid
+	// abort reaps a child that failed or must go; when its setup failed
+	// (a bad namespace, directory or hosts file), that failure is the news.
+	abort := func(err error) (int, error) {
+		unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, unix.WALL, nil)
+		if f := sp.failure(); f != nil {
+			if cfg.Stderr != nil {
+				fmt.Fprintf(cfg.Stderr, "lockstep: launching node %s: %v\n", cfg.Node, f)
+			}
+			return 0, fmt.Errorf("launching %s: %w", cfg.Argv[0], f)
+		}
 		return 0, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return 0, fmt.Errorf("finding own executable: %w", err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return 0, err
-	}
-	defer r.Close()
-	defer w.Close()
-	stdout, stderr := cfg.Stdout, cfg.Stderr
-	if stdout == nil {
-		stdout = os.Stdout
-	}
-	if stderr == nil {
-		stderr = os.Stderr
-	}
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return 0, err
-	}
-	defer devnull.Close()
-	attr := &syscall.ProcAttr{
-		Env:   []string{helperEnv + "=" + string(raw)},
-		Files: []uintptr{devnull.Fd(), stdout.Fd(), stderr.Fd(), r.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
-	}
-	pid, err := syscall.ForkExec(self, []string{"lockstep-launch", cfg.Node}, attr)
-	if err != nil {
-		return 0, fmt.Errorf("starting launch helper: %w", err)
 	}
 	const opts = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEFORK |
 		unix.PTRACE_O_TRACEVFORK | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_TRACESYSGOOD | unix.PTRACE_O_EXITKILL
 	if _, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, opts, 0, 0); errno != 0 {
-		unix.Kill(pid, unix.SIGKILL)
-		var ws unix.WaitStatus
-		unix.Wait4(pid, &ws, 0, nil)
-		return 0, fmt.Errorf("seizing launch helper: %w", errno)
+		return abort(fmt.Errorf("seizing %s: %w", cfg.Argv[0], errno))
+	}
+	// Affinity and cgroup are set from here while the child waits to be
+	// let go: its threads and children inherit both.
+	if t.opts.CPU >= 0 {
+		var set unix.CPUSet
+		set.Set(t.opts.CPU)
+		if err := unix.SchedSetaffinity(pid, &set); err != nil {
+			return abort(fmt.Errorf("pinning node %s to CPU %d: %w", cfg.Node, t.opts.CPU, err))
+		}
+	}
+	if cfg.Cgroup != "" {
+		if err := os.WriteFile(cfg.Cgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
+			return abort(fmt.Errorf("moving node %s into cgroup %s: %w", cfg.Node, cfg.Cgroup, err))
+		}
 	}
 	ni := t.nodes[cfg.Node]
 	if ni == nil {
@@ -395,21 +389,30 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	p.nthreads = 1
 	t.procs[pid] = p
 	t.threads[pid] = th
-	if _, err := w.Write([]byte{1}); err != nil {
-		return 0, fmt.Errorf("releasing launch helper: %w", err)
+	if _, err := sp.sync.Write([]byte{1}); err != nil {
+		t.dropThread(th)
+		delete(t.procs, pid)
+		return abort(fmt.Errorf("releasing %s: %w", cfg.Argv[0], err))
 	}
 	// Run until the helper has exec'd the target or died.
 	deadline := time.Now().Add(10 * time.Second)
 	for p.execs == 0 && !p.exited {
 		if time.Now().After(deadline) {
-			return pid, fmt.Errorf("launching %s: helper did not exec within 10s", cfg.Argv[0])
+			return pid, fmt.Errorf("launching %s: it did not exec within 10s", cfg.Argv[0])
 		}
 		if n := t.drain(true); n == 0 {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
 	if p.exited && p.execs == 0 {
-		return pid, fmt.Errorf("launching %s: helper exited before exec (see the node's stderr)", cfg.Argv[0])
+		err := sp.failure()
+		if err == nil {
+			err = errors.New("exited before exec")
+		}
+		if cfg.Stderr != nil {
+			fmt.Fprintf(cfg.Stderr, "lockstep: launching node %s: %v\n", cfg.Node, err)
+		}
+		return pid, fmt.Errorf("launching %s: %w", cfg.Argv[0], err)
 	}
 	return pid, nil
 }
@@ -750,7 +753,7 @@ func (t *Tracer) onExit(th *thread, ws unix.WaitStatus) {
 	// FINs are in flight now.
 	for _, fi := range p.fds {
 		if fi.kind == fdInet && t.conns[fi.outKey()] == nil {
-			t.expectFin(fi)
+			t.expectFin(fi.local, fi.peer)
 		}
 	}
 	t.forgetAllFds(p)
@@ -1070,24 +1073,12 @@ func (t *Tracer) Drive(ctx context.Context, decide func(st *State, last Released
 }
 
 func (t *Tracer) startSentinel() {
-	self, err := os.Executable()
+	pid, err := forkSentinel()
 	if err != nil {
+		t.log.Warn("starting the sentinel process; falling back to polling", "err", err)
 		return
 	}
-	raw, _ := json.Marshal(helperConfig{Sentinel: true, CPU: -1})
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return
-	}
-	defer devnull.Close()
-	pid, err := syscall.ForkExec(self, []string{"lockstep-sentinel"}, &syscall.ProcAttr{
-		Env:   []string{helperEnv + "=" + string(raw)},
-		Files: []uintptr{devnull.Fd(), devnull.Fd(), devnull.Fd()},
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
-	})
-	if err == nil {
-		t.sentinel = pid
-	}
+	t.sentinel = pid
 }
 
 func (t *Tracer) stopSentinel() {

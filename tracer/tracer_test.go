@@ -3,6 +3,7 @@ package tracer
 import (
 	"context"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -428,5 +429,67 @@ func TestRDTSCVirtual(t *testing.T) {
 	}
 	if outs[0] != outs[1] || !strings.Contains(outs[0], "delta=1000000000\n") {
 		t.Fatalf("rdtsc not virtual: %q vs %q", outs[0], outs[1])
+	}
+}
+
+// TestLaunchSetupFailures: a node whose setup fails before exec names the
+// failing step, in the error and in the node's stderr.
+func TestLaunchSetupFailures(t *testing.T) {
+	requireTracing(t)
+	for _, tc := range []struct {
+		name string
+		cfg  LaunchConfig
+		want string
+	}{
+		{"missing netns", LaunchConfig{Netns: "/nonexistent/netns"}, "opening network namespace"},
+		{"not a netns", LaunchConfig{Netns: "/etc/hostname"}, "entering the network namespace: invalid argument"},
+		{"missing dir", LaunchConfig{Dir: "/nonexistent/dir"}, "changing directory: no such file or directory"},
+		{"missing hosts file", LaunchConfig{HostsFile: "/nonexistent/hosts"}, "bind-mounting the node's hosts file over /etc/hosts: no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := New(Options{})
+			defer tr.Close()
+			errf, err := os.Create(filepath.Join(t.TempDir(), "err"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer errf.Close()
+			cfg := tc.cfg
+			cfg.Node, cfg.Argv, cfg.Stderr = "x", []string{"/bin/true"}, errf
+			_, err = tr.Launch(cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			if tc.name != "missing netns" {
+				b, _ := os.ReadFile(errf.Name())
+				if !strings.Contains(string(b), tc.want) {
+					t.Fatalf("node stderr %q does not say %q", b, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestNodeInheritsOnlyStdio: a node starts with descriptors 0-2 only, never
+// with lockstep's own (another job's sockets would stay open in it).
+func TestNodeInheritsOnlyStdio(t *testing.T) {
+	h := newHarness(t, Options{})
+	// A descriptor lockstep holds without close-on-exec.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := unix.FcntlInt(r.Fd(), unix.F_SETFD, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.launch("n", "/bin/sh", "-c", "ls /proc/$$/fd")
+	res := h.run(nil, nil)
+	if c := exitCode(t, res.exits, "n"); c != 0 {
+		t.Fatalf("exit %d: %s", c, h.output("n"))
+	}
+	if got := strings.Fields(h.output("n")); strings.Join(got, " ") != "0 1 2" {
+		t.Fatalf("node's descriptors: %v, want [0 1 2]", got)
 	}
 }

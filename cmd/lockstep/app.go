@@ -189,6 +189,31 @@ func printSummary(w io.Writer, s *engine.Summary, stats bool) {
 			ct.Matched += r.Conntrack.Matched
 			ct.Disagreed += r.Conntrack.Disagreed
 		}
+		if n := time.Duration(len(s.Results)); n > 0 {
+			var all, launch, settle, handle, decide, release, teardown, reset time.Duration
+			var finw int
+			var stops, freed, clocks, waits uint64
+			for _, r := range s.Results {
+				all += r.Duration
+				launch += r.Launch
+				settle += r.Stats.SettleTime
+				handle += r.Stats.HandleTime
+				decide += r.Stats.DecideTime
+				release += r.Stats.ReleaseTime
+				teardown += r.Teardown
+				reset += r.Reset
+				finw += r.Stats.FinWaitsExpired
+				stops += r.Stats.Stops
+				freed += r.Stats.Released
+				clocks += r.Stats.ClockReads
+				waits += r.Stats.TimedWaits
+			}
+			ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d/n)/1e6) }
+			fmt.Fprintf(w, "real time per trial (mean): %s = start nodes %s, wait for quiescence %s (stops handled %s), decide %s, release %s, teardown %s, network reset %s; FIN waits expired %.1f\n",
+				ms(all), ms(launch), ms(settle), ms(handle), ms(decide), ms(release), ms(teardown), ms(reset), float64(finw)/float64(n))
+			fmt.Fprintf(w, "stops per trial (mean): %d, of which released at once %d, clock reads %d, timed waits %d\n",
+				stops/uint64(n), freed/uint64(n), clocks/uint64(n), waits/uint64(n))
+		}
 		if ct.Recvs > 0 {
 			fmt.Fprintf(w, "connection records (eBPF): %d recvs, %d matched to their bytes, %d named other deliveries than lockstep's accounting\n",
 				ct.Recvs, ct.Matched, ct.Disagreed)

@@ -10,14 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/lockstep-dev/lockstep/tracer"
 )
 
 func main() {
-	// Node processes are launched through a hidden helper mode of this
-	// binary; it must run before anything else.
-	tracer.MaybeRunHelper()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newApp().RunContext(ctx, os.Args)

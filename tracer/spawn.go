@@ -1,0 +1,349 @@
+package tracer
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Nodes are started by forking the tracer thread and running a short list
+// of raw syscalls in the child before it execs the target: join the node's
+// namespaces, disable ASLR, wait until seized, install the seccomp filter.
+// Re-executing lockstep as a helper did the same from Go code, but a Go
+// binary of lockstep's size takes about 20 ms to start on this kind of
+// machine, which was most of a small trial's real time.
+//
+// The child shares nothing with the parent (a plain fork, not vfork) and
+// runs only nosplit code that calls RawSyscall, as the syscall package's
+// own fork does; the runtime hooks below block signals around the fork and
+// restore a sane signal state in the child.
+
+//go:linkname beforeFork syscall.runtime_BeforeFork
+func beforeFork()
+
+//go:linkname afterFork syscall.runtime_AfterFork
+func afterFork()
+
+//go:linkname afterForkInChild syscall.runtime_AfterForkInChild
+func afterForkInChild()
+
+// addrNoRandomize is personality(2)'s ADDR_NO_RANDOMIZE.
+const addrNoRandomize = 0x0040000
+
+// spawnStep names the child's steps, so a failure can say which one.
+type spawnStep uintptr
+
+const (
+	stepSetpgid spawnStep = iota + 1
+	stepStdio
+	stepCloseFds
+	stepUnshare
+	stepMountPrivate
+	stepMountHosts
+	stepSetns
+	stepChdir
+	stepPersonality
+	stepWaitSeized
+	stepTSC
+	stepNoNewPrivs
+	stepSeccomp
+	stepExec
+)
+
+var stepNames = map[spawnStep]string{
+	stepSetpgid: "creating a process group", stepStdio: "setting up stdin/stdout/stderr",
+	stepCloseFds: "closing inherited descriptors", stepUnshare: "unsharing the mount namespace",
+	stepMountPrivate: "making mounts private", stepMountHosts: "bind-mounting the node's hosts file over /etc/hosts",
+	stepSetns: "entering the network namespace", stepChdir: "changing directory",
+	stepPersonality: "disabling ASLR", stepWaitSeized: "waiting for the tracer",
+	stepTSC: "trapping rdtsc", stepNoNewPrivs: "setting no_new_privs",
+	stepSeccomp: "installing the seccomp filter", stepExec: "executing the program",
+}
+
+// spawnSpec is everything the child needs, prepared by the parent so that
+// the child only reads memory and makes syscalls.
+type spawnSpec struct {
+	sentinel bool // pause forever instead of exec'ing (see startSentinel)
+	stdio    [3]uintptr
+	// keep are the descriptors the child uses (sorted); every other one
+	// inherited from lockstep is closed, so that a node never holds
+	// another job's sockets open.
+	keep            [3]uintptr
+	nkeep           int
+	syncFd, errFd   uintptr
+	netns           uintptr // 0: stay in lockstep's
+	hosts           *byte   // nil: no private /etc/hosts
+	etcHosts, slash *byte
+	dir             *byte
+	trapTSC         bool
+	fprog           *unix.SockFprog // nil: no filter
+	path            *byte
+	argv, envv      []*byte
+}
+
+// spawnFailure is what the child writes to the error pipe before exiting.
+type spawnFailure struct {
+	step  spawnStep
+	errno syscall.Errno
+}
+
+// fork forks the calling thread; the child runs s and never returns.
+func fork(s *spawnSpec) (int, error) {
+	syscall.ForkLock.Lock()
+	beforeFork()
+	pid, _, errno := syscall.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	if errno == 0 && pid == 0 {
+		spawnChild(s)
+	}
+	afterFork()
+	syscall.ForkLock.Unlock()
+	runtime.KeepAlive(s)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(pid), nil
+}
+
+//go:nosplit
+//go:norace
+func spawnFail(s *spawnSpec, step spawnStep, errno syscall.Errno) {
+	f := spawnFailure{step: step, errno: errno}
+	syscall.RawSyscall(unix.SYS_WRITE, s.errFd, uintptr(unsafe.Pointer(&f)), unsafe.Sizeof(f))
+	for {
+		syscall.RawSyscall(unix.SYS_EXIT_GROUP, 127, 0, 0)
+	}
+}
+
+// spawnChild runs in the forked child: nosplit, no allocation, no Go
+// runtime services, only raw syscalls on memory prepared by the parent.
+//
+//go:nosplit
+//go:norace
+func spawnChild(s *spawnSpec) {
+	afterForkInChild()
+	if _, _, e := syscall.RawSyscall(unix.SYS_SETPGID, 0, 0, 0); e != 0 {
+		spawnFail(s, stepSetpgid, e)
+	}
+	for i := uintptr(0); i < 3; i++ {
+		if _, _, e := syscall.RawSyscall(unix.SYS_DUP3, s.stdio[i], i, 0); e != 0 {
+			spawnFail(s, stepStdio, e)
+		}
+	}
+	lo := uintptr(3)
+	for i := 0; i < s.nkeep; i++ {
+		if s.keep[i] > lo {
+			syscall.RawSyscall(unix.SYS_CLOSE_RANGE, lo, s.keep[i]-1, 0)
+		}
+		lo = s.keep[i] + 1
+	}
+	if _, _, e := syscall.RawSyscall(unix.SYS_CLOSE_RANGE, lo, ^uintptr(0)>>32, 0); e != 0 {
+		spawnFail(s, stepCloseFds, e)
+	}
+	if s.sentinel {
+		syscall.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0)
+		for {
+			syscall.RawSyscall(unix.SYS_PAUSE, 0, 0, 0)
+		}
+	}
+	if s.hosts != nil {
+		// A private mount namespace lets this node see its own /etc/hosts.
+		if _, _, e := syscall.RawSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWNS, 0, 0); e != 0 {
+			spawnFail(s, stepUnshare, e)
+		}
+		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, 0, uintptr(unsafe.Pointer(s.slash)), 0, unix.MS_REC|unix.MS_PRIVATE, 0, 0); e != 0 {
+			spawnFail(s, stepMountPrivate, e)
+		}
+		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.hosts)), uintptr(unsafe.Pointer(s.etcHosts)), 0, unix.MS_BIND, 0, 0); e != 0 {
+			spawnFail(s, stepMountHosts, e)
+		}
+	}
+	if s.netns != 0 {
+		if _, _, e := syscall.RawSyscall(unix.SYS_SETNS, s.netns, unix.CLONE_NEWNET, 0); e != 0 {
+			spawnFail(s, stepSetns, e)
+		}
+	}
+	if s.dir != nil {
+		if _, _, e := syscall.RawSyscall(unix.SYS_CHDIR, uintptr(unsafe.Pointer(s.dir)), 0, 0); e != 0 {
+			spawnFail(s, stepChdir, e)
+		}
+	}
+	if _, _, e := syscall.RawSyscall(unix.SYS_PERSONALITY, addrNoRandomize, 0, 0); e != 0 {
+		spawnFail(s, stepPersonality, e)
+	}
+	// Wait until seized: a RET_TRACE filter without a tracer makes
+	// syscalls fail with ENOSYS.
+	var b [1]byte
+	if n, _, e := syscall.RawSyscall(unix.SYS_READ, s.syncFd, uintptr(unsafe.Pointer(&b[0])), 1); n != 1 {
+		if e == 0 {
+			e = unix.EPIPE
+		}
+		spawnFail(s, stepWaitSeized, e)
+	}
+	if s.trapTSC {
+		if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_TSC, unix.PR_TSC_SIGSEGV, 0, 0, 0, 0); e != 0 {
+			spawnFail(s, stepTSC, e)
+		}
+	}
+	if s.fprog != nil {
+		if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
+			spawnFail(s, stepNoNewPrivs, e)
+		}
+		if _, _, e := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(s.fprog))); e != 0 {
+			spawnFail(s, stepSeccomp, e)
+		}
+	}
+	_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(s.path)),
+		uintptr(unsafe.Pointer(&s.argv[0])), uintptr(unsafe.Pointer(&s.envv[0])))
+	spawnFail(s, stepExec, e)
+}
+
+// spawned is a forked child on its way to exec'ing its target.
+type spawned struct {
+	pid        int
+	sync, errs *os.File // parent ends: write one byte to let it go; read its failure
+}
+
+// spawnOptions is what spawn needs besides the LaunchConfig.
+type spawnOptions struct {
+	trapTSC bool
+}
+
+// spawn forks a child prepared to exec cfg's program at path; it waits on
+// its sync pipe until the caller has seized it.
+func spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
+	s := &spawnSpec{trapTSC: o.trapTSC}
+	var err error
+	if s.path, err = syscall.BytePtrFromString(path); err != nil {
+		return nil, err
+	}
+	if s.argv, err = syscall.SlicePtrFromStrings(cfg.Argv); err != nil {
+		return nil, err
+	}
+	if s.envv, err = syscall.SlicePtrFromStrings(cfg.Env); err != nil {
+		return nil, err
+	}
+	if cfg.Dir != "" {
+		if s.dir, err = syscall.BytePtrFromString(cfg.Dir); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.HostsFile != "" {
+		if s.hosts, err = syscall.BytePtrFromString(cfg.HostsFile); err != nil {
+			return nil, err
+		}
+		s.etcHosts, _ = syscall.BytePtrFromString("/etc/hosts")
+		s.slash, _ = syscall.BytePtrFromString("/")
+	}
+	if !cfg.NoFilter {
+		prog := gatedFilter()
+		s.fprog = &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	}
+	var closers []*os.File
+	defer func() {
+		for _, f := range closers {
+			f.Close()
+		}
+	}()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, devnull)
+	stdout, stderr := cfg.Stdout, cfg.Stderr
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	// Above 2, so that the child's dup3 onto 0-2 cannot overwrite a source.
+	for i, f := range []*os.File{devnull, stdout, stderr} {
+		fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, os.NewFile(uintptr(fd), "stdio"))
+		s.stdio[i] = uintptr(fd)
+	}
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, syncR)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		syncW.Close()
+		return nil, err
+	}
+	closers = append(closers, errW)
+	s.syncFd, s.errFd = syncR.Fd(), errW.Fd()
+	keep := []uintptr{s.syncFd, s.errFd}
+	if cfg.Netns != "" {
+		ns, err := os.Open(cfg.Netns)
+		if err != nil {
+			syncW.Close()
+			errR.Close()
+			return nil, fmt.Errorf("opening network namespace: %w", err)
+		}
+		closers = append(closers, ns)
+		s.netns = ns.Fd()
+		keep = append(keep, s.netns)
+	}
+	// The stdio sources are closed by close_range after their dup3.
+	sortUintptrs(keep)
+	s.nkeep = copy(s.keep[:], keep)
+	pid, err := fork(s)
+	if err != nil {
+		syncW.Close()
+		errR.Close()
+		return nil, fmt.Errorf("fork: %w", err)
+	}
+	return &spawned{pid: pid, sync: syncW, errs: errR}, nil
+}
+
+func sortUintptrs(a []uintptr) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] < a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}
+
+// failure reads why the child exited before exec (nil if it wrote nothing).
+func (sp *spawned) failure() error {
+	var f spawnFailure
+	b := (*[unsafe.Sizeof(f)]byte)(unsafe.Pointer(&f))[:]
+	if n, _ := sp.errs.Read(b); n != len(b) {
+		return nil
+	}
+	name := stepNames[f.step]
+	if name == "" {
+		name = fmt.Sprintf("step %d", f.step)
+	}
+	return fmt.Errorf("%s: %w", name, f.errno)
+}
+
+func (sp *spawned) close() {
+	sp.sync.Close()
+	sp.errs.Close()
+}
+
+// forkSentinel starts a child that only pauses (see Tracer.blockingWait).
+func forkSentinel() (int, error) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, err
+	}
+	defer devnull.Close()
+	fd, err := unix.FcntlInt(devnull.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	s := &spawnSpec{sentinel: true, stdio: [3]uintptr{uintptr(fd), uintptr(fd), uintptr(fd)}, errFd: ^uintptr(0)}
+	return fork(s)
+}
