@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/netns"
@@ -104,10 +107,25 @@ func BenchmarkRoundTrips(b *testing.B) {
 		if err := cl.Reset(ctx); err != nil {
 			b.Fatal(err)
 		}
+
+		// The floor: the same run with the same seccomp filter, where the
+		// tracer only resumes each stop (no registers, no decoding, no
+		// quiescence, no capture). What lockstep adds is the rest.
+		floor, err := stopsOnly(
+			LaunchConfig{Node: "server", Argv: []string{srvBin, port}, Netns: srv.NetnsPath, HostsFile: srv.HostsFile},
+			LaunchConfig{Node: "client", Argv: []string{cliBin, srv.Addr.String(), port, strconv.Itoa(rounds), "1"}, Netns: cli.NetnsPath, HostsFile: cli.HostsFile})
+		if err != nil {
+			b.Fatalf("stops-only run: %v", err)
+		}
+		if err := cl.Reset(ctx); err != nil {
+			b.Fatal(err)
+		}
 		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(rounds) }
 		b.ReportMetric(per(native), "native-us/rt")
 		b.ReportMetric(per(traced), "traced-us/rt")
 		b.ReportMetric(float64(traced)/float64(native), "ratio")
+		b.ReportMetric(per(floor), "stops-only-us/rt")
+		b.ReportMetric(float64(floor)/float64(native), "stops-only-ratio")
 		b.ReportMetric(float64(ops)/float64(rounds), "ops/rt")
 		b.ReportMetric(per(stats.HandleTime), "handle-us/rt")
 		b.ReportMetric(per(stats.SiteTime), "callsite-us/rt")
@@ -203,4 +221,126 @@ func BenchmarkJVMStartup(b *testing.B) {
 		b.ReportMetric(float64(st.ClockReads), "clock-reads")
 		b.ReportMetric(float64(st.TimedWaits), "timed-waits")
 	}
+}
+
+// BenchmarkLaunch: starting a node (a C program that exits at once) in a
+// network namespace with its own hosts file, natively (fork+exec from Go,
+// as os/exec does) and traced (Launch until exec, then run to its exit).
+func BenchmarkLaunch(b *testing.B) {
+	requireTracing(b)
+	testutil.RequireNetns(b)
+	prog := "/bin/true"
+	ctx := context.Background()
+	cl, err := netns.New(ctx, netns.Config{Subnet: netip.MustParsePrefix("10.213.0.0/24"), Nodes: []string{"n"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	n := cl.Node("n")
+	var native, traced time.Duration
+	for range b.N {
+		t0 := time.Now()
+		if err := exec.Command(prog).Run(); err != nil {
+			b.Fatal(err)
+		}
+		native += time.Since(t0)
+		tr := New(Options{})
+		t0 = time.Now()
+		if _, err := tr.Launch(LaunchConfig{Node: "n", Addr: n.Addr, Argv: []string{prog}, Netns: n.NetnsPath, HostsFile: n.HostsFile}); err != nil {
+			b.Fatal(err)
+		}
+		err := tr.Drive(ctx, func(st *State, _ Released) (Action, error) {
+			if st.Live == 0 {
+				return Action{Stop: true}, nil
+			}
+			if len(st.Enabled) == 0 {
+				return Action{}, fmt.Errorf("stuck: %v", st.Pending)
+			}
+			return Action{Release: st.Enabled[0].ID}, nil
+		})
+		traced += time.Since(t0)
+		tr.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(native.Microseconds())/float64(b.N)/1000, "native-ms")
+	b.ReportMetric(float64(traced.Microseconds())/float64(b.N)/1000, "traced-ms")
+	b.ReportMetric(float64(traced)/float64(native), "ratio")
+}
+
+// stopsOnly runs server and client under the gated seccomp filter with a
+// tracer that resumes every stop at once, and returns the client's run
+// time. The server is killed when the client exits.
+func stopsOnly(server, client LaunchConfig) (time.Duration, error) {
+	type res struct {
+		d   time.Duration
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		// Every ptrace call must come from the thread that seized.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		const opts = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEFORK |
+			unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
+		start := func(cfg LaunchConfig) (int, error) {
+			sp, err := spawn(cfg, cfg.Argv[0], spawnOptions{})
+			if err != nil {
+				return 0, err
+			}
+			defer sp.close()
+			if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(sp.pid), 0, opts, 0, 0); e != 0 {
+				return 0, e
+			}
+			_, err = sp.sync.Write([]byte{1})
+			return sp.pid, err
+		}
+		spid, err := start(server)
+		if err != nil {
+			ch <- res{err: err}
+			return
+		}
+		defer func() {
+			unix.Kill(spid, unix.SIGKILL)
+			for {
+				var ws unix.WaitStatus
+				if pid, err := unix.Wait4(-1, &ws, unix.WALL, nil); pid <= 0 || err != nil {
+					return
+				}
+			}
+		}()
+		t0 := time.Now()
+		cpid, err := start(client)
+		if err != nil {
+			ch <- res{err: err}
+			return
+		}
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+			if err != nil {
+				ch <- res{err: err}
+				return
+			}
+			switch {
+			case ws.Exited() || ws.Signaled():
+				if pid == cpid {
+					if ws.ExitStatus() != 0 {
+						err = fmt.Errorf("client exited %d", ws.ExitStatus())
+					}
+					ch <- res{d: time.Since(t0), err: err}
+					return
+				}
+			case ws.Stopped():
+				sig := 0
+				if s := ws.StopSignal(); s != unix.SIGTRAP && s != unix.SIGSTOP {
+					sig = int(s)
+				}
+				unix.PtraceCont(pid, sig)
+			}
+		}
+	}()
+	r := <-ch
+	return r.d, r.err
 }

@@ -67,7 +67,7 @@ var stepNames = map[spawnStep]string{
 // spawnSpec is everything the child needs, prepared by the parent so that
 // the child only reads memory and makes syscalls.
 type spawnSpec struct {
-	sentinel bool // pause forever instead of exec'ing (see startSentinel)
+	sentinel bool // exec at once, untraced (see forkSentinel)
 	stdio    [3]uintptr
 	// keep are the descriptors the child uses (sorted); every other one
 	// inherited from lockstep is closed, so that a node never holds
@@ -145,9 +145,9 @@ func spawnChild(s *spawnSpec) {
 	}
 	if s.sentinel {
 		syscall.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0)
-		for {
-			syscall.RawSyscall(unix.SYS_PAUSE, 0, 0, 0)
-		}
+		_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(s.path)),
+			uintptr(unsafe.Pointer(&s.argv[0])), uintptr(unsafe.Pointer(&s.envv[0])))
+		spawnFail(s, stepExec, e)
 	}
 	if s.hosts != nil {
 		// A private mount namespace lets this node see its own /etc/hosts.
@@ -332,18 +332,49 @@ func (sp *spawned) close() {
 	sp.errs.Close()
 }
 
-// forkSentinel starts a child that only pauses (see Tracer.blockingWait).
-func forkSentinel() (int, error) {
+// sentinelProgram is what the sentinel runs: cat blocked on a pipe that
+// never gets data. It must exec at once: while a forked child lives, every
+// page lockstep writes is copied (with a TLB shootdown across CPUs, which
+// costs more than anything else here), so a child that merely paused for a
+// whole trial slowed parallel jobs down by half.
+var sentinelProgram = []string{"/bin/cat"}
+
+// forkSentinel starts a child that blocks forever reading stdin, a pipe
+// whose write end the caller keeps (see Tracer.blockingWait). It dies with
+// the tracer thread (PDEATHSIG) or when the pipe closes.
+func forkSentinel() (pid int, keep *os.File, err error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer devnull.Close()
-	fd, err := unix.FcntlInt(devnull.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+	r, w, err := os.Pipe()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	defer unix.Close(fd)
-	s := &spawnSpec{sentinel: true, stdio: [3]uintptr{uintptr(fd), uintptr(fd), uintptr(fd)}, errFd: ^uintptr(0)}
-	return fork(s)
+	defer r.Close()
+	s := &spawnSpec{sentinel: true, errFd: ^uintptr(0)}
+	for i, f := range []*os.File{r, devnull, devnull} {
+		fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+		if err != nil {
+			w.Close()
+			return 0, nil, err
+		}
+		defer unix.Close(fd)
+		s.stdio[i] = uintptr(fd)
+	}
+	if s.path, err = syscall.BytePtrFromString(sentinelProgram[0]); err == nil {
+		s.argv, err = syscall.SlicePtrFromStrings(sentinelProgram)
+	}
+	if err == nil {
+		s.envv, err = syscall.SlicePtrFromStrings(nil)
+	}
+	if err == nil {
+		pid, err = fork(s)
+	}
+	if err != nil {
+		w.Close()
+		return 0, nil, err
+	}
+	return pid, w, nil
 }

@@ -148,8 +148,9 @@ type Tracer struct {
 	spinning []string
 	// sentinel is a paused child of the tracer thread; stopping it wakes a
 	// blocking wait4 when no tracee will report (see blockingWait).
-	sentinel int
-	finWaits []finWait
+	sentinel     int
+	sentinelPipe *os.File // the sentinel's stdin, never written
+	finWaits     []finWait
 }
 
 // Stats counts what the tracer did, for benchmarks and reports.
@@ -1073,12 +1074,12 @@ func (t *Tracer) Drive(ctx context.Context, decide func(st *State, last Released
 }
 
 func (t *Tracer) startSentinel() {
-	pid, err := forkSentinel()
+	pid, keep, err := forkSentinel()
 	if err != nil {
 		t.log.Warn("starting the sentinel process; falling back to polling", "err", err)
 		return
 	}
-	t.sentinel = pid
+	t.sentinel, t.sentinelPipe = pid, keep
 }
 
 func (t *Tracer) stopSentinel() {
@@ -1087,6 +1088,10 @@ func (t *Tracer) stopSentinel() {
 		var ws unix.WaitStatus
 		unix.Wait4(t.sentinel, &ws, 0, nil)
 		t.sentinel = 0
+	}
+	if t.sentinelPipe != nil {
+		t.sentinelPipe.Close()
+		t.sentinelPipe = nil
 	}
 }
 

@@ -133,6 +133,27 @@ func geomean(cells []benchCell) float64 {
 	return math.Exp(sum / float64(len(cells)))
 }
 
+// fewerTrials names the bugs whose cells ran fewer trials than the table's
+// nominal count (a merged table can mix runs).
+func fewerTrials(cells []benchCell, bugs []string, trials int) string {
+	fewest := map[string]int{}
+	for _, c := range cells {
+		if c.Trials < trials && (fewest[c.Bug] == 0 || c.Trials < fewest[c.Bug]) {
+			fewest[c.Bug] = c.Trials
+		}
+	}
+	var parts []string
+	for _, b := range bugs {
+		if n := fewest[b]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d", b, n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (fewer for " + strings.Join(parts, ", ") + ")"
+}
+
 func writeBenchMarkdown(w io.Writer, cells []benchCell, strategies []string, trials int) {
 	bugs := []string{}
 	seen := map[string]bool{}
@@ -147,7 +168,7 @@ func writeBenchMarkdown(w io.Writer, cells []benchCell, strategies []string, tri
 	var u unix.Utsname
 	unix.Uname(&u)
 	fmt.Fprintf(w, "Measured %s on %d CPUs, Linux %s.\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), unix.ByteSliceToString(u.Release[:]))
-	fmt.Fprintf(w, "Hit ratio (failing trials / trials), %d trials per cell; `0*` = no failure found; native = plain runs without lockstep.\n\n", trials)
+	fmt.Fprintf(w, "Hit ratio (failing trials / trials), %d trials per cell%s; `0*` = no failure found; native = plain runs without lockstep.\n\n", trials, fewerTrials(cells, bugs, trials))
 	fmt.Fprintf(w, "| bug |")
 	for _, s := range strategies {
 		fmt.Fprintf(w, " %s |", s)

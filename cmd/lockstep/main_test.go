@@ -65,3 +65,21 @@ func TestBadInputExitsTwo(t *testing.T) {
 		})
 	}
 }
+
+func TestFewerTrials(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cells []benchCell
+		want  string
+	}{
+		{"uniform", []benchCell{{Bug: "a", Trials: 1000}, {Bug: "b", Trials: 1000}}, ""},
+		{"one bug short", []benchCell{{Bug: "a", Trials: 1000}, {Bug: "b", Trials: 100}, {Bug: "b", Trials: 200}}, " (fewer for b: 100)"},
+		{"two bugs short", []benchCell{{Bug: "a", Trials: 10}, {Bug: "b", Trials: 1000}, {Bug: "c", Trials: 100}}, " (fewer for a: 10, c: 100)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fewerTrials(tc.cells, []string{"a", "b", "c"}, 1000); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
