@@ -8,9 +8,11 @@ import (
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/tracer"
 )
 
 func TestMain(m *testing.M) {
+	tracer.MaybeRunZygote()
 	testutil.LeakCheckMain(m)
 }
 

@@ -51,6 +51,7 @@ type job struct {
 	cluster *netns.Cluster
 	cpu     int
 	track   *tracker // nil without eBPF
+	zygote  *tracer.Zygote
 	log     *slog.Logger
 	outDir  string
 }
@@ -64,10 +65,18 @@ func newJob(ctx context.Context, spec *Spec, cpu int, outDir string, log *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("building the network: %w", err)
 	}
-	return &job{spec: spec, cluster: cl, cpu: cpu, log: log, outDir: outDir}, nil
+	z, err := tracer.StartZygote()
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return &job{spec: spec, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z}, nil
 }
 
-func (j *job) close() error { return j.cluster.Close() }
+func (j *job) close() error {
+	j.zygote.Close()
+	return j.cluster.Close()
+}
 
 // trialParams says how to run one trial.
 type trialParams struct {
@@ -107,6 +116,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		CPU:        j.cpu,
 		SiteFrames: p.frames,
 		Logger:     j.log,
+		Zygote:     j.zygote,
 	})
 	defer tr.Close()
 

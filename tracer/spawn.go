@@ -67,8 +67,7 @@ var stepNames = map[spawnStep]string{
 // spawnSpec is everything the child needs, prepared by the parent so that
 // the child only reads memory and makes syscalls.
 type spawnSpec struct {
-	sentinel bool // exec at once, untraced (see forkSentinel)
-	stdio    [3]uintptr
+	stdio [3]uintptr
 	// keep are the descriptors the child uses (sorted); every other one
 	// inherited from lockstep is closed, so that a node never holds
 	// another job's sockets open.
@@ -143,12 +142,6 @@ func spawnChild(s *spawnSpec) {
 	if _, _, e := syscall.RawSyscall(unix.SYS_CLOSE_RANGE, lo, ^uintptr(0)>>32, 0); e != 0 {
 		spawnFail(s, stepCloseFds, e)
 	}
-	if s.sentinel {
-		syscall.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0)
-		_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(s.path)),
-			uintptr(unsafe.Pointer(&s.argv[0])), uintptr(unsafe.Pointer(&s.envv[0])))
-		spawnFail(s, stepExec, e)
-	}
 	if s.hosts != nil {
 		// A private mount namespace lets this node see its own /etc/hosts.
 		if _, _, e := syscall.RawSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWNS, 0, 0); e != 0 {
@@ -201,6 +194,37 @@ func spawnChild(s *spawnSpec) {
 	spawnFail(s, stepExec, e)
 }
 
+// setProgram prepares the C strings and the filter the child needs.
+func (s *spawnSpec) setProgram(path string, argv, env []string, dir, hosts string, filter bool) error {
+	var err error
+	if s.path, err = syscall.BytePtrFromString(path); err != nil {
+		return err
+	}
+	if s.argv, err = syscall.SlicePtrFromStrings(argv); err != nil {
+		return err
+	}
+	if s.envv, err = syscall.SlicePtrFromStrings(env); err != nil {
+		return err
+	}
+	if dir != "" {
+		if s.dir, err = syscall.BytePtrFromString(dir); err != nil {
+			return err
+		}
+	}
+	if hosts != "" {
+		if s.hosts, err = syscall.BytePtrFromString(hosts); err != nil {
+			return err
+		}
+		s.etcHosts, _ = syscall.BytePtrFromString("/etc/hosts")
+		s.slash, _ = syscall.BytePtrFromString("/")
+	}
+	if filter {
+		prog := gatedFilter()
+		s.fprog = &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	}
+	return nil
+}
+
 // spawned is a forked child on its way to exec'ing its target.
 type spawned struct {
 	pid        int
@@ -216,31 +240,8 @@ type spawnOptions struct {
 // its sync pipe until the caller has seized it.
 func spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
 	s := &spawnSpec{trapTSC: o.trapTSC}
-	var err error
-	if s.path, err = syscall.BytePtrFromString(path); err != nil {
+	if err := s.setProgram(path, cfg.Argv, cfg.Env, cfg.Dir, cfg.HostsFile, !cfg.NoFilter); err != nil {
 		return nil, err
-	}
-	if s.argv, err = syscall.SlicePtrFromStrings(cfg.Argv); err != nil {
-		return nil, err
-	}
-	if s.envv, err = syscall.SlicePtrFromStrings(cfg.Env); err != nil {
-		return nil, err
-	}
-	if cfg.Dir != "" {
-		if s.dir, err = syscall.BytePtrFromString(cfg.Dir); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.HostsFile != "" {
-		if s.hosts, err = syscall.BytePtrFromString(cfg.HostsFile); err != nil {
-			return nil, err
-		}
-		s.etcHosts, _ = syscall.BytePtrFromString("/etc/hosts")
-		s.slash, _ = syscall.BytePtrFromString("/")
-	}
-	if !cfg.NoFilter {
-		prog := gatedFilter()
-		s.fprog = &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	}
 	var closers []*os.File
 	defer func() {
@@ -333,15 +334,13 @@ func (sp *spawned) close() {
 }
 
 // sentinelProgram is what the sentinel runs: cat blocked on a pipe that
-// never gets data. It must exec at once: while a forked child lives, every
-// page lockstep writes is copied (with a TLB shootdown across CPUs, which
-// costs more than anything else here), so a child that merely paused for a
-// whole trial slowed parallel jobs down by half.
+// never gets data. Started with the syscall package's vfork, so lockstep's
+// pages are never shared with it (see Zygote for why that matters).
 var sentinelProgram = []string{"/bin/cat"}
 
 // forkSentinel starts a child that blocks forever reading stdin, a pipe
 // whose write end the caller keeps (see Tracer.blockingWait). It dies with
-// the tracer thread (PDEATHSIG) or when the pipe closes.
+// the tracer thread (Pdeathsig) or when the pipe closes.
 func forkSentinel() (pid int, keep *os.File, err error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
@@ -353,25 +352,10 @@ func forkSentinel() (pid int, keep *os.File, err error) {
 		return 0, nil, err
 	}
 	defer r.Close()
-	s := &spawnSpec{sentinel: true, errFd: ^uintptr(0)}
-	for i, f := range []*os.File{r, devnull, devnull} {
-		fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 3)
-		if err != nil {
-			w.Close()
-			return 0, nil, err
-		}
-		defer unix.Close(fd)
-		s.stdio[i] = uintptr(fd)
-	}
-	if s.path, err = syscall.BytePtrFromString(sentinelProgram[0]); err == nil {
-		s.argv, err = syscall.SlicePtrFromStrings(sentinelProgram)
-	}
-	if err == nil {
-		s.envv, err = syscall.SlicePtrFromStrings(nil)
-	}
-	if err == nil {
-		pid, err = fork(s)
-	}
+	pid, err = syscall.ForkExec(sentinelProgram[0], sentinelProgram, &syscall.ProcAttr{
+		Files: []uintptr{r.Fd(), devnull.Fd(), devnull.Fd()},
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true},
+	})
 	if err != nil {
 		w.Close()
 		return 0, nil, err

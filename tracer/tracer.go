@@ -56,6 +56,10 @@ type Options struct {
 	// placement to the kernel; the zero value pins to CPU 0.
 	CPU    int
 	Logger *slog.Logger
+	// Zygote forks the nodes when set (see Zygote); otherwise the tracer
+	// thread forks them itself, which is simpler but slows lockstep down
+	// while children are young.
+	Zygote *Zygote
 }
 
 // LaunchConfig describes a node's first process.
@@ -331,7 +335,11 @@ func resolveProgram(argv0, dir string) (string, error) {
 }
 
 func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
-	sp, err := spawn(cfg, path, spawnOptions{trapTSC: t.opts.Clock != nil})
+	spawnFn := spawn
+	if t.opts.Zygote != nil {
+		spawnFn = t.opts.Zygote.spawn
+	}
+	sp, err := spawnFn(cfg, path, spawnOptions{trapTSC: t.opts.Clock != nil})
 	if err != nil {
 		return 0, fmt.Errorf("starting %s: %w", cfg.Argv[0], err)
 	}

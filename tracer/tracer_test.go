@@ -436,6 +436,20 @@ func TestRDTSCVirtual(t *testing.T) {
 // failing step, in the error and in the node's stderr.
 func TestLaunchSetupFailures(t *testing.T) {
 	requireTracing(t)
+	z, err := StartZygote()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	for _, via := range []struct {
+		name   string
+		zygote *Zygote
+	}{{"fork", nil}, {"zygote", z}} {
+		t.Run(via.name, func(t *testing.T) { testLaunchSetupFailures(t, via.zygote) })
+	}
+}
+
+func testLaunchSetupFailures(t *testing.T, z *Zygote) {
 	for _, tc := range []struct {
 		name string
 		cfg  LaunchConfig
@@ -447,7 +461,7 @@ func TestLaunchSetupFailures(t *testing.T) {
 		{"missing hosts file", LaunchConfig{HostsFile: "/nonexistent/hosts"}, "bind-mounting the node's hosts file over /etc/hosts: no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := New(Options{})
+			tr := New(Options{Zygote: z})
 			defer tr.Close()
 			errf, err := os.Create(filepath.Join(t.TempDir(), "err"))
 			if err != nil {
@@ -473,7 +487,18 @@ func TestLaunchSetupFailures(t *testing.T) {
 // TestNodeInheritsOnlyStdio: a node starts with descriptors 0-2 only, never
 // with lockstep's own (another job's sockets would stay open in it).
 func TestNodeInheritsOnlyStdio(t *testing.T) {
-	h := newHarness(t, Options{})
+	requireTracing(t)
+	z, err := StartZygote()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	t.Run("fork", func(t *testing.T) { testNodeInheritsOnlyStdio(t, nil) })
+	t.Run("zygote", func(t *testing.T) { testNodeInheritsOnlyStdio(t, z) })
+}
+
+func testNodeInheritsOnlyStdio(t *testing.T, z *Zygote) {
+	h := newHarness(t, Options{Zygote: z})
 	// A descriptor lockstep holds without close-on-exec.
 	r, w, err := os.Pipe()
 	if err != nil {

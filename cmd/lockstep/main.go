@@ -10,9 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lockstep-dev/lockstep/tracer"
 )
 
 func main() {
+	// A job's zygote is this binary re-executed; it must not get further.
+	tracer.MaybeRunZygote()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newApp().RunContext(ctx, os.Args)
