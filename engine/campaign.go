@@ -3,10 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -120,10 +120,10 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	ncpu := runtime.NumCPU()
+	cpus := allowedCPUs()
 	js := make([]*job, jobs)
 	for i := range js {
-		j, err := newJob(ctx, spec, i%ncpu, opts.OutDir, opts.Logger)
+		j, err := newJob(ctx, spec, cpus[i%len(cpus)], opts.OutDir, opts.Logger)
 		if err != nil {
 			for _, o := range js[:i] {
 				o.close()
@@ -305,4 +305,23 @@ func newStrategy(spec *Spec, name string, pred sched.Predictor) (sched.Strategy,
 		params.Mode = sched.PlusMode{Weight: spec.Scheduler.Conflict.Weight}
 	}
 	return sched.New(name, params)
+}
+
+// allowedCPUs lists the CPUs this process may run on, so that jobs pin
+// themselves inside a taskset or cpuset (two campaigns side by side:
+// `taskset -c 1 lockstep run ...`) rather than always from CPU 0.
+func allowedCPUs() []int {
+	var set unix.CPUSet
+	var cpus []int
+	if err := unix.SchedGetaffinity(0, &set); err == nil {
+		for c := 0; c < len(set)*64; c++ {
+			if set.IsSet(c) {
+				cpus = append(cpus, c)
+			}
+		}
+	}
+	if len(cpus) == 0 {
+		return []int{0}
+	}
+	return cpus
 }

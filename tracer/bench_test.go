@@ -281,7 +281,13 @@ func stopsOnly(server, client LaunchConfig) (time.Duration, error) {
 	go func() {
 		// Every ptrace call must come from the thread that seized.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		// Never unlocked: the thread's affinity changes below, and it
+		// traced processes; Go ends it when this goroutine returns.
+		// Pinned like lockstep's tracer (Options.CPU): tracer and tracees on
+		// one CPU, where a stop costs least on virtual machines.
+		var one unix.CPUSet
+		one.Set(0)
+		unix.SchedSetaffinity(0, &one)
 		const opts = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEFORK |
 			unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
 		start := func(cfg LaunchConfig) (int, error) {

@@ -38,7 +38,7 @@ func benchCmd() *cli.Command {
 			&cli.IntFlag{Name: "trials", Aliases: []string{"n"}, Value: 1000, Usage: "trials per cell"},
 			&cli.BoolFlag{Name: "quick", Usage: "100 trials per cell"},
 			&cli.StringFlag{Name: "strategies", Value: "native,random,pct,pos,pos*,random+,pct+,pos+,pos*+", Usage: "comma-separated strategies; native = plain runs without lockstep"},
-			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "parallel trials"},
+			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "parallel trials (each job pins itself to one CPU)"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "bench-out", Usage: "output directory for table.md and table.csv"},
 			&cli.BoolFlag{Name: "from-csv", Usage: "the arguments are table.csv files of earlier runs: merge them (later files replace earlier cells) and write the table"},
 		},
