@@ -60,6 +60,14 @@ type Spec struct {
 	}
 	Time struct {
 		Epoch time.Time
+		// Delays is the budget of advance ops per trial: how many times the
+		// scheduler may let virtual time run to a deadline while other ops
+		// are enabled. 0 is ideal timing (the clock moves only when nothing
+		// else can run).
+		Delays int
+		// MaxDelay bounds each delay: no op that was enabled is held longer
+		// than this much virtual time.
+		MaxDelay time.Duration
 	}
 }
 
@@ -73,6 +81,14 @@ type NodeSpec struct {
 	StartDelay time.Duration
 	line       int
 }
+
+// Timing defaults (docs/spec.md, "Timing"): up to two delays per trial,
+// each holding the ops it passes over for at most one virtual second.
+const (
+	DefaultDelays   = 2
+	DefaultMaxDelay = time.Second
+	maxDelays       = 1000
+)
 
 // DefaultSubnet is the cluster network unless the spec names another.
 var DefaultSubnet = netip.MustParsePrefix("10.77.0.0/24")
@@ -382,6 +398,8 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	s.Limits.RealTime = 60 * time.Second
 	s.Checker.Timeout = 30 * time.Second
 	s.Time.Epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.Time.Delays = DefaultDelays
+	s.Time.MaxDelay = DefaultMaxDelay
 	var nodesNode, checkerNode ast.Node
 	haveName := false
 	pctNode := ast.Node(nil)
@@ -499,20 +517,37 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 				}
 			}
 		case "time":
-			tp, err := d.fields(p.value, "time", "epoch")
+			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay")
 			if err != nil {
 				return err
 			}
 			for _, q := range tp {
-				v, err := d.str(q.value, "time.epoch")
-				if err != nil {
-					return err
+				f := "time." + q.key
+				switch q.key {
+				case "epoch":
+					v, err := d.str(q.value, f)
+					if err != nil {
+						return err
+					}
+					e, perr := time.Parse(time.RFC3339, v)
+					if perr != nil {
+						return d.errf(q.value, f, "invalid time %q (want RFC 3339, e.g. 2024-01-01T00:00:00Z)", v)
+					}
+					s.Time.Epoch = e
+				case "delays":
+					v, err := d.integer(q.value, f)
+					if err != nil {
+						return err
+					}
+					if v < 0 || v > maxDelays {
+						return d.errf(q.value, f, "must be between 0 and %d, got %d", maxDelays, v)
+					}
+					s.Time.Delays = int(v)
+				case "max_delay":
+					if s.Time.MaxDelay, err = d.duration(q.value, f, false); err != nil {
+						return err
+					}
 				}
-				e, perr := time.Parse(time.RFC3339, v)
-				if perr != nil {
-					return d.errf(q.value, "time.epoch", "invalid time %q (want RFC 3339, e.g. 2024-01-01T00:00:00Z)", v)
-				}
-				s.Time.Epoch = e
 			}
 		}
 	}

@@ -1,6 +1,9 @@
 package sched
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Kind is what an operation does. The zero value is invalid so that a
 // forgotten field shows up in tests.
@@ -17,6 +20,10 @@ const (
 	Sleep
 	Close
 	Shutdown
+	// Advance lets virtual time run to a pending deadline although other
+	// ops are enabled: the ops enabled when it is chosen are held until the
+	// clock reaches that deadline (a delay; see DESIGN.md, Time).
+	Advance
 	// Fault kinds: offered by package faults, released like any other op.
 	Crash
 	Restart
@@ -36,6 +43,7 @@ var kindNames = [...]string{
 	Sleep:       "sleep",
 	Close:       "close",
 	Shutdown:    "shutdown",
+	Advance:     "advance",
 	Crash:       "crash",
 	Restart:     "restart",
 	Partition:   "partition",
@@ -115,6 +123,12 @@ type Op struct {
 	Bytes int `json:"bytes,omitempty"`
 	// Syscall is the raw syscall name, for humans ("sendto", "epoll_wait").
 	Syscall string `json:"syscall,omitempty"`
+	// At is an advance op's target: the virtual time (ns since the trial
+	// began) of the deadline it lets the clock run to.
+	At int64 `json:"at,omitempty"`
+	// Delay is an advance op's length: At minus the virtual time at which
+	// it was offered.
+	Delay int64 `json:"delay,omitempty"`
 }
 
 // Signature returns the op's signature under the given scheme.
@@ -130,6 +144,9 @@ func (o *Op) String() string {
 	}
 	if o.Bytes != 0 {
 		s += fmt.Sprintf(" bytes=%d", o.Bytes)
+	}
+	if o.Kind == Advance {
+		s += fmt.Sprintf(" by=%v to=%v", time.Duration(o.Delay), time.Duration(o.At))
 	}
 	return s
 }

@@ -110,11 +110,26 @@ type State struct {
 	// timeout or timed wait; ok is false when there is none.
 	NextDeadline time.Duration
 	HasDeadline  bool
+	// Deadlines are every pending virtual deadline (sleeps, poll and socket
+	// timeouts, timed futex waits, virtual timers), sorted by time, then
+	// LPID; NextDeadline is the first. The engine offers the later ones as
+	// advance ops.
+	Deadlines []Deadline
 	// Spinning lists threads that ran past the grace period without
 	// reaching a gated syscall or sleeping; the state is then not quiescent.
 	Spinning []string
 	// ClockReads counts clock reads answered since the Tracer started.
 	ClockReads uint64
+}
+
+// Deadline is one pending virtual deadline and who waits for it.
+type Deadline struct {
+	At   time.Duration // virtual time since the trial began
+	Node string
+	LPID string
+	// What names the wait: the syscall ("nanosleep", "epoll_wait", "recvfrom",
+	// "futex") or the timer ("timerfd", "alarm").
+	What string
 }
 
 // Released is the result of releasing one op.
@@ -943,8 +958,8 @@ func (t *Tracer) snapshot() State {
 		if t.enabled(p) {
 			st.Enabled = append(st.Enabled, &p.op)
 		}
-		if p.deadline >= 0 && (!st.HasDeadline || time.Duration(p.deadline) < st.NextDeadline) {
-			st.NextDeadline, st.HasDeadline = time.Duration(p.deadline), true
+		if p.deadline >= 0 && p.deadline < never {
+			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall})
 		}
 	}
 	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -956,10 +971,21 @@ func (t *Tracer) snapshot() State {
 	}
 	for _, th := range t.threads {
 		if th.state == tsTimedWait && !th.interrupted {
-			if !st.HasDeadline || time.Duration(th.waitDeadline) < st.NextDeadline {
-				st.NextDeadline, st.HasDeadline = time.Duration(th.waitDeadline), true
-			}
+			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: "futex"})
 		}
+	}
+	sort.Slice(st.Deadlines, func(i, j int) bool {
+		a, b := st.Deadlines[i], st.Deadlines[j]
+		if a.At != b.At {
+			return a.At < b.At
+		}
+		if a.LPID != b.LPID {
+			return a.LPID < b.LPID
+		}
+		return a.What < b.What
+	})
+	if len(st.Deadlines) > 0 {
+		st.NextDeadline, st.HasDeadline = st.Deadlines[0].At, true
 	}
 	return st
 }
