@@ -8,6 +8,7 @@ command -v make >/dev/null || need+=(make)
 command -v javac >/dev/null || need+=(openjdk-17-jdk-headless)
 command -v rustc >/dev/null || need+=(rustc)
 command -v ip >/dev/null || need+=(iproute2)
+command -v erl >/dev/null || need+=(erlang-base) # tracer's Erlang timer test
 if [ "${1:-}" = bpf ]; then
   command -v clang >/dev/null || need+=(clang)
   command -v llvm-strip >/dev/null || need+=(llvm)

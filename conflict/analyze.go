@@ -24,6 +24,10 @@ func lane(op *sched.Op) string {
 	if op.Kind.IsFault() {
 		return "fault:" + op.Node
 	}
+	if op.Kind == sched.Advance {
+		// A delay is lockstep's decision, not the waiting thread's op.
+		return "advance"
+	}
 	return op.LPID
 }
 

@@ -46,6 +46,12 @@ type Summary struct {
 	Results  []*TrialResult
 	Duration time.Duration
 	Errors   int
+	// FirstError is the first trial, by index, that ended in a lockstep
+	// error: its Outcome says why.
+	FirstError *TrialResult
+	// Interrupted is set when the campaign's context was cancelled (Ctrl-C):
+	// the summary covers the trials that finished before.
+	Interrupted bool
 	// Stats is the conflict-prediction accuracy per trial, for --stats.
 	Stats []conflict.Stats
 }
@@ -63,7 +69,10 @@ func (s *Summary) HitRatio() float64 {
 // keeps results identical whatever --jobs is.
 const historyBatch = 8
 
-// Run runs a campaign: N trials of the spec, J at a time.
+// Run runs a campaign: N trials of the spec, J at a time. When ctx is
+// cancelled, Run stops the trials under way, tears their nodes and
+// networks down and returns the summary of the trials finished before,
+// with Interrupted set.
 func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -84,9 +93,19 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 	if jobs > trials {
 		jobs = trials
 	}
+	if trials > MaxTrials {
+		return nil, fmt.Errorf("%d trials: at most %d", trials, MaxTrials)
+	}
 	if opts.OutDir == "" {
 		opts.OutDir = filepath.Join("lockstep-out", spec.Name)
 	}
+	// Nodes run in their own directories: a relative {{tmp}} or
+	// {{trialdir}} would point nowhere from there.
+	out, err := filepath.Abs(opts.OutDir)
+	if err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	opts.OutDir = out
 	scheme, err := conflict.ParseScheme(spec.Scheduler.Conflict.Scheme)
 	if err != nil {
 		return nil, err
@@ -149,18 +168,20 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 		}
 	}
 
-	results := make([]*TrialResult, trials)
+	// Memory grows with the trials finished, never with the trials asked
+	// for: finished trials wait in pending only until those before them
+	// are done.
 	var (
 		mu        sync.Mutex
 		cond      = sync.NewCond(&mu)
-		next      int // next trial index to hand out
-		done      = make([]bool, trials)
+		next      int                      // next trial index to hand out
+		pending   = map[int]*TrialResult{} // finished, not yet reported
+		reported  int                      // trials [0, reported) are done and counted
 		firstErr  error
 		stop      bool
 		stepsHint int
 		frozen    sched.Predictor
 		frozenFor = -1
-		reported  int
 	)
 	// Trial 0 runs first on its own: its step count is PCT's hint for
 	// every other trial, whatever the order in which they finish.
@@ -174,18 +195,11 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 			b := i / historyBatch
 			for frozenFor < b {
 				// Wait until every trial of earlier batches is merged.
-				ready := true
-				for k := 0; k < min(b*historyBatch, trials); k++ {
-					if !done[k] {
-						ready = false
-						break
-					}
-				}
-				if ready {
+				if reported >= min(b*historyBatch, trials) {
 					frozen, frozenFor = hist.Snapshot(), b
 					break
 				}
-				if stop || firstErr != nil {
+				if stop || firstErr != nil || ctx.Err() != nil {
 					mu.Unlock()
 					return nil, nil
 				}
@@ -208,28 +222,45 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 	record := func(i int, r *TrialResult) {
 		mu.Lock()
 		defer mu.Unlock()
-		results[i] = r
-		done[i] = true
-		if hist != nil && r != nil {
+		pending[i] = r
+		if hist != nil {
 			a := conflict.Analyze(r.Records, scheme)
 			hist.Update(a)
 			sum.Stats = append(sum.Stats, a.Stats())
 		}
-		if r != nil && r.Outcome.Kind.IsFailure() && opts.StopOnFirst {
+		if r.Outcome.Kind.IsFailure() && opts.StopOnFirst {
 			stop = true
 		}
-		// Report in trial order.
-		for reported < trials && results[reported] != nil {
+		// Count and report in trial order.
+		for {
+			r, ok := pending[reported]
+			if !ok {
+				break
+			}
+			delete(pending, reported)
+			sum.add(r)
 			if opts.Progress != nil {
-				opts.Progress(results[reported])
+				opts.Progress(r)
 			}
 			reported++
 		}
 		cond.Broadcast()
 	}
+	// interrupted says whether a trial's end came from ctx: its error is
+	// no lockstep error, and its result may be cut short (nodes killed,
+	// checker stopped), so it is not counted.
+	interrupted := func() bool { return ctx.Err() != nil }
 	r0, err := runOne(js[0], 0)
-	if err != nil {
+	switch {
+	case interrupted():
+		return sum.finish(start, true), nil
+	case err != nil:
 		return nil, err
+	}
+	if o := r0.Outcome; o.Kind == Error && o.Node != "" {
+		// A node that cannot start in the first trial will not start in
+		// any: say why now rather than after N identical errors.
+		return nil, fmt.Errorf("stopped after trial 0, where node %s could not start: %s (output in %s)", o.Node, o.Detail, r0.Dir)
 	}
 	stepsHint = max(r0.Outcome.Steps, 1)
 	next = 1
@@ -250,6 +281,10 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 				next++
 				mu.Unlock()
 				r, err := runOne(j, i)
+				if interrupted() {
+					cond.Broadcast()
+					return
+				}
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {
@@ -267,27 +302,15 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 		}(j)
 	}
 	wg.Wait()
-	if firstErr != nil {
+	if firstErr != nil && !interrupted() {
 		return nil, firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for _, r := range results {
-		if r == nil {
-			continue
-		}
-		sum.Results = append(sum.Results, r)
-		sum.Trials++
-		sum.ByKind[r.Outcome.Kind]++
-		if r.Outcome.Kind == Error {
-			sum.Errors++
-		}
-		if r.Outcome.Kind.IsFailure() {
-			sum.Failures++
-			if sum.First == nil {
-				sum.First = r
-			}
+	// Trials that finished after a gap (an earlier one was cut short) are
+	// still findings.
+	for i := reported + 1; len(pending) > 0; i++ {
+		if r, ok := pending[i]; ok {
+			delete(pending, i)
+			sum.add(r)
 		}
 	}
 	if hist != nil && histPath != "" {
@@ -295,8 +318,32 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 			return nil, fmt.Errorf("saving history: %w", err)
 		}
 	}
-	sum.Duration = time.Since(start)
-	return sum, nil
+	return sum.finish(start, interrupted()), nil
+}
+
+// add counts one finished trial.
+func (s *Summary) add(r *TrialResult) {
+	s.Results = append(s.Results, r)
+	s.Trials++
+	s.ByKind[r.Outcome.Kind]++
+	if r.Outcome.Kind == Error {
+		s.Errors++
+		if s.FirstError == nil {
+			s.FirstError = r
+		}
+	}
+	if r.Outcome.Kind.IsFailure() {
+		s.Failures++
+		if s.First == nil || r.Index < s.First.Index {
+			s.First = r
+		}
+	}
+}
+
+func (s *Summary) finish(start time.Time, interrupted bool) *Summary {
+	s.Duration = time.Since(start)
+	s.Interrupted = interrupted
+	return s
 }
 
 func newStrategy(spec *Spec, name string, pred sched.Predictor) (sched.Strategy, error) {

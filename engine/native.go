@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/netns"
 )
 
 // Hang is a native trial's clients still running when its time limit
@@ -59,7 +61,20 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 	clients := 0
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
-	for _, n := range spec.Nodes {
+	for i, n := range spec.Nodes {
+		// The nodes before this one that have a readiness condition must
+		// meet it first, as they do under lockstep.
+		for _, prev := range spec.Nodes[:i] {
+			if prev.ReadyPort == 0 {
+				continue
+			}
+			if err := waitListening(ctx, j.cluster.Node(prev.Name).NetnsPath, prev.ReadyPort, deadline.C); err != nil {
+				if errors.Is(err, errNotReady) {
+					return outcome(Hang, prev.Name, "node %s did not listen on port %d within %v", prev.Name, prev.ReadyPort, limit)
+				}
+				return nil, err
+			}
+		}
 		if n.StartDelay > 0 {
 			select {
 			case <-time.After(n.StartDelay):
@@ -147,4 +162,23 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		}
 	}
 	return outcome(Pass, "", "")
+}
+
+var errNotReady = errors.New("not ready in time")
+
+// waitListening polls until a socket in the namespace listens on port.
+func waitListening(ctx context.Context, nsPath string, port uint16, giveUp <-chan time.Time) error {
+	for {
+		ok, err := netns.Listening(nsPath, port)
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-time.After(time.Millisecond):
+		case <-giveUp:
+			return errNotReady
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -25,6 +25,7 @@ func writeTrace(path string, spec *Spec, res *TrialResult, p trialParams, clk *v
 	if err := w.WriteHeader(sched.Header{
 		Version: Version, Spec: absSpec, SpecDigest: spec.Digest, Trial: res.Index, Seed: res.Seed,
 		Strategy: p.strategy.Name(), Scheme: p.scheme, Epoch: spec.Time.Epoch.UnixNano(),
+		Delays: spec.Time.Delays, MaxDelay: int64(spec.Time.MaxDelay),
 	}); err != nil {
 		return err
 	}
@@ -92,6 +93,7 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 	if tr.Header.Epoch != 0 {
 		spec.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()
 	}
+	spec.Time.Delays, spec.Time.MaxDelay = tr.Header.Delays, time.Duration(tr.Header.MaxDelay)
 	res, err := j.runTrial(ctx, p)
 	if err != nil {
 		return nil, err
@@ -109,7 +111,7 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 	default:
 		for i := range res.Records {
 			a, b := res.Records[i].Op, tr.Records[i].Op
-			if a.LPID != b.LPID || a.Kind != b.Kind || a.Site != b.Site || a.Object != b.Object {
+			if a.LPID != b.LPID || a.Kind != b.Kind || a.Site != b.Site || a.Object != b.Object || a.At != b.At {
 				rr.Same, rr.Diff = false, fmt.Sprintf("step %d: %v, trace has %v", i+1, &a, &b)
 				break
 			}

@@ -2,20 +2,28 @@ package engine
 
 import (
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"text/template"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -58,7 +66,8 @@ type Spec struct {
 		Command []string // unexpanded
 		Timeout time.Duration
 	}
-	Time struct {
+	checkerLine int
+	Time        struct {
 		Epoch time.Time
 		// Delays is the budget of advance ops per trial: how many times the
 		// scheduler may let virtual time run to a deadline while other ops
@@ -79,7 +88,12 @@ type NodeSpec struct {
 	Env        map[string]string
 	Workdir    string
 	StartDelay time.Duration
-	line       int
+	// ReadyPort, when set, holds back the nodes after this one in the spec
+	// until this node listens on that TCP port (spec: ready: {listen: PORT}).
+	ReadyPort uint16
+	// Lines of the node and of its fields, for errors found after decoding.
+	line, cmdLine, workdirLine, delayLine int
+	envLines                              map[string]int
 }
 
 // Timing defaults (docs/spec.md, "Timing"): up to two delays per trial,
@@ -90,8 +104,70 @@ const (
 	maxDelays       = 1000
 )
 
+// Bounds on a spec's numbers (docs/spec.md). Each keeps a typo from
+// turning into hours of spinning or gigabytes of memory, and leaves room
+// far beyond any real campaign.
+const (
+	// MaxSpecSize bounds the spec file: `lockstep run /dev/zero` must fail
+	// at once, not read forever.
+	MaxSpecSize = 1 << 20
+	// MaxTrials bounds trials per campaign (a month at a trial a second).
+	MaxTrials      = 10_000_000
+	maxSteps       = 10_000_000
+	maxPCTDepth    = 100 // d-1 change points are drawn per trial
+	maxVirtualTime = 365 * 24 * time.Hour
+	maxRealTime    = 24 * time.Hour
+	maxWeight      = 1e6
+	maxNodes       = 64
+)
+
+// Epochs lockstep can represent: traces store the epoch in Unix
+// nanoseconds, which end in 2262, and virtual time runs on from it.
+var (
+	minEpoch = time.Unix(0, 0).UTC()
+	maxEpoch = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 // DefaultSubnet is the cluster network unless the spec names another.
 var DefaultSubnet = netip.MustParsePrefix("10.77.0.0/24")
+
+// unusableNets are IPv4 ranges a cluster cannot use: their addresses are
+// routed specially (loopback, link-local) or cannot be unicast addresses
+// at all, so a correct client and server would fail to talk.
+var unusableNets = []struct {
+	pfx  netip.Prefix
+	what string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "\"this network\" (0.0.0.0/8)"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback (127.0.0.0/8)"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (169.254.0.0/16)"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast (224.0.0.0/4)"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (240.0.0.0/4)"},
+}
+
+// HostNets lists the host's own IPv4 networks, which a cluster subnet
+// must not overlap (traffic to them would be ambiguous). Loopback is left
+// out: it is refused on its own.
+func HostNets() ([]netip.Prefix, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("listing host addresses: %w", err)
+	}
+	var out []netip.Prefix
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(ipn.IP.To4())
+		if !ok || ip.IsLoopback() {
+			continue
+		}
+		ones, _ := ipn.Mask.Size()
+		out = append(out, netip.PrefixFrom(ip, ones).Masked())
+	}
+	return out, nil
+}
 
 // SpecError is a one-line, located complaint about a spec.
 type SpecError struct {
@@ -114,17 +190,80 @@ func (e *SpecError) Error() string {
 
 // LoadSpec reads and validates a spec file.
 func LoadSpec(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSpec(path)
 	if err != nil {
-		return nil, &SpecError{File: path, Msg: strings.TrimPrefix(err.Error(), "open "+path+": ")}
+		return nil, err
 	}
 	return ParseSpec(path, data)
+}
+
+// readSpec reads a spec file of at most MaxSpecSize bytes. Only regular
+// files are read: a FIFO would block and a device may never end.
+func readSpec(path string) ([]byte, error) {
+	fail := func(err error) error {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &SpecError{File: path, Msg: err.Error()}
+	}
+	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+	// writer before the type check below could refuse it.
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fail(err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &SpecError{File: path, Msg: fmt.Sprintf("not a regular file (%s)", fileKind(st.Mode()))}
+	}
+	if st.Size() > MaxSpecSize {
+		return nil, &SpecError{File: path, Msg: fmt.Sprintf("spec is %d bytes, more than the limit of %d", st.Size(), MaxSpecSize)}
+	}
+	// The size may change after Stat; never read past the limit.
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpecSize+1))
+	if err != nil {
+		return nil, fail(err)
+	}
+	if len(data) > MaxSpecSize {
+		return nil, &SpecError{File: path, Msg: fmt.Sprintf("spec is more than the limit of %d bytes", MaxSpecSize)}
+	}
+	return data, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return m.Type().String()
 }
 
 // ParseSpec validates a spec read from path (used for error messages and
 // for resolving {{dir}}).
 func ParseSpec(path string, data []byte) (*Spec, error) {
-	d := &decoder{file: path}
+	return parseSpec(path, data, HostNets)
+}
+
+// parseSpec is ParseSpec with the host's networks supplied by hostNets
+// (tests give their own).
+func parseSpec(path string, data []byte, hostNets func() ([]netip.Prefix, error)) (*Spec, error) {
+	d := &decoder{file: path, hostNets: hostNets}
+	if len(data) > MaxSpecSize {
+		return nil, &SpecError{File: path, Msg: fmt.Sprintf("spec is %d bytes, more than the limit of %d", len(data), MaxSpecSize)}
+	}
 	s := &Spec{Path: path, Digest: digest(data)}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -145,6 +284,12 @@ func ParseSpec(path string, data []byte) (*Spec, error) {
 	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
 		return nil, &SpecError{File: path, Msg: "empty spec"}
 	}
+	// A second document would be silently ignored: say so instead.
+	for _, doc := range f.Docs[1:] {
+		if doc.Body != nil {
+			return nil, d.errf(doc.Body, "", "a second YAML document (after ---): a spec is one document")
+		}
+	}
 	if err := d.spec(f.Docs[0].Body, s); err != nil {
 		return nil, err
 	}
@@ -158,14 +303,28 @@ func firstLine(s string) string {
 	return s
 }
 
-type decoder struct{ file string }
+type decoder struct {
+	file     string
+	hostNets func() ([]netip.Prefix, error)
+}
 
 func (d *decoder) errf(n ast.Node, field, format string, args ...any) error {
-	line := 0
-	if n != nil && n.GetToken() != nil {
-		line = n.GetToken().Position.Line
+	return &SpecError{File: d.file, Line: lineOf(n), Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func lineOf(n ast.Node) int {
+	if n == nil || n.GetToken() == nil {
+		return 0
 	}
-	return &SpecError{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	return n.GetToken().Position.Line
+}
+
+// keyName is a mapping key's text, without the quotes of a quoted key.
+func keyName(n ast.Node) string {
+	if s, ok := unwrap(n).(*ast.StringNode); ok {
+		return s.Value
+	}
+	return n.String()
 }
 
 type kv struct {
@@ -202,7 +361,7 @@ func (d *decoder) fields(n ast.Node, path string, known ...string) ([]kv, error)
 	seen := map[string]bool{}
 	var out []kv
 	for _, p := range pairs {
-		k := p.Key.String()
+		k := keyName(p.Key)
 		field := join(path, k)
 		if !contains(known, k) {
 			msg := "unknown field"
@@ -283,6 +442,10 @@ func describe(n ast.Node) string {
 		return "a list"
 	case *ast.MappingNode, *ast.MappingValueNode:
 		return "a mapping"
+	case *ast.NanNode:
+		return "NaN"
+	case *ast.InfinityNode:
+		return "infinity"
 	}
 	return n.Type().String()
 }
@@ -310,9 +473,15 @@ func (d *decoder) word(n ast.Node, field string) (string, error) {
 	return d.str(n, field)
 }
 
+var digitsRE = regexp.MustCompile(`^[-+]?[0-9]+$`)
+
 func (d *decoder) integer(n ast.Node, field string) (int64, error) {
 	v, ok := n.(*ast.IntegerNode)
 	if !ok {
+		// The YAML parser makes a string of an integer too large for 64 bits.
+		if s, isStr := n.(*ast.StringNode); isStr && digitsRE.MatchString(s.Value) && s.GetToken().Type != token.DoubleQuoteType && s.GetToken().Type != token.SingleQuoteType {
+			return 0, d.errf(n, field, "%s is out of range (a 64-bit signed integer)", s.Value)
+		}
 		return 0, d.errf(n, field, "must be an integer, got %s", describe(n))
 	}
 	switch x := v.Value.(type) {
@@ -320,7 +489,7 @@ func (d *decoder) integer(n ast.Node, field string) (int64, error) {
 		return x, nil
 	case uint64:
 		if x > 1<<63-1 {
-			return 0, d.errf(n, field, "out of range")
+			return 0, d.errf(n, field, "%d is out of range (a 64-bit signed integer)", x)
 		}
 		return int64(x), nil
 	}
@@ -338,7 +507,7 @@ func (d *decoder) number(n ast.Node, field string) (float64, error) {
 	return 0, d.errf(n, field, "must be a number, got %s", describe(n))
 }
 
-func (d *decoder) duration(n ast.Node, field string, allowZero bool) (time.Duration, error) {
+func (d *decoder) duration(n ast.Node, field string, allowZero bool, maxD time.Duration) (time.Duration, error) {
 	s, err := d.str(n, field)
 	if err != nil {
 		if _, ok := n.(*ast.IntegerNode); ok {
@@ -356,7 +525,18 @@ func (d *decoder) duration(n ast.Node, field string, allowZero bool) (time.Durat
 		}
 		return 0, d.errf(n, field, "must be positive, got %s", s)
 	}
+	if v > maxD {
+		return 0, d.errf(n, field, "at most %s, got %s", fmtDuration(maxD), s)
+	}
 	return v, nil
+}
+
+// fmtDuration prints whole hours as hours ("8760h", not "8760h0m0s").
+func fmtDuration(v time.Duration) string {
+	if v >= time.Hour && v%time.Hour == 0 {
+		return fmt.Sprintf("%dh", v/time.Hour)
+	}
+	return v.String()
 }
 
 func (d *decoder) strings(n ast.Node, field string) ([]string, error) {
@@ -400,7 +580,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	s.Time.Epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.Time.Delays = DefaultDelays
 	s.Time.MaxDelay = DefaultMaxDelay
-	var nodesNode, checkerNode ast.Node
+	var nodesNode, checkerNode, subnetNode ast.Node
 	haveName := false
 	pctNode := ast.Node(nil)
 	for _, p := range pairs {
@@ -435,7 +615,11 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 				if pfx.Bits() < 8 || pfx.Bits() > 30 {
 					return d.errf(q.value, "network.subnet", "prefix length must be between 8 and 30, got /%d", pfx.Bits())
 				}
+				if err := d.usableSubnet(q.value, pfx.Masked()); err != nil {
+					return err
+				}
 				s.Network.Subnet = pfx.Masked()
+				subnetNode = q.value
 			}
 		case "scheduler":
 			sp, err := d.fields(p.value, "scheduler", "strategy", "seed", "pct_depth", "conflict")
@@ -461,8 +645,8 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 					if err != nil {
 						return err
 					}
-					if v < 1 {
-						return d.errf(q.value, f, "must be at least 1, got %d", v)
+					if v < 1 || v > maxPCTDepth {
+						return d.errf(q.value, f, "must be between 1 and %d, got %d", maxPCTDepth, v)
 					}
 					s.Scheduler.PCTDepth = int(v)
 					pctNode = q.value
@@ -477,8 +661,8 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 			if err != nil {
 				return err
 			}
-			if v < 1 {
-				return d.errf(p.value, "trials", "must be at least 1, got %d", v)
+			if v < 1 || v > MaxTrials {
+				return d.errf(p.value, "trials", "must be between 1 and %d, got %d", MaxTrials, v)
 			}
 			s.Trials = int(v)
 		case "limits":
@@ -490,11 +674,11 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 				f := "limits." + q.key
 				switch q.key {
 				case "virtual_time":
-					if s.Limits.VirtualTime, err = d.duration(q.value, f, false); err != nil {
+					if s.Limits.VirtualTime, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
 						return err
 					}
 				case "real_time":
-					if s.Limits.RealTime, err = d.duration(q.value, f, false); err != nil {
+					if s.Limits.RealTime, err = d.duration(q.value, f, false, maxRealTime); err != nil {
 						return err
 					}
 				case "steps":
@@ -502,8 +686,8 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 					if err != nil {
 						return err
 					}
-					if v < 1 {
-						return d.errf(q.value, f, "must be positive, got %d", v)
+					if v < 1 || v > maxSteps {
+						return d.errf(q.value, f, "must be between 1 and %d, got %d", maxSteps, v)
 					}
 					s.Limits.Steps = int(v)
 				}
@@ -533,6 +717,9 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 					if perr != nil {
 						return d.errf(q.value, f, "invalid time %q (want RFC 3339, e.g. 2024-01-01T00:00:00Z)", v)
 					}
+					if e.Before(minEpoch) || e.After(maxEpoch) {
+						return d.errf(q.value, f, "must be between 1970-01-01T00:00:00Z and 2200-01-01T00:00:00Z, got %s", v)
+					}
 					s.Time.Epoch = e
 				case "delays":
 					v, err := d.integer(q.value, f)
@@ -544,7 +731,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 					}
 					s.Time.Delays = int(v)
 				case "max_delay":
-					if s.Time.MaxDelay, err = d.duration(q.value, f, false); err != nil {
+					if s.Time.MaxDelay, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
 						return err
 					}
 				}
@@ -559,6 +746,16 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	}
 	if nodesNode == nil {
 		return d.errf(root, "nodes", "missing")
+	}
+	if subnetNode == nil {
+		// The default must not clash with the host either.
+		if err := d.usableSubnet(nil, s.Network.Subnet); err != nil {
+			var se *SpecError
+			if errors.As(err, &se) {
+				se.Msg = "the default " + se.Msg + " (set network.subnet)"
+			}
+			return err
+		}
 	}
 	if err := d.nodes(nodesNode, s); err != nil {
 		return err
@@ -588,6 +785,10 @@ func (d *decoder) conflict(n ast.Node, s *Spec) error {
 			if v != "pc" && v != "pid+pc" && !stackRE.MatchString(v) {
 				return d.errf(q.value, f, "unknown scheme %q (want pc, pid+pc or pid+stack:K)", v)
 			}
+			// The conflict package has the last word on K.
+			if _, err := conflict.ParseScheme(v); err != nil {
+				return d.errf(q.value, f, "%v", err)
+			}
 			s.Scheduler.Conflict.Scheme = v
 		case "mode":
 			v, err := d.str(q.value, f)
@@ -603,8 +804,8 @@ func (d *decoder) conflict(n ast.Node, s *Spec) error {
 			if err != nil {
 				return err
 			}
-			if v <= 0 {
-				return d.errf(q.value, f, "must be positive, got %v", v)
+			if v <= 0 || v > maxWeight {
+				return d.errf(q.value, f, "must be positive and at most %g, got %v", maxWeight, v)
 			}
 			s.Scheduler.Conflict.Weight = v
 			weightNode = q.value
@@ -636,17 +837,17 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 	if len(seq.Values) == 0 {
 		return d.errf(n, "nodes", "must list at least one node")
 	}
-	if len(seq.Values) > 64 {
-		return d.errf(n, "nodes", "at most 64 nodes, got %d", len(seq.Values))
+	if len(seq.Values) > maxNodes {
+		return d.errf(n, "nodes", "at most %d nodes, got %d", maxNodes, len(seq.Values))
 	}
 	seen := map[string]int{}
 	for i, v := range seq.Values {
 		path := fmt.Sprintf("nodes[%d]", i)
-		np, err := d.fields(v, path, "name", "role", "command", "env", "workdir", "start_delay")
+		np, err := d.fields(v, path, "name", "role", "command", "env", "workdir", "start_delay", "ready")
 		if err != nil {
 			return err
 		}
-		ns := NodeSpec{Role: RoleServer, line: unwrap(v).GetToken().Position.Line}
+		ns := NodeSpec{Role: RoleServer, line: lineOf(unwrap(v))}
 		var cmdNode ast.Node
 		for _, q := range np {
 			f := path + "." + q.key
@@ -676,19 +877,29 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 					return err
 				}
 				cmdNode = q.value
+				ns.cmdLine = lineOf(q.value)
 				if len(ns.Command) == 0 {
 					return d.errf(q.value, f, "must not be empty")
 				}
 			case "env":
-				if ns.Env, err = d.envMap(q.value, f); err != nil {
+				if ns.Env, ns.envLines, err = d.envMap(q.value, f); err != nil {
 					return err
 				}
 			case "workdir":
 				if ns.Workdir, err = d.str(q.value, f); err != nil {
 					return err
 				}
+				if ns.Workdir == "" {
+					return d.errf(q.value, f, "must not be empty (leave it out for the default)")
+				}
+				ns.workdirLine = lineOf(q.value)
 			case "start_delay":
-				if ns.StartDelay, err = d.duration(q.value, f, true); err != nil {
+				if ns.StartDelay, err = d.duration(q.value, f, true, maxVirtualTime); err != nil {
+					return err
+				}
+				ns.delayLine = lineOf(q.value)
+			case "ready":
+				if ns.ReadyPort, err = d.ready(q.value, f); err != nil {
 					return err
 				}
 			}
@@ -716,7 +927,8 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 	return nil
 }
 
-func (d *decoder) envMap(n ast.Node, field string) (map[string]string, error) {
+// envMap decodes a node's env and the line of each variable.
+func (d *decoder) envMap(n ast.Node, field string) (map[string]string, map[string]int, error) {
 	var pairs []*ast.MappingValueNode
 	switch m := n.(type) {
 	case *ast.MappingNode:
@@ -724,21 +936,29 @@ func (d *decoder) envMap(n ast.Node, field string) (map[string]string, error) {
 	case *ast.MappingValueNode:
 		pairs = []*ast.MappingValueNode{m}
 	default:
-		return nil, d.errf(n, field, "must be a mapping of names to strings, got %s", describe(n))
+		return nil, nil, d.errf(n, field, "must be a mapping of names to strings, got %s", describe(n))
 	}
 	out := map[string]string{}
+	lines := map[string]int{}
 	for _, p := range pairs {
-		k := p.Key.String()
+		k := keyName(p.Key)
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return nil, d.errf(p.Key, field, "invalid variable name %q", k)
+			return nil, nil, d.errf(p.Key, field, "invalid variable name %q", k)
+		}
+		if _, dup := out[k]; dup {
+			return nil, nil, d.errf(p.Key, field+"."+k, "given twice")
 		}
 		v, err := d.word(unwrap(p.Value), field+"."+k)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if strings.ContainsRune(v, 0) {
+			return nil, nil, d.errf(p.Value, field+"."+k, "contains a NUL byte, which no environment can hold")
 		}
 		out[k] = v
+		lines[k] = lineOf(p.Key)
 	}
-	return out, nil
+	return out, lines, nil
 }
 
 func (d *decoder) checker(n ast.Node, s *Spec) error {
@@ -752,17 +972,41 @@ func (d *decoder) checker(n ast.Node, s *Spec) error {
 			if s.Checker.Command, err = d.strings(q.value, "checker.command"); err != nil {
 				return err
 			}
+			s.checkerLine = lineOf(q.value)
 			if len(s.Checker.Command) == 0 {
 				return d.errf(q.value, "checker.command", "must not be empty")
 			}
 		case "timeout":
-			if s.Checker.Timeout, err = d.duration(q.value, "checker.timeout", false); err != nil {
+			if s.Checker.Timeout, err = d.duration(q.value, "checker.timeout", false, maxRealTime); err != nil {
 				return err
 			}
 		}
 	}
 	if len(s.Checker.Command) == 0 {
 		return d.errf(n, "checker.command", "missing")
+	}
+	return nil
+}
+
+// usableSubnet refuses a subnet whose addresses cannot carry the cluster's
+// traffic: a special-purpose range, or one of the host's own networks.
+func (d *decoder) usableSubnet(n ast.Node, pfx netip.Prefix) error {
+	for _, u := range unusableNets {
+		if pfx.Overlaps(u.pfx) {
+			return d.errf(n, "network.subnet", "%s overlaps %s addresses: choose a private range such as 10.77.0.0/24", pfx, u.what)
+		}
+	}
+	if d.hostNets == nil {
+		return nil
+	}
+	host, err := d.hostNets()
+	if err != nil {
+		return d.errf(n, "network.subnet", "%v", err)
+	}
+	for _, h := range host {
+		if pfx.Overlaps(h) {
+			return d.errf(n, "network.subnet", "%s overlaps the host's network %s: choose another", pfx, h)
+		}
 	}
 	return nil
 }
@@ -889,41 +1133,157 @@ func (s *Spec) ExpandChecker(v TemplateVars) ([]string, error) {
 
 // validateTemplates renders every template with placeholder values so that
 // an unknown node or a syntax error is reported when the spec is loaded,
-// and checks that every command's program exists and is executable.
+// under the field that holds it, and checks that every node can start: its
+// program is something the kernel can execute, its workdir exists and its
+// arguments fit in what execve accepts.
 func (s *Spec) validateTemplates(d *decoder) error {
 	addrs, _ := nodeAddrs(s.Network.Subnet, len(s.Nodes))
-	v := TemplateVars{TrialDir: "/trial", NodeDir: "/trial/node", Seed: 1, Addrs: map[string]netip.Addr{}}
-	for i, n := range s.Nodes {
-		v.Addrs[n.Name] = addrs[i]
+	vars := func(trial string) TemplateVars {
+		v := TemplateVars{TrialDir: trial, NodeDir: trial + "/node", Seed: 1, Addrs: map[string]netip.Addr{}}
+		for i, n := range s.Nodes {
+			v.Addrs[n.Name] = addrs[i]
+		}
+		return v
 	}
+	// Two different trial directories tell a workdir that lockstep makes
+	// per trial from one that must exist already.
+	v, other := vars("/lockstep-trial"), vars("/lockstep-other-trial")
 	for i, n := range s.Nodes {
-		field := fmt.Sprintf("nodes[%d].command", i)
-		argv, _, _, err := s.Expand(n.Name, v)
-		if err != nil {
-			return &SpecError{File: d.file, Line: n.line, Field: field, Msg: err.Error()}
+		serr := func(line int, field, format string, args ...any) error {
+			return &SpecError{File: d.file, Line: line, Field: fmt.Sprintf("nodes[%d].%s", i, field), Msg: "node " + n.Name + ": " + fmt.Sprintf(format, args...)}
+		}
+		argv := make([]string, len(n.Command))
+		for j, a := range n.Command {
+			out, err := s.expandAll(n.Name, v, []string{a})
+			if err != nil {
+				return serr(n.cmdLine, fmt.Sprintf("command[%d]", j), "%v", err)
+			}
+			if strings.ContainsRune(out[0], 0) {
+				return serr(n.cmdLine, fmt.Sprintf("command[%d]", j), "contains a NUL byte, which no argument can hold")
+			}
+			argv[j] = out[0]
+		}
+		env := make([]string, 0, len(n.Env))
+		for _, k := range sortedKeys(n.Env) {
+			out, err := s.expandAll(n.Name, v, []string{n.Env[k]})
+			if err != nil {
+				return serr(n.envLines[k], "env."+k, "%v", err)
+			}
+			if strings.ContainsRune(out[0], 0) {
+				return serr(n.envLines[k], "env."+k, "contains a NUL byte, which no environment can hold")
+			}
+			env = append(env, k+"="+out[0])
+		}
+		if n.Workdir != "" {
+			wd, err := s.expandAll(n.Name, v, []string{n.Workdir})
+			if err != nil {
+				return serr(n.workdirLine, "workdir", "%v", err)
+			}
+			wd2, _ := s.expandAll(n.Name, other, []string{n.Workdir})
+			if wd[0] == wd2[0] {
+				if err := checkDir(wd[0]); err != nil {
+					return serr(n.workdirLine, "workdir", "%v", err)
+				}
+			}
+		}
+		if err := checkArgs(argv, env); err != nil {
+			return serr(n.cmdLine, "command", "%v", err)
 		}
 		if err := checkProgram(argv[0], s.Dir); err != nil {
-			return &SpecError{File: d.file, Line: n.line, Field: field, Msg: err.Error()}
+			return serr(n.cmdLine, "command", "%v", err)
+		}
+		if n.StartDelay >= s.Limits.VirtualTime {
+			return serr(n.delayLine, "start_delay", "%v is not before limits.virtual_time (%v): the node would never start", n.StartDelay, s.Limits.VirtualTime)
 		}
 	}
 	if len(s.Checker.Command) > 0 {
+		serr := func(format string, args ...any) error {
+			return &SpecError{File: d.file, Line: s.checkerLine, Field: "checker.command", Msg: fmt.Sprintf(format, args...)}
+		}
 		argv, err := s.ExpandChecker(v)
 		if err != nil {
-			return &SpecError{File: d.file, Field: "checker.command", Msg: err.Error()}
+			return serr("%v", err)
+		}
+		if err := checkArgs(argv, nil); err != nil {
+			return serr("%v", err)
 		}
 		if err := checkProgram(argv[0], s.Dir); err != nil {
-			return &SpecError{File: d.file, Field: "checker.command", Msg: err.Error()}
+			return serr("%v", err)
 		}
 	}
 	return nil
 }
 
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	return keys
+}
+
+// checkDir says why a node could not chdir to dir.
+func checkDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("directory %s does not exist", dir)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
+
+// Kernel limits on execve's arguments (linux/binfmts.h).
+const (
+	maxArgStrLen = 32 * 4096 // MAX_ARG_STRLEN, with the NUL
+	minArgMax    = 128 << 10 // what the kernel allows whatever the stack limit
+	maxArgMax    = 6 << 20   // 3/4 of _STK_LIM: the cap whatever the stack limit
+	// argHeadroom is kept for what the placeholders do not show: the real
+	// output directory in each {{tmp}} and lockstep's own variables.
+	argHeadroom = 16 << 10
+)
+
+// checkArgs refuses a command line execve would refuse with E2BIG.
+func checkArgs(argv, env []string) error {
+	total := 0
+	for i, a := range argv {
+		if len(a)+1 > maxArgStrLen {
+			return fmt.Errorf("argument %d is %d bytes, over the kernel's limit of %d for one argument", i, len(a), maxArgStrLen-1)
+		}
+		total += len(a) + 1 + 8 // the string and its pointer
+	}
+	for _, e := range env {
+		if len(e)+1 > maxArgStrLen {
+			k, _, _ := strings.Cut(e, "=")
+			return fmt.Errorf("variable %s is %d bytes, over the kernel's limit of %d for one variable", k, len(e), maxArgStrLen-1)
+		}
+		total += len(e) + 1 + 8
+	}
+	if limit := argMax() - argHeadroom; total > limit {
+		return fmt.Errorf("arguments and environment take %d bytes, over the %d the kernel accepts for a new program", total, limit)
+	}
+	return nil
+}
+
+// argMax is execve's limit on arguments plus environment: a quarter of
+// the stack limit, within the kernel's floor and cap.
+func argMax() int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_STACK, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY || rl.Cur/4 > maxArgMax {
+		return maxArgMax
+	}
+	return max(int(rl.Cur/4), minArgMax)
+}
+
 func checkProgram(p, dir string) error {
 	if !strings.Contains(p, "/") {
-		if _, err := exec.LookPath(p); err != nil {
+		lp, err := exec.LookPath(p)
+		if err != nil {
 			return fmt.Errorf("program %q not found in PATH", p)
 		}
-		return nil
+		return checkExecutable(lp, 0)
 	}
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
@@ -935,7 +1295,70 @@ func checkProgram(p, dir string) error {
 	if st.IsDir() || st.Mode()&0o111 == 0 {
 		return fmt.Errorf("program %s is not executable", p)
 	}
-	return nil
+	return checkExecutable(p, 0)
+}
+
+// elfMachine is the ELF machine of programs this lockstep can trace.
+var elfMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[runtime.GOARCH]
+
+// maxInterpDepth is how many #! interpreters may chain (the kernel allows
+// a few more; a longer chain is a mistake).
+const maxInterpDepth = 4
+
+// checkExecutable looks inside an executable file for what would make
+// execve fail in every trial: an empty file, a script without #!, a
+// missing interpreter, a binary for another machine.
+func checkExecutable(p string, depth int) error {
+	f, err := os.Open(p)
+	if err != nil {
+		// Unreadable but executable: only the kernel can tell.
+		return nil
+	}
+	defer f.Close()
+	// The kernel reads the first 256 bytes (BINPRM_BUF_SIZE) to decide.
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	switch {
+	case n == 0:
+		return fmt.Errorf("program %s is an empty file", p)
+	case bytes.HasPrefix(head, []byte("#!")):
+		line, _, _ := bytes.Cut(head[2:], []byte("\n"))
+		fs := strings.Fields(string(line))
+		if len(fs) == 0 {
+			return fmt.Errorf("program %s: its #! line names no interpreter", p)
+		}
+		interp := fs[0]
+		if !filepath.IsAbs(interp) {
+			return fmt.Errorf("program %s: interpreter %s in its #! line must be an absolute path", p, interp)
+		}
+		st, err := os.Stat(interp)
+		if err != nil {
+			return fmt.Errorf("program %s: interpreter %s in its #! line does not exist", p, interp)
+		}
+		if st.IsDir() || st.Mode()&0o111 == 0 {
+			return fmt.Errorf("program %s: interpreter %s in its #! line is not executable", p, interp)
+		}
+		if depth+1 >= maxInterpDepth {
+			return fmt.Errorf("program %s: more than %d #! interpreters in a chain", p, maxInterpDepth)
+		}
+		return checkExecutable(interp, depth+1)
+	case bytes.HasPrefix(head, []byte(elf.ELFMAG)):
+		ef, err := elf.NewFile(f)
+		if err != nil {
+			return fmt.Errorf("program %s is not a valid ELF file: %v", p, err)
+		}
+		defer ef.Close()
+		if ef.Type != elf.ET_EXEC && ef.Type != elf.ET_DYN {
+			return fmt.Errorf("program %s is an ELF %s, not an executable", p, strings.TrimPrefix(ef.Type.String(), "ET_"))
+		}
+		if elfMachine != elf.EM_NONE && (ef.Machine != elfMachine || ef.Class != elf.ELFCLASS64) {
+			return fmt.Errorf("program %s is a %s-bit %s binary; this machine runs %s", p,
+				strings.TrimPrefix(ef.Class.String(), "ELFCLASS"), strings.TrimPrefix(ef.Machine.String(), "EM_"), runtime.GOARCH)
+		}
+		return nil
+	}
+	return fmt.Errorf("program %s is neither an ELF binary nor a script starting with #! (the kernel cannot run it)", p)
 }
 
 func sortStrings(s []string) {
@@ -953,4 +1376,27 @@ func TrialSeed(base int64, trial int) int64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return int64(z ^ (z >> 31))
+}
+
+// ready decodes a node's readiness condition: {listen: PORT}.
+func (d *decoder) ready(n ast.Node, field string) (uint16, error) {
+	rp, err := d.fields(n, field, "listen")
+	if err != nil {
+		return 0, err
+	}
+	var port uint16
+	for _, q := range rp {
+		v, err := d.integer(q.value, field+".listen")
+		if err != nil {
+			return 0, err
+		}
+		if v < 1 || v > 65535 {
+			return 0, d.errf(q.value, field+".listen", "must be a TCP port (1 to 65535), got %d", v)
+		}
+		port = uint16(v)
+	}
+	if port == 0 {
+		return 0, d.errf(n, field+".listen", "missing")
+	}
+	return port, nil
 }

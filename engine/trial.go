@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -162,19 +161,23 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		return nil
 	}
 
-	// Nodes start in spec order; a start_delay is a virtual deadline.
-	var waiting []NodeSpec
-	for _, n := range spec.Nodes {
-		if n.StartDelay > 0 {
-			waiting = append(waiting, n)
-			continue
+	// Nodes start in spec order once their start_delay (virtual) has passed
+	// and the nodes before them are ready.
+	st0 := newStarts(spec.Nodes, func(node string, port uint16) (bool, error) {
+		return netns.Listening(j.cluster.Node(node).NetnsPath, port)
+	})
+	for {
+		n, ok := st0.due(0)
+		if !ok {
+			break
 		}
+		st0.take(n.Name)
 		if err := launch(n); err != nil {
 			res.Outcome = Outcome{Kind: Error, Detail: err.Error(), Node: n.Name}
 			return j.finish(ctx, tr, res, p, clk, start)
 		}
 	}
-	sort.SliceStable(waiting, func(a, b int) bool { return waiting[a].StartDelay < waiting[b].StartDelay })
+	waiting := st0
 
 	p.strategy.Reset(p.seed, p.stepsHint)
 	clients := map[string]bool{}
@@ -191,6 +194,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		}
 		return RoleServer
 	}
+	tm := newTiming(spec.Time.Delays, spec.Time.MaxDelay, p.seed)
 	realLimit := time.Now().Add(spec.Limits.RealTime)
 	var (
 		steps    int
@@ -208,6 +212,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 				Step: steps, VTime: int64(clk.Now()), Op: *lastOp,
 				Result: last.Result, Causes: last.Causes, Immediate: lastImm,
 			})
+			tm.released(lastOp)
 			lastOp = nil
 		}
 		for _, e := range st.Exits {
@@ -227,7 +232,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		if outcome != nil {
 			return tracer.Action{Stop: true}, nil
 		}
-		if len(clients) == 0 && len(waiting) == 0 {
+		if len(clients) == 0 && waiting.empty() {
 			set(Pass, "", "")
 			return tracer.Action{Stop: true}, nil
 		}
@@ -243,19 +248,34 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		} else {
 			spinning = 0
 		}
-		if len(waiting) > 0 && waiting[0].StartDelay <= clk.Now() {
-			return tracer.Action{}, errStartDue
+		if !waiting.empty() {
+			if err := waiting.refresh(); err != nil {
+				set(Error, "", "%v", err)
+				return tracer.Action{Stop: true}, nil
+			}
+			if _, ok := waiting.due(clk.Now()); ok {
+				return tracer.Action{}, errStartDue
+			}
 		}
 		if steps >= spec.Limits.Steps {
 			set(StepLimit, "", "step limit %d reached", spec.Limits.Steps)
 			return tracer.Action{Stop: true}, nil
 		}
-		if len(st.Enabled) == 0 {
+		now := clk.Now()
+		ready := tm.ready(st.Pending, st.Enabled, now)
+		if len(ready) == 0 {
 			next, ok := st.NextDeadline, st.HasDeadline
-			if len(waiting) > 0 && (!ok || waiting[0].StartDelay < next) {
-				next, ok = waiting[0].StartDelay, true
+			if at, start := waiting.next(); start && (!ok || at < next) {
+				next, ok = at, true
+			}
+			if end, held := tm.holdEnd(now); held && (!ok || end < next) {
+				next, ok = end, true
 			}
 			if !ok {
+				if w := waiting.describe(); w != "" {
+					set(Deadlock, "", "nothing enabled and no deadline; %s; blocked: %s", w, describeOps(st.Pending))
+					return tracer.Action{Stop: true}, nil
+				}
 				set(Deadlock, "", "nothing enabled and no deadline; blocked: %s", describeOps(st.Pending))
 				return tracer.Action{Stop: true}, nil
 			}
@@ -267,12 +287,22 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			clk.AdvanceTo(next)
 			return tracer.Action{}, nil
 		}
-		i, err := p.strategy.Next(st.Enabled)
+		choices := ready
+		if adv := tm.advance(ready, waiting.deadlines(st.Deadlines), now); adv != nil {
+			choices = append(ready[:len(ready):len(ready)], adv)
+		}
+		i, err := p.strategy.Next(choices)
 		if err != nil {
 			set(Diverged, "", "%v", err)
 			return tracer.Action{Stop: true}, nil
 		}
-		op := st.Enabled[i]
+		op := choices[i]
+		if op.Kind == sched.Advance {
+			steps++
+			res.Records = append(res.Records, sched.Record{Step: steps, VTime: int64(now), Op: *op})
+			tm.chose(op, ready)
+			return tracer.Action{}, nil
+		}
 		lastOp = op
 		lastImm = p.immediate != nil && p.immediate()
 		steps++
@@ -281,8 +311,8 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	for outcome == nil {
 		err := tr.Drive(ctx, decide)
 		if errors.Is(err, errStartDue) {
-			n := waiting[0]
-			waiting = waiting[1:]
+			n, _ := waiting.due(clk.Now())
+			waiting.take(n.Name)
 			if err := launch(n); err != nil {
 				set(Error, n.Name, "%v", err)
 			}

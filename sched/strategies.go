@@ -140,15 +140,24 @@ func (s *POS) Next(enabled []*Op) (int, error) {
 	return best, nil
 }
 
-// PCT is probabilistic concurrency testing (Burckhardt et al.): each logical
-// thread gets a random priority when it first appears (inserted at a random
-// place in the priority order), the highest-priority enabled thread runs,
-// and at d-1 random steps the running thread drops to the lowest priority.
+// PCT is probabilistic concurrency testing (Burckhardt et al.) over chains,
+// as PCTCP does for distributed systems (see Op.Chain): each chain gets a
+// random priority when its first op appears (a uniform draw, which puts it
+// at a uniformly random place among the chains seen so far), the
+// highest-priority chain with an enabled op runs its oldest enabled op, and
+// at d-1 distinct random steps the chain about to run drops below every
+// other chain, later drops below earlier ones. Chains that appear after a
+// drop still rank above the dropped ones, as in PCT, where the d-1 lowest
+// priorities are reserved for the change points.
 type PCT struct {
-	Depth   int
-	r       *rand.Rand
-	order   []string // LPIDs, highest priority first
+	// Depth is the bug depth d: d-1 priority change points.
+	Depth int
+	r     *rand.Rand
+	// prio holds each chain's priority: a draw in [0, 1), or -k for the
+	// chain dropped at the k-th change point.
+	prio    map[string]float64
 	changes map[int]bool
+	drops   int
 	step    int
 }
 
@@ -156,55 +165,52 @@ func (s *PCT) Name() string { return "pct" }
 
 func (s *PCT) Reset(seed int64, stepsHint int) {
 	s.r = newRand(seed)
-	s.order = nil
-	s.step = 0
+	s.prio = map[string]float64{}
+	s.step, s.drops = 0, 0
 	if stepsHint <= 0 {
 		stepsHint = 1000
 	}
+	// d-1 distinct steps in [1, stepsHint]: a repeated step would silently
+	// lower the depth.
 	s.changes = map[int]bool{}
-	for i := 0; i < s.Depth-1; i++ {
+	for len(s.changes) < min(s.Depth-1, stepsHint) {
 		s.changes[1+s.r.IntN(stepsHint)] = true
 	}
 }
 
-func (s *PCT) rank(lpid string) int {
-	for i, l := range s.order {
-		if l == lpid {
-			return i
+// highest returns the index of the op that runs, given the chains of the
+// enabled ops: the first, so the oldest (enabled is sorted by ID), op of the
+// highest-priority chain.
+func (s *PCT) highest(chains []string) int {
+	best, bestP := -1, 0.0
+	for i, c := range chains {
+		if p := s.prio[c]; best < 0 || p > bestP {
+			best, bestP = i, p
 		}
 	}
-	// A new thread lands at a random place in the priority order.
-	at := s.r.IntN(len(s.order) + 1)
-	s.order = append(s.order, "")
-	copy(s.order[at+1:], s.order[at:])
-	s.order[at] = lpid
-	return at
+	return best
 }
 
 func (s *PCT) Next(enabled []*Op) (int, error) {
 	s.step++
-	// Ranks may shift as new threads are inserted, so register all first.
-	for _, o := range enabled {
-		s.rank(o.LPID)
-	}
-	best, bestRank := -1, 0
+	// New chains draw their priority in ID order, so that the draws, and
+	// the schedule, depend only on the seed and the enabled sets.
+	chains := make([]string, len(enabled))
 	for i, o := range enabled {
-		if r := s.rank(o.LPID); best < 0 || r < bestRank {
-			best, bestRank = i, r
+		c := o.Chain()
+		chains[i] = c
+		if _, ok := s.prio[c]; !ok {
+			s.prio[c] = s.r.Float64()
 		}
 	}
+	best := s.highest(chains)
 	if s.changes[s.step] {
-		// The thread about to run drops to the lowest priority; the next
-		// highest enabled one runs instead.
-		l := enabled[best].LPID
-		s.order = append(s.order[:bestRank], s.order[bestRank+1:]...)
-		s.order = append(s.order, l)
-		best, bestRank = -1, 0
-		for i, o := range enabled {
-			if r := s.rank(o.LPID); best < 0 || r < bestRank {
-				best, bestRank = i, r
-			}
-		}
+		// The chain about to run drops to the lowest priority; the highest
+		// remaining enabled one runs instead (the same chain if it is the
+		// only one enabled).
+		s.drops++
+		s.prio[chains[best]] = -float64(s.drops)
+		best = s.highest(chains)
 	}
 	return best, nil
 }
@@ -242,8 +248,10 @@ func (p *Plus) Reset(seed int64, stepsHint int) {
 	p.immediate = false
 }
 
+// mayConflict: an advance op races by definition with every op it holds,
+// so it is never released at once.
 func (p *Plus) mayConflict(o *Op) bool {
-	return p.pred == nil || p.pred.MayConflict(o.Signature())
+	return p.pred == nil || o.Kind == Advance || p.pred.MayConflict(o.Signature())
 }
 
 // LastImmediate reports whether the last Next released an op at once.
@@ -290,7 +298,8 @@ func (r *Replay) Reset(seed int64, stepsHint int) {
 // deterministic, but identity is checked on what a run cannot change by
 // accident: the thread, what it does, where from and on what.
 func same(a *Op, b *Op) bool {
-	return a.LPID == b.LPID && a.Kind == b.Kind && a.Site == b.Site && a.Object == b.Object && a.Syscall == b.Syscall
+	return a.LPID == b.LPID && a.Kind == b.Kind && a.Site == b.Site && a.Object == b.Object && a.Syscall == b.Syscall &&
+		a.At == b.At
 }
 
 func (r *Replay) Next(enabled []*Op) (int, error) {

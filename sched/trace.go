@@ -14,6 +14,11 @@ type Header struct {
 	Strategy   string `json:"strategy"`
 	Scheme     string `json:"scheme"` // signature scheme, e.g. "pid+pc"
 	Epoch      int64  `json:"epoch"`  // realtime epoch, ns since 1970
+	// Delays and MaxDelay are the timing bounds the trial ran with (spec
+	// time.delays, time.max_delay in ns). Traces written before delays
+	// existed have neither: they ran under ideal timing, which is 0.
+	Delays   int   `json:"delays"`
+	MaxDelay int64 `json:"max_delay"`
 }
 
 // Record is one released op.

@@ -15,6 +15,12 @@ var syscallNames = map[int]string{
 	unix.SYS_PSELECT6: "pselect6", unix.SYS_EPOLL_WAIT: "epoll_wait", unix.SYS_EPOLL_PWAIT: "epoll_pwait",
 	unix.SYS_EPOLL_PWAIT2: "epoll_pwait2", unix.SYS_NANOSLEEP: "nanosleep", unix.SYS_CLOCK_NANOSLEEP: "clock_nanosleep",
 	unix.SYS_FUTEX: "futex",
+
+	// virtual kernel timers (timers.go)
+	unix.SYS_TIMERFD_SETTIME: "timerfd_settime", unix.SYS_TIMERFD_GETTIME: "timerfd_gettime", unix.SYS_ALARM: "alarm",
+	unix.SYS_SETITIMER: "setitimer", unix.SYS_GETITIMER: "getitimer", unix.SYS_TIMER_CREATE: "timer_create",
+	unix.SYS_TIMER_SETTIME: "timer_settime", unix.SYS_TIMER_GETTIME: "timer_gettime",
+	unix.SYS_TIMER_GETOVERRUN: "timer_getoverrun", unix.SYS_TIMER_DELETE: "timer_delete",
 }
 
 func syscallName(nr int) string {

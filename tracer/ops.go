@@ -268,6 +268,10 @@ func (t *Tracer) onSeccomp(th *thread) {
 		if clock != nil && t.onTimedWait(th, a) {
 			return
 		}
+	default:
+		if t.onTimerSyscall(th, nr, a) {
+			return
+		}
 	}
 	t.allow(th)
 }
@@ -670,6 +674,9 @@ func readyFd(fd int, ev int16) bool {
 
 // enabled says whether releasing p now would not block.
 func (t *Tracer) enabled(p *pendingOp) bool {
+	if t.interruptedByTimer(p) {
+		return true
+	}
 	switch p.op.Kind {
 	case sched.Deliver:
 		c := p.chunk.conn
@@ -719,7 +726,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 	r := Released{Causes: p.causes}
 	switch p.op.Kind {
 	case sched.Sleep:
-		t.fake(th, 0)
+		t.releaseSleep(p)
 	case sched.Poll:
 		if !p.immediate && !ready(p.probe) && p.deadline >= 0 && p.deadline <= t.now() {
 			t.timeoutPoll(th, p)

@@ -15,6 +15,9 @@ var gatedSyscalls = []uint32{
 	unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP,
 	unix.SYS_CLOCK_GETTIME, unix.SYS_GETTIMEOFDAY, unix.SYS_TIME,
 	unix.SYS_GETRANDOM,
+	// virtual kernel timers (timers.go)
+	unix.SYS_TIMERFD_SETTIME, unix.SYS_TIMERFD_GETTIME, unix.SYS_ALARM, unix.SYS_SETITIMER, unix.SYS_GETITIMER,
+	unix.SYS_TIMER_CREATE, unix.SYS_TIMER_SETTIME, unix.SYS_TIMER_GETTIME, unix.SYS_TIMER_GETOVERRUN, unix.SYS_TIMER_DELETE,
 	// fd-table changes that would make the fd kind cache stale.
 	unix.SYS_DUP2, unix.SYS_DUP3, unix.SYS_CLOSE_RANGE,
 }

@@ -130,6 +130,10 @@ type Deadline struct {
 	// What names the wait: the syscall ("nanosleep", "epoll_wait", "recvfrom",
 	// "futex") or the timer ("timerfd", "alarm").
 	What string
+	// Kind is the waiting op's kind: Poll, Recv or Accept for a timeout of a
+	// wait on sockets, Sleep for sleeps and timed futex waits; KindInvalid
+	// for a virtual timer, which belongs to no op.
+	Kind sched.Kind
 }
 
 // Released is the result of releasing one op.
@@ -170,6 +174,7 @@ type Tracer struct {
 	sentinel     int
 	sentinelPipe *os.File // the sentinel's stdin, never written
 	finWaits     []finWait
+	timers       *timerTable // virtual kernel timers (timers.go), made on first use
 }
 
 // Stats counts what the tracer did, for benchmarks and reports.
@@ -800,7 +805,9 @@ func (t *Tracer) Settle(ctx context.Context) (State, error) {
 }
 
 func (t *Tracer) settle(ctx context.Context) (State, error) {
-	t.wakeDueTimedWaits()
+	if !t.fireDueTimer() {
+		t.wakeDueTimedWaits()
+	}
 	t.spinning = t.spinning[:0]
 	if err := t.waitQuiescent(ctx); err != nil {
 		return State{}, err
@@ -959,7 +966,7 @@ func (t *Tracer) snapshot() State {
 			st.Enabled = append(st.Enabled, &p.op)
 		}
 		if p.deadline >= 0 && p.deadline < never {
-			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall})
+			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind})
 		}
 	}
 	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -969,9 +976,10 @@ func (t *Tracer) snapshot() State {
 			t.log.Debug("nothing enabled", "thread", th.String(), "state", th.state, "kernel", string(ks), "syscall", sc)
 		}
 	}
+	st.Deadlines = append(st.Deadlines, t.timerDeadlines()...)
 	for _, th := range t.threads {
 		if th.state == tsTimedWait && !th.interrupted {
-			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: "futex"})
+			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: "futex", Kind: sched.Sleep})
 		}
 	}
 	sort.Slice(st.Deadlines, func(i, j int) bool {

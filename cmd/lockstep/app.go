@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +39,66 @@ func (e *exitError) ExitCode() int { return e.code }
 func (e *exitError) Unwrap() error { return e.err }
 
 func badInput(err error) error { return &exitError{code: 2, err: err} }
+
+// runApp runs the app on args with each command's flags allowed after its
+// arguments too (`lockstep run SPEC --trials 5`).
+func runApp(ctx context.Context, app *cli.App, args []string) error {
+	return app.RunContext(ctx, interspersed(app, args))
+}
+
+// interspersed moves a command's flags that follow its positional
+// arguments in front of them: urfave/cli v2 stops reading flags at the
+// first positional argument. A flag's value goes with it; everything after
+// "--" stays positional.
+func interspersed(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	// Global flags (--help, --version) come before the command's name.
+	i := 1
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		i++
+	}
+	if i >= len(args) {
+		return args
+	}
+	cmd := app.Command(args[i])
+	if cmd == nil {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		tv, ok := f.(interface{ TakesValue() bool })
+		for _, name := range f.Names() {
+			takesValue[name] = ok && tv.TakesValue()
+		}
+	}
+	out := append([]string(nil), args[:i+1]...)
+	var pos []string
+	rest := args[i+1:]
+	for k := 0; k < len(rest); k++ {
+		a := rest[k]
+		switch {
+		case a == "--":
+			pos = append(pos, rest[k:]...)
+			k = len(rest)
+		case len(a) > 1 && a[0] == '-':
+			out = append(out, a)
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if !hasValue && takesValue[name] && k+1 < len(rest) {
+				k++
+				out = append(out, rest[k])
+			}
+		default:
+			pos = append(pos, a)
+		}
+	}
+	if len(pos) > 0 && pos[0] != "--" {
+		// Keep later arguments that look like flags positional.
+		out = append(out, "--")
+	}
+	return append(out, pos...)
+}
 
 func newApp() *cli.App {
 	return &cli.App{
@@ -92,12 +154,16 @@ func runCmd() *cli.Command {
 			if err != nil {
 				return badInput(err)
 			}
-			if c.Int("trials") < 0 || c.Int("jobs") < 1 {
-				return badInput(errors.New("run: --trials must be >= 0 and --jobs >= 1"))
+			if n := c.Int("trials"); n < 0 || n > engine.MaxTrials || c.Int("jobs") < 1 {
+				return badInput(fmt.Errorf("run: --trials must be between 0 and %d and --jobs at least 1", engine.MaxTrials))
+			}
+			out, err := absPath(c.String("out"))
+			if err != nil {
+				return badInput(err)
 			}
 			opts := engine.RunOptions{
 				Trials: c.Int("trials"), Strategy: c.String("strategy"), Jobs: c.Int("jobs"),
-				OutDir: c.String("out"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"),
+				OutDir: out, StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"),
 				History: c.String("history"), Native: c.Bool("native"), NativeLimit: c.Duration("native-limit"),
 			}
 			if c.IsSet("seed") {
@@ -126,18 +192,55 @@ func runCmd() *cli.Command {
 				fmt.Fprintln(c.App.ErrWriter)
 			}
 			if err != nil {
+				if sig := interruption(c.Context); sig != nil {
+					return sig
+				}
 				return &exitError{code: 2, err: err}
 			}
 			printSummary(c.App.Writer, sum, c.Bool("stats"))
-			if sum.Failures > 0 {
-				return &exitError{code: 1}
-			}
-			if sum.Errors > 0 {
-				return &exitError{code: 2, err: fmt.Errorf("%d trial(s) ended in a lockstep error", sum.Errors)}
-			}
-			return nil
+			return runStatus(c.Context, sum)
 		},
 	}
+}
+
+// runStatus is run's exit status: 1 when a failure was found, even if
+// interrupted (the traces are the news); else 128+N when stopped by
+// signal N; else 2 when a trial ended in a lockstep error.
+func runStatus(ctx context.Context, sum *engine.Summary) error {
+	switch {
+	case sum.Failures > 0:
+		return &exitError{code: 1}
+	case sum.Interrupted:
+		if sig := interruption(ctx); sig != nil {
+			return sig
+		}
+		return &exitError{code: 130, err: errors.New("interrupted")}
+	case sum.Errors > 0:
+		return &exitError{code: 2, err: fmt.Errorf("%d trial(s) ended in a lockstep error", sum.Errors)}
+	}
+	return nil
+}
+
+// interruption is the signal that cancelled ctx, if one did.
+func interruption(ctx context.Context) error {
+	var in interrupted
+	if errors.As(context.Cause(ctx), &in) {
+		return in
+	}
+	return nil
+}
+
+// absPath makes a path from the command line absolute: nodes run in their
+// own directories, where a relative {{tmp}} would point nowhere.
+func absPath(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	return a, nil
 }
 
 func newBar(w io.Writer, total int, quiet bool) *progressbar.ProgressBar {
@@ -154,7 +257,13 @@ func newBar(w io.Writer, total int, quiet bool) *progressbar.ProgressBar {
 	)
 }
 
+// maxListed is how many failing traces the summary lists.
+const maxListed = 10
+
 func printSummary(w io.Writer, s *engine.Summary, stats bool) {
+	if s.Interrupted {
+		fmt.Fprintf(w, "interrupted: the summary covers the %d trials finished before\n", s.Trials)
+	}
 	fmt.Fprintf(w, "spec %s, strategy %s: %d trials in %v (%.1f trials/min)\n",
 		s.Spec.Name, s.Strategy, s.Trials, s.Duration.Round(time.Millisecond), float64(s.Trials)/s.Duration.Minutes())
 	fmt.Fprintf(w, "failures: %d (hit ratio %.4f)\n", s.Failures, s.HitRatio())
@@ -169,6 +278,34 @@ func printSummary(w io.Writer, s *engine.Summary, stats bool) {
 	if s.First != nil {
 		fmt.Fprintf(w, "first failure: trial %d: %v\n", s.First.Index, s.First.Outcome)
 		fmt.Fprintf(w, "  trace: %s\n  node output: %s\n", s.First.TracePath, s.First.Dir)
+	}
+	if s.Failures > 1 {
+		fmt.Fprintln(w, "failing traces:")
+		listed := 0
+		for _, r := range s.Results {
+			if !r.Outcome.Kind.IsFailure() {
+				continue
+			}
+			if listed == maxListed {
+				fmt.Fprintf(w, "  and %d more\n", s.Failures-listed)
+				break
+			}
+			fmt.Fprintf(w, "  trial %d %s: %s\n", r.Index, r.Outcome.Kind, r.TracePath)
+			listed++
+		}
+	}
+	if e := s.FirstError; e != nil {
+		// A lockstep error is no finding, but its cause must not hide in
+		// the trace.
+		fmt.Fprintf(w, "lockstep errors: %d; first: trial %d", s.Errors, e.Index)
+		if e.Outcome.Node != "" {
+			fmt.Fprintf(w, ", node %s", e.Outcome.Node)
+		}
+		fmt.Fprintf(w, ": %s\n", e.Outcome.Detail)
+		if e.TracePath != "" {
+			fmt.Fprintf(w, "  trace: %s\n", e.TracePath)
+		}
+		fmt.Fprintf(w, "  node output: %s\n", e.Dir)
 	}
 	if stats && len(s.Stats) > 0 {
 		fmt.Fprintln(w, "conflict prediction (per trial, mean):")
@@ -233,8 +370,19 @@ func replayCmd() *cli.Command {
 			if c.NArg() != 1 {
 				return badInput(errors.New("replay: want exactly one TRACE argument"))
 			}
-			rr, err := engine.Replay(c.Context, c.Args().First(), c.String("out"))
+			trace, err := absPath(c.Args().First())
 			if err != nil {
+				return badInput(err)
+			}
+			out, err := absPath(c.String("out"))
+			if err != nil {
+				return badInput(err)
+			}
+			rr, err := engine.Replay(c.Context, trace, out)
+			if err != nil {
+				if sig := interruption(c.Context); sig != nil {
+					return sig
+				}
 				return badInput(err)
 			}
 			fmt.Fprintf(c.App.Writer, "replayed %d ops: %v\n", len(rr.Trial.Records), rr.Trial.Outcome)

@@ -67,6 +67,8 @@ func benchCmd() *cli.Command {
 				return err
 			}
 			var cells []benchCell
+			stopped := false
+		specs:
 			for _, s := range specs {
 				for _, st := range strategies {
 					start := time.Now()
@@ -81,6 +83,10 @@ func benchCmd() *cli.Command {
 						OutDir: filepath.Join(out, "runs", s.Name, strings.ReplaceAll(st, "*", "star")),
 					})
 					if err != nil {
+						if sig := interruption(c.Context); sig != nil {
+							stopped = true
+							break specs
+						}
 						return &exitError{code: 2, err: fmt.Errorf("%s with %s: %w", s.Name, st, err)}
 					}
 					cell := benchCell{Bug: s.Name, Strategy: st, Trials: sum.Trials, Failures: sum.Failures, FirstFailure: -1,
@@ -97,6 +103,12 @@ func benchCmd() *cli.Command {
 						writeBenchCSV(f, cells)
 						f.Close()
 					}
+					if sum.Interrupted {
+						// The tables keep the cells finished so far and the
+						// interrupted one, with the trials it ran.
+						stopped = true
+						break specs
+					}
 				}
 			}
 			md, err := os.Create(filepath.Join(out, "table.md"))
@@ -111,7 +123,16 @@ func benchCmd() *cli.Command {
 				return err
 			}
 			defer f.Close()
-			return writeBenchCSV(f, cells)
+			if err := writeBenchCSV(f, cells); err != nil {
+				return err
+			}
+			if stopped {
+				if sig := interruption(c.Context); sig != nil {
+					return sig
+				}
+				return &exitError{code: 130, err: errors.New("interrupted")}
+			}
+			return nil
 		},
 	}
 }

@@ -4,10 +4,23 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/tracer"
 )
+
+func TestMain(m *testing.M) {
+	// The in-process runs start zygotes by re-executing this binary.
+	tracer.MaybeRunZygote()
+	testutil.LeakCheckMain(m)
+}
 
 // runCLI runs the app in-process and returns its exit status and output.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -15,7 +28,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	app := newApp()
 	var out, errb bytes.Buffer
 	app.Writer, app.ErrWriter = &out, &errb
-	err := app.RunContext(context.Background(), append([]string{"lockstep"}, args...))
+	err := runApp(context.Background(), app, append([]string{"lockstep"}, args...))
 	code := 0
 	if err != nil {
 		code = 2
@@ -79,6 +92,226 @@ func TestFewerTrials(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := fewerTrials(tc.cells, []string{"a", "b", "c"}, 1000); got != tc.want {
 				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestInterspersed: each command's flags may follow its arguments; values
+// go with their flags and "--" ends the flags.
+func TestInterspersed(t *testing.T) {
+	app := newApp()
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{"run spec.yaml --trials 5", "run --trials 5 -- spec.yaml"},
+		{"run --trials 5 spec.yaml", "run --trials 5 -- spec.yaml"},
+		{"run -n=5 spec.yaml -q --seed 3 -o out", "run -n=5 -q --seed 3 -o out -- spec.yaml"},
+		{"run spec.yaml --stop-on-first --jobs 2", "run --stop-on-first --jobs 2 -- spec.yaml"},
+		{"run -- -odd.yaml --trials", "run -- -odd.yaml --trials"},
+		{"replay t.jsonl --out o", "replay --out o -- t.jsonl"},
+		{"show t.jsonl", "show -- t.jsonl"},
+		{"bench a.yaml b.yaml --quick --strategies pos,pct -j 2", "bench --quick --strategies pos,pct -j 2 -- a.yaml b.yaml"},
+		{"bench --from-csv x.csv y.csv -o dir", "bench --from-csv -o dir -- x.csv y.csv"},
+		{"run spec.yaml --trials", "run --trials -- spec.yaml"},
+		{"--version", "--version"},
+		{"nosuch a --b", "nosuch a --b"},
+		{"clean --all", "clean --all"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got := interspersed(app, append([]string{"lockstep"}, strings.Fields(tc.in)...))
+			if want := append([]string{"lockstep"}, strings.Fields(tc.want)...); !slices.Equal(got, want) {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestFlagsAfterArguments: a flag after SPEC or TRACE is read (its effect
+// shows), not taken for a second argument.
+func TestFlagsAfterArguments(t *testing.T) {
+	demo := "../../testdata/demo/demo.yaml"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", demo, "--jobs", "0"}, "--jobs at least 1"},
+		{[]string{"run", demo, "--trials", "-1"}, "--trials must be between 0"},
+		{[]string{"run", demo, "--strategy", "dfs"}, `unknown strategy "dfs"`},
+		{[]string{"replay", "/no/such/trace.jsonl", "--out", "x"}, "/no/such/trace.jsonl"},
+		{[]string{"show", "/no/such/trace.jsonl", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"bench", "/no/such/spec.yaml", "--quick"}, "/no/such/spec.yaml: no such file or directory"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "want exactly one") {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestBadSpecsCreateNothing: a malformed spec fails with exactly its
+// corpus message and exit 2, before any output directory or network
+// exists.
+func TestBadSpecsCreateNothing(t *testing.T) {
+	corpus, err := filepath.Abs("../../testdata/specs/bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // where the default lockstep-out/NAME would go
+	before := testutil.TakeSnapshot()
+	for _, name := range []string{"subnet-loopback", "pct-depth-huge", "trials-huge", "env-nul", "program-no-shebang", "workdir-missing", "scheme-stack-17", "second-document", "time-max-delay-huge"} {
+		t.Run(name, func(t *testing.T) {
+			spec := filepath.Join(corpus, name+".yaml")
+			want, err := os.ReadFile(filepath.Join(corpus, name+".err"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			code, stdout, stderr := runCLI(t, "run", spec, "--trials", "3", "-q")
+			code2, _, _ := runCLI(t, "run", "-o", out, spec)
+			got := strings.ReplaceAll(strings.Replace(stderr, spec, name+".yaml", 1), corpus, "{{dir}}")
+			if code != 2 || code2 != 2 || stdout != "" || got != "lockstep: "+string(want) {
+				t.Fatalf("exit %d/%d, stdout %q, stderr\n  got  %q\n  want %q", code, code2, stdout, got, "lockstep: "+string(want))
+			}
+			for _, dir := range []string{out, "lockstep-out"} {
+				if _, err := os.Stat(dir); err == nil {
+					t.Errorf("%s was created", dir)
+				}
+			}
+		})
+	}
+	if leaks := before.Leaks(); len(leaks) > 0 {
+		t.Errorf("left behind: %v", leaks)
+	}
+}
+
+// TestRelativeOut: with a relative --out, {{tmp}} is still an absolute
+// path, so a node (which runs in its own directory) can write there.
+func TestRelativeOut(t *testing.T) {
+	requireTrials(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	spec := `name: rel
+nodes:
+  - name: writer
+    role: client
+    command: ["/bin/sh", "-c", "echo hello > {{tmp}}/x && cd / && test -s {{tmp}}/x"]
+`
+	if err := os.WriteFile("spec.yaml", []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"run", "spec.yaml", "-q", "--trials", "2", "--out", "rel/out"},
+		{"run", "spec.yaml", "-q", "--trials", "1"}, // default lockstep-out/rel
+	} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+	}
+	for _, p := range []string{"rel/out/trials/00000/writer/x", "rel/out/trials/00001/writer/x", "lockstep-out/rel/trials/00000/writer/x"} {
+		if b, err := os.ReadFile(filepath.Join(dir, p)); err != nil || string(b) != "hello\n" {
+			t.Errorf("%s: %q, %v", p, b, err)
+		}
+	}
+}
+
+func requireTrials(t *testing.T) {
+	t.Helper()
+	testutil.RequireNetns(t)
+	testutil.RequirePtrace(t)
+	testutil.RequireCgroup2(t, testutil.CgroupRoot)
+}
+
+// buildLockstep builds the command into a temporary directory.
+func buildLockstep(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lockstep")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building lockstep: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestInterrupt: SIGINT or SIGTERM during a campaign stops it cleanly: the
+// summary of the trials done is printed, with the failures' traces, the
+// running trial's nodes and network are gone, and the exit status is 1
+// when failures were found, else 128+signal.
+func TestInterrupt(t *testing.T) {
+	requireTrials(t)
+	bin := buildLockstep(t)
+	dir := t.TempDir()
+	spec := func(name, client string) string {
+		p := filepath.Join(dir, name+".yaml")
+		s := "name: " + name + `
+nodes:
+  - name: server
+    command: ["/bin/sh", "-c", "exec sleep 1000"]
+  - name: client
+    role: client
+    command: ["/bin/sh", "-c", "` + client + `"]
+trials: 1000000
+`
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		client string
+		sig    syscall.Signal
+		code   int
+		want   []string
+	}{
+		{"failing", "exit 3", syscall.SIGINT, 1, []string{"failures: ", "first failure: trial 0: client-failed", "failing traces:", "trace.jsonl"}},
+		{"passing", "true", syscall.SIGINT, 130, []string{"failures: 0 "}},
+		{"terminated", "true", syscall.SIGTERM, 143, []string{"failures: 0 "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := testutil.TakeSnapshot()
+			cmd := exec.Command(bin, "run", spec(tc.name, tc.client), "-q", "-o", filepath.Join(dir, tc.name))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Let a few trials finish, then interrupt one under way.
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				ents, _ := os.ReadDir(filepath.Join(dir, tc.name, "trials"))
+				if len(ents) >= 4 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			cmd.Process.Signal(tc.sig)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("lockstep did not stop within 30s of %v\n%s%s", tc.sig, stdout.String(), stderr.String())
+			}
+			out := stdout.String()
+			if code := cmd.ProcessState.ExitCode(); code != tc.code {
+				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, out, stderr.String())
+			}
+			if !strings.HasPrefix(out, "interrupted: the summary covers the ") {
+				t.Errorf("no partial summary:\n%s%s", out, stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("summary lacks %q:\n%s", w, out)
+				}
+			}
+			if leaks := before.Leaks(); len(leaks) > 0 {
+				t.Errorf("left behind: %v", leaks)
 			}
 		})
 	}

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/lockstep-dev/lockstep/history"
+)
+
+// NotLinearizable: the clients' merged history has no linearization under
+// the spec's checker model (docs/history.md).
+const NotLinearizable OutcomeKind = "not-linearizable"
+
+// DefaultHistoryFile is the file each client writes in its {{tmp}} unless
+// checker.history names another.
+const DefaultHistoryFile = "history.jsonl"
+
+// HistoryVisualization is the file, in the trial directory, that holds
+// porcupine's drawing of a violation or of a check that timed out.
+const HistoryVisualization = "history.html"
+
+// HistoryCheck is the history half of a spec's checker section:
+//
+//	checker: {model: kv, history: history.jsonl, timeout: 10s}
+//
+// checker.timeout (Spec.Checker.Timeout) bounds the check.
+type HistoryCheck struct {
+	Model   string // one of history.ModelNames
+	History string // a file name, relative to each node's {{tmp}}
+}
+
+// checkerModel decodes checker.model and checker.history from the checker
+// mapping's pairs (other keys are d.checker's). It returns nil if the
+// section names no model.
+func (d *decoder) checkerModel(n ast.Node, pairs []kv) (*HistoryCheck, error) {
+	hc := &HistoryCheck{History: DefaultHistoryFile}
+	var haveModel bool
+	var historyNode ast.Node
+	for _, q := range pairs {
+		f := "checker." + q.key
+		switch q.key {
+		case "model":
+			v, err := d.str(q.value, f)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := history.NewModel(v); err != nil {
+				return nil, d.errf(q.value, f, "%v", err)
+			}
+			hc.Model, haveModel = v, true
+		case "history":
+			v, err := d.str(q.value, f)
+			if err != nil {
+				return nil, err
+			}
+			// A plain relative name: every node's directory is the
+			// trial's, and a path leaving it would read another node's.
+			if v == "" || filepath.IsAbs(v) || !filepath.IsLocal(v) || strings.Contains(v, "{{") {
+				return nil, d.errf(q.value, f, "must be a file name relative to each node's {{tmp}}, got %q", v)
+			}
+			hc.History, historyNode = filepath.Clean(v), q.value
+		}
+	}
+	if !haveModel {
+		if historyNode != nil {
+			return nil, d.errf(historyNode, "checker.history", "only applies with checker.model")
+		}
+		return nil, nil
+	}
+	return hc, nil
+}
+
+// checkHistories merges the history every node of a passing trial wrote
+// to hc.History in its directory (trialDir/<node>/; nodes that wrote none
+// are servers) and checks it against hc.Model within spec.Checker.Timeout.
+// It returns failed true with a NotLinearizable outcome for a violation,
+// and a CheckerFailed outcome for a missing or malformed history (a
+// client's bug); the caller copies Kind and Detail into the trial's
+// outcome and keeps its Steps and VTime. A check that timed out is not a
+// failure: failed is false and the outcome's Detail says so, for the
+// caller to report. On a violation or a timeout the visualization is
+// written to trialDir/history.html and its path is in the Detail. err is
+// lockstep's own failure (reading the files, writing the drawing).
+func checkHistories(ctx context.Context, spec *Spec, hc *HistoryCheck, trialDir string) (o Outcome, failed bool, err error) {
+	model, err := history.NewModel(hc.Model)
+	if err != nil {
+		return Outcome{}, false, err
+	}
+	var clients []history.Client
+	for _, n := range spec.Nodes {
+		path := filepath.Join(trialDir, n.Name, hc.History)
+		ops, err := history.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return Outcome{}, false, fmt.Errorf("reading node %s's history: %w", n.Name, err)
+			}
+			return Outcome{Kind: CheckerFailed, Node: n.Name, Detail: "malformed history: " + relTo(trialDir, err.Error())}, true, nil
+		}
+		for i := range ops {
+			ops[i].Source = relTo(trialDir, ops[i].Source)
+		}
+		clients = append(clients, history.Client{Name: n.Name, Ops: ops})
+	}
+	if len(clients) == 0 {
+		return Outcome{Kind: CheckerFailed, Detail: fmt.Sprintf("no node wrote a history (%s in its {{tmp}})", hc.History)}, true, nil
+	}
+	ops, procs := history.Merge(clients)
+	res, err := history.Check(ctx, model, ops, spec.Checker.Timeout)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Outcome{}, false, err
+		}
+		// A model's complaint about an operation (file:line: ...).
+		return Outcome{Kind: CheckerFailed, Detail: "malformed history: " + err.Error()}, true, nil
+	}
+	what := fmt.Sprintf("history of %d ops (%d processes of %d clients, %d of unknown outcome)", len(ops), len(procs), len(clients), res.Unknown)
+	switch res.Verdict {
+	case history.Linearizable:
+		return Outcome{Kind: Pass}, false, nil
+	case history.TimedOut:
+		path := filepath.Join(trialDir, HistoryVisualization)
+		if err := res.VisualizeFile(path); err != nil {
+			return Outcome{}, false, fmt.Errorf("drawing the history: %w", err)
+		}
+		return Outcome{Kind: Pass, Detail: fmt.Sprintf("linearizability check of the %s timed out after %v; see %s", what, spec.Checker.Timeout, path)}, false, nil
+	}
+	path := filepath.Join(trialDir, HistoryVisualization)
+	if err := res.VisualizeFile(path); err != nil {
+		return Outcome{}, false, fmt.Errorf("drawing the history: %w", err)
+	}
+	return Outcome{Kind: NotLinearizable, Detail: fmt.Sprintf("%s is not linearizable under model %s; see %s", what, hc.Model, path)}, true, nil
+}
+
+// relTo shortens the trial directory out of s: a history's source reads
+// node/history.jsonl:12.
+func relTo(dir, s string) string {
+	return strings.ReplaceAll(s, dir+string(filepath.Separator), "")
+}

@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml/parser"
+)
+
+func decodeCheckerModel(t *testing.T, src string) (*HistoryCheck, error) {
+	t.Helper()
+	f, err := parser.ParseBytes([]byte(src), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &decoder{file: "spec.yaml"}
+	pairs, err := d.fields(f.Docs[0].Body, "checker", "command", "timeout", "model", "history")
+	if err != nil {
+		return nil, err
+	}
+	return d.checkerModel(f.Docs[0].Body, pairs)
+}
+
+func TestCheckerModel(t *testing.T) {
+	for _, tc := range []struct {
+		src     string
+		want    *HistoryCheck
+		wantErr string
+	}{
+		{src: "{model: kv, history: history.jsonl, timeout: 10s}", want: &HistoryCheck{Model: "kv", History: "history.jsonl"}},
+		{src: "model: set", want: &HistoryCheck{Model: "set", History: DefaultHistoryFile}},
+		{src: "model: register\nhistory: out/ops.jsonl", want: &HistoryCheck{Model: "register", History: "out/ops.jsonl"}},
+		{src: "command: [/bin/true]", want: nil},
+		{src: "model: queue", wantErr: `spec.yaml:1: checker.model: unknown model "queue" (want register, kv, set)`},
+		{src: "model: 3", wantErr: "checker.model: must be a string"},
+		{src: "model: kv\nhistory: /tmp/h.jsonl", wantErr: "spec.yaml:2: checker.history: must be a file name relative"},
+		{src: "model: kv\nhistory: ../server/h.jsonl", wantErr: "checker.history: must be a file name relative"},
+		{src: "command: [x]\nhistory: h.jsonl", wantErr: "spec.yaml:2: checker.history: only applies with checker.model"},
+	} {
+		t.Run(tc.src, func(t *testing.T) {
+			got, err := decodeCheckerModel(t, tc.src)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// historyTrial lays out a trial directory whose nodes wrote the given
+// histories (node name to JSON lines; a server writes none).
+func historyTrial(t *testing.T, files map[string]string) (*Spec, string) {
+	t.Helper()
+	dir := t.TempDir()
+	spec := &Spec{Nodes: []NodeSpec{{Name: "server"}, {Name: "c1"}, {Name: "c2"}}}
+	spec.Checker.Timeout = 10 * time.Second
+	for _, n := range spec.Nodes {
+		if err := os.MkdirAll(filepath.Join(dir, n.Name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := files[n.Name]; ok {
+			if err := os.WriteFile(filepath.Join(dir, n.Name, DefaultHistoryFile), []byte(h), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return spec, dir
+}
+
+func TestCheckHistories(t *testing.T) {
+	hc := &HistoryCheck{Model: "kv", History: DefaultHistoryFile}
+	for _, tc := range []struct {
+		name       string
+		files      map[string]string
+		wantKind   OutcomeKind
+		wantFailed bool
+		wantDetail string
+		wantHTML   bool
+	}{
+		{
+			// Each client numbers its processes from 0: merged, they are
+			// distinct processes, and c2's get overlaps c1's put.
+			name: "linearizable across clients",
+			files: map[string]string{
+				"c1": `{"process":0,"op":"put","key":"k","input":"1","call":10,"return":20}` + "\n",
+				"c2": `{"process":0,"op":"get","key":"k","output":"1","call":15,"return":15}` + "\n" +
+					`{"process":0,"op":"get","key":"k","output":null,"call":0,"return":10}` + "\n",
+			},
+			wantKind: Pass,
+		},
+		{
+			name: "stale read across clients",
+			files: map[string]string{
+				"c1": `{"process":0,"op":"put","key":"k","input":"1","call":10,"return":20}` + "\n" +
+					`{"process":1,"op":"put","key":"j","input":"2","call":10}` + "\n",
+				"c2": `{"process":0,"op":"get","key":"k","output":null,"call":21,"return":30}` + "\n",
+			},
+			wantKind: NotLinearizable, wantFailed: true, wantHTML: true,
+			wantDetail: "history of 3 ops (3 processes of 2 clients, 1 of unknown outcome) is not linearizable under model kv; see ",
+		},
+		{
+			name:     "no history",
+			files:    map[string]string{},
+			wantKind: CheckerFailed, wantFailed: true,
+			wantDetail: "no node wrote a history (history.jsonl in its {{tmp}})",
+		},
+		{
+			name:     "malformed line",
+			files:    map[string]string{"c1": "\n{\"process\":0}\n"},
+			wantKind: CheckerFailed, wantFailed: true,
+			wantDetail: `malformed history: c1/history.jsonl:2: missing "op"`,
+		},
+		{
+			name:     "operation the model does not know",
+			files:    map[string]string{"c2": `{"process":0,"op":"read","call":1,"return":2}` + "\n"},
+			wantKind: CheckerFailed, wantFailed: true,
+			wantDetail: `malformed history: c2/history.jsonl:1: unknown kv operation "read"`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, dir := historyTrial(t, tc.files)
+			o, failed, err := checkHistories(context.Background(), spec, hc, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Kind != tc.wantKind || failed != tc.wantFailed || !strings.HasPrefix(o.Detail, tc.wantDetail) {
+				t.Fatalf("got %s %v %q, want %s %v %q", o.Kind, failed, o.Detail, tc.wantKind, tc.wantFailed, tc.wantDetail)
+			}
+			html := filepath.Join(dir, HistoryVisualization)
+			_, statErr := os.Stat(html)
+			if tc.wantHTML != (statErr == nil) {
+				t.Errorf("visualization written: %v, want %v", statErr == nil, tc.wantHTML)
+			}
+			if tc.wantHTML && !strings.HasSuffix(o.Detail, html) {
+				t.Errorf("detail %q does not end with the visualization's path", o.Detail)
+			}
+			if !o.Kind.IsFailure() && failed {
+				t.Errorf("failed with a non-failure kind %s", o.Kind)
+			}
+		})
+	}
+}
+
+// A check that runs out of time passes the trial, says so, and draws what
+// it found.
+func TestCheckHistoriesTimeout(t *testing.T) {
+	var b strings.Builder
+	const n = 14
+	for i := 0; i < n; i++ {
+		b.WriteString(`{"process":` + strconv.Itoa(i) + `,"op":"put","key":"k","input":"` + strconv.Itoa(i) + `","call":0,"return":100}` + "\n")
+		b.WriteString(`{"process":` + strconv.Itoa(n+i) + `,"op":"get","key":"k","output":"` + strconv.Itoa((i+1)%n) + `","call":0,"return":100}` + "\n")
+	}
+	b.WriteString(`{"process":99,"op":"get","key":"k","output":"none","call":200,"return":300}` + "\n")
+	spec, dir := historyTrial(t, map[string]string{"c1": b.String()})
+	spec.Checker.Timeout = 50 * time.Millisecond
+	o, failed, err := checkHistories(context.Background(), spec, &HistoryCheck{Model: "kv", History: DefaultHistoryFile}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed || o.Kind != Pass || !strings.Contains(o.Detail, "timed out after 50ms") {
+		t.Fatalf("got %s %v %q, want a pass that says it timed out", o.Kind, failed, o.Detail)
+	}
+	if _, err := os.Stat(filepath.Join(dir, HistoryVisualization)); err != nil {
+		t.Error(err)
+	}
+}

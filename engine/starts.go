@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer"
+)
+
+// starts tracks the nodes of a trial that have not started yet. A node
+// starts once its start_delay has passed in virtual time and every node
+// before it in the spec that has a readiness condition (ready: {listen:
+// PORT}) meets it. Readiness is checked only at quiescent points, where
+// whether a listen has happened depends on the schedule alone.
+type starts struct {
+	nodes   []NodeSpec
+	waiting []int // indices into nodes not started, by start_delay, then spec order
+	started map[string]bool
+	ready   map[string]bool
+	// listening checks a node's readiness condition.
+	listening func(node string, port uint16) (bool, error)
+}
+
+func newStarts(nodes []NodeSpec, listening func(string, uint16) (bool, error)) *starts {
+	s := &starts{nodes: nodes, started: map[string]bool{}, ready: map[string]bool{}, listening: listening}
+	for i := range nodes {
+		s.waiting = append(s.waiting, i)
+	}
+	sort.SliceStable(s.waiting, func(a, b int) bool { return nodes[s.waiting[a]].StartDelay < nodes[s.waiting[b]].StartDelay })
+	return s
+}
+
+func (s *starts) empty() bool { return len(s.waiting) == 0 }
+
+// gate returns the first node before nodes[i] whose readiness condition is
+// not met yet, or -1.
+func (s *starts) gate(i int) int {
+	for k := 0; k < i; k++ {
+		if s.nodes[k].ReadyPort != 0 && !s.ready[s.nodes[k].Name] {
+			return k
+		}
+	}
+	return -1
+}
+
+// refresh checks the readiness of started nodes that hold others back.
+func (s *starts) refresh() error {
+	for _, i := range s.waiting {
+		k := s.gate(i)
+		if k < 0 || !s.started[s.nodes[k].Name] {
+			continue
+		}
+		n := s.nodes[k]
+		ok, err := s.listening(n.Name, n.ReadyPort)
+		if err != nil {
+			return fmt.Errorf("checking whether node %s listens on port %d: %w", n.Name, n.ReadyPort, err)
+		}
+		if ok {
+			s.ready[n.Name] = true
+		}
+	}
+	return nil
+}
+
+// due returns the next node that may start at now.
+func (s *starts) due(now time.Duration) (NodeSpec, bool) {
+	for _, i := range s.waiting {
+		if s.nodes[i].StartDelay <= now && s.gate(i) < 0 {
+			return s.nodes[i], true
+		}
+	}
+	return NodeSpec{}, false
+}
+
+// take marks a node started.
+func (s *starts) take(name string) {
+	for w, i := range s.waiting {
+		if s.nodes[i].Name == name {
+			s.waiting = append(s.waiting[:w:w], s.waiting[w+1:]...)
+			break
+		}
+	}
+	s.started[name] = true
+}
+
+// next is the earliest start_delay of a node that only time holds back.
+func (s *starts) next() (time.Duration, bool) {
+	for _, i := range s.waiting { // sorted by start_delay
+		if s.gate(i) < 0 {
+			return s.nodes[i].StartDelay, true
+		}
+	}
+	return 0, false
+}
+
+// deadlines adds the start deadlines of the nodes only time holds back to
+// the tracer's, keeping them sorted (time, then LPID).
+func (s *starts) deadlines(ds []tracer.Deadline) []tracer.Deadline {
+	var out []tracer.Deadline
+	for _, i := range s.waiting {
+		if n := s.nodes[i]; s.gate(i) < 0 {
+			if out == nil {
+				out = append(out, ds...)
+			}
+			out = append(out, tracer.Deadline{At: n.StartDelay, Node: n.Name, LPID: n.Name, What: "start", Kind: sched.Sleep})
+		}
+	}
+	if out == nil {
+		return ds
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].At != out[j].At {
+			return out[i].At < out[j].At
+		}
+		return out[i].LPID < out[j].LPID
+	})
+	return out
+}
+
+// describe says which nodes wait for which, for a deadlock's detail.
+func (s *starts) describe() string {
+	var b []string
+	for _, i := range s.waiting {
+		if k := s.gate(i); k >= 0 {
+			b = append(b, fmt.Sprintf("%s waits for %s to listen on port %d", s.nodes[i].Name, s.nodes[k].Name, s.nodes[k].ReadyPort))
+		}
+	}
+	return strings.Join(b, "; ")
+}

@@ -1,0 +1,100 @@
+package netns
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Listening reports whether some socket in the network namespace at nsPath
+// listens on TCP port (IPv4 or IPv6). It is how a node's readiness condition
+// (`ready: {listen: PORT}`) is checked, by lockstep at a quiescent point and
+// by native runs alike.
+func Listening(nsPath string, port uint16) (bool, error) {
+	type result struct {
+		ok  bool
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		// The thread enters the namespace and comes back before it is
+		// unlocked. Ending it instead (exiting locked) would fire the
+		// parent-death signal of any child another goroutine forked from
+		// it: a native run's nodes.
+		runtime.LockOSThread()
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{false, fmt.Errorf("opening this thread's network namespace: %w", err)}
+			return
+		}
+		defer unix.Close(home)
+		ok, err := listeningIn(nsPath, port)
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		} // else the thread stays locked and Go ends it with the goroutine
+		ch <- result{ok, err}
+	}()
+	r := <-ch
+	return r.ok, r.err
+}
+
+func listeningIn(nsPath string, port uint16) (bool, error) {
+	fd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, fmt.Errorf("opening %s: %w", nsPath, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return false, fmt.Errorf("entering %s: %w", nsPath, err)
+	}
+	for _, f := range []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"} {
+		r, err := os.Open(f)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // no IPv6
+			}
+			return false, err
+		}
+		ok, err := listensOn(r, port)
+		r.Close()
+		if ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// tcpListen is the LISTEN state in /proc/net/tcp.
+const tcpListen = "0A"
+
+// listensOn parses /proc/net/tcp{,6}: "sl local_address rem_address st ...",
+// addresses as HEX_IP:HEX_PORT.
+func listensOn(r io.Reader, port uint16) (bool, error) {
+	sc := bufio.NewScanner(r)
+	sc.Scan() // header
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || f[3] != tcpListen {
+			continue
+		}
+		i := strings.LastIndexByte(f[1], ':')
+		if i < 0 {
+			continue
+		}
+		p, err := strconv.ParseUint(f[1][i+1:], 16, 16)
+		if err != nil {
+			return false, fmt.Errorf("parsing %q: %w", f[1], err)
+		}
+		if uint16(p) == port {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}

@@ -1,0 +1,2 @@
+#!/no/such/sh
+echo hello

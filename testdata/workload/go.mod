@@ -1,0 +1,3 @@
+module lockstep.dev/workload
+
+go 1.22

@@ -1,0 +1,410 @@
+// kvclient is a key-value workload for linearizability checking: N
+// concurrent clients do random gets and puts on a few keys against a store
+// (Redis over RESP, or etcd's v3 JSON gateway) and write what they saw as a
+// history in lockstep's JSON-lines format (docs/history.md), to be checked
+// with the kv model (`checker: {model: kv}`).
+//
+//	kvclient -proto resp -addr server1:6379 -clients 3 -ops 20 -keys 2 -history {{tmp}}/history.jsonl
+//	kvclient -proto etcd -addr etcd1:2379 ...
+//	kvclient -addr primary:6379 -read-addr replica:6379 ...   # reads from a replica
+//
+// Every put writes a distinct value, so a read names the write it saw.
+// An operation whose reply was not seen (a timeout, a broken connection) is
+// written with no return time (outcome unknown); the client then goes on
+// on a fresh connection as a new process, since the old one may still be
+// in flight. A store's error reply to a put means it was not applied
+// ("status":"fail"). The exit status is 0 unless the store could not be
+// reached at all or the history could not be written.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// op is one line of the history (docs/history.md).
+type op struct {
+	Process int             `json:"process"`
+	Name    string          `json:"op"`
+	Key     string          `json:"key"`
+	Input   json.RawMessage `json:"input,omitempty"`
+	Output  json.RawMessage `json:"output,omitempty"`
+	Call    int64           `json:"call"`
+	Return  *int64          `json:"return,omitempty"`
+	Status  string          `json:"status,omitempty"`
+}
+
+// store is one connection to the store under test.
+type store interface {
+	// get returns the key's value, or ok false if it has none.
+	get(key string) (val string, ok bool, err error)
+	put(key, val string) error
+	close()
+}
+
+// rejected is a store's definite refusal: the operation was not applied.
+type rejected struct{ msg string }
+
+func (e *rejected) Error() string { return "rejected: " + e.msg }
+
+type config struct {
+	proto, addr, readAddr, history string
+	clients, ops, keys             int
+	seed                           int64
+	timeout, wait                  time.Duration
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.proto, "proto", "resp", "resp (Redis) or etcd (v3 JSON gateway)")
+	flag.StringVar(&c.addr, "addr", "127.0.0.1:6379", "the store's host:port")
+	flag.StringVar(&c.readAddr, "read-addr", "", "send gets here instead (a replica); default -addr")
+	flag.StringVar(&c.history, "history", "history.jsonl", "where to write the history")
+	flag.IntVar(&c.clients, "clients", 3, "concurrent clients")
+	flag.IntVar(&c.ops, "ops", 20, "operations per client")
+	flag.IntVar(&c.keys, "keys", 2, "keys k0..k(N-1)")
+	flag.Int64Var(&c.seed, "seed", 1, "seed of the operation mix")
+	flag.DurationVar(&c.timeout, "timeout", 2*time.Second, "per operation; past it the outcome is unknown")
+	flag.DurationVar(&c.wait, "wait", 10*time.Second, "how long to retry the first connection")
+	flag.Parse()
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "kvclient:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	if c.clients < 1 || c.ops < 0 || c.keys < 1 {
+		return errors.New("need -clients >= 1, -ops >= 0, -keys >= 1")
+	}
+	dial, err := dialer(c)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(c.history)
+	if err != nil {
+		return err
+	}
+	h := &history{w: bufio.NewWriter(f)}
+	var wg sync.WaitGroup
+	errs := make([]error, c.clients)
+	for i := 0; i < c.clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = client(c, i, dial, h)
+		}()
+	}
+	wg.Wait()
+	if err := h.flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", c.history, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// history serializes the clients' lines.
+type history struct {
+	mu  sync.Mutex
+	w   *bufio.Writer
+	err error
+}
+
+func (h *history) add(o op) {
+	b, err := json.Marshal(o)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil {
+		_, err = h.w.Write(append(b, '\n'))
+	}
+	if h.err == nil {
+		h.err = err
+	}
+}
+
+func (h *history) flush() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return h.err
+	}
+	return h.w.Flush()
+}
+
+func dialer(c config) (func() (store, error), error) {
+	var dial func(addr string) (store, error)
+	switch c.proto {
+	case "resp":
+		dial = func(addr string) (store, error) { return dialRESP(addr, c.timeout) }
+	case "etcd":
+		dial = func(addr string) (store, error) { return newEtcd(addr, c.timeout), nil }
+	default:
+		return nil, fmt.Errorf("unknown -proto %q (want resp or etcd)", c.proto)
+	}
+	if c.readAddr == "" || c.readAddr == c.addr {
+		return func() (store, error) { return dial(c.addr) }, nil
+	}
+	return func() (store, error) {
+		w, err := dial(c.addr)
+		if err != nil {
+			return nil, err
+		}
+		r, err := dial(c.readAddr)
+		if err != nil {
+			w.close()
+			return nil, err
+		}
+		return split{r: r, w: w}, nil
+	}, nil
+}
+
+// split reads from one store (a replica) and writes to another.
+type split struct{ r, w store }
+
+func (s split) get(key string) (string, bool, error) { return s.r.get(key) }
+func (s split) put(key, val string) error            { return s.w.put(key, val) }
+func (s split) close()                               { s.r.close(); s.w.close() }
+
+// client runs one client's operations. Process numbers are i, then
+// i+clients, i+2*clients, ... after each unknown outcome.
+func client(c config, i int, dial func() (store, error), h *history) error {
+	rng := rand.New(rand.NewSource(c.seed*1000003 + int64(i)))
+	proc := i
+	s, err := connect(dial, c.wait)
+	if err != nil {
+		return fmt.Errorf("client %d: %w", i, err)
+	}
+	defer func() { s.close() }()
+	for n := 0; n < c.ops; n++ {
+		key := "k" + strconv.Itoa(rng.Intn(c.keys))
+		o := op{Process: proc, Key: key}
+		var err error
+		if rng.Intn(2) == 0 {
+			o.Name = "get"
+			o.Call = now()
+			var val string
+			var ok bool
+			val, ok, err = s.get(key)
+			if err == nil {
+				o.Output = []byte("null")
+				if ok {
+					o.Output = quote(val)
+				}
+			}
+		} else {
+			o.Name = "put"
+			val := fmt.Sprintf("%d-%d", i, n)
+			o.Input = quote(val)
+			o.Call = now()
+			err = s.put(key, val)
+		}
+		ret := now()
+		var rej *rejected
+		switch {
+		case err == nil:
+			o.Return = &ret
+		case errors.As(err, &rej):
+			o.Return, o.Status = &ret, "fail"
+		default:
+			o.Status = "unknown"
+		}
+		h.add(o)
+		if err != nil && !errors.As(err, &rej) {
+			// The request may still be in flight: go on as a new process
+			// on a new connection.
+			s.close()
+			proc += c.clients
+			if s, err = connect(dial, c.wait); err != nil {
+				return fmt.Errorf("client %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+func now() int64 { return time.Now().UnixNano() }
+
+func quote(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// connect retries until the store answers or wait passes: under lockstep
+// the servers may start after the clients.
+func connect(dial func() (store, error), wait time.Duration) (store, error) {
+	deadline := time.Now().Add(wait)
+	delay := 10 * time.Millisecond
+	for {
+		s, err := dial()
+		if err == nil {
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("connecting: %w", err)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 500*time.Millisecond)
+	}
+}
+
+// resp speaks Redis' RESP2 on one connection.
+type resp struct {
+	conn    net.Conn
+	r       *bufio.Reader
+	timeout time.Duration
+}
+
+func dialRESP(addr string, timeout time.Duration) (*resp, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &resp{conn: conn, r: bufio.NewReader(conn), timeout: timeout}, nil
+}
+
+func (r *resp) close() { r.conn.Close() }
+
+// do sends a command and reads one reply: a simple string, an error, an
+// integer, or a bulk string (nil as ok false).
+func (r *resp) do(args ...string) (reply string, ok bool, err error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if err := r.conn.SetDeadline(time.Now().Add(r.timeout)); err != nil {
+		return "", false, err
+	}
+	if _, err := r.conn.Write(b.Bytes()); err != nil {
+		return "", false, err
+	}
+	line, err := r.line()
+	if err != nil {
+		return "", false, err
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], true, nil
+	case '-':
+		return "", false, &rejected{msg: line[1:]}
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < -1 {
+			return "", false, fmt.Errorf("bad bulk length %q", line)
+		}
+		if n == -1 {
+			return "", false, nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r.r, buf); err != nil {
+			return "", false, err
+		}
+		if string(buf[n:]) != "\r\n" {
+			return "", false, errors.New("bulk string not ended by CRLF")
+		}
+		return string(buf[:n]), true, nil
+	}
+	return "", false, fmt.Errorf("unexpected reply %q", line)
+}
+
+func (r *resp) line() (string, error) {
+	s, err := r.r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	s = strings.TrimSuffix(s, "\r\n")
+	if s == "" {
+		return "", errors.New("empty reply line")
+	}
+	return s, nil
+}
+
+func (r *resp) get(key string) (string, bool, error) { return r.do("GET", key) }
+
+func (r *resp) put(key, val string) error {
+	reply, _, err := r.do("SET", key, val)
+	if err == nil && reply != "OK" {
+		return fmt.Errorf("SET answered %q", reply)
+	}
+	return err
+}
+
+// etcd speaks etcd's v3 JSON gateway (keys and values base64) over one
+// keep-alive HTTP connection.
+type etcd struct {
+	base string
+	c    *http.Client
+}
+
+func newEtcd(addr string, timeout time.Duration) *etcd {
+	// A transport per client keeps the clients' connections apart.
+	tr := &http.Transport{MaxIdleConns: 1, MaxConnsPerHost: 1, DisableCompression: true}
+	return &etcd{base: "http://" + addr + "/v3/kv/", c: &http.Client{Transport: tr, Timeout: timeout}}
+}
+
+func (e *etcd) close() { e.c.CloseIdleConnections() }
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func (e *etcd) call(path string, req, resp any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	r, err := e.c.Post(e.base+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer r.Body.Close()
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	if r.StatusCode != http.StatusOK {
+		// The gateway's errors (a lost leader, a timeout inside the
+		// cluster) do not say whether a put was applied.
+		return fmt.Errorf("%s: %s: %s", path, r.Status, bytes.TrimSpace(data))
+	}
+	return json.Unmarshal(data, resp)
+}
+
+func (e *etcd) get(key string) (string, bool, error) {
+	var out struct {
+		Kvs []struct {
+			Value string `json:"value"`
+		} `json:"kvs"`
+	}
+	if err := e.call("range", map[string]string{"key": b64(key)}, &out); err != nil {
+		return "", false, err
+	}
+	if len(out.Kvs) == 0 {
+		return "", false, nil
+	}
+	v, err := base64.StdEncoding.DecodeString(out.Kvs[0].Value)
+	if err != nil {
+		return "", false, fmt.Errorf("range: value: %w", err)
+	}
+	return string(v), true, nil
+}
+
+func (e *etcd) put(key, val string) error {
+	var out struct{}
+	return e.call("put", map[string]string{"key": b64(key), "value": b64(val)}, &out)
+}

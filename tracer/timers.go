@@ -1,0 +1,789 @@
+package tracer
+
+import (
+	"encoding/binary"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"golang.org/x/sys/unix"
+)
+
+// Kernel timers as virtual deadlines.
+//
+// A program that arms a kernel timer (timerfd, alarm, setitimer, POSIX
+// timer_create) and then blocks in an untimed wait would see the timer expire
+// in real time against a clock that has not moved, or never see it expire
+// if the virtual clock is the only one that moves. Lockstep therefore keeps
+// every such timer's expiry and interval itself, answers the set and get
+// calls from that record, and fires the timer when virtual time reaches its
+// expiry, at a quiescent point:
+//   - timerfd: the tracee's fd stays a real kernel timerfd, but its kernel
+//     timer is never armed; lockstep sets its expiration count through its
+//     own duplicate (TFD_IOC_SET_TICKS), so read(2), poll, select and epoll
+//     readiness are the kernel's own, and the wakeup is synchronous.
+//   - alarm and ITIMER_REAL: SIGALRM is sent to the process (si_code is
+//     SI_USER: another process may not queue SI_KERNEL). ITIMER_VIRTUAL and
+//     ITIMER_PROF measure CPU time, which lockstep does not virtualize: the
+//     kernel keeps them.
+//   - POSIX timers on CLOCK_REALTIME/MONOTONIC/BOOTTIME (and the _ALARM
+//     variants): timer_create is answered with an ID of lockstep's own and
+//     no kernel timer exists; expiries queue the signal with si_code
+//     SI_TIMER and the timer's sigev_value (glibc's SIGEV_THREAD helper
+//     needs both), to the process or, for SIGEV_THREAD_ID, to the thread.
+//     Timers on other clocks (CPU time) stay in the kernel.
+//
+// Limits: a timer belongs to the process that armed it (a forked child that
+// inherits a timerfd sees the kernel's disarmed timer); the overrun count of
+// a POSIX timer whose signal is still queued goes to timer_getoverrun, not
+// into the queued siginfo, which the kernel updates at dequeue time and
+// lockstep cannot.
+
+// timerHandler answers one timer syscall at its seccomp stop. It reports
+// false to let the kernel run the call as it is.
+type timerHandler func(t *Tracer, th *thread, a [6]uint64) bool
+
+// timerSyscalls is the table of gated timer syscalls (seccomp.go lists
+// them in the filter). timerfd_create is not among them: the clock of a
+// timerfd is read from /proc/PID/fdinfo when it is first armed.
+var timerSyscalls = map[int]timerHandler{
+	unix.SYS_TIMERFD_SETTIME:  (*Tracer).onTimerfdSettime,
+	unix.SYS_TIMERFD_GETTIME:  (*Tracer).onTimerfdGettime,
+	unix.SYS_ALARM:            (*Tracer).onAlarm,
+	unix.SYS_SETITIMER:        (*Tracer).onSetitimer,
+	unix.SYS_GETITIMER:        (*Tracer).onGetitimer,
+	unix.SYS_TIMER_CREATE:     (*Tracer).onTimerCreate,
+	unix.SYS_TIMER_SETTIME:    (*Tracer).onTimerSettime,
+	unix.SYS_TIMER_GETTIME:    (*Tracer).onTimerGettime,
+	unix.SYS_TIMER_GETOVERRUN: (*Tracer).onTimerGetoverrun,
+	unix.SYS_TIMER_DELETE:     (*Tracer).onTimerDelete,
+}
+
+// onTimerSyscall dispatches a gated timer syscall; false lets it run.
+func (t *Tracer) onTimerSyscall(th *thread, nr int, a [6]uint64) bool {
+	h := timerSyscalls[nr]
+	return h != nil && t.opts.Clock != nil && h(t, th, a)
+}
+
+type timerKind uint8
+
+const (
+	kindTimerfd timerKind = iota
+	kindItimer            // ITIMER_REAL, also set by alarm
+	kindPosix
+)
+
+// Linux ABI constants golang.org/x/sys/unix does not name.
+const (
+	tfdTimerAbstime = 1          // TFD_TIMER_ABSTIME and TIMER_ABSTIME
+	tfdIocSetTicks  = 0x40085400 // _IOW('T', 0, u64)
+	kcmpFile        = 0
+	siTimer         = -2 // SI_TIMER
+	sigevSignal     = 0
+	sigevNone       = 1
+	sigevThread     = 2
+	sigevThreadID   = 4
+	// posixIDBase keeps lockstep's timer IDs apart from the kernel's,
+	// which count up from 0 per process (CPU-clock timers stay there).
+	posixIDBase = 0x40000000
+)
+
+// vtimer is one virtual kernel timer.
+type vtimer struct {
+	kind timerKind
+	proc *process
+	// lpid is the thread that armed it: the deadline's owner, and the
+	// tie-break between timers due at the same instant.
+	lpid string
+	// alarm says ITIMER_REAL was last set by alarm(2) (the deadline's name).
+	alarm    bool
+	armed    bool
+	expiry   int64 // virtual ns, when armed
+	interval int64 // ns, 0 for one-shot
+	// clock is the virtual clock absolute settings are readings of.
+	clock int32
+
+	// timerfd: the tracee's fd and lockstep's duplicate of it; ticks is
+	// the expiration count lockstep last set (the kernel's count while the
+	// fd stays readable, since a read takes all of it).
+	fd, dup int
+	ticks   uint64
+
+	// POSIX timers.
+	id      int32
+	execs   int // the process's exec count at creation: exec deletes them
+	notify  int32
+	signo   int32
+	tid     int // SIGEV_THREAD_ID target
+	value   uint64
+	overrun int32 // expirations while the last signal was still queued
+}
+
+func (v *vtimer) what() string {
+	switch v.kind {
+	case kindTimerfd:
+		return "timerfd"
+	case kindItimer:
+		if v.alarm {
+			return "alarm"
+		}
+		return "itimer"
+	}
+	return "timer"
+}
+
+// key orders timers of one owner that are due at once.
+func (v *vtimer) key() int64 {
+	if v.kind == kindTimerfd {
+		return int64(v.fd)
+	}
+	return int64(v.id)
+}
+
+// timerTable is the tracer's virtual timers, owned by the tracer thread.
+type timerTable struct {
+	all    []*vtimer
+	nextID map[*process]int32
+	// signalled holds, per process, the timer signals sent and perhaps
+	// not yet taken (bit sig-1).
+	signalled map[*process]uint64
+}
+
+func (t *Tracer) timerTab() *timerTable {
+	if t.timers == nil {
+		t.timers = &timerTable{nextID: map[*process]int32{}}
+	}
+	return t.timers
+}
+
+func (t *Tracer) findTimer(p *process, kind timerKind, key int64) *vtimer {
+	if t.timers == nil {
+		return nil
+	}
+	for _, v := range t.timers.all {
+		if v.proc == p && v.kind == kind && v.key() == key && t.timerLive(v) {
+			return v
+		}
+	}
+	return nil
+}
+
+func (t *Tracer) addTimer(v *vtimer) { tab := t.timerTab(); tab.all = append(tab.all, v) }
+
+func (t *Tracer) removeTimer(v *vtimer) {
+	tab := t.timerTab()
+	for i, o := range tab.all {
+		if o == v {
+			tab.all = append(tab.all[:i], tab.all[i+1:]...)
+			break
+		}
+	}
+	if v.dup >= 0 && v.kind == kindTimerfd {
+		unix.Close(v.dup)
+		v.dup = -1
+	}
+}
+
+// timerLive says whether a timer still exists for its process: the process
+// lives, a POSIX timer was not deleted by an exec, and a timerfd's number
+// still names the same open file (not closed, replaced by dup2, or closed on
+// exec). Checking lazily spares hooks in close, dup2 and exec.
+func (t *Tracer) timerLive(v *vtimer) bool {
+	p := v.proc
+	if p.exited || t.procs[p.pid] != p {
+		return false
+	}
+	switch v.kind {
+	case kindPosix:
+		return p.execs == v.execs
+	case kindTimerfd:
+		r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(t.selfPid), uintptr(p.pid), kcmpFile, uintptr(v.dup), uintptr(v.fd), 0)
+		return errno == 0 && r == 0
+	}
+	return true
+}
+
+// pruneTimers drops timers whose owner or file is gone.
+func (t *Tracer) pruneTimers() {
+	if t.timers == nil {
+		return
+	}
+	for p := range t.timers.signalled {
+		if p.exited || t.procs[p.pid] != p {
+			delete(t.timers.signalled, p)
+		}
+	}
+	for i := 0; i < len(t.timers.all); {
+		if v := t.timers.all[i]; !t.timerLive(v) {
+			t.removeTimer(v)
+			continue
+		}
+		i++
+	}
+}
+
+// timerDeadlines lists the armed timers' expiries for State.Deadlines.
+func (t *Tracer) timerDeadlines() []Deadline {
+	t.pruneTimers()
+	if t.timers == nil {
+		return nil
+	}
+	var out []Deadline
+	for _, v := range t.timers.all {
+		if v.armed {
+			out = append(out, Deadline{At: time.Duration(v.expiry), Node: v.proc.node.name, LPID: v.lpid, What: v.what()})
+		}
+	}
+	return out
+}
+
+// fireDueTimer fires the armed timer whose virtual expiry passed first
+// (ties by owner, kind and ID) and reports whether it fired one. One per
+// quiescent point, as wakeDueTimedWaits does: two signals sent at once
+// would race, and which handler ran first would depend on timing.
+func (t *Tracer) fireDueTimer() bool {
+	if t.timers == nil || t.opts.Clock == nil {
+		return false
+	}
+	t.pruneTimers()
+	now := t.now()
+	var due []*vtimer
+	for _, v := range t.timers.all {
+		if v.armed && v.expiry <= now {
+			due = append(due, v)
+		}
+	}
+	if len(due) == 0 {
+		return false
+	}
+	sort.Slice(due, func(i, j int) bool {
+		a, b := due[i], due[j]
+		if a.expiry != b.expiry {
+			return a.expiry < b.expiry
+		}
+		if a.lpid != b.lpid {
+			return a.lpid < b.lpid
+		}
+		if a.kind != b.kind {
+			return a.kind < b.kind
+		}
+		return a.key() < b.key()
+	})
+	v := due[0]
+	// Expirations since the expiry (more than one when an advance jumped
+	// the clock over several periods); an interval timer re-arms past now.
+	n := int64(1)
+	if v.interval > 0 {
+		n += (now - v.expiry) / v.interval
+		v.expiry += n * v.interval
+	} else {
+		v.armed = false
+	}
+	switch v.kind {
+	case kindTimerfd:
+		cur := uint64(0)
+		if readyFd(v.dup, unix.POLLIN) {
+			cur = v.ticks // unread: a read takes the whole count
+		}
+		v.ticks = cur + uint64(n)
+		if err := setTicks(v.dup, v.ticks); err != nil {
+			t.log.Warn("firing timerfd", "lpid", v.lpid, "fd", v.fd, "err", err)
+		}
+	case kindItimer:
+		if err := unix.Kill(v.proc.pid, unix.SIGALRM); err != nil {
+			t.log.Debug("sending SIGALRM", "proc", v.proc.String(), "err", err)
+		}
+		t.noteSignal(v.proc, int(unix.SIGALRM))
+	case kindPosix:
+		t.firePosix(v, n)
+	}
+	return true
+}
+
+// firePosix queues a POSIX timer's signal as the kernel would: not again
+// while the previous one is still queued (that counts as an overrun).
+func (t *Tracer) firePosix(v *vtimer, n int64) {
+	if v.notify == sigevNone {
+		return
+	}
+	tid := 0
+	if v.notify&sigevThreadID != 0 {
+		tid = v.tid
+	}
+	if signalQueued(v.proc.pid, tid, int(v.signo)) {
+		v.overrun = clampOverrun(int64(v.overrun) + n)
+		return
+	}
+	v.overrun = clampOverrun(n - 1)
+	var info [128]byte
+	binary.LittleEndian.PutUint32(info[0:], uint32(v.signo))
+	binary.LittleEndian.PutUint32(info[8:], uint32(siCodeTimer))
+	binary.LittleEndian.PutUint32(info[16:], uint32(v.id))      // si_timerid
+	binary.LittleEndian.PutUint32(info[20:], uint32(v.overrun)) // si_overrun
+	binary.LittleEndian.PutUint64(info[24:], v.value)           // si_value
+	if err := queueSignal(v.proc.pid, tid, int(v.signo), &info); err != nil {
+		t.log.Debug("queueing timer signal", "lpid", v.lpid, "signal", v.signo, "err", err)
+	}
+	t.noteSignal(v.proc, int(v.signo))
+}
+
+func clampOverrun(n int64) int32 {
+	if n > 1<<31-1 {
+		return 1<<31 - 1
+	}
+	return int32(n)
+}
+
+// signalQueued says whether signal sig is pending for the thread tid (or
+// for the process when tid is 0), from /proc/PID[/task/TID]/status.
+func signalQueued(pid, tid, sig int) bool {
+	path, field := "/proc/"+strconv.Itoa(pid)+"/status", "ShdPnd:"
+	if tid != 0 {
+		path, field = "/proc/"+strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid)+"/status", "SigPnd:"
+	}
+	b, err := readFileSmall(path)
+	return err == nil && sig >= 1 && sig <= 64 && statusMask(b, field)&(1<<(sig-1)) != 0
+}
+
+// readFileSmall reads a /proc file of a few KiB (readSmall stops at 256
+// bytes, before the signal masks of a status file).
+func readFileSmall(path string) (string, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 4096)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// virtualClock maps a timer's clock to one vclock answers; ok is false for
+// clocks lockstep leaves to the kernel.
+func virtualClock(clk int32) (int32, bool) {
+	switch clk {
+	case unix.CLOCK_REALTIME, unix.CLOCK_MONOTONIC, unix.CLOCK_BOOTTIME:
+		return clk, true
+	case unix.CLOCK_REALTIME_ALARM:
+		return unix.CLOCK_REALTIME, true
+	case unix.CLOCK_BOOTTIME_ALARM:
+		return unix.CLOCK_BOOTTIME, true
+	}
+	return 0, false
+}
+
+const maxSpecSec = int64(1<<62) / 1_000_000_000
+
+// siCodeTimer is SI_TIMER as the siginfo field holds it.
+var siCodeTimer = int32(siTimer)
+
+// spec is an itimerspec or itimerval in ns.
+type spec struct{ interval, value int64 }
+
+// readSpec reads an itimerspec (usec false) or itimerval (usec true);
+// errno is EFAULT or EINVAL when the kernel would refuse it.
+func readSpec(pid int, addr uint64, usec bool) (spec, unix.Errno) {
+	var b [32]byte
+	if readMem(pid, addr, b[:]) != nil {
+		return spec{}, unix.EFAULT
+	}
+	var s spec
+	for i, dst := range []*int64{&s.interval, &s.value} {
+		sec := int64(binary.LittleEndian.Uint64(b[16*i:]))
+		sub := int64(binary.LittleEndian.Uint64(b[16*i+8:]))
+		unit, limit := int64(1), int64(1e9)
+		if usec {
+			unit, limit = 1e3, 1e6
+		}
+		if sec < 0 || sub < 0 || sub >= limit {
+			return spec{}, unix.EINVAL
+		}
+		if sec > maxSpecSec {
+			sec = maxSpecSec // never, for all practical purposes
+		}
+		*dst = sec*1e9 + sub*unit
+	}
+	return s, 0
+}
+
+func writeSpec(pid int, addr uint64, s spec, usec bool) error {
+	var b [32]byte
+	for i, ns := range []int64{s.interval, s.value} {
+		sub := ns % 1e9
+		if usec {
+			sub /= 1e3
+		}
+		binary.LittleEndian.PutUint64(b[16*i:], uint64(ns/1e9))
+		binary.LittleEndian.PutUint64(b[16*i+8:], uint64(sub))
+	}
+	return writeMem(pid, addr, b[:])
+}
+
+// current is what a get call reports: the interval and the time left.
+func (t *Tracer) current(v *vtimer) spec {
+	if v == nil || !v.armed {
+		if v != nil {
+			return spec{interval: v.interval}
+		}
+		return spec{}
+	}
+	// A due timer not yet fired still has a moment left, as in the kernel
+	// between expiry and its handler.
+	return spec{interval: v.interval, value: max(v.expiry-t.now(), 1)}
+}
+
+// arm sets a timer from a set call's new value; abs makes the value a
+// reading of the timer's clock.
+func (t *Tracer) arm(v *vtimer, s spec, abs bool) {
+	v.interval = s.interval
+	if s.value == 0 {
+		v.armed = false
+		return
+	}
+	rel := s.value
+	if abs {
+		vnow, _ := t.opts.Clock.Read(v.clock)
+		rel = s.value - vnow
+	}
+	v.armed = true
+	v.expiry = t.now() + max(rel, 0)
+}
+
+// answer fakes a timer call's result: 0, or -errno.
+func (t *Tracer) answer(th *thread, errno unix.Errno) bool {
+	if errno != 0 {
+		t.fake(th, -int64(errno))
+	} else {
+		t.fake(th, 0)
+	}
+	return true
+}
+
+// timerfdClock reads a timerfd's clock from fdinfo; ok is false when fd is
+// not a timerfd.
+func timerfdClock(pid, fd int) (int32, bool) {
+	b, err := readFileSmall("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, false
+	}
+	i := strings.Index(b, "clockid:")
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(b[i+len("clockid:"):])
+	if len(f) == 0 {
+		return 0, false
+	}
+	clk, err := strconv.Atoi(f[0])
+	return int32(clk), err == nil
+}
+
+// timerfd_settime(fd, flags, new, old)
+func (t *Tracer) onTimerfdSettime(th *thread, a [6]uint64) bool {
+	p, fd := th.proc, int(a[0])
+	clk, ok := timerfdClock(p.pid, fd)
+	if !ok {
+		return false // not a timerfd: the kernel says EINVAL or EBADF
+	}
+	vclk, ok := virtualClock(clk)
+	if !ok {
+		return false
+	}
+	s, errno := readSpec(th.tid, a[2], false)
+	if errno != 0 {
+		return t.answer(th, errno)
+	}
+	v := t.findTimer(p, kindTimerfd, int64(fd))
+	if v == nil {
+		dup := t.dupFd(p, fd)
+		if dup < 0 {
+			return false
+		}
+		v = &vtimer{kind: kindTimerfd, proc: p, fd: fd, dup: dup, clock: vclk}
+		t.addTimer(v)
+	}
+	if a[3] != 0 && writeSpec(th.tid, a[3], t.current(v), false) != nil {
+		return t.answer(th, unix.EFAULT)
+	}
+	// Setting a timerfd discards expirations not yet read: disarming the
+	// kernel's (never armed) timer through the duplicate resets its count.
+	if err := unix.TimerfdSettime(v.dup, 0, &unix.ItimerSpec{}, nil); err != nil {
+		t.log.Warn("resetting timerfd count", "lpid", th.lpid, "fd", fd, "err", err)
+	}
+	v.ticks = 0
+	v.lpid = th.lpid
+	t.arm(v, s, a[1]&tfdTimerAbstime != 0)
+	return t.answer(th, 0)
+}
+
+// timerfd_gettime(fd, cur)
+func (t *Tracer) onTimerfdGettime(th *thread, a [6]uint64) bool {
+	v := t.findTimer(th.proc, kindTimerfd, int64(int(a[0])))
+	if v == nil {
+		return false // never armed through lockstep: the kernel's answer is right
+	}
+	if writeSpec(th.tid, a[1], t.current(v), false) != nil {
+		return t.answer(th, unix.EFAULT)
+	}
+	return t.answer(th, 0)
+}
+
+func (t *Tracer) itimer(th *thread) *vtimer {
+	v := t.findTimer(th.proc, kindItimer, 0)
+	if v == nil {
+		v = &vtimer{kind: kindItimer, proc: th.proc, dup: -1}
+		t.addTimer(v)
+	}
+	v.lpid = th.lpid
+	return v
+}
+
+// alarm(seconds): returns the seconds left of the previous alarm, rounded
+// as the kernel does (to nearest, and never 0 for a pending one).
+func (t *Tracer) onAlarm(th *thread, a [6]uint64) bool {
+	v := t.itimer(th)
+	old := alarmSeconds(t.current(v).value)
+	secs := int64(uint32(a[0]))
+	t.arm(v, spec{value: secs * 1e9}, false)
+	v.alarm = true
+	t.fake(th, old)
+	return true
+}
+
+// alarmSeconds rounds the time left of an alarm as alarm(2) reports it: to
+// the nearest second, and never to 0 while one is pending.
+func alarmSeconds(left int64) int64 {
+	s, rem := left/1e9, left%1e9
+	if (s == 0 && rem > 0) || rem >= 5e8 {
+		s++
+	}
+	return s
+}
+
+// setitimer(which, new, old); only ITIMER_REAL is virtual.
+func (t *Tracer) onSetitimer(th *thread, a [6]uint64) bool {
+	if a[0] != unix.ITIMER_REAL {
+		return false
+	}
+	var s spec
+	if a[1] != 0 { // a NULL new value disarms, as Linux allows
+		var errno unix.Errno
+		if s, errno = readSpec(th.tid, a[1], true); errno != 0 {
+			return t.answer(th, errno)
+		}
+	}
+	v := t.itimer(th)
+	if a[2] != 0 && writeSpec(th.tid, a[2], roundUsec(t.current(v)), true) != nil {
+		return t.answer(th, unix.EFAULT)
+	}
+	t.arm(v, s, false)
+	v.alarm = false
+	return t.answer(th, 0)
+}
+
+// getitimer(which, cur)
+func (t *Tracer) onGetitimer(th *thread, a [6]uint64) bool {
+	if a[0] != unix.ITIMER_REAL {
+		return false
+	}
+	if writeSpec(th.tid, a[1], roundUsec(t.current(t.findTimer(th.proc, kindItimer, 0))), true) != nil {
+		return t.answer(th, unix.EFAULT)
+	}
+	return t.answer(th, 0)
+}
+
+// roundUsec rounds a time left up to whole microseconds: an armed itimer
+// never reads as zero.
+func roundUsec(s spec) spec {
+	if r := s.value % 1e3; r != 0 {
+		s.value += 1e3 - r
+	}
+	return s
+}
+
+// timer_create(clockid, sevp, timerid)
+func (t *Tracer) onTimerCreate(th *thread, a [6]uint64) bool {
+	clk, ok := virtualClock(int32(a[0]))
+	if !ok {
+		return false // CPU-time clocks and invalid ones: the kernel's
+	}
+	p := th.proc
+	tab := t.timerTab()
+	id := posixIDBase + tab.nextID[p]
+	v := &vtimer{kind: kindPosix, proc: p, lpid: th.lpid, id: id, execs: p.execs, dup: -1, clock: clk,
+		notify: sigevSignal, signo: int32(unix.SIGALRM), value: uint64(id)}
+	if a[1] != 0 {
+		var ev [20]byte
+		if readMem(th.tid, a[1], ev[:]) != nil {
+			return t.answer(th, unix.EFAULT)
+		}
+		v.value = binary.LittleEndian.Uint64(ev[0:])
+		v.signo = int32(binary.LittleEndian.Uint32(ev[8:]))
+		v.notify = int32(binary.LittleEndian.Uint32(ev[12:]))
+		v.tid = int(int32(binary.LittleEndian.Uint32(ev[16:])))
+		switch v.notify {
+		case sigevNone:
+		case sigevSignal, sigevThread:
+			// At the syscall, SIGEV_THREAD is a plain signal (glibc runs
+			// the thread itself, through SIGEV_THREAD_ID).
+			if v.signo < 1 || v.signo > 64 {
+				return t.answer(th, unix.EINVAL)
+			}
+		case sigevSignal | sigevThreadID:
+			if other := t.threads[v.tid]; v.signo < 1 || v.signo > 64 || other == nil || other.proc != p {
+				return t.answer(th, unix.EINVAL)
+			}
+		default:
+			return t.answer(th, unix.EINVAL)
+		}
+	}
+	var b [4]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(id))
+	if writeMem(th.tid, a[2], b[:]) != nil {
+		return t.answer(th, unix.EFAULT)
+	}
+	tab.nextID[p]++
+	t.addTimer(v)
+	return t.answer(th, 0)
+}
+
+func (t *Tracer) posixTimer(th *thread, id uint64) *vtimer {
+	return t.findTimer(th.proc, kindPosix, int64(int32(id)))
+}
+
+// timer_settime(timerid, flags, new, old)
+func (t *Tracer) onTimerSettime(th *thread, a [6]uint64) bool {
+	v := t.posixTimer(th, a[0])
+	if v == nil {
+		return false // a kernel timer (CPU clock) or no timer: the kernel's
+	}
+	s, errno := readSpec(th.tid, a[2], false)
+	if errno != 0 {
+		return t.answer(th, errno)
+	}
+	if a[3] != 0 && writeSpec(th.tid, a[3], t.current(v), false) != nil {
+		return t.answer(th, unix.EFAULT)
+	}
+	v.overrun = 0
+	t.arm(v, s, a[1]&tfdTimerAbstime != 0)
+	return t.answer(th, 0)
+}
+
+// timer_gettime(timerid, cur)
+func (t *Tracer) onTimerGettime(th *thread, a [6]uint64) bool {
+	v := t.posixTimer(th, a[0])
+	if v == nil {
+		return false
+	}
+	if writeSpec(th.tid, a[1], t.current(v), false) != nil {
+		return t.answer(th, unix.EFAULT)
+	}
+	return t.answer(th, 0)
+}
+
+// timer_getoverrun(timerid)
+func (t *Tracer) onTimerGetoverrun(th *thread, a [6]uint64) bool {
+	v := t.posixTimer(th, a[0])
+	if v == nil {
+		return false
+	}
+	t.fake(th, int64(v.overrun))
+	return true
+}
+
+// timer_delete(timerid)
+func (t *Tracer) onTimerDelete(th *thread, a [6]uint64) bool {
+	v := t.posixTimer(th, a[0])
+	if v == nil {
+		return false
+	}
+	t.removeTimer(v)
+	return t.answer(th, 0)
+}
+
+// A timer's signal must reach a thread that waits in a gated call. The
+// thread sits in its seccomp stop, where the signal stays pending until
+// lockstep releases the call, and a recv or poll with nothing to read is
+// never enabled: the signal would never arrive. So while a timer signal
+// lockstep sent is pending and not blocked for the thread, its gated wait
+// counts as enabled; released, the kernel sees the signal and interrupts
+// the call (EINTR, or a restart after the handler) as it would natively.
+
+// noteSignal records that sig was sent to p by a timer.
+func (t *Tracer) noteSignal(p *process, sig int) {
+	tab := t.timerTab()
+	if tab.signalled == nil {
+		tab.signalled = map[*process]uint64{}
+	}
+	tab.signalled[p] |= 1 << (sig - 1)
+}
+
+// interruptedByTimer reports whether a gated wait of th would be interrupted
+// by a timer signal now pending for it.
+func (t *Tracer) interruptedByTimer(p *pendingOp) bool {
+	if t.timers == nil || len(t.timers.signalled) == 0 || p.th == nil || p.th.proc == nil {
+		return false
+	}
+	switch p.op.Kind {
+	case sched.Recv, sched.Accept, sched.Poll, sched.Sleep:
+	default:
+		return false
+	}
+	th := p.th
+	sent := t.timers.signalled[th.proc]
+	if sent == 0 {
+		return false
+	}
+	b, err := readFileSmall("/proc/" + strconv.Itoa(th.proc.pid) + "/task/" + strconv.Itoa(th.tid) + "/status")
+	if err != nil {
+		return false
+	}
+	pnd := statusMask(b, "SigPnd:") | statusMask(b, "ShdPnd:")
+	if pnd&sent == 0 {
+		delete(t.timers.signalled, th.proc) // taken meanwhile
+		return false
+	}
+	return pnd&sent&^statusMask(b, "SigBlk:") != 0
+}
+
+// statusMask parses one hexadecimal signal mask line of a status file.
+func statusMask(status, field string) uint64 {
+	i := strings.Index(status, field)
+	if i < 0 {
+		return 0
+	}
+	line := status[i+len(field):]
+	if j := strings.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	m, _ := strconv.ParseUint(strings.TrimSpace(line), 16, 64)
+	return m
+}
+
+// releaseSleep ends a sleep op: at its deadline it returns 0; released
+// early (a timer signal is pending) it returns EINTR with the time left.
+func (t *Tracer) releaseSleep(p *pendingOp) {
+	left := p.deadline - t.now()
+	if left <= 0 {
+		t.fake(p.th, 0)
+		return
+	}
+	rem := uint64(0)
+	switch {
+	case p.nr == unix.SYS_NANOSLEEP:
+		rem = p.args[1]
+	case p.nr == unix.SYS_CLOCK_NANOSLEEP && p.args[1]&1 == 0: // relative only
+		rem = p.args[3]
+	}
+	if rem != 0 {
+		var b [16]byte
+		putTimespec(b[:], left)
+		writeMem(p.th.tid, rem, b[:])
+	}
+	t.fake(p.th, -int64(unix.EINTR))
+}
