@@ -24,6 +24,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 	"github.com/lockstep-dev/lockstep/conflict"
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -67,7 +68,9 @@ type Spec struct {
 		Timeout time.Duration
 	}
 	checkerLine int
-	Time        struct {
+	// Faults is the fault plan; its zero value injects nothing.
+	Faults faults.Plan
+	Time   struct {
 		Epoch time.Time
 		// Delays is the budget of advance ops per trial: how many times the
 		// scheduler may let virtual time run to a deadline while other ops
@@ -580,7 +583,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	s.Time.Epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.Time.Delays = DefaultDelays
 	s.Time.MaxDelay = DefaultMaxDelay
-	var nodesNode, checkerNode, subnetNode ast.Node
+	var nodesNode, checkerNode, subnetNode, faultsNode ast.Node
 	haveName := false
 	pctNode := ast.Node(nil)
 	for _, p := range pairs {
@@ -695,11 +698,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 		case "checker":
 			checkerNode = p.value
 		case "faults":
-			if seq, ok := p.value.(*ast.SequenceNode); !ok || len(seq.Values) > 0 {
-				if _, isNull := p.value.(*ast.NullNode); !isNull {
-					return d.errf(p.value, "faults", "not supported yet (leave it empty)")
-				}
-			}
+			faultsNode = p.value
 		case "time":
 			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay")
 			if err != nil {
@@ -759,6 +758,11 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	}
 	if err := d.nodes(nodesNode, s); err != nil {
 		return err
+	}
+	if faultsNode != nil {
+		if err := d.faults(faultsNode, s); err != nil {
+			return err
+		}
 	}
 	if checkerNode != nil {
 		if err := d.checker(checkerNode, s); err != nil {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer"
@@ -139,11 +140,12 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		if err != nil {
 			return err
 		}
-		out, err := os.Create(filepath.Join(res.Dir, n.Name+".out"))
+		// Appending: a restarted node's output follows its first run's.
+		out, err := appendFile(filepath.Join(res.Dir, n.Name+".out"))
 		if err != nil {
 			return err
 		}
-		errf, err := os.Create(filepath.Join(res.Dir, n.Name+".err"))
+		errf, err := appendFile(filepath.Join(res.Dir, n.Name+".err"))
 		if err != nil {
 			out.Close()
 			return err
@@ -195,6 +197,43 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		return RoleServer
 	}
 	tm := newTiming(spec.Time.Delays, spec.Time.MaxDelay, p.seed)
+	var inj *faults.Injector
+	var restarts []string // crashed nodes to start again
+	if spec.Faults.Enabled() {
+		names := make([]string, len(spec.Nodes))
+		for i, n := range spec.Nodes {
+			names[i] = n.Name
+		}
+		inj = faults.New(spec.Faults, names, p.seed)
+	}
+	nodeOf := func(a netip.Addr) string {
+		for name, na := range addrs {
+			if na == a {
+				return name
+			}
+		}
+		return ""
+	}
+	// applyFault carries out a fault's effect; a crash or restart needs the
+	// tracer, the caller's action.
+	applyFault := func(e faults.Effect) (tracer.Action, error) {
+		switch e.Kind {
+		case sched.Crash:
+			return tracer.Action{Crash: e.Node}, nil
+		case sched.Restart:
+			restarts = append(restarts, e.Node)
+			return tracer.Action{}, errStartDue
+		case sched.Partition:
+			if err := j.cluster.Partition(e.Cut, e.Rest); err != nil {
+				return tracer.Action{}, fmt.Errorf("partitioning %v from %v: %w", e.Cut, e.Rest, err)
+			}
+		case sched.Heal:
+			if err := j.cluster.Heal(e.Cut, e.Rest); err != nil {
+				return tracer.Action{}, fmt.Errorf("healing %v from %v: %w", e.Cut, e.Rest, err)
+			}
+		}
+		return tracer.Action{}, nil
+	}
 	realLimit := time.Now().Add(spec.Limits.RealTime)
 	var (
 		steps    int
@@ -221,6 +260,8 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			}
 			failed := e.Signal != 0 || e.Code != 0
 			switch {
+			case inj != nil && inj.Crashed(e.Node):
+				// The injected crash, not a bug.
 			case role(e.Node) == RoleClient && failed:
 				set(ClientFailed, e.Node, "client %s", e.String())
 			case role(e.Node) == RoleClient:
@@ -231,6 +272,9 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		}
 		if outcome != nil {
 			return tracer.Action{Stop: true}, nil
+		}
+		if len(restarts) > 0 {
+			return tracer.Action{}, errStartDue
 		}
 		if len(clients) == 0 && waiting.empty() {
 			set(Pass, "", "")
@@ -262,7 +306,39 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			return tracer.Action{Stop: true}, nil
 		}
 		now := clk.Now()
+		if inj != nil && inj.Quiet(now) {
+			// The quiet period: heal, restart the crashed, no more faults.
+			var act tracer.Action
+			var actErr error
+			for _, e := range inj.Recover() {
+				steps++
+				op := sched.Op{Node: e.Node, LPID: "fault", Kind: e.Kind, Object: "node:" + e.Node}
+				if e.Kind == sched.Heal {
+					op.Node, op.Object = strings.Join(e.Cut, ","), "node:"+strings.Join(e.Cut, ",")
+				}
+				res.Records = append(res.Records, sched.Record{Step: steps, VTime: int64(now), Op: op, Auto: true})
+				a, err := applyFault(e)
+				if err != nil && !errors.Is(err, errStartDue) {
+					set(Error, e.Node, "%v", err)
+					return tracer.Action{Stop: true}, nil
+				}
+				if err != nil {
+					actErr = err
+				}
+				act = a
+			}
+			return act, actErr
+		}
 		ready := tm.ready(st.Pending, st.Enabled, now)
+		if inj != nil {
+			kept := ready[:0:0]
+			for _, o := range ready {
+				if !inj.Holds(o, now, nodeOf) {
+					kept = append(kept, o)
+				}
+			}
+			ready = kept
+		}
 		if len(ready) == 0 {
 			next, ok := st.NextDeadline, st.HasDeadline
 			if at, start := waiting.next(); start && (!ok || at < next) {
@@ -270,6 +346,11 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			}
 			if end, held := tm.holdEnd(now); held && (!ok || end < next) {
 				next, ok = end, true
+			}
+			if inj != nil {
+				if end, held := inj.Deadline(now); held && (!ok || end < next) {
+					next, ok = end, true
+				}
 			}
 			if !ok {
 				if w := waiting.describe(); w != "" {
@@ -291,6 +372,11 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		if adv := tm.advance(ready, waiting.deadlines(st.Deadlines), now); adv != nil {
 			choices = append(ready[:len(ready):len(ready)], adv)
 		}
+		if inj != nil {
+			if fs := inj.Offer(now); len(fs) > 0 {
+				choices = append(choices[:len(choices):len(choices)], fs...)
+			}
+		}
 		i, err := p.strategy.Next(choices)
 		if err != nil {
 			set(Diverged, "", "%v", err)
@@ -303,6 +389,20 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			tm.chose(op, ready)
 			return tracer.Action{}, nil
 		}
+		if op.Kind.IsFault() {
+			steps++
+			e, err := inj.Chose(op, now)
+			if err != nil {
+				return tracer.Action{}, err
+			}
+			res.Records = append(res.Records, sched.Record{Step: steps, VTime: int64(now), Op: *op})
+			a, err := applyFault(e)
+			if err != nil && !errors.Is(err, errStartDue) {
+				set(Error, e.Node, "%v", err)
+				return tracer.Action{Stop: true}, nil
+			}
+			return a, err
+		}
 		lastOp = op
 		lastImm = p.immediate != nil && p.immediate()
 		steps++
@@ -311,8 +411,14 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	for outcome == nil {
 		err := tr.Drive(ctx, decide)
 		if errors.Is(err, errStartDue) {
-			n, _ := waiting.due(clk.Now())
-			waiting.take(n.Name)
+			var n NodeSpec
+			if len(restarts) > 0 {
+				n = *spec.Node(restarts[0])
+				restarts = restarts[1:]
+			} else {
+				n, _ = waiting.due(clk.Now())
+				waiting.take(n.Name)
+			}
 			if err := launch(n); err != nil {
 				set(Error, n.Name, "%v", err)
 			}
@@ -433,3 +539,8 @@ func baseEnv() []string {
 }
 
 var _ = syscall.SIGKILL
+
+// appendFile opens a node's output file for appending, creating it.
+func appendFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+}

@@ -17,8 +17,9 @@ import (
 	"time"
 )
 
-// buildWorkload builds testdata/workload's kvclient into a temporary
-// directory, so that the test runs the source as it is.
+// buildWorkload builds testdata/workload's kvclient and kvserver into a
+// temporary directory, so that the test runs the source as it is, and
+// returns kvclient's path (kvserver is beside it).
 func buildWorkload(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
@@ -30,14 +31,14 @@ func buildWorkload(t *testing.T) string {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	src := filepath.Join(filepath.Dir(file), "..", "testdata", "workload")
-	bin := filepath.Join(t.TempDir(), "kvclient")
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
+	dir := t.TempDir()
+	cmd := exec.Command(goBin, "build", "-o", dir+string(filepath.Separator), "./kvclient", "./kvserver")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", src, err, out)
 	}
-	return bin
+	return filepath.Join(dir, "kvclient")
 }
 
 func freePort(t *testing.T) int {
@@ -59,7 +60,7 @@ func startServer(t *testing.T, port int, name, pkg string, args ...string) {
 		t.Skipf("%s is not installed (apt-get install -y %s)", name, pkg)
 	}
 	cmd := exec.Command(path, args...)
-	log := filepath.Join(t.TempDir(), name+".log")
+	log := filepath.Join(t.TempDir(), filepath.Base(name)+".log")
 	f, err := os.Create(log)
 	if err != nil {
 		t.Fatal(err)
@@ -345,4 +346,67 @@ func TestWorkloadUnknownAndFailed(t *testing.T) {
 		}
 	}
 	t.Logf("statuses %v, %d processes", byStatus, len(procs))
+}
+
+// kvserver with synchronous replication, written to on the primary and
+// read on the replica by two kvclient processes sharing one -clock
+// counter: the merged history has distinct times and is linearizable.
+func TestWorkloadReplicatedSharedClock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs kvclient and kvserver")
+	}
+	bin := buildWorkload(t)
+	server := filepath.Join(filepath.Dir(bin), "kvserver")
+	replica, primary := freePort(t), freePort(t)
+	startServer(t, replica, server, "", "-listen", "127.0.0.1:"+strconv.Itoa(replica))
+	startServer(t, primary, server, "", "-listen", "127.0.0.1:"+strconv.Itoa(primary),
+		"-replicas", "127.0.0.1:"+strconv.Itoa(replica), "-sync")
+	dir := t.TempDir()
+	clock := filepath.Join(dir, "clock")
+	var clients []Client
+	var cmds []*exec.Cmd
+	for _, name := range []string{"c1", "c2"} {
+		hist := filepath.Join(dir, name+".jsonl")
+		cmd := exec.Command(bin, "-addr", "127.0.0.1:"+strconv.Itoa(primary), "-read-addr", "127.0.0.1:"+strconv.Itoa(replica),
+			"-clients", "3", "-ops", "40", "-keys", "2", "-name", name, "-clock", clock, "-history", hist)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("kvclient %d: %v", i, err)
+		}
+		name := []string{"c1", "c2"}[i]
+		ops, err := ReadFile(filepath.Join(dir, name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, Client{Name: name, Ops: ops})
+	}
+	ops, procs := Merge(clients)
+	seen := map[int64]bool{}
+	for _, op := range ops {
+		for _, at := range []int64{op.Call, *op.Return} {
+			if seen[at] {
+				t.Fatalf("time %d read twice from the shared clock", at)
+			}
+			seen[at] = true
+		}
+		if *op.Return <= op.Call {
+			t.Errorf("%s: return %d not after call %d", op.Source, *op.Return, op.Call)
+		}
+	}
+	if len(ops) != 240 || len(procs) != 6 || len(seen) != 480 {
+		t.Errorf("%d ops of %d processes, %d distinct times; want 240, 6, 480", len(ops), len(procs), len(seen))
+	}
+	res, err := Check(context.Background(), mustModel(t, "kv"), ops, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != Linearizable {
+		t.Fatalf("verdict %s with synchronous replication", res.Verdict)
+	}
 }

@@ -30,6 +30,7 @@ const (
 	Partition
 	Heal
 	Drop
+	Pause
 )
 
 var kindNames = [...]string{
@@ -49,6 +50,7 @@ var kindNames = [...]string{
 	Partition:   "partition",
 	Heal:        "heal",
 	Drop:        "drop",
+	Pause:       "pause",
 }
 
 func (k Kind) String() string {

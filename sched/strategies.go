@@ -248,10 +248,10 @@ func (p *Plus) Reset(seed int64, stepsHint int) {
 	p.immediate = false
 }
 
-// mayConflict: an advance op races by definition with every op it holds,
-// so it is never released at once.
+// mayConflict: an advance or fault op races by definition with every op
+// it holds or cuts off, so it is never released at once.
 func (p *Plus) mayConflict(o *Op) bool {
-	return p.pred == nil || o.Kind == Advance || p.pred.MayConflict(o.Signature())
+	return p.pred == nil || o.Kind == Advance || o.Kind.IsFault() || p.pred.MayConflict(o.Signature())
 }
 
 // LastImmediate reports whether the last Next released an op at once.
@@ -303,6 +303,15 @@ func same(a *Op, b *Op) bool {
 }
 
 func (r *Replay) Next(enabled []*Op) (int, error) {
+	if r.step >= len(r.records) {
+		if r.fallback != nil {
+			return r.fallback.Next(enabled)
+		}
+		return 0, fmt.Errorf("replay: trace ended at step %d but the trial continues", r.step)
+	}
+	for r.step < len(r.records) && r.records[r.step].Auto {
+		r.step++
+	}
 	if r.step >= len(r.records) {
 		if r.fallback != nil {
 			return r.fallback.Next(enabled)

@@ -37,6 +37,10 @@ type Record struct {
 	// Immediate is true when a "+" variant released the op at once because
 	// its signature was predicted not to conflict.
 	Immediate bool `json:"immediate,omitempty"`
+	// Auto is true for what lockstep did by itself, not by a decision: the
+	// recoveries of a fault plan's quiet period. Replay does not ask for
+	// them; they recur at the same point.
+	Auto bool `json:"auto,omitempty"`
 }
 
 // Outcome is how a trial ended.

@@ -1,7 +1,10 @@
 package tracer
 
 import (
+	"fmt"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +170,42 @@ func TestTimerHelpers(t *testing.T) {
 			t.Errorf("virtualClock(%d) = %d, %v; want %d, %v", tc.clk, got, ok, tc.want, tc.ok)
 		}
 	}
+}
+
+// TestErlangMnesiaTwoNodes runs testdata/erlang/mnesia's two nodes on
+// loopback (one epmd serves both): the client joins the server's Mnesia
+// cluster, writes and reads three records, and exits 0. Distributed Erlang
+// and Mnesia time out, retry and tick on timers: without virtual kernel
+// timers this never finishes.
+func TestErlangMnesiaTwoNodes(t *testing.T) {
+	erl, err := exec.LookPath("erl")
+	if err != nil {
+		t.Skip("erl not installed (apt-get install erlang-base erlang-mnesia)")
+	}
+	if real, err := filepath.EvalSymlinks(erl); err == nil {
+		if m, _ := filepath.Glob(filepath.Join(filepath.Dir(real), "..", "lib", "mnesia-*")); len(m) == 0 {
+			t.Skip("Mnesia not installed (apt-get install erlang-mnesia)")
+		}
+	}
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "testdata", "erlang", "mnesia", "mnesia_kv.erl")
+	boot := func(args string) string {
+		return fmt.Sprintf(`{ok, M, B} = compile:file(%q, [binary]), {module, M} = code:load_binary(M, "mnesia_kv.erl", B), M:main([%s]).`, src, args)
+	}
+	h := newHarness(t, Options{Clock: &testClock{}, Capture: true})
+	h.launch("s", erl, "-name", "s@127.0.0.1", "-setcookie", "lockstep", "-noshell", "-eval", boot(`"server"`))
+	h.launch("c", erl, "-name", "c@127.0.0.1", "-setcookie", "lockstep", "-noshell", "-eval", boot(`"client", "s@127.0.0.1", "3"`))
+	start := time.Now()
+	res := h.run(nil, func(st *State) bool {
+		for _, e := range st.Exits {
+			if e.Node == "c" && e.Root {
+				return true
+			}
+		}
+		return false
+	})
+	if c := exitCode(t, res.exits, "c"); c != 0 || !strings.Contains(h.output("c"), "ok 3\n") {
+		t.Fatalf("client exit %d:\n%s\nserver:\n%s", c, h.output("c"), h.output("s"))
+	}
+	t.Logf("mnesia: %v virtual in %v real, %d ops", h.clock.Now(), time.Since(start), len(res.ops))
 }

@@ -1073,6 +1073,10 @@ type Action struct {
 	Release uint64
 	// Stop ends Drive.
 	Stop bool
+	// Crash names a node to crash before settling again: its processes are
+	// killed and the bytes they sent that lockstep had not delivered yet are
+	// lost, as a dead host's unsent data would be.
+	Crash string
 }
 
 // Drive runs the trial loop on the tracer thread: settle, call decide with
@@ -1099,6 +1103,9 @@ func (t *Tracer) Drive(ctx context.Context, decide func(st *State, last Released
 			t.stats.DecideTime += t2.Sub(t1)
 			if err != nil || a.Stop {
 				return
+			}
+			if a.Crash != "" {
+				t.crashNode(a.Crash)
 			}
 			last = Released{}
 			if a.Release != 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
@@ -187,17 +189,20 @@ func TestBadSpecsCreateNothing(t *testing.T) {
 	}
 }
 
-// TestRelativeOut: with a relative --out, {{tmp}} is still an absolute
-// path, so a node (which runs in its own directory) can write there.
+// TestRelativeOut: with a relative --out, the default lockstep-out/NAME or
+// a relative trace to replay, {{tmp}} is still an absolute path, so a node
+// (which runs in its own directory) can write there.
 func TestRelativeOut(t *testing.T) {
 	requireTrials(t)
 	dir := t.TempDir()
 	t.Chdir(dir)
+	// The client writes through {{tmp}} from elsewhere, then fails on
+	// purpose so that there is a trace to replay.
 	spec := `name: rel
 nodes:
   - name: writer
     role: client
-    command: ["/bin/sh", "-c", "echo hello > {{tmp}}/x && cd / && test -s {{tmp}}/x"]
+    command: ["/bin/sh", "-c", "cd / && echo hello > {{tmp}}/x && exit 3"]
 `
 	if err := os.WriteFile("spec.yaml", []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
@@ -205,13 +210,15 @@ nodes:
 	for _, args := range [][]string{
 		{"run", "spec.yaml", "-q", "--trials", "2", "--out", "rel/out"},
 		{"run", "spec.yaml", "-q", "--trials", "1"}, // default lockstep-out/rel
+		{"replay", "rel/out/trials/00001/trace.jsonl"},
 	} {
 		code, stdout, stderr := runCLI(t, args...)
-		if code != 0 {
-			t.Fatalf("%q: exit %d\n%s%s", args, code, stdout, stderr)
+		if code != 1 || !strings.Contains(stdout, "exited with code 3") {
+			t.Fatalf("%q: exit %d, want 1 (a failure)\n%s%s", args, code, stdout, stderr)
 		}
 	}
-	for _, p := range []string{"rel/out/trials/00000/writer/x", "rel/out/trials/00001/writer/x", "lockstep-out/rel/trials/00000/writer/x"} {
+	for _, p := range []string{"rel/out/trials/00000/writer/x", "rel/out/trials/00001/writer/x", "lockstep-out/rel/trials/00000/writer/x",
+		"rel/out/trials/00001/replay/trials/00001/writer/x"} {
 		if b, err := os.ReadFile(filepath.Join(dir, p)); err != nil || string(b) != "hello\n" {
 			t.Errorf("%s: %q, %v", p, b, err)
 		}
@@ -312,6 +319,48 @@ trials: 1000000
 			}
 			if leaks := before.Leaks(); len(leaks) > 0 {
 				t.Errorf("left behind: %v", leaks)
+			}
+		})
+	}
+}
+
+// TestSummary: the summary names a lockstep error's cause, lists failing
+// traces, and says when it covers an interrupted campaign.
+func TestSummary(t *testing.T) {
+	spec := &engine.Spec{Name: "s"}
+	fail := func(i int) *engine.TrialResult {
+		return &engine.TrialResult{Index: i, Outcome: engine.Outcome{Kind: engine.Deadlock}, TracePath: fmt.Sprintf("/o/%d/trace.jsonl", i)}
+	}
+	for _, tc := range []struct {
+		name    string
+		sum     engine.Summary
+		want    []string
+		notWant []string
+	}{
+		{"error cause", engine.Summary{Trials: 2, Errors: 1, FirstError: &engine.TrialResult{Index: 1, Dir: "/o/1", TracePath: "/o/1/trace.jsonl",
+			Outcome: engine.Outcome{Kind: engine.Error, Node: "db", Detail: "starting node db: exec format error"}}},
+			[]string{"lockstep errors: 1; first: trial 1, node db: starting node db: exec format error\n", "  trace: /o/1/trace.jsonl\n"},
+			[]string{"interrupted"}},
+		{"failing traces", engine.Summary{Trials: 12, Failures: 12, First: fail(0), Results: []*engine.TrialResult{
+			fail(0), fail(1), fail(2), fail(3), fail(4), fail(5), fail(6), fail(7), fail(8), fail(9), fail(10), fail(11)}},
+			[]string{"failing traces:\n  trial 0 deadlock: /o/0/trace.jsonl\n", "  trial 9 deadlock: /o/9/trace.jsonl\n  and 2 more\n"},
+			[]string{"/o/10/", "lockstep errors"}},
+		{"interrupted", engine.Summary{Trials: 3, Interrupted: true},
+			[]string{"interrupted: the summary covers the 3 trials finished before\n"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.sum.Spec, tc.sum.Duration = spec, time.Second
+			var b bytes.Buffer
+			printSummary(&b, &tc.sum, false)
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("has %q:\n%s", w, b.String())
+				}
 			}
 		})
 	}

@@ -18,7 +18,7 @@ main(["client", Server, N]) ->
     S = list_to_atom(Server),
     connect(S, 500),
     ok = mnesia:start(),
-    {ok, [S]} = mnesia:change_config(extra_db_nodes, [S]),
+    join(S, 500),
     ok = wait_table(500),
     Count = list_to_integer(N),
     lists:foreach(fun(I) -> put_get(S, I) end, lists:seq(1, Count)),
@@ -31,6 +31,14 @@ connect(S, Tries) ->
     case net_kernel:connect_node(S) of
         true -> ok;
         _ -> timer:sleep(10), connect(S, Tries - 1)
+    end.
+
+%% Joining fails ({ok, []}) while the server's Mnesia is not running yet.
+join(S, 0) -> fail({no_join, S});
+join(S, Tries) ->
+    case mnesia:change_config(extra_db_nodes, [S]) of
+        {ok, [S]} -> ok;
+        _ -> timer:sleep(10), join(S, Tries - 1)
     end.
 
 %% The table exists once the server created it.

@@ -8,7 +8,9 @@
 //	kvclient -proto etcd -addr etcd1:2379 ...
 //	kvclient -addr primary:6379 -read-addr replica:6379 ...   # reads from a replica
 //
-// Every put writes a distinct value, so a read names the write it saw.
+// Every put writes a distinct value (name-client-seq), so a read names the
+// write it saw. With -clock FILE, times are readings of a counter shared by
+// every client that names FILE (see sharedCounter), not nanoseconds.
 // An operation whose reply was not seen (a timeout, a broken connection) is
 // written with no return time (outcome unknown); the client then goes on
 // on a fresh connection as a new process, since the old one may still be
@@ -25,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math/rand"
 	"net"
@@ -33,7 +36,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 )
 
 // op is one line of the history (docs/history.md).
@@ -62,10 +68,10 @@ type rejected struct{ msg string }
 func (e *rejected) Error() string { return "rejected: " + e.msg }
 
 type config struct {
-	proto, addr, readAddr, history string
-	clients, ops, keys             int
-	seed                           int64
-	timeout, wait                  time.Duration
+	proto, addr, readAddr, history, clock, name string
+	clients, ops, keys                          int
+	seed                                        int64
+	timeout, wait                               time.Duration
 }
 
 func main() {
@@ -73,12 +79,14 @@ func main() {
 	flag.StringVar(&c.proto, "proto", "resp", "resp (Redis) or etcd (v3 JSON gateway)")
 	flag.StringVar(&c.addr, "addr", "127.0.0.1:6379", "the store's host:port")
 	flag.StringVar(&c.readAddr, "read-addr", "", "send gets here instead (a replica); default -addr")
+	flag.StringVar(&c.name, "name", "", "this client's name, prefixed to every value it writes and mixed into the seed (default: its pid)")
 	flag.StringVar(&c.history, "history", "history.jsonl", "where to write the history")
 	flag.IntVar(&c.clients, "clients", 3, "concurrent clients")
 	flag.IntVar(&c.ops, "ops", 20, "operations per client")
 	flag.IntVar(&c.keys, "keys", 2, "keys k0..k(N-1)")
 	flag.Int64Var(&c.seed, "seed", 1, "seed of the operation mix")
 	flag.DurationVar(&c.timeout, "timeout", 2*time.Second, "per operation; past it the outcome is unknown")
+	flag.StringVar(&c.clock, "clock", "", "order events by a counter shared through this file (every client of a run names the same one) instead of the clock")
 	flag.DurationVar(&c.wait, "wait", 10*time.Second, "how long to retry the first connection")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -91,9 +99,19 @@ func run(c config) error {
 	if c.clients < 1 || c.ops < 0 || c.keys < 1 {
 		return errors.New("need -clients >= 1, -ops >= 0, -keys >= 1")
 	}
+	if c.name == "" {
+		c.name = strconv.Itoa(os.Getpid())
+	}
+	c.name += "-"
 	dial, err := dialer(c)
 	if err != nil {
 		return err
+	}
+	now := func() int64 { return time.Now().UnixNano() }
+	if c.clock != "" {
+		if now, err = sharedCounter(c.clock); err != nil {
+			return fmt.Errorf("opening the shared clock: %w", err)
+		}
 	}
 	f, err := os.Create(c.history)
 	if err != nil {
@@ -106,7 +124,7 @@ func run(c config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = client(c, i, dial, h)
+			errs[i] = client(c, i, dial, now, h)
 		}()
 	}
 	wg.Wait()
@@ -184,8 +202,10 @@ func (s split) close()                               { s.r.close(); s.w.close() 
 
 // client runs one client's operations. Process numbers are i, then
 // i+clients, i+2*clients, ... after each unknown outcome.
-func client(c config, i int, dial func() (store, error), h *history) error {
-	rng := rand.New(rand.NewSource(c.seed*1000003 + int64(i)))
+func client(c config, i int, dial func() (store, error), now func() int64, h *history) error {
+	seed := fnv.New64a()
+	fmt.Fprintf(seed, "%d/%s/%d", c.seed, c.name, i)
+	rng := rand.New(rand.NewSource(int64(seed.Sum64())))
 	proc := i
 	s, err := connect(dial, c.wait)
 	if err != nil {
@@ -210,7 +230,7 @@ func client(c config, i int, dial func() (store, error), h *history) error {
 			}
 		} else {
 			o.Name = "put"
-			val := fmt.Sprintf("%d-%d", i, n)
+			val := fmt.Sprintf("%s%d-%d", c.name, i, n)
 			o.Input = quote(val)
 			o.Call = now()
 			err = s.put(key, val)
@@ -239,7 +259,36 @@ func client(c config, i int, dial func() (store, error), h *history) error {
 	return nil
 }
 
-func now() int64 { return time.Now().UnixNano() }
+// sharedCounter returns a clock whose readings are a counter in a file
+// that every client process maps: each reading is distinct, and readings
+// are ordered as they were taken, across processes. Under lockstep the
+// virtual clock does not move while operations run, so its readings tie;
+// this counter orders the events exactly, and since it is read just
+// before a request is sent and just after its reply arrived, an operation
+// whose return reading is below another's call reading really finished
+// before the other began.
+func sharedCounter(path string) (func() int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	const size = 8
+	// Growing to 8 bytes is harmless if another client already did.
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if st.Size() < size {
+		if err := f.Truncate(size); err != nil {
+			return nil, err
+		}
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	ctr := (*atomic.Int64)(unsafe.Pointer(&mem[0]))
+	return func() int64 { return ctr.Add(1) }, nil
+}
 
 func quote(s string) json.RawMessage {
 	b, _ := json.Marshal(s)

@@ -31,10 +31,10 @@ import (
 func main() {
 	listen := flag.String("listen", ":6379", "address to serve RESP on")
 	replicas := flag.String("replicas", "", "comma-separated host:port of replicas (makes this a primary)")
-	sync := flag.Bool("sync", false, "answer a SET only after every replica applied it")
+	syncRepl := flag.Bool("sync", false, "answer a SET only after every replica applied it")
 	flag.Parse()
 	log.SetFlags(0)
-	s := &server{data: map[string]string{}, sync: *sync}
+	s := &server{data: map[string]string{}, sync: *syncRepl}
 	if *replicas != "" {
 		for _, addr := range strings.Split(*replicas, ",") {
 			r := &replica{addr: addr, queue: make(chan repl, 1024)}
@@ -46,7 +46,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("kvserver: serving on %s (%d replicas, sync %v)", *listen, len(s.replicas), *sync)
+	log.Printf("kvserver: serving on %s (%d replicas, sync %v)", *listen, len(s.replicas), *syncRepl)
 	for {
 		c, err := l.Accept()
 		if err != nil {

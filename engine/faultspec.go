@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"slices"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// faultKinds are the injections a spec may name.
+var faultKinds = map[string]sched.Kind{"crash": sched.Crash, "partition": sched.Partition, "pause": sched.Pause}
+
+// faults decodes the spec's faults section (docs/spec.md, "Faults"); it
+// runs after the nodes are known, since it names them.
+func (d *decoder) faults(n ast.Node, s *Spec) error {
+	if _, isNull := n.(*ast.NullNode); isNull {
+		return nil
+	}
+	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause")
+	if err != nil {
+		return err
+	}
+	plan := faults.Plan{Budget: 1, MaxPause: time.Second, Until: s.Limits.VirtualTime}
+	var untilNode, nodesNode ast.Node
+	haveKinds := false
+	for _, q := range fp {
+		f := "faults." + q.key
+		switch q.key {
+		case "kinds":
+			names, err := d.strings(q.value, f)
+			if err != nil {
+				return err
+			}
+			if len(names) == 0 {
+				return d.errf(q.value, f, "must name at least one of crash, partition, pause")
+			}
+			for _, name := range names {
+				k, ok := faultKinds[name]
+				if !ok {
+					return d.errf(q.value, f, "unknown fault %q (want crash, partition or pause; restart and heal follow them)", name)
+				}
+				if !slices.Contains(plan.Kinds, k) {
+					plan.Kinds = append(plan.Kinds, k)
+				}
+			}
+			haveKinds = true
+		case "nodes":
+			if plan.Nodes, err = d.strings(q.value, f); err != nil {
+				return err
+			}
+			nodesNode = q.value
+		case "budget":
+			v, err := d.integer(q.value, f)
+			if err != nil {
+				return err
+			}
+			if v < 0 || v > 100 {
+				return d.errf(q.value, f, "must be between 0 and 100, got %d", v)
+			}
+			plan.Budget = int(v)
+		case "from":
+			if plan.From, err = d.duration(q.value, f, true, maxVirtualTime); err != nil {
+				return err
+			}
+		case "until":
+			if plan.Until, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
+				return err
+			}
+			untilNode = q.value
+		case "max_pause":
+			if plan.MaxPause, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
+				return err
+			}
+		}
+	}
+	if !haveKinds {
+		return d.errf(n, "faults.kinds", "missing")
+	}
+	if untilNode != nil && plan.Until <= plan.From {
+		return d.errf(untilNode, "faults.until", "%v is not after faults.from (%v)", plan.Until, plan.From)
+	}
+	if untilNode != nil && plan.Until >= s.Limits.VirtualTime {
+		return d.errf(untilNode, "faults.until", "%v leaves no quiet period before limits.virtual_time (%v)", plan.Until, s.Limits.VirtualTime)
+	}
+	if nodesNode == nil {
+		for _, nd := range s.Nodes {
+			if nd.Role == RoleServer {
+				plan.Nodes = append(plan.Nodes, nd.Name)
+			}
+		}
+	}
+	for _, name := range plan.Nodes {
+		i := slices.IndexFunc(s.Nodes, func(nd NodeSpec) bool { return nd.Name == name })
+		switch {
+		case i < 0:
+			return d.errf(nodesNode, "faults.nodes", "no node %q", name)
+		case s.Nodes[i].Role == RoleClient:
+			return d.errf(nodesNode, "faults.nodes", "%s is a client: faults apply to servers (a client's exit ends the trial)", name)
+		}
+	}
+	s.Faults = plan
+	return nil
+}
+
+// Node returns the named node of the spec, or nil.
+func (s *Spec) Node(name string) *NodeSpec {
+	for i := range s.Nodes {
+		if s.Nodes[i].Name == name {
+			return &s.Nodes[i]
+		}
+	}
+	return nil
+}

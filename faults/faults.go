@@ -1,0 +1,282 @@
+package faults
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// Plan is what a spec allows (spec section `faults`).
+type Plan struct {
+	// Kinds are the injections offered: sched.Crash, sched.Partition,
+	// sched.Pause. Recoveries (restart after a crash, heal after a
+	// partition) are offered whenever there is something to recover.
+	Kinds []sched.Kind
+	// Nodes may be crashed, paused or cut off.
+	Nodes []string
+	// Budget is the number of injections per trial.
+	Budget int
+	// From and Until bound the virtual time in which injections happen.
+	// At Until the quiet period starts: every partition heals, every
+	// paused node resumes, every crashed node restarts, and no fault is
+	// offered again, so the system can recover before its clients' final
+	// checks.
+	From, Until time.Duration
+	// MaxPause bounds a pause.
+	MaxPause time.Duration
+}
+
+// Enabled reports whether the plan offers any fault.
+func (p Plan) Enabled() bool { return p.Budget > 0 && len(p.Kinds) > 0 && len(p.Nodes) > 0 }
+
+// Effect is what the engine must do for a chosen fault.
+type Effect struct {
+	Kind sched.Kind
+	Node string // crash, restart, pause: the node
+	// Cut and Rest are the two sides of a partition or heal.
+	Cut, Rest []string
+}
+
+// idBase keeps fault ops' IDs apart from the tracer's and from advance ops.
+const idBase = uint64(1) << 52
+
+// Injector is one trial's fault state.
+type Injector struct {
+	plan   Plan
+	all    []string // every node, for the other side of a partition
+	r      *rand.Rand
+	budget int
+
+	crashed map[string]bool
+	cut     []string                 // the isolated side of the partition, nil when healed
+	paused  map[string]time.Duration // node → end of its pause
+	quiet   bool
+
+	offer  *sched.Op // the injection on offer
+	recov  map[string]*sched.Op
+	nextID uint64
+}
+
+// New starts a trial's injector; all lists every node of the cluster.
+func New(plan Plan, all []string, seed int64) *Injector {
+	return &Injector{
+		plan: plan, all: all, budget: plan.Budget,
+		r:       rand.New(rand.NewPCG(uint64(seed), 0x6661756c7473)), // "faults"
+		crashed: map[string]bool{}, paused: map[string]time.Duration{},
+		recov: map[string]*sched.Op{}, nextID: idBase,
+	}
+}
+
+// Crashed reports whether a node is down because of an injected crash: its
+// processes' deaths are the fault, not a bug.
+func (in *Injector) Crashed(node string) bool { return in.crashed[node] }
+
+func (in *Injector) op(kind sched.Kind, node, object string) *sched.Op {
+	in.nextID++
+	return &sched.Op{ID: in.nextID, Node: node, LPID: "fault", Kind: kind, Object: object}
+}
+
+// Offer returns the fault ops to offer beside the enabled ops at now: at
+// most one injection (its kind and target drawn from the seed, kept until
+// chosen or no longer possible, so priority strategies see one pending op)
+// and one recovery op per fault in force.
+func (in *Injector) Offer(now time.Duration) []*sched.Op {
+	var out []*sched.Op
+	if !in.quiet && in.budget > 0 && now >= in.plan.From && now < in.plan.Until {
+		if in.offer == nil || !in.possible(in.offer) {
+			in.offer = in.draw()
+		}
+		if in.offer != nil {
+			out = append(out, in.offer)
+		}
+	}
+	for _, n := range in.all {
+		if in.crashed[n] {
+			out = append(out, in.recovery(sched.Restart, n))
+		}
+	}
+	if in.cut != nil {
+		out = append(out, in.recovery(sched.Heal, strings.Join(in.cut, ",")))
+	}
+	return out
+}
+
+func (in *Injector) recovery(kind sched.Kind, node string) *sched.Op {
+	key := kind.String() + ":" + node
+	if o := in.recov[key]; o != nil {
+		return o
+	}
+	o := in.op(kind, node, "node:"+node)
+	in.recov[key] = o
+	return o
+}
+
+// possible says whether an injection still makes sense.
+func (in *Injector) possible(o *sched.Op) bool {
+	switch o.Kind {
+	case sched.Crash, sched.Pause:
+		_, p := in.paused[o.Node]
+		return !in.crashed[o.Node] && !p
+	case sched.Partition:
+		return in.cut == nil
+	}
+	return false
+}
+
+func (in *Injector) draw() *sched.Op {
+	type cand struct {
+		kind sched.Kind
+		node string
+	}
+	var cs []cand
+	for _, k := range in.plan.Kinds {
+		for _, n := range in.plan.Nodes {
+			c := &sched.Op{Kind: k, Node: n}
+			if in.possible(c) {
+				cs = append(cs, cand{k, n})
+			}
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	c := cs[in.r.IntN(len(cs))]
+	o := in.op(c.kind, c.node, "node:"+c.node)
+	if c.kind == sched.Pause {
+		// Between a tenth of the maximum and all of it, in whole ms.
+		d := in.plan.MaxPause/10 + time.Duration(in.r.Int64N(int64(in.plan.MaxPause-in.plan.MaxPause/10)+1))
+		o.Delay = int64(d.Truncate(time.Millisecond))
+	}
+	return o
+}
+
+// Chose applies a chosen fault op at now and returns what the engine must do.
+func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
+	e := Effect{Kind: o.Kind, Node: o.Node}
+	switch o.Kind {
+	case sched.Crash:
+		in.budget--
+		in.crashed[o.Node] = true
+	case sched.Pause:
+		in.budget--
+		in.paused[o.Node] = now + time.Duration(o.Delay)
+		o.At = int64(now) + o.Delay
+	case sched.Partition:
+		in.budget--
+		in.cut = []string{o.Node}
+		e.Cut, e.Rest = in.cut, in.others(in.cut)
+	case sched.Restart:
+		delete(in.crashed, o.Node)
+		delete(in.recov, "restart:"+o.Node)
+	case sched.Heal:
+		e.Cut, e.Rest = in.cut, in.others(in.cut)
+		in.cut = nil
+		delete(in.recov, "heal:"+o.Node)
+	default:
+		return e, fmt.Errorf("faults: %v is not a fault op", o.Kind)
+	}
+	if o == in.offer {
+		in.offer = nil
+	}
+	return e, nil
+}
+
+func (in *Injector) others(cut []string) []string {
+	var rest []string
+	for _, n := range in.all {
+		if !slices.Contains(cut, n) {
+			rest = append(rest, n)
+		}
+	}
+	return rest
+}
+
+// Quiet reports whether the quiet period is due at now and not yet begun;
+// the engine then calls Recover.
+func (in *Injector) Quiet(now time.Duration) bool {
+	return !in.quiet && now >= in.plan.Until
+}
+
+// Recover begins the quiet period: it returns the recoveries to apply (a
+// heal, then a restart per crashed node, in spec order) and ends pauses.
+func (in *Injector) Recover() []Effect {
+	in.quiet = true
+	in.offer = nil
+	var out []Effect
+	if in.cut != nil {
+		out = append(out, Effect{Kind: sched.Heal, Cut: in.cut, Rest: in.others(in.cut)})
+		in.cut = nil
+	}
+	for _, n := range in.all {
+		if in.crashed[n] {
+			out = append(out, Effect{Kind: sched.Restart, Node: n})
+			delete(in.crashed, n)
+		}
+	}
+	clear(in.recov)
+	clear(in.paused)
+	return out
+}
+
+// Holds reports whether a fault holds an op back at now: every op of a
+// paused node's threads, and deliveries and connects across a partition.
+// nodeOf names the node of a cluster address ("" when none).
+func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr) string) bool {
+	if end, ok := in.paused[o.Node]; ok && o.Kind != sched.Deliver {
+		if now < end {
+			return true
+		}
+		delete(in.paused, o.Node)
+	}
+	if in.cut == nil {
+		return false
+	}
+	switch o.Kind {
+	case sched.Deliver:
+		src, dst, ok := strings.Cut(o.Conn, ">")
+		if !ok {
+			return false
+		}
+		return in.across(addrNode(src, nodeOf), addrNode(dst, nodeOf))
+	case sched.Connect:
+		return in.across(o.Node, addrNode(o.Peer, nodeOf))
+	}
+	return false
+}
+
+func addrNode(s string, nodeOf func(netip.Addr) string) string {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return ""
+	}
+	return nodeOf(ap.Addr().Unmap())
+}
+
+func (in *Injector) across(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	return slices.Contains(in.cut, a) != slices.Contains(in.cut, b)
+}
+
+// Deadline is the earliest end of a pause in force, or the start of the
+// quiet period while faults are in force: the clock may jump there when
+// nothing else can run.
+func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
+	var d time.Duration
+	ok := false
+	for _, end := range in.paused {
+		if end > now && (!ok || end < d) {
+			d, ok = end, true
+		}
+	}
+	if !in.quiet && (in.cut != nil || len(in.crashed) > 0) && in.plan.Until > now && (!ok || in.plan.Until < d) {
+		d, ok = in.plan.Until, true
+	}
+	return d, ok
+}
