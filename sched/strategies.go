@@ -155,7 +155,11 @@ type PCT struct {
 	r     *rand.Rand
 	// prio holds each chain's priority: a draw in [0, 1), or -k for the
 	// chain dropped at the k-th change point.
-	prio    map[string]float64
+	prio map[string]float64
+	// chainOf caches Op.Chain by op ID: an op stays enabled for many
+	// steps, and its chain name is built from strings.
+	chainOf map[uint64]string
+	chains  []string // Next's scratch: the chain of each enabled op
 	changes map[int]bool
 	drops   int
 	step    int
@@ -166,6 +170,7 @@ func (s *PCT) Name() string { return "pct" }
 func (s *PCT) Reset(seed int64, stepsHint int) {
 	s.r = newRand(seed)
 	s.prio = map[string]float64{}
+	s.chainOf = map[uint64]string{}
 	s.step, s.drops = 0, 0
 	if stepsHint <= 0 {
 		stepsHint = 1000
@@ -195,14 +200,19 @@ func (s *PCT) Next(enabled []*Op) (int, error) {
 	s.step++
 	// New chains draw their priority in ID order, so that the draws, and
 	// the schedule, depend only on the seed and the enabled sets.
-	chains := make([]string, len(enabled))
-	for i, o := range enabled {
-		c := o.Chain()
-		chains[i] = c
+	chains := s.chains[:0]
+	for _, o := range enabled {
+		c, ok := s.chainOf[o.ID]
+		if !ok {
+			c = o.Chain()
+			s.chainOf[o.ID] = c
+		}
+		chains = append(chains, c)
 		if _, ok := s.prio[c]; !ok {
 			s.prio[c] = s.r.Float64()
 		}
 	}
+	s.chains = chains
 	best := s.highest(chains)
 	if s.changes[s.step] {
 		// The chain about to run drops to the lowest priority; the highest
@@ -212,6 +222,8 @@ func (s *PCT) Next(enabled []*Op) (int, error) {
 		s.prio[chains[best]] = -float64(s.drops)
 		best = s.highest(chains)
 	}
+	// A released op never comes back; its ID is not reused in a trial.
+	delete(s.chainOf, enabled[best].ID)
 	return best, nil
 }
 

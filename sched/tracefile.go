@@ -80,9 +80,17 @@ func FormatRecord(r Record) string {
 		bytes = fmt.Sprint(r.Op.Bytes)
 	}
 	peer := r.Op.Peer
-	if r.Op.Kind == Advance {
+	switch {
+	case r.Op.Kind == Advance:
 		// What it ran to, and for how long the ops it held were late.
 		peer = fmt.Sprintf("to %.3fs (+%v)", time.Duration(r.Op.At).Seconds(), time.Duration(r.Op.Delay))
+	case r.Op.Kind == Pause:
+		peer = fmt.Sprintf("for %v", time.Duration(r.Op.Delay))
+	case r.Op.Kind == Partition:
+		peer = "cuts off " + r.Op.Node
+	}
+	if r.Auto {
+		peer = strings.TrimSpace(peer + " (quiet period)")
 	}
 	vt := time.Duration(r.VTime)
 	return fmt.Sprintf("  %5d  %8.3fs  %-10s %-16s %-22s %-22s %s", r.Step, vt.Seconds(), r.Op.Node, r.Op.LPID, op, peer, bytes)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // TestVirtualKernelTimers: each program arms kernel timers (timerfd, alarm
@@ -208,4 +210,44 @@ func TestErlangMnesiaTwoNodes(t *testing.T) {
 		t.Fatalf("client exit %d:\n%s\nserver:\n%s", c, h.output("c"), h.output("s"))
 	}
 	t.Logf("mnesia: %v virtual in %v real, %d ops", h.clock.Now(), time.Since(start), len(res.ops))
+}
+
+// TestTimerfdRacesReply: a timerfd timeout races the server's reply in one
+// epoll_wait(-1). Released at once, the reply wins at virtual time 0; held
+// in flight, the timer fires at exactly its virtual expiry.
+func TestTimerfdRacesReply(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold bool
+		code int
+		want string
+	}{
+		{"reply first", false, 0, "reply bytes=4 elapsed_ms=0\n"},
+		{"reply held", true, 3, "timeout elapsed_ms=750\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{Clock: &testClock{}, Capture: true})
+			h.launch("server", bin(t, "c", "pingpong_server"), "7351")
+			h.launch("client", bin(t, "c", "timerfd_client"), "127.0.0.1", "7351", "750")
+			res := h.run(func(st *State) *sched.Op {
+				for _, o := range st.Enabled {
+					if tc.hold && o.Kind == sched.Deliver && o.Node == "server" {
+						continue
+					}
+					return o
+				}
+				return nil
+			}, func(st *State) bool {
+				for _, e := range st.Exits {
+					if e.Node == "client" && e.Root {
+						return true
+					}
+				}
+				return false
+			})
+			if c := exitCode(t, res.exits, "client"); c != tc.code || h.output("client") != tc.want {
+				t.Fatalf("client exit %d, output %q; want %d, %q", c, h.output("client"), tc.code, tc.want)
+			}
+		})
+	}
 }

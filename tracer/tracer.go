@@ -1064,6 +1064,7 @@ func (t *Tracer) killAll() {
 		th.closeThreadFiles()
 		delete(t.threads, tid)
 	}
+	t.pruneTimers() // every owner is gone: closes lockstep's timerfd duplicates
 }
 
 // Action is what a Drive callback decides at a quiescent point.

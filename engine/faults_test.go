@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+func runFaultSpec(t *testing.T, name string, trials int, traceAll bool) *Summary {
+	t.Helper()
+	spec, err := LoadSpec(repoPath("testdata", "specs", "faults", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), spec, RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: traceAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Errors != 0 {
+		t.Fatalf("lockstep errors: %v", sum.FirstError.Outcome)
+	}
+	return sum
+}
+
+func traceRecords(t *testing.T, r *TrialResult) []sched.Record {
+	t.Helper()
+	tr, err := LoadTrace(r.TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Records
+}
+
+// A crash kills the node's whole process tree (no op of it runs after the
+// crash), the injected death is not reported as a bug, and the restart runs
+// the same command in the same {{tmp}}: the node's file survives.
+func TestFaultCrashRestart(t *testing.T) {
+	requireTrials(t)
+	sum := runFaultSpec(t, "restart-data", 20, true)
+	crashed := 0
+	for _, r := range sum.Results {
+		if r.Outcome.Kind == NodeCrashed {
+			t.Fatalf("trial %d: the injected crash reported as a bug: %v", r.Index, r.Outcome)
+		}
+		recs := traceRecords(t, r)
+		at, restarted := -1, false
+		for i, rec := range recs {
+			switch {
+			case rec.Op.Kind == sched.Restart:
+				restarted = true
+			case rec.Op.Kind == sched.Crash:
+				at = i
+			case at >= 0 && strings.HasPrefix(rec.Op.LPID, "server/0"):
+				t.Fatalf("trial %d: %v of the crashed incarnation ran after the crash", r.Index, rec.Op.String())
+			}
+		}
+		if at < 0 || !restarted {
+			continue // no crash, or the client was done before a restart
+		}
+		crashed++
+		out, err := os.ReadFile(filepath.Join(r.Dir, "server.out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Fields(string(out)); !reflect.DeepEqual(got, []string{"start", "1", "start", "2"}) {
+			t.Fatalf("trial %d: server output %q, want its two starts counted in one file", r.Index, out)
+		}
+	}
+	if crashed == 0 {
+		t.Fatal("no trial crashed the server")
+	}
+	t.Logf("%d of %d trials crashed and restarted the server; outcomes %v", crashed, sum.Trials, sum.ByKind)
+}
+
+// A paused node runs nothing while time goes on: the client's 200 ms
+// timeout expires during the pause.
+func TestFaultPause(t *testing.T) {
+	requireTrials(t)
+	sum := runFaultSpec(t, "pause", 20, true)
+	timeouts := 0
+	for _, r := range sum.Results {
+		recs := traceRecords(t, r)
+		for i, rec := range recs {
+			if rec.Op.Kind != sched.Pause {
+				continue
+			}
+			end := rec.Op.At
+			if end <= rec.VTime {
+				t.Fatalf("trial %d: pause ends at %v, chosen at %v", r.Index, time.Duration(end), time.Duration(rec.VTime))
+			}
+			for _, later := range recs[i+1:] {
+				if later.Op.Node == rec.Op.Node && later.Op.Kind != sched.Deliver && later.VTime < end {
+					t.Fatalf("trial %d: %v ran at %v during the pause (until %v)", r.Index, later.Op.String(), time.Duration(later.VTime), time.Duration(end))
+				}
+			}
+		}
+		if r.Outcome.Kind == ClientFailed && strings.Contains(r.Outcome.Detail, "code 3") {
+			timeouts++
+		}
+	}
+	if timeouts == 0 {
+		t.Fatalf("no pause outlasted the client's timeout: %v", sum.ByKind)
+	}
+}
+
+// A partition holds every delivery and connect across the cut until the
+// heal (chosen, or the quiet period's); the clients then finish.
+func TestFaultPartition(t *testing.T) {
+	requireTrials(t)
+	sum := runFaultSpec(t, "partition", 20, true)
+	if sum.Failures != 0 {
+		t.Fatalf("a partition that heals must not fail the ping-pong: %v, first %v", sum.ByKind, sum.First.Outcome)
+	}
+	cuts := 0
+	for _, r := range sum.Results {
+		in := false
+		for _, rec := range traceRecords(t, r) {
+			switch rec.Op.Kind {
+			case sched.Partition:
+				in = true
+				cuts++
+			case sched.Heal:
+				in = false
+			case sched.Deliver, sched.Connect:
+				if in {
+					t.Fatalf("trial %d: %v across the cut to the server", r.Index, rec.Op.String())
+				}
+			}
+		}
+	}
+	if cuts == 0 {
+		t.Fatal("no trial partitioned the server")
+	}
+}
+
+// The same seed chooses the same faults at the same points.
+func TestFaultsDeterministic(t *testing.T) {
+	requireTrials(t)
+	a, b := runFaultSpec(t, "restart-data", 8, true), runFaultSpec(t, "restart-data", 8, true)
+	for i := range a.Results {
+		ra, rb := traceRecords(t, a.Results[i]), traceRecords(t, b.Results[i])
+		if len(ra) != len(rb) {
+			t.Fatalf("trial %d: %d and %d records", i, len(ra), len(rb))
+		}
+		for k := range ra {
+			// Ports differ between runs; who did what, when, does not.
+			x, y := ra[k].Op, rb[k].Op
+			if x.LPID != y.LPID || x.Kind != y.Kind || x.Object != y.Object || x.Delay != y.Delay || ra[k].VTime != rb[k].VTime {
+				t.Fatalf("trial %d step %d: %v then %v", i, k+1, ra[k].Op.String(), rb[k].Op.String())
+			}
+		}
+	}
+}

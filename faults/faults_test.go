@@ -1,0 +1,161 @@
+package faults
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+const ms = time.Millisecond
+
+var nodes = []string{"s1", "s2", "s3", "client"}
+
+func plan(kinds ...sched.Kind) Plan {
+	return Plan{Kinds: kinds, Nodes: []string{"s1", "s2", "s3"}, Budget: 1, Until: 10 * time.Second, MaxPause: time.Second}
+}
+
+func addrs(a netip.Addr) string {
+	return map[string]string{"10.0.0.1": "s1", "10.0.0.2": "s2", "10.0.0.3": "s3", "10.0.0.4": "client"}[a.String()]
+}
+
+// The injection on offer stays the same op until chosen, its kind and
+// target come from the seed, and the budget ends the offers.
+func TestOfferAndBudget(t *testing.T) {
+	in := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, 1)
+	a := in.Offer(0)
+	if len(a) != 1 || a[0].LPID != "fault" || !a[0].Kind.IsFault() {
+		t.Fatalf("offer %v", a)
+	}
+	if b := in.Offer(5 * ms); len(b) != 1 || b[0] != a[0] {
+		t.Fatalf("offer changed: %v then %v", a, b)
+	}
+	if _, err := in.Chose(a[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range in.Offer(0) {
+		if o.Kind == sched.Crash || o.Kind == sched.Partition || o.Kind == sched.Pause {
+			t.Fatalf("budget spent, still offered %v", o)
+		}
+	}
+	kinds := map[sched.Kind]bool{}
+	targets := map[string]bool{}
+	for seed := int64(0); seed < 60; seed++ {
+		o := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0)[0]
+		kinds[o.Kind], targets[o.Node] = true, true
+		if again := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0)[0]; *again != *o {
+			t.Fatalf("seed %d: %v then %v", seed, o, again)
+		}
+	}
+	if len(kinds) != 3 || len(targets) != 3 || targets["client"] {
+		t.Fatalf("drawn kinds %v, targets %v", kinds, targets)
+	}
+}
+
+func TestWindow(t *testing.T) {
+	p := plan(sched.Crash)
+	p.From, p.Until = 100*ms, 200*ms
+	in := New(p, nodes, 1)
+	for _, tt := range []struct {
+		now  time.Duration
+		want int
+	}{{0, 0}, {100 * ms, 1}, {199 * ms, 1}, {200 * ms, 0}} {
+		if got := len(in.Offer(tt.now)); got != tt.want {
+			t.Errorf("at %v: %d offers, want %d", tt.now, got, tt.want)
+		}
+	}
+}
+
+// A crash offers its restart; the quiet period restarts and heals what is
+// still down and ends every offer.
+func TestCrashRestartQuiet(t *testing.T) {
+	p := plan(sched.Crash)
+	p.Budget = 2
+	in := New(p, nodes, 3)
+	c := in.Offer(0)[0]
+	e, err := in.Chose(c, 0)
+	if err != nil || e.Kind != sched.Crash || !in.Crashed(c.Node) {
+		t.Fatalf("crash: %v %v", e, err)
+	}
+	var restart *sched.Op
+	for _, o := range in.Offer(0) {
+		if o.Kind == sched.Restart {
+			restart = o
+		}
+	}
+	if restart == nil || restart.Node != c.Node {
+		t.Fatalf("no restart of %s offered", c.Node)
+	}
+	if d, ok := in.Deadline(0); !ok || d != p.Until {
+		t.Fatalf("deadline %v %v, want the quiet period at %v", d, ok, p.Until)
+	}
+	if in.Quiet(time.Second) || !in.Quiet(p.Until) {
+		t.Fatal("quiet period not due exactly at Until")
+	}
+	rec := in.Recover()
+	if len(rec) != 1 || rec[0].Kind != sched.Restart || rec[0].Node != c.Node || in.Crashed(c.Node) {
+		t.Fatalf("recover: %v", rec)
+	}
+	if o := in.Offer(p.Until); len(o) != 0 {
+		t.Fatalf("offers in the quiet period: %v", o)
+	}
+}
+
+// A partition holds deliveries and connects across the cut, both ways, and
+// nothing else; a pause holds its node's own ops until it ends.
+func TestHolds(t *testing.T) {
+	in := New(plan(sched.Partition), nodes, 1)
+	part := &sched.Op{ID: 1 << 60, LPID: "fault", Kind: sched.Partition, Node: "s1", Object: "node:s1"}
+	e, err := in.Chose(part, 0)
+	if err != nil || len(e.Cut) != 1 || e.Cut[0] != "s1" || len(e.Rest) != 3 {
+		t.Fatalf("partition effect %+v %v", e, err)
+	}
+	tests := []struct {
+		op   sched.Op
+		want bool
+	}{
+		{sched.Op{Kind: sched.Deliver, Node: "s1", Conn: "10.0.0.1:7000>10.0.0.2:4000"}, true},
+		{sched.Op{Kind: sched.Deliver, Node: "s2", Conn: "10.0.0.2:4000>10.0.0.1:7000"}, true},
+		{sched.Op{Kind: sched.Deliver, Node: "s2", Conn: "10.0.0.2:4000>10.0.0.3:7000"}, false},
+		{sched.Op{Kind: sched.Connect, Node: "client", Peer: "10.0.0.1:7000"}, true},
+		{sched.Op{Kind: sched.Connect, Node: "client", Peer: "10.0.0.3:7000"}, false},
+		{sched.Op{Kind: sched.Send, Node: "s1", Peer: "10.0.0.2:4000"}, false},
+	}
+	for _, tt := range tests {
+		if got := in.Holds(&tt.op, 0, addrs); got != tt.want {
+			t.Errorf("%v %s: held %v, want %v", tt.op.Kind, tt.op.Conn+tt.op.Peer, got, tt.want)
+		}
+	}
+	heal := in.Offer(0)
+	if len(heal) != 1 || heal[0].Kind != sched.Heal {
+		t.Fatalf("offers while cut: %v", heal)
+	}
+	if _, err := in.Chose(heal[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	if in.Holds(&tests[0].op, 0, addrs) {
+		t.Fatal("healed, still held")
+	}
+
+	in = New(plan(sched.Pause), nodes, 1)
+	pause := in.Offer(0)[0]
+	if pause.Delay < int64(100*ms) || pause.Delay > int64(time.Second) {
+		t.Fatalf("pause of %v, want 100ms..1s", time.Duration(pause.Delay))
+	}
+	if _, err := in.Chose(pause, 50*ms); err != nil {
+		t.Fatal(err)
+	}
+	end := 50*ms + time.Duration(pause.Delay)
+	own := &sched.Op{Kind: sched.Recv, Node: pause.Node}
+	other := &sched.Op{Kind: sched.Recv, Node: "client"}
+	if !in.Holds(own, end-1, addrs) || in.Holds(other, end-1, addrs) {
+		t.Fatal("a pause holds its own node's ops only")
+	}
+	if d, ok := in.Deadline(60 * ms); !ok || d != end {
+		t.Fatalf("pause deadline %v %v, want %v", d, ok, end)
+	}
+	if in.Holds(own, end, addrs) {
+		t.Fatal("still held after the pause")
+	}
+}
