@@ -110,7 +110,7 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		// as the tracer's helper does; the child is born in the node's cgroup
 		// so Reset kills all it leaves behind.
 		cmd := exec.Command("ip", append([]string{"netns", "exec", filepath.Base(cn.NetnsPath)}, argv...)...)
-		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = append(baseEnv(), env...), wd, out, errf
+		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = nodeEnv(env), wd, out, errf
 		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd()), Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			return outcome(Error, n.Name, "starting node %s: %v", n.Name, err)

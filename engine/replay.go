@@ -65,6 +65,9 @@ type ReplayResult struct {
 	Same bool
 	// Diff says what differed, when Same is false.
 	Diff string
+	// Moved counts ops that ran on another thread of the same process than
+	// in the trace (Go, JVM): the same schedule, other OS threads.
+	Moved int
 }
 
 // Replay re-runs the trial a trace describes, forcing its decisions.
@@ -111,9 +114,12 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 	default:
 		for i := range res.Records {
 			a, b := res.Records[i].Op, tr.Records[i].Op
-			if a.LPID != b.LPID || a.Kind != b.Kind || a.Site != b.Site || a.Object != b.Object || a.At != b.At {
+			if !sched.SameOnProcess(&a, &b) {
 				rr.Same, rr.Diff = false, fmt.Sprintf("step %d: %v, trace has %v", i+1, &a, &b)
 				break
+			}
+			if a.LPID != b.LPID {
+				rr.Moved++
 			}
 		}
 	}

@@ -153,7 +153,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		files = append(files, out, errf)
 		cn := j.cluster.Node(n.Name)
 		_, err = tr.Launch(tracer.LaunchConfig{
-			Node: n.Name, Addr: cn.Addr, Argv: argv, Env: append(baseEnv(), env...), Dir: wd,
+			Node: n.Name, Addr: cn.Addr, Argv: argv, Env: nodeEnv(env), Dir: wd,
 			Netns: cn.NetnsPath, HostsFile: cn.HostsFile, Cgroup: cn.CgroupDir,
 			Stdout: out, Stderr: errf,
 		})
@@ -340,7 +340,10 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			ready = kept
 		}
 		if len(ready) == 0 {
-			next, ok := st.NextDeadline, st.HasDeadline
+			// The deadlines of held ops passed already (they were enabled);
+			// their holds end at holdEnd. Any other passed deadline is a
+			// timed wait the next settle wakes.
+			next, ok := nextDeadline(st, len(ready) != len(st.Enabled))
 			if at, start := waiting.next(); start && (!ok || at < next) {
 				next, ok = at, true
 			}
@@ -528,6 +531,27 @@ func describeOps(ops []*sched.Op) string {
 	return strings.Join(b, "; ")
 }
 
+// nodeEnv is a node's environment: baseEnv with the spec's entries added,
+// a spec entry replacing a base one of the same name (a duplicate would be
+// read by some programs and not others).
+func nodeEnv(spec []string) []string {
+	out := baseEnv()
+	for _, e := range spec {
+		name, _, _ := strings.Cut(e, "=")
+		replaced := false
+		for i, b := range out {
+			if strings.HasPrefix(b, name+"=") {
+				out[i], replaced = e, true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // baseEnv is the environment every node starts with: enough for programs
 // to find their tools, nothing of lockstep's own.
 func baseEnv() []string {
@@ -543,4 +567,23 @@ var _ = syscall.SIGKILL
 // appendFile opens a node's output file for appending, creating it.
 func appendFile(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+}
+
+// nextDeadline is the earliest deadline of the state, leaving out those of
+// enabled ops when some are held: a held op's deadline has passed, and
+// jumping to it would not move the clock.
+func nextDeadline(st *tracer.State, held bool) (time.Duration, bool) {
+	if !held {
+		return st.NextDeadline, st.HasDeadline
+	}
+	enabled := make(map[uint64]bool, len(st.Enabled))
+	for _, o := range st.Enabled {
+		enabled[o.ID] = true
+	}
+	for _, d := range st.Deadlines { // sorted
+		if d.Op == 0 || !enabled[d.Op] {
+			return d.At, true
+		}
+	}
+	return 0, false
 }

@@ -40,7 +40,8 @@ func check(t *testing.T, model string, ops []Op) *Result {
 }
 
 // Each model has a hand-written linearizable history and a violating one,
-// both with operations of unknown outcome and ties in time.
+// both with operations of unknown outcome and ties in time; kv also has a
+// pair from real runs.
 func TestHistoryFiles(t *testing.T) {
 	for _, tc := range []struct {
 		file    string
@@ -55,6 +56,10 @@ func TestHistoryFiles(t *testing.T) {
 		{"kv-bad.jsonl", "kv", Violation, 1, 0},
 		{"set-ok.jsonl", "set", Linearizable, 1, 2},
 		{"set-bad.jsonl", "set", Violation, 1, 0},
+		// From lockstep runs of testdata/workload's kv-sync.yaml and
+		// kv-async.yaml (POS, merged from both client nodes).
+		{"kv-lockstep-sync.jsonl", "kv", Linearizable, 0, 0},
+		{"kv-lockstep-async.jsonl", "kv", Violation, 0, 0},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			ops, err := ReadFile(filepath.Join("testdata", tc.file))

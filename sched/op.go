@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -151,4 +152,25 @@ func (o *Op) String() string {
 		s += fmt.Sprintf(" by=%v to=%v", time.Duration(o.Delay), time.Duration(o.At))
 	}
 	return s
+}
+
+// Process is the process part of the op's LPID ("db1/0.1" of
+// "db1/0.1/t3"), or the whole LPID when it names no thread.
+func (o *Op) Process() string {
+	if i := strings.LastIndex(o.LPID, "/t"); i >= 0 {
+		return o.LPID[:i]
+	}
+	return o.LPID
+}
+
+// SameOnProcess reports whether a and b are the same operation of the same
+// process, whichever of its threads made it: same kind, call site, object,
+// syscall and (for advance ops) target. Thread indices follow the order in
+// which a runtime's threads happen to be created and which of them runs a
+// goroutine or task, so on Go and the JVM they differ between runs of the
+// same schedule; ports chosen by the kernel differ too, so peers are not
+// compared.
+func SameOnProcess(a, b *Op) bool {
+	return a.Process() == b.Process() && a.Kind == b.Kind && a.Site == b.Site && a.Object == b.Object &&
+		a.Syscall == b.Syscall && a.At == b.At
 }

@@ -289,6 +289,9 @@ type Replay struct {
 	records  []Record
 	fallback Strategy
 	step     int
+	// Moved counts the decisions matched on another thread of the recorded
+	// op's process (see SameOnProcess).
+	Moved int
 }
 
 // NewReplay replays tr; once the records run out it asks fallback, or fails
@@ -301,6 +304,7 @@ func (r *Replay) Name() string { return "replay" }
 
 func (r *Replay) Reset(seed int64, stepsHint int) {
 	r.step = 0
+	r.Moved = 0
 	if r.fallback != nil {
 		r.fallback.Reset(seed, stepsHint)
 	}
@@ -339,6 +343,14 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 	}
 	for i, o := range enabled {
 		if same(o, want) {
+			return i, nil
+		}
+	}
+	// The same op of the same process on another OS thread: Go and the JVM
+	// run a goroutine's or a task's syscalls on whichever thread is free.
+	for i, o := range enabled {
+		if SameOnProcess(o, want) {
+			r.Moved++
 			return i, nil
 		}
 	}

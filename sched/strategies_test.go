@@ -267,3 +267,40 @@ func BenchmarkNext(b *testing.B) {
 		}
 	}
 }
+
+// Replay finds the recorded op on another thread of the same process when
+// the recorded thread is busy with something else, and nowhere else.
+func TestReplayAcrossThreads(t *testing.T) {
+	rec := Op{ID: 7, LPID: "client/0.1/t2", Kind: Connect, Object: "listen:10.77.0.3:2379", Site: "client+0x10", Syscall: "connect"}
+	tr := &Trace{Records: []Record{{Op: rec}}}
+	tests := []struct {
+		name    string
+		enabled []*Op
+		want    int // index, -1 for divergence
+		moved   int
+	}{
+		{"same thread", []*Op{{ID: 7, LPID: "client/0.1/t2", Kind: Connect, Object: rec.Object, Site: rec.Site, Syscall: "connect"}}, 0, 0},
+		{"other thread", []*Op{
+			{ID: 6, LPID: "client/0.1/t2", Kind: Sleep, Syscall: "nanosleep"},
+			{ID: 7, LPID: "client/0.1/t4", Kind: Connect, Object: rec.Object, Site: rec.Site, Syscall: "connect"},
+		}, 1, 1},
+		{"other process", []*Op{{ID: 7, LPID: "client/0.2/t2", Kind: Connect, Object: rec.Object, Site: rec.Site, Syscall: "connect"}}, -1, 0},
+		{"other object", []*Op{{ID: 7, LPID: "client/0.1/t4", Kind: Connect, Object: "listen:10.77.0.4:2379", Site: rec.Site, Syscall: "connect"}}, -1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReplay(tr, nil)
+			r.Reset(1, 0)
+			i, err := r.Next(tt.enabled)
+			if tt.want < 0 {
+				if err == nil {
+					t.Fatalf("chose %v, want a divergence", tt.enabled[i])
+				}
+				return
+			}
+			if err != nil || i != tt.want || r.Moved != tt.moved {
+				t.Fatalf("got %d (moved %d, err %v), want %d (moved %d)", i, r.Moved, err, tt.want, tt.moved)
+			}
+		})
+	}
+}

@@ -23,7 +23,9 @@ import (
 //   - timerfd: the tracee's fd stays a real kernel timerfd, but its kernel
 //     timer is never armed; lockstep sets its expiration count through its
 //     own duplicate (TFD_IOC_SET_TICKS), so read(2), poll, select and epoll
-//     readiness are the kernel's own, and the wakeup is synchronous.
+//     readiness are the kernel's own, and the wakeup is synchronous. (Kernels
+//     without CONFIG_CHECKPOINT_RESTORE lack the ioctl: the real timer is
+//     then armed for 1ns, and a read counts one expiration at a time.)
 //   - alarm and ITIMER_REAL: SIGALRM is sent to the process (si_code is
 //     SI_USER: another process may not queue SI_KERNEL). ITIMER_VIRTUAL and
 //     ITIMER_PROF measure CPU time, which lockstep does not virtualize: the
@@ -34,6 +36,8 @@ import (
 //     SI_TIMER and the timer's sigev_value (glibc's SIGEV_THREAD helper
 //     needs both), to the process or, for SIGEV_THREAD_ID, to the thread.
 //     Timers on other clocks (CPU time) stay in the kernel.
+//
+// A timer's signal also interrupts a gated wait (see interruptedByTimer).
 //
 // Limits: a timer belongs to the process that armed it (a forked child that
 // inherits a timerfd sees the kernel's disarmed timer); the overrun count of
@@ -289,7 +293,7 @@ func (t *Tracer) fireDueTimer() bool {
 		}
 		v.ticks = cur + uint64(n)
 		if err := setTicks(v.dup, v.ticks); err != nil {
-			t.log.Warn("firing timerfd", "lpid", v.lpid, "fd", v.fd, "err", err)
+			t.expireNow(v, err)
 		}
 	case kindItimer:
 		if err := unix.Kill(v.proc.pid, unix.SIGALRM); err != nil {
@@ -300,6 +304,26 @@ func (t *Tracer) fireDueTimer() bool {
 		t.firePosix(v, n)
 	}
 	return true
+}
+
+// expireNow is the fallback for kernels without TFD_IOC_SET_TICKS
+// (CONFIG_CHECKPOINT_RESTORE): arm the real timer to expire at once and wait
+// until it has, so that readiness is settled before quiescence. The count a
+// read sees is then 1, however many periods passed.
+func (t *Tracer) expireNow(v *vtimer, why error) {
+	t.log.Debug("setting timerfd ticks; arming it for 1ns instead", "lpid", v.lpid, "fd", v.fd, "err", why)
+	if err := unix.TimerfdSettime(v.dup, 0, &unix.ItimerSpec{Value: unix.Timespec{Nsec: 1}}, nil); err != nil {
+		t.log.Warn("firing timerfd", "lpid", v.lpid, "fd", v.fd, "err", err)
+		return
+	}
+	v.ticks = 1
+	for i := 0; i < 1000; i++ {
+		var cur unix.ItimerSpec
+		if unix.TimerfdGettime(v.dup, &cur) != nil || cur.Value == (unix.Timespec{}) {
+			return // expired (disarmed); a reader may have taken it already
+		}
+		unix.Nanosleep(&unix.Timespec{Nsec: 10000}, nil)
+	}
 }
 
 // firePosix queues a POSIX timer's signal as the kernel would: not again

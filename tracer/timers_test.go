@@ -1,7 +1,10 @@
 package tracer
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
+	"golang.org/x/sys/unix"
 )
 
 // TestVirtualKernelTimers: each program arms kernel timers (timerfd, alarm
@@ -249,5 +253,24 @@ func TestTimerfdRacesReply(t *testing.T) {
 				t.Fatalf("client exit %d, output %q; want %d, %q", c, h.output("client"), tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// TestTimerfdFallbackExpiry: without TFD_IOC_SET_TICKS, a due timerfd is
+// armed for 1ns and is readable, with one expiration, when expireNow returns.
+func TestTimerfdFallbackExpiry(t *testing.T) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	tr := &Tracer{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	tr.expireNow(&vtimer{kind: kindTimerfd, fd: fd, dup: fd}, unix.ENOTTY)
+	if !readyFd(fd, unix.POLLIN) {
+		t.Fatal("timerfd not readable after expireNow")
+	}
+	var b [8]byte
+	if n, err := unix.Read(fd, b[:]); n != 8 || err != nil || binary.LittleEndian.Uint64(b[:]) != 1 {
+		t.Fatalf("read %d bytes (%v), count %d; want one expiration", n, err, binary.LittleEndian.Uint64(b[:]))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -134,6 +135,9 @@ type Deadline struct {
 	// wait on sockets, Sleep for sleeps and timed futex waits; KindInvalid
 	// for a virtual timer, which belongs to no op.
 	Kind sched.Kind
+	// Op is the ID of the pending op that waits, 0 for a timed futex wait
+	// or a timer (no op).
+	Op uint64
 }
 
 // Released is the result of releasing one op.
@@ -329,7 +333,7 @@ func (t *Tracer) Launch(cfg LaunchConfig) (pid int, err error) {
 	}
 	// Go's asynchronous preemption signals threads on a timer: every signal
 	// is a ptrace stop and a source of nondeterminism.
-	cfg.Env = append(cfg.Env[:len(cfg.Env):len(cfg.Env)], "GODEBUG=asyncpreemptoff=1")
+	cfg.Env = withGodebug(cfg.Env, "asyncpreemptoff=1")
 	t.do(func() { pid, err = t.launch(cfg, path) })
 	return pid, err
 }
@@ -966,7 +970,7 @@ func (t *Tracer) snapshot() State {
 			st.Enabled = append(st.Enabled, &p.op)
 		}
 		if p.deadline >= 0 && p.deadline < never {
-			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind})
+			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind, Op: p.op.ID})
 		}
 	}
 	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -1208,4 +1212,21 @@ func (t *Tracer) emulateTSC(th *thread) bool {
 	t.stats.TSCReads++
 	t.cont(th, 0)
 	return true
+}
+
+// withGodebug adds a setting to the environment's GODEBUG, keeping the
+// settings it already has (a second GODEBUG entry would hide one of them).
+func withGodebug(env []string, setting string) []string {
+	out := append([]string(nil), env...)
+	for i, e := range out {
+		if v, ok := strings.CutPrefix(e, "GODEBUG="); ok {
+			if v == "" {
+				out[i] = "GODEBUG=" + setting
+			} else {
+				out[i] = e + "," + setting
+			}
+			return out
+		}
+	}
+	return append(out, "GODEBUG="+setting)
 }

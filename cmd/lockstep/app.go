@@ -390,6 +390,9 @@ func replayCmd() *cli.Command {
 				return &exitError{code: 2, err: fmt.Errorf("replay differs from the trace: %s", rr.Diff)}
 			}
 			fmt.Fprintln(c.App.Writer, "same outcome and same op sequence as the trace")
+			if rr.Moved > 0 {
+				fmt.Fprintf(c.App.Writer, "(%d ops ran on another thread of the same process, as Go and JVM runtimes do)\n", rr.Moved)
+			}
 			if rr.Trial.Outcome.Kind.IsFailure() {
 				return &exitError{code: 1}
 			}

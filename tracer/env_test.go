@@ -1,0 +1,22 @@
+package tracer
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestWithGodebug(t *testing.T) {
+	tests := []struct {
+		env, want []string
+	}{
+		{nil, []string{"GODEBUG=asyncpreemptoff=1"}},
+		{[]string{"A=1"}, []string{"A=1", "GODEBUG=asyncpreemptoff=1"}},
+		{[]string{"GODEBUG=madvdontneed=1", "B=2"}, []string{"GODEBUG=madvdontneed=1,asyncpreemptoff=1", "B=2"}},
+		{[]string{"GODEBUG="}, []string{"GODEBUG=asyncpreemptoff=1"}},
+	}
+	for _, tt := range tests {
+		if got := withGodebug(tt.env, "asyncpreemptoff=1"); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("withGodebug(%q) = %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}
