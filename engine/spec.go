@@ -25,6 +25,7 @@ import (
 	"github.com/goccy/go-yaml/token"
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -132,7 +133,7 @@ var (
 )
 
 // DefaultSubnet is the cluster network unless the spec names another.
-var DefaultSubnet = netip.MustParsePrefix("10.77.0.0/24")
+var DefaultSubnet = netns.DefaultSubnet
 
 // unusableNets are IPv4 ranges a cluster cannot use: their addresses are
 // routed specially (loopback, link-local) or cannot be unicast addresses
@@ -560,7 +561,6 @@ func (d *decoder) strings(n ast.Node, field string) ([]string, error) {
 
 var (
 	nameRE  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-	hostRE  = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
 	stackRE = regexp.MustCompile(`^pid\+stack:([1-9][0-9]?)$`)
 )
 
@@ -860,7 +860,7 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 				if ns.Name, err = d.str(q.value, f); err != nil {
 					return err
 				}
-				if !hostRE.MatchString(ns.Name) {
+				if !netns.ValidHostName(ns.Name) {
 					return d.errf(q.value, f, "%q is not a valid host name (letters, digits and inner dashes, at most 63)", ns.Name)
 				}
 				if prev, dup := seen[ns.Name]; dup {

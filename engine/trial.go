@@ -92,6 +92,10 @@ type trialParams struct {
 	frames    int
 }
 
+// replayEndWaits bounds the settles a replay waits, after the trace's last
+// decision, for the outcome the trace recorded.
+const replayEndWaits = 200
+
 // errStartDue ends a Drive so that a delayed node can be launched.
 var errStartDue = errors.New("node start due")
 
@@ -197,6 +201,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		return RoleServer
 	}
 	tm := newTiming(spec.Time.Delays, spec.Time.MaxDelay, p.seed)
+	endWaits := 0 // settles after a replayed trace's last decision
 	var inj *faults.Injector
 	var restarts []string // crashed nodes to start again
 	if spec.Faults.Enabled() {
@@ -379,6 +384,15 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			if fs := inj.Offer(now); len(fs) > 0 {
 				choices = append(choices[:len(choices):len(choices)], fs...)
 			}
+		}
+		if rp, ok := p.strategy.(*sched.Replay); ok && rp.Done() && endWaits < replayEndWaits {
+			// The trace ended here with an outcome: a process exit or a
+			// failure that this run has not reported yet (a panicking Go
+			// thread can look quiescent while it waits for a lock on its
+			// way out). Settle again rather than call it a divergence.
+			endWaits++
+			time.Sleep(time.Millisecond)
+			return tracer.Action{}, nil
 		}
 		i, err := p.strategy.Next(choices)
 		if err != nil {

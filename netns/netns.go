@@ -76,6 +76,10 @@ type Cluster struct {
 
 var hostLabel = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$`)
 
+// ValidHostName reports whether a node name can be a host name in the
+// cluster's hosts files (one DNS label).
+func ValidHostName(name string) bool { return hostLabel.MatchString(name) }
+
 // validate checks a config before anything is created.
 func validate(cfg *Config) error {
 	if cfg.Subnet == (netip.Prefix{}) {

@@ -302,6 +302,16 @@ func NewReplay(tr *Trace, fallback Strategy) *Replay {
 
 func (r *Replay) Name() string { return "replay" }
 
+// Done reports whether every recorded decision has been made.
+func (r *Replay) Done() bool {
+	for i := r.step; i < len(r.records); i++ {
+		if !r.records[i].Auto {
+			return false
+		}
+	}
+	return true
+}
+
 func (r *Replay) Reset(seed int64, stepsHint int) {
 	r.step = 0
 	r.Moved = 0

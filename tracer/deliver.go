@@ -100,8 +100,8 @@ func (t *Tracer) capture(p *pendingOp) (int64, error) {
 		c = &conn{key: key, dup: d, src: fi.local, dst: fi.peer}
 		t.conns[key] = c
 	}
-	seqCounter++
-	d := &pendingOp{seq: seqCounter, fd: -1, deadline: -1, chunk: &chunk{data: data, conn: c, sendID: p.op.ID}}
+	t.seq++
+	d := &pendingOp{seq: t.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, conn: c, sendID: p.op.ID}}
 	d.op = sched.Op{
 		Node: p.op.Node, LPID: p.op.LPID, Kind: sched.Deliver, Site: p.op.Site,
 		Object: t.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
@@ -175,8 +175,8 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 	if n < len(p.chunk.data) {
 		// The rest waits for room: it becomes a new op at the head.
 		c.blocked = true
-		seqCounter++
-		rest := &pendingOp{seq: seqCounter, fd: -1, deadline: -1, chunk: &chunk{data: p.chunk.data[n:], conn: c, sendID: p.chunk.sendID}}
+		t.seq++
+		rest := &pendingOp{seq: t.seq, fd: -1, deadline: -1, chunk: &chunk{data: p.chunk.data[n:], conn: c, sendID: p.chunk.sendID}}
 		rest.op = p.op
 		rest.op.ID = 0
 		rest.op.Bytes = len(rest.chunk.data)

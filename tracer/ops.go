@@ -34,11 +34,9 @@ type pendingOp struct {
 	dropped   bool
 }
 
-var seqCounter uint64
-
 func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64) *pendingOp {
-	seqCounter++
-	p := &pendingOp{th: th, nr: nr, args: args, fd: -1, deadline: -1, seq: seqCounter}
+	t.seq++
+	p := &pendingOp{th: th, nr: nr, args: args, fd: -1, deadline: -1, seq: t.seq}
 	p.op = sched.Op{
 		Node: th.proc.node.name, LPID: th.lpid, Kind: kind,
 		Syscall: syscallName(nr),

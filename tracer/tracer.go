@@ -152,7 +152,10 @@ type Released struct {
 // Tracer traces process trees. Create it with New; all methods may be called
 // from any goroutine, one at a time.
 type Tracer struct {
-	opts  Options
+	opts Options
+	// seq orders ops within a quiescent round (pendingOp.seq); per tracer,
+	// since the tracers of concurrent jobs run at once.
+	seq   uint64
 	log   *slog.Logger
 	calls chan func()
 	quit  chan struct{}

@@ -19,6 +19,7 @@ static long long mono(void)
 
 int main(void)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	long long start = mono();
 	struct sigaction sa = { .sa_handler = on_alarm };
 	sigaction(SIGALRM, &sa, NULL);

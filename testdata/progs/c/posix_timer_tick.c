@@ -51,6 +51,7 @@ static void wait_for(int sig, const char *what)
 
 int main(void)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	start = mono();
 	sigset_t block;
 	sigemptyset(&block);

@@ -35,6 +35,7 @@ static void take(int fd, const char *what, long long start)
 
 int main(void)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	long long start = mono();
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	if (fd < 0)
