@@ -20,6 +20,7 @@ testdata: ## build the test programs in C, Go, Rust and Java
 	@if [ -f testdata/progs/Makefile ]; then $(MAKE) -s -C testdata/progs all; fi
 	@$(MAKE) -s -C testdata/demo all
 	@$(MAKE) -s -C testdata/tsc all
+	@$(MAKE) -s -C testdata/workload all
 	@for m in testdata/bugs/*/Makefile; do [ -f "$$m" ] || continue; $(MAKE) -s -C "$$(dirname "$$m")" all || exit 1; done
 
 test: build testdata ## run every test, the privileged ones included when root

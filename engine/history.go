@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"strings"
 
@@ -139,6 +140,27 @@ func checkHistories(ctx context.Context, spec *Spec, hc *HistoryCheck, trialDir 
 		return Outcome{}, false, fmt.Errorf("drawing the history: %w", err)
 	}
 	return Outcome{Kind: NotLinearizable, Detail: fmt.Sprintf("%s is not linearizable under model %s; see %s", what, hc.Model, path)}, true, nil
+}
+
+// checkTrialHistory checks a passing trial's histories and folds the
+// verdict into res.Outcome, keeping its Steps and VTime: the one call the
+// trial loop and native runs make after their command checker.
+func checkTrialHistory(ctx context.Context, spec *Spec, hc *HistoryCheck, res *TrialResult, log *slog.Logger) error {
+	if hc == nil || res.Outcome.Kind != Pass {
+		return nil
+	}
+	o, failed, err := checkHistories(ctx, spec, hc, res.Dir)
+	if err != nil {
+		return fmt.Errorf("checking trial %d's histories: %w", res.Index, err)
+	}
+	if failed {
+		res.Outcome.Kind, res.Outcome.Node, res.Outcome.Detail = o.Kind, o.Node, o.Detail
+	} else if o.Detail != "" {
+		// A timed-out check: the trial passes, and says why it is unsure.
+		res.Outcome.Detail = o.Detail
+		log.Warn("linearizability check timed out", "trial", res.Index, "detail", o.Detail)
+	}
+	return nil
 }
 
 // relTo shortens the trial directory out of s: a history's source reads

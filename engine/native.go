@@ -55,6 +55,9 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 				res.Outcome.Kind, res.Outcome.Detail = CheckerFailed, err.Error()
 			}
 		}
+		if err := checkTrialHistory(ctx, spec, spec.Checker.Model, res, j.log); err != nil {
+			return nil, err
+		}
 		res.Duration = time.Since(start)
 		return res, nil
 	}

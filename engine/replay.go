@@ -25,7 +25,7 @@ func writeTrace(path string, spec *Spec, res *TrialResult, p trialParams, clk *v
 	if err := w.WriteHeader(sched.Header{
 		Version: Version, Spec: absSpec, SpecDigest: spec.Digest, Trial: res.Index, Seed: res.Seed,
 		Strategy: p.strategy.Name(), Scheme: p.scheme, Epoch: spec.Time.Epoch.UnixNano(),
-		Delays: spec.Time.Delays, MaxDelay: int64(spec.Time.MaxDelay),
+		Delays: spec.Time.Delays, MaxDelay: int64(spec.Time.MaxDelay), Tick: int64(spec.Time.Tick),
 	}); err != nil {
 		return err
 	}
@@ -97,6 +97,7 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 		spec.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()
 	}
 	spec.Time.Delays, spec.Time.MaxDelay = tr.Header.Delays, time.Duration(tr.Header.MaxDelay)
+	spec.Time.Tick = time.Duration(tr.Header.Tick)
 	res, err := j.runTrial(ctx, p)
 	if err != nil {
 		return nil, err

@@ -67,6 +67,8 @@ type Spec struct {
 	Checker struct {
 		Command []string // unexpanded
 		Timeout time.Duration
+		// Model checks the clients' histories (docs/history.md); nil for none.
+		Model *HistoryCheck
 	}
 	checkerLine int
 	// Faults is the fault plan; its zero value injects nothing.
@@ -81,6 +83,9 @@ type Spec struct {
 		// MaxDelay bounds each delay: no op that was enabled is held longer
 		// than this much virtual time.
 		MaxDelay time.Duration
+		// Tick, when set, is the virtual time each released op takes, so
+		// that clock readings order what happened (client histories).
+		Tick time.Duration
 	}
 }
 
@@ -700,7 +705,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 		case "faults":
 			faultsNode = p.value
 		case "time":
-			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay")
+			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay", "tick")
 			if err != nil {
 				return err
 			}
@@ -729,6 +734,10 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 						return d.errf(q.value, f, "must be between 0 and %d, got %d", maxDelays, v)
 					}
 					s.Time.Delays = int(v)
+				case "tick":
+					if s.Time.Tick, err = d.duration(q.value, f, true, time.Second); err != nil {
+						return err
+					}
 				case "max_delay":
 					if s.Time.MaxDelay, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
 						return err
@@ -966,7 +975,7 @@ func (d *decoder) envMap(n ast.Node, field string) (map[string]string, map[strin
 }
 
 func (d *decoder) checker(n ast.Node, s *Spec) error {
-	cp, err := d.fields(n, "checker", "command", "timeout")
+	cp, err := d.fields(n, "checker", "command", "timeout", "model", "history")
 	if err != nil {
 		return err
 	}
@@ -986,8 +995,11 @@ func (d *decoder) checker(n ast.Node, s *Spec) error {
 			}
 		}
 	}
-	if len(s.Checker.Command) == 0 {
-		return d.errf(n, "checker.command", "missing")
+	if s.Checker.Model, err = d.checkerModel(n, cp); err != nil {
+		return err
+	}
+	if len(s.Checker.Command) == 0 && s.Checker.Model == nil {
+		return d.errf(n, "checker.command", "missing (or give checker.model)")
 	}
 	return nil
 }

@@ -248,3 +248,31 @@ func TestNextDeadlineSkipsHeld(t *testing.T) {
 		t.Fatal("only a held op's deadline: none to jump to")
 	}
 }
+
+// With time.tick every released op takes a tick of virtual time, so clock
+// readings (and client histories) order what happened; without it ops take
+// none.
+func TestTick(t *testing.T) {
+	requireTrials(t)
+	for _, tick := range []time.Duration{0, time.Microsecond} {
+		spec, err := LoadSpec(repoPath("testdata", "specs", "timing", "timeout-c.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Time.Delays, spec.Time.Tick = 0, tick
+		sum, err := Run(context.Background(), spec, RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Failures != 0 || sum.Errors != 0 {
+			t.Fatalf("tick %v: %v", tick, sum.ByKind)
+		}
+		recs := traceRecords(t, sum.Results[0])
+		for i := 1; i < len(recs); i++ {
+			d := recs[i].VTime - recs[i-1].VTime
+			if tick > 0 && d < int64(tick) || tick == 0 && d != 0 {
+				t.Fatalf("tick %v: step %d at %v, step %d at %v", tick, i, time.Duration(recs[i-1].VTime), i+1, time.Duration(recs[i].VTime))
+			}
+		}
+	}
+}

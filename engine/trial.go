@@ -3,7 +3,6 @@ package engine
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,8 +95,36 @@ type trialParams struct {
 // decision, for the outcome the trace recorded.
 const replayEndWaits = 200
 
-// errStartDue ends a Drive so that a delayed node can be launched.
-var errStartDue = errors.New("node start due")
+// Trial is one run of a spec's nodes under the tracer, between quiescent
+// points: Step turns the tracer's state into an action (release an op,
+// move the clock, start or crash a node, stop), and Released and Launched
+// bring back what the action did before the next Step. It implements
+// tracer.Stepper; the tracer runs it on its own thread.
+type Trial struct {
+	j     *job
+	p     trialParams
+	spec  *Spec
+	res   *TrialResult
+	clk   *vclock.Clock
+	addrs map[string]netip.Addr
+	files []*os.File
+
+	starts   *starts          // nodes not started yet
+	timing   *timing          // delays
+	faults   *faults.Injector // nil without a fault plan
+	restarts []string         // crashed nodes to start again
+	clients  map[string]bool  // clients still running
+
+	realLimit time.Time
+	steps     int
+	spinning  int
+	endWaits  int // settles after a replayed trace's last decision
+	// pending is the op the last action released, recorded when its
+	// result comes back; imm says a "+" strategy released it at once.
+	pending *sched.Op
+	imm     bool
+	outcome *Outcome
+}
 
 func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error) {
 	spec := j.spec
@@ -124,337 +151,346 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	})
 	defer tr.Close()
 
-	addrs := map[string]netip.Addr{}
-	for _, n := range spec.Nodes {
-		addrs[n.Name] = j.cluster.Node(n.Name).Addr
+	t := &Trial{
+		j: j, p: p, spec: spec, res: res, clk: clk,
+		addrs:   map[string]netip.Addr{},
+		clients: map[string]bool{},
+		timing:  newTiming(spec.Time.Delays, spec.Time.MaxDelay, p.seed),
 	}
-	var files []*os.File
-	defer func() {
-		for _, f := range files {
-			f.Close()
+	defer t.closeFiles()
+	names := make([]string, len(spec.Nodes))
+	for i, n := range spec.Nodes {
+		names[i] = n.Name
+		t.addrs[n.Name] = j.cluster.Node(n.Name).Addr
+		if n.Role == RoleClient {
+			t.clients[n.Name] = true
 		}
-	}()
-	launch := func(n NodeSpec) error {
-		defer func(t0 time.Time) { res.Launch += time.Since(t0) }(time.Now())
-		nodeDir := filepath.Join(res.Dir, n.Name)
-		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
-			return err
-		}
-		argv, env, wd, err := spec.Expand(n.Name, TemplateVars{TrialDir: res.Dir, NodeDir: nodeDir, Seed: p.seed, Addrs: addrs})
-		if err != nil {
-			return err
-		}
-		// Appending: a restarted node's output follows its first run's.
-		out, err := appendFile(filepath.Join(res.Dir, n.Name+".out"))
-		if err != nil {
-			return err
-		}
-		errf, err := appendFile(filepath.Join(res.Dir, n.Name+".err"))
-		if err != nil {
-			out.Close()
-			return err
-		}
-		files = append(files, out, errf)
-		cn := j.cluster.Node(n.Name)
-		_, err = tr.Launch(tracer.LaunchConfig{
-			Node: n.Name, Addr: cn.Addr, Argv: argv, Env: nodeEnv(env), Dir: wd,
-			Netns: cn.NetnsPath, HostsFile: cn.HostsFile, Cgroup: cn.CgroupDir,
-			Stdout: out, Stderr: errf,
-		})
-		if err != nil {
-			return fmt.Errorf("starting node %s: %w", n.Name, err)
-		}
-		return nil
 	}
-
+	if spec.Faults.Enabled() {
+		t.faults = faults.New(spec.Faults, names, p.seed)
+	}
 	// Nodes start in spec order once their start_delay (virtual) has passed
-	// and the nodes before them are ready.
-	st0 := newStarts(spec.Nodes, func(node string, port uint16) (bool, error) {
+	// and the nodes before them are ready. The first ones start together
+	// before anything runs.
+	t.starts = newStarts(spec.Nodes, func(node string, port uint16) (bool, error) {
 		return netns.Listening(j.cluster.Node(node).NetnsPath, port)
 	})
 	for {
-		n, ok := st0.due(0)
+		n, ok := t.starts.due(0)
 		if !ok {
 			break
 		}
-		st0.take(n.Name)
-		if err := launch(n); err != nil {
-			res.Outcome = Outcome{Kind: Error, Detail: err.Error(), Node: n.Name}
+		t.starts.take(n.Name)
+		cfg, err := t.launchConfig(n)
+		if err == nil {
+			t0 := time.Now()
+			_, err = tr.Launch(*cfg)
+			res.Launch += time.Since(t0)
+		}
+		if err != nil {
+			res.Outcome = Outcome{Kind: Error, Detail: fmt.Sprintf("starting node %s: %v", n.Name, err), Node: n.Name}
 			return j.finish(ctx, tr, res, p, clk, start)
 		}
 	}
-	waiting := st0
 
 	p.strategy.Reset(p.seed, p.stepsHint)
-	clients := map[string]bool{}
-	for _, n := range spec.Nodes {
-		if n.Role == RoleClient {
-			clients[n.Name] = true
+	t.realLimit = time.Now().Add(spec.Limits.RealTime)
+	if err := tr.Run(ctx, t); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if t.outcome == nil {
+			t.set(Error, "", "%v", err)
 		}
 	}
-	role := func(node string) Role {
-		for _, n := range spec.Nodes {
-			if n.Name == node {
-				return n.Role
-			}
-		}
-		return RoleServer
+	if t.outcome == nil {
+		t.set(Error, "", "trial stopped without an outcome")
 	}
-	tm := newTiming(spec.Time.Delays, spec.Time.MaxDelay, p.seed)
-	endWaits := 0 // settles after a replayed trace's last decision
-	var inj *faults.Injector
-	var restarts []string // crashed nodes to start again
-	if spec.Faults.Enabled() {
-		names := make([]string, len(spec.Nodes))
-		for i, n := range spec.Nodes {
-			names[i] = n.Name
-		}
-		inj = faults.New(spec.Faults, names, p.seed)
-	}
-	nodeOf := func(a netip.Addr) string {
-		for name, na := range addrs {
-			if na == a {
-				return name
-			}
-		}
-		return ""
-	}
-	// applyFault carries out a fault's effect; a crash or restart needs the
-	// tracer, the caller's action.
-	applyFault := func(e faults.Effect) (tracer.Action, error) {
-		switch e.Kind {
-		case sched.Crash:
-			return tracer.Action{Crash: e.Node}, nil
-		case sched.Restart:
-			restarts = append(restarts, e.Node)
-			return tracer.Action{}, errStartDue
-		case sched.Partition:
-			if err := j.cluster.Partition(e.Cut, e.Rest); err != nil {
-				return tracer.Action{}, fmt.Errorf("partitioning %v from %v: %w", e.Cut, e.Rest, err)
-			}
-		case sched.Heal:
-			if err := j.cluster.Heal(e.Cut, e.Rest); err != nil {
-				return tracer.Action{}, fmt.Errorf("healing %v from %v: %w", e.Cut, e.Rest, err)
-			}
-		}
-		return tracer.Action{}, nil
-	}
-	realLimit := time.Now().Add(spec.Limits.RealTime)
-	var (
-		steps    int
-		lastOp   *sched.Op
-		lastImm  bool
-		outcome  *Outcome
-		spinning int
-	)
-	set := func(k OutcomeKind, node, format string, args ...any) {
-		outcome = &Outcome{Kind: k, Node: node, Detail: fmt.Sprintf(format, args...)}
-	}
-	decide := func(st *tracer.State, last tracer.Released) (tracer.Action, error) {
-		if lastOp != nil {
-			res.Records = append(res.Records, sched.Record{
-				Step: steps, VTime: int64(clk.Now()), Op: *lastOp,
-				Result: last.Result, Causes: last.Causes, Immediate: lastImm,
-			})
-			tm.released(lastOp)
-			lastOp = nil
-		}
-		for _, e := range st.Exits {
-			if !e.Root {
-				continue
-			}
-			failed := e.Signal != 0 || e.Code != 0
-			switch {
-			case inj != nil && inj.Crashed(e.Node):
-				// The injected crash, not a bug.
-			case role(e.Node) == RoleClient && failed:
-				set(ClientFailed, e.Node, "client %s", e.String())
-			case role(e.Node) == RoleClient:
-				delete(clients, e.Node)
-			case failed:
-				set(NodeCrashed, e.Node, "node %s", e.String())
-			}
-		}
-		if outcome != nil {
-			return tracer.Action{Stop: true}, nil
-		}
-		if len(restarts) > 0 {
-			return tracer.Action{}, errStartDue
-		}
-		if len(clients) == 0 && waiting.empty() {
-			set(Pass, "", "")
-			return tracer.Action{Stop: true}, nil
-		}
-		if time.Now().After(realLimit) {
-			set(Error, "", "real-time limit %v reached at step %d (raise limits.real_time)", spec.Limits.RealTime, steps)
-			return tracer.Action{Stop: true}, nil
-		}
-		if len(st.Spinning) > 0 {
-			if spinning++; spinning >= 3 {
-				set(Livelock, "", "%s kept running without reaching a gated syscall", strings.Join(st.Spinning, ", "))
-				return tracer.Action{Stop: true}, nil
-			}
-		} else {
-			spinning = 0
-		}
-		if !waiting.empty() {
-			if err := waiting.refresh(); err != nil {
-				set(Error, "", "%v", err)
-				return tracer.Action{Stop: true}, nil
-			}
-			if _, ok := waiting.due(clk.Now()); ok {
-				return tracer.Action{}, errStartDue
-			}
-		}
-		if steps >= spec.Limits.Steps {
-			set(StepLimit, "", "step limit %d reached", spec.Limits.Steps)
-			return tracer.Action{Stop: true}, nil
-		}
-		now := clk.Now()
-		if inj != nil && inj.Quiet(now) {
-			// The quiet period: heal, restart the crashed, no more faults.
-			var act tracer.Action
-			var actErr error
-			for _, e := range inj.Recover() {
-				steps++
-				op := sched.Op{Node: e.Node, LPID: "fault", Kind: e.Kind, Object: "node:" + e.Node}
-				if e.Kind == sched.Heal {
-					op.Node, op.Object = strings.Join(e.Cut, ","), "node:"+strings.Join(e.Cut, ",")
-				}
-				res.Records = append(res.Records, sched.Record{Step: steps, VTime: int64(now), Op: op, Auto: true})
-				a, err := applyFault(e)
-				if err != nil && !errors.Is(err, errStartDue) {
-					set(Error, e.Node, "%v", err)
-					return tracer.Action{Stop: true}, nil
-				}
-				if err != nil {
-					actErr = err
-				}
-				act = a
-			}
-			return act, actErr
-		}
-		ready := tm.ready(st.Pending, st.Enabled, now)
-		if inj != nil {
-			kept := ready[:0:0]
-			for _, o := range ready {
-				if !inj.Holds(o, now, nodeOf) {
-					kept = append(kept, o)
-				}
-			}
-			ready = kept
-		}
-		if len(ready) == 0 {
-			// The deadlines of held ops passed already (they were enabled);
-			// their holds end at holdEnd. Any other passed deadline is a
-			// timed wait the next settle wakes.
-			next, ok := nextDeadline(st, len(ready) != len(st.Enabled))
-			if at, start := waiting.next(); start && (!ok || at < next) {
-				next, ok = at, true
-			}
-			if end, held := tm.holdEnd(now); held && (!ok || end < next) {
-				next, ok = end, true
-			}
-			if inj != nil {
-				if end, held := inj.Deadline(now); held && (!ok || end < next) {
-					next, ok = end, true
-				}
-			}
-			if !ok {
-				if w := waiting.describe(); w != "" {
-					set(Deadlock, "", "nothing enabled and no deadline; %s; blocked: %s", w, describeOps(st.Pending))
-					return tracer.Action{Stop: true}, nil
-				}
-				set(Deadlock, "", "nothing enabled and no deadline; blocked: %s", describeOps(st.Pending))
-				return tracer.Action{Stop: true}, nil
-			}
-			if next > spec.Limits.VirtualTime {
-				clk.AdvanceTo(spec.Limits.VirtualTime)
-				set(VTimeLimit, "", "virtual time limit %v reached; blocked: %s", spec.Limits.VirtualTime, describeOps(st.Pending))
-				return tracer.Action{Stop: true}, nil
-			}
-			clk.AdvanceTo(next)
-			return tracer.Action{}, nil
-		}
-		choices := ready
-		if adv := tm.advance(ready, waiting.deadlines(st.Deadlines), now); adv != nil {
-			choices = append(ready[:len(ready):len(ready)], adv)
-		}
-		if inj != nil {
-			if fs := inj.Offer(now); len(fs) > 0 {
-				choices = append(choices[:len(choices):len(choices)], fs...)
-			}
-		}
-		if rp, ok := p.strategy.(*sched.Replay); ok && rp.Done() && endWaits < replayEndWaits {
-			// The trace ended here with an outcome: a process exit or a
-			// failure that this run has not reported yet (a panicking Go
-			// thread can look quiescent while it waits for a lock on its
-			// way out). Settle again rather than call it a divergence.
-			endWaits++
-			time.Sleep(time.Millisecond)
-			return tracer.Action{}, nil
-		}
-		i, err := p.strategy.Next(choices)
-		if err != nil {
-			set(Diverged, "", "%v", err)
-			return tracer.Action{Stop: true}, nil
-		}
-		op := choices[i]
-		if op.Kind == sched.Advance {
-			steps++
-			res.Records = append(res.Records, sched.Record{Step: steps, VTime: int64(now), Op: *op})
-			tm.chose(op, ready)
-			return tracer.Action{}, nil
-		}
-		if op.Kind.IsFault() {
-			steps++
-			e, err := inj.Chose(op, now)
-			if err != nil {
-				return tracer.Action{}, err
-			}
-			res.Records = append(res.Records, sched.Record{Step: steps, VTime: int64(now), Op: *op})
-			a, err := applyFault(e)
-			if err != nil && !errors.Is(err, errStartDue) {
-				set(Error, e.Node, "%v", err)
-				return tracer.Action{Stop: true}, nil
-			}
-			return a, err
-		}
-		lastOp = op
-		lastImm = p.immediate != nil && p.immediate()
-		steps++
-		return tracer.Action{Release: op.ID}, nil
-	}
-	for outcome == nil {
-		err := tr.Drive(ctx, decide)
-		if errors.Is(err, errStartDue) {
-			var n NodeSpec
-			if len(restarts) > 0 {
-				n = *spec.Node(restarts[0])
-				restarts = restarts[1:]
-			} else {
-				n, _ = waiting.due(clk.Now())
-				waiting.take(n.Name)
-			}
-			if err := launch(n); err != nil {
-				set(Error, n.Name, "%v", err)
-			}
-			continue
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			set(Error, "", "%v", err)
-		}
-		if outcome == nil {
-			set(Error, "", "trial stopped without an outcome")
-		}
-	}
-	res.Outcome = *outcome
-	res.Outcome.Steps = steps
+	res.Outcome = *t.outcome
+	res.Outcome.Steps = t.steps
 	res.Outcome.VTime = clk.Now()
 	return j.finish(ctx, tr, res, p, clk, start)
+}
+
+func (t *Trial) closeFiles() {
+	for _, f := range t.files {
+		f.Close()
+	}
+}
+
+// launchConfig prepares a node's start: its directory, output files (a
+// restarted node's output follows its first run's) and command.
+func (t *Trial) launchConfig(n NodeSpec) (*tracer.LaunchConfig, error) {
+	nodeDir := filepath.Join(t.res.Dir, n.Name)
+	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+		return nil, err
+	}
+	argv, env, wd, err := t.spec.Expand(n.Name, TemplateVars{TrialDir: t.res.Dir, NodeDir: nodeDir, Seed: t.p.seed, Addrs: t.addrs})
+	if err != nil {
+		return nil, err
+	}
+	out, err := appendFile(filepath.Join(t.res.Dir, n.Name+".out"))
+	if err != nil {
+		return nil, err
+	}
+	errf, err := appendFile(filepath.Join(t.res.Dir, n.Name+".err"))
+	if err != nil {
+		out.Close()
+		return nil, err
+	}
+	t.files = append(t.files, out, errf)
+	cn := t.j.cluster.Node(n.Name)
+	return &tracer.LaunchConfig{
+		Node: n.Name, Addr: cn.Addr, Argv: argv, Env: nodeEnv(env), Dir: wd,
+		Netns: cn.NetnsPath, HostsFile: cn.HostsFile, Cgroup: cn.CgroupDir,
+		Stdout: out, Stderr: errf,
+	}, nil
+}
+
+func (t *Trial) set(k OutcomeKind, node, format string, args ...any) {
+	t.outcome = &Outcome{Kind: k, Node: node, Detail: fmt.Sprintf(format, args...)}
+}
+
+// stop ends the trial with an outcome.
+func (t *Trial) stop(k OutcomeKind, node, format string, args ...any) (tracer.Action, error) {
+	t.set(k, node, format, args...)
+	return tracer.Action{Stop: true}, nil
+}
+
+func (t *Trial) role(node string) Role {
+	if n := t.spec.Node(node); n != nil {
+		return n.Role
+	}
+	return RoleServer
+}
+
+func (t *Trial) nodeOf(a netip.Addr) string {
+	for name, na := range t.addrs {
+		if na == a {
+			return name
+		}
+	}
+	return ""
+}
+
+// Released records the op the last action released, with its result.
+func (t *Trial) Released(id uint64, r tracer.Released) {
+	if t.pending == nil || t.pending.ID != id {
+		return
+	}
+	t.res.Records = append(t.res.Records, sched.Record{
+		Step: t.steps, VTime: int64(t.clk.Now()), Op: *t.pending,
+		Result: r.Result, Causes: r.Causes, Immediate: t.imm,
+	})
+	t.timing.released(t.pending)
+	t.pending = nil
+	if tick := t.spec.Time.Tick; tick > 0 {
+		t.clk.AdvanceTo(t.clk.Now() + tick)
+	}
+}
+
+// Launched learns whether a node the last action started did start.
+func (t *Trial) Launched(node string, _ int, d time.Duration, err error) {
+	t.res.Launch += d
+	if err != nil && t.outcome == nil {
+		t.set(Error, node, "starting node %s: %v", node, err)
+	}
+}
+
+// launch is the action that starts a node.
+func (t *Trial) launch(n NodeSpec) (tracer.Action, error) {
+	cfg, err := t.launchConfig(n)
+	if err != nil {
+		return t.stop(Error, n.Name, "starting node %s: %v", n.Name, err)
+	}
+	return tracer.Action{Launch: cfg}, nil
+}
+
+// record adds a decision that released no traced op (a delay, a fault).
+func (t *Trial) record(op sched.Op, auto bool) {
+	t.steps++
+	t.res.Records = append(t.res.Records, sched.Record{Step: t.steps, VTime: int64(t.clk.Now()), Op: op, Auto: auto})
+}
+
+// applyFault carries out a fault's effect.
+func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
+	switch e.Kind {
+	case sched.Crash:
+		return tracer.Action{Crash: e.Node}, nil
+	case sched.Restart:
+		t.restarts = append(t.restarts, e.Node)
+	case sched.Partition:
+		if err := t.j.cluster.Partition(e.Cut, e.Rest); err != nil {
+			return t.stop(Error, e.Node, "partitioning %v from %v: %v", e.Cut, e.Rest, err)
+		}
+	case sched.Heal:
+		if err := t.j.cluster.Heal(e.Cut, e.Rest); err != nil {
+			return t.stop(Error, e.Node, "healing %v from %v: %v", e.Cut, e.Rest, err)
+		}
+	}
+	return tracer.Action{}, nil
+}
+
+// Step decides what happens at a quiescent point.
+func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
+	if t.outcome != nil { // a launch failed
+		return tracer.Action{Stop: true}, nil
+	}
+	for _, e := range st.Exits {
+		if !e.Root {
+			continue
+		}
+		failed := e.Signal != 0 || e.Code != 0
+		switch {
+		case t.faults != nil && t.faults.Crashed(e.Node):
+			// The injected crash, not a bug.
+		case t.role(e.Node) == RoleClient && failed:
+			t.set(ClientFailed, e.Node, "client %s", e.String())
+		case t.role(e.Node) == RoleClient:
+			delete(t.clients, e.Node)
+		case failed:
+			t.set(NodeCrashed, e.Node, "node %s", e.String())
+		}
+	}
+	if t.outcome != nil {
+		return tracer.Action{Stop: true}, nil
+	}
+	if len(t.restarts) > 0 {
+		n := *t.spec.Node(t.restarts[0])
+		t.restarts = t.restarts[1:]
+		return t.launch(n)
+	}
+	if len(t.clients) == 0 && t.starts.empty() {
+		return t.stop(Pass, "", "")
+	}
+	if time.Now().After(t.realLimit) {
+		return t.stop(Error, "", "real-time limit %v reached at step %d (raise limits.real_time)", t.spec.Limits.RealTime, t.steps)
+	}
+	if len(st.Spinning) > 0 {
+		if t.spinning++; t.spinning >= 3 {
+			return t.stop(Livelock, "", "%s kept running without reaching a gated syscall", strings.Join(st.Spinning, ", "))
+		}
+	} else {
+		t.spinning = 0
+	}
+	now := t.clk.Now()
+	if !t.starts.empty() {
+		if err := t.starts.refresh(); err != nil {
+			return t.stop(Error, "", "%v", err)
+		}
+		if n, ok := t.starts.due(now); ok {
+			t.starts.take(n.Name)
+			return t.launch(n)
+		}
+	}
+	if t.steps >= t.spec.Limits.Steps {
+		return t.stop(StepLimit, "", "step limit %d reached", t.spec.Limits.Steps)
+	}
+	if t.faults != nil && t.faults.Quiet(now) {
+		return t.quiet()
+	}
+	ready := t.timing.ready(st.Pending, st.Enabled, now)
+	if t.faults != nil {
+		kept := ready[:0:0]
+		for _, o := range ready {
+			if !t.faults.Holds(o, now, t.nodeOf) {
+				kept = append(kept, o)
+			}
+		}
+		ready = kept
+	}
+	if len(ready) == 0 {
+		return t.wait(st)
+	}
+	choices := ready
+	if adv := t.timing.advance(ready, t.starts.deadlines(st.Deadlines), now); adv != nil {
+		choices = append(ready[:len(ready):len(ready)], adv)
+	}
+	if t.faults != nil {
+		if fs := t.faults.Offer(now); len(fs) > 0 {
+			choices = append(choices[:len(choices):len(choices)], fs...)
+		}
+	}
+	if rp, ok := t.p.strategy.(*sched.Replay); ok && rp.Done() && t.endWaits < replayEndWaits {
+		// The trace ended here with an outcome: a process exit or a
+		// failure that this run has not reported yet (a panicking Go
+		// thread can look quiescent while it waits for a lock on its way
+		// out). Settle again rather than call it a divergence.
+		t.endWaits++
+		time.Sleep(time.Millisecond)
+		return tracer.Action{}, nil
+	}
+	i, err := t.p.strategy.Next(choices)
+	if err != nil {
+		return t.stop(Diverged, "", "%v", err)
+	}
+	op := choices[i]
+	switch {
+	case op.Kind == sched.Advance:
+		t.record(*op, false)
+		t.timing.chose(op, ready)
+		return tracer.Action{}, nil
+	case op.Kind.IsFault():
+		e, err := t.faults.Chose(op, now)
+		if err != nil {
+			return tracer.Action{}, err
+		}
+		t.record(*op, false)
+		return t.applyFault(e)
+	}
+	t.pending = op
+	t.imm = t.p.immediate != nil && t.p.immediate()
+	t.steps++
+	return tracer.Action{Release: op.ID}, nil
+}
+
+// wait moves the clock when nothing can run: to the next deadline, or ends
+// the trial when there is none (deadlock) or it lies past the limit.
+func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
+	now := t.clk.Now()
+	// The deadlines of held ops passed already (they were enabled); their
+	// holds end at holdEnd. Any other passed deadline is a timed wait the
+	// next settle wakes.
+	next, ok := nextDeadline(st, len(st.Enabled) > 0)
+	if at, start := t.starts.next(); start && (!ok || at < next) {
+		next, ok = at, true
+	}
+	if end, held := t.timing.holdEnd(now); held && (!ok || end < next) {
+		next, ok = end, true
+	}
+	if t.faults != nil {
+		if end, held := t.faults.Deadline(now); held && (!ok || end < next) {
+			next, ok = end, true
+		}
+	}
+	if !ok {
+		if w := t.starts.describe(); w != "" {
+			return t.stop(Deadlock, "", "nothing enabled and no deadline; %s; blocked: %s", w, describeOps(st.Pending))
+		}
+		return t.stop(Deadlock, "", "nothing enabled and no deadline; blocked: %s", describeOps(st.Pending))
+	}
+	if next > t.spec.Limits.VirtualTime {
+		t.clk.AdvanceTo(t.spec.Limits.VirtualTime)
+		return t.stop(VTimeLimit, "", "virtual time limit %v reached; blocked: %s", t.spec.Limits.VirtualTime, describeOps(st.Pending))
+	}
+	t.clk.AdvanceTo(next)
+	return tracer.Action{}, nil
+}
+
+// quiet begins the fault plan's quiet period: heal, restart the crashed,
+// no more faults. The recoveries are recorded as lockstep's own (Auto).
+func (t *Trial) quiet() (tracer.Action, error) {
+	for _, e := range t.faults.Recover() {
+		op := sched.Op{Node: e.Node, LPID: "fault", Kind: e.Kind, Object: "node:" + e.Node}
+		if e.Kind == sched.Heal {
+			op.Node, op.Object = strings.Join(e.Cut, ","), "node:"+strings.Join(e.Cut, ",")
+		}
+		t.record(op, true)
+		if a, err := t.applyFault(e); err != nil || a.Stop {
+			return a, err
+		}
+	}
+	return tracer.Action{}, nil
 }
 
 // finish tears the trial down, runs the checker and writes the trace.
@@ -486,6 +522,9 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 			res.Outcome.Kind = CheckerFailed
 			res.Outcome.Detail = err.Error()
 		}
+	}
+	if err := checkTrialHistory(ctx, j.spec, j.spec.Checker.Model, res, j.log); err != nil {
+		return nil, err
 	}
 	if res.Outcome.Kind != Pass || p.traceAll {
 		path := filepath.Join(res.Dir, "trace.jsonl")

@@ -19,6 +19,8 @@ type Header struct {
 	// existed have neither: they ran under ideal timing, which is 0.
 	Delays   int   `json:"delays"`
 	MaxDelay int64 `json:"max_delay"`
+	// Tick is the virtual time each released op took (spec time.tick, ns).
+	Tick int64 `json:"tick,omitempty"`
 }
 
 // Record is one released op.

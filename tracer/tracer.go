@@ -327,18 +327,27 @@ var ErrNotFound = errors.New("program not found or not executable")
 // Launch starts a node's first process traced. It returns once the process
 // has exec'd the target (or failed to).
 func (t *Tracer) Launch(cfg LaunchConfig) (pid int, err error) {
+	cfg, path, err := prepareLaunch(cfg)
+	if err != nil {
+		return 0, err
+	}
+	t.do(func() { pid, err = t.launch(cfg, path) })
+	return pid, err
+}
+
+// prepareLaunch checks a launch and finds its program.
+func prepareLaunch(cfg LaunchConfig) (LaunchConfig, string, error) {
 	if len(cfg.Argv) == 0 {
-		return 0, errors.New("launching: empty command")
+		return cfg, "", errors.New("launching: empty command")
 	}
 	path, err := resolveProgram(cfg.Argv[0], cfg.Dir)
 	if err != nil {
-		return 0, err
+		return cfg, "", err
 	}
 	// Go's asynchronous preemption signals threads on a timer: every signal
 	// is a ptrace stop and a source of nondeterminism.
 	cfg.Env = withGodebug(cfg.Env, "asyncpreemptoff=1")
-	t.do(func() { pid, err = t.launch(cfg, path) })
-	return pid, err
+	return cfg, path, nil
 }
 
 func resolveProgram(argv0, dir string) (string, error) {
@@ -1085,17 +1094,31 @@ type Action struct {
 	// killed and the bytes they sent that lockstep had not delivered yet are
 	// lost, as a dead host's unsent data would be.
 	Crash string
+	// Launch starts a node (a delayed start, a restart) before settling
+	// again; Stepper.Launched reports how it went.
+	Launch *LaunchConfig
 }
 
-// Drive runs the trial loop on the tracer thread: settle, call decide with
-// the state, apply its action, repeat. Running the callback there saves two
-// cross-thread handoffs per op, which otherwise cost more than the ptrace
-// stops themselves. decide must not call other Tracer methods. The Released
-// value of the previous action is passed in with the state.
-func (t *Tracer) Drive(ctx context.Context, decide func(st *State, last Released) (Action, error)) error {
+// Stepper is what Run asks at each quiescent point, on the tracer thread.
+// Its methods must not call other Tracer methods.
+type Stepper interface {
+	// Step turns the state into an action.
+	Step(st *State) (Action, error)
+	// Released reports the result of the op the last action released,
+	// before the next Step.
+	Released(id uint64, r Released)
+	// Launched reports the start of the node the last action launched:
+	// its pid, the real time it took, or why it failed.
+	Launched(node string, pid int, took time.Duration, err error)
+}
+
+// Run runs the trial loop on the tracer thread: settle, ask s for an
+// action, apply it, report its result, repeat. Running the loop there saves
+// two cross-thread handoffs per op, which otherwise cost more than the
+// ptrace stops themselves.
+func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 	var err error
 	if e := t.do(func() {
-		var last Released
 		for {
 			var st State
 			t0 := time.Now()
@@ -1106,7 +1129,7 @@ func (t *Tracer) Drive(ctx context.Context, decide func(st *State, last Released
 				return
 			}
 			var a Action
-			a, err = decide(&st, last)
+			a, err = s.Step(&st)
 			t2 := time.Now()
 			t.stats.DecideTime += t2.Sub(t1)
 			if err != nil || a.Stop {
@@ -1115,19 +1138,48 @@ func (t *Tracer) Drive(ctx context.Context, decide func(st *State, last Released
 			if a.Crash != "" {
 				t.crashNode(a.Crash)
 			}
-			last = Released{}
+			if a.Launch != nil {
+				cfg, path, lerr := prepareLaunch(*a.Launch)
+				pid := 0
+				if lerr == nil {
+					pid, lerr = t.launch(cfg, path)
+				}
+				s.Launched(cfg.Node, pid, time.Since(t2), lerr)
+			}
 			if a.Release != 0 {
-				last, err = t.release(a.Release)
+				var r Released
+				r, err = t.release(a.Release)
 				t.stats.ReleaseTime += time.Since(t2)
 				if err != nil {
 					return
 				}
+				s.Released(a.Release, r)
 			}
 		}
 	}); e != nil {
 		return e
 	}
 	return err
+}
+
+// stepFunc adapts a decide function to Stepper.
+type stepFunc struct {
+	decide func(st *State, last Released) (Action, error)
+	last   Released
+}
+
+func (f *stepFunc) Step(st *State) (Action, error) {
+	last := f.last
+	f.last = Released{}
+	return f.decide(st, last)
+}
+func (f *stepFunc) Released(_ uint64, r Released)              { f.last = r }
+func (f *stepFunc) Launched(string, int, time.Duration, error) {}
+
+// Drive is Run for a plain function: decide gets the state and the result
+// of the op its previous action released.
+func (t *Tracer) Drive(ctx context.Context, decide func(st *State, last Released) (Action, error)) error {
+	return t.Run(ctx, &stepFunc{decide: decide})
 }
 
 func (t *Tracer) startSentinel() {
