@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -155,5 +156,57 @@ func TestFaultsDeterministic(t *testing.T) {
 				t.Fatalf("trial %d step %d: %v then %v", i, k+1, ra[k].Op.String(), rb[k].Op.String())
 			}
 		}
+	}
+}
+
+// A clock fault moves one node's wall clock by the recorded amount, leaves
+// its monotonic clock and every other node's clocks alone.
+func TestFaultClock(t *testing.T) {
+	requireTrials(t)
+	sum := runFaultSpec(t, "clock", 3, true)
+	jumps := 0
+	for _, r := range sum.Results {
+		var shift time.Duration
+		for _, rec := range traceRecords(t, r) {
+			if rec.Op.Kind == sched.ClockJump {
+				shift += time.Duration(rec.Op.Delay)
+			}
+		}
+		if shift == 0 {
+			continue
+		}
+		jumps++
+		offsets := func(node string) []time.Duration {
+			b, err := os.ReadFile(filepath.Join(r.Dir, node+".out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []time.Duration
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var i int
+				var mono, real int64
+				if _, err := fmt.Sscanf(line, "i=%d mono_ns=%d real_ns=%d", &i, &mono, &real); err != nil {
+					t.Fatalf("%s: %q: %v", node, line, err)
+				}
+				if mono != int64(i)*int64(time.Second) {
+					t.Fatalf("%s: monotonic clock %d at i=%d: a clock fault must leave it alone", node, mono, i)
+				}
+				out = append(out, time.Duration(real-mono))
+			}
+			return out
+		}
+		c := offsets("client")
+		for _, o := range c[1:] {
+			if o != c[0] {
+				t.Fatalf("trial %d: the client's wall clock moved: %v", r.Index, c)
+			}
+		}
+		s := offsets("server")
+		if got := s[len(s)-1] - c[0]; got != shift {
+			t.Fatalf("trial %d: server wall clock off by %v from the client's, trace says %v", r.Index, got, shift)
+		}
+	}
+	if jumps == 0 {
+		t.Fatal("no trial moved the server's clock")
 	}
 }

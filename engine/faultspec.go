@@ -10,7 +10,7 @@ import (
 )
 
 // faultKinds are the injections a spec may name.
-var faultKinds = map[string]sched.Kind{"crash": sched.Crash, "partition": sched.Partition, "pause": sched.Pause}
+var faultKinds = map[string]sched.Kind{"crash": sched.Crash, "partition": sched.Partition, "pause": sched.Pause, "clock": sched.ClockJump}
 
 // faults decodes the spec's faults section (docs/spec.md, "Faults"); it
 // runs after the nodes are known, since it names them.
@@ -18,11 +18,11 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if _, isNull := n.(*ast.NullNode); isNull {
 		return nil
 	}
-	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause")
+	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump")
 	if err != nil {
 		return err
 	}
-	plan := faults.Plan{Budget: 1, MaxPause: time.Second, Until: s.Limits.VirtualTime}
+	plan := faults.Plan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, Until: s.Limits.VirtualTime}
 	var untilNode, nodesNode ast.Node
 	haveKinds := false
 	for _, q := range fp {
@@ -34,12 +34,12 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 				return err
 			}
 			if len(names) == 0 {
-				return d.errf(q.value, f, "must name at least one of crash, partition, pause")
+				return d.errf(q.value, f, "must name at least one of crash, partition, pause, clock")
 			}
 			for _, name := range names {
 				k, ok := faultKinds[name]
 				if !ok {
-					return d.errf(q.value, f, "unknown fault %q (want crash, partition or pause; restart and heal follow them)", name)
+					return d.errf(q.value, f, "unknown fault %q (want crash, partition, pause or clock; restart and heal follow them)", name)
 				}
 				if !slices.Contains(plan.Kinds, k) {
 					plan.Kinds = append(plan.Kinds, k)
@@ -71,6 +71,10 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			untilNode = q.value
 		case "max_pause":
 			if plan.MaxPause, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
+				return err
+			}
+		case "max_clock_jump":
+			if plan.MaxClockJump, err = d.duration(q.value, f, false, 100*365*24*time.Hour); err != nil {
 				return err
 			}
 		}

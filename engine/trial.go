@@ -317,6 +317,8 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 	switch e.Kind {
 	case sched.Crash:
 		return tracer.Action{Crash: e.Node}, nil
+	case sched.ClockJump:
+		return tracer.Action{ClockNode: e.Node, ClockShift: e.Shift}, nil
 	case sched.Restart:
 		t.restarts = append(t.restarts, e.Node)
 	case sched.Partition:
@@ -481,7 +483,7 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 // no more faults. The recoveries are recorded as lockstep's own (Auto).
 func (t *Trial) quiet() (tracer.Action, error) {
 	for _, e := range t.faults.Recover() {
-		op := sched.Op{Node: e.Node, LPID: "fault", Kind: e.Kind, Object: "node:" + e.Node}
+		op := sched.Op{Node: e.Node, LPID: "fault", Kind: e.Kind, Object: "node:" + e.Node, Delay: int64(e.Shift)}
 		if e.Kind == sched.Heal {
 			op.Node, op.Object = strings.Join(e.Cut, ","), "node:"+strings.Join(e.Cut, ",")
 		}

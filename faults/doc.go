@@ -1,5 +1,5 @@
 // Package faults owns a trial's fault plan and its fault operations: which
-// faults (crash, restart, partition, heal, pause) may happen to which nodes,
+// faults (crash, restart, partition, heal, pause, clock) may happen to which nodes,
 // within what budget and virtual-time window, and what each chosen fault
 // holds back. Faults are ops like any other: they are offered beside the
 // enabled ops, chosen by the strategy, recorded in the trace and replayed.

@@ -29,6 +29,9 @@ type Plan struct {
 	From, Until time.Duration
 	// MaxPause bounds a pause.
 	MaxPause time.Duration
+	// MaxClockJump bounds a clock fault: a node's wall clock jumps by up
+	// to this much, forward or back.
+	MaxClockJump time.Duration
 }
 
 // Enabled reports whether the plan offers any fault.
@@ -40,6 +43,9 @@ type Effect struct {
 	Node string // crash, restart, pause: the node
 	// Cut and Rest are the two sides of a partition or heal.
 	Cut, Rest []string
+	// Shift moves Node's wall clock (a clock fault, or its undoing in the
+	// quiet period).
+	Shift time.Duration
 }
 
 // idBase keeps fault ops' IDs apart from the tracer's and from advance ops.
@@ -55,6 +61,7 @@ type Injector struct {
 	crashed map[string]bool
 	cut     []string                 // the isolated side of the partition, nil when healed
 	paused  map[string]time.Duration // node → end of its pause
+	skew    map[string]time.Duration // node → how far its wall clock was moved
 	quiet   bool
 
 	offer  *sched.Op // the injection on offer
@@ -67,7 +74,7 @@ func New(plan Plan, all []string, seed int64) *Injector {
 	return &Injector{
 		plan: plan, all: all, budget: plan.Budget,
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x6661756c7473)), // "faults"
-		crashed: map[string]bool{}, paused: map[string]time.Duration{},
+		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{},
 		recov: map[string]*sched.Op{}, nextID: idBase,
 	}
 }
@@ -122,6 +129,8 @@ func (in *Injector) possible(o *sched.Op) bool {
 	case sched.Crash, sched.Pause:
 		_, p := in.paused[o.Node]
 		return !in.crashed[o.Node] && !p
+	case sched.ClockJump:
+		return !in.crashed[o.Node] && in.plan.MaxClockJump > 0
 	case sched.Partition:
 		return in.cut == nil
 	}
@@ -147,6 +156,15 @@ func (in *Injector) draw() *sched.Op {
 	}
 	c := cs[in.r.IntN(len(cs))]
 	o := in.op(c.kind, c.node, "node:"+c.node)
+	if c.kind == sched.ClockJump {
+		// A tenth of the maximum to all of it, in whole ms, either way.
+		m := in.plan.MaxClockJump
+		d := (m/10 + time.Duration(in.r.Int64N(int64(m-m/10)+1))).Truncate(time.Millisecond)
+		if in.r.IntN(2) == 0 {
+			d = -d
+		}
+		o.Delay = int64(d)
+	}
 	if c.kind == sched.Pause {
 		// Between a tenth of the maximum and all of it, in whole ms.
 		d := in.plan.MaxPause/10 + time.Duration(in.r.Int64N(int64(in.plan.MaxPause-in.plan.MaxPause/10)+1))
@@ -170,6 +188,10 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 		in.budget--
 		in.cut = []string{o.Node}
 		e.Cut, e.Rest = in.cut, in.others(in.cut)
+	case sched.ClockJump:
+		in.budget--
+		e.Shift = time.Duration(o.Delay)
+		in.skew[o.Node] += e.Shift
 	case sched.Restart:
 		delete(in.crashed, o.Node)
 		delete(in.recov, "restart:"+o.Node)
@@ -218,6 +240,12 @@ func (in *Injector) Recover() []Effect {
 			delete(in.crashed, n)
 		}
 	}
+	for _, n := range in.all {
+		if d := in.skew[n]; d != 0 {
+			out = append(out, Effect{Kind: sched.ClockJump, Node: n, Shift: -d})
+		}
+	}
+	clear(in.skew)
 	clear(in.recov)
 	clear(in.paused)
 	return out

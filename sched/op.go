@@ -32,6 +32,8 @@ const (
 	Heal
 	Drop
 	Pause
+	// ClockJump moves a node's wall clock (a clock fault).
+	ClockJump
 )
 
 var kindNames = [...]string{
@@ -52,6 +54,7 @@ var kindNames = [...]string{
 	Heal:        "heal",
 	Drop:        "drop",
 	Pause:       "pause",
+	ClockJump:   "clock",
 }
 
 func (k Kind) String() string {

@@ -86,6 +86,8 @@ func FormatRecord(r Record) string {
 		peer = fmt.Sprintf("to %.3fs (+%v)", time.Duration(r.Op.At).Seconds(), time.Duration(r.Op.Delay))
 	case r.Op.Kind == Pause:
 		peer = fmt.Sprintf("for %v", time.Duration(r.Op.Delay))
+	case r.Op.Kind == ClockJump:
+		peer = fmt.Sprintf("wall clock %+v", time.Duration(r.Op.Delay))
 	case r.Op.Kind == Partition:
 		peer = "cuts off " + r.Op.Node
 	}

@@ -122,7 +122,7 @@ func (t *Tracer) onSeccomp(th *thread) {
 	switch nr {
 	case unix.SYS_CLOCK_GETTIME:
 		if clock != nil {
-			if ns, ok := clock.Read(int32(a[0])); ok {
+			if ns, ok := t.readClock(p.node, int32(a[0])); ok {
 				t.stats.ClockReads++
 				if a[1] != 0 {
 					var b [16]byte
@@ -136,7 +136,7 @@ func (t *Tracer) onSeccomp(th *thread) {
 	case unix.SYS_GETTIMEOFDAY:
 		if clock != nil {
 			t.stats.ClockReads++
-			ns, _ := clock.Read(unix.CLOCK_REALTIME)
+			ns, _ := t.readClock(p.node, unix.CLOCK_REALTIME)
 			if a[0] != 0 {
 				var b [16]byte
 				binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
@@ -149,7 +149,7 @@ func (t *Tracer) onSeccomp(th *thread) {
 	case unix.SYS_TIME:
 		if clock != nil {
 			t.stats.ClockReads++
-			ns, _ := clock.Read(unix.CLOCK_REALTIME)
+			ns, _ := t.readClock(p.node, unix.CLOCK_REALTIME)
 			if a[0] != 0 {
 				var b [8]byte
 				binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
@@ -372,7 +372,7 @@ func (t *Tracer) onSleep(th *thread, nr int, a [6]uint64) bool {
 	case unix.SYS_NANOSLEEP:
 		rel, ok = t.readTimespec(th.tid, a[0])
 	case unix.SYS_CLOCK_NANOSLEEP:
-		vnow, virt := t.opts.Clock.Read(int32(a[0]))
+		vnow, virt := t.readClock(th.proc.node, int32(a[0]))
 		if !virt {
 			return false
 		}
@@ -406,7 +406,7 @@ func (t *Tracer) onTimedWait(th *thread, a [6]uint64) bool {
 		if a[1]&256 != 0 { // FUTEX_CLOCK_REALTIME
 			clk = unix.CLOCK_REALTIME
 		}
-		vnow, _ := t.opts.Clock.Read(clk)
+		vnow, _ := t.readClock(th.proc.node, clk)
 		deadline = t.now() + (abs - vnow)
 	default:
 		return false

@@ -471,7 +471,7 @@ func (t *Tracer) arm(v *vtimer, s spec, abs bool) {
 	}
 	rel := s.value
 	if abs {
-		vnow, _ := t.opts.Clock.Read(v.clock)
+		vnow, _ := t.readClock(v.proc.node, v.clock)
 		rel = s.value - vnow
 	}
 	v.armed = true

@@ -218,6 +218,9 @@ type nodeInfo struct {
 	diag  *diagSock // sock_diag in the node's namespace, opened lazily
 	rand  io.Reader
 	procs int // processes ever started on the node, for fork paths
+	// clockOffset is how far the node's wall clock is from the cluster's
+	// (clock faults).
+	clockOffset time.Duration
 }
 
 // New starts a tracer thread. Close it to kill every tracee and free it.
@@ -1097,6 +1100,9 @@ type Action struct {
 	// Launch starts a node (a delayed start, a restart) before settling
 	// again; Stepper.Launched reports how it went.
 	Launch *LaunchConfig
+	// ClockNode's wall clock moves by ClockShift (a clock fault).
+	ClockNode  string
+	ClockShift time.Duration
 }
 
 // Stepper is what Run asks at each quiescent point, on the tracer thread.
@@ -1137,6 +1143,9 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			}
 			if a.Crash != "" {
 				t.crashNode(a.Crash)
+			}
+			if a.ClockNode != "" {
+				t.shiftClock(a.ClockNode, a.ClockShift)
 			}
 			if a.Launch != nil {
 				cfg, path, lerr := prepareLaunch(*a.Launch)
