@@ -63,6 +63,11 @@ type Spec struct {
 		VirtualTime time.Duration
 		Steps       int
 		RealTime    time.Duration
+		// DeadlockGrace is the real time lockstep keeps watching a state
+		// with nothing enabled and no deadline before it calls it a
+		// deadlock: threads still starting or runnable on a loaded machine
+		// may yet reach a gated syscall.
+		DeadlockGrace time.Duration
 	}
 	Checker struct {
 		Command []string // unexpanded
@@ -108,9 +113,11 @@ type NodeSpec struct {
 // Timing defaults (docs/spec.md, "Timing"): up to two delays per trial,
 // each holding the ops it passes over for at most one virtual second.
 const (
-	DefaultDelays   = 2
-	DefaultMaxDelay = time.Second
-	maxDelays       = 1000
+	// DefaultDeadlockGrace: see Spec.Limits.DeadlockGrace.
+	DefaultDeadlockGrace = time.Second
+	DefaultDelays        = 2
+	DefaultMaxDelay      = time.Second
+	maxDelays            = 1000
 )
 
 // Bounds on a spec's numbers (docs/spec.md). Each keeps a typo from
@@ -586,6 +593,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	s.Limits.RealTime = 60 * time.Second
 	s.Checker.Timeout = 30 * time.Second
 	s.Time.Epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.Limits.DeadlockGrace = DefaultDeadlockGrace
 	s.Time.Delays = DefaultDelays
 	s.Time.MaxDelay = DefaultMaxDelay
 	var nodesNode, checkerNode, subnetNode, faultsNode ast.Node
@@ -674,7 +682,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 			}
 			s.Trials = int(v)
 		case "limits":
-			lp, err := d.fields(p.value, "limits", "virtual_time", "steps", "real_time")
+			lp, err := d.fields(p.value, "limits", "virtual_time", "steps", "real_time", "deadlock_grace")
 			if err != nil {
 				return err
 			}
@@ -687,6 +695,10 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 					}
 				case "real_time":
 					if s.Limits.RealTime, err = d.duration(q.value, f, false, maxRealTime); err != nil {
+						return err
+					}
+				case "deadlock_grace":
+					if s.Limits.DeadlockGrace, err = d.duration(q.value, f, true, time.Minute); err != nil {
 						return err
 					}
 				case "steps":

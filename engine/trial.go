@@ -119,6 +119,9 @@ type Trial struct {
 	steps     int
 	spinning  int
 	endWaits  int // settles after a replayed trace's last decision
+	// graceSpent is the real time a deadlock has been watched for since
+	// the last release (Limits.DeadlockGrace).
+	graceSpent time.Duration
 	// pending is the op the last action released, recorded when its
 	// result comes back; imm says a "+" strategy released it at once.
 	pending *sched.Op
@@ -404,6 +407,7 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	if len(ready) == 0 {
 		return t.wait(st)
 	}
+	t.graceSpent = 0
 	choices := ready
 	if adv := t.timing.advance(ready, t.starts.deadlines(st.Deadlines), now); adv != nil {
 		choices = append(ready[:len(ready):len(ready)], adv)
@@ -466,6 +470,16 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 		}
 	}
 	if !ok {
+		// Nothing can run and nothing will wake: a deadlock, unless a
+		// thread is still on its way to a gated syscall (starting, or
+		// runnable on a loaded machine). Watch it for the grace period,
+		// settling again with doubling pauses, before saying so.
+		if t.graceSpent < t.spec.Limits.DeadlockGrace {
+			pause := min(max(t.graceSpent, time.Millisecond), t.spec.Limits.DeadlockGrace-t.graceSpent)
+			time.Sleep(pause)
+			t.graceSpent += pause
+			return tracer.Action{}, nil
+		}
 		if w := t.starts.describe(); w != "" {
 			return t.stop(Deadlock, "", "nothing enabled and no deadline; %s; blocked: %s", w, describeOps(st.Pending))
 		}
@@ -476,6 +490,7 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 		return t.stop(VTimeLimit, "", "virtual time limit %v reached; blocked: %s", t.spec.Limits.VirtualTime, describeOps(st.Pending))
 	}
 	t.clk.AdvanceTo(next)
+	t.graceSpent = 0
 	return tracer.Action{}, nil
 }
 

@@ -7,13 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/netns"
-	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/report"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -145,6 +144,8 @@ func runCmd() *cli.Command {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 			&cli.BoolFlag{Name: "native", Usage: "run without lockstep (same network, real time, no tracer): the baseline hit ratio"},
 			&cli.DurationFlag{Name: "native-limit", Value: 5 * time.Second, Usage: "with --native: clients still running after this are a hang"},
+			&cli.StringFlag{Name: "junit", Usage: "also write the result as JUnit XML to `FILE` (a test case per campaign)"},
+			&cli.StringFlag{Name: "json", Usage: "also write the summary as JSON to `FILE`"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -152,7 +153,8 @@ func runCmd() *cli.Command {
 			}
 			spec, err := engine.LoadSpec(c.Args().First())
 			if err != nil {
-				return badInput(err)
+				// CI still gets a report saying why nothing ran.
+				return withCIReports(c, badInput(err), report.Campaign{Spec: c.Args().First(), Err: err})
 			}
 			if n := c.Int("trials"); n < 0 || n > engine.MaxTrials || c.Int("jobs") < 1 {
 				return badInput(fmt.Errorf("run: --trials must be between 0 and %d and --jobs at least 1", engine.MaxTrials))
@@ -195,9 +197,12 @@ func runCmd() *cli.Command {
 				if sig := interruption(c.Context); sig != nil {
 					return sig
 				}
-				return &exitError{code: 2, err: err}
+				return withCIReports(c, &exitError{code: 2, err: err}, report.Campaign{Spec: spec.Name, Summary: sum, Err: err})
 			}
-			printSummary(c.App.Writer, sum, c.Bool("stats"))
+			report.WriteSummary(c.App.Writer, sum, c.Bool("stats"))
+			if err := writeCIReports(c, report.Campaign{Spec: spec.Name, Summary: sum}); err != nil {
+				return err
+			}
 			return runStatus(c.Context, sum)
 		},
 	}
@@ -257,105 +262,49 @@ func newBar(w io.Writer, total int, quiet bool) *progressbar.ProgressBar {
 	)
 }
 
-// maxListed is how many failing traces the summary lists.
-const maxListed = 10
+// writeCIReports writes the --junit and --json files run was asked for. A
+// report that cannot be written is a lockstep error: CI would otherwise
+// read a stale file or none.
+func writeCIReports(c *cli.Context, camp report.Campaign) error {
+	for _, out := range []struct {
+		flag  string
+		write func(io.Writer, report.Campaign) error
+	}{
+		{"junit", func(w io.Writer, camp report.Campaign) error { return report.WriteJUnit(w, []report.Campaign{camp}) }},
+		{"json", report.WriteJSON},
+	} {
+		p := c.String(out.flag)
+		if p == "" {
+			continue
+		}
+		if err := writeFile(p, func(w io.Writer) error { return out.write(w, camp) }); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--%s: %w", out.flag, err)}
+		}
+	}
+	return nil
+}
 
-func printSummary(w io.Writer, s *engine.Summary, stats bool) {
-	if s.Interrupted {
-		fmt.Fprintf(w, "interrupted: the summary covers the %d trials finished before\n", s.Trials)
+// withCIReports writes the CI reports of a run that failed with err and
+// returns err, and the reports' own error if they could not be written.
+func withCIReports(c *cli.Context, err error, camp report.Campaign) error {
+	if werr := writeCIReports(c, camp); werr != nil {
+		return errors.Join(err, werr)
 	}
-	fmt.Fprintf(w, "spec %s, strategy %s: %d trials in %v (%.1f trials/min)\n",
-		s.Spec.Name, s.Strategy, s.Trials, s.Duration.Round(time.Millisecond), float64(s.Trials)/s.Duration.Minutes())
-	fmt.Fprintf(w, "failures: %d (hit ratio %.4f)\n", s.Failures, s.HitRatio())
-	kinds := make([]string, 0, len(s.ByKind))
-	for k := range s.ByKind {
-		kinds = append(kinds, string(k))
+	return err
+}
+
+// writeFile creates p and writes it with write, reporting a failed close
+// (a full disk shows up there).
+func writeFile(p string, write func(io.Writer) error) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
 	}
-	sort.Strings(kinds)
-	for _, k := range kinds {
-		fmt.Fprintf(w, "  %-20s %d\n", k, s.ByKind[engine.OutcomeKind(k)])
+	if err := write(f); err != nil {
+		f.Close()
+		return err
 	}
-	if s.First != nil {
-		fmt.Fprintf(w, "first failure: trial %d: %v\n", s.First.Index, s.First.Outcome)
-		fmt.Fprintf(w, "  trace: %s\n  node output: %s\n", s.First.TracePath, s.First.Dir)
-	}
-	if s.Failures > 1 {
-		fmt.Fprintln(w, "failing traces:")
-		listed := 0
-		for _, r := range s.Results {
-			if !r.Outcome.Kind.IsFailure() {
-				continue
-			}
-			if listed == maxListed {
-				fmt.Fprintf(w, "  and %d more\n", s.Failures-listed)
-				break
-			}
-			fmt.Fprintf(w, "  trial %d %s: %s\n", r.Index, r.Outcome.Kind, r.TracePath)
-			listed++
-		}
-	}
-	if e := s.FirstError; e != nil {
-		// A lockstep error is no finding, but its cause must not hide in
-		// the trace.
-		fmt.Fprintf(w, "lockstep errors: %d; first: trial %d", s.Errors, e.Index)
-		if e.Outcome.Node != "" {
-			fmt.Fprintf(w, ", node %s", e.Outcome.Node)
-		}
-		fmt.Fprintf(w, ": %s\n", e.Outcome.Detail)
-		if e.TracePath != "" {
-			fmt.Fprintf(w, "  trace: %s\n", e.TracePath)
-		}
-		fmt.Fprintf(w, "  node output: %s\n", e.Dir)
-	}
-	if stats && len(s.Stats) > 0 {
-		fmt.Fprintln(w, "conflict prediction (per trial, mean):")
-		var ops, conf, fn, fp float64
-		for _, st := range s.Stats {
-			ops += float64(st.Ops)
-			conf += float64(st.Conflicting)
-			fn += float64(st.FalseNegatives)
-			fp += float64(st.FalsePositives)
-		}
-		n := float64(len(s.Stats))
-		fmt.Fprintf(w, "  ops %.1f  conflicting %.1f  false negatives %.2f  false positives %.1f\n", ops/n, conf/n, fn/n, fp/n)
-	}
-	if stats {
-		var ct engine.ConntrackStats
-		for _, r := range s.Results {
-			ct.Recvs += r.Conntrack.Recvs
-			ct.Matched += r.Conntrack.Matched
-			ct.Disagreed += r.Conntrack.Disagreed
-		}
-		if n := time.Duration(len(s.Results)); n > 0 {
-			var all, launch, settle, handle, decide, release, teardown, reset time.Duration
-			var finw int
-			var stops, freed, clocks, waits uint64
-			for _, r := range s.Results {
-				all += r.Duration
-				launch += r.Launch
-				settle += r.Stats.SettleTime
-				handle += r.Stats.HandleTime
-				decide += r.Stats.DecideTime
-				release += r.Stats.ReleaseTime
-				teardown += r.Teardown
-				reset += r.Reset
-				finw += r.Stats.FinWaitsExpired
-				stops += r.Stats.Stops
-				freed += r.Stats.Released
-				clocks += r.Stats.ClockReads
-				waits += r.Stats.TimedWaits
-			}
-			ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d/n)/1e6) }
-			fmt.Fprintf(w, "real time per trial (mean): %s = start nodes %s, wait for quiescence %s (stops handled %s), decide %s, release %s, teardown %s, network reset %s; FIN waits expired %.1f\n",
-				ms(all), ms(launch), ms(settle), ms(handle), ms(decide), ms(release), ms(teardown), ms(reset), float64(finw)/float64(n))
-			fmt.Fprintf(w, "stops per trial (mean): %d, of which released at once %d, clock reads %d, timed waits %d\n",
-				stops/uint64(n), freed/uint64(n), clocks/uint64(n), waits/uint64(n))
-		}
-		if ct.Recvs > 0 {
-			fmt.Fprintf(w, "connection records (eBPF): %d recvs, %d matched to their bytes, %d named other deliveries than lockstep's accounting\n",
-				ct.Recvs, ct.Matched, ct.Disagreed)
-		}
-	}
+	return f.Close()
 }
 
 func replayCmd() *cli.Command {
@@ -404,8 +353,11 @@ func replayCmd() *cli.Command {
 func showCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
-		Usage:     "print a trace's interleaving, one line per released op",
+		Usage:     "print a trace's interleaving, one line per released op, or draw it (--html)",
 		ArgsUsage: "TRACE",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "html", Usage: "write a space-time diagram of the trace to `FILE` (self-contained HTML)"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return badInput(errors.New("show: want exactly one TRACE argument"))
@@ -414,28 +366,17 @@ func showCmd() *cli.Command {
 			if err != nil {
 				return badInput(err)
 			}
-			showTrace(c.App.Writer, tr)
+			if p := c.String("html"); p != "" {
+				if err := writeFile(p, func(w io.Writer) error { return report.WriteHTML(w, tr) }); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--html: %w", err)}
+				}
+				fmt.Fprintf(c.App.Writer, "wrote %s (%d ops)\n", p, len(tr.Records))
+				return nil
+			}
+			report.WriteTrace(c.App.Writer, tr)
 			return nil
 		},
 	}
-}
-
-func showTrace(w io.Writer, tr *sched.Trace) {
-	h := tr.Header
-	fmt.Fprintf(w, "Trace of %s, trial %d, seed %d, strategy %s\n", h.Spec, h.Trial, h.Seed, h.Strategy)
-	if tr.Outcome != nil {
-		fmt.Fprintf(w, "Outcome: %s", tr.Outcome.Kind)
-		if tr.Outcome.Detail != "" {
-			fmt.Fprintf(w, ": %s", tr.Outcome.Detail)
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintln(w, "Event trace:")
-	fmt.Fprintf(w, "  %5s  %9s  %-10s %-16s %-22s %-22s %s\n", "step", "vtime", "node", "lpid", "op", "peer", "bytes")
-	for _, r := range tr.Records {
-		fmt.Fprintln(w, sched.FormatRecord(r))
-	}
-	fmt.Fprintf(w, "%d ops\n", len(tr.Records))
 }
 
 func cleanCmd() *cli.Command {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
@@ -76,24 +74,6 @@ func TestBadInputExitsTwo(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(stderr), "\n")
 			if stderr == "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "lockstep: ") {
 				t.Fatalf("want one error line, got %q", stderr)
-			}
-		})
-	}
-}
-
-func TestFewerTrials(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		cells []benchCell
-		want  string
-	}{
-		{"uniform", []benchCell{{Bug: "a", Trials: 1000}, {Bug: "b", Trials: 1000}}, ""},
-		{"one bug short", []benchCell{{Bug: "a", Trials: 1000}, {Bug: "b", Trials: 100}, {Bug: "b", Trials: 200}}, " (fewer for b: 100)"},
-		{"two bugs short", []benchCell{{Bug: "a", Trials: 10}, {Bug: "b", Trials: 1000}, {Bug: "c", Trials: 100}}, " (fewer for a: 10, c: 100)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := fewerTrials(tc.cells, []string{"a", "b", "c"}, 1000); got != tc.want {
-				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -319,48 +299,6 @@ trials: 1000000
 			}
 			if leaks := before.Leaks(); len(leaks) > 0 {
 				t.Errorf("left behind: %v", leaks)
-			}
-		})
-	}
-}
-
-// TestSummary: the summary names a lockstep error's cause, lists failing
-// traces, and says when it covers an interrupted campaign.
-func TestSummary(t *testing.T) {
-	spec := &engine.Spec{Name: "s"}
-	fail := func(i int) *engine.TrialResult {
-		return &engine.TrialResult{Index: i, Outcome: engine.Outcome{Kind: engine.Deadlock}, TracePath: fmt.Sprintf("/o/%d/trace.jsonl", i)}
-	}
-	for _, tc := range []struct {
-		name    string
-		sum     engine.Summary
-		want    []string
-		notWant []string
-	}{
-		{"error cause", engine.Summary{Trials: 2, Errors: 1, FirstError: &engine.TrialResult{Index: 1, Dir: "/o/1", TracePath: "/o/1/trace.jsonl",
-			Outcome: engine.Outcome{Kind: engine.Error, Node: "db", Detail: "starting node db: exec format error"}}},
-			[]string{"lockstep errors: 1; first: trial 1, node db: starting node db: exec format error\n", "  trace: /o/1/trace.jsonl\n"},
-			[]string{"interrupted"}},
-		{"failing traces", engine.Summary{Trials: 12, Failures: 12, First: fail(0), Results: []*engine.TrialResult{
-			fail(0), fail(1), fail(2), fail(3), fail(4), fail(5), fail(6), fail(7), fail(8), fail(9), fail(10), fail(11)}},
-			[]string{"failing traces:\n  trial 0 deadlock: /o/0/trace.jsonl\n", "  trial 9 deadlock: /o/9/trace.jsonl\n  and 2 more\n"},
-			[]string{"/o/10/", "lockstep errors"}},
-		{"interrupted", engine.Summary{Trials: 3, Interrupted: true},
-			[]string{"interrupted: the summary covers the 3 trials finished before\n"}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.sum.Spec, tc.sum.Duration = spec, time.Second
-			var b bytes.Buffer
-			printSummary(&b, &tc.sum, false)
-			for _, w := range tc.want {
-				if !strings.Contains(b.String(), w) {
-					t.Errorf("lacks %q:\n%s", w, b.String())
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(b.String(), w) {
-					t.Errorf("has %q:\n%s", w, b.String())
-				}
 			}
 		})
 	}

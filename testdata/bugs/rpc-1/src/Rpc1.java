@@ -25,7 +25,7 @@ import java.util.*;
 public class Rpc1 {
     /** The client's read timeout: below the 1 s lockstep may hold a message for. */
     static final int TIMEOUT_MS = 200;
-    /** The first exchange's timeout: a JVM just started may be slow to answer. */
+    /** How often the client reports that the server's greeting is late: a cold JVM is slow. */
     static final int HELLO_TIMEOUT_MS = 5000;
 
     static Socket dial(String hostPort) throws Exception {
@@ -121,10 +121,20 @@ public class Rpc1 {
             // A first round trip with a generous timeout: natively, the server's
             // connection thread is then running and its classes are loaded, so
             // only a slow network, not a cold JVM, makes a GET time out.
+            // The greeting is awaited however late it is: nothing else is in
+            // flight yet, so waiting on cannot mix replies up.
             s.setSoTimeout(HELLO_TIMEOUT_MS);
             out.write("PING\n");
             out.flush();
-            String pong = in.readLine();
+            String pong;
+            while (true) {
+                try {
+                    pong = in.readLine();
+                    break;
+                } catch (SocketTimeoutException e) {
+                    log("client", "no PONG in " + HELLO_TIMEOUT_MS + " ms, waiting on");
+                }
+            }
             if (!"PONG".equals(pong)) throw new IOException("bad greeting: " + pong);
             s.setSoTimeout(TIMEOUT_MS);
         }

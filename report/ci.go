@@ -1,0 +1,202 @@
+package report
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/engine"
+)
+
+// Campaign is one `lockstep run` as CI sees it: the spec it ran and either
+// its summary or the lockstep error that stopped it (Summary may still hold
+// the trials finished before).
+type Campaign struct {
+	Spec    string // the spec's name, or its path when it could not be read
+	Summary *engine.Summary
+	Err     error
+}
+
+// JUnit XML, the subset CI servers read (Jenkins, GitLab, GitHub actions'
+// test reporters): a suite per invocation, a test case per campaign.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     float64      `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Time     float64     `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	ClassName string        `xml:"classname,attr"`
+	Time      float64       `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the campaigns as JUnit XML: a test case per campaign,
+// failing when any trial failed (the message names the first failure's
+// outcome and trace; the body lists every failing trace), in error when
+// lockstep itself failed (a run error or trials ended in lockstep errors).
+func WriteJUnit(w io.Writer, campaigns []Campaign) error {
+	suite := junitSuite{Name: "lockstep"}
+	for _, c := range campaigns {
+		jc := junitCase{Name: c.Spec, ClassName: "lockstep"}
+		s := c.Summary
+		if s != nil {
+			jc.Time = s.Duration.Seconds()
+			if s.Strategy != "" {
+				jc.Name = fmt.Sprintf("%s (%s)", c.Spec, s.Strategy)
+			}
+			jc.SystemOut = fmt.Sprintf("%d trials, %d failures (hit ratio %.4f)", s.Trials, s.Failures, s.HitRatio())
+			if s.First != nil {
+				jc.Failure = &junitProblem{
+					Type:    string(s.First.Outcome.Kind),
+					Message: fmt.Sprintf("%d of %d trials failed; first: trial %d: %v; trace: %s", s.Failures, s.Trials, s.First.Index, s.First.Outcome, s.First.TracePath),
+					Text:    failingTraces(s),
+				}
+			}
+		}
+		switch {
+		case c.Err != nil:
+			jc.Error = &junitProblem{Type: "lockstep-error", Message: c.Err.Error()}
+		case s != nil && s.FirstError != nil:
+			e := s.FirstError
+			msg := fmt.Sprintf("%d trial(s) ended in a lockstep error; first: trial %d", s.Errors, e.Index)
+			if e.Outcome.Node != "" {
+				msg += ", node " + e.Outcome.Node
+			}
+			msg += ": " + e.Outcome.Detail
+			if e.TracePath != "" {
+				msg += "; trace: " + e.TracePath
+			}
+			jc.Error = &junitProblem{Type: string(engine.Error), Message: msg}
+		}
+		suite.Tests++
+		suite.Time += jc.Time
+		if jc.Failure != nil {
+			suite.Failures++
+		}
+		if jc.Error != nil {
+			suite.Errors++
+		}
+		suite.Cases = append(suite.Cases, jc)
+	}
+	doc := junitSuites{Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Time: suite.Time, Suites: []junitSuite{suite}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return fmt.Errorf("writing JUnit XML: %w", err)
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("writing JUnit XML: %w", err)
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// failingTraces lists every failing trial with its trace, one a line.
+func failingTraces(s *engine.Summary) string {
+	var out string
+	for _, r := range s.Results {
+		if r.Outcome.Kind.IsFailure() {
+			out += fmt.Sprintf("trial %d %v: %s\n", r.Index, r.Outcome, r.TracePath)
+		}
+	}
+	return out
+}
+
+// JSONSummary is `lockstep run --json`: the summary for programs.
+type JSONSummary struct {
+	Spec        string         `json:"spec"`
+	Strategy    string         `json:"strategy"`
+	Trials      int            `json:"trials"`
+	Failures    int            `json:"failures"`
+	HitRatio    float64        `json:"hit_ratio"`
+	ByKind      map[string]int `json:"by_kind"`
+	Errors      int            `json:"errors"`
+	Interrupted bool           `json:"interrupted,omitempty"`
+	// Duration is the campaign's real time in seconds.
+	Duration   float64      `json:"duration_s"`
+	First      *JSONTrial   `json:"first_failure,omitempty"`
+	FirstError *JSONTrial   `json:"first_error,omitempty"`
+	Failing    []*JSONTrial `json:"failing,omitempty"`
+	// Error is the lockstep error that stopped the campaign, if one did.
+	Error string `json:"error,omitempty"`
+}
+
+// JSONTrial is one trial of a JSONSummary.
+type JSONTrial struct {
+	Index  int    `json:"trial"`
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
+	Node   string `json:"node,omitempty"`
+	Steps  int    `json:"steps"`
+	// VTime is the virtual time at the end, in ns.
+	VTime int64  `json:"vtime_ns"`
+	Trace string `json:"trace,omitempty"`
+	Dir   string `json:"dir,omitempty"`
+}
+
+func jsonTrial(r *engine.TrialResult) *JSONTrial {
+	if r == nil {
+		return nil
+	}
+	o := r.Outcome
+	return &JSONTrial{Index: r.Index, Kind: string(o.Kind), Detail: o.Detail, Node: o.Node, Steps: o.Steps,
+		VTime: int64(o.VTime / time.Nanosecond), Trace: r.TracePath, Dir: r.Dir}
+}
+
+// NewJSONSummary is a campaign in the form WriteJSON writes.
+func NewJSONSummary(c Campaign) *JSONSummary {
+	j := &JSONSummary{Spec: c.Spec, ByKind: map[string]int{}}
+	if c.Err != nil {
+		j.Error = c.Err.Error()
+	}
+	s := c.Summary
+	if s == nil {
+		return j
+	}
+	j.Strategy, j.Trials, j.Failures, j.HitRatio = s.Strategy, s.Trials, s.Failures, s.HitRatio()
+	j.Errors, j.Interrupted, j.Duration = s.Errors, s.Interrupted, s.Duration.Seconds()
+	j.First, j.FirstError = jsonTrial(s.First), jsonTrial(s.FirstError)
+	for k, n := range s.ByKind {
+		j.ByKind[string(k)] = n
+	}
+	for _, r := range s.Results {
+		if r.Outcome.Kind.IsFailure() {
+			j.Failing = append(j.Failing, jsonTrial(r))
+		}
+	}
+	return j
+}
+
+// WriteJSON writes a campaign's summary as one indented JSON object.
+func WriteJSON(w io.Writer, c Campaign) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(NewJSONSummary(c)); err != nil {
+		return fmt.Errorf("writing JSON summary: %w", err)
+	}
+	return nil
+}

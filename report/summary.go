@@ -1,0 +1,126 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/engine"
+)
+
+// maxListed is how many failing traces the summary lists.
+const maxListed = 10
+
+// WriteSummary prints a campaign's summary: trials, failures by kind, the
+// first failure and the failing traces, the first lockstep error and, with
+// stats, the conflict-prediction accuracy and where real time went.
+func WriteSummary(w io.Writer, s *engine.Summary, stats bool) {
+	if s.Interrupted {
+		fmt.Fprintf(w, "interrupted: the summary covers the %d trials finished before\n", s.Trials)
+	}
+	fmt.Fprintf(w, "spec %s, strategy %s: %d trials in %v (%.1f trials/min)\n",
+		s.Spec.Name, s.Strategy, s.Trials, s.Duration.Round(time.Millisecond), float64(s.Trials)/s.Duration.Minutes())
+	fmt.Fprintf(w, "failures: %d (hit ratio %.4f)\n", s.Failures, s.HitRatio())
+	for _, k := range sortedKinds(s.ByKind) {
+		fmt.Fprintf(w, "  %-20s %d\n", k, s.ByKind[engine.OutcomeKind(k)])
+	}
+	if s.First != nil {
+		fmt.Fprintf(w, "first failure: trial %d: %v\n", s.First.Index, s.First.Outcome)
+		fmt.Fprintf(w, "  trace: %s\n  node output: %s\n", s.First.TracePath, s.First.Dir)
+	}
+	if s.Failures > 1 {
+		fmt.Fprintln(w, "failing traces:")
+		listed := 0
+		for _, r := range s.Results {
+			if !r.Outcome.Kind.IsFailure() {
+				continue
+			}
+			if listed == maxListed {
+				fmt.Fprintf(w, "  and %d more\n", s.Failures-listed)
+				break
+			}
+			fmt.Fprintf(w, "  trial %d %s: %s\n", r.Index, r.Outcome.Kind, r.TracePath)
+			listed++
+		}
+	}
+	if e := s.FirstError; e != nil {
+		// A lockstep error is no finding, but its cause must not hide in
+		// the trace.
+		fmt.Fprintf(w, "lockstep errors: %d; first: trial %d", s.Errors, e.Index)
+		if e.Outcome.Node != "" {
+			fmt.Fprintf(w, ", node %s", e.Outcome.Node)
+		}
+		fmt.Fprintf(w, ": %s\n", e.Outcome.Detail)
+		if e.TracePath != "" {
+			fmt.Fprintf(w, "  trace: %s\n", e.TracePath)
+		}
+		fmt.Fprintf(w, "  node output: %s\n", e.Dir)
+	}
+	if stats {
+		writeStats(w, s)
+	}
+}
+
+// sortedKinds lists a by-kind count's kinds in name order, for output that
+// does not depend on map order.
+func sortedKinds(m map[engine.OutcomeKind]int) []string {
+	kinds := make([]string, 0, len(m))
+	for k := range m {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	return kinds
+}
+
+// writeStats prints --stats: conflict-prediction accuracy, the real time
+// per trial by phase, stops per trial and the eBPF connection records.
+func writeStats(w io.Writer, s *engine.Summary) {
+	if len(s.Stats) > 0 {
+		fmt.Fprintln(w, "conflict prediction (per trial, mean):")
+		var ops, conf, fn, fp float64
+		for _, st := range s.Stats {
+			ops += float64(st.Ops)
+			conf += float64(st.Conflicting)
+			fn += float64(st.FalseNegatives)
+			fp += float64(st.FalsePositives)
+		}
+		n := float64(len(s.Stats))
+		fmt.Fprintf(w, "  ops %.1f  conflicting %.1f  false negatives %.2f  false positives %.1f\n", ops/n, conf/n, fn/n, fp/n)
+	}
+	var ct engine.ConntrackStats
+	for _, r := range s.Results {
+		ct.Recvs += r.Conntrack.Recvs
+		ct.Matched += r.Conntrack.Matched
+		ct.Disagreed += r.Conntrack.Disagreed
+	}
+	if n := time.Duration(len(s.Results)); n > 0 {
+		var all, launch, settle, handle, decide, release, teardown, reset time.Duration
+		var finw int
+		var stops, freed, clocks, waits uint64
+		for _, r := range s.Results {
+			all += r.Duration
+			launch += r.Launch
+			settle += r.Stats.SettleTime
+			handle += r.Stats.HandleTime
+			decide += r.Stats.DecideTime
+			release += r.Stats.ReleaseTime
+			teardown += r.Teardown
+			reset += r.Reset
+			finw += r.Stats.FinWaitsExpired
+			stops += r.Stats.Stops
+			freed += r.Stats.Released
+			clocks += r.Stats.ClockReads
+			waits += r.Stats.TimedWaits
+		}
+		ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d/n)/1e6) }
+		fmt.Fprintf(w, "real time per trial (mean): %s = start nodes %s, wait for quiescence %s (stops handled %s), decide %s, release %s, teardown %s, network reset %s; FIN waits expired %.1f\n",
+			ms(all), ms(launch), ms(settle), ms(handle), ms(decide), ms(release), ms(teardown), ms(reset), float64(finw)/float64(n))
+		fmt.Fprintf(w, "stops per trial (mean): %d, of which released at once %d, clock reads %d, timed waits %d\n",
+			stops/uint64(n), freed/uint64(n), clocks/uint64(n), waits/uint64(n))
+	}
+	if ct.Recvs > 0 {
+		fmt.Fprintf(w, "connection records (eBPF): %d recvs, %d matched to their bytes, %d named other deliveries than lockstep's accounting\n",
+			ct.Recvs, ct.Matched, ct.Disagreed)
+	}
+}
