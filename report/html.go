@@ -572,6 +572,8 @@ const script = `
     g.addEventListener('mouseenter', function(){ (by[g.dataset.id] || []).forEach(function(a){ a.classList.add('hot'); }); });
     g.addEventListener('mouseleave', function(){ (by[g.dataset.id] || []).forEach(function(a){ a.classList.remove('hot'); }); });
   });
+  // Says the script ran (the browser test reads it back).
+  document.documentElement.dataset.arrows = arrows.length;
   var heads = document.getElementById('heads');
   window.addEventListener('scroll', function(){ heads.scrollLeft = window.scrollX; });
 })();

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"encoding/xml"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/report"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
 
@@ -301,5 +304,114 @@ trials: 1000000
 				t.Errorf("left behind: %v", leaks)
 			}
 		})
+	}
+}
+
+// TestShow: `show` prints the listing report pins, and `show --html`
+// writes the diagram instead.
+func TestShow(t *testing.T) {
+	trace := "../../report/testdata/locks-1.trace.jsonl"
+	want, err := os.ReadFile("../../report/testdata/locks-1.show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "show", trace)
+	if code != 0 || stdout != string(want) {
+		t.Fatalf("exit %d, stderr %q, stdout\n%s", code, stderr, stdout)
+	}
+	out := filepath.Join(t.TempDir(), "trace.html")
+	code, stdout, stderr = runCLI(t, "show", trace, "--html", out)
+	page, err := os.ReadFile(out)
+	if code != 0 || err != nil || stdout != "wrote "+out+" (77 ops)\n" {
+		t.Fatalf("exit %d, %v, stdout %q, stderr %q", code, err, stdout, stderr)
+	}
+	for _, w := range []string{"<!DOCTYPE html>", `<svg id="diagram"`, `<g id="outcome" class="fail" data-kind="deadlock">`} {
+		if !bytes.Contains(page, []byte(w)) {
+			t.Errorf("page lacks %q", w)
+		}
+	}
+	if code, _, stderr := runCLI(t, "show", trace, "--html", "/no/such/dir/x.html"); code != 2 || !strings.Contains(stderr, "--html: open /no/such/dir/x.html") {
+		t.Errorf("unwritable --html: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestBenchFromCSV: merged tables are written to --out and printed.
+func TestBenchFromCSV(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.csv")
+	b := filepath.Join(dir, "b.csv")
+	os.WriteFile(a, []byte("bug,strategy,trials,failures,hit_ratio,first_failure,ms_per_trial\nlocks-1,pos,100,8,0.080000,11,400.0\nms-1,pos,100,0,0.000000,-1,200.0\n"), 0o644)
+	os.WriteFile(b, []byte("bug,strategy,trials,failures,hit_ratio,first_failure,ms_per_trial\nms-1,pos,100,2,0.020000,40,210.0\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runCLI(t, "bench", "--from-csv", a, b, "-o", out)
+	if code != 0 || !strings.Contains(stdout, "| locks-1 | 0.0800 |\n| ms-1 | 0.0200 |\n| **geomean** | 0.0400 |\n") {
+		t.Fatalf("exit %d, stderr %q, stdout\n%s", code, stderr, stdout)
+	}
+	md, err1 := os.ReadFile(filepath.Join(out, "table.md"))
+	csv, err2 := os.ReadFile(filepath.Join(out, "table.csv"))
+	if err1 != nil || err2 != nil || string(md) != stdout || !strings.Contains(string(csv), "ms-1,pos,100,2,0.020000,40,210.0\n") {
+		t.Fatalf("table.md %q (%v), table.csv %q (%v)", md, err1, csv, err2)
+	}
+	if code, _, stderr := runCLI(t, "bench", "--from-csv", filepath.Join(dir, "missing.csv")); code != 2 || !strings.Contains(stderr, "missing.csv") {
+		t.Errorf("missing CSV: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestRunReports: --junit and --json describe the campaign, read back; a
+// spec that cannot be read still gets a JUnit error case.
+func TestRunReports(t *testing.T) {
+	dir := t.TempDir()
+	junit, js := filepath.Join(dir, "r.xml"), filepath.Join(dir, "r.json")
+	code, _, stderr := runCLI(t, "run", "/no/such/spec.yaml", "--junit", junit, "--json", js)
+	x, err := os.ReadFile(junit)
+	if code != 2 || err != nil || !bytes.Contains(x, []byte(`<error message="`)) || !bytes.Contains(x, []byte("/no/such/spec.yaml")) {
+		t.Fatalf("bad spec: exit %d, stderr %q, junit %s (%v)", code, stderr, x, err)
+	}
+
+	requireTrials(t)
+	spec := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(spec, []byte(`name: reports
+nodes:
+  - name: writer
+    role: client
+    command: ["/bin/sh", "-c", "exit 3"]
+`), 0o644)
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runCLI(t, "run", spec, "-q", "--trials", "2", "-o", out, "--junit", junit, "--json", js)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, stdout, stderr)
+	}
+	var doc struct {
+		Cases []struct {
+			Name    string `xml:"name,attr"`
+			Failure struct {
+				Message string `xml:"message,attr"`
+				Type    string `xml:"type,attr"`
+			} `xml:"failure"`
+		} `xml:"testsuite>testcase"`
+	}
+	x, err = os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(x, &doc); err != nil || len(doc.Cases) != 1 {
+		t.Fatalf("junit %v:\n%s", err, x)
+	}
+	trace := filepath.Join(out, "trials", "00000", "trace.jsonl")
+	if c := doc.Cases[0]; c.Name != "reports (pos)" || c.Failure.Type != "client-failed" || !strings.Contains(c.Failure.Message, "trace: "+trace) ||
+		!strings.Contains(c.Failure.Message, "2 of 2 trials failed") {
+		t.Errorf("test case %+v", c)
+	}
+	var sum report.JSONSummary
+	j, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(j, &sum); err != nil {
+		t.Fatalf("json %v:\n%s", err, j)
+	}
+	if sum.Spec != "reports" || sum.Trials != 2 || sum.Failures != 2 || sum.ByKind["client-failed"] != 2 || sum.First == nil ||
+		sum.First.Trace != trace || sum.First.Kind != "client-failed" || sum.Duration <= 0 {
+		t.Errorf("json summary %s", j)
 	}
 }
