@@ -450,7 +450,7 @@ func outcomeText(o *sched.Outcome) string {
 
 // maxOutcomeChars bounds the outcome line in the diagram; the page's
 // header and the line's hover text have it all.
-const maxOutcomeChars = 160
+const maxOutcomeChars = 140
 
 func shortOutcome(o *sched.Outcome) string {
 	s := strings.Join(strings.Fields(outcomeText(o)), " ")
