@@ -139,10 +139,16 @@ func (t *timing) advance(ready []*sched.Op, deadlines []tracer.Deadline, now tim
 		}
 	}
 	limit := oldest + t.maxDelay
+	// A delay already runs up to the latest hold in force: a target before
+	// it would spend the budget on what is happening anyway.
+	floor := now
+	for _, until := range t.held {
+		floor = max(floor, until)
+	}
 	// The window's distinct deadlines, each named by its first waiter.
 	var window []tracer.Deadline
 	for _, d := range deadlines {
-		if d.At <= now || d.At > limit || !t.matters(d) {
+		if d.At <= floor || d.At > limit || !t.matters(d) {
 			continue
 		}
 		if n := len(window); n > 0 && window[n-1].At == d.At {

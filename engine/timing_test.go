@@ -106,6 +106,14 @@ func TestTimingHold(t *testing.T) {
 	if adv := tm.advance(ops(3), ds, 50*ms); adv != nil {
 		t.Fatalf("budget spent, still offered %v", adv)
 	}
+	// With budget left, a target no later than a hold in force is not
+	// offered again (Go's sysmon woke meanwhile and made an op ready).
+	tm2 := newTiming(2, time.Second, 1)
+	r2 := tm2.ready(ops(1), ops(1), 0)
+	tm2.chose(tm2.advance(r2, ds, 0), r2)
+	if adv := tm2.advance(tm2.ready(ops(1, 3), ops(1, 3), 20*time.Microsecond), ds, 20*time.Microsecond); adv != nil {
+		t.Fatalf("offered %v, the same deadline as the hold in force", adv)
+	}
 	if r := tm.ready(pending, pending, 200*ms); len(r) != 3 {
 		t.Fatalf("after the hold: %v", r)
 	}
