@@ -11,6 +11,7 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v erl >/dev/null || need+=(erlang-base) # tracer's Erlang timer tests
 [ -n "$(ls -d /usr/lib/erlang/lib/mnesia-* 2>/dev/null)" ] || need+=(erlang-mnesia)
 command -v chromium >/dev/null || need+=(chromium) # report's space-time diagram, checked in a browser
+command -v etcd >/dev/null || need+=(etcd-server etcd-client) # examples/etcd under faults
 if [ "${1:-}" = bpf ]; then
   command -v clang >/dev/null || need+=(clang)
   command -v llvm-strip >/dev/null || need+=(llvm)

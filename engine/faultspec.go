@@ -18,11 +18,11 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if _, isNull := n.(*ast.NullNode); isNull {
 		return nil
 	}
-	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump")
+	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_outage")
 	if err != nil {
 		return err
 	}
-	plan := faults.Plan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, Until: s.Limits.VirtualTime}
+	plan := faults.Plan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxOutage: 2 * time.Second, Until: s.Limits.VirtualTime}
 	var untilNode, nodesNode ast.Node
 	haveKinds := false
 	for _, q := range fp {
@@ -71,6 +71,10 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			untilNode = q.value
 		case "max_pause":
 			if plan.MaxPause, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
+				return err
+			}
+		case "max_outage":
+			if plan.MaxOutage, err = d.duration(q.value, f, true, maxVirtualTime); err != nil {
 				return err
 			}
 		case "max_clock_jump":

@@ -29,6 +29,11 @@ type Plan struct {
 	From, Until time.Duration
 	// MaxPause bounds a pause.
 	MaxPause time.Duration
+	// MaxOutage bounds how long a crashed node stays down and a partition
+	// lasts before its restart or heal is offered: each outage lasts a
+	// tenth of it to all of it, drawn from the seed, so that it can
+	// outlast the system's own timeouts (an election, a lease).
+	MaxOutage time.Duration
 	// MaxClockJump bounds a clock fault: a node's wall clock jumps by up
 	// to this much, forward or back.
 	MaxClockJump time.Duration
@@ -64,8 +69,11 @@ type Injector struct {
 	skew    map[string]time.Duration // node → how far its wall clock was moved
 	quiet   bool
 
-	offer  *sched.Op // the injection on offer
-	recov  map[string]*sched.Op
+	offer *sched.Op // the injection on offer
+	recov map[string]*sched.Op
+	// until is when the recovery of a fault in force is first offered,
+	// keyed like recov.
+	until  map[string]time.Duration
 	nextID uint64
 }
 
@@ -75,7 +83,7 @@ func New(plan Plan, all []string, seed int64) *Injector {
 		plan: plan, all: all, budget: plan.Budget,
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x6661756c7473)), // "faults"
 		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{},
-		recov: map[string]*sched.Op{}, nextID: idBase,
+		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase,
 	}
 }
 
@@ -103,12 +111,12 @@ func (in *Injector) Offer(now time.Duration) []*sched.Op {
 		}
 	}
 	for _, n := range in.all {
-		if in.crashed[n] {
+		if in.crashed[n] && now >= in.until["restart:"+n] {
 			out = append(out, in.recovery(sched.Restart, n))
 		}
 	}
-	if in.cut != nil {
-		out = append(out, in.recovery(sched.Heal, strings.Join(in.cut, ",")))
+	if cut := strings.Join(in.cut, ","); in.cut != nil && now >= in.until["heal:"+cut] {
+		out = append(out, in.recovery(sched.Heal, cut))
 	}
 	return out
 }
@@ -165,6 +173,10 @@ func (in *Injector) draw() *sched.Op {
 		}
 		o.Delay = int64(d)
 	}
+	if (c.kind == sched.Crash || c.kind == sched.Partition) && in.plan.MaxOutage > 0 {
+		m := in.plan.MaxOutage
+		o.Delay = int64((m/10 + time.Duration(in.r.Int64N(int64(m-m/10)+1))).Truncate(time.Millisecond))
+	}
 	if c.kind == sched.Pause {
 		// Between a tenth of the maximum and all of it, in whole ms.
 		d := in.plan.MaxPause/10 + time.Duration(in.r.Int64N(int64(in.plan.MaxPause-in.plan.MaxPause/10)+1))
@@ -180,6 +192,7 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 	case sched.Crash:
 		in.budget--
 		in.crashed[o.Node] = true
+		in.until["restart:"+o.Node] = now + time.Duration(o.Delay)
 	case sched.Pause:
 		in.budget--
 		in.paused[o.Node] = now + time.Duration(o.Delay)
@@ -188,6 +201,7 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 		in.budget--
 		in.cut = []string{o.Node}
 		e.Cut, e.Rest = in.cut, in.others(in.cut)
+		in.until["heal:"+o.Node] = now + time.Duration(o.Delay)
 	case sched.ClockJump:
 		in.budget--
 		e.Shift = time.Duration(o.Delay)
@@ -195,10 +209,12 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 	case sched.Restart:
 		delete(in.crashed, o.Node)
 		delete(in.recov, "restart:"+o.Node)
+		delete(in.until, "restart:"+o.Node)
 	case sched.Heal:
 		e.Cut, e.Rest = in.cut, in.others(in.cut)
 		in.cut = nil
 		delete(in.recov, "heal:"+o.Node)
+		delete(in.until, "heal:"+o.Node)
 	default:
 		return e, fmt.Errorf("faults: %v is not a fault op", o.Kind)
 	}
@@ -246,6 +262,7 @@ func (in *Injector) Recover() []Effect {
 		}
 	}
 	clear(in.skew)
+	clear(in.until)
 	clear(in.recov)
 	clear(in.paused)
 	return out
@@ -299,6 +316,11 @@ func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 	var d time.Duration
 	ok := false
 	for _, end := range in.paused {
+		if end > now && (!ok || end < d) {
+			d, ok = end, true
+		}
+	}
+	for _, end := range in.until {
 		if end > now && (!ok || end < d) {
 			d, ok = end, true
 		}

@@ -159,3 +159,31 @@ func TestHolds(t *testing.T) {
 		t.Fatal("still held after the pause")
 	}
 }
+
+// A crash or partition lasts the outage drawn with it before its recovery
+// is offered, and the end of the outage is a deadline the clock can jump to.
+func TestOutage(t *testing.T) {
+	for _, kind := range []sched.Kind{sched.Crash, sched.Partition} {
+		p := plan(kind)
+		p.MaxOutage = 2 * time.Second
+		in := New(p, nodes, 5)
+		o := in.Offer(100 * ms)[0]
+		d := time.Duration(o.Delay)
+		if d < 200*ms || d > 2*time.Second {
+			t.Fatalf("%v: outage %v, want 200ms..2s", kind, d)
+		}
+		if _, err := in.Chose(o, 100*ms); err != nil {
+			t.Fatal(err)
+		}
+		end := 100*ms + d
+		if offers := in.Offer(end - 1); len(offers) != 0 {
+			t.Fatalf("%v: recovery offered during the outage: %v", kind, offers)
+		}
+		if got, ok := in.Deadline(100 * ms); !ok || got != end {
+			t.Fatalf("%v: deadline %v %v, want the outage's end %v", kind, got, ok, end)
+		}
+		if offers := in.Offer(end); len(offers) != 1 || (offers[0].Kind != sched.Restart && offers[0].Kind != sched.Heal) {
+			t.Fatalf("%v: at the outage's end: %v", kind, offers)
+		}
+	}
+}

@@ -90,6 +90,11 @@ func FormatRecord(r Record) string {
 		peer = fmt.Sprintf("wall clock %+v", time.Duration(r.Op.Delay))
 	case r.Op.Kind == Partition:
 		peer = "cuts off " + r.Op.Node
+		if r.Op.Delay > 0 {
+			peer += fmt.Sprintf(" for ≥%v", time.Duration(r.Op.Delay))
+		}
+	case r.Op.Kind == Crash && r.Op.Delay > 0:
+		peer = fmt.Sprintf("down for ≥%v", time.Duration(r.Op.Delay))
 	}
 	if r.Auto {
 		peer = strings.TrimSpace(peer + " (quiet period)")
