@@ -274,7 +274,35 @@ func inNamespace(path string, f func() error) error {
 // Do runs f on a locked OS thread inside the node's network namespace.
 func (n *Node) Do(f func() error) error { return inNamespace(n.NetnsPath, f) }
 
+// netnsDir is where named network namespaces are bound, as iproute2 does.
+const netnsDir = "/run/netns"
+
+// sharedNetnsDir makes netnsDir a shared mount point of its own, as
+// `ip netns add` does the first time it runs. Otherwise the first `ip netns
+// add` after lockstep's namespaces exist binds the directory over itself
+// and hides their mounts underneath: their files can then be neither
+// opened as namespaces nor removed (EBUSY) until the bind is undone.
+func sharedNetnsDir() error {
+	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+		return err
+	}
+	err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	if err == unix.EINVAL { // not a mount point yet
+		if err := unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding %s: %w", netnsDir, err)
+		}
+		err = unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	}
+	if err != nil {
+		return fmt.Errorf("making %s a shared mount: %w", netnsDir, err)
+	}
+	return nil
+}
+
 func newNamedNS(name string) error {
+	if err := sharedNetnsDir(); err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
