@@ -110,14 +110,7 @@ func TestPollTimeoutExactlyFiveSeconds(t *testing.T) {
 					return o
 				}
 				return nil
-			}, func(st *State) bool {
-				for _, e := range st.Exits {
-					if e.Node == "client" && e.Root {
-						return true
-					}
-				}
-				return false
-			})
+			}, rootExited("client"))
 			if c := exitCode(t, res.exits, "client"); c != 3 {
 				t.Fatalf("client exit %d, want 3 (timeout):\n%s", c, h.output("client"))
 			}
@@ -145,4 +138,16 @@ func TestJVMSmallTCPProgram(t *testing.T) {
 	}
 	t.Logf("JVM TcpSmall: %v real, %v virtual, %d clock reads, %d timed waits, %d ops from %d threads",
 		time.Since(start), h.clock.Now(), st.ClockReads, st.TimedWaits, len(res.ops), len(threads))
+}
+
+// rootExited ends a run once the node's first process has exited.
+func rootExited(node string) func(*State) bool {
+	return func(st *State) bool {
+		for _, e := range st.Exits {
+			if e.Node == node && e.Root {
+				return true
+			}
+		}
+		return false
+	}
 }

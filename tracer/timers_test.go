@@ -241,14 +241,7 @@ func TestTimerfdRacesReply(t *testing.T) {
 					return o
 				}
 				return nil
-			}, func(st *State) bool {
-				for _, e := range st.Exits {
-					if e.Node == "client" && e.Root {
-						return true
-					}
-				}
-				return false
-			})
+			}, rootExited("client"))
 			if c := exitCode(t, res.exits, "client"); c != tc.code || h.output("client") != tc.want {
 				t.Fatalf("client exit %d, output %q; want %d, %q", c, h.output("client"), tc.code, tc.want)
 			}
