@@ -835,9 +835,18 @@ func (t *Tracer) settle(ctx context.Context) (State, error) {
 	return t.snapshot(), nil
 }
 
+// maxStarvedRounds bounds the extra grace periods waited for runnable
+// threads that got no CPU (a loaded machine) before quiescence is declared
+// without calling them spinning.
+const maxStarvedRounds = 4
+
 // waitQuiescent returns when no thread can make progress without lockstep.
 func (t *Tracer) waitQuiescent(ctx context.Context) error {
 	lastProgress := time.Now()
+	// CPU time (ns) of threads found runnable when the grace period ran
+	// out, and how many more periods starved ones have been watched.
+	var runnableCPU map[int]uint64
+	starvedRounds := 0
 	confirmed := false
 	var cpu map[int]uint64
 	for spins := 0; ; spins++ {
@@ -845,6 +854,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			lastProgress = time.Now()
 			confirmed = false
 			spins = 0
+			runnableCPU, starvedRounds = nil, 0
 			continue
 		}
 		running := 0
@@ -906,12 +916,32 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			return err
 		}
 		if time.Since(lastProgress) > t.opts.Grace {
+			// A thread still runnable after the grace period spins only if
+			// it got the CPU and used it: on a loaded machine a runnable
+			// thread may simply not have been scheduled. Note their CPU
+			// time and watch them for more grace periods; flag those that
+			// burned a quarter of one, give up on the starved.
+			busy := map[int]uint64{}
 			for _, th := range t.threads {
 				if th.state == tsRunning {
-					if s, _, ok := th.kernelState(); ok && s == 'R' {
-						t.spinning = append(t.spinning, th.lpid)
+					if s, c, ok := th.kernelState(); ok && s == 'R' {
+						busy[th.tid] = c
 					}
 				}
+			}
+			if len(busy) > 0 && runnableCPU == nil {
+				runnableCPU, lastProgress = busy, time.Now()
+				continue
+			}
+			for tid, c := range busy {
+				if c-runnableCPU[tid] >= uint64(t.opts.Grace/4) {
+					t.spinning = append(t.spinning, t.threads[tid].lpid)
+				}
+			}
+			if len(t.spinning) == 0 && len(busy) > 0 && starvedRounds < maxStarvedRounds {
+				starvedRounds++
+				runnableCPU, lastProgress = busy, time.Now()
+				continue
 			}
 			sort.Strings(t.spinning)
 			return nil
@@ -930,6 +960,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 				lastProgress = time.Now()
 				confirmed = false
 				spins = 0
+				runnableCPU, starvedRounds = nil, 0
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -516,5 +517,51 @@ func testNodeInheritsOnlyStdio(t *testing.T, z *Zygote) {
 	}
 	if got := strings.Fields(h.output("n")); strings.Join(got, " ") != "0 1 2" {
 		t.Fatalf("node's descriptors: %v, want [0 1 2]", got)
+	}
+}
+
+// A runnable thread that gets no CPU (a loaded machine; here a cgroup
+// throttled to 1 % of a CPU) is not reported as spinning; one that burns the
+// CPU is.
+func TestStarvedIsNotSpinning(t *testing.T) {
+	const cpuRoot = "/sys/fs/cgroup/cpu"
+	if _, err := os.Stat(filepath.Join(cpuRoot, "cpu.cfs_quota_us")); err != nil {
+		t.Skipf("skipping: no cgroup v1 cpu controller at %s to throttle with (%v)", cpuRoot, err)
+	}
+	for _, throttled := range []bool{false, true} {
+		h := newHarness(t, Options{Grace: 200 * time.Millisecond})
+		f, err := os.Create(filepath.Join(h.dir, "spin.out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := h.tr.Launch(LaunchConfig{Node: "spin", Argv: []string{"/bin/sh", "-c", "while :; do :; done"}, Stdout: f, Stderr: f})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if throttled {
+			cg := filepath.Join(cpuRoot, fmt.Sprintf("lockstep-test-%d", os.Getpid()))
+			if err := os.Mkdir(cg, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(cg) })
+			for file, v := range map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "1000"} {
+				if err := os.WriteFile(filepath.Join(cg, file), []byte(v), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := h.tr.Settle(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spinning := len(st.Spinning) > 0; spinning == throttled {
+			t.Fatalf("throttled %v: spinning %v", throttled, st.Spinning)
+		}
+		h.tr.KillAll()
+		h.tr.Close()
 	}
 }
