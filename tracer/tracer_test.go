@@ -544,7 +544,17 @@ func TestStarvedIsNotSpinning(t *testing.T) {
 			if err := os.Mkdir(cg, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { os.Remove(cg) })
+			t.Cleanup(func() {
+				// The killed spinner may take a moment to leave the group.
+				var err error
+				for i := 0; i < 100; i++ {
+					if err = os.Remove(cg); err == nil || os.IsNotExist(err) {
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				t.Errorf("cgroup %s left behind: %v", cg, err)
+			})
 			for file, v := range map[string]string{"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "1000"} {
 				if err := os.WriteFile(filepath.Join(cg, file), []byte(v), 0o644); err != nil {
 					t.Fatal(err)
