@@ -111,13 +111,3 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	s.Faults = plan
 	return nil
 }
-
-// Node returns the named node of the spec, or nil.
-func (s *Spec) Node(name string) *NodeSpec {
-	for i := range s.Nodes {
-		if s.Nodes[i].Name == name {
-			return &s.Nodes[i]
-		}
-	}
-	return nil
-}

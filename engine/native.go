@@ -64,11 +64,12 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 	clients := 0
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
+	ready := map[string]bool{}
 	for i, n := range spec.Nodes {
 		// The nodes before this one that have a readiness condition must
 		// meet it first, as they do under lockstep.
 		for _, prev := range spec.Nodes[:i] {
-			if prev.ReadyPort == 0 {
+			if prev.ReadyPort == 0 || ready[prev.Name] {
 				continue
 			}
 			if err := waitListening(ctx, j.cluster.Node(prev.Name).NetnsPath, prev.ReadyPort, deadline.C); err != nil {
@@ -77,6 +78,7 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 				}
 				return nil, err
 			}
+			ready[prev.Name] = true
 		}
 		if n.StartDelay > 0 {
 			select {

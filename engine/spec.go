@@ -94,6 +94,16 @@ type Spec struct {
 	}
 }
 
+// Node returns the named node of the spec, or nil.
+func (s *Spec) Node(name string) *NodeSpec {
+	for i := range s.Nodes {
+		if s.Nodes[i].Name == name {
+			return &s.Nodes[i]
+		}
+	}
+	return nil
+}
+
 // NodeSpec is one node of a spec.
 type NodeSpec struct {
 	Name       string

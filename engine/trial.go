@@ -107,6 +107,7 @@ type Trial struct {
 	res   *TrialResult
 	clk   *vclock.Clock
 	addrs map[string]netip.Addr
+	nodes map[netip.Addr]string // addrs reversed, for fault holds
 	files []*os.File
 
 	starts   *starts          // nodes not started yet
@@ -157,6 +158,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	t := &Trial{
 		j: j, p: p, spec: spec, res: res, clk: clk,
 		addrs:   map[string]netip.Addr{},
+		nodes:   map[netip.Addr]string{},
 		clients: map[string]bool{},
 		timing:  newTiming(spec.Time.Delays, spec.Time.MaxDelay, p.seed),
 	}
@@ -165,6 +167,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	for i, n := range spec.Nodes {
 		names[i] = n.Name
 		t.addrs[n.Name] = j.cluster.Node(n.Name).Addr
+		t.nodes[t.addrs[n.Name]] = n.Name
 		if n.Role == RoleClient {
 			t.clients[n.Name] = true
 		}
@@ -267,14 +270,7 @@ func (t *Trial) role(node string) Role {
 	return RoleServer
 }
 
-func (t *Trial) nodeOf(a netip.Addr) string {
-	for name, na := range t.addrs {
-		if na == a {
-			return name
-		}
-	}
-	return ""
-}
+func (t *Trial) nodeOf(a netip.Addr) string { return t.nodes[a] }
 
 // Released records the op the last action released, with its result.
 func (t *Trial) Released(id uint64, r tracer.Released) {

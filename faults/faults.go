@@ -165,22 +165,18 @@ func (in *Injector) draw() *sched.Op {
 	c := cs[in.r.IntN(len(cs))]
 	o := in.op(c.kind, c.node, "node:"+c.node)
 	if c.kind == sched.ClockJump {
-		// A tenth of the maximum to all of it, in whole ms, either way.
-		m := in.plan.MaxClockJump
-		d := (m/10 + time.Duration(in.r.Int64N(int64(m-m/10)+1))).Truncate(time.Millisecond)
+		// Either way.
+		d := in.upTo(in.plan.MaxClockJump)
 		if in.r.IntN(2) == 0 {
 			d = -d
 		}
 		o.Delay = int64(d)
 	}
 	if (c.kind == sched.Crash || c.kind == sched.Partition) && in.plan.MaxOutage > 0 {
-		m := in.plan.MaxOutage
-		o.Delay = int64((m/10 + time.Duration(in.r.Int64N(int64(m-m/10)+1))).Truncate(time.Millisecond))
+		o.Delay = int64(in.upTo(in.plan.MaxOutage))
 	}
 	if c.kind == sched.Pause {
-		// Between a tenth of the maximum and all of it, in whole ms.
-		d := in.plan.MaxPause/10 + time.Duration(in.r.Int64N(int64(in.plan.MaxPause-in.plan.MaxPause/10)+1))
-		o.Delay = int64(d.Truncate(time.Millisecond))
+		o.Delay = int64(in.upTo(in.plan.MaxPause))
 	}
 	return o
 }
@@ -329,4 +325,9 @@ func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 		d, ok = in.plan.Until, true
 	}
 	return d, ok
+}
+
+// upTo draws a duration from a tenth of m to all of it, in whole ms.
+func (in *Injector) upTo(m time.Duration) time.Duration {
+	return (m/10 + time.Duration(in.r.Int64N(int64(m-m/10)+1))).Truncate(time.Millisecond)
 }

@@ -1075,23 +1075,7 @@ func (t *Tracer) Kill(node string) error {
 }
 
 func (t *Tracer) killAll() {
-	for _, p := range t.procs {
-		unix.Kill(p.pid, unix.SIGKILL)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(t.procs) > 0 && time.Now().Before(deadline) {
-		if t.drain(true) == 0 {
-			time.Sleep(100 * time.Microsecond)
-		}
-		for _, p := range t.procs {
-			// A process whose threads all left without a leader report.
-			if len(p.threads) == 0 {
-				if unix.Kill(p.pid, 0) == unix.ESRCH {
-					delete(t.procs, p.pid)
-				}
-			}
-		}
-	}
+	t.killAndReap(func(*process) bool { return true })
 	for id, p := range t.pending {
 		p.dropped = true
 		delete(t.pending, id)
@@ -1324,4 +1308,39 @@ func withGodebug(env []string, setting string) []string {
 		}
 	}
 	return append(out, "GODEBUG="+setting)
+}
+
+// killAndReap SIGKILLs the processes that match and handles their exits
+// until none is left, for at most five seconds; it returns how many are
+// still there.
+//
+// Precondition: runs on the tracer thread.
+func (t *Tracer) killAndReap(match func(*process) bool) int {
+	alive := func() int {
+		n := 0
+		for _, p := range t.procs {
+			if match(p) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, p := range t.procs {
+		if match(p) {
+			unix.Kill(p.pid, unix.SIGKILL)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive() > 0 && time.Now().Before(deadline) {
+		if t.drain(true) == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		for pid, p := range t.procs {
+			// A process whose threads all left without a leader report.
+			if match(p) && len(p.threads) == 0 && unix.Kill(p.pid, 0) == unix.ESRCH {
+				delete(t.procs, pid)
+			}
+		}
+	}
+	return alive()
 }
