@@ -48,6 +48,10 @@ type Options struct {
 	// SiteFrames is how many user frames a call site records (1 for the
 	// pc and pid+pc schemes, K for pid+stack:K). Default 1.
 	SiteFrames int
+	// ClockSyscalls answers every clock read at a syscall stop, with the
+	// vDSO hidden, instead of through the clock page (clockpage.go): the
+	// slower path, kept to compare the two.
+	ClockSyscalls bool
 	// Grace bounds how long Settle waits for threads that run without
 	// reaching a gated syscall. Default 2s.
 	Grace time.Duration
@@ -162,6 +166,7 @@ type Tracer struct {
 	done  chan struct{}
 
 	// Everything below is owned by the tracer thread.
+	vdso     *vdsoEntries // the vDSO's clock entry points, found at the first exec
 	nodes    map[string]*nodeInfo
 	byAddr   map[netip.Addr]*nodeInfo
 	threads  map[int]*thread
@@ -221,6 +226,7 @@ type nodeInfo struct {
 	// clockOffset is how far the node's wall clock is from the cluster's
 	// (clock faults).
 	clockOffset time.Duration
+	clockPage   *clockPage // nil until a process of the node exec'd
 }
 
 // New starts a tracer thread. Close it to kill every tracee and free it.
@@ -270,6 +276,9 @@ func (t *Tracer) loop() {
 		for _, ni := range t.nodes {
 			if ni.diag != nil {
 				ni.diag.Close()
+			}
+			if ni.clockPage != nil {
+				ni.clockPage.close()
 			}
 		}
 	}()
@@ -651,7 +660,7 @@ func (t *Tracer) onExec(th *thread) {
 	t.forgetAllFds(p)
 	p.maps = nil
 	if t.opts.Clock != nil {
-		if err := hideVDSO(th); err != nil {
+		if err := t.clockReadsWithoutStops(th); err != nil {
 			t.log.Warn("hiding vDSO", "thread", th.String(), "err", err)
 		}
 		// execve clears the rdtsc trap, so set it in the new image.
@@ -666,6 +675,8 @@ func (t *Tracer) onExec(th *thread) {
 // and returns its result, restoring registers and code afterwards. The
 // syscall instruction is written over the code at the thread's pc for one
 // single step.
+//
+// Precondition: runs on the tracer thread; th is in a ptrace stop.
 func (t *Tracer) inject(th *thread, nr uint64, args ...uint64) (int64, error) {
 	var saved unix.PtraceRegs
 	if err := unix.PtraceGetRegs(th.tid, &saved); err != nil {
@@ -681,18 +692,43 @@ func (t *Tracer) inject(th *thread, nr uint64, args ...uint64) (int64, error) {
 		return 0, err
 	}
 	defer unix.PtracePokeText(th.tid, uintptr(saved.Rip), code[:])
+	defer unix.PtraceSetRegs(th.tid, &saved)
 	regs := saved
 	regs.Rax = nr
 	regs.Orig_rax = nr
 	var a [6]uint64
 	copy(a[:], args)
 	regs.Rdi, regs.Rsi, regs.Rdx, regs.R10, regs.R8, regs.R9 = a[0], a[1], a[2], a[3], a[4], a[5]
-	if err := unix.PtraceSetRegs(th.tid, &regs); err != nil {
-		return 0, err
+	// A thread stopped inside a syscall (the exec stop) first finishes it:
+	// that step reports with nothing executed and the syscall's result in
+	// rax, so the registers are set again and the step repeated.
+	for try := 0; ; try++ {
+		if err := unix.PtraceSetRegs(th.tid, &regs); err != nil {
+			return 0, err
+		}
+		if err := t.stepOnce(th); err != nil {
+			return 0, err
+		}
+		var after unix.PtraceRegs
+		if err := unix.PtraceGetRegs(th.tid, &after); err != nil {
+			return 0, err
+		}
+		switch {
+		case after.Rip == saved.Rip+2:
+			return int64(after.Rax), nil
+		case after.Rip != saved.Rip || try > 0:
+			return 0, fmt.Errorf("injected syscall %d: the thread stepped to %#x from %#x", nr, after.Rip, saved.Rip)
+		}
 	}
-	defer unix.PtraceSetRegs(th.tid, &saved)
+}
+
+// stepOnce single-steps th until its step trap, stepping over the stops
+// (seccomp) that come before it.
+//
+// Precondition: runs on the tracer thread; th is in a ptrace stop.
+func (t *Tracer) stepOnce(th *thread) error {
 	if err := unix.PtraceSingleStep(th.tid); err != nil {
-		return 0, err
+		return err
 	}
 	for {
 		var ws unix.WaitStatus
@@ -701,71 +737,19 @@ func (t *Tracer) inject(th *thread, nr uint64, args ...uint64) (int64, error) {
 			continue
 		}
 		if err != nil || tid != th.tid {
-			return 0, fmt.Errorf("waiting for injected syscall: %v", err)
+			return fmt.Errorf("waiting for injected syscall: %v", err)
 		}
 		if ws.Exited() || ws.Signaled() {
-			return 0, errors.New("thread died during an injected syscall")
+			return errors.New("thread died during an injected syscall")
 		}
 		if ws.Stopped() && ws.StopSignal() == unix.SIGTRAP && int(ws)>>16 == 0 {
-			break
-		}
-		// Another stop (a seccomp stop cannot happen: prctl is not gated);
-		// step again.
-		if err := unix.PtraceSingleStep(th.tid); err != nil {
-			return 0, err
-		}
-	}
-	if err := unix.PtraceGetRegs(th.tid, &regs); err != nil {
-		return 0, err
-	}
-	return int64(regs.Rax), nil
-}
-
-// hideVDSO rewrites AT_SYSINFO_EHDR in the new image's auxv to AT_IGNORE so
-// the C library and language runtimes make real clock syscalls.
-func hideVDSO(th *thread) error {
-	if err := unix.PtraceGetRegs(th.tid, &th.regs); err != nil {
-		return err
-	}
-	pid := th.tid
-	sp := th.regs.Rsp
-	argc, err := readU64(pid, sp)
-	if err != nil {
-		return err
-	}
-	addr := sp + 8 + 8*(argc+1)  // skip argc, argv and its NULL
-	for i := 0; i < 1<<16; i++ { // envp
-		v, err := readU64(pid, addr)
-		if err != nil {
-			return err
-		}
-		addr += 8
-		if v == 0 {
-			break
-		}
-	}
-	for i := 0; i < 64; i++ {
-		var pair [16]byte
-		if err := readMem(pid, addr, pair[:]); err != nil {
-			return err
-		}
-		key := leU64(pair[:8])
-		if key == 0 { // AT_NULL
 			return nil
 		}
-		if key == 33 { // AT_SYSINFO_EHDR
-			var ign [16]byte
-			ign[0] = 1 // AT_IGNORE
-			return writeMem(pid, addr, ign[:])
+		// Another stop (seccomp for a gated syscall): step again.
+		if err := unix.PtraceSingleStep(th.tid); err != nil {
+			return err
 		}
-		addr += 16
 	}
-	return nil
-}
-
-func leU64(b []byte) uint64 {
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 func (t *Tracer) dropThread(th *thread) {
@@ -1142,6 +1126,9 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 	if e := t.do(func() {
 		for {
 			var st State
+			// Time moves only in Step (or before Run), while every tracee
+			// is stopped: publish it before any resumes.
+			t.publishClocks()
 			t0 := time.Now()
 			st, err = t.settle(ctx)
 			t1 := time.Now()
@@ -1162,6 +1149,7 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			if a.ClockNode != "" {
 				t.shiftClock(a.ClockNode, a.ClockShift)
 			}
+			t.publishClocks()
 			if a.Launch != nil {
 				cfg, path, lerr := prepareLaunch(*a.Launch)
 				pid := 0

@@ -1,0 +1,374 @@
+package tracer
+
+// Clock reads without a stop. Each node gets one page of lockstep's, a
+// memfd the tracer maps read-write and every traced process of the node maps
+// read+exec; the vDSO's clock_gettime, gettimeofday and time are written over
+// with a jump into the page's code, which answers from the values there.
+// Virtual time changes only while every tracee is stopped (in a Step), and
+// the tracer publishes the values before it resumes any, so a read through
+// the page gives what the syscall path would have answered at that moment.
+// Programs that make the syscall themselves, and clocks the page does not
+// serve, still stop at the seccomp filter.
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	clockPageSize = 4096
+	pageValues    = 0x000 // values[id]: ns of clock id
+	pageServed    = 0x080 // served[id]: 1 where the page answers the id
+	pageClockIDs  = 16
+
+	atSysinfoEhdr = 33 // auxv key of the vDSO's base
+	atIgnore      = 1
+)
+
+// errNoVDSO says the new image has no vDSO (nothing reads clocks through one).
+var errNoVDSO = errors.New("no vDSO in the auxiliary vector")
+
+// vdsoEntries are the offsets from a vDSO's base of the entry points the
+// page replaces (0 = absent). The kernel maps one image into every 64-bit
+// process, so lockstep's own vDSO gives them for every tracee.
+type vdsoEntries struct {
+	clockGettime, gettimeofday, time, getrandom uint64
+}
+
+// ownVDSO reads lockstep's own vDSO image and finds its entry points.
+func ownVDSO() (vdsoEntries, error) {
+	var e vdsoEntries
+	aux, err := os.ReadFile("/proc/self/auxv")
+	if err != nil {
+		return e, err
+	}
+	var base uint64
+	for i := 0; i+16 <= len(aux); i += 16 {
+		if binary.LittleEndian.Uint64(aux[i:]) == atSysinfoEhdr {
+			base = binary.LittleEndian.Uint64(aux[i+8:])
+		}
+	}
+	if base == 0 {
+		return e, errNoVDSO
+	}
+	size, err := vdsoSize(base)
+	if err != nil {
+		return e, err
+	}
+	mem, err := os.Open("/proc/self/mem")
+	if err != nil {
+		return e, err
+	}
+	defer mem.Close()
+	img := make([]byte, size)
+	if _, err := mem.ReadAt(img, int64(base)); err != nil {
+		return e, fmt.Errorf("reading the vDSO: %w", err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(img))
+	if err != nil {
+		return e, fmt.Errorf("parsing the vDSO: %w", err)
+	}
+	var load *elf.Prog
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			load = p
+			break
+		}
+	}
+	if load == nil {
+		return e, errors.New("the vDSO has no PT_LOAD segment")
+	}
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return e, fmt.Errorf("the vDSO's symbols: %w", err)
+	}
+	for _, s := range syms {
+		if s.Section == elf.SHN_UNDEF || s.Value < load.Vaddr {
+			continue
+		}
+		off := s.Value - load.Vaddr + load.Off
+		if s.Size < uint64(len(jumpTo(0))) {
+			continue // too short to hold a jump; the syscall path stays
+		}
+		switch s.Name {
+		case "__vdso_clock_gettime":
+			e.clockGettime = off
+		case "__vdso_gettimeofday":
+			e.gettimeofday = off
+		case "__vdso_time":
+			e.time = off
+		case "__vdso_getrandom":
+			e.getrandom = off
+		}
+	}
+	if e.clockGettime == 0 {
+		return e, errors.New("the vDSO has no __vdso_clock_gettime")
+	}
+	return e, nil
+}
+
+func vdsoSize(base uint64) (uint64, error) {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if !strings.HasSuffix(sc.Text(), "[vdso]") {
+			continue
+		}
+		lo, hi, _ := strings.Cut(strings.Fields(sc.Text())[0], "-")
+		a, err1 := strconv.ParseUint(lo, 16, 64)
+		b, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil || a != base || b <= a {
+			return 0, fmt.Errorf("unexpected [vdso] line %q", sc.Text())
+		}
+		return b - a, nil
+	}
+	return 0, errors.New("no [vdso] mapping in /proc/self/maps")
+}
+
+// clockPage is one node's page.
+type clockPage struct {
+	fd   int
+	mem  []byte // the tracer's read-write mapping
+	path string // where a tracee opens it
+	// What was last published, so an unchanged clock is not rewritten.
+	published bool
+	now       time.Duration
+	offset    time.Duration
+}
+
+// newClockPage makes a page holding the code, with served[] set from the
+// clock ids the Clock answers.
+//
+// Precondition: runs on the tracer thread.
+func (t *Tracer) newClockPage() (*clockPage, error) {
+	fd, err := unix.MemfdCreate("lockstep-clock", unix.MFD_CLOEXEC|unix.MFD_EXEC)
+	if errors.Is(err, unix.EINVAL) { // kernels before 6.3 know no MFD_EXEC
+		fd, err = unix.MemfdCreate("lockstep-clock", unix.MFD_CLOEXEC)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("memfd for the clock page: %w", err)
+	}
+	if err := unix.Ftruncate(fd, clockPageSize); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("sizing the clock page: %w", err)
+	}
+	mem, err := unix.Mmap(fd, 0, clockPageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("mapping the clock page: %w", err)
+	}
+	copy(mem[pageClockGettimeAt:], pageClockGettime)
+	copy(mem[pageGettimeofdayAt:], pageGettimeofday)
+	copy(mem[pageTimeAt:], pageTime)
+	for id := int32(0); id < pageClockIDs; id++ {
+		if _, ok := t.opts.Clock.Read(id); ok {
+			mem[pageServed+id] = 1
+		}
+	}
+	return &clockPage{fd: fd, mem: mem, path: fmt.Sprintf("/proc/%d/fd/%d", t.selfPid, fd)}, nil
+}
+
+func (pg *clockPage) close() {
+	unix.Munmap(pg.mem)
+	unix.Close(pg.fd)
+}
+
+// publishClocks writes every node's clock values into its page.
+//
+// Precondition: runs on the tracer thread, with no tracee running user code
+// that could read a value being replaced.
+func (t *Tracer) publishClocks() {
+	if t.opts.Clock == nil {
+		return
+	}
+	now := t.opts.Clock.Now()
+	for _, ni := range t.nodes {
+		pg := ni.clockPage
+		if pg == nil || (pg.published && pg.now == now && pg.offset == ni.clockOffset) {
+			continue
+		}
+		for id := int32(0); id < pageClockIDs; id++ {
+			if pg.mem[pageServed+id] == 0 {
+				continue
+			}
+			ns, _ := t.readClock(ni, id)
+			storeU64(pg.mem[pageValues+8*id:], uint64(ns))
+		}
+		pg.published, pg.now, pg.offset = true, now, ni.clockOffset
+	}
+}
+
+// mapClockPage maps the node's clock page into a process that has just
+// exec'd and points its vDSO's clock entries at it.
+//
+// Precondition: runs on the tracer thread; th is at its exec stop.
+func (t *Tracer) mapClockPage(th *thread) error {
+	_, base, err := auxvEntry(th, atSysinfoEhdr)
+	if err != nil {
+		return err
+	}
+	if base == 0 {
+		return errNoVDSO
+	}
+	if t.vdso == nil {
+		e, err := ownVDSO()
+		if err != nil {
+			return err
+		}
+		t.vdso = &e
+	}
+	ni := th.proc.node
+	if ni.clockPage == nil {
+		pg, err := t.newClockPage()
+		if err != nil {
+			return err
+		}
+		ni.clockPage = pg
+		t.publishClocks()
+	}
+	pg := ni.clockPage
+	addr, err := t.mapInto(th, pg.path)
+	if err != nil {
+		return err
+	}
+	type patch struct {
+		at   uint64
+		code []byte
+	}
+	patches := []patch{{t.vdso.clockGettime, jumpTo(addr + pageClockGettimeAt)}, {t.vdso.getrandom, enosys}}
+	if pg.mem[pageServed+unix.CLOCK_REALTIME] != 0 {
+		patches = append(patches, patch{t.vdso.gettimeofday, jumpTo(addr + pageGettimeofdayAt)}, patch{t.vdso.time, jumpTo(addr + pageTimeAt)})
+	}
+	for _, p := range patches {
+		if p.at == 0 {
+			continue
+		}
+		if err := writeMem(th.tid, base+p.at, p.code); err != nil {
+			return fmt.Errorf("patching the vDSO: %w", err)
+		}
+	}
+	return nil
+}
+
+// mapInto makes th open path and map it read+exec, and returns the address.
+//
+// Precondition: runs on the tracer thread; th is stopped.
+func (t *Tracer) mapInto(th *thread, path string) (uint64, error) {
+	if err := unix.PtraceGetRegs(th.tid, &th.regs); err != nil {
+		return 0, err
+	}
+	// The path goes below the stack pointer, past the red zone; the stack
+	// mapping extends well below it at exec.
+	scratch := (th.regs.Rsp - 1024) &^ 15
+	name := append([]byte(path), 0)
+	saved := make([]byte, len(name))
+	if err := readMem(th.tid, scratch, saved); err != nil {
+		return 0, err
+	}
+	if err := writeMem(th.tid, scratch, name); err != nil {
+		return 0, err
+	}
+	defer writeMem(th.tid, scratch, saved)
+	cwd := int64(unix.AT_FDCWD)
+	fd, err := t.inject(th, unix.SYS_OPENAT, uint64(cwd), scratch, unix.O_RDONLY|unix.O_CLOEXEC)
+	if err != nil {
+		return 0, err
+	}
+	if fd < 0 {
+		return 0, fmt.Errorf("opening %s in the tracee: %w", path, unix.Errno(-fd))
+	}
+	addr, err := t.inject(th, unix.SYS_MMAP, 0, clockPageSize, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_SHARED, uint64(fd), 0)
+	if _, cerr := t.inject(th, unix.SYS_CLOSE, uint64(fd)); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if addr < 0 && addr > -4096 {
+		return 0, fmt.Errorf("mapping the clock page in the tracee: %w", unix.Errno(-addr))
+	}
+	return uint64(addr), nil
+}
+
+// auxvEntry finds key in the auxiliary vector of an image at its exec stop:
+// the entry's address on the stack and its value (0, 0 when absent).
+func auxvEntry(th *thread, key uint64) (at, val uint64, err error) {
+	if err := unix.PtraceGetRegs(th.tid, &th.regs); err != nil {
+		return 0, 0, err
+	}
+	pid := th.tid
+	sp := th.regs.Rsp
+	argc, err := readU64(pid, sp)
+	if err != nil {
+		return 0, 0, err
+	}
+	addr := sp + 8 + 8*(argc+1)  // skip argc, argv and its NULL
+	for i := 0; i < 1<<16; i++ { // envp
+		v, err := readU64(pid, addr)
+		if err != nil {
+			return 0, 0, err
+		}
+		addr += 8
+		if v == 0 {
+			break
+		}
+	}
+	for i := 0; i < 64; i++ {
+		var pair [16]byte
+		if err := readMem(pid, addr, pair[:]); err != nil {
+			return 0, 0, err
+		}
+		k := binary.LittleEndian.Uint64(pair[:8])
+		if k == 0 { // AT_NULL
+			return 0, 0, nil
+		}
+		if k == key {
+			return addr, binary.LittleEndian.Uint64(pair[8:]), nil
+		}
+		addr += 16
+	}
+	return 0, 0, nil
+}
+
+// hideVDSO rewrites AT_SYSINFO_EHDR in the new image's auxv to AT_IGNORE so
+// the C library and language runtimes make real clock syscalls: the path
+// when the clock page cannot be used.
+func hideVDSO(th *thread) error {
+	at, _, err := auxvEntry(th, atSysinfoEhdr)
+	if err != nil || at == 0 {
+		return err
+	}
+	var ign [16]byte
+	ign[0] = atIgnore
+	return writeMem(th.tid, at, ign[:])
+}
+
+// clockReadsWithoutStops sets up a freshly exec'd image's clock reads: through
+// the clock page, or, when that cannot be, by hiding the vDSO so that they
+// become syscalls.
+//
+// Precondition: runs on the tracer thread; th is at its exec stop.
+func (t *Tracer) clockReadsWithoutStops(th *thread) error {
+	if !t.opts.ClockSyscalls {
+		err := t.mapClockPage(th)
+		if err == nil || errors.Is(err, errNoVDSO) {
+			return nil
+		}
+		t.log.Debug("clock page unavailable; clock reads will stop", "thread", th.String(), "err", err)
+	}
+	return hideVDSO(th)
+}
