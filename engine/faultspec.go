@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -18,7 +19,7 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if _, isNull := n.(*ast.NullNode); isNull {
 		return nil
 	}
-	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_outage")
+	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_outage", "groups")
 	if err != nil {
 		return err
 	}
@@ -77,6 +78,10 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			if plan.MaxOutage, err = d.duration(q.value, f, true, maxVirtualTime); err != nil {
 				return err
 			}
+		case "groups":
+			if plan.Groups, err = d.groups(q.value, f, s); err != nil {
+				return err
+			}
 		case "max_clock_jump":
 			if plan.MaxClockJump, err = d.duration(q.value, f, false, 100*365*24*time.Hour); err != nil {
 				return err
@@ -110,4 +115,36 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	}
 	s.Faults = plan
 	return nil
+}
+
+// groups decodes faults.groups: lists of node names, each node in one group
+// at most.
+func (d *decoder) groups(n ast.Node, path string, s *Spec) ([][]string, error) {
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		return nil, d.errf(n, path, "must be a list of lists of node names, got %s", describe(n))
+	}
+	seen := map[string]bool{}
+	var groups [][]string
+	for i, v := range seq.Values {
+		f := fmt.Sprintf("%s[%d]", path, i)
+		names, err := d.strings(v, f)
+		if err != nil {
+			return nil, err
+		}
+		if len(names) == 0 {
+			return nil, d.errf(v, f, "is empty")
+		}
+		for _, name := range names {
+			if !slices.ContainsFunc(s.Nodes, func(nd NodeSpec) bool { return nd.Name == name }) {
+				return nil, d.errf(v, f, "no node %q", name)
+			}
+			if seen[name] {
+				return nil, d.errf(v, f, "node %q is in two groups", name)
+			}
+			seen[name] = true
+		}
+		groups = append(groups, names)
+	}
+	return groups, nil
 }

@@ -250,6 +250,8 @@ func (t *Trial) launchConfig(n NodeSpec) (*tracer.LaunchConfig, error) {
 		Node: n.Name, Addr: cn.Addr, Argv: argv, Env: nodeEnv(env), Dir: wd,
 		Netns: cn.NetnsPath, HostsFile: cn.HostsFile, Cgroup: cn.CgroupDir,
 		Stdout: out, Stderr: errf,
+		// Pids the node sees are then the same in every run (replay).
+		PIDNamespace: true,
 	}, nil
 }
 

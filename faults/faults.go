@@ -37,6 +37,21 @@ type Plan struct {
 	// MaxClockJump bounds a clock fault: a node's wall clock jumps by up
 	// to this much, forward or back.
 	MaxClockJump time.Duration
+	// Groups are nodes that stay on one side of every partition: cutting
+	// off a node cuts off its group (a server with the clients beside it,
+	// as in a data centre), so those clients still reach it.
+	Groups [][]string
+}
+
+// side is what a partition that cuts off node isolates: its group, or the
+// node alone.
+func (p Plan) side(node string) []string {
+	for _, g := range p.Groups {
+		if slices.Contains(g, node) {
+			return g
+		}
+	}
+	return []string{node}
 }
 
 // Enabled reports whether the plan offers any fault.
@@ -195,9 +210,9 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 		o.At = int64(now) + o.Delay
 	case sched.Partition:
 		in.budget--
-		in.cut = []string{o.Node}
+		in.cut = in.plan.side(o.Node)
 		e.Cut, e.Rest = in.cut, in.others(in.cut)
-		in.until["heal:"+o.Node] = now + time.Duration(o.Delay)
+		in.until["heal:"+strings.Join(in.cut, ",")] = now + time.Duration(o.Delay)
 	case sched.ClockJump:
 		in.budget--
 		e.Shift = time.Duration(o.Delay)

@@ -187,3 +187,39 @@ func TestOutage(t *testing.T) {
 		}
 	}
 }
+
+// A partition that cuts off a node in a group cuts off the whole group:
+// the client beside the server still reaches it, the others do not.
+func TestPartitionGroup(t *testing.T) {
+	p := plan(sched.Partition)
+	p.Groups = [][]string{{"s1", "client"}}
+	in := New(p, nodes, 1)
+	part := &sched.Op{ID: 1 << 60, LPID: "fault", Kind: sched.Partition, Node: "s1", Object: "node:s1", Delay: int64(time.Second)}
+	e, err := in.Chose(part, 0)
+	if err != nil || len(e.Cut) != 2 || e.Cut[0] != "s1" || e.Cut[1] != "client" || len(e.Rest) != 2 {
+		t.Fatalf("partition effect %+v %v", e, err)
+	}
+	for _, tt := range []struct {
+		op   sched.Op
+		want bool
+	}{
+		{sched.Op{Kind: sched.Connect, Node: "client", Peer: "10.0.0.1:7000"}, false},
+		{sched.Op{Kind: sched.Deliver, Node: "client", Conn: "10.0.0.4:4000>10.0.0.1:7000"}, false},
+		{sched.Op{Kind: sched.Connect, Node: "client", Peer: "10.0.0.2:7000"}, true},
+		{sched.Op{Kind: sched.Deliver, Node: "s2", Conn: "10.0.0.2:4000>10.0.0.1:7000"}, true},
+	} {
+		if got := in.Holds(&tt.op, 0, addrs); got != tt.want {
+			t.Errorf("%v %s: held %v, want %v", tt.op.Kind, tt.op.Conn+tt.op.Peer, got, tt.want)
+		}
+	}
+	if early := in.Offer(time.Second - 1); len(early) != 0 {
+		t.Fatalf("offers before the outage ended: %v", early)
+	}
+	heal := in.Offer(time.Second)
+	if len(heal) != 1 || heal[0].Kind != sched.Heal {
+		t.Fatalf("offers once the outage ended: %v", heal)
+	}
+	if e, err := in.Chose(heal[0], time.Second); err != nil || len(e.Cut) != 2 {
+		t.Fatalf("heal effect %+v %v", e, err)
+	}
+}

@@ -32,6 +32,7 @@ const (
 	pageClockIDs  = 16
 
 	atSysinfoEhdr = 33 // auxv key of the vDSO's base
+	atRandom      = 25 // auxv key of 16 random bytes for the new image
 	atIgnore      = 1
 )
 

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"syscall"
 	"bytes"
 	"fmt"
 	"net/netip"
@@ -81,6 +82,10 @@ type process struct {
 	parent   *process
 	root     bool // the node's first process
 	execs    int
+	// nsInit says the process is pid 1 of the node's PID namespace, and
+	// fatal is the signal lockstep killed it for (see initSignal).
+	nsInit bool
+	fatal  syscall.Signal
 }
 
 func (p *process) String() string {

@@ -1,9 +1,11 @@
 package tracer
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -79,6 +81,7 @@ type spawnSpec struct {
 	etcHosts, slash *byte
 	dir             *byte
 	trapTSC         bool
+	newPID          bool // the child is pid 1 of a new PID namespace
 	fprog           *unix.SockFprog // nil: no filter
 	path            *byte
 	argv, envv      []*byte
@@ -94,7 +97,11 @@ type spawnFailure struct {
 func fork(s *spawnSpec) (int, error) {
 	syscall.ForkLock.Lock()
 	beforeFork()
-	pid, _, errno := syscall.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	flags := uintptr(unix.SIGCHLD)
+	if s.newPID {
+		flags |= unix.CLONE_NEWPID
+	}
+	pid, _, errno := syscall.RawSyscall6(unix.SYS_CLONE, flags, 0, 0, 0, 0, 0)
 	if errno == 0 && pid == 0 {
 		spawnChild(s)
 	}
@@ -239,7 +246,7 @@ type spawnOptions struct {
 // spawn forks a child prepared to exec cfg's program at path; it waits on
 // its sync pipe until the caller has seized it.
 func spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
-	s := &spawnSpec{trapTSC: o.trapTSC}
+	s := &spawnSpec{trapTSC: o.trapTSC, newPID: cfg.PIDNamespace}
 	if err := s.setProgram(path, cfg.Argv, cfg.Env, cfg.Dir, cfg.HostsFile, !cfg.NoFilter); err != nil {
 		return nil, err
 	}
@@ -361,4 +368,60 @@ func forkSentinel() (pid int, keep *os.File, err error) {
 		return 0, nil, err
 	}
 	return pid, w, nil
+}
+
+// initSignal handles a signal about to be delivered to a node's namespace
+// init. The kernel never lets a container's init die of a signal it has no
+// handler for, and while it is traced not even of a fault (abort(), a
+// segfault): it would retry the faulting instruction forever. A node's
+// program is not meant to be an init, so lockstep kills it as the signal
+// would have on a host and reports that signal as the cause. It reports
+// whether it did.
+//
+// Precondition: runs on the tracer thread; th is in a signal-delivery stop.
+func (t *Tracer) initSignal(th *thread, sig syscall.Signal) bool {
+	if !diesOf(sig) || handlesSignal(th.proc.pid, sig) {
+		return false
+	}
+	th.proc.fatal = sig
+	unix.Kill(th.proc.pid, unix.SIGKILL)
+	return true
+}
+
+// diesOf reports whether a signal's default action ends the process.
+func diesOf(sig syscall.Signal) bool {
+	switch sig {
+	case unix.SIGCHLD, unix.SIGCONT, unix.SIGURG, unix.SIGWINCH,
+		unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+		return false
+	}
+	return sig > 0 && sig <= 64
+}
+
+// handlesSignal reports whether the process catches or ignores sig (from
+// the SigCgt and SigIgn masks in /proc/PID/status); when that cannot be
+// read it says yes, so the signal is delivered as before.
+func handlesSignal(pid int, sig syscall.Signal) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return true
+	}
+	for _, field := range []string{"\nSigCgt:", "\nSigIgn:"} {
+		i := bytes.Index(b, []byte(field))
+		if i < 0 {
+			return true
+		}
+		rest := bytes.TrimLeft(b[i+len(field):], " \t")
+		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+			rest = rest[:j]
+		}
+		mask, err := strconv.ParseUint(string(rest), 16, 64)
+		if err != nil {
+			return true
+		}
+		if mask&(1<<(uint(sig)-1)) != 0 {
+			return true
+		}
+	}
+	return false
 }

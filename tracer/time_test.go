@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +151,40 @@ func rootExited(node string) func(*State) bool {
 			}
 		}
 		return false
+	}
+}
+
+// TestPIDNamespaceAndAuxvRandom: in a PID namespace of its own a node's
+// pids are the same in every run (the program is pid 1, its thread and
+// child come next), and the kernel's AT_RANDOM bytes come from the seed:
+// the same for the same seed, others for another.
+func TestPIDNamespaceAndAuxvRandom(t *testing.T) {
+	run := func(seed uint64) string {
+		h := newHarness(t, Options{Clock: &testClock{}, Random: seededRandom(seed)})
+		f, err := os.Create(filepath.Join(h.dir, "n.out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := h.tr.Launch(LaunchConfig{Node: "n", Argv: []string{bin(t, "c", "ids")}, Stdout: f, Stderr: f, PIDNamespace: true}); err != nil {
+			t.Fatal(err)
+		}
+		res := h.run(nil, nil)
+		if c := exitCode(t, res.exits, "n"); c != 0 {
+			t.Fatalf("exit %d:\n%s", c, h.output("n"))
+		}
+		return h.output("n")
+	}
+	a, b, c := run(1), run(1), run(2)
+	for _, want := range []string{"pid=1\n", "thread tid=2\n", "child pid=3\n", "at_random="} {
+		if !strings.Contains(a, want) {
+			t.Fatalf("missing %q in:\n%s", want, a)
+		}
+	}
+	if a != b {
+		t.Fatalf("same seed, different output:\n%s\n%s", a, b)
+	}
+	if a == c {
+		t.Fatalf("different seeds, same AT_RANDOM:\n%s", a)
 	}
 }

@@ -82,6 +82,13 @@ type LaunchConfig struct {
 	// NoFilter runs the program traced but without the seccomp filter
 	// (benchmark baseline for launch costs only).
 	NoFilter bool
+	// PIDNamespace starts the program as pid 1 of a PID namespace of its
+	// own, so that the pids its processes and threads see (and seed random
+	// number generators with, as Redis does) are the same in every run.
+	// As a container's init, it does not die of signals it has no handler
+	// for when they come from inside, and when it exits every process it
+	// left behind in the namespace is killed.
+	PIDNamespace bool
 }
 
 // Exit reports that a traced process ended.
@@ -223,6 +230,7 @@ type nodeInfo struct {
 	diag  *diagSock // sock_diag in the node's namespace, opened lazily
 	rand  io.Reader
 	procs int // processes ever started on the node, for fork paths
+	execs int // images exec'd on the node, for their AT_RANDOM streams
 	// clockOffset is how far the node's wall clock is from the cluster's
 	// (clock faults).
 	clockOffset time.Duration
@@ -437,7 +445,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 			t.byAddr[cfg.Addr] = ni
 		}
 	}
-	p := &process{pid: pid, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true}
+	p := &process{pid: pid, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}
 	ni.procs++
 	p.pidfd, _ = unix.PidfdOpen(pid, 0)
 	th := &thread{tid: pid, proc: p, state: tsRunning}
@@ -563,6 +571,8 @@ func (t *Tracer) handle(tid int, ws unix.WaitStatus) {
 			t.cont(th, 0)
 		case sig == unix.SIGSEGV && t.opts.Clock != nil && t.emulateTSC(th):
 			// rdtsc answered from virtual time.
+		case th.proc != nil && th.proc.nsInit && t.initSignal(th, sig):
+			// Killed for a signal a traced namespace init cannot die of.
 		default:
 			// Signal-delivery stop: hand the signal on (the JVM relies on
 			// SIGSEGV, programs on SIGTERM handlers).
@@ -668,7 +678,35 @@ func (t *Tracer) onExec(th *thread) {
 			t.log.Warn("trapping rdtsc", "thread", th.String(), "ret", ret, "err", err)
 		}
 	}
+	if p.node.rand != nil {
+		if err := t.seedAuxvRandom(th); err != nil {
+			t.log.Warn("seeding AT_RANDOM", "thread", th.String(), "err", err)
+		}
+	}
 	t.cont(th, 0)
+}
+
+// seedAuxvRandom replaces the 16 random bytes the kernel gives a new image
+// (AT_RANDOM) with bytes from the seed. Go's runtime seeds its own random
+// generator (scheduling, select, map order) from them; the C library makes
+// its stack canary from them.
+//
+// Precondition: runs on the tracer thread; th is at its exec stop.
+func (t *Tracer) seedAuxvRandom(th *thread) error {
+	_, addr, err := auxvEntry(th, atRandom)
+	if err != nil || addr == 0 {
+		return err
+	}
+	ni := th.proc.node
+	// A stream of its own per exec, apart from the one getrandom reads, so
+	// that seeding images does not shift what the programs read.
+	r := t.opts.Random(fmt.Sprintf("%s/AT_RANDOM/%d", ni.name, ni.execs))
+	ni.execs++
+	var b [16]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return err
+	}
+	return writeMem(th.tid, addr, b[:])
 }
 
 // inject makes a stopped thread execute one syscall of lockstep's choosing
@@ -777,6 +815,9 @@ func (t *Tracer) onExit(th *thread, ws unix.WaitStatus) {
 	e := Exit{Node: p.node.name, LPID: p.node.name + "/" + p.forkPath, Pid: p.pid, Root: p.root}
 	if ws.Signaled() {
 		e.Signal = ws.Signal()
+		if p.fatal != 0 && e.Signal == unix.SIGKILL {
+			e.Signal = p.fatal
+		}
 	} else {
 		e.Code = ws.ExitStatus()
 	}

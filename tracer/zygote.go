@@ -44,6 +44,7 @@ type zygoteRequest struct {
 	Netns   bool     `json:"netns,omitempty"`
 	Filter  bool     `json:"filter,omitempty"`
 	TrapTSC bool     `json:"traptsc,omitempty"`
+	NewPID  bool     `json:"newpid,omitempty"`
 }
 
 type zygoteReply struct {
@@ -104,7 +105,7 @@ func (z *Zygote) Close() error {
 // spawn asks the zygote for a child; see spawn for the contract.
 func (z *Zygote) spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
 	req := zygoteRequest{Path: path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Hosts: cfg.HostsFile,
-		Netns: cfg.Netns != "", Filter: !cfg.NoFilter, TrapTSC: o.trapTSC}
+		Netns: cfg.Netns != "", Filter: !cfg.NoFilter, TrapTSC: o.trapTSC, NewPID: cfg.PIDNamespace}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -252,7 +253,7 @@ func zygoteSpawn(raw, oob []byte) (int, error) {
 	for _, fd := range fds {
 		unix.CloseOnExec(fd)
 	}
-	s := &spawnSpec{trapTSC: req.TrapTSC, syncFd: uintptr(fds[3]), errFd: uintptr(fds[4])}
+	s := &spawnSpec{trapTSC: req.TrapTSC, newPID: req.NewPID, syncFd: uintptr(fds[3]), errFd: uintptr(fds[4])}
 	for i := range 3 {
 		s.stdio[i] = uintptr(fds[i])
 	}

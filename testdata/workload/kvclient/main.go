@@ -7,6 +7,14 @@
 //	kvclient -proto resp -addr server1:6379 -clients 3 -ops 20 -keys 2 -history {{tmp}}/history.jsonl
 //	kvclient -proto etcd -addr etcd1:2379 ...
 //	kvclient -addr primary:6379 -read-addr replica:6379 ...   # reads from a replica
+//	kvclient -sentinel r1:26379 -master mymaster ...           # the primary Sentinel names
+//
+// With -sentinel, every connection goes to the primary the Sentinel names at
+// that moment, and a client whose write is refused (a demoted primary says
+// READONLY) or whose connection broke asks again, as Sentinel-aware clients
+// do. -gap spaces a client's operations in time, and -final-at makes each
+// client read every key once more at that time since it started (after a
+// fault's quiet period, say), which is when lost writes show.
 //
 // Every put writes a distinct value (name-client-seq), so a read names the
 // write it saw. With -clock FILE, times are readings of a counter shared by
@@ -69,9 +77,10 @@ func (e *rejected) Error() string { return "rejected: " + e.msg }
 
 type config struct {
 	proto, addr, readAddr, history, clock, name string
+	sentinel, master                            string
 	clients, ops, keys                          int
 	seed                                        int64
-	timeout, wait                               time.Duration
+	timeout, wait, gap, finalAt                 time.Duration
 }
 
 func main() {
@@ -87,7 +96,11 @@ func main() {
 	flag.Int64Var(&c.seed, "seed", 1, "seed of the operation mix")
 	flag.DurationVar(&c.timeout, "timeout", 2*time.Second, "per operation; past it the outcome is unknown")
 	flag.StringVar(&c.clock, "clock", "", "order events by a counter shared through this file (every client of a run names the same one) instead of the clock")
-	flag.DurationVar(&c.wait, "wait", 10*time.Second, "how long to retry the first connection")
+	flag.DurationVar(&c.wait, "wait", 10*time.Second, "how long to retry a connection")
+	flag.StringVar(&c.sentinel, "sentinel", "", "a Redis Sentinel's host:port: connect to the primary it names (then -addr is unused)")
+	flag.StringVar(&c.master, "master", "mymaster", "the primary's name at the Sentinel")
+	flag.DurationVar(&c.gap, "gap", 0, "pause between a client's operations")
+	flag.DurationVar(&c.finalAt, "final-at", 0, "read every key once more this long after the start (0: no final reads)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "kvclient:", err)
@@ -107,6 +120,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
+	start := time.Now()
 	now := func() int64 { return time.Now().UnixNano() }
 	if c.clock != "" {
 		if now, err = sharedCounter(c.clock); err != nil {
@@ -124,7 +138,7 @@ func run(c config) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = client(c, i, dial, now, h)
+			errs[i] = client(c, i, dial, now, h, start)
 		}()
 	}
 	wg.Wait()
@@ -171,6 +185,15 @@ func dialer(c config) (func() (store, error), error) {
 	switch c.proto {
 	case "resp":
 		dial = func(addr string) (store, error) { return dialRESP(addr, c.timeout) }
+		if c.sentinel != "" {
+			return func() (store, error) {
+				addr, err := askSentinel(c.sentinel, c.master, c.timeout)
+				if err != nil {
+					return nil, err
+				}
+				return dial(addr)
+			}, nil
+		}
 	case "etcd":
 		dial = func(addr string) (store, error) { return newEtcd(addr, c.timeout), nil }
 	default:
@@ -200,9 +223,9 @@ func (s split) get(key string) (string, bool, error) { return s.r.get(key) }
 func (s split) put(key, val string) error            { return s.w.put(key, val) }
 func (s split) close()                               { s.r.close(); s.w.close() }
 
-// client runs one client's operations. Process numbers are i, then
-// i+clients, i+2*clients, ... after each unknown outcome.
-func client(c config, i int, dial func() (store, error), now func() int64, h *history) error {
+// client runs one client's operations, then its final reads. Process
+// numbers are i, then i+clients, i+2*clients, ... after each unknown outcome.
+func client(c config, i int, dial func() (store, error), now func() int64, h *history, start time.Time) error {
 	seed := fnv.New64a()
 	fmt.Fprintf(seed, "%d/%s/%d", c.seed, c.name, i)
 	rng := rand.New(rand.NewSource(int64(seed.Sum64())))
@@ -212,11 +235,13 @@ func client(c config, i int, dial func() (store, error), now func() int64, h *hi
 		return fmt.Errorf("client %d: %w", i, err)
 	}
 	defer func() { s.close() }()
-	for n := 0; n < c.ops; n++ {
-		key := "k" + strconv.Itoa(rng.Intn(c.keys))
+	// do runs one operation and records it; after an unknown outcome the
+	// client goes on as a new process on a new connection, since the old
+	// request may still be in flight.
+	do := func(key string, get bool, val string) error {
 		o := op{Process: proc, Key: key}
 		var err error
-		if rng.Intn(2) == 0 {
+		if get {
 			o.Name = "get"
 			o.Call = now()
 			var val string
@@ -230,7 +255,6 @@ func client(c config, i int, dial func() (store, error), now func() int64, h *hi
 			}
 		} else {
 			o.Name = "put"
-			val := fmt.Sprintf("%s%d-%d", c.name, i, n)
 			o.Input = quote(val)
 			o.Call = now()
 			err = s.put(key, val)
@@ -246,17 +270,60 @@ func client(c config, i int, dial func() (store, error), now func() int64, h *hi
 			o.Status = "unknown"
 		}
 		h.add(o)
-		if err != nil && !errors.As(err, &rej) {
-			// The request may still be in flight: go on as a new process
-			// on a new connection.
-			s.close()
-			proc += c.clients
-			if s, err = connect(dial, c.wait); err != nil {
-				return fmt.Errorf("client %d: %w", i, err)
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &rej):
+			if c.sentinel == "" {
+				return nil
 			}
+			// A demoted primary refuses writes: ask the Sentinel again.
+		default:
+			proc += c.clients
+		}
+		s.close()
+		if s, err = connect(dial, c.wait); err != nil {
+			return fmt.Errorf("client %d: %w", i, err)
+		}
+		return nil
+	}
+	for n := 0; n < c.ops; n++ {
+		if n > 0 && c.gap > 0 {
+			time.Sleep(c.gap)
+		}
+		key := "k" + strconv.Itoa(rng.Intn(c.keys))
+		get := rng.Intn(2) == 0
+		if err := do(key, get, fmt.Sprintf("%s%d-%d", c.name, i, n)); err != nil {
+			return err
+		}
+	}
+	if c.finalAt <= 0 {
+		return nil
+	}
+	time.Sleep(time.Until(start.Add(c.finalAt)))
+	for k := 0; k < c.keys; k++ {
+		if err := do("k"+strconv.Itoa(k), true, ""); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// askSentinel asks a Redis Sentinel where the primary named master is.
+func askSentinel(addr, master string, timeout time.Duration) (string, error) {
+	r, err := dialRESP(addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer r.close()
+	reply, err := r.array("SENTINEL", "get-master-addr-by-name", master)
+	if err != nil {
+		return "", fmt.Errorf("asking the Sentinel at %s: %w", addr, err)
+	}
+	if len(reply) != 2 {
+		return "", fmt.Errorf("the Sentinel at %s knows no primary %q", addr, master)
+	}
+	return net.JoinHostPort(reply[0], reply[1]), nil
 }
 
 // sharedCounter returns a clock whose readings are a counter in a file
@@ -333,17 +400,27 @@ func (r *resp) close() { r.conn.Close() }
 // do sends a command and reads one reply: a simple string, an error, an
 // integer, or a bulk string (nil as ok false).
 func (r *resp) do(args ...string) (reply string, ok bool, err error) {
+	if err := r.send(args); err != nil {
+		return "", false, err
+	}
+	return r.reply()
+}
+
+func (r *resp) send(args []string) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
 	if err := r.conn.SetDeadline(time.Now().Add(r.timeout)); err != nil {
-		return "", false, err
+		return err
 	}
-	if _, err := r.conn.Write(b.Bytes()); err != nil {
-		return "", false, err
-	}
+	_, err := r.conn.Write(b.Bytes())
+	return err
+}
+
+// reply reads one reply that is not an array.
+func (r *resp) reply() (reply string, ok bool, err error) {
 	line, err := r.line()
 	if err != nil {
 		return "", false, err
@@ -371,6 +448,38 @@ func (r *resp) do(args ...string) (reply string, ok bool, err error) {
 		return string(buf[:n]), true, nil
 	}
 	return "", false, fmt.Errorf("unexpected reply %q", line)
+}
+
+// array sends a command whose reply is an array of bulk strings.
+func (r *resp) array(args ...string) ([]string, error) {
+	if err := r.send(args); err != nil {
+		return nil, err
+	}
+	line, err := r.line()
+	if err != nil {
+		return nil, err
+	}
+	if line[0] == '-' {
+		return nil, &rejected{msg: line[1:]}
+	}
+	if line[0] != '*' {
+		return nil, fmt.Errorf("expected an array, got %q", line)
+	}
+	n, err := strconv.Atoi(line[1:])
+	if err != nil {
+		return nil, fmt.Errorf("bad array length %q", line)
+	}
+	var out []string
+	for ; n > 0; n-- {
+		v, ok, err := r.reply()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 func (r *resp) line() (string, error) {
