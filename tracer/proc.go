@@ -1,12 +1,12 @@
 package tracer
 
 import (
-	"syscall"
 	"bytes"
 	"fmt"
 	"net/netip"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 	"unsafe"
 

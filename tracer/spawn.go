@@ -81,7 +81,7 @@ type spawnSpec struct {
 	etcHosts, slash *byte
 	dir             *byte
 	trapTSC         bool
-	newPID          bool // the child is pid 1 of a new PID namespace
+	newPID          bool            // the child is pid 1 of a new PID namespace
 	fprog           *unix.SockFprog // nil: no filter
 	path            *byte
 	argv, envv      []*byte
