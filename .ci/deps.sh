@@ -12,6 +12,8 @@ command -v erl >/dev/null || need+=(erlang-base) # tracer's Erlang timer tests
 [ -n "$(ls -d /usr/lib/erlang/lib/mnesia-* 2>/dev/null)" ] || need+=(erlang-mnesia)
 command -v chromium >/dev/null || need+=(chromium) # report's space-time diagram, checked in a browser
 command -v etcd >/dev/null || need+=(etcd-server etcd-client) # examples/etcd under faults
+[ -x /usr/bin/redis-server ] || need+=(redis-server)             # examples/redis, the RESP workload test
+[ -x /usr/bin/redis-sentinel ] || need+=(redis-sentinel)         # examples/redis
 if [ "${1:-}" = bpf ]; then
   command -v clang >/dev/null || need+=(clang)
   command -v llvm-strip >/dev/null || need+=(llvm)
@@ -25,5 +27,13 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   echo "deps: installing ${need[*]}"
   apt-get update -qq
+  # Packaged services (etcd, redis) must not start on install: the tests
+  # run their own in namespaces. policy-rc.d exit 101 tells invoke-rc.d so.
+  policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    trap 'rm -f "$policy"' EXIT
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy"
+  fi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi

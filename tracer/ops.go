@@ -159,14 +159,14 @@ func (t *Tracer) onSeccomp(th *thread) {
 			return
 		}
 	case unix.SYS_GETRANDOM:
-		if p.node.rand != nil {
+		if p.rand != nil {
 			t.fakeRandom(th, a[0], a[1])
 			return
 		}
 	case unix.SYS_READ, unix.SYS_READV, unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
 		fd := int(a[0])
 		fi := t.fdOf(p, fd)
-		if fi.kind == fdRandom && nr == unix.SYS_READ && p.node.rand != nil {
+		if fi.kind == fdRandom && nr == unix.SYS_READ && p.rand != nil {
 			t.fakeRandom(th, a[1], a[2])
 			return
 		}
@@ -331,7 +331,7 @@ func (t *Tracer) fakeRandom(th *thread, buf, count uint64) {
 		n = 1 << 20
 	}
 	b := make([]byte, n)
-	io.ReadFull(th.proc.node.rand, b)
+	io.ReadFull(th.proc.rand, b)
 	if err := writeMem(th.tid, buf, b); err != nil {
 		t.fake(th, -int64(unix.EFAULT))
 		return

@@ -3,6 +3,7 @@ package tracer
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"strconv"
@@ -86,6 +87,10 @@ type process struct {
 	// fatal is the signal lockstep killed it for (see initSignal).
 	nsInit bool
 	fatal  syscall.Signal
+	// rand answers the process's getrandom and /dev/urandom reads: a
+	// stream per process, since processes of one node that start together
+	// would otherwise take turns on one stream in an order real time sets.
+	rand io.Reader
 }
 
 func (p *process) String() string {

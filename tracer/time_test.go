@@ -188,3 +188,31 @@ func TestPIDNamespaceAndAuxvRandom(t *testing.T) {
 		t.Fatalf("different seeds, same AT_RANDOM:\n%s", a)
 	}
 }
+
+// TestRandomPerProcess: two processes of one node that read random bytes
+// at the same time each get a stream of their own, the same in every run
+// whichever reads first.
+func TestRandomPerProcess(t *testing.T) {
+	prog := bin(t, "c", "random_bytes")
+	run := func(seed uint64) (string, string) {
+		h := newHarness(t, Options{Clock: &testClock{}, Random: seededRandom(seed)})
+		a, b := filepath.Join(h.dir, "a"), filepath.Join(h.dir, "b")
+		h.launch("n", "/bin/sh", "-c", `"$1" >"$2" & "$1" >"$3"; wait`, "sh", prog, a, b)
+		res := h.run(nil, nil)
+		if c := exitCode(t, res.exits, "n"); c != 0 {
+			t.Fatalf("exit %d:\n%s", c, h.output("n"))
+		}
+		ab, _ := os.ReadFile(a)
+		bb, _ := os.ReadFile(b)
+		return string(ab), string(bb)
+	}
+	a1, b1 := run(1)
+	for i := 0; i < 3; i++ {
+		if a, b := run(1); a != a1 || b != b1 {
+			t.Fatalf("run %d: the processes read other bytes:\n%s%s\nthen\n%s%s", i, a1, b1, a, b)
+		}
+	}
+	if a1 == b1 || !strings.Contains(a1, "urandom=") {
+		t.Fatalf("the two processes read the same stream, or nothing:\n%s\n%s", a1, b1)
+	}
+}

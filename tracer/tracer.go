@@ -447,6 +447,10 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	}
 	p := &process{pid: pid, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}
 	ni.procs++
+	p.rand = ni.rand // the node's first process: the node's stream
+	if ni.procs > 1 && t.opts.Random != nil {
+		p.rand = t.opts.Random(ni.name + "/" + p.forkPath)
+	}
 	p.pidfd, _ = unix.PidfdOpen(pid, 0)
 	th := &thread{tid: pid, proc: p, state: tsRunning}
 	th.lpid = p.lpidFor(0)
@@ -628,6 +632,9 @@ func (t *Tracer) onClone(parent *thread) {
 			threads: map[int]*thread{}, fds: map[int]*fdInfo{}, parent: p,
 		}
 		p.nforks++
+		if t.opts.Random != nil {
+			np.rand = t.opts.Random(np.node.name + "/" + np.forkPath)
+		}
 		np.pidfd, _ = unix.PidfdOpen(tid, 0)
 		np.nthreads = 1
 		child.proc = np

@@ -1,0 +1,116 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer"
+)
+
+func TestMain(m *testing.M) {
+	tracer.MaybeRunZygote()
+	testutil.LeakCheckMain(m)
+}
+
+// here is this example's folder, wherever the test runs from.
+func here() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+func requireRedis(t *testing.T) {
+	t.Helper()
+	for _, bin := range []string{"/usr/bin/redis-server", "/usr/bin/redis-sentinel"} {
+		if _, err := os.Stat(bin); errors.Is(err, os.ErrNotExist) {
+			t.Skipf("%s not installed (apt-get install redis-server redis-sentinel, or examples/redis/run.sh): skipping the Redis example", bin)
+		}
+	}
+	testutil.RequireNetns(t)
+	testutil.RequirePtrace(t)
+	testutil.RequireCgroup2(t, testutil.CgroupRoot)
+	if out, err := exec.Command("make", "-s", "-C", filepath.Join(here(), "..", "..", "testdata", "workload")).CombinedOutput(); err != nil {
+		t.Fatalf("building the workload client: %v\n%s", err, out)
+	}
+}
+
+// Two trials of the example: each either passes or ends not-linearizable,
+// and a trial whose partition cut off the primary, long enough for the
+// Sentinels to promote a replica, must lose writes. The trace names the
+// partition and its heal; the Sentinels' logs name the failover.
+func TestRedisSentinelLosesWrites(t *testing.T) {
+	requireRedis(t)
+	spec, err := engine.LoadSpec(filepath.Join(here(), "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, r := range sum.Results {
+		tr, err := engine.LoadTrace(r.TracePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cutPrimary, healed := false, false
+		for _, rec := range tr.Records {
+			switch {
+			case rec.Op.Kind == sched.Partition && rec.Op.Node == "r1":
+				cutPrimary = true
+			case rec.Op.Kind == sched.Heal:
+				healed = true
+			}
+		}
+		switch r.Outcome.Kind {
+		case engine.Pass:
+		case engine.NotLinearizable:
+			lost++
+			if !cutPrimary || !healed {
+				t.Errorf("trial %d: not linearizable without the primary cut off and healed: %v", r.Index, r.Outcome)
+			}
+			var failover bool
+			for _, n := range []string{"r1", "r2", "r3"} {
+				out, _ := os.ReadFile(filepath.Join(r.Dir, n+".out"))
+				failover = failover || strings.Contains(string(out), "+switch-master mymaster")
+			}
+			if !failover {
+				t.Errorf("trial %d: not linearizable, but no Sentinel logged a failover", r.Index)
+			}
+		default:
+			t.Errorf("trial %d (seed %d): %v", r.Index, r.Seed, r.Outcome)
+		}
+	}
+	if lost == 0 {
+		t.Fatalf("no trial of %d lost writes (outcomes %v)", len(sum.Results), sum.ByKind)
+	}
+}
+
+// Without faults the same workload passes: the failures above are the
+// partitions', not the workload's or lockstep's.
+func TestRedisSentinelWithoutFaultsPasses(t *testing.T) {
+	requireRedis(t)
+	spec, err := engine.LoadSpec(filepath.Join(here(), "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Faults.Budget = 0
+	sum, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sum.Results {
+		if r.Outcome.Kind != engine.Pass {
+			t.Errorf("trial %d without faults: %v", r.Index, r.Outcome)
+		}
+	}
+}
