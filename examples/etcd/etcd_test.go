@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
@@ -90,4 +91,55 @@ func TestEtcdUnderFaults(t *testing.T) {
 		t.Errorf("no crash or partition in %d trials: %v", trials, sum.ByKind)
 	}
 	t.Logf("%d trials, %d injections, outcomes %v, %v", sum.Trials, injected, sum.ByKind, sum.Duration)
+}
+
+// BenchmarkEtcdTrial: one trial of the example without faults natively
+// (real time) and one under lockstep, alternately, with the ratio, the
+// stops per trial and the clock reads that still stopped (direct
+// syscalls; reads through the vDSO cost none).
+func BenchmarkEtcdTrial(b *testing.B) {
+	if _, err := os.Stat(etcdBin); err != nil {
+		b.Skipf("%s not installed: skipping", etcdBin)
+	}
+	testutil.RequireNetns(b)
+	testutil.RequirePtrace(b)
+	buildClientB(b)
+	spec, err := engine.LoadSpec(filepath.Join(here(), "spec.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec.Faults.Budget = 0
+	for range b.N {
+		native, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: b.TempDir(), Native: true, NativeLimit: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		traced, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, r := native.Results[0], traced.Results[0]
+		if n.Outcome.Kind != engine.Pass || r.Outcome.Kind != engine.Pass {
+			b.Fatalf("native %v, lockstep %v", n.Outcome, r.Outcome)
+		}
+		b.ReportMetric(n.Duration.Seconds(), "native-s")
+		b.ReportMetric(r.Duration.Seconds(), "lockstep-s")
+		b.ReportMetric(r.Duration.Seconds()/n.Duration.Seconds(), "ratio")
+		b.ReportMetric(float64(r.Stats.Stops), "stops")
+		b.ReportMetric(float64(r.Stats.ClockReads), "clock-read-stops")
+		b.ReportMetric(r.Stats.SettleTime.Seconds()/r.Duration.Seconds(), "quiescence-share")
+	}
+}
+
+func buildClientB(b *testing.B) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(goBin, "build", "-o", filepath.Join(here(), "bin", "etcdclient"), ".")
+	cmd.Dir = filepath.Join(here(), "client")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building the client: %v\n%s", err, out)
+	}
 }
