@@ -91,9 +91,10 @@ type trialParams struct {
 	frames    int
 }
 
-// replayEndWaits bounds the settles a replay waits, after the trace's last
-// decision, for the outcome the trace recorded.
-const replayEndWaits = 200
+// replayEndWait bounds the real time a replay waits, after the trace's
+// last decision, for the outcome the trace recorded: a JVM's exit takes a
+// few hundred milliseconds, more on a busy machine.
+const replayEndWait = 10 * time.Second
 
 // Trial is one run of a spec's nodes under the tracer, between quiescent
 // points: Step turns the tracer's state into an action (release an op,
@@ -119,7 +120,7 @@ type Trial struct {
 	realLimit time.Time
 	steps     int
 	spinning  int
-	endWaits  int // settles after a replayed trace's last decision
+	endSince  time.Time // when a replayed trace's last decision was made
 	// graceSpent is the real time a deadlock has been watched for since
 	// the last release (Limits.DeadlockGrace).
 	graceSpent time.Duration
@@ -319,19 +320,32 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 	case sched.Crash:
 		return tracer.Action{Crash: e.Node}, nil
 	case sched.ClockJump:
-		return tracer.Action{ClockNode: e.Node, ClockShift: e.Shift}, nil
+		return tracer.Action{Clocks: map[string]time.Duration{e.Node: e.Shift}}, nil
 	case sched.Restart:
 		t.restarts = append(t.restarts, e.Node)
 	case sched.Partition:
 		if err := t.j.cluster.Partition(e.Cut, e.Rest); err != nil {
 			return t.stop(Error, e.Node, "partitioning %v from %v: %v", e.Cut, e.Rest, err)
 		}
+		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest)}}}, nil
 	case sched.Heal:
 		if err := t.j.cluster.Heal(e.Cut, e.Rest); err != nil {
 			return t.stop(Error, e.Node, "healing %v from %v: %v", e.Cut, e.Rest, err)
 		}
+		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Heal: true}}}, nil
 	}
 	return tracer.Action{}, nil
+}
+
+// nodeAddrs are the nodes' addresses.
+func (t *Trial) nodeAddrs(nodes []string) []netip.Addr {
+	var out []netip.Addr
+	for _, n := range nodes {
+		if a, ok := t.addrs[n]; ok {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Step decides what happens at a quiescent point.
@@ -415,14 +429,18 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 			choices = append(choices[:len(choices):len(choices)], fs...)
 		}
 	}
-	if rp, ok := t.p.strategy.(*sched.Replay); ok && rp.Done() && t.endWaits < replayEndWaits {
-		// The trace ended here with an outcome: a process exit or a
-		// failure that this run has not reported yet (a panicking Go
-		// thread can look quiescent while it waits for a lock on its way
-		// out). Settle again rather than call it a divergence.
-		t.endWaits++
-		time.Sleep(time.Millisecond)
-		return tracer.Action{}, nil
+	if rp, ok := t.p.strategy.(*sched.Replay); ok && rp.Done() {
+		if t.endSince.IsZero() {
+			t.endSince = time.Now()
+		}
+		if time.Since(t.endSince) < replayEndWait {
+			// The trace ended here with an outcome: a process exit or a
+			// failure that this run has not reported yet (a panicking Go
+			// thread can look quiescent while it waits for a lock on its
+			// way out). Settle again rather than call it a divergence.
+			time.Sleep(time.Millisecond)
+			return tracer.Action{}, nil
+		}
 	}
 	i, err := t.p.strategy.Next(choices)
 	if err != nil {
@@ -493,19 +511,29 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 }
 
 // quiet begins the fault plan's quiet period: heal, restart the crashed,
-// no more faults. The recoveries are recorded as lockstep's own (Auto).
+// set wall clocks back, no more faults. The recoveries are recorded as
+// lockstep's own (Auto); their effects on the tracer go in one action.
 func (t *Trial) quiet() (tracer.Action, error) {
+	var all tracer.Action
 	for _, e := range t.faults.Recover() {
 		op := sched.Op{Node: e.Node, LPID: "fault", Kind: e.Kind, Object: "node:" + e.Node, Delay: int64(e.Shift)}
 		if e.Kind == sched.Heal {
 			op.Node, op.Object = strings.Join(e.Cut, ","), "node:"+strings.Join(e.Cut, ",")
 		}
 		t.record(op, true)
-		if a, err := t.applyFault(e); err != nil || a.Stop {
+		a, err := t.applyFault(e)
+		if err != nil || a.Stop {
 			return a, err
 		}
+		for node, d := range a.Clocks {
+			if all.Clocks == nil {
+				all.Clocks = map[string]time.Duration{}
+			}
+			all.Clocks[node] += d
+		}
+		all.Cuts = append(all.Cuts, a.Cuts...)
 	}
-	return tracer.Action{}, nil
+	return all, nil
 }
 
 // finish tears the trial down, runs the checker and writes the trace.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"slices"
 
 	"github.com/lockstep-dev/lockstep/sched"
 	"golang.org/x/sys/unix"
@@ -243,6 +244,12 @@ func (t *Tracer) maybeFinishConn(c *conn) {
 	if len(c.queue) > 0 {
 		return
 	}
+	if (c.shutWr || c.closing) && t.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
+		if !slices.Contains(t.finsHeld, c) {
+			t.finsHeld = append(t.finsHeld, c)
+		}
+		return
+	}
 	if c.shutWr {
 		unix.Shutdown(c.dup, unix.SHUT_WR)
 		c.shutWr = false
@@ -323,4 +330,33 @@ func (t *Tracer) popConnect(listener string) uint64 {
 	id := q[0]
 	t.connects[listener] = q[1:]
 	return id
+}
+
+// applyCut records a partition or its heal; a heal sends the FINs held
+// across it (see Cut).
+//
+// Precondition: runs on the tracer thread.
+func (t *Tracer) applyCut(c Cut) {
+	if t.cut == nil {
+		t.cut = map[[2]netip.Addr]bool{}
+	}
+	for _, a := range c.A {
+		for _, b := range c.B {
+			for _, pair := range [][2]netip.Addr{{a.Unmap(), b.Unmap()}, {b.Unmap(), a.Unmap()}} {
+				if c.Heal {
+					delete(t.cut, pair)
+				} else {
+					t.cut[pair] = true
+				}
+			}
+		}
+	}
+	if !c.Heal {
+		return
+	}
+	held := t.finsHeld
+	t.finsHeld = nil
+	for _, conn := range held {
+		t.maybeFinishConn(conn)
+	}
 }

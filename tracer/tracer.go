@@ -173,7 +173,9 @@ type Tracer struct {
 	done  chan struct{}
 
 	// Everything below is owned by the tracer thread.
-	vdso     *vdsoEntries // the vDSO's clock entry points, found at the first exec
+	vdso     *vdsoEntries           // the vDSO's clock entry points, found at the first exec
+	cut      map[[2]netip.Addr]bool // address pairs a partition separates
+	finsHeld []*conn                // connections whose FIN waits for a heal
 	nodes    map[string]*nodeInfo
 	byAddr   map[netip.Addr]*nodeInfo
 	threads  map[int]*thread
@@ -1147,9 +1149,21 @@ type Action struct {
 	// Launch starts a node (a delayed start, a restart) before settling
 	// again; Stepper.Launched reports how it went.
 	Launch *LaunchConfig
-	// ClockNode's wall clock moves by ClockShift (a clock fault).
-	ClockNode  string
-	ClockShift time.Duration
+	// Clocks moves nodes' wall clocks by these amounts (clock faults, and
+	// their undoing in the quiet period).
+	Clocks map[string]time.Duration
+	// Cuts tell the tracer that partitions now separate (or, with Heal, no
+	// longer separate) sets of node addresses.
+	Cuts []Cut
+}
+
+// Cut is a partition between two sets of addresses. While it lasts, the
+// FIN of a connection across it is held like its bytes, and sent at the
+// heal: sent into the partition's firewall it would be dropped and come
+// back with a retransmission timed by real time, which no replay repeats.
+type Cut struct {
+	A, B []netip.Addr
+	Heal bool
 }
 
 // Stepper is what Run asks at each quiescent point, on the tracer thread.
@@ -1194,8 +1208,11 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			if a.Crash != "" {
 				t.crashNode(a.Crash)
 			}
-			if a.ClockNode != "" {
-				t.shiftClock(a.ClockNode, a.ClockShift)
+			for node, d := range a.Clocks {
+				t.shiftClock(node, d)
+			}
+			for _, c := range a.Cuts {
+				t.applyCut(c)
 			}
 			t.publishClocks()
 			if a.Launch != nil {
