@@ -210,3 +210,46 @@ func TestFaultClock(t *testing.T) {
 		t.Fatal("no trial moved the server's clock")
 	}
 }
+
+// The quiet period sets a moved wall clock back: after it, the server's
+// wall clock agrees with the client's again.
+func TestFaultClockSetBack(t *testing.T) {
+	requireTrials(t)
+	sum := runFaultSpec(t, "clock-quiet", 3, true)
+	setBack := 0
+	for _, r := range sum.Results {
+		var moved, undone bool
+		for _, rec := range traceRecords(t, r) {
+			if rec.Op.Kind == sched.ClockJump {
+				if rec.Auto {
+					undone = true
+				} else {
+					moved = true
+				}
+			}
+		}
+		if !moved || !undone {
+			continue
+		}
+		setBack++
+		last := func(node string) int64 {
+			b, err := os.ReadFile(filepath.Join(r.Dir, node+".out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			var i int
+			var mono, real int64
+			if _, err := fmt.Sscanf(lines[len(lines)-1], "i=%d mono_ns=%d real_ns=%d", &i, &mono, &real); err != nil {
+				t.Fatalf("%s: %q: %v", node, lines[len(lines)-1], err)
+			}
+			return real - mono
+		}
+		if s, c := last("server"), last("client"); s != c {
+			t.Fatalf("trial %d: after the quiet period the server's wall clock is %v off the client's", r.Index, time.Duration(s-c))
+		}
+	}
+	if setBack == 0 {
+		t.Fatal("no trial moved the server's clock before the quiet period")
+	}
+}
