@@ -216,3 +216,28 @@ func TestRandomPerProcess(t *testing.T) {
 		t.Fatalf("the two processes read the same stream, or nothing:\n%s\n%s", a1, b1)
 	}
 }
+
+// TestNodeCannotKillLockstep: a program that kills the process that
+// started it (getppid, /proc/self/status) cannot reach it from its PID
+// namespace: lockstep, here the test process itself, survives.
+func TestNodeCannotKillLockstep(t *testing.T) {
+	h := newHarness(t, Options{Clock: &testClock{}})
+	f, err := os.Create(filepath.Join(h.dir, "n.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := h.tr.Launch(LaunchConfig{Node: "n", Argv: []string{bin(t, "c", "killparent")}, Stdout: f, Stderr: f, PIDNamespace: true}); err != nil {
+		t.Fatal(err)
+	}
+	res := h.run(nil, nil)
+	if c := exitCode(t, res.exits, "n"); c != 0 {
+		t.Fatalf("exit %d:\n%s", c, h.output("n"))
+	}
+	// /proc is still the host's, so PPid names lockstep's host pid; but a
+	// kill from the node resolves pids in its own namespace, where that
+	// one does not exist.
+	if out := h.output("n"); !strings.Contains(out, "getppid=0 ") || !strings.HasSuffix(out, "still here\n") {
+		t.Fatalf("the node saw a parent: %q", out)
+	}
+}
