@@ -91,6 +91,12 @@ type Spec struct {
 		// Tick, when set, is the virtual time each released op takes, so
 		// that clock readings order what happened (client histories).
 		Tick time.Duration
+		// Skew, when set, sets each node's wall clock apart from the
+		// others' by up to this much either way, drawn from the trial's
+		// seed, as real hosts' clocks are: with identical clocks, programs
+		// that seed a random generator with the time draw the same numbers
+		// on every node (Raft members then time out together forever).
+		Skew time.Duration
 	}
 }
 
@@ -727,7 +733,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 		case "faults":
 			faultsNode = p.value
 		case "time":
-			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay", "tick")
+			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay", "tick", "skew")
 			if err != nil {
 				return err
 			}
@@ -758,6 +764,10 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 					s.Time.Delays = int(v)
 				case "tick":
 					if s.Time.Tick, err = d.duration(q.value, f, true, time.Second); err != nil {
+						return err
+					}
+				case "skew":
+					if s.Time.Skew, err = d.duration(q.value, f, true, time.Hour); err != nil {
 						return err
 					}
 				case "max_delay":

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer"
+	"github.com/lockstep-dev/lockstep/vclock"
 )
 
 func ops(ids ...uint64) []*sched.Op {
@@ -282,5 +285,59 @@ func TestTick(t *testing.T) {
 				t.Fatalf("tick %v: step %d at %v, step %d at %v", tick, i, time.Duration(recs[i-1].VTime), i+1, time.Duration(recs[i].VTime))
 			}
 		}
+	}
+}
+
+// time.skew sets each node's wall clock apart, within the bound, by amounts
+// the seed fixes; monotonic clocks stay together.
+func TestClockSkew(t *testing.T) {
+	requireTrials(t)
+	spec, err := LoadSpec(repoPath("testdata", "specs", "timing", "skew.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsets := func() []map[string]time.Duration {
+		sum, err := Run(context.Background(), spec, RunOptions{OutDir: t.TempDir(), TraceAll: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []map[string]time.Duration
+		for _, r := range sum.Results {
+			if r.Outcome.Kind != Pass {
+				t.Fatalf("trial %d: %v", r.Index, r.Outcome)
+			}
+			m := map[string]time.Duration{}
+			for _, node := range []string{"a", "b", "c"} {
+				b, err := os.ReadFile(filepath.Join(r.Dir, node+".out"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var i int
+				var mono, real int64
+				if _, err := fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "i=%d mono_ns=%d real_ns=%d", &i, &mono, &real); err != nil {
+					t.Fatalf("%s: %q: %v", node, b, err)
+				}
+				if mono != int64(time.Second) {
+					t.Fatalf("%s: monotonic %d after one second", node, mono)
+				}
+				off := time.Duration(real - vclock.DefaultEpoch.UnixNano() - mono)
+				if off < -5*time.Millisecond || off > 5*time.Millisecond {
+					t.Fatalf("%s: wall clock %v off, bound 5ms", node, off)
+				}
+				m[node] = off
+			}
+			if m["a"] == m["b"] && m["b"] == m["c"] {
+				t.Fatalf("trial %d: no skew: %v", r.Index, m)
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+	first, again := offsets(), offsets()
+	if fmt.Sprint(first) != fmt.Sprint(again) {
+		t.Fatalf("same seed, other skews: %v then %v", first, again)
+	}
+	if fmt.Sprint(first[0]) == fmt.Sprint(first[1]) {
+		t.Fatalf("two trials drew the same skews: %v", first)
 	}
 }

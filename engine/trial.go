@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -120,7 +121,8 @@ type Trial struct {
 	realLimit time.Time
 	steps     int
 	spinning  int
-	endSince  time.Time // when a replayed trace's last decision was made
+	endSince  time.Time                // when a replayed trace's last decision was made
+	skew      map[string]time.Duration // each node's wall-clock offset (time.skew)
 	// graceSpent is the real time a deadlock has been watched for since
 	// the last release (Limits.DeadlockGrace).
 	graceSpent time.Duration
@@ -175,6 +177,14 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	}
 	if spec.Faults.Enabled() {
 		t.faults = faults.New(spec.Faults, names, p.seed)
+	}
+	if spec.Time.Skew > 0 {
+		// One draw per node in spec order, from a stream of its own.
+		r := rand.New(rand.NewPCG(uint64(p.seed), 0x736b6577)) // "skew"
+		t.skew = map[string]time.Duration{}
+		for _, n := range names {
+			t.skew[n] = time.Duration(r.Int64N(int64(2*spec.Time.Skew)+1)) - spec.Time.Skew
+		}
 	}
 	// Nodes start in spec order once their start_delay (virtual) has passed
 	// and the nodes before them are ready. The first ones start together
@@ -253,6 +263,7 @@ func (t *Trial) launchConfig(n NodeSpec) (*tracer.LaunchConfig, error) {
 		Stdout: out, Stderr: errf,
 		// Pids the node sees are then the same in every run (replay).
 		PIDNamespace: true,
+		ClockOffset:  t.skew[n.Name],
 	}, nil
 }
 

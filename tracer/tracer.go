@@ -89,6 +89,9 @@ type LaunchConfig struct {
 	// for when they come from inside, and when it exits every process it
 	// left behind in the namespace is killed.
 	PIDNamespace bool
+	// ClockOffset sets the node's wall clock apart from the cluster's when
+	// its first process starts (a restart keeps the node's clock).
+	ClockOffset time.Duration
 }
 
 // Exit reports that a traced process ended.
@@ -438,7 +441,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	}
 	ni := t.nodes[cfg.Node]
 	if ni == nil {
-		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns}
+		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns, clockOffset: cfg.ClockOffset}
 		if t.opts.Random != nil {
 			ni.rand = t.opts.Random(cfg.Node)
 		}
