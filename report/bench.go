@@ -89,7 +89,15 @@ func writeBenchTable(w io.Writer, cells []BenchCell, strategies []string, trials
 		}
 		by[c.Bug+"|"+c.Strategy] = c
 	}
-	fmt.Fprintf(w, "Hit ratio (failing trials / trials), %d trials per cell%s; `0*` = no failure found; native = plain runs without lockstep.\n\n", trials, fewerTrials(cells, bugs, trials))
+	missing := ""
+	for _, b := range bugs {
+		for _, st := range strategies {
+			if _, ok := by[b+"|"+st]; !ok {
+				missing = "; `–` = not measured (left out of the columns' summaries)"
+			}
+		}
+	}
+	fmt.Fprintf(w, "Hit ratio (failing trials / trials), %d trials per cell%s; `0*` = no failure found%s; native = plain runs without lockstep.\n\n", trials, fewerTrials(cells, bugs, trials), missing)
 	fmt.Fprintf(w, "| bug |")
 	for _, s := range strategies {
 		fmt.Fprintf(w, " %s |", s)
@@ -102,10 +110,13 @@ func writeBenchTable(w io.Writer, cells []BenchCell, strategies []string, trials
 	for _, b := range bugs {
 		fmt.Fprintf(w, "| %s |", b)
 		for _, s := range strategies {
-			c := by[b+"|"+s]
-			if c.Failures == 0 {
+			c, ok := by[b+"|"+s]
+			switch {
+			case !ok:
+				fmt.Fprintf(w, " – |")
+			case c.Failures == 0:
 				fmt.Fprintf(w, " 0* |")
-			} else {
+			default:
 				fmt.Fprintf(w, " %.4f |", c.Ratio())
 			}
 		}
@@ -116,7 +127,9 @@ func writeBenchTable(w io.Writer, cells []BenchCell, strategies []string, trials
 	for _, s := range strategies {
 		var cs []BenchCell
 		for _, b := range bugs {
-			cs = append(cs, by[b+"|"+s])
+			if c, ok := by[b+"|"+s]; ok {
+				cs = append(cs, c)
+			}
 		}
 		means[s] = geomean(cs)
 		fmt.Fprintf(w, " %.4f |", means[s])
@@ -148,10 +161,14 @@ func writeBenchTable(w io.Writer, cells []BenchCell, strategies []string, trials
 	fmt.Fprintf(w, "| real time per trial |")
 	for _, s := range strategies {
 		var d time.Duration
+		n := 0
 		for _, b := range bugs {
-			d += by[b+"|"+s].PerTrial
+			if c, ok := by[b+"|"+s]; ok {
+				d += c.PerTrial
+				n++
+			}
 		}
-		fmt.Fprintf(w, " %v |", (d / time.Duration(max(len(bugs), 1))).Round(time.Millisecond))
+		fmt.Fprintf(w, " %v |", (d / time.Duration(max(n, 1))).Round(time.Millisecond))
 	}
 	fmt.Fprintln(w)
 	var imps []string

@@ -138,3 +138,17 @@ func TestMergeBenchCSV(t *testing.T) {
 		t.Fatal("a missing file is no error")
 	}
 }
+
+// TestBenchTableUnmeasured: a cell no campaign measured shows `–` and is
+// left out of its column's geomean, trials to first failure and time.
+func TestBenchTableUnmeasured(t *testing.T) {
+	cells := []BenchCell{benchCells[0], benchCells[1], benchCells[2]} // locks-1 pos, pos+; ms-1 pos
+	var b bytes.Buffer
+	writeBenchTable(&b, cells, []string{"pos", "pos+"}, 100)
+	out := b.String()
+	for _, want := range []string{"`–` = not measured", "| ms-1 | 0* | – |", "| **geomean** | 0.0200 | 0.1000 |"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("missing %q in:\n%s", want, out)
+		}
+	}
+}
