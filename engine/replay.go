@@ -68,7 +68,14 @@ type ReplayResult struct {
 	// Moved counts ops that ran on another thread of the same process than
 	// in the trace (Go, JVM): the same schedule, other OS threads.
 	Moved int
+	// Tail counts ops released after the trace's last decision, before the
+	// trace's outcome came: processes on their way out (a JVM's exit).
+	Tail int
 }
+
+// replayTailMax bounds the ops a replay releases past the trace's last
+// decision while it waits for the trace's outcome.
+const replayTailMax = 100
 
 // Replay re-runs the trial a trace describes, forcing its decisions.
 func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error) {
@@ -91,7 +98,8 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 		return nil, err
 	}
 	defer j.close()
-	strat := sched.NewReplay(tr, nil)
+	tail := sched.NewReplayTail(replayTailMax)
+	strat := sched.NewReplay(tr, tail)
 	p := trialParams{index: tr.Header.Trial, seed: tr.Header.Seed, strategy: strat, traceAll: true, scheme: tr.Header.Scheme, frames: 1}
 	if tr.Header.Epoch != 0 {
 		spec.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()
@@ -110,10 +118,11 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 	switch {
 	case string(res.Outcome.Kind) != want:
 		rr.Same, rr.Diff = false, fmt.Sprintf("outcome %s, trace has %s", res.Outcome.Kind, want)
-	case len(res.Records) != len(tr.Records):
+	case len(res.Records) != len(tr.Records)+tail.Len():
 		rr.Same, rr.Diff = false, fmt.Sprintf("%d ops, trace has %d", len(res.Records), len(tr.Records))
 	default:
-		for i := range res.Records {
+		rr.Tail = tail.Len()
+		for i := range tr.Records {
 			a, b := res.Records[i].Op, tr.Records[i].Op
 			if !sched.SameOnProcess(&a, &b) {
 				rr.Same, rr.Diff = false, fmt.Sprintf("step %d: %v, trace has %v", i+1, &a, &b)

@@ -93,9 +93,10 @@ type trialParams struct {
 }
 
 // replayEndWait bounds the real time a replay waits, after the trace's
-// last decision, for the outcome the trace recorded: a JVM's exit takes a
-// few hundred milliseconds, more on a busy machine.
-const replayEndWait = 10 * time.Second
+// last decision, for the outcome the trace recorded, before it releases
+// the ops of processes on their way out (sched.ReplayTail): a JVM's exit
+// takes a few hundred milliseconds, more on a busy machine.
+const replayEndWait = 2 * time.Second
 
 // Trial is one run of a spec's nodes under the tracer, between quiescent
 // points: Step turns the tracer's state into an action (release an op,

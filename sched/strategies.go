@@ -370,3 +370,28 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 	}
 	return 0, fmt.Errorf("diverged at step %d: expected %s, got %s", r.step, want.String(), strings.Join(got, "; "))
 }
+
+// ReplayTail releases, after a replayed trace's last decision, the ops a
+// process still makes on its way out (a JVM's shutdown threads): the lowest
+// ID first, at most max of them. The trace's outcome then decides whether
+// the replay reproduced the failure.
+type ReplayTail struct {
+	max, n int
+}
+
+// NewReplayTail returns a tail strategy that allows max ops.
+func NewReplayTail(max int) *ReplayTail { return &ReplayTail{max: max} }
+
+func (r *ReplayTail) Name() string                    { return "replay-tail" }
+func (r *ReplayTail) Reset(seed int64, stepsHint int) { r.n = 0 }
+
+// Len is how many ops the tail released.
+func (r *ReplayTail) Len() int { return r.n }
+
+func (r *ReplayTail) Next(enabled []*Op) (int, error) {
+	if r.n >= r.max {
+		return 0, fmt.Errorf("replay: the trial went on %d ops past the trace's last decision without its outcome", r.n)
+	}
+	r.n++
+	return 0, nil
+}

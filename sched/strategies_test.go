@@ -304,3 +304,28 @@ func TestReplayAcrossThreads(t *testing.T) {
 		})
 	}
 }
+
+// After the trace's last decision a replay with a tail releases the lowest
+// ID first, up to its bound, then says the trial went on without its outcome.
+func TestReplayTail(t *testing.T) {
+	rec := &Trace{Records: []Record{{Step: 1, Op: Op{ID: 1, LPID: "A", Kind: Send, Object: "inbox:x", Site: "A1"}}}}
+	tail := NewReplayTail(2)
+	r := NewReplay(rec, tail)
+	r.Reset(0, 0)
+	a := &Op{ID: 1, LPID: "A", Kind: Send, Object: "inbox:x", Site: "A1"}
+	if i, err := r.Next([]*Op{a}); err != nil || i != 0 || !r.Done() {
+		t.Fatalf("recorded step: %d %v, done %v", i, err, r.Done())
+	}
+	exit := []*Op{{ID: 5, LPID: "B", Kind: Close}, {ID: 7, LPID: "A", Kind: Sleep}}
+	for k := 0; k < 2; k++ {
+		if i, err := r.Next(exit); err != nil || i != 0 {
+			t.Fatalf("tail op %d: %d %v", k, i, err)
+		}
+	}
+	if _, err := r.Next(exit); err == nil || !strings.Contains(err.Error(), "went on 2 ops past the trace") {
+		t.Fatalf("past the bound: %v", err)
+	}
+	if tail.Len() != 2 {
+		t.Fatalf("tail length %d", tail.Len())
+	}
+}
