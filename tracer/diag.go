@@ -119,6 +119,13 @@ func (d *diagSock) lookup(local, remote netip.AddrPort) (uint32, uint8, error) {
 	return 0, 0, fmt.Errorf("unexpected sock_diag reply type %d", ne.Uint16(d.buf[4:]))
 }
 
+// finWaitLimit bounds the real time a FIN is waited for. A FIN crosses a
+// veth in microseconds, but on a machine whose CPUs are all busy its
+// delivery (a softirq) has been seen to take over 200 ms; past the limit
+// the schedule may differ from a quiet run's, so the limit is generous
+// (the wait ends as soon as the FIN is there).
+const finWaitLimit = time.Second
+
 // finWait is a FIN on its way to a peer: until the peer's socket has left
 // ESTABLISHED, whether its recv sees the end of the stream depends on timing.
 type finWait struct {
@@ -188,6 +195,6 @@ func (t *Tracer) expectFin(local, peer netip.AddrPort) {
 	t.stats.FinWaits++
 	t.finWaits = append(t.finWaits, finWait{
 		closer: t.byAddr[local.Addr().Unmap()], node: ni,
-		local: peer, remote: local, until: time.Now().Add(connectWaitLimit),
+		local: peer, remote: local, until: time.Now().Add(finWaitLimit),
 	})
 }
