@@ -146,7 +146,7 @@ func writeBenchTable(w io.Writer, cells []BenchCell, strategies []string, trials
 	for _, s := range strategies {
 		sum, n := 0, 0
 		for _, b := range bugs {
-			if c := by[b+"|"+s]; c.FirstFailure >= 0 {
+			if c, ok := by[b+"|"+s]; ok && c.FirstFailure >= 0 {
 				sum += c.FirstFailure + 1
 				n++
 			}

@@ -146,7 +146,7 @@ func TestBenchTableUnmeasured(t *testing.T) {
 	var b bytes.Buffer
 	writeBenchTable(&b, cells, []string{"pos", "pos+"}, 100)
 	out := b.String()
-	for _, want := range []string{"`–` = not measured", "| ms-1 | 0* | – |", "| **geomean** | 0.0200 | 0.1000 |"} {
+	for _, want := range []string{"`–` = not measured", "| ms-1 | 0* | – |", "| **geomean** | 0.0200 | 0.1000 |", "| mean trials to first failure | 12.0 | 4.0 |"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("missing %q in:\n%s", want, out)
 		}
