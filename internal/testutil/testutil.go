@@ -221,10 +221,21 @@ func descendants(root int) map[int]string {
 
 // LeakCheckMain runs m and fails the package when its tests leave anything
 // behind. Use it as the body of TestMain in every privileged package.
-func LeakCheckMain(m *testing.M) {
+//
+// Each extra check is called before the tests and returns the check to run
+// after them, which lists what they left of its kind.
+func LeakCheckMain(m *testing.M, extra ...func() (after func() []string)) {
 	before := TakeSnapshot()
+	var afters []func() []string
+	for _, e := range extra {
+		afters = append(afters, e())
+	}
 	code := m.Run()
-	if leaks := before.Leaks(); len(leaks) > 0 {
+	leaks := before.Leaks()
+	for _, a := range afters {
+		leaks = append(leaks, a()...)
+	}
+	if len(leaks) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: tests leaked %d object(s):\n", len(leaks))
 		for _, l := range leaks {
 			fmt.Fprintf(os.Stderr, "  %s\n", l)
