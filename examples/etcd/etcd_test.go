@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer"
@@ -31,7 +31,7 @@ func here() string {
 
 // buildClient builds the example's client where spec.yaml expects it
 // ({{dir}}/bin/etcdclient); Go's build cache makes this quick when nothing changed.
-func buildClient(t *testing.T) {
+func buildClient(t testing.TB) {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -94,52 +94,18 @@ func TestEtcdUnderFaults(t *testing.T) {
 }
 
 // BenchmarkEtcdTrial: one trial of the example without faults natively
-// (real time) and one under lockstep, alternately, with the ratio, the
-// stops per trial and the clock reads that still stopped (direct
-// syscalls; reads through the vDSO cost none).
+// (real time) and one under lockstep, alternately (see trialbench).
 func BenchmarkEtcdTrial(b *testing.B) {
 	if _, err := os.Stat(etcdBin); err != nil {
 		b.Skipf("%s not installed: skipping", etcdBin)
 	}
 	testutil.RequireNetns(b)
 	testutil.RequirePtrace(b)
-	buildClientB(b)
+	buildClient(b)
 	spec, err := engine.LoadSpec(filepath.Join(here(), "spec.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	spec.Faults.Budget = 0
-	for range b.N {
-		native, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: b.TempDir(), Native: true, NativeLimit: time.Minute})
-		if err != nil {
-			b.Fatal(err)
-		}
-		traced, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, r := native.Results[0], traced.Results[0]
-		if n.Outcome.Kind != engine.Pass || r.Outcome.Kind != engine.Pass {
-			b.Fatalf("native %v, lockstep %v", n.Outcome, r.Outcome)
-		}
-		b.ReportMetric(n.Duration.Seconds(), "native-s")
-		b.ReportMetric(r.Duration.Seconds(), "lockstep-s")
-		b.ReportMetric(r.Duration.Seconds()/n.Duration.Seconds(), "ratio")
-		b.ReportMetric(float64(r.Stats.Stops), "stops")
-		b.ReportMetric(float64(r.Stats.ClockReads), "clock-read-stops")
-		b.ReportMetric(r.Stats.SettleTime.Seconds()/r.Duration.Seconds(), "quiescence-share")
-	}
-}
-
-func buildClientB(b *testing.B) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(goBin, "build", "-o", filepath.Join(here(), "bin", "etcdclient"), ".")
-	cmd.Dir = filepath.Join(here(), "client")
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building the client: %v\n%s", err, out)
-	}
+	trialbench.Run(b, spec)
 }

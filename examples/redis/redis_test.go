@@ -9,9 +9,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer"
@@ -28,7 +28,7 @@ func here() string {
 	return filepath.Dir(file)
 }
 
-func requireRedis(t *testing.T) {
+func requireRedis(t testing.TB) {
 	t.Helper()
 	for _, bin := range []string{"/usr/bin/redis-server", "/usr/bin/redis-sentinel"} {
 		if _, err := os.Stat(bin); errors.Is(err, os.ErrNotExist) {
@@ -118,50 +118,13 @@ func TestRedisSentinelWithoutFaultsPasses(t *testing.T) {
 
 // BenchmarkRedisTrial: one trial of the example without faults natively
 // (real time: the clients' pauses are real sleeps) and one under lockstep,
-// alternately, with the ratio, the stops per trial and the clock reads
-// that still stopped (direct syscalls; reads through the vDSO cost none).
+// alternately (see trialbench).
 func BenchmarkRedisTrial(b *testing.B) {
-	requireRedisB(b)
+	requireRedis(b)
 	spec, err := engine.LoadSpec(filepath.Join(here(), "spec.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	spec.Faults.Budget = 0
-	benchTrials(b, spec)
-}
-
-func requireRedisB(b *testing.B) {
-	for _, bin := range []string{"/usr/bin/redis-server", "/usr/bin/redis-sentinel"} {
-		if _, err := os.Stat(bin); err != nil {
-			b.Skipf("%s not installed: skipping", bin)
-		}
-	}
-	testutil.RequireNetns(b)
-	testutil.RequirePtrace(b)
-	if out, err := exec.Command("make", "-s", "-C", filepath.Join(here(), "..", "..", "testdata", "workload")).CombinedOutput(); err != nil {
-		b.Fatalf("building the workload client: %v\n%s", err, out)
-	}
-}
-
-func benchTrials(b *testing.B, spec *engine.Spec) {
-	for range b.N {
-		native, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: b.TempDir(), Native: true, NativeLimit: time.Minute})
-		if err != nil {
-			b.Fatal(err)
-		}
-		traced, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, r := native.Results[0], traced.Results[0]
-		if n.Outcome.Kind != engine.Pass || r.Outcome.Kind != engine.Pass {
-			b.Fatalf("native %v, lockstep %v", n.Outcome, r.Outcome)
-		}
-		b.ReportMetric(n.Duration.Seconds(), "native-s")
-		b.ReportMetric(r.Duration.Seconds(), "lockstep-s")
-		b.ReportMetric(r.Duration.Seconds()/n.Duration.Seconds(), "ratio")
-		b.ReportMetric(float64(r.Stats.Stops), "stops")
-		b.ReportMetric(float64(r.Stats.ClockReads), "clock-read-stops")
-		b.ReportMetric(r.Stats.SettleTime.Seconds()/r.Duration.Seconds(), "quiescence-share")
-	}
+	trialbench.Run(b, spec)
 }

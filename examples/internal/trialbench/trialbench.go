@@ -1,0 +1,39 @@
+// Package trialbench runs one trial of a real-target example natively and
+// one under lockstep, for the examples' benchmarks (issue: performance on
+// real targets), and reports them as ratios.
+package trialbench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/engine"
+)
+
+// Run does b.N native/lockstep pairs of spec's first trial, which must pass
+// both ways, and reports the times, their ratio, the stops, the clock reads
+// that still stopped (direct syscalls) and the share of lockstep's time
+// spent waiting for quiescence.
+func Run(b *testing.B, spec *engine.Spec) {
+	for range b.N {
+		native, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: b.TempDir(), Native: true, NativeLimit: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		traced, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, r := native.Results[0], traced.Results[0]
+		if n.Outcome.Kind != engine.Pass || r.Outcome.Kind != engine.Pass {
+			b.Fatalf("native %v, lockstep %v", n.Outcome, r.Outcome)
+		}
+		b.ReportMetric(n.Duration.Seconds(), "native-s")
+		b.ReportMetric(r.Duration.Seconds(), "lockstep-s")
+		b.ReportMetric(r.Duration.Seconds()/n.Duration.Seconds(), "ratio")
+		b.ReportMetric(float64(r.Stats.Stops), "stops")
+		b.ReportMetric(float64(r.Stats.ClockReads), "clock-read-stops")
+		b.ReportMetric(r.Stats.SettleTime.Seconds()/r.Duration.Seconds(), "quiescence-share")
+	}
+}
