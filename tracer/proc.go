@@ -203,18 +203,71 @@ func readU64(pid int, addr uint64) (uint64, error) {
 
 // tgidOf reads the thread group id of tid from /proc.
 func tgidOf(tid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	v, err := statusField(tid, "Tgid")
 	if err != nil {
 		return 0, err
 	}
-	i := bytes.Index(b, []byte("\nTgid:"))
+	return strconv.Atoi(v)
+}
+
+// statusField reads one field of /proc/PID/status, without its name.
+func statusField(pid int, name string) (string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return "", err
+	}
+	i := bytes.Index(b, []byte("\n"+name+":"))
 	if i < 0 {
-		return 0, fmt.Errorf("no Tgid in /proc/%d/status", tid)
+		return "", fmt.Errorf("no %s in /proc/%d/status", name, pid)
 	}
-	rest := bytes.TrimLeft(b[i+6:], " \t")
-	j := bytes.IndexByte(rest, '\n')
-	if j < 0 {
-		j = len(rest)
+	rest := bytes.TrimLeft(b[i+len(name)+2:], " \t")
+	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
 	}
-	return strconv.Atoi(string(rest[:j]))
+	return string(rest), nil
+}
+
+// initSignal handles a signal about to be delivered to a node's namespace
+// init. The kernel never lets a container's init die of a signal it has no
+// handler for, and while it is traced not even of a fault (abort(), a
+// segfault): it would retry the faulting instruction forever. A node's
+// program is not meant to be an init, so lockstep kills it as the signal
+// would have on a host and reports that signal as the cause. It reports
+// whether it did.
+//
+// Precondition: runs on the tracer thread; th is in a signal-delivery stop.
+func (t *Tracer) initSignal(th *thread, sig syscall.Signal) bool {
+	if !diesOf(sig) || handlesSignal(th.proc.pid, sig) {
+		return false
+	}
+	th.proc.fatal = sig
+	unix.Kill(th.proc.pid, unix.SIGKILL)
+	return true
+}
+
+// diesOf reports whether a signal's default action ends the process.
+func diesOf(sig syscall.Signal) bool {
+	switch sig {
+	case unix.SIGCHLD, unix.SIGCONT, unix.SIGURG, unix.SIGWINCH,
+		unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+		return false
+	}
+	return sig > 0 && sig <= 64
+}
+
+// handlesSignal reports whether the process catches or ignores sig (the
+// SigCgt and SigIgn masks of /proc/PID/status); when that cannot be read it
+// says yes, so the signal is delivered as before.
+func handlesSignal(pid int, sig syscall.Signal) bool {
+	for _, field := range []string{"SigCgt", "SigIgn"} {
+		v, err := statusField(pid, field)
+		if err != nil {
+			return true
+		}
+		mask, err := strconv.ParseUint(v, 16, 64)
+		if err != nil || mask&(1<<(uint(sig)-1)) != 0 {
+			return true
+		}
+	}
+	return false
 }

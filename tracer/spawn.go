@@ -1,11 +1,9 @@
 package tracer
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -368,60 +366,4 @@ func forkSentinel() (pid int, keep *os.File, err error) {
 		return 0, nil, err
 	}
 	return pid, w, nil
-}
-
-// initSignal handles a signal about to be delivered to a node's namespace
-// init. The kernel never lets a container's init die of a signal it has no
-// handler for, and while it is traced not even of a fault (abort(), a
-// segfault): it would retry the faulting instruction forever. A node's
-// program is not meant to be an init, so lockstep kills it as the signal
-// would have on a host and reports that signal as the cause. It reports
-// whether it did.
-//
-// Precondition: runs on the tracer thread; th is in a signal-delivery stop.
-func (t *Tracer) initSignal(th *thread, sig syscall.Signal) bool {
-	if !diesOf(sig) || handlesSignal(th.proc.pid, sig) {
-		return false
-	}
-	th.proc.fatal = sig
-	unix.Kill(th.proc.pid, unix.SIGKILL)
-	return true
-}
-
-// diesOf reports whether a signal's default action ends the process.
-func diesOf(sig syscall.Signal) bool {
-	switch sig {
-	case unix.SIGCHLD, unix.SIGCONT, unix.SIGURG, unix.SIGWINCH,
-		unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
-		return false
-	}
-	return sig > 0 && sig <= 64
-}
-
-// handlesSignal reports whether the process catches or ignores sig (from
-// the SigCgt and SigIgn masks in /proc/PID/status); when that cannot be
-// read it says yes, so the signal is delivered as before.
-func handlesSignal(pid int, sig syscall.Signal) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return true
-	}
-	for _, field := range []string{"\nSigCgt:", "\nSigIgn:"} {
-		i := bytes.Index(b, []byte(field))
-		if i < 0 {
-			return true
-		}
-		rest := bytes.TrimLeft(b[i+len(field):], " \t")
-		if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-			rest = rest[:j]
-		}
-		mask, err := strconv.ParseUint(string(rest), 16, 64)
-		if err != nil {
-			return true
-		}
-		if mask&(1<<(uint(sig)-1)) != 0 {
-			return true
-		}
-	}
-	return false
 }
