@@ -253,3 +253,114 @@ func TestFaultClockSetBack(t *testing.T) {
 		t.Fatal("no trial moved the server's clock before the quiet period")
 	}
 }
+
+// A reset aborts one of the server's connections: the client, its peer,
+// sees ECONNRESET; the server sees its own end aborted and goes on serving.
+// The reset op names the connection, and a trace with one replays.
+func TestFaultReset(t *testing.T) {
+	requireTrials(t)
+	sum := runFaultSpec(t, "reset", 6, true)
+	resets := 0
+	for _, r := range sum.Results {
+		var reset *sched.Op
+		for _, rec := range traceRecords(t, r) {
+			if rec.Op.Kind == sched.Reset {
+				reset = &rec.Op
+			}
+		}
+		if reset == nil {
+			if r.Outcome.Kind != Pass {
+				t.Fatalf("trial %d without a reset: %v", r.Index, r.Outcome)
+			}
+			continue
+		}
+		resets++
+		if reset.Node != "server" || !strings.HasPrefix(reset.Object, "sock:server/0/fd") || !strings.Contains(reset.Conn, ":7000>") {
+			t.Fatalf("trial %d: reset %+v does not name the server's connection", r.Index, *reset)
+		}
+		b, err := os.ReadFile(filepath.Join(r.Dir, "client.err"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Outcome.Kind != ClientFailed || !strings.Contains(string(b), "Connection reset by peer") {
+			t.Fatalf("trial %d: outcome %v, client said %q; want ECONNRESET", r.Index, r.Outcome, b)
+		}
+		if s, _ := os.ReadFile(filepath.Join(r.Dir, "server.err")); strings.Contains(string(s), "reset by peer") {
+			t.Fatalf("trial %d: the server saw a reset from its peer: %q", r.Index, s)
+		}
+	}
+	if resets == 0 {
+		t.Fatal("no trial reset a connection")
+	}
+	first := sum.First
+	rr, err := Replay(context.Background(), first.TracePath, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rr.Same {
+		t.Fatalf("replaying trial %d: %s", first.Index, rr.Diff)
+	}
+}
+
+// A drift fault makes one node's wall clock run at the recorded rate: from
+// one second to the next the server's wall clock gains rate × 1 s on its
+// monotonic clock, which stays exact, as do the client's clocks.
+func TestFaultDrift(t *testing.T) {
+	requireTrials(t)
+	sum := runFaultSpec(t, "drift", 4, true)
+	drifts := 0
+	for _, r := range sum.Results {
+		var ppm, at int64
+		for _, rec := range traceRecords(t, r) {
+			if rec.Op.Kind == sched.ClockDrift && !rec.Auto {
+				ppm, at = rec.Op.Delay, rec.VTime
+			}
+		}
+		if ppm == 0 {
+			continue
+		}
+		drifts++
+		offsets := func(node string) (mono, off []int64) {
+			b, err := os.ReadFile(filepath.Join(r.Dir, node+".out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var i int
+				var m, real int64
+				if _, err := fmt.Sscanf(line, "i=%d mono_ns=%d real_ns=%d", &i, &m, &real); err != nil {
+					t.Fatalf("%s: %q: %v", node, line, err)
+				}
+				if m != int64(i)*int64(time.Second) {
+					t.Fatalf("%s: monotonic clock %d at i=%d: a drift must leave it alone", node, m, i)
+				}
+				mono, off = append(mono, m), append(off, real-m)
+			}
+			return mono, off
+		}
+		_, c := offsets("client")
+		for _, o := range c[1:] {
+			if o != c[0] {
+				t.Fatalf("trial %d: the client's wall clock drifted: %v", r.Index, c)
+			}
+		}
+		mono, s := offsets("server")
+		gained := 0
+		for i := 1; i < len(s); i++ {
+			if mono[i-1] < at {
+				continue // the drift began later
+			}
+			want := ppm * int64(time.Second) / 1e6
+			if d := s[i] - s[i-1] - want; d < -1 || d > 1 {
+				t.Fatalf("trial %d: server wall clock gained %v in a second, want %v (%d ppm from %v)", r.Index, time.Duration(s[i]-s[i-1]), time.Duration(want), ppm, time.Duration(at))
+			}
+			gained++
+		}
+		if gained == 0 {
+			t.Fatalf("trial %d: the drift at %v came after the last reading", r.Index, time.Duration(at))
+		}
+	}
+	if drifts == 0 {
+		t.Fatal("no trial made the server's clock drift")
+	}
+}

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
@@ -11,7 +14,13 @@ import (
 )
 
 // faultKinds are the injections a spec may name.
-var faultKinds = map[string]sched.Kind{"crash": sched.Crash, "partition": sched.Partition, "pause": sched.Pause, "clock": sched.ClockJump}
+var faultKinds = map[string]sched.Kind{"crash": sched.Crash, "partition": sched.Partition, "pause": sched.Pause, "clock": sched.ClockJump, "drift": sched.ClockDrift, "reset": sched.Reset}
+
+// defaultMaxDrift bounds a drift fault unless the spec says otherwise:
+// 10 %, far beyond what a quartz clock does (under 0.01 %), because the
+// bugs a drifting clock exposes hide behind safety margins of a few per
+// cent (a lease renewed at 90 % of its term).
+const defaultMaxDrift = 100_000
 
 // faults decodes the spec's faults section (docs/spec.md, "Faults"); it
 // runs after the nodes are known, since it names them.
@@ -19,11 +28,11 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if _, isNull := n.(*ast.NullNode); isNull {
 		return nil
 	}
-	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_outage", "groups")
+	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups")
 	if err != nil {
 		return err
 	}
-	plan := faults.Plan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxOutage: 2 * time.Second, Until: s.Limits.VirtualTime}
+	plan := faults.Plan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, Until: s.Limits.VirtualTime}
 	var untilNode, nodesNode ast.Node
 	haveKinds := false
 	for _, q := range fp {
@@ -35,12 +44,12 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 				return err
 			}
 			if len(names) == 0 {
-				return d.errf(q.value, f, "must name at least one of crash, partition, pause, clock")
+				return d.errf(q.value, f, "must name at least one of crash, partition, pause, clock, drift, reset")
 			}
 			for _, name := range names {
 				k, ok := faultKinds[name]
 				if !ok {
-					return d.errf(q.value, f, "unknown fault %q (want crash, partition, pause or clock; restart and heal follow them)", name)
+					return d.errf(q.value, f, "unknown fault %q (want crash, partition, pause, clock, drift or reset; restart and heal follow them)", name)
 				}
 				if !slices.Contains(plan.Kinds, k) {
 					plan.Kinds = append(plan.Kinds, k)
@@ -80,6 +89,10 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			}
 		case "groups":
 			if plan.Groups, err = d.groups(q.value, f, s); err != nil {
+				return err
+			}
+		case "max_drift":
+			if plan.MaxDrift, err = d.rate(q.value, f); err != nil {
 				return err
 			}
 		case "max_clock_jump":
@@ -147,4 +160,35 @@ func (d *decoder) groups(n ast.Node, path string, s *Spec) ([][]string, error) {
 		groups = append(groups, names)
 	}
 	return groups, nil
+}
+
+// rate decodes a clock rate bound: "5%" or "500ppm", above 0 and below
+// 100 %, in parts per million.
+func (d *decoder) rate(n ast.Node, path string) (int64, error) {
+	str, err := d.str(n, path)
+	if err != nil {
+		return 0, err
+	}
+	var v float64
+	num, unit := str, ""
+	for _, u := range []string{"%", "ppm"} {
+		if s, ok := strings.CutSuffix(str, u); ok {
+			num, unit = strings.TrimSpace(s), u
+			break
+		}
+	}
+	if unit == "" {
+		return 0, d.errf(n, path, "want a rate such as 5%% or 500ppm, got %q", str)
+	}
+	v, err = strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) {
+		return 0, d.errf(n, path, "want a rate such as 5%% or 500ppm, got %q", str)
+	}
+	if unit == "%" {
+		v *= 1e4
+	}
+	if v < 1 || v >= 1e6 {
+		return 0, d.errf(n, path, "must be from 1ppm to below 100%%, got %q", str)
+	}
+	return int64(v), nil
 }

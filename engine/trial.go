@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -156,6 +157,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		SiteFrames: p.frames,
 		Logger:     j.log,
 		Zygote:     j.zygote,
+		Socks:      slices.Contains(spec.Faults.Kinds, sched.Reset),
 	})
 	defer tr.Close()
 
@@ -333,6 +335,10 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 		return tracer.Action{Crash: e.Node}, nil
 	case sched.ClockJump:
 		return tracer.Action{Clocks: map[string]time.Duration{e.Node: e.Shift}}, nil
+	case sched.ClockDrift:
+		return tracer.Action{Drifts: map[string]int64{e.Node: e.Drift}}, nil
+	case sched.Reset:
+		return tracer.Action{Reset: e.Sock}, nil
 	case sched.Restart:
 		t.restarts = append(t.restarts, e.Node)
 	case sched.Partition:
@@ -437,7 +443,11 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		choices = append(ready[:len(ready):len(ready)], adv)
 	}
 	if t.faults != nil {
-		if fs := t.faults.Offer(now); len(fs) > 0 {
+		var socks []faults.Sock
+		for _, s := range st.Socks {
+			socks = append(socks, faults.Sock{Node: s.Node, Object: s.Object, Conn: s.Conn})
+		}
+		if fs := t.faults.Offer(now, socks); len(fs) > 0 {
 			choices = append(choices[:len(choices):len(choices)], fs...)
 		}
 	}
@@ -528,7 +538,7 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 func (t *Trial) quiet() (tracer.Action, error) {
 	var all tracer.Action
 	for _, e := range t.faults.Recover() {
-		op := sched.Op{Node: e.Node, LPID: "fault", Kind: e.Kind, Object: "node:" + e.Node, Delay: int64(e.Shift)}
+		op := sched.Op{Node: e.Node, LPID: "fault", Kind: e.Kind, Object: "node:" + e.Node, Delay: int64(e.Shift) + e.Drift}
 		if e.Kind == sched.Heal {
 			op.Node, op.Object = strings.Join(e.Cut, ","), "node:"+strings.Join(e.Cut, ",")
 		}
@@ -542,6 +552,12 @@ func (t *Trial) quiet() (tracer.Action, error) {
 				all.Clocks = map[string]time.Duration{}
 			}
 			all.Clocks[node] += d
+		}
+		for node, ppm := range a.Drifts {
+			if all.Drifts == nil {
+				all.Drifts = map[string]int64{}
+			}
+			all.Drifts[node] = ppm
 		}
 		all.Cuts = append(all.Cuts, a.Cuts...)
 	}

@@ -14,7 +14,7 @@ import (
 // Plan is what a spec allows (spec section `faults`).
 type Plan struct {
 	// Kinds are the injections offered: sched.Crash, sched.Partition,
-	// sched.Pause. Recoveries (restart after a crash, heal after a
+	// sched.Pause, sched.ClockJump, sched.Reset. Recoveries (restart after a crash, heal after a
 	// partition) are offered whenever there is something to recover.
 	Kinds []sched.Kind
 	// Nodes may be crashed, paused or cut off.
@@ -37,6 +37,9 @@ type Plan struct {
 	// MaxClockJump bounds a clock fault: a node's wall clock jumps by up
 	// to this much, forward or back.
 	MaxClockJump time.Duration
+	// MaxDrift bounds a drift fault, in parts per million: a node's wall
+	// clock runs fast or slow by up to this rate.
+	MaxDrift int64
 	// Groups are nodes that stay on one side of every partition: cutting
 	// off a node cuts off its group (a server with the clients beside it,
 	// as in a data centre), so those clients still reach it.
@@ -66,6 +69,21 @@ type Effect struct {
 	// Shift moves Node's wall clock (a clock fault, or its undoing in the
 	// quiet period).
 	Shift time.Duration
+	// Drift is the rate, in parts per million, at which Node's wall clock
+	// runs fast (slow when negative) from now on; 0 ends a drift and takes
+	// back what it gained (the quiet period).
+	Drift int64
+	// Sock is the Sock.Object of the connection a reset aborts.
+	Sock string
+}
+
+// Sock is a node's connected TCP socket, which a reset may abort.
+type Sock struct {
+	Node string
+	// Object names the socket across runs (its process and descriptor).
+	Object string
+	// Conn is "local>peer", for humans.
+	Conn string
 }
 
 // idBase keeps fault ops' IDs apart from the tracer's and from advance ops.
@@ -82,8 +100,10 @@ type Injector struct {
 	cut     []string                 // the isolated side of the partition, nil when healed
 	paused  map[string]time.Duration // node → end of its pause
 	skew    map[string]time.Duration // node → how far its wall clock was moved
+	drifts  map[string]bool          // nodes whose wall clocks drift
 	quiet   bool
 
+	socks []Sock    // the connections a reset may abort, at this step
 	offer *sched.Op // the injection on offer
 	recov map[string]*sched.Op
 	// until is when the recovery of a fault in force is first offered,
@@ -97,7 +117,7 @@ func New(plan Plan, all []string, seed int64) *Injector {
 	return &Injector{
 		plan: plan, all: all, budget: plan.Budget,
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x6661756c7473)), // "faults"
-		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{},
+		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{}, drifts: map[string]bool{},
 		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase,
 	}
 }
@@ -114,8 +134,10 @@ func (in *Injector) op(kind sched.Kind, node, object string) *sched.Op {
 // Offer returns the fault ops to offer beside the enabled ops at now: at
 // most one injection (its kind and target drawn from the seed, kept until
 // chosen or no longer possible, so priority strategies see one pending op)
-// and one recovery op per fault in force.
-func (in *Injector) Offer(now time.Duration) []*sched.Op {
+// and one recovery op per fault in force. socks are the connections a
+// reset may abort now (nil when the plan has no reset).
+func (in *Injector) Offer(now time.Duration, socks []Sock) []*sched.Op {
+	in.socks = socks
 	var out []*sched.Op
 	if !in.quiet && in.budget > 0 && now >= in.plan.From && now < in.plan.Until {
 		if in.offer == nil || !in.possible(in.offer) {
@@ -154,8 +176,18 @@ func (in *Injector) possible(o *sched.Op) bool {
 		return !in.crashed[o.Node] && !p
 	case sched.ClockJump:
 		return !in.crashed[o.Node] && in.plan.MaxClockJump > 0
+	case sched.ClockDrift:
+		return !in.crashed[o.Node] && in.plan.MaxDrift > 0
 	case sched.Partition:
 		return in.cut == nil
+	case sched.Reset:
+		if in.crashed[o.Node] {
+			return false
+		}
+		if o.Object == "" { // any of the node's
+			return slices.ContainsFunc(in.socks, func(s Sock) bool { return s.Node == o.Node })
+		}
+		return slices.ContainsFunc(in.socks, func(s Sock) bool { return s.Object == o.Object })
 	}
 	return false
 }
@@ -187,11 +219,32 @@ func (in *Injector) draw() *sched.Op {
 		}
 		o.Delay = int64(d)
 	}
+	if c.kind == sched.ClockDrift {
+		m := in.plan.MaxDrift
+		ppm := m/10 + in.r.Int64N(m-m/10+1)
+		if in.r.IntN(2) == 0 {
+			ppm = -ppm
+		}
+		o.Delay = ppm
+	}
 	if (c.kind == sched.Crash || c.kind == sched.Partition) && in.plan.MaxOutage > 0 {
 		o.Delay = int64(in.upTo(in.plan.MaxOutage))
 	}
 	if c.kind == sched.Pause {
 		o.Delay = int64(in.upTo(in.plan.MaxPause))
+	}
+	if c.kind == sched.Reset {
+		var mine []Sock
+		for _, s := range in.socks {
+			if s.Node == c.node {
+				mine = append(mine, s)
+			}
+		}
+		s := mine[in.r.IntN(len(mine))]
+		o.Object, o.Conn = s.Object, s.Conn
+		if _, peer, ok := strings.Cut(s.Conn, ">"); ok {
+			o.Peer = peer
+		}
 	}
 	return o
 }
@@ -217,6 +270,13 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 		in.budget--
 		e.Shift = time.Duration(o.Delay)
 		in.skew[o.Node] += e.Shift
+	case sched.ClockDrift:
+		in.budget--
+		e.Drift = o.Delay
+		in.drifts[o.Node] = true
+	case sched.Reset:
+		in.budget--
+		e.Sock = o.Object
 	case sched.Restart:
 		delete(in.crashed, o.Node)
 		delete(in.recov, "restart:"+o.Node)
@@ -268,10 +328,14 @@ func (in *Injector) Recover() []Effect {
 		}
 	}
 	for _, n := range in.all {
+		if in.drifts[n] {
+			out = append(out, Effect{Kind: sched.ClockDrift, Node: n})
+		}
 		if d := in.skew[n]; d != 0 {
 			out = append(out, Effect{Kind: sched.ClockJump, Node: n, Shift: -d})
 		}
 	}
+	clear(in.drifts)
 	clear(in.skew)
 	clear(in.until)
 	clear(in.recov)

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,17 +25,17 @@ func addrs(a netip.Addr) string {
 // target come from the seed, and the budget ends the offers.
 func TestOfferAndBudget(t *testing.T) {
 	in := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, 1)
-	a := in.Offer(0)
+	a := in.Offer(0, nil)
 	if len(a) != 1 || a[0].LPID != "fault" || !a[0].Kind.IsFault() {
 		t.Fatalf("offer %v", a)
 	}
-	if b := in.Offer(5 * ms); len(b) != 1 || b[0] != a[0] {
+	if b := in.Offer(5*ms, nil); len(b) != 1 || b[0] != a[0] {
 		t.Fatalf("offer changed: %v then %v", a, b)
 	}
 	if _, err := in.Chose(a[0], 0); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range in.Offer(0) {
+	for _, o := range in.Offer(0, nil) {
 		if o.Kind == sched.Crash || o.Kind == sched.Partition || o.Kind == sched.Pause {
 			t.Fatalf("budget spent, still offered %v", o)
 		}
@@ -42,9 +43,9 @@ func TestOfferAndBudget(t *testing.T) {
 	kinds := map[sched.Kind]bool{}
 	targets := map[string]bool{}
 	for seed := int64(0); seed < 60; seed++ {
-		o := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0)[0]
+		o := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, nil)[0]
 		kinds[o.Kind], targets[o.Node] = true, true
-		if again := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0)[0]; *again != *o {
+		if again := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, nil)[0]; *again != *o {
 			t.Fatalf("seed %d: %v then %v", seed, o, again)
 		}
 	}
@@ -61,7 +62,7 @@ func TestWindow(t *testing.T) {
 		now  time.Duration
 		want int
 	}{{0, 0}, {100 * ms, 1}, {199 * ms, 1}, {200 * ms, 0}} {
-		if got := len(in.Offer(tt.now)); got != tt.want {
+		if got := len(in.Offer(tt.now, nil)); got != tt.want {
 			t.Errorf("at %v: %d offers, want %d", tt.now, got, tt.want)
 		}
 	}
@@ -73,13 +74,13 @@ func TestCrashRestartQuiet(t *testing.T) {
 	p := plan(sched.Crash)
 	p.Budget = 2
 	in := New(p, nodes, 3)
-	c := in.Offer(0)[0]
+	c := in.Offer(0, nil)[0]
 	e, err := in.Chose(c, 0)
 	if err != nil || e.Kind != sched.Crash || !in.Crashed(c.Node) {
 		t.Fatalf("crash: %v %v", e, err)
 	}
 	var restart *sched.Op
-	for _, o := range in.Offer(0) {
+	for _, o := range in.Offer(0, nil) {
 		if o.Kind == sched.Restart {
 			restart = o
 		}
@@ -97,7 +98,7 @@ func TestCrashRestartQuiet(t *testing.T) {
 	if len(rec) != 1 || rec[0].Kind != sched.Restart || rec[0].Node != c.Node || in.Crashed(c.Node) {
 		t.Fatalf("recover: %v", rec)
 	}
-	if o := in.Offer(p.Until); len(o) != 0 {
+	if o := in.Offer(p.Until, nil); len(o) != 0 {
 		t.Fatalf("offers in the quiet period: %v", o)
 	}
 }
@@ -127,7 +128,7 @@ func TestHolds(t *testing.T) {
 			t.Errorf("%v %s: held %v, want %v", tt.op.Kind, tt.op.Conn+tt.op.Peer, got, tt.want)
 		}
 	}
-	heal := in.Offer(0)
+	heal := in.Offer(0, nil)
 	if len(heal) != 1 || heal[0].Kind != sched.Heal {
 		t.Fatalf("offers while cut: %v", heal)
 	}
@@ -139,7 +140,7 @@ func TestHolds(t *testing.T) {
 	}
 
 	in = New(plan(sched.Pause), nodes, 1)
-	pause := in.Offer(0)[0]
+	pause := in.Offer(0, nil)[0]
 	if pause.Delay < int64(100*ms) || pause.Delay > int64(time.Second) {
 		t.Fatalf("pause of %v, want 100ms..1s", time.Duration(pause.Delay))
 	}
@@ -167,7 +168,7 @@ func TestOutage(t *testing.T) {
 		p := plan(kind)
 		p.MaxOutage = 2 * time.Second
 		in := New(p, nodes, 5)
-		o := in.Offer(100 * ms)[0]
+		o := in.Offer(100*ms, nil)[0]
 		d := time.Duration(o.Delay)
 		if d < 200*ms || d > 2*time.Second {
 			t.Fatalf("%v: outage %v, want 200ms..2s", kind, d)
@@ -176,13 +177,13 @@ func TestOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 		end := 100*ms + d
-		if offers := in.Offer(end - 1); len(offers) != 0 {
+		if offers := in.Offer(end-1, nil); len(offers) != 0 {
 			t.Fatalf("%v: recovery offered during the outage: %v", kind, offers)
 		}
 		if got, ok := in.Deadline(100 * ms); !ok || got != end {
 			t.Fatalf("%v: deadline %v %v, want the outage's end %v", kind, got, ok, end)
 		}
-		if offers := in.Offer(end); len(offers) != 1 || (offers[0].Kind != sched.Restart && offers[0].Kind != sched.Heal) {
+		if offers := in.Offer(end, nil); len(offers) != 1 || (offers[0].Kind != sched.Restart && offers[0].Kind != sched.Heal) {
 			t.Fatalf("%v: at the outage's end: %v", kind, offers)
 		}
 	}
@@ -212,14 +213,89 @@ func TestPartitionGroup(t *testing.T) {
 			t.Errorf("%v %s: held %v, want %v", tt.op.Kind, tt.op.Conn+tt.op.Peer, got, tt.want)
 		}
 	}
-	if early := in.Offer(time.Second - 1); len(early) != 0 {
+	if early := in.Offer(time.Second-1, nil); len(early) != 0 {
 		t.Fatalf("offers before the outage ended: %v", early)
 	}
-	heal := in.Offer(time.Second)
+	heal := in.Offer(time.Second, nil)
 	if len(heal) != 1 || heal[0].Kind != sched.Heal {
 		t.Fatalf("offers once the outage ended: %v", heal)
 	}
 	if e, err := in.Chose(heal[0], time.Second); err != nil || len(e.Cut) != 2 {
 		t.Fatalf("heal effect %+v %v", e, err)
+	}
+}
+
+// A reset is offered only for a node with a connection, names one of that
+// node's sockets (drawn from the seed), is withdrawn when the socket goes,
+// and tells the engine which socket to abort.
+func TestReset(t *testing.T) {
+	socks := []Sock{
+		{Node: "s1", Object: "sock:s1/0/fd5", Conn: "10.0.0.1:7000>10.0.0.4:40001"},
+		{Node: "s1", Object: "sock:s1/0/fd6", Conn: "10.0.0.1:7000>10.0.0.4:40002"},
+		{Node: "s2", Object: "sock:s2/0/fd5", Conn: "10.0.0.2:7000>10.0.0.4:40003"},
+	}
+	if o := New(plan(sched.Reset), nodes, 1).Offer(0, nil); len(o) != 0 {
+		t.Fatalf("reset offered with no connection: %v", o)
+	}
+	picked := map[string]bool{}
+	for seed := int64(0); seed < 40; seed++ {
+		in := New(plan(sched.Reset), nodes, seed)
+		o := in.Offer(0, socks)
+		if len(o) != 1 || o[0].Kind != sched.Reset {
+			t.Fatalf("seed %d: offer %v", seed, o)
+		}
+		i := slices.IndexFunc(socks, func(s Sock) bool { return s.Object == o[0].Object })
+		if i < 0 || socks[i].Node != o[0].Node || socks[i].Conn != o[0].Conn || o[0].Peer != "10.0.0.4:"+socks[i].Conn[len(socks[i].Conn)-5:] {
+			t.Fatalf("seed %d: %+v names no socket of its node", seed, *o[0])
+		}
+		picked[o[0].Object] = true
+		if again := New(plan(sched.Reset), nodes, seed).Offer(0, socks)[0]; *again != *o[0] {
+			t.Fatalf("seed %d: %v then %v", seed, o[0], again)
+		}
+		// The socket closes: the offer moves to another one.
+		rest := slices.DeleteFunc(slices.Clone(socks), func(s Sock) bool { return s.Object == o[0].Object })
+		if n := in.Offer(0, rest); len(n) != 1 || n[0].Object == o[0].Object {
+			t.Fatalf("seed %d: offered %v after its socket closed", seed, n)
+		}
+		e, err := in.Chose(in.Offer(0, socks)[0], 0)
+		if err != nil || e.Kind != sched.Reset || e.Sock == "" {
+			t.Fatalf("seed %d: effect %+v, %v", seed, e, err)
+		}
+		if o := in.Offer(0, socks); len(o) != 0 {
+			t.Fatalf("seed %d: budget spent, still offered %v", seed, o)
+		}
+	}
+	if len(picked) != len(socks) {
+		t.Fatalf("drew only %v", picked)
+	}
+}
+
+// A drift's rate lies within a tenth of the bound to all of it, either way,
+// and the quiet period ends it.
+func TestDriftBounds(t *testing.T) {
+	p := plan(sched.ClockDrift)
+	p.MaxDrift = 50_000
+	signs := map[bool]bool{}
+	for seed := int64(0); seed < 40; seed++ {
+		in := New(p, nodes, seed)
+		o := in.Offer(0, nil)[0]
+		if a := max(o.Delay, -o.Delay); a < 5_000 || a > 50_000 {
+			t.Fatalf("seed %d: drift %d ppm outside 5000-50000", seed, o.Delay)
+		}
+		signs[o.Delay > 0] = true
+		e, err := in.Chose(o, time.Second)
+		if err != nil || e.Drift != o.Delay || e.Node != o.Node {
+			t.Fatalf("seed %d: effect %+v, %v", seed, e, err)
+		}
+		rec := in.Recover()
+		if len(rec) != 1 || rec[0].Kind != sched.ClockDrift || rec[0].Drift != 0 || rec[0].Node != o.Node {
+			t.Fatalf("seed %d: recoveries %+v, want the drift ended", seed, rec)
+		}
+	}
+	if len(signs) != 2 {
+		t.Fatal("drifts went one way only")
+	}
+	if o := New(plan(sched.ClockDrift), nodes, 1).Offer(0, nil); len(o) != 0 {
+		t.Fatalf("drift offered with no bound: %v", o)
 	}
 }

@@ -347,6 +347,8 @@ func opLabel(r *sched.Record) string {
 		return fmt.Sprintf("advance +%v", time.Duration(op.Delay))
 	case op.Kind == sched.Pause:
 		return fmt.Sprintf("pause %v", time.Duration(op.Delay))
+	case op.Kind == sched.ClockDrift:
+		return fmt.Sprintf("drift %+.4g%%", float64(op.Delay)/1e4)
 	case op.Kind == sched.ClockJump:
 		return fmt.Sprintf("clock %+v", time.Duration(op.Delay))
 	case op.Kind.IsFault():

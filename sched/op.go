@@ -34,6 +34,13 @@ const (
 	Pause
 	// ClockJump moves a node's wall clock (a clock fault).
 	ClockJump
+	// ClockDrift makes a node's wall clock run fast or slow (a clock
+	// fault); its Delay is the rate in parts per million.
+	ClockDrift
+	// Reset aborts one TCP connection of a node: the peer sees
+	// ECONNRESET, the node ECONNABORTED, and the bytes in flight on it
+	// either way are lost.
+	Reset
 )
 
 var kindNames = [...]string{
@@ -55,6 +62,8 @@ var kindNames = [...]string{
 	Drop:        "drop",
 	Pause:       "pause",
 	ClockJump:   "clock",
+	ClockDrift:  "drift",
+	Reset:       "reset",
 }
 
 func (k Kind) String() string {
@@ -133,7 +142,8 @@ type Op struct {
 	// began) of the deadline it lets the clock run to.
 	At int64 `json:"at,omitempty"`
 	// Delay is an advance op's length: At minus the virtual time at which
-	// it was offered.
+	// it was offered. Fault ops use it for their size: an outage's or a
+	// pause's length, a clock jump, a drift's rate in parts per million.
 	Delay int64 `json:"delay,omitempty"`
 }
 

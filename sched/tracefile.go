@@ -93,6 +93,12 @@ func FormatRecord(r Record) string {
 		if r.Op.Delay > 0 {
 			peer += fmt.Sprintf(" for ≥%v", time.Duration(r.Op.Delay))
 		}
+	case r.Op.Kind == ClockDrift && r.Op.Delay == 0:
+		peer = "wall clock back in step"
+	case r.Op.Kind == ClockDrift:
+		peer = fmt.Sprintf("wall clock %+.4g%%", float64(r.Op.Delay)/1e4)
+	case r.Op.Kind == Reset:
+		peer = "aborts " + r.Op.Conn
 	case r.Op.Kind == Crash && r.Op.Delay > 0:
 		peer = fmt.Sprintf("down for ≥%v", time.Duration(r.Op.Delay))
 	}

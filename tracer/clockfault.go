@@ -21,9 +21,51 @@ func realtimeClock(id int32) bool {
 func (t *Tracer) readClock(ni *nodeInfo, id int32) (int64, bool) {
 	ns, ok := t.opts.Clock.Read(id)
 	if ok && ni != nil && realtimeClock(id) {
-		ns += int64(ni.clockOffset)
+		ns += int64(t.wallOffset(ni))
 	}
 	return ns, ok
+}
+
+// wallOffset is how far the node's wall clock is from the virtual clock
+// now: its skew and jumps, plus what its drift gained since it began.
+func (t *Tracer) wallOffset(ni *nodeInfo) time.Duration {
+	return ni.clockOffset + ni.driftGain + Drifted(time.Duration(t.now()-ni.driftFrom), ni.drift)
+}
+
+// Drifted is what a clock running ppm parts per million fast (slow when
+// negative) gains over d, truncated to the nanosecond.
+func Drifted(d time.Duration, ppm int64) time.Duration {
+	const m = 1_000_000
+	return d/m*time.Duration(ppm) + d%m*time.Duration(ppm)/m
+}
+
+// untilWall is the virtual time until a node's clock id reads abs (an
+// absolute deadline), given that it reads vnow now: a drifting wall clock
+// gets there sooner or later than the virtual clock.
+func (t *Tracer) untilWall(ni *nodeInfo, id int32, abs, vnow int64) int64 {
+	rel := abs - vnow
+	if ni == nil || ni.drift == 0 || !realtimeClock(id) || rel <= 0 {
+		return rel
+	}
+	return int64(float64(rel) / (1 + float64(ni.drift)/1e6))
+}
+
+// driftClock makes a node's wall clock run ppm parts per million fast (or
+// slow); 0 ends the drift and takes back what it gained, as a clock
+// disciplined again would.
+//
+// Precondition: runs on the tracer thread.
+func (t *Tracer) driftClock(node string, ppm int64) {
+	ni := t.nodes[node]
+	if ni == nil {
+		return
+	}
+	if ppm == 0 {
+		ni.driftGain = 0
+	} else {
+		ni.driftGain += Drifted(time.Duration(t.now()-ni.driftFrom), ni.drift)
+	}
+	ni.drift, ni.driftFrom = ppm, t.now()
 }
 
 // shiftClock moves a node's wall clock by d (a clock fault); its monotonic

@@ -199,7 +199,8 @@ func (t *Tracer) publishClocks() {
 	now := t.opts.Clock.Now()
 	for _, ni := range t.nodes {
 		pg := ni.clockPage
-		if pg == nil || (pg.published && pg.now == now && pg.offset == ni.clockOffset) {
+		off := t.wallOffset(ni)
+		if pg == nil || (pg.published && pg.now == now && pg.offset == off) {
 			continue
 		}
 		for id := int32(0); id < pageClockIDs; id++ {
@@ -209,7 +210,7 @@ func (t *Tracer) publishClocks() {
 			ns, _ := t.readClock(ni, id)
 			storeU64(pg.mem[pageValues+8*id:], uint64(ns))
 		}
-		pg.published, pg.now, pg.offset = true, now, ni.clockOffset
+		pg.published, pg.now, pg.offset = true, now, off
 	}
 }
 

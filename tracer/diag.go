@@ -59,24 +59,24 @@ func (d *diagSock) Close() error { return unix.Close(d.fd) }
 
 var errNoSocket = errors.New("no such socket")
 
-// rqueue returns the bytes waiting in the receive queue of the TCP socket
-// with this local and remote address.
-func (d *diagSock) rqueue(local, remote netip.AddrPort) (uint32, error) {
-	rq, _, err := d.lookup(local, remote)
-	return rq, err
-}
+// sock_diag message types.
+const (
+	sockDiagByFamily = 20
+	sockDestroy      = 21
+)
 
-// lookup returns the receive queue length and the TCP state of a socket.
-func (d *diagSock) lookup(local, remote netip.AddrPort) (uint32, uint8, error) {
+// diagRequest builds an exact sock_diag request (struct inet_diag_req_v2,
+// any state) for the IPv4 TCP socket with this local and remote address.
+func diagRequest(typ, flags uint16, local, remote netip.AddrPort) []byte {
 	const (
 		hdrLen = 16
-		reqLen = 56 // struct inet_diag_req_v2
+		reqLen = 56
 	)
 	req := make([]byte, hdrLen+reqLen)
 	ne := binary.NativeEndian
 	ne.PutUint32(req[0:], uint32(len(req)))
-	ne.PutUint16(req[4:], 20) // SOCK_DIAG_BY_FAMILY
-	ne.PutUint16(req[6:], unix.NLM_F_REQUEST)
+	ne.PutUint16(req[4:], typ)
+	ne.PutUint16(req[6:], flags)
 	ne.PutUint32(req[8:], 1)
 	r := req[hdrLen:]
 	r[0] = unix.AF_INET
@@ -90,6 +90,21 @@ func (d *diagSock) lookup(local, remote netip.AddrPort) (uint32, uint8, error) {
 	copy(id[20:24], r4[:])
 	ne.PutUint32(id[40:], 0xffffffff) // INET_DIAG_NOCOOKIE
 	ne.PutUint32(id[44:], 0xffffffff)
+	return req
+}
+
+// rqueue returns the bytes waiting in the receive queue of the TCP socket
+// with this local and remote address.
+func (d *diagSock) rqueue(local, remote netip.AddrPort) (uint32, error) {
+	rq, _, err := d.lookup(local, remote)
+	return rq, err
+}
+
+// lookup returns the receive queue length and the TCP state of a socket.
+func (d *diagSock) lookup(local, remote netip.AddrPort) (uint32, uint8, error) {
+	const hdrLen = 16
+	req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST, local, remote)
+	ne := binary.NativeEndian
 	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return 0, 0, err
 	}
@@ -109,7 +124,7 @@ func (d *diagSock) lookup(local, remote netip.AddrPort) (uint32, uint8, error) {
 			return 0, 0, unix.Errno(-errno)
 		}
 		return 0, 0, errNoSocket
-	case 20:
+	case sockDiagByFamily:
 		// struct inet_diag_msg: 4 bytes, sockid (48), expires, rqueue, ...
 		if n < hdrLen+60 {
 			return 0, 0, errors.New("short inet_diag_msg")

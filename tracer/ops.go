@@ -378,7 +378,7 @@ func (t *Tracer) onSleep(th *thread, nr int, a [6]uint64) bool {
 		}
 		rel, ok = t.readTimespec(th.tid, a[2])
 		if ok && a[1]&1 != 0 { // TIMER_ABSTIME
-			rel -= vnow
+			rel = t.untilWall(th.proc.node, int32(a[0]), rel, vnow)
 		}
 	}
 	if !ok {
@@ -407,7 +407,7 @@ func (t *Tracer) onTimedWait(th *thread, a [6]uint64) bool {
 			clk = unix.CLOCK_REALTIME
 		}
 		vnow, _ := t.readClock(th.proc.node, clk)
-		deadline = t.now() + (abs - vnow)
+		deadline = t.now() + t.untilWall(th.proc.node, clk, abs, vnow)
 	default:
 		return false
 	}
@@ -732,7 +732,10 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		}
 		t.cont(th, 0)
 	case sched.Send:
-		if t.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG {
+		// A socket that was reset or fully shut down fails the send in the
+		// kernel (ECONNRESET, EPIPE): let it, rather than capture bytes no
+		// one can receive.
+		if t.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG && !readyFd(p.fi.dup, unix.POLLERR|unix.POLLHUP) {
 			n, err := t.capture(p)
 			if err == nil {
 				r.Result = n

@@ -472,7 +472,7 @@ func (t *Tracer) arm(v *vtimer, s spec, abs bool) {
 	rel := s.value
 	if abs {
 		vnow, _ := t.readClock(v.proc.node, v.clock)
-		rel = s.value - vnow
+		rel = t.untilWall(v.proc.node, v.clock, s.value, vnow)
 	}
 	v.armed = true
 	v.expiry = t.now() + max(rel, 0)

@@ -61,6 +61,9 @@ type Options struct {
 	// placement to the kernel; the zero value pins to CPU 0.
 	CPU    int
 	Logger *slog.Logger
+	// Socks lists the nodes' connected TCP sockets in each State (for
+	// reset faults).
+	Socks bool
 	// Zygote forks the nodes when set (see Zygote); otherwise the tracer
 	// thread forks them itself, which is simpler but slows lockstep down
 	// while children are young.
@@ -135,6 +138,8 @@ type State struct {
 	Spinning []string
 	// ClockReads counts clock reads answered since the Tracer started.
 	ClockReads uint64
+	// Socks are the nodes' connected TCP sockets, with Options.Socks.
+	Socks []Sock
 }
 
 // Deadline is one pending virtual deadline and who waits for it.
@@ -218,6 +223,8 @@ type Stats struct {
 	// reach the peer; FinWaitsExpired those it waited for in vain (real
 	// time lost: connectWaitLimit each).
 	FinWaits, FinWaitsExpired int
+	// Resets counts connections a reset fault aborted.
+	Resets int
 	// Time spent, for the benchmark's breakdown: handling stops (register
 	// reads, decoding, call sites included), call sites alone, waiting for
 	// tracees to run (quiescence), the caller's decisions, releases.
@@ -239,7 +246,13 @@ type nodeInfo struct {
 	// clockOffset is how far the node's wall clock is from the cluster's
 	// (clock faults).
 	clockOffset time.Duration
-	clockPage   *clockPage // nil until a process of the node exec'd
+	// drift makes the wall clock gain this many parts per million of the
+	// virtual time since driftFrom (clock faults), on top of clockOffset
+	// and driftGain, what earlier drifts gained.
+	drift     int64
+	driftFrom int64
+	driftGain time.Duration
+	clockPage *clockPage // nil until a process of the node exec'd
 }
 
 // New starts a tracer thread. Close it to kill every tracee and free it.
@@ -1041,6 +1054,9 @@ func (t *Tracer) snapshot() State {
 	st := State{Live: len(t.threads), ClockReads: t.stats.ClockReads}
 	st.Exits, t.exits = t.exits, nil
 	st.Spinning = append([]string(nil), t.spinning...)
+	if t.opts.Socks {
+		st.Socks = t.socks()
+	}
 	ids := make([]uint64, 0, len(t.pending))
 	for id := range t.pending {
 		ids = append(ids, id)
@@ -1158,6 +1174,11 @@ type Action struct {
 	// Cuts tell the tracer that partitions now separate (or, with Heal, no
 	// longer separate) sets of node addresses.
 	Cuts []Cut
+	// Drifts make nodes' wall clocks run this many parts per million fast
+	// or slow; 0 ends a drift and takes back what it gained.
+	Drifts map[string]int64
+	// Reset aborts the connection with this Sock.Object (a reset fault).
+	Reset string
 }
 
 // Cut is a partition between two sets of addresses. While it lasts, the
@@ -1214,8 +1235,16 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			for node, d := range a.Clocks {
 				t.shiftClock(node, d)
 			}
+			for node, ppm := range a.Drifts {
+				t.driftClock(node, ppm)
+			}
 			for _, c := range a.Cuts {
 				t.applyCut(c)
+			}
+			if a.Reset != "" {
+				if err = t.resetSock(a.Reset); err != nil {
+					return
+				}
 			}
 			t.publishClocks()
 			if a.Launch != nil {

@@ -18,7 +18,11 @@ int main(int argc, char **argv)
 		write_all(fd, buf, size);
 		for (long got = 0; got < size;) {
 			ssize_t n = read(fd, buf + got, size - got);
-			if (n <= 0) {
+			if (n < 0) {
+				fprintf(stderr, "round %ld: read: %s\n", r, strerror(errno));
+				return 1;
+			}
+			if (n == 0) {
 				fprintf(stderr, "round %ld: connection closed\n", r);
 				return 1;
 			}

@@ -1,4 +1,5 @@
-/* pingpong_server PORT: echo server, one connection at a time. */
+/* pingpong_server PORT: echo server, one connection at a time; a broken
+ * connection (reset, aborted) is reported and the next one accepted. */
 #include "common.h"
 
 int main(int argc, char **argv)
@@ -15,8 +16,20 @@ int main(int argc, char **argv)
 		if (c < 0)
 			die("accept");
 		ssize_t n;
-		while ((n = read(c, buf, sizeof buf)) > 0)
-			write_all(c, buf, n);
+		int broken = 0;
+		while (!broken && (n = read(c, buf, sizeof buf)) > 0) {
+			for (ssize_t off = 0; off < n;) {
+				ssize_t w = write(c, buf + off, n - off);
+				if (w < 0) {
+					fprintf(stderr, "write: %s\n", strerror(errno));
+					broken = 1;
+					break;
+				}
+				off += w;
+			}
+		}
+		if (!broken && n < 0)
+			fprintf(stderr, "read: %s\n", strerror(errno));
 		close(c);
 	}
 }

@@ -1,0 +1,144 @@
+package tracer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sock is a connected TCP socket of a node, as a reset fault names it.
+type Sock struct {
+	Node string
+	// Object names it across runs: the logical process that holds it and
+	// the descriptor ("sock:db1/0/fd7"). Its ports, which the kernel
+	// draws at random, are not part of it.
+	Object string
+	// Conn is "local>peer", for humans.
+	Conn string
+}
+
+// socks lists the nodes' connected TCP sockets in a deterministic order
+// (process, then descriptor), each socket once although forked children
+// share it.
+//
+// Precondition: runs on the tracer thread.
+func (t *Tracer) socks() []Sock {
+	ps := make([]*process, 0, len(t.procs))
+	for _, p := range t.procs {
+		if !p.exited {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b *process) int {
+		if c := strings.Compare(a.node.name, b.node.name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.forkPath, b.forkPath)
+	})
+	var out []Sock
+	seen := map[string]bool{}
+	for _, p := range ps {
+		fds := make([]int, 0, len(p.fds))
+		for fd, fi := range p.fds {
+			if fi.kind == fdInet && fi.sockType == unix.SOCK_STREAM && !fi.listening && fi.peer.IsValid() && fi.local.IsValid() {
+				fds = append(fds, fd)
+			}
+		}
+		slices.Sort(fds)
+		for _, fd := range fds {
+			fi := p.fds[fd]
+			key := fi.outKey()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, Sock{Node: p.node.name, Object: "sock:" + p.node.name + "/" + p.forkPath + "/fd" + strconv.Itoa(fd), Conn: key})
+		}
+	}
+	return out
+}
+
+// resetSock aborts the connection a reset fault chose, as a middlebox's RST
+// would: the node's socket is destroyed through sock_diag (it sees
+// ECONNABORTED; the kernel sends an RST, so the peer sees ECONNRESET), and
+// the bytes lockstep holds in flight on it, either way, are lost. It waits
+// until the RST reached the peer, so what the peer's next call sees does
+// not depend on timing.
+//
+// Precondition: runs on the tracer thread.
+func (t *Tracer) resetSock(object string) error {
+	socks := t.socks()
+	i := slices.IndexFunc(socks, func(s Sock) bool { return s.Object == object })
+	if i < 0 {
+		return fmt.Errorf("reset: no connected socket %s", object)
+	}
+	s := socks[i]
+	ni := t.nodes[s.Node]
+	localS, peerS, _ := strings.Cut(s.Conn, ">")
+	local, err1 := netip.ParseAddrPort(localS)
+	peer, err2 := netip.ParseAddrPort(peerS)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("reset: bad connection %q", s.Conn)
+	}
+	for _, key := range []string{s.Conn, peerS + ">" + localS} {
+		c := t.conns[key]
+		if c == nil {
+			continue
+		}
+		for _, p := range c.queue {
+			t.dropPending(p)
+		}
+		c.queue, c.queued, c.blocked = nil, 0, false
+		// Its FIN, if a partition held it, is moot.
+		t.finsHeld = slices.DeleteFunc(t.finsHeld, func(x *conn) bool { return x == c })
+		if c.closing {
+			t.closeConn(c)
+		}
+	}
+	d, err := t.diagFor(ni)
+	if err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	if err := d.destroy(local, peer); err != nil {
+		if err == errNoSocket {
+			return nil // closed meanwhile: nothing left to reset
+		}
+		return fmt.Errorf("reset %s: %w", s.Conn, err)
+	}
+	t.stats.Resets++
+	if pn := t.byAddr[peer.Addr().Unmap()]; pn != nil {
+		t.finWaits = append(t.finWaits, finWait{node: pn, local: peer, remote: local, until: time.Now().Add(finWaitLimit)})
+	}
+	return nil
+}
+
+// destroy aborts the TCP socket with this local and remote address
+// (SOCK_DESTROY, the kernel's `ss -K`).
+func (d *diagSock) destroy(local, remote netip.AddrPort) error {
+	req := diagRequest(sockDestroy, unix.NLM_F_REQUEST|unix.NLM_F_ACK, local, remote)
+	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
+	n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
+	if err != nil {
+		return err
+	}
+	ne := binary.NativeEndian
+	if n < 20 || ne.Uint16(d.buf[4:]) != unix.NLMSG_ERROR {
+		return fmt.Errorf("unexpected sock_diag reply to SOCK_DESTROY")
+	}
+	switch errno := unix.Errno(-int32(ne.Uint32(d.buf[16:]))); errno {
+	case 0:
+		return nil
+	case unix.ENOENT:
+		return errNoSocket
+	default:
+		return errno
+	}
+}
