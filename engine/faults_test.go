@@ -364,3 +364,47 @@ func TestFaultDrift(t *testing.T) {
 		t.Fatal("no trial made the server's clock drift")
 	}
 }
+
+// A run into a directory an earlier run used starts every trial from empty
+// node directories: the server of restart-data counts its starts in a file
+// of its {{tmp}}, and the second run counts from 1 again, with the same
+// schedule.
+func TestRerunSameDirectory(t *testing.T) {
+	requireTrials(t)
+	spec, err := LoadSpec(repoPath("testdata", "specs", "faults", "restart-data.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	var runs [2]*Summary
+	var outputs [2][]string
+	for i := range runs {
+		if runs[i], err = Run(context.Background(), spec, RunOptions{Trials: 3, OutDir: out, TraceAll: true}); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs[i].Results {
+			b, err := os.ReadFile(filepath.Join(r.Dir, "server.out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			outputs[i] = append(outputs[i], string(b))
+		}
+	}
+	for i, a := range runs[0].Results {
+		b := runs[1].Results[i]
+		ra, rb := traceRecords(t, a), traceRecords(t, b)
+		if a.Outcome.Kind != b.Outcome.Kind || len(ra) != len(rb) {
+			t.Fatalf("trial %d: %v in %d ops, then %v in %d ops", i, a.Outcome, len(ra), b.Outcome, len(rb))
+		}
+		if outputs[0][i] != outputs[1][i] || !strings.HasPrefix(outputs[1][i], "start 1\n") {
+			t.Fatalf("trial %d: server output %q, then %q; want the same, from its first start", i, outputs[0][i], outputs[1][i])
+		}
+	}
+	// A replay into the run's own directory would clear the trace it reads.
+	if _, err := Replay(context.Background(), runs[1].Results[0].TracePath, out); err == nil || !strings.Contains(err.Error(), "would delete the trace") {
+		t.Fatalf("replay into the trace's own trial directory: %v", err)
+	}
+	if _, err := os.Stat(runs[1].Results[0].TracePath); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -25,7 +25,10 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 	spec := j.spec
 	start := time.Now()
 	res := &TrialResult{Index: index, Seed: seed}
-	res.Dir = filepath.Join(j.outDir, "trials", fmt.Sprintf("%05d", index))
+	res.Dir = trialDir(j.outDir, index)
+	if err := os.RemoveAll(res.Dir); err != nil {
+		return nil, fmt.Errorf("clearing %s: %w", res.Dir, err)
+	}
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
@@ -92,6 +93,13 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 	}
 	if outDir == "" {
 		outDir = filepath.Join(filepath.Dir(tracePath), "replay")
+	}
+	// The replay's trial directory is cleared first (see runTrial): it
+	// must not hold the trace.
+	if dir, err := filepath.Abs(trialDir(outDir, tr.Header.Trial)); err == nil {
+		if abs, err := filepath.Abs(tracePath); err == nil && strings.HasPrefix(abs, dir+string(filepath.Separator)) {
+			return nil, fmt.Errorf("replaying into %s would delete the trace %s: choose another output directory", outDir, tracePath)
+		}
 	}
 	j, err := newJob(ctx, spec, 0, outDir, nil)
 	if err != nil {

@@ -135,11 +135,22 @@ type Trial struct {
 	outcome *Outcome
 }
 
+// trialDir is where trial index of a run into out keeps its files.
+func trialDir(out string, index int) string {
+	return filepath.Join(out, "trials", fmt.Sprintf("%05d", index))
+}
+
 func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error) {
 	spec := j.spec
 	start := time.Now()
 	res := &TrialResult{Index: p.index, Seed: p.seed}
-	res.Dir = filepath.Join(j.outDir, "trials", fmt.Sprintf("%05d", p.index))
+	res.Dir = trialDir(j.outDir, p.index)
+	// A trial starts from empty node directories: what an earlier run into
+	// the same directory left (a Redis dump.rdb, an etcd WAL) would make
+	// the same seed take another path.
+	if err := os.RemoveAll(res.Dir); err != nil {
+		return nil, fmt.Errorf("clearing %s: %w", res.Dir, err)
+	}
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return nil, err
 	}
