@@ -135,6 +135,16 @@ type Trial struct {
 	outcome *Outcome
 }
 
+// isHost reports whether a node of the cluster has the address.
+func (j *job) isHost(a netip.Addr) bool {
+	for _, n := range j.spec.Nodes {
+		if nd := j.cluster.Node(n.Name); nd != nil && nd.Addr == a {
+			return true
+		}
+	}
+	return false
+}
+
 // trialDir is where trial index of a run into out keeps its files.
 func trialDir(out string, index int) string {
 	return filepath.Join(out, "trials", fmt.Sprintf("%05d", index))
@@ -163,6 +173,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		Clock:      clk,
 		Random:     func(node string) io.Reader { return vclock.NewRandom(p.seed, node) },
 		Gated:      func(a netip.Addr) bool { return subnet.Contains(a) },
+		Host:       j.isHost,
 		Capture:    true,
 		CPU:        j.cpu,
 		SiteFrames: p.frames,

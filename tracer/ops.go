@@ -28,10 +28,13 @@ type pendingOp struct {
 	// immediate: a zero timeout (poll) or a non-blocking socket; the op
 	// cannot block whatever the state.
 	immediate bool
-	probe     []unix.PollFd
-	chunk     *chunk // for deliveries
-	causes    []uint64
-	dropped   bool
+	// silent: a connect to an address on the cluster's subnet that no node
+	// has; no one will answer (see silentConnect).
+	silent  bool
+	probe   []unix.PollFd
+	chunk   *chunk // for deliveries
+	causes  []uint64
+	dropped bool
 }
 
 func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64) *pendingOp {
@@ -241,6 +244,12 @@ func (t *Tracer) onSeccomp(th *thread) {
 			po.op.Peer = ap.String()
 			po.op.Object = "listen:" + ap.String()
 			po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
+			if t.opts.Host != nil && !t.opts.Host(ap.Addr().Unmap()) {
+				po.silent = true
+				if !po.immediate && clock != nil {
+					po.deadline = t.now() + int64(silentConnect)
+				}
+			}
 			return
 		}
 	case unix.SYS_ACCEPT, unix.SYS_ACCEPT4:
@@ -682,7 +691,9 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 			return false
 		}
 		return !c.blocked || readyFd(c.dup, unix.POLLOUT)
-	case sched.Connect, sched.Close, sched.Shutdown:
+	case sched.Connect:
+		return p.deadline < 0 || p.deadline <= t.now()
+	case sched.Close, sched.Shutdown:
 		return true
 	case sched.Accept, sched.Recv:
 		if p.immediate {
@@ -769,6 +780,11 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		}
 		t.cont(th, 0)
 	case sched.Connect:
+		if p.silent {
+			t.fake(th, -int64(unix.EHOSTUNREACH))
+			r.Result = -int64(unix.EHOSTUNREACH)
+			return r, nil
+		}
 		t.connects[p.op.Object] = append(t.connects[p.op.Object], id)
 		if p.fi != nil && p.fi.dup >= 0 {
 			peer, _ := netip.ParseAddrPort(p.op.Peer)
@@ -797,6 +813,14 @@ func (t *Tracer) release(id uint64) (Released, error) {
 	}
 	return r, nil
 }
+
+// silentConnect is how long, in virtual time, a blocking connect to an
+// address on the subnet that no node has takes to fail with EHOSTUNREACH:
+// Linux gives up after three unanswered ARP probes a second apart. Left to
+// the kernel it would take that long in real time, beyond any schedule.
+// A non-blocking one fails at once, as it does once the kernel's neighbour
+// entry has failed.
+const silentConnect = 3 * time.Second
 
 // connectWaitLimit bounds how long lockstep waits, in real time, for a
 // handshake between two nodes; past it (a partition, a dead peer) the

@@ -39,6 +39,11 @@ type Options struct {
 	// Gated reports whether traffic with this peer address is inter-node
 	// (gated and scheduled). Nil gates every non-loopback address.
 	Gated func(peer netip.Addr) bool
+	// Host reports whether a node of the cluster has this (gated)
+	// address. A connect to a gated address no node has fails with
+	// EHOSTUNREACH (see silentConnect). Nil: every gated address may be
+	// a node's.
+	Host func(addr netip.Addr) bool
 	// Capture turns sends on gated TCP sockets into messages in flight,
 	// delivered later as their own ops (DESIGN.md "Messages in flight").
 	Capture bool

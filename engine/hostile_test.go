@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The hostile-program suite: programs that misbehave as nodes, each
+// classified as what it did (never as lockstep's trouble, never as another
+// kind of bug) and leaving no process behind.
+func TestHostilePrograms(t *testing.T) {
+	requireTrials(t)
+	for _, tt := range []struct {
+		spec   string
+		want   OutcomeKind
+		detail string            // in the outcome's detail
+		out    map[string]string // node output file → a line it must hold
+	}{
+		{"spin", Livelock, "client/0/t0 kept running without reaching a gated syscall", nil},
+		{"bomb", Pass, "", map[string]string{"client.out": "bomb of 511 processes done"}},
+		{"daemon", Pass, "", map[string]string{"client.out": "daemonized"}},
+		{"chain", Pass, "", map[string]string{"client.out": "end of the chain"}},
+		{"crash", ClientFailed, "segmentation fault", nil},
+		{"closefds", Pass, "", map[string]string{"client.out": "closing everything"}},
+		{"sockets", Pass, "", map[string]string{"client.out": "10000 sockets open"}},
+		{"portclash", NodeCrashed, "server/0 exited with code 1", map[string]string{"server.err": "second listener: Address already in use"}},
+		{"killparent", Pass, "", map[string]string{"client.out": "still here"}},
+		{"unreachable", Pass, "", map[string]string{"client.out": "10.77.0.99 No route to host after 3000ms\n192.0.2.1 Network is unreachable after 0ms"}},
+	} {
+		t.Run(tt.spec, func(t *testing.T) {
+			spec, err := LoadSpec(repoPath("testdata", "specs", "hostile", tt.spec+".yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := Run(context.Background(), spec, RunOptions{Trials: 1, OutDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := sum.Results[0]
+			if r.Outcome.Kind != tt.want || !strings.Contains(r.Outcome.Detail, tt.detail) {
+				t.Fatalf("outcome %v, want %s (%q)", r.Outcome, tt.want, tt.detail)
+			}
+			for file, want := range tt.out {
+				b, err := os.ReadFile(filepath.Join(r.Dir, file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(b), want) {
+					t.Fatalf("%s: %q, want %q in it", file, b, want)
+				}
+			}
+			// Nothing of the trial runs on: a daemon's argv names its node's
+			// directory, so no process may mention the trial's.
+			if left := processesMentioning(r.Dir); len(left) > 0 {
+				t.Fatalf("left running: %v", left)
+			}
+		})
+	}
+}
+
+// processesMentioning lists the command lines that contain s.
+func processesMentioning(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}

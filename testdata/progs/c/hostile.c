@@ -1,0 +1,125 @@
+/* hostile MODE [ARG...]: programs that misbehave, for the hostile-program
+ * suite (engine/hostile_test.go). Modes:
+ *   spin                 burn the CPU without a syscall, forever
+ *   bomb DEPTH           a binary tree of forks DEPTH deep (2^DEPTH - 1
+ *                        processes), each living 10 ms; the root waits
+ *   daemon MARKER        double fork and setsid; the daemon (whose argv
+ *                        keeps MARKER) sleeps forever; the parent exits 0
+ *   chain N              exec itself N times, then exit 0
+ *   crash                dereference NULL
+ *   closefds             close every descriptor, stdio included; exit 0
+ *   sockets N            open N TCP sockets and keep them; exit 0
+ *   portclash PORT       listen on PORT, then a child tries to as well
+ *                        and reports EADDRINUSE; exit 1 */
+#include "common.h"
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+/* bomb forks the subtree below one process of the tree and waits for it. */
+static void bomb(int depth)
+{
+	if (depth <= 1) {
+		msleep(10);
+		return;
+	}
+	pid_t kids[2];
+	for (int i = 0; i < 2; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			bomb(depth - 1);
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		if (kids[i] > 0)
+			waitpid(kids[i], NULL, 0);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2) {
+		fprintf(stderr, "usage: hostile MODE [ARG...]\n");
+		return 2;
+	}
+	const char *mode = argv[1];
+	if (!strcmp(mode, "spin")) {
+		printf("spinning\n");
+		for (volatile unsigned long i = 0;; i++)
+			;
+	}
+	if (!strcmp(mode, "bomb") && argc == 3) {
+		int depth = atoi(argv[2]);
+		bomb(depth);
+		printf("bomb of %d processes done\n", (1 << depth) - 1);
+		return 0;
+	}
+	if (!strcmp(mode, "daemon") && argc == 3) {
+		if (fork() == 0) {
+			setsid();
+			if (fork() == 0) {
+				for (int fd = 0; fd < 3; fd++)
+					close(fd);
+				for (;;)
+					pause();
+			}
+			_exit(0);
+		}
+		wait(NULL);
+		printf("daemonized\n");
+		return 0;
+	}
+	if (!strcmp(mode, "chain") && argc == 3) {
+		int n = atoi(argv[2]);
+		if (n == 0) {
+			printf("end of the chain\n");
+			return 0;
+		}
+		char next[16];
+		snprintf(next, sizeof next, "%d", n - 1);
+		execl("/proc/self/exe", argv[0], "chain", next, (char *)NULL);
+		die("exec");
+	}
+	if (!strcmp(mode, "crash")) {
+		printf("crashing\n");
+		volatile int *p = NULL;
+		return *p;
+	}
+	if (!strcmp(mode, "closefds")) {
+		printf("closing everything\n");
+		for (int fd = 0; fd < 1024; fd++)
+			close(fd);
+		return 0;
+	}
+	if (!strcmp(mode, "sockets") && argc == 3) {
+		int n = atoi(argv[2]);
+		struct rlimit rl = { n + 64, n + 64 };
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			die("setrlimit");
+		for (int i = 0; i < n; i++)
+			if (socket(AF_INET, SOCK_STREAM, 0) < 0)
+				die("socket");
+		printf("%d sockets open\n", n);
+		return 0;
+	}
+	if (!strcmp(mode, "portclash") && argc == 3) {
+		int l = listen_on(argv[2]);
+		pid_t p = fork();
+		if (p == 0) {
+			struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(atoi(argv[2])) };
+			int fd = socket(AF_INET, SOCK_STREAM, 0);
+			if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+				fprintf(stderr, "second listener: %s\n", strerror(errno));
+				_exit(1);
+			}
+			_exit(0);
+		}
+		int st;
+		waitpid(p, &st, 0);
+		close(l);
+		return WIFEXITED(st) && WEXITSTATUS(st) == 1 ? 1 : 3;
+	}
+	fprintf(stderr, "hostile: bad mode or arguments\n");
+	return 2;
+}
