@@ -180,6 +180,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		Logger:     j.log,
 		Zygote:     j.zygote,
 		Socks:      slices.Contains(spec.Faults.Kinds, sched.Reset),
+		Serialize:  true,
 	})
 	defer tr.Close()
 

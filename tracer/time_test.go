@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
+	"golang.org/x/sys/unix"
 )
 
 // seededRandom is a per-node deterministic stream, as vclock provides.
@@ -239,5 +240,34 @@ func TestNodeCannotKillLockstep(t *testing.T) {
 	// one does not exist.
 	if out := h.output("n"); !strings.Contains(out, "getppid=0 ") || !strings.HasSuffix(out, "still here\n") {
 		t.Fatalf("the node saw a parent: %q", out)
+	}
+}
+
+// With Serialize a node's process runs under SCHED_RR (its threads and
+// children inherit it); without, under the default policy.
+func TestSerialize(t *testing.T) {
+	for _, serialize := range []bool{false, true} {
+		h := newHarness(t, Options{Clock: &testClock{}, Serialize: serialize})
+		f, err := os.Create(filepath.Join(h.dir, "n.out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := h.tr.Launch(LaunchConfig{Node: "n", Argv: []string{bin(t, "c", "clock_sleep"), "1"}, Stdout: f, Stderr: f})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		attr, err := unix.SchedGetAttr(pid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint32(unix.SCHED_NORMAL)
+		if serialize {
+			want = unix.SCHED_RR
+		}
+		if attr.Policy != want {
+			t.Errorf("Serialize %v: policy %d, want %d", serialize, attr.Policy, want)
+		}
+		h.tr.Close()
 	}
 }

@@ -66,6 +66,15 @@ type Options struct {
 	// placement to the kernel; the zero value pins to CPU 0.
 	CPU    int
 	Logger *slog.Logger
+	// Serialize runs every traced thread under SCHED_RR at priority 1 (on
+	// the CPU of CPU): a thread that wakes another runs on until it blocks,
+	// stops or has used a 100 ms slice, and the woken one waits its turn,
+	// so the threads of a Go or JVM process interleave in an order their
+	// own actions set rather than real time, as under rr on one core. Under
+	// the default policy the kernel preempts on wake-up by timing, and the
+	// same schedule took other paths through a runtime's threads (2 in 3
+	// replays of a Redis failure with Go clients diverged).
+	Serialize bool
 	// Socks lists the nodes' connected TCP sockets in each State (for
 	// reset faults).
 	Socks bool
@@ -450,6 +459,11 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		set.Set(t.opts.CPU)
 		if err := unix.SchedSetaffinity(pid, &set); err != nil {
 			return abort(fmt.Errorf("pinning node %s to CPU %d: %w", cfg.Node, t.opts.CPU, err))
+		}
+	}
+	if t.opts.Serialize {
+		if err := unix.SchedSetAttr(pid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}, 0); err != nil {
+			t.log.Warn("threads not serialized: replays of multi-threaded runtimes may diverge", "node", cfg.Node, "err", err)
 		}
 	}
 	if cfg.Cgroup != "" {
