@@ -14,7 +14,7 @@ import (
 )
 
 // faultKinds are the injections a spec may name.
-var faultKinds = map[string]sched.Kind{"crash": sched.Crash, "partition": sched.Partition, "pause": sched.Pause, "clock": sched.ClockJump, "drift": sched.ClockDrift, "reset": sched.Reset}
+var faultKinds = map[string]sched.Kind{"crash": sched.Crash, "partition": sched.Partition, "pause": sched.Pause, "clock": sched.ClockJump, "drift": sched.ClockDrift, "reset": sched.Reset, "drop": sched.Drop}
 
 // defaultMaxDrift bounds a drift fault unless the spec says otherwise:
 // 10 %, far beyond what a quartz clock does (under 0.01 %), because the
@@ -44,12 +44,12 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 				return err
 			}
 			if len(names) == 0 {
-				return d.errf(q.value, f, "must name at least one of crash, partition, pause, clock, drift, reset")
+				return d.errf(q.value, f, "must name at least one of crash, partition, pause, clock, drift, reset, drop")
 			}
 			for _, name := range names {
 				k, ok := faultKinds[name]
 				if !ok {
-					return d.errf(q.value, f, "unknown fault %q (want crash, partition, pause, clock, drift or reset; restart and heal follow them)", name)
+					return d.errf(q.value, f, "unknown fault %q (want crash, partition, pause, clock, drift, reset or drop; restart and heal follow them)", name)
 				}
 				if !slices.Contains(plan.Kinds, k) {
 					plan.Kinds = append(plan.Kinds, k)

@@ -362,6 +362,8 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 		return tracer.Action{Drifts: map[string]int64{e.Node: e.Drift}}, nil
 	case sched.Reset:
 		return tracer.Action{Reset: e.Sock}, nil
+	case sched.Drop:
+		return tracer.Action{Drop: e.Datagram}, nil
 	case sched.Restart:
 		t.restarts = append(t.restarts, e.Node)
 	case sched.Partition:
@@ -376,6 +378,31 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Heal: true}}}, nil
 	}
 	return tracer.Action{}, nil
+}
+
+// targets are what a reset or a drop fault may hit now: the connected
+// sockets and the datagrams in flight. Pending ops are in ID order, so the
+// datagrams are too.
+func (t *Trial) targets(st *tracer.State) faults.Targets {
+	var tg faults.Targets
+	for _, s := range st.Socks {
+		tg.Socks = append(tg.Socks, faults.Sock{Node: s.Node, Object: s.Object, Conn: s.Conn})
+	}
+	for _, o := range st.Pending {
+		if o.Kind == sched.Deliver && o.Syscall == tracer.DatagramSyscall {
+			tg.Datagrams = append(tg.Datagrams, faults.Datagram{ID: o.ID, From: o.Node, To: t.nodeOf(addrOf(o.Peer)), Conn: o.Conn})
+		}
+	}
+	return tg
+}
+
+// addrOf is the address of "ip:port", the zero Addr when it is not one.
+func addrOf(s string) netip.Addr {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
 }
 
 // nodeAddrs are the nodes' addresses.
@@ -466,11 +493,7 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		choices = append(ready[:len(ready):len(ready)], adv)
 	}
 	if t.faults != nil {
-		var socks []faults.Sock
-		for _, s := range st.Socks {
-			socks = append(socks, faults.Sock{Node: s.Node, Object: s.Object, Conn: s.Conn})
-		}
-		if fs := t.faults.Offer(now, socks); len(fs) > 0 {
+		if fs := t.faults.Offer(now, t.targets(st)); len(fs) > 0 {
 			choices = append(choices[:len(choices):len(choices)], fs...)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,6 +76,24 @@ type Effect struct {
 	Drift int64
 	// Sock is the Sock.Object of the connection a reset aborts.
 	Sock string
+	// Datagram is the deliver op ID of the datagram a drop discards.
+	Datagram uint64
+}
+
+// Targets are what a reset or a drop may hit at a step.
+type Targets struct {
+	// Socks are the nodes' connected TCP sockets (for resets).
+	Socks []Sock
+	// Datagrams are the UDP datagrams in flight (for drops).
+	Datagrams []Datagram
+}
+
+// Datagram is a UDP datagram in flight: the ID of its deliver op, the
+// nodes that sent it and will receive it.
+type Datagram struct {
+	ID       uint64
+	From, To string
+	Conn     string // "src>dst", for humans
 }
 
 // Sock is a node's connected TCP socket, which a reset may abort.
@@ -103,9 +122,10 @@ type Injector struct {
 	drifts  map[string]bool          // nodes whose wall clocks drift
 	quiet   bool
 
-	socks []Sock    // the connections a reset may abort, at this step
-	offer *sched.Op // the injection on offer
-	recov map[string]*sched.Op
+	socks  []Sock     // the connections a reset may abort, at this step
+	dgrams []Datagram // the datagrams a drop may discard, at this step
+	offer  *sched.Op  // the injection on offer
+	recov  map[string]*sched.Op
 	// until is when the recovery of a fault in force is first offered,
 	// keyed like recov.
 	until  map[string]time.Duration
@@ -135,9 +155,9 @@ func (in *Injector) op(kind sched.Kind, node, object string) *sched.Op {
 // most one injection (its kind and target drawn from the seed, kept until
 // chosen or no longer possible, so priority strategies see one pending op)
 // and one recovery op per fault in force. socks are the connections a
-// reset may abort now (nil when the plan has no reset).
-func (in *Injector) Offer(now time.Duration, socks []Sock) []*sched.Op {
-	in.socks = socks
+// reset may abort and the datagrams a drop may discard now.
+func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
+	in.socks, in.dgrams = tg.Socks, tg.Datagrams
 	var out []*sched.Op
 	if !in.quiet && in.budget > 0 && now >= in.plan.From && now < in.plan.Until {
 		if in.offer == nil || !in.possible(in.offer) {
@@ -188,9 +208,18 @@ func (in *Injector) possible(o *sched.Op) bool {
 			return slices.ContainsFunc(in.socks, func(s Sock) bool { return s.Node == o.Node })
 		}
 		return slices.ContainsFunc(in.socks, func(s Sock) bool { return s.Object == o.Object })
+	case sched.Drop:
+		if o.Object == "" { // any datagram from or to the node
+			return slices.ContainsFunc(in.dgrams, func(d Datagram) bool { return d.From == o.Node || d.To == o.Node })
+		}
+		return slices.ContainsFunc(in.dgrams, func(d Datagram) bool { return dropObject(d.ID) == o.Object })
 	}
 	return false
 }
+
+// dropObject names a datagram by its deliver op's ID, which is the same in
+// every run of the schedule.
+func dropObject(id uint64) string { return "datagram:" + strconv.FormatUint(id, 10) }
 
 func (in *Injector) draw() *sched.Op {
 	type cand struct {
@@ -232,6 +261,20 @@ func (in *Injector) draw() *sched.Op {
 	}
 	if c.kind == sched.Pause {
 		o.Delay = int64(in.upTo(in.plan.MaxPause))
+	}
+	if c.kind == sched.Drop {
+		var mine []Datagram
+		for _, d := range in.dgrams {
+			if d.From == c.node || d.To == c.node {
+				mine = append(mine, d)
+			}
+		}
+		d := mine[in.r.IntN(len(mine))]
+		o.Object, o.Conn, o.At = dropObject(d.ID), d.Conn, 0
+		if _, peer, ok := strings.Cut(d.Conn, ">"); ok {
+			o.Peer = peer
+		}
+		o.Delay = int64(d.ID)
 	}
 	if c.kind == sched.Reset {
 		var mine []Sock
@@ -277,6 +320,9 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 	case sched.Reset:
 		in.budget--
 		e.Sock = o.Object
+	case sched.Drop:
+		in.budget--
+		e.Datagram = uint64(o.Delay)
 	case sched.Restart:
 		delete(in.crashed, o.Node)
 		delete(in.recov, "restart:"+o.Node)

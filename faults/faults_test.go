@@ -25,17 +25,17 @@ func addrs(a netip.Addr) string {
 // target come from the seed, and the budget ends the offers.
 func TestOfferAndBudget(t *testing.T) {
 	in := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, 1)
-	a := in.Offer(0, nil)
+	a := in.Offer(0, Targets{})
 	if len(a) != 1 || a[0].LPID != "fault" || !a[0].Kind.IsFault() {
 		t.Fatalf("offer %v", a)
 	}
-	if b := in.Offer(5*ms, nil); len(b) != 1 || b[0] != a[0] {
+	if b := in.Offer(5*ms, Targets{}); len(b) != 1 || b[0] != a[0] {
 		t.Fatalf("offer changed: %v then %v", a, b)
 	}
 	if _, err := in.Chose(a[0], 0); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range in.Offer(0, nil) {
+	for _, o := range in.Offer(0, Targets{}) {
 		if o.Kind == sched.Crash || o.Kind == sched.Partition || o.Kind == sched.Pause {
 			t.Fatalf("budget spent, still offered %v", o)
 		}
@@ -43,9 +43,9 @@ func TestOfferAndBudget(t *testing.T) {
 	kinds := map[sched.Kind]bool{}
 	targets := map[string]bool{}
 	for seed := int64(0); seed < 60; seed++ {
-		o := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, nil)[0]
+		o := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, Targets{})[0]
 		kinds[o.Kind], targets[o.Node] = true, true
-		if again := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, nil)[0]; *again != *o {
+		if again := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, Targets{})[0]; *again != *o {
 			t.Fatalf("seed %d: %v then %v", seed, o, again)
 		}
 	}
@@ -62,7 +62,7 @@ func TestWindow(t *testing.T) {
 		now  time.Duration
 		want int
 	}{{0, 0}, {100 * ms, 1}, {199 * ms, 1}, {200 * ms, 0}} {
-		if got := len(in.Offer(tt.now, nil)); got != tt.want {
+		if got := len(in.Offer(tt.now, Targets{})); got != tt.want {
 			t.Errorf("at %v: %d offers, want %d", tt.now, got, tt.want)
 		}
 	}
@@ -74,13 +74,13 @@ func TestCrashRestartQuiet(t *testing.T) {
 	p := plan(sched.Crash)
 	p.Budget = 2
 	in := New(p, nodes, 3)
-	c := in.Offer(0, nil)[0]
+	c := in.Offer(0, Targets{})[0]
 	e, err := in.Chose(c, 0)
 	if err != nil || e.Kind != sched.Crash || !in.Crashed(c.Node) {
 		t.Fatalf("crash: %v %v", e, err)
 	}
 	var restart *sched.Op
-	for _, o := range in.Offer(0, nil) {
+	for _, o := range in.Offer(0, Targets{}) {
 		if o.Kind == sched.Restart {
 			restart = o
 		}
@@ -98,7 +98,7 @@ func TestCrashRestartQuiet(t *testing.T) {
 	if len(rec) != 1 || rec[0].Kind != sched.Restart || rec[0].Node != c.Node || in.Crashed(c.Node) {
 		t.Fatalf("recover: %v", rec)
 	}
-	if o := in.Offer(p.Until, nil); len(o) != 0 {
+	if o := in.Offer(p.Until, Targets{}); len(o) != 0 {
 		t.Fatalf("offers in the quiet period: %v", o)
 	}
 }
@@ -128,7 +128,7 @@ func TestHolds(t *testing.T) {
 			t.Errorf("%v %s: held %v, want %v", tt.op.Kind, tt.op.Conn+tt.op.Peer, got, tt.want)
 		}
 	}
-	heal := in.Offer(0, nil)
+	heal := in.Offer(0, Targets{})
 	if len(heal) != 1 || heal[0].Kind != sched.Heal {
 		t.Fatalf("offers while cut: %v", heal)
 	}
@@ -140,7 +140,7 @@ func TestHolds(t *testing.T) {
 	}
 
 	in = New(plan(sched.Pause), nodes, 1)
-	pause := in.Offer(0, nil)[0]
+	pause := in.Offer(0, Targets{})[0]
 	if pause.Delay < int64(100*ms) || pause.Delay > int64(time.Second) {
 		t.Fatalf("pause of %v, want 100ms..1s", time.Duration(pause.Delay))
 	}
@@ -168,7 +168,7 @@ func TestOutage(t *testing.T) {
 		p := plan(kind)
 		p.MaxOutage = 2 * time.Second
 		in := New(p, nodes, 5)
-		o := in.Offer(100*ms, nil)[0]
+		o := in.Offer(100*ms, Targets{})[0]
 		d := time.Duration(o.Delay)
 		if d < 200*ms || d > 2*time.Second {
 			t.Fatalf("%v: outage %v, want 200ms..2s", kind, d)
@@ -177,13 +177,13 @@ func TestOutage(t *testing.T) {
 			t.Fatal(err)
 		}
 		end := 100*ms + d
-		if offers := in.Offer(end-1, nil); len(offers) != 0 {
+		if offers := in.Offer(end-1, Targets{}); len(offers) != 0 {
 			t.Fatalf("%v: recovery offered during the outage: %v", kind, offers)
 		}
 		if got, ok := in.Deadline(100 * ms); !ok || got != end {
 			t.Fatalf("%v: deadline %v %v, want the outage's end %v", kind, got, ok, end)
 		}
-		if offers := in.Offer(end, nil); len(offers) != 1 || (offers[0].Kind != sched.Restart && offers[0].Kind != sched.Heal) {
+		if offers := in.Offer(end, Targets{}); len(offers) != 1 || (offers[0].Kind != sched.Restart && offers[0].Kind != sched.Heal) {
 			t.Fatalf("%v: at the outage's end: %v", kind, offers)
 		}
 	}
@@ -213,10 +213,10 @@ func TestPartitionGroup(t *testing.T) {
 			t.Errorf("%v %s: held %v, want %v", tt.op.Kind, tt.op.Conn+tt.op.Peer, got, tt.want)
 		}
 	}
-	if early := in.Offer(time.Second-1, nil); len(early) != 0 {
+	if early := in.Offer(time.Second-1, Targets{}); len(early) != 0 {
 		t.Fatalf("offers before the outage ended: %v", early)
 	}
-	heal := in.Offer(time.Second, nil)
+	heal := in.Offer(time.Second, Targets{})
 	if len(heal) != 1 || heal[0].Kind != sched.Heal {
 		t.Fatalf("offers once the outage ended: %v", heal)
 	}
@@ -234,13 +234,13 @@ func TestReset(t *testing.T) {
 		{Node: "s1", Object: "sock:s1/0/fd6", Conn: "10.0.0.1:7000>10.0.0.4:40002"},
 		{Node: "s2", Object: "sock:s2/0/fd5", Conn: "10.0.0.2:7000>10.0.0.4:40003"},
 	}
-	if o := New(plan(sched.Reset), nodes, 1).Offer(0, nil); len(o) != 0 {
+	if o := New(plan(sched.Reset), nodes, 1).Offer(0, Targets{}); len(o) != 0 {
 		t.Fatalf("reset offered with no connection: %v", o)
 	}
 	picked := map[string]bool{}
 	for seed := int64(0); seed < 40; seed++ {
 		in := New(plan(sched.Reset), nodes, seed)
-		o := in.Offer(0, socks)
+		o := in.Offer(0, Targets{Socks: socks})
 		if len(o) != 1 || o[0].Kind != sched.Reset {
 			t.Fatalf("seed %d: offer %v", seed, o)
 		}
@@ -249,19 +249,19 @@ func TestReset(t *testing.T) {
 			t.Fatalf("seed %d: %+v names no socket of its node", seed, *o[0])
 		}
 		picked[o[0].Object] = true
-		if again := New(plan(sched.Reset), nodes, seed).Offer(0, socks)[0]; *again != *o[0] {
+		if again := New(plan(sched.Reset), nodes, seed).Offer(0, Targets{Socks: socks})[0]; *again != *o[0] {
 			t.Fatalf("seed %d: %v then %v", seed, o[0], again)
 		}
 		// The socket closes: the offer moves to another one.
 		rest := slices.DeleteFunc(slices.Clone(socks), func(s Sock) bool { return s.Object == o[0].Object })
-		if n := in.Offer(0, rest); len(n) != 1 || n[0].Object == o[0].Object {
+		if n := in.Offer(0, Targets{Socks: rest}); len(n) != 1 || n[0].Object == o[0].Object {
 			t.Fatalf("seed %d: offered %v after its socket closed", seed, n)
 		}
-		e, err := in.Chose(in.Offer(0, socks)[0], 0)
+		e, err := in.Chose(in.Offer(0, Targets{Socks: socks})[0], 0)
 		if err != nil || e.Kind != sched.Reset || e.Sock == "" {
 			t.Fatalf("seed %d: effect %+v, %v", seed, e, err)
 		}
-		if o := in.Offer(0, socks); len(o) != 0 {
+		if o := in.Offer(0, Targets{Socks: socks}); len(o) != 0 {
 			t.Fatalf("seed %d: budget spent, still offered %v", seed, o)
 		}
 	}
@@ -278,7 +278,7 @@ func TestDriftBounds(t *testing.T) {
 	signs := map[bool]bool{}
 	for seed := int64(0); seed < 40; seed++ {
 		in := New(p, nodes, seed)
-		o := in.Offer(0, nil)[0]
+		o := in.Offer(0, Targets{})[0]
 		if a := max(o.Delay, -o.Delay); a < 5_000 || a > 50_000 {
 			t.Fatalf("seed %d: drift %d ppm outside 5000-50000", seed, o.Delay)
 		}
@@ -295,7 +295,7 @@ func TestDriftBounds(t *testing.T) {
 	if len(signs) != 2 {
 		t.Fatal("drifts went one way only")
 	}
-	if o := New(plan(sched.ClockDrift), nodes, 1).Offer(0, nil); len(o) != 0 {
+	if o := New(plan(sched.ClockDrift), nodes, 1).Offer(0, Targets{}); len(o) != 0 {
 		t.Fatalf("drift offered with no bound: %v", o)
 	}
 }

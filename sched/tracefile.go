@@ -99,6 +99,8 @@ func FormatRecord(r Record) string {
 		peer = fmt.Sprintf("wall clock %+.4g%%", float64(r.Op.Delay)/1e4)
 	case r.Op.Kind == Reset:
 		peer = "aborts " + r.Op.Conn
+	case r.Op.Kind == Drop:
+		peer = fmt.Sprintf("loses #%d %s", r.Op.Delay, r.Op.Conn)
 	case r.Op.Kind == Crash && r.Op.Delay > 0:
 		peer = fmt.Sprintf("down for ≥%v", time.Duration(r.Op.Delay))
 	}

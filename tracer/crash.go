@@ -21,6 +21,11 @@ func (t *Tracer) crashNode(name string) {
 		c.closing = true
 		t.closeConn(c)
 	}
+	for _, p := range t.pending {
+		if p.chunk != nil && p.chunk.dg != nil && p.op.Node == name {
+			t.dropDgram(p) // a dead host's unsent datagrams are lost too
+		}
+	}
 	if n := t.killAndReap(func(p *process) bool { return p.node == ni }); n > 0 {
 		t.log.Warn("crashed node's processes still alive", "node", name, "processes", n)
 	}

@@ -36,10 +36,12 @@ type deliveredRange struct {
 	id         uint64
 }
 
-// chunk is the payload of one deliver op.
+// chunk is the payload of one deliver op: bytes of a connection's stream,
+// or one datagram.
 type chunk struct {
 	data   []byte
-	conn   *conn
+	conn   *conn  // a stream's
+	dg     *dgram // a datagram's
 	sendID uint64
 }
 
@@ -48,43 +50,13 @@ const maxCapture = 1 << 20
 
 // capture copies a send's bytes out of the tracee and queues a deliver op.
 func (t *Tracer) capture(p *pendingOp) (int64, error) {
-	th, a := p.th, p.args
 	fi := p.fi
 	if fi.dup < 0 || !fi.peer.IsValid() {
 		return 0, errors.New("socket not connected")
 	}
-	var data []byte
-	switch p.nr {
-	case unix.SYS_WRITE, unix.SYS_SENDTO:
-		n := min(a[2], maxCapture)
-		data = make([]byte, n)
-		if err := readMem(th.tid, a[1], data); err != nil {
-			return 0, err
-		}
-	case unix.SYS_WRITEV:
-		var err error
-		data, err = gather(th.tid, a[1], a[2])
-		if err != nil {
-			return 0, err
-		}
-	case unix.SYS_SENDMSG:
-		var hdr [56]byte
-		if err := readMem(th.tid, a[1], hdr[:]); err != nil {
-			return 0, err
-		}
-		iov := binary.LittleEndian.Uint64(hdr[16:])
-		iovlen := binary.LittleEndian.Uint64(hdr[24:])
-		controllen := binary.LittleEndian.Uint64(hdr[40:])
-		if controllen != 0 {
-			return 0, errors.New("sendmsg with ancillary data")
-		}
-		var err error
-		data, err = gather(th.tid, iov, iovlen)
-		if err != nil {
-			return 0, err
-		}
-	default:
-		return 0, errors.New("unsupported send syscall")
+	data, err := t.payload(p)
+	if err != nil {
+		return 0, err
 	}
 	if len(data) == 0 {
 		return 0, nil
@@ -113,6 +85,34 @@ func (t *Tracer) capture(p *pendingOp) (int64, error) {
 	c.queued += len(data)
 	t.fresh = append(t.fresh, d)
 	return int64(len(data)), nil
+}
+
+// payload copies the bytes a send would send out of the tracee.
+func (t *Tracer) payload(p *pendingOp) ([]byte, error) {
+	th, a := p.th, p.args
+	switch p.nr {
+	case unix.SYS_WRITE, unix.SYS_SENDTO:
+		data := make([]byte, min(a[2], maxCapture))
+		if err := readMem(th.tid, a[1], data); err != nil {
+			return nil, err
+		}
+		return data, nil
+	case unix.SYS_WRITEV:
+		return gather(th.tid, a[1], a[2])
+	case unix.SYS_SENDMSG:
+		var hdr [56]byte
+		if err := readMem(th.tid, a[1], hdr[:]); err != nil {
+			return nil, err
+		}
+		iov := binary.LittleEndian.Uint64(hdr[16:])
+		iovlen := binary.LittleEndian.Uint64(hdr[24:])
+		controllen := binary.LittleEndian.Uint64(hdr[40:])
+		if controllen != 0 {
+			return nil, errors.New("sendmsg with ancillary data")
+		}
+		return gather(th.tid, iov, iovlen)
+	}
+	return nil, errors.New("unsupported send syscall")
 }
 
 func gather(pid int, iovAddr, iovcnt uint64) ([]byte, error) {

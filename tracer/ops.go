@@ -173,7 +173,7 @@ func (t *Tracer) onSeccomp(th *thread) {
 			t.fakeRandom(th, a[1], a[2])
 			return
 		}
-		if fi.kind == fdInet && t.sockGated(fi, nr, a) {
+		if fi.kind == fdInet && t.sockGated(th, fi, nr, a) {
 			po := t.newPending(th, sched.Recv, nr, a)
 			po.fd, po.fi = fd, fi
 			po.op.Object = "inbox:" + p.node.name
@@ -190,11 +190,15 @@ func (t *Tracer) onSeccomp(th *thread) {
 	case unix.SYS_WRITE, unix.SYS_WRITEV, unix.SYS_SENDTO, unix.SYS_SENDMSG, unix.SYS_SENDMMSG:
 		fd := int(a[0])
 		fi := t.fdOf(p, fd)
-		if fi.kind == fdInet && t.sockGated(fi, nr, a) {
+		if fi.kind == fdInet && t.sockGated(th, fi, nr, a) {
 			po := t.newPending(th, sched.Send, nr, a)
 			po.fd, po.fi = fd, fi
 			po.op.Peer = addrString(fi.peer)
 			po.op.Conn = fi.outKey()
+			if fi.sockType == unix.SOCK_DGRAM {
+				d := t.dgramDest(th, fi, nr, a)
+				po.op.Peer, po.op.Conn = d.String(), t.dgramSource(p, fi).String()+">"+d.String()
+			}
 			if fi.peer.IsValid() {
 				po.op.Object = "" // enqueuing is local; the delivery touches the inbox
 			}
@@ -301,17 +305,12 @@ func (t *Tracer) listenKey(p *process, fi *fdInfo) string {
 }
 
 // sockGated says whether a socket call talks to another node.
-func (t *Tracer) sockGated(fi *fdInfo, nr int, a [6]uint64) bool {
+func (t *Tracer) sockGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
+	if fi.sockType == unix.SOCK_DGRAM {
+		return nr != unix.SYS_SENDMMSG && t.dgramGated(th, fi, nr, a)
+	}
 	if fi.peer.IsValid() {
 		return t.gated(fi.peer.Addr())
-	}
-	if fi.listening {
-		return false
-	}
-	// Unconnected datagram socket: gate when bound to a gated address or
-	// when sendto names a gated destination.
-	if nr == unix.SYS_SENDTO && a[4] != 0 {
-		return false // UDP to an explicit address runs natively for now
 	}
 	return false
 }
@@ -686,6 +685,9 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 	}
 	switch p.op.Kind {
 	case sched.Deliver:
+		if p.chunk.dg != nil {
+			return true // datagrams keep no order
+		}
 		c := p.chunk.conn
 		if len(c.queue) == 0 || c.queue[0] != p {
 			return false
@@ -727,6 +729,9 @@ func (t *Tracer) release(id uint64) (Released, error) {
 	}
 	delete(t.pending, id)
 	if p.op.Kind == sched.Deliver {
+		if p.chunk.dg != nil {
+			return t.deliverDgram(p)
+		}
 		return t.deliver(p)
 	}
 	th := p.th
@@ -746,6 +751,15 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		// A socket that was reset or fully shut down fails the send in the
 		// kernel (ECONNRESET, EPIPE): let it, rather than capture bytes no
 		// one can receive.
+		if t.opts.Capture && p.fi.sockType == unix.SOCK_DGRAM {
+			n, err := t.captureDgram(p)
+			if err == nil {
+				r.Result = n
+				t.fake(th, n)
+				return r, nil
+			}
+			t.log.Warn("capturing datagram, sending it natively", "op", p.op.String(), "err", err)
+		}
 		if t.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG && !readyFd(p.fi.dup, unix.POLLERR|unix.POLLHUP) {
 			n, err := t.capture(p)
 			if err == nil {

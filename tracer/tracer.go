@@ -237,8 +237,9 @@ type Stats struct {
 	// reach the peer; FinWaitsExpired those it waited for in vain (real
 	// time lost: connectWaitLimit each).
 	FinWaits, FinWaitsExpired int
-	// Resets counts connections a reset fault aborted.
-	Resets int
+	// Resets counts connections a reset fault aborted, Drops datagrams a
+	// drop fault discarded.
+	Resets, Drops int
 	// Time spent, for the benchmark's breakdown: handling stops (register
 	// reads, decoding, call sites included), call sites alone, waiting for
 	// tracees to run (quiescence), the caller's decisions, releases.
@@ -1148,7 +1149,15 @@ func (t *Tracer) Kill(node string) error {
 
 func (t *Tracer) killAll() {
 	t.killAndReap(func(*process) bool { return true })
+	for _, p := range t.fresh {
+		if p.chunk != nil && p.chunk.dg != nil {
+			t.dropDgram(p)
+		}
+	}
 	for id, p := range t.pending {
+		if p.chunk != nil && p.chunk.dg != nil {
+			t.dropDgram(p)
+		}
 		p.dropped = true
 		delete(t.pending, id)
 	}
@@ -1198,6 +1207,9 @@ type Action struct {
 	Drifts map[string]int64
 	// Reset aborts the connection with this Sock.Object (a reset fault).
 	Reset string
+	// Drop discards the datagram whose deliver op has this ID (a drop
+	// fault).
+	Drop uint64
 }
 
 // Cut is a partition between two sets of addresses. While it lasts, the
@@ -1262,6 +1274,11 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			}
 			if a.Reset != "" {
 				if err = t.resetSock(a.Reset); err != nil {
+					return
+				}
+			}
+			if a.Drop != 0 {
+				if err = t.dropDatagram(a.Drop); err != nil {
 					return
 				}
 			}

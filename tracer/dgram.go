@@ -1,0 +1,198 @@
+package tracer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"golang.org/x/sys/unix"
+)
+
+// dgram is a captured UDP datagram on its way. Datagrams are independent:
+// each is a deliver op of its own, in no order with the others (UDP may
+// reorder), and lockstep sends it from its own duplicate of the sender's
+// socket, so it leaves from the sender's address and port.
+type dgram struct {
+	fd  int // lockstep's duplicate of the sender's socket, closed once sent or dropped
+	dst netip.AddrPort
+}
+
+// DatagramSyscall marks the deliver op of a UDP datagram (its Syscall),
+// which a drop fault may discard.
+const DatagramSyscall = "datagram"
+
+// dropDatagram discards the pending datagram deliver op id (a drop fault).
+//
+// Precondition: runs on the tracer thread.
+func (t *Tracer) dropDatagram(id uint64) error {
+	p := t.pending[id]
+	if p == nil || p.chunk == nil || p.chunk.dg == nil {
+		return fmt.Errorf("drop: no datagram in flight with id %d", id)
+	}
+	t.dropDgram(p)
+	t.stats.Drops++
+	return nil
+}
+
+// dgramDest is where a send on a datagram socket goes: the address the call
+// names, else the socket's peer.
+func (t *Tracer) dgramDest(th *thread, fi *fdInfo, nr int, a [6]uint64) netip.AddrPort {
+	switch nr {
+	case unix.SYS_SENDTO:
+		if a[4] != 0 {
+			_, ap := decodeSockaddr(th.tid, a[4], a[5])
+			return ap
+		}
+	case unix.SYS_SENDMSG:
+		var hdr [16]byte
+		if readMem(th.tid, a[1], hdr[:]) == nil {
+			if name := binary.LittleEndian.Uint64(hdr[0:]); name != 0 {
+				_, ap := decodeSockaddr(th.tid, name, uint64(binary.LittleEndian.Uint32(hdr[8:])))
+				return ap
+			}
+		}
+	}
+	return fi.peer
+}
+
+// dgramGated says whether a datagram socket's call takes part in the
+// schedule: a send to a gated address; a receive on a socket connected to
+// a gated address, or bound to a node's or the wildcard address (what it
+// receives then comes only from lockstep's deliveries).
+func (t *Tracer) dgramGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
+	switch nr {
+	case unix.SYS_WRITE, unix.SYS_WRITEV, unix.SYS_SENDTO, unix.SYS_SENDMSG:
+		d := t.dgramDest(th, fi, nr, a)
+		return d.IsValid() && t.gated(d.Addr().Unmap())
+	case unix.SYS_READ, unix.SYS_READV, unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
+		if fi.peer.IsValid() {
+			return t.gated(fi.peer.Addr().Unmap())
+		}
+		if !fi.local.IsValid() || fi.local.Port() == 0 {
+			t.refreshSock(th.proc, -1, fi) // bound since it was classified?
+		}
+		if !fi.local.IsValid() || fi.local.Port() == 0 {
+			return false
+		}
+		a := fi.local.Addr().Unmap()
+		return a.IsUnspecified() || t.gated(a)
+	}
+	return false
+}
+
+// captureDgram takes a datagram out of the sender and queues its deliver
+// op; the send returns its length, as a UDP send does at once.
+func (t *Tracer) captureDgram(p *pendingOp) (int64, error) {
+	fi := p.fi
+	dst := t.dgramDest(p.th, fi, p.nr, p.args)
+	if fi.dup < 0 || !dst.IsValid() {
+		return 0, errors.New("datagram with no destination")
+	}
+	data, err := t.payload(p)
+	if err != nil {
+		return 0, err
+	}
+	if fi.local.Port() == 0 {
+		// Bind now, as the kernel's send would have: the receiver's reply
+		// must find the sender's port before lockstep delivers.
+		if err := unix.Bind(fi.dup, &unix.SockaddrInet4{}); err == nil {
+			if sa, err := unix.Getsockname(fi.dup); err == nil {
+				fi.local = sockaddrToAddrPort(sa)
+			}
+		}
+	}
+	fd, err := unix.Dup(fi.dup)
+	if err != nil {
+		return 0, err
+	}
+	unix.CloseOnExec(fd)
+	key := t.dgramSource(p.th.proc, fi).String() + ">" + dst.String()
+	t.seq++
+	d := &pendingOp{seq: t.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}}
+	d.op = sched.Op{
+		Node: p.op.Node, LPID: p.op.LPID, Kind: sched.Deliver, Site: p.op.Site,
+		Object: t.inbox(dst.Addr()), Peer: dst.String(), Conn: key, Bytes: len(data),
+		Syscall: DatagramSyscall,
+	}
+	d.causes = []uint64{p.op.ID}
+	t.fresh = append(t.fresh, d)
+	return int64(len(data)), nil
+}
+
+// dgramSource is the address a datagram leaves from: the socket's, or the
+// node's when the socket is bound to the wildcard address.
+func (t *Tracer) dgramSource(p *process, fi *fdInfo) netip.AddrPort {
+	if fi.local.Addr().IsUnspecified() && p.node.addr.IsValid() {
+		return netip.AddrPortFrom(p.node.addr, fi.local.Port())
+	}
+	return fi.local
+}
+
+// deliverDgram sends a captured datagram and waits until it sits in the
+// receiving socket (so whether the receiver's recv is enabled does not
+// depend on timing). Its loss, if the receiver has no socket there, is
+// UDP's.
+func (t *Tracer) deliverDgram(p *pendingOp) (Released, error) {
+	dg := p.chunk.dg
+	r := Released{Causes: p.causes}
+	recv := t.dgramReceiver(dg.dst)
+	before := rmemAlloc(recv)
+	var to unix.Sockaddr
+	if a := dg.dst.Addr().Unmap(); a.Is4() {
+		to = &unix.SockaddrInet4{Addr: a.As4(), Port: int(dg.dst.Port())}
+	} else {
+		to = &unix.SockaddrInet6{Addr: a.As16(), Port: int(dg.dst.Port())}
+	}
+	err := unix.Sendto(dg.fd, p.chunk.data, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, to)
+	unix.Close(dg.fd)
+	dg.fd = -1
+	if err != nil {
+		r.Result = -int64(err.(unix.Errno))
+		return r, nil
+	}
+	t.stats.Deliveries++
+	r.Result = int64(len(p.chunk.data))
+	if recv >= 0 {
+		for i := 0; i < arrivalPolls; i++ {
+			if rmemAlloc(recv) != before {
+				break
+			}
+			unix.Nanosleep(&unix.Timespec{Nsec: 10000}, nil)
+		}
+	}
+	return r, nil
+}
+
+// dropDgram forgets a datagram that will never be sent.
+func (t *Tracer) dropDgram(p *pendingOp) {
+	if dg := p.chunk.dg; dg.fd >= 0 {
+		unix.Close(dg.fd)
+		dg.fd = -1
+	}
+	t.dropPending(p)
+}
+
+// dgramReceiver finds lockstep's duplicate of the datagram socket that
+// would receive at dst, -1 when it knows none.
+func (t *Tracer) dgramReceiver(dst netip.AddrPort) int {
+	ni := t.byAddr[dst.Addr().Unmap()]
+	if ni == nil {
+		return -1
+	}
+	for _, p := range t.procs {
+		if p.node != ni || p.exited {
+			continue
+		}
+		for _, fi := range p.fds {
+			if fi.kind != fdInet || fi.sockType != unix.SOCK_DGRAM || fi.dup < 0 || fi.local.Port() != dst.Port() {
+				continue
+			}
+			if a := fi.local.Addr().Unmap(); a.IsUnspecified() || a == dst.Addr().Unmap() {
+				return fi.dup
+			}
+		}
+	}
+	return -1
+}
