@@ -1174,6 +1174,12 @@ func (s *Spec) Expand(node string, v TemplateVars) (argv, env []string, workdir 
 	return argv, env, workdir, nil
 }
 
+// within reports whether path, made absolute and cleaned, lies in dir.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, filepath.Clean(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
 // ExpandChecker renders the checker's command.
 func (s *Spec) ExpandChecker(v TemplateVars) ([]string, error) {
 	return s.expandAll("", v, s.Checker.Command)
@@ -1232,6 +1238,10 @@ func (s *Spec) validateTemplates(d *decoder) error {
 				if err := checkDir(wd[0]); err != nil {
 					return serr(n.workdirLine, "workdir", "%v", err)
 				}
+			} else if !within(wd[0], v.TrialDir) {
+				// Made per trial, it must stay in the trial's directory: a
+				// node that runs elsewhere writes elsewhere.
+				return serr(n.workdirLine, "workdir", "%q leaves the trial directory", n.Workdir)
 			}
 		}
 		if err := checkArgs(argv, env); err != nil {

@@ -181,6 +181,9 @@ func New(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err := netlink.LinkAdd(br); err != nil {
 		return nil, fmt.Errorf("creating bridge %s: %w", c.bridge, err)
 	}
+	if err := noIPv6(c.bridge); err != nil {
+		return nil, err
+	}
 	if err := netlink.LinkSetUp(br); err != nil {
 		return nil, fmt.Errorf("bringing up bridge %s: %w", c.bridge, err)
 	}
@@ -351,7 +354,13 @@ func (c *Cluster) addNode(n *Node, br *netlink.Bridge) error {
 	if err != nil {
 		return err
 	}
+	if err := noIPv6(n.hostVeth); err != nil {
+		return err
+	}
 	if err := netlink.LinkSetUp(host); err != nil {
+		return err
+	}
+	if err := n.Do(func() error { return noIPv6("all", "default") }); err != nil {
 		return err
 	}
 	h, err := netlink.NewHandleAt(ns)
@@ -385,6 +394,21 @@ func (c *Cluster) addNode(n *Node, br *netlink.Bridge) error {
 	return n.Do(func() error {
 		return os.WriteFile("/proc/sys/net/ipv4/tcp_max_tw_buckets", []byte("0"), 0)
 	})
+}
+
+// noIPv6 disables IPv6 on these interfaces of the calling thread's
+// network namespace ("all" and "default" for every one), before they come
+// up: the cluster is IPv4, and a link-local address on the bridge let a
+// node reach the host's services listening on [::]. A kernel without IPv6
+// has nothing to disable.
+func noIPv6(ifaces ...string) error {
+	for _, name := range ifaces {
+		err := os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("disabling IPv6 on %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // neighbours installs permanent ARP entries for every other node so the

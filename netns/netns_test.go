@@ -189,6 +189,26 @@ func TestNodesAreIsolated(t *testing.T) {
 		conn.Close()
 		t.Fatal("node a reached 1.1.1.1")
 	}
+	// No IPv6 anywhere on the cluster's links: a link-local address on the
+	// bridge let a node reach the host's services listening on [::].
+	for _, name := range []string{c.bridge, a.hostVeth} {
+		link, err := netlink.LinkByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if addrs, _ := netlink.AddrList(link, netlink.FAMILY_V6); len(addrs) > 0 {
+			t.Fatalf("host link %s has IPv6 addresses %v", name, addrs)
+		}
+	}
+	if err := a.Do(func() error {
+		addrs, err := netlink.AddrList(nil, netlink.FAMILY_V6)
+		if err == nil && len(addrs) > 0 {
+			return fmt.Errorf("IPv6 addresses %v", addrs)
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("node a: %v", err)
+	}
 
 	// And the host cannot reach into a node: the cluster subnet is not
 	// routed to the bridge (it may go out the default route and be answered
