@@ -290,6 +290,10 @@ func (t *Trial) launchConfig(n NodeSpec) (*tracer.LaunchConfig, error) {
 		// Pids the node sees are then the same in every run (replay).
 		PIDNamespace: true,
 		ClockOffset:  t.skew[n.Name],
+		// The host is read-only to a node but for the trial's directory
+		// (its {{tmp}}, and {{trialdir}} where clients write histories).
+		ReadOnly: true,
+		Writable: []string{t.res.Dir},
 	}, nil
 }
 

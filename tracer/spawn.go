@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"syscall"
 	"unsafe"
 
@@ -44,6 +45,8 @@ const (
 	stepUnshare
 	stepMountPrivate
 	stepMountHosts
+	stepReadOnly
+	stepWritable
 	stepSetns
 	stepChdir
 	stepPersonality
@@ -58,6 +61,7 @@ var stepNames = map[spawnStep]string{
 	stepSetpgid: "creating a process group", stepStdio: "setting up stdin/stdout/stderr",
 	stepCloseFds: "closing inherited descriptors", stepUnshare: "unsharing the mount namespace",
 	stepMountPrivate: "making mounts private", stepMountHosts: "bind-mounting the node's hosts file over /etc/hosts",
+	stepReadOnly: "making the host's filesystem read-only", stepWritable: "keeping a writable directory writable",
 	stepSetns: "entering the network namespace", stepChdir: "changing directory",
 	stepPersonality: "disabling ASLR", stepWaitSeized: "waiting for the tracer",
 	stepTSC: "trapping rdtsc", stepNoNewPrivs: "setting no_new_privs",
@@ -77,12 +81,20 @@ type spawnSpec struct {
 	netns           uintptr // 0: stay in lockstep's
 	hosts           *byte   // nil: no private /etc/hosts
 	etcHosts, slash *byte
-	dir             *byte
-	trapTSC         bool
-	newPID          bool            // the child is pid 1 of a new PID namespace
-	fprog           *unix.SockFprog // nil: no filter
-	path            *byte
-	argv, envv      []*byte
+	// readOnly mounts every filesystem read-only in the node's mount
+	// namespace, except the writable paths (each bind-mounted onto itself
+	// and made writable again) and procSys, which stays read-only.
+	readOnly   bool
+	writable   []*byte
+	procSys    *byte
+	roAttr     mountAttr // MOUNT_ATTR_RDONLY set
+	rwAttr     mountAttr // MOUNT_ATTR_RDONLY cleared
+	dir        *byte
+	trapTSC    bool
+	newPID     bool            // the child is pid 1 of a new PID namespace
+	fprog      *unix.SockFprog // nil: no filter
+	path       *byte
+	argv, envv []*byte
 }
 
 // spawnFailure is what the child writes to the error pipe before exiting.
@@ -147,16 +159,44 @@ func spawnChild(s *spawnSpec) {
 	if _, _, e := syscall.RawSyscall(unix.SYS_CLOSE_RANGE, lo, ^uintptr(0)>>32, 0); e != 0 {
 		spawnFail(s, stepCloseFds, e)
 	}
-	if s.hosts != nil {
-		// A private mount namespace lets this node see its own /etc/hosts.
+	if s.hosts != nil || s.readOnly {
+		// A private mount namespace lets this node see its own /etc/hosts
+		// and a read-only host.
 		if _, _, e := syscall.RawSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWNS, 0, 0); e != 0 {
 			spawnFail(s, stepUnshare, e)
 		}
 		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, 0, uintptr(unsafe.Pointer(s.slash)), 0, unix.MS_REC|unix.MS_PRIVATE, 0, 0); e != 0 {
 			spawnFail(s, stepMountPrivate, e)
 		}
+	}
+	if s.hosts != nil {
 		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.hosts)), uintptr(unsafe.Pointer(s.etcHosts)), 0, unix.MS_BIND, 0, 0); e != 0 {
 			spawnFail(s, stepMountHosts, e)
+		}
+	}
+	if s.readOnly {
+		// Writable paths first, as bind mounts of themselves, so that the
+		// recursive read-only pass reaches them too and each can then be
+		// made writable alone.
+		for _, w := range s.writable {
+			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(w)), uintptr(unsafe.Pointer(w)), 0, unix.MS_BIND|unix.MS_REC, 0, 0); e != 0 {
+				spawnFail(s, stepWritable, e)
+			}
+		}
+		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.procSys)), uintptr(unsafe.Pointer(s.procSys)), 0, unix.MS_BIND, 0, 0); e != 0 {
+			spawnFail(s, stepReadOnly, e)
+		}
+		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT_SETATTR, atFDCWD, uintptr(unsafe.Pointer(s.slash)), unix.AT_RECURSIVE, uintptr(unsafe.Pointer(&s.roAttr)), unsafe.Sizeof(s.roAttr), 0); e != 0 {
+			spawnFail(s, stepReadOnly, e)
+		}
+		for _, w := range s.writable {
+			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT_SETATTR, atFDCWD, uintptr(unsafe.Pointer(w)), unix.AT_RECURSIVE, uintptr(unsafe.Pointer(&s.rwAttr)), unsafe.Sizeof(s.rwAttr), 0); e != 0 {
+				spawnFail(s, stepWritable, e)
+			}
+		}
+		// The host's kernel settings stay read-only under a writable /proc.
+		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT_SETATTR, atFDCWD, uintptr(unsafe.Pointer(s.procSys)), 0, uintptr(unsafe.Pointer(&s.roAttr)), unsafe.Sizeof(s.roAttr), 0); e != 0 {
+			spawnFail(s, stepReadOnly, e)
 		}
 	}
 	if s.netns != 0 {
@@ -197,6 +237,45 @@ func spawnChild(s *spawnSpec) {
 	_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(s.path)),
 		uintptr(unsafe.Pointer(&s.argv[0])), uintptr(unsafe.Pointer(&s.envv[0])))
 	spawnFail(s, stepExec, e)
+}
+
+// atFDCWD is AT_FDCWD (-100) as a raw syscall argument.
+const atFDCWD = ^uintptr(99)
+
+// mountAttr is struct mount_attr (mount_setattr(2)).
+type mountAttr struct {
+	set, clr, propagation, userns uint64
+}
+
+// alwaysWritable are the paths a read-only node keeps writable besides its
+// own: scratch space programs expect (a JVM's /tmp/hsperfdata, POSIX
+// shared memory), devices and its processes' /proc files.
+var alwaysWritable = []string{"/tmp", "/var/tmp", "/dev", "/dev/shm", "/proc"}
+
+// setReadOnly prepares a read-only host with these writable directories
+// (those that exist) and alwaysWritable.
+func (s *spawnSpec) setReadOnly(writable []string) error {
+	s.readOnly = true
+	s.roAttr = mountAttr{set: unix.MOUNT_ATTR_RDONLY}
+	s.rwAttr = mountAttr{clr: unix.MOUNT_ATTR_RDONLY}
+	var err error
+	if s.slash, err = syscall.BytePtrFromString("/"); err != nil {
+		return err
+	}
+	if s.procSys, err = syscall.BytePtrFromString("/proc/sys"); err != nil {
+		return err
+	}
+	for _, w := range append(slices.Clone(alwaysWritable), writable...) {
+		if fi, err := os.Stat(w); err != nil || !fi.IsDir() {
+			continue
+		}
+		p, err := syscall.BytePtrFromString(w)
+		if err != nil {
+			return err
+		}
+		s.writable = append(s.writable, p)
+	}
+	return nil
 }
 
 // setProgram prepares the C strings and the filter the child needs.
@@ -247,6 +326,11 @@ func spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
 	s := &spawnSpec{trapTSC: o.trapTSC, newPID: cfg.PIDNamespace}
 	if err := s.setProgram(path, cfg.Argv, cfg.Env, cfg.Dir, cfg.HostsFile, !cfg.NoFilter); err != nil {
 		return nil, err
+	}
+	if cfg.ReadOnly {
+		if err := s.setReadOnly(cfg.Writable); err != nil {
+			return nil, err
+		}
 	}
 	var closers []*os.File
 	defer func() {

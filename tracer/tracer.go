@@ -93,6 +93,11 @@ type LaunchConfig struct {
 	Dir       string
 	Netns     string // path of a network namespace to enter, "" = stay
 	HostsFile string // bind-mounted over /etc/hosts when set
+	// ReadOnly gives the node a mount namespace in which the host's
+	// filesystems are read-only, except Writable (its own directories),
+	// /tmp, /var/tmp, /dev, /dev/shm and /proc (but not /proc/sys).
+	ReadOnly bool
+	Writable []string
 	Cgroup    string // cgroup v2 directory to join when set
 	Stdout    *os.File
 	Stderr    *os.File

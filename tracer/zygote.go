@@ -45,6 +45,9 @@ type zygoteRequest struct {
 	Filter  bool     `json:"filter,omitempty"`
 	TrapTSC bool     `json:"traptsc,omitempty"`
 	NewPID  bool     `json:"newpid,omitempty"`
+	// ReadOnly and Writable: see LaunchConfig.
+	ReadOnly bool     `json:"readonly,omitempty"`
+	Writable []string `json:"writable,omitempty"`
 }
 
 type zygoteReply struct {
@@ -105,7 +108,8 @@ func (z *Zygote) Close() error {
 // spawn asks the zygote for a child; see spawn for the contract.
 func (z *Zygote) spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
 	req := zygoteRequest{Path: path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Hosts: cfg.HostsFile,
-		Netns: cfg.Netns != "", Filter: !cfg.NoFilter, TrapTSC: o.trapTSC, NewPID: cfg.PIDNamespace}
+		Netns: cfg.Netns != "", Filter: !cfg.NoFilter, TrapTSC: o.trapTSC, NewPID: cfg.PIDNamespace,
+		ReadOnly: cfg.ReadOnly, Writable: cfg.Writable}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -264,6 +268,11 @@ func zygoteSpawn(raw, oob []byte) (int, error) {
 	}
 	if err := s.setProgram(req.Path, req.Argv, req.Env, req.Dir, req.Hosts, req.Filter); err != nil {
 		return 0, err
+	}
+	if req.ReadOnly {
+		if err := s.setReadOnly(req.Writable); err != nil {
+			return 0, err
+		}
 	}
 	sortUintptrs(keep)
 	s.nkeep = copy(s.keep[:], keep)

@@ -10,8 +10,12 @@
  *   closefds             close every descriptor, stdio included; exit 0
  *   sockets N            open N TCP sockets and keep them; exit 0
  *   portclash PORT       listen on PORT, then a child tries to as well
- *                        and reports EADDRINUSE; exit 1 */
+ *                        and reports EADDRINUSE; exit 1
+ *   write PATH...        try to create each PATH (and /proc/sys files to
+ *                        write to them): prints "PATH ok" or the error;
+ *                        exit 0 */
 #include "common.h"
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -119,6 +123,21 @@ int main(int argc, char **argv)
 		waitpid(p, &st, 0);
 		close(l);
 		return WIFEXITED(st) && WEXITSTATUS(st) == 1 ? 1 : 3;
+	}
+	if (!strcmp(mode, "write")) {
+		for (int i = 2; i < argc; i++) {
+			int fd = strncmp(argv[i], "/proc/sys/", 10) ? open(argv[i], O_WRONLY | O_CREAT | O_TRUNC, 0644)
+								     : open(argv[i], O_WRONLY);
+			if (fd < 0) {
+				printf("%s %s\n", argv[i], strerror(errno));
+				continue;
+			}
+			if (strncmp(argv[i], "/proc/sys/", 10))
+				unlink(argv[i]);
+			printf("%s ok\n", argv[i]);
+			close(fd);
+		}
+		return 0;
 	}
 	fprintf(stderr, "hostile: bad mode or arguments\n");
 	return 2;
