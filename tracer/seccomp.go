@@ -22,6 +22,18 @@ var gatedSyscalls = []uint32{
 	unix.SYS_DUP2, unix.SYS_DUP3, unix.SYS_CLOSE_RANGE,
 }
 
+// deniedSyscalls fail with EPERM in a node, whatever its capabilities: the
+// ways out of its sandbox (entering another namespace, such as the host's
+// network, through /proc/1/ns; remounting the read-only host writable;
+// loading kernel code; rebooting the host).
+var deniedSyscalls = []uint32{
+	unix.SYS_SETNS,
+	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_MOUNT_SETATTR,
+	unix.SYS_OPEN_TREE, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN, unix.SYS_FSCONFIG, unix.SYS_FSMOUNT, unix.SYS_FSPICK,
+	unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
+	unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD, unix.SYS_REBOOT, unix.SYS_SWAPON, unix.SYS_SWAPOFF,
+}
+
 const (
 	futexCmdMask    = 0x7f // FUTEX_CMD_MASK without PRIVATE and CLOCK_REALTIME
 	futexWait       = 0
@@ -42,9 +54,10 @@ func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
 }
 
-// gatedFilter builds the classic-BPF program: RET_TRACE for the gated
-// syscalls and for futex waits that carry a timeout (the JVM's and Go's
-// timed waits), RET_ALLOW for everything else.
+// gatedFilter builds the classic-BPF program: RET_ERRNO(EPERM) for the
+// denied syscalls, RET_TRACE for the gated ones and for futex waits that
+// carry a timeout (the JVM's and Go's timed waits), RET_ALLOW for
+// everything else.
 func gatedFilter() []unix.SockFilter {
 	const (
 		ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -59,8 +72,15 @@ func gatedFilter() []unix.SockFilter {
 	p = append(p, jump(jeq, auditArchX86_64, 1, 0))
 	p = append(p, stmt(ret, unix.SECCOMP_RET_ALLOW))
 	p = append(p, stmt(ldw, offNr))
-	// Layout after the list: [n] futex check ..., then ALLOW, then TRACE.
+	// Layout: the denied list, the gated list, the futex check, then the
+	// ALLOW, TRACE and DENY returns.
 	futexLen := 9
+	d := len(deniedSyscalls)
+	for i, nr := range deniedSyscalls {
+		// Distance from the instruction after this one to the DENY return.
+		toDeny := (d - 1 - i) + n + futexLen + 2
+		p = append(p, jump(jeq, nr, uint8(toDeny), 0))
+	}
 	for i, nr := range gatedSyscalls {
 		// Distance from the instruction after this one to the TRACE return.
 		toTrace := (n - 1 - i) + futexLen + 1
@@ -80,5 +100,6 @@ func gatedFilter() []unix.SockFilter {
 	)
 	p = append(p, stmt(ret, unix.SECCOMP_RET_ALLOW))
 	p = append(p, stmt(ret, unix.SECCOMP_RET_TRACE))
+	p = append(p, stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM)))
 	return p
 }
