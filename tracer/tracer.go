@@ -98,9 +98,9 @@ type LaunchConfig struct {
 	// /tmp, /var/tmp, /dev, /dev/shm and /proc (but not /proc/sys).
 	ReadOnly bool
 	Writable []string
-	Cgroup    string // cgroup v2 directory to join when set
-	Stdout    *os.File
-	Stderr    *os.File
+	Cgroup   string // cgroup v2 directory to join when set
+	Stdout   *os.File
+	Stderr   *os.File
 	// NoFilter runs the program traced but without the seccomp filter
 	// (benchmark baseline for launch costs only).
 	NoFilter bool
