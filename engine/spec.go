@@ -27,6 +27,7 @@ import (
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer"
 )
 
 // Role says whether a node's exit ends the trial.
@@ -121,6 +122,9 @@ type NodeSpec struct {
 	// ReadyPort, when set, holds back the nodes after this one in the spec
 	// until this node listens on that TCP port (spec: ready: {listen: PORT}).
 	ReadyPort uint16
+	// Caps are capabilities the node keeps beside tracer.DefaultCaps
+	// (spec: capabilities: [NET_ADMIN]).
+	Caps []int
 	// Lines of the node and of its fields, for errors found after decoding.
 	line, cmdLine, workdirLine, delayLine int
 	envLines                              map[string]int
@@ -888,7 +892,7 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 	seen := map[string]int{}
 	for i, v := range seq.Values {
 		path := fmt.Sprintf("nodes[%d]", i)
-		np, err := d.fields(v, path, "name", "role", "command", "env", "workdir", "start_delay", "ready")
+		np, err := d.fields(v, path, "name", "role", "command", "env", "workdir", "start_delay", "ready", "capabilities")
 		if err != nil {
 			return err
 		}
@@ -946,6 +950,18 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 			case "ready":
 				if ns.ReadyPort, err = d.ready(q.value, f); err != nil {
 					return err
+				}
+			case "capabilities":
+				names, err := d.strings(q.value, f)
+				if err != nil {
+					return err
+				}
+				for _, name := range names {
+					c, err := tracer.ParseCap(name)
+					if err != nil {
+						return d.errf(q.value, f, "%v", err)
+					}
+					ns.Caps = append(ns.Caps, c)
 				}
 			}
 		}

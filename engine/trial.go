@@ -292,8 +292,7 @@ func (t *Trial) launchConfig(n NodeSpec) (*tracer.LaunchConfig, error) {
 		ClockOffset:  t.skew[n.Name],
 		// The host is read-only to a node but for the trial's directory
 		// (its {{tmp}}, and {{trialdir}} where clients write histories).
-		ReadOnly: true,
-		Writable: []string{t.res.Dir},
+		Sandbox: &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps},
 	}, nil
 }
 

@@ -233,17 +233,16 @@ func (t *Tracer) mapClockPage(th *thread) error {
 		}
 		t.vdso = &e
 	}
-	ni := th.proc.node
-	if ni.clockPage == nil {
-		pg, err := t.newClockPage()
-		if err != nil {
-			return err
-		}
-		ni.clockPage = pg
-		t.publishClocks()
+	pg, err := t.nodeClockPage(th.proc.node)
+	if err != nil {
+		return err
 	}
-	pg := ni.clockPage
-	addr, err := t.mapInto(th, pg.path)
+	var addr uint64
+	if pg.inherited(th.proc.pid) {
+		addr, err = t.mapFd(th, clockPageFd)
+	} else {
+		addr, err = t.mapInto(th, pg.path)
+	}
 	if err != nil {
 		return err
 	}
@@ -264,6 +263,49 @@ func (t *Tracer) mapClockPage(th *thread) error {
 		}
 	}
 	return nil
+}
+
+// nodeClockPage returns the node's page, made on first use.
+//
+// Precondition: runs on the tracer thread.
+func (t *Tracer) nodeClockPage(ni *nodeInfo) (*clockPage, error) {
+	if ni.clockPage == nil {
+		pg, err := t.newClockPage()
+		if err != nil {
+			return nil, err
+		}
+		ni.clockPage = pg
+		t.publishClocks()
+	}
+	return ni.clockPage, nil
+}
+
+// clockPageFd is the descriptor a sandboxed node's processes hold the clock
+// page on: high, so that it does not take a number a program expects to get.
+const clockPageFd = 1023
+
+// inherited reports whether process pid holds this page as clockPageFd (a
+// program may have closed it, or put something else there).
+func (pg *clockPage) inherited(pid int) bool {
+	var a, b unix.Stat_t
+	if unix.Fstat(pg.fd, &a) != nil || unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(clockPageFd), &b) != nil {
+		return false
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
+}
+
+// mapFd makes th map its descriptor fd read+exec, and returns the address.
+//
+// Precondition: runs on the tracer thread; th is stopped.
+func (t *Tracer) mapFd(th *thread, fd int) (uint64, error) {
+	addr, err := t.inject(th, unix.SYS_MMAP, 0, clockPageSize, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_SHARED, uint64(fd), 0)
+	if err != nil {
+		return 0, err
+	}
+	if addr < 0 && addr > -4096 {
+		return 0, fmt.Errorf("mapping the clock page in the tracee: %w", unix.Errno(-addr))
+	}
+	return uint64(addr), nil
 }
 
 // mapInto makes th open path and map it read+exec, and returns the address.

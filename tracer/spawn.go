@@ -45,6 +45,7 @@ const (
 	stepUnshare
 	stepMountPrivate
 	stepMountHosts
+	stepProc
 	stepReadOnly
 	stepWritable
 	stepSetns
@@ -52,6 +53,7 @@ const (
 	stepPersonality
 	stepWaitSeized
 	stepTSC
+	stepCaps
 	stepNoNewPrivs
 	stepSeccomp
 	stepExec
@@ -61,7 +63,9 @@ var stepNames = map[spawnStep]string{
 	stepSetpgid: "creating a process group", stepStdio: "setting up stdin/stdout/stderr",
 	stepCloseFds: "closing inherited descriptors", stepUnshare: "unsharing the mount namespace",
 	stepMountPrivate: "making mounts private", stepMountHosts: "bind-mounting the node's hosts file over /etc/hosts",
+	stepProc:     "mounting the node's /proc",
 	stepReadOnly: "making the host's filesystem read-only", stepWritable: "keeping a writable directory writable",
+	stepCaps:  "dropping capabilities",
 	stepSetns: "entering the network namespace", stepChdir: "changing directory",
 	stepPersonality: "disabling ASLR", stepWaitSeized: "waiting for the tracer",
 	stepTSC: "trapping rdtsc", stepNoNewPrivs: "setting no_new_privs",
@@ -75,20 +79,27 @@ type spawnSpec struct {
 	// keep are the descriptors the child uses (sorted); every other one
 	// inherited from lockstep is closed, so that a node never holds
 	// another job's sockets open.
-	keep            [3]uintptr
+	keep            [4]uintptr
 	nkeep           int
 	syncFd, errFd   uintptr
 	netns           uintptr // 0: stay in lockstep's
 	hosts           *byte   // nil: no private /etc/hosts
 	etcHosts, slash *byte
-	// readOnly mounts every filesystem read-only in the node's mount
-	// namespace, except the writable paths (each bind-mounted onto itself
-	// and made writable again) and procSys, which stays read-only.
-	readOnly   bool
-	writable   []*byte
-	procSys    *byte
-	roAttr     mountAttr // MOUNT_ATTR_RDONLY set
-	rwAttr     mountAttr // MOUNT_ATTR_RDONLY cleared
+	// sandbox: see Sandbox. The node's mount namespace gets a /proc of its
+	// PID namespace, and every filesystem read-only except the writable
+	// paths (each bind-mounted onto itself and made writable again) and
+	// procSys, which stays read-only; capsDrop leave the bounding set.
+	sandbox     bool
+	proc, proc0 *byte // "proc", "/proc"
+	writable    []*byte
+	procSys     *byte
+	roAttr      mountAttr // MOUNT_ATTR_RDONLY set
+	rwAttr      mountAttr // MOUNT_ATTR_RDONLY cleared
+	capsDrop    []uintptr
+	// clock, when set, is the node's clock page, handed to the program as
+	// descriptor clockPageFd (see mapClockPage).
+	clock      uintptr
+	hasClock   bool
 	dir        *byte
 	trapTSC    bool
 	newPID     bool            // the child is pid 1 of a new PID namespace
@@ -159,7 +170,12 @@ func spawnChild(s *spawnSpec) {
 	if _, _, e := syscall.RawSyscall(unix.SYS_CLOSE_RANGE, lo, ^uintptr(0)>>32, 0); e != 0 {
 		spawnFail(s, stepCloseFds, e)
 	}
-	if s.hosts != nil || s.readOnly {
+	if s.hasClock {
+		// Without CLOEXEC: it outlives exec. Past a low descriptor limit
+		// the page is opened the slow way instead.
+		syscall.RawSyscall(unix.SYS_DUP3, s.clock, clockPageFd, 0)
+	}
+	if s.hosts != nil || s.sandbox {
 		// A private mount namespace lets this node see its own /etc/hosts
 		// and a read-only host.
 		if _, _, e := syscall.RawSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWNS, 0, 0); e != 0 {
@@ -174,7 +190,14 @@ func spawnChild(s *spawnSpec) {
 			spawnFail(s, stepMountHosts, e)
 		}
 	}
-	if s.readOnly {
+	if s.sandbox {
+		// The child is pid 1 of its PID namespace: this /proc shows the
+		// node's processes only.
+		if s.newPID {
+			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.proc)), uintptr(unsafe.Pointer(s.proc0)), uintptr(unsafe.Pointer(s.proc)), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, 0, 0); e != 0 {
+				spawnFail(s, stepProc, e)
+			}
+		}
 		// Writable paths first, as bind mounts of themselves, so that the
 		// recursive read-only pass reaches them too and each can then be
 		// made writable alone.
@@ -226,6 +249,11 @@ func spawnChild(s *spawnSpec) {
 			spawnFail(s, stepTSC, e)
 		}
 	}
+	for _, c := range s.capsDrop {
+		if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0, 0, 0, 0); e != 0 {
+			spawnFail(s, stepCaps, e)
+		}
+	}
 	if s.fprog != nil {
 		if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
 			spawnFail(s, stepNoNewPrivs, e)
@@ -252,10 +280,10 @@ type mountAttr struct {
 // shared memory), devices and its processes' /proc files.
 var alwaysWritable = []string{"/tmp", "/var/tmp", "/dev", "/dev/shm", "/proc"}
 
-// setReadOnly prepares a read-only host with these writable directories
-// (those that exist) and alwaysWritable.
-func (s *spawnSpec) setReadOnly(writable []string) error {
-	s.readOnly = true
+// setSandbox prepares a sandbox (see Sandbox); clockFd is the node's clock
+// page in the forking process, -1 for none.
+func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
+	s.sandbox = true
 	s.roAttr = mountAttr{set: unix.MOUNT_ATTR_RDONLY}
 	s.rwAttr = mountAttr{clr: unix.MOUNT_ATTR_RDONLY}
 	var err error
@@ -265,7 +293,12 @@ func (s *spawnSpec) setReadOnly(writable []string) error {
 	if s.procSys, err = syscall.BytePtrFromString("/proc/sys"); err != nil {
 		return err
 	}
-	for _, w := range append(slices.Clone(alwaysWritable), writable...) {
+	s.proc, _ = syscall.BytePtrFromString("proc")
+	s.proc0, _ = syscall.BytePtrFromString("/proc")
+	if clockFd >= 0 {
+		s.clock, s.hasClock = uintptr(clockFd), true
+	}
+	for _, w := range append(slices.Clone(alwaysWritable), sb.Writable...) {
 		if fi, err := os.Stat(w); err != nil || !fi.IsDir() {
 			continue
 		}
@@ -275,7 +308,8 @@ func (s *spawnSpec) setReadOnly(writable []string) error {
 		}
 		s.writable = append(s.writable, p)
 	}
-	return nil
+	s.capsDrop, err = capsToDrop(sb.Caps)
+	return err
 }
 
 // setProgram prepares the C strings and the filter the child needs.
@@ -318,6 +352,7 @@ type spawned struct {
 // spawnOptions is what spawn needs besides the LaunchConfig.
 type spawnOptions struct {
 	trapTSC bool
+	clockFd int // the node's clock page, to bind in a sandbox; -1 for none
 }
 
 // spawn forks a child prepared to exec cfg's program at path; it waits on
@@ -327,8 +362,8 @@ func spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
 	if err := s.setProgram(path, cfg.Argv, cfg.Env, cfg.Dir, cfg.HostsFile, !cfg.NoFilter); err != nil {
 		return nil, err
 	}
-	if cfg.ReadOnly {
-		if err := s.setReadOnly(cfg.Writable); err != nil {
+	if cfg.Sandbox != nil {
+		if err := s.setSandbox(cfg.Sandbox, o.clockFd); err != nil {
 			return nil, err
 		}
 	}
@@ -382,6 +417,9 @@ func spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
 		closers = append(closers, ns)
 		s.netns = ns.Fd()
 		keep = append(keep, s.netns)
+	}
+	if s.hasClock {
+		keep = append(keep, s.clock)
 	}
 	// The stdio sources are closed by close_range after their dup3.
 	sortUintptrs(keep)

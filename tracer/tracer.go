@@ -93,14 +93,12 @@ type LaunchConfig struct {
 	Dir       string
 	Netns     string // path of a network namespace to enter, "" = stay
 	HostsFile string // bind-mounted over /etc/hosts when set
-	// ReadOnly gives the node a mount namespace in which the host's
-	// filesystems are read-only, except Writable (its own directories),
-	// /tmp, /var/tmp, /dev, /dev/shm and /proc (but not /proc/sys).
-	ReadOnly bool
-	Writable []string
-	Cgroup   string // cgroup v2 directory to join when set
-	Stdout   *os.File
-	Stderr   *os.File
+	// Sandbox isolates the node (see Sandbox); nil leaves it the host's
+	// filesystems, /proc and capabilities.
+	Sandbox *Sandbox
+	Cgroup  string // cgroup v2 directory to join when set
+	Stdout  *os.File
+	Stderr  *os.File
 	// NoFilter runs the program traced but without the seccomp filter
 	// (benchmark baseline for launch costs only).
 	NoFilter bool
@@ -428,12 +426,37 @@ func resolveProgram(argv0, dir string) (string, error) {
 	return path, nil
 }
 
+// node returns the launched node's state, made on its first launch.
+func (t *Tracer) node(cfg LaunchConfig) *nodeInfo {
+	ni := t.nodes[cfg.Node]
+	if ni == nil {
+		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns, clockOffset: cfg.ClockOffset}
+		if t.opts.Random != nil {
+			ni.rand = t.opts.Random(cfg.Node)
+		}
+		t.nodes[cfg.Node] = ni
+		if cfg.Addr.IsValid() {
+			t.byAddr[cfg.Addr] = ni
+		}
+	}
+	return ni
+}
+
 func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	spawnFn := spawn
 	if t.opts.Zygote != nil {
 		spawnFn = t.opts.Zygote.spawn
 	}
-	sp, err := spawnFn(cfg, path, spawnOptions{trapTSC: t.opts.Clock != nil})
+	o := spawnOptions{trapTSC: t.opts.Clock != nil, clockFd: -1}
+	if cfg.Sandbox != nil && t.opts.Clock != nil && !t.opts.ClockSyscalls {
+		// Handed down as a descriptor (see Sandbox).
+		pg, err := t.nodeClockPage(t.node(cfg))
+		if err != nil {
+			return 0, fmt.Errorf("the clock page of node %s: %w", cfg.Node, err)
+		}
+		o.clockFd = pg.fd
+	}
+	sp, err := spawnFn(cfg, path, o)
 	if err != nil {
 		return 0, fmt.Errorf("starting %s: %w", cfg.Argv[0], err)
 	}
@@ -477,17 +500,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 			return abort(fmt.Errorf("moving node %s into cgroup %s: %w", cfg.Node, cfg.Cgroup, err))
 		}
 	}
-	ni := t.nodes[cfg.Node]
-	if ni == nil {
-		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns, clockOffset: cfg.ClockOffset}
-		if t.opts.Random != nil {
-			ni.rand = t.opts.Random(cfg.Node)
-		}
-		t.nodes[cfg.Node] = ni
-		if cfg.Addr.IsValid() {
-			t.byAddr[cfg.Addr] = ni
-		}
-	}
+	ni := t.node(cfg)
 	p := &process{pid: pid, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}
 	ni.procs++
 	p.rand = ni.rand // the node's first process: the node's stream

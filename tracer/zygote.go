@@ -45,9 +45,10 @@ type zygoteRequest struct {
 	Filter  bool     `json:"filter,omitempty"`
 	TrapTSC bool     `json:"traptsc,omitempty"`
 	NewPID  bool     `json:"newpid,omitempty"`
-	// ReadOnly and Writable: see LaunchConfig.
-	ReadOnly bool     `json:"readonly,omitempty"`
-	Writable []string `json:"writable,omitempty"`
+	// Sandbox: see LaunchConfig; Clock says the node's clock page is the
+	// last descriptor (see Sandbox).
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	Clock   bool     `json:"clock,omitempty"`
 }
 
 type zygoteReply struct {
@@ -109,7 +110,7 @@ func (z *Zygote) Close() error {
 func (z *Zygote) spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
 	req := zygoteRequest{Path: path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Hosts: cfg.HostsFile,
 		Netns: cfg.Netns != "", Filter: !cfg.NoFilter, TrapTSC: o.trapTSC, NewPID: cfg.PIDNamespace,
-		ReadOnly: cfg.ReadOnly, Writable: cfg.Writable}
+		Sandbox: cfg.Sandbox, Clock: cfg.Sandbox != nil && o.clockFd >= 0}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -156,6 +157,9 @@ func (z *Zygote) spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned,
 		}
 		closers = append(closers, ns)
 		fds = append(fds, int(ns.Fd()))
+	}
+	if req.Clock {
+		fds = append(fds, o.clockFd)
 	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
@@ -249,7 +253,10 @@ func zygoteSpawn(raw, oob []byte) (int, error) {
 	}
 	want := 5
 	if req.Netns {
-		want = 6
+		want++
+	}
+	if req.Clock {
+		want++
 	}
 	if len(fds) != want {
 		return 0, fmt.Errorf("zygote: got %d descriptors, want %d", len(fds), want)
@@ -269,8 +276,13 @@ func zygoteSpawn(raw, oob []byte) (int, error) {
 	if err := s.setProgram(req.Path, req.Argv, req.Env, req.Dir, req.Hosts, req.Filter); err != nil {
 		return 0, err
 	}
-	if req.ReadOnly {
-		if err := s.setReadOnly(req.Writable); err != nil {
+	if req.Sandbox != nil {
+		clockFd := -1
+		if req.Clock {
+			clockFd = fds[len(fds)-1]
+			keep = append(keep, uintptr(clockFd))
+		}
+		if err := s.setSandbox(req.Sandbox, clockFd); err != nil {
 			return 0, err
 		}
 	}

@@ -11,9 +11,11 @@
  *   sockets N            open N TCP sockets and keep them; exit 0
  *   portclash PORT       listen on PORT, then a child tries to as well
  *                        and reports EADDRINUSE; exit 1
- *   escape               try to enter the host's network namespace
- *                        (setns on /proc/1/ns/net) and to remount / rw;
- *                        prints each result; exit 0
+ *   escape               try to enter another network namespace (setns
+ *                        on /proc/1/ns/net and on one of /run/netns), to
+ *                        remount / rw and to rename the host; count the
+ *                        processes /proc shows; prints each; exit 0
+ *   caps                 print the CapBnd line of /proc/self/status
  *   write PATH...        try to create each PATH (and /proc/sys files to
  *                        write to them): prints "PATH ok" or the error;
  *                        exit 0 */
@@ -163,6 +165,28 @@ int main(int argc, char **argv)
 			printf("remount /: %s\n", strerror(errno));
 		else
 			printf("remount /: ok\n");
+		/* The host's name is shared: renaming it needs CAP_SYS_ADMIN. */
+		if (sethostname("hostile", 7) < 0)
+			printf("sethostname: %s\n", strerror(errno));
+		else
+			printf("sethostname: ok\n");
+		/* The processes /proc shows: the host's, or the node's own. */
+		int procs = 0;
+		d = opendir("/proc");
+		while (d && (e = readdir(d)))
+			if (e->d_name[0] >= '1' && e->d_name[0] <= '9')
+				procs++;
+		if (d)
+			closedir(d);
+		printf("processes in /proc: %d\n", procs);
+		return 0;
+	}
+	if (!strcmp(mode, "caps")) {
+		FILE *f = fopen("/proc/self/status", "r");
+		char line[256];
+		while (f && fgets(line, sizeof line, f))
+			if (!strncmp(line, "CapBnd:", 7))
+				fputs(line, stdout);
 		return 0;
 	}
 	if (!strcmp(mode, "write")) {

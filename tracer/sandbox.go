@@ -1,0 +1,87 @@
+package tracer
+
+import (
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sandbox isolates a node the way a container would, beside the PID
+// namespace (LaunchConfig.PIDNamespace): in a mount namespace of its own
+// the host's filesystems are read-only except Writable, /tmp, /var/tmp,
+// /dev and /proc; /proc is a new one, showing only the node's processes
+// (/proc/sys stays read-only); and its processes keep only DefaultCaps and
+// Caps of root's capabilities. The seccomp filter denies the ways out
+// that remain (deniedSyscalls). Its processes cannot open the clock page
+// through lockstep's /proc (out of sight, and out of reach without
+// CAP_SYS_PTRACE): the node's first process inherits it as descriptor
+// clockPageFd instead.
+type Sandbox struct {
+	// Writable are directories the node may write (its own).
+	Writable []string
+	// Caps are capabilities kept beside DefaultCaps (unix.CAP_*).
+	Caps []int
+}
+
+// DefaultCaps are the capabilities a sandboxed node keeps: what services
+// started as root use (files, users, ports, signals), as a container
+// runtime's default set, without the administrative ones (CAP_SYS_ADMIN,
+// CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_SYS_MODULE, CAP_SYS_TIME, ...).
+var DefaultCaps = []int{
+	unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_FSETID, unix.CAP_KILL,
+	unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE, unix.CAP_NET_RAW,
+	unix.CAP_SYS_CHROOT, unix.CAP_MKNOD, unix.CAP_AUDIT_WRITE, unix.CAP_SETFCAP,
+}
+
+// capNames are the capabilities by name, without the CAP_ prefix.
+var capNames = map[string]int{
+	"CHOWN": unix.CAP_CHOWN, "DAC_OVERRIDE": unix.CAP_DAC_OVERRIDE, "DAC_READ_SEARCH": unix.CAP_DAC_READ_SEARCH,
+	"FOWNER": unix.CAP_FOWNER, "FSETID": unix.CAP_FSETID, "KILL": unix.CAP_KILL, "SETGID": unix.CAP_SETGID,
+	"SETUID": unix.CAP_SETUID, "SETPCAP": unix.CAP_SETPCAP, "LINUX_IMMUTABLE": unix.CAP_LINUX_IMMUTABLE,
+	"NET_BIND_SERVICE": unix.CAP_NET_BIND_SERVICE, "NET_BROADCAST": unix.CAP_NET_BROADCAST,
+	"NET_ADMIN": unix.CAP_NET_ADMIN, "NET_RAW": unix.CAP_NET_RAW, "IPC_LOCK": unix.CAP_IPC_LOCK,
+	"IPC_OWNER": unix.CAP_IPC_OWNER, "SYS_MODULE": unix.CAP_SYS_MODULE, "SYS_RAWIO": unix.CAP_SYS_RAWIO,
+	"SYS_CHROOT": unix.CAP_SYS_CHROOT, "SYS_PTRACE": unix.CAP_SYS_PTRACE, "SYS_PACCT": unix.CAP_SYS_PACCT,
+	"SYS_ADMIN": unix.CAP_SYS_ADMIN, "SYS_BOOT": unix.CAP_SYS_BOOT, "SYS_NICE": unix.CAP_SYS_NICE,
+	"SYS_RESOURCE": unix.CAP_SYS_RESOURCE, "SYS_TIME": unix.CAP_SYS_TIME, "SYS_TTY_CONFIG": unix.CAP_SYS_TTY_CONFIG,
+	"MKNOD": unix.CAP_MKNOD, "LEASE": unix.CAP_LEASE, "AUDIT_WRITE": unix.CAP_AUDIT_WRITE,
+	"AUDIT_CONTROL": unix.CAP_AUDIT_CONTROL, "SETFCAP": unix.CAP_SETFCAP, "MAC_OVERRIDE": unix.CAP_MAC_OVERRIDE,
+	"MAC_ADMIN": unix.CAP_MAC_ADMIN, "SYSLOG": unix.CAP_SYSLOG, "WAKE_ALARM": unix.CAP_WAKE_ALARM,
+	"BLOCK_SUSPEND": unix.CAP_BLOCK_SUSPEND, "AUDIT_READ": unix.CAP_AUDIT_READ, "PERFMON": unix.CAP_PERFMON,
+	"BPF": unix.CAP_BPF, "CHECKPOINT_RESTORE": unix.CAP_CHECKPOINT_RESTORE,
+}
+
+// ParseCap reads a capability name, with or without its CAP_ prefix, in
+// any case.
+func ParseCap(name string) (int, error) {
+	c, ok := capNames[strings.TrimPrefix(strings.ToUpper(name), "CAP_")]
+	if !ok {
+		return 0, fmt.Errorf("unknown capability %q", name)
+	}
+	return c, nil
+}
+
+// capsToDrop lists the capabilities up to the kernel's last that a node
+// with these extra ones does not keep.
+func capsToDrop(extra []int) ([]uintptr, error) {
+	last, err := readSmall("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	if _, err := fmt.Sscanf(strings.TrimSpace(last), "%d", &n); err != nil {
+		return nil, fmt.Errorf("cap_last_cap: %w", err)
+	}
+	keep := map[int]bool{}
+	for _, c := range append(DefaultCaps, extra...) {
+		keep[c] = true
+	}
+	var drop []uintptr
+	for c := 0; c <= n; c++ {
+		if !keep[c] {
+			drop = append(drop, uintptr(c))
+		}
+	}
+	return drop, nil
+}
