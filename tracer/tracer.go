@@ -333,6 +333,14 @@ func (t *Tracer) loop() {
 			t.log.Warn("pinning tracer thread", "cpu", t.opts.CPU, "err", err)
 		}
 	}
+	if t.opts.Serialize {
+		// In the tracees' round-robin queue, so that neither side starves
+		// the other: the tracer's yields let runnable tracees run, and a
+		// busy tracee does not hold a stop's handling back for long.
+		if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}, 0); err != nil {
+			t.log.Warn("tracer thread keeps the default policy", "err", err)
+		}
+	}
 	t.startSentinel()
 	for {
 		select {
