@@ -73,7 +73,9 @@ type Options struct {
 	// own actions set rather than real time, as under rr on one core. Under
 	// the default policy the kernel preempts on wake-up by timing, and the
 	// same schedule took other paths through a runtime's threads (2 in 3
-	// replays of a Redis failure with Go clients diverged).
+	// replays of a Redis failure with Go clients diverged). The tracer
+	// thread joins the same queue: below it, it waited behind every
+	// runnable tracee (etcd trials 2.5 times as long, 4 in 10).
 	Serialize bool
 	// Socks lists the nodes' connected TCP sockets in each State (for
 	// reset faults).
