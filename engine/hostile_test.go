@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,7 @@ func TestHostilePrograms(t *testing.T) {
 		{"unreachable", Pass, "", map[string]string{"client.out": "10.77.0.99 No route to host after 3000ms\n192.0.2.1 Network is unreachable after 0ms"}},
 		{"escape", Pass, "", map[string]string{"client.out": "setns /run/netns/X: Operation not permitted\nremount /: Operation not permitted\n" +
 			"sethostname: Operation not permitted\nprocesses in /proc: 1\n"}},
+		{"tmp", Pass, "", map[string]string{"client.out": " ok\n"}},
 		{"caps", Pass, "", map[string]string{"client.out": "CapBnd:\t00000000a80435fb\n"}}, // tracer.DefaultCaps and NET_ADMIN
 		{"write", Pass, "", map[string]string{"client.out": "/etc/lockstep-hostile Read-only file system\n" +
 			"/usr/lockstep-hostile Read-only file system\n" +
@@ -58,6 +60,10 @@ func TestHostilePrograms(t *testing.T) {
 				if !strings.Contains(string(b), want) {
 					t.Fatalf("%s: %q, want %q in it", file, b, want)
 				}
+			}
+			// What a node wrote to /tmp stayed in its own.
+			if left, _ := filepath.Glob(fmt.Sprintf("/tmp/lockstep-hostile-tmp-%d", r.Seed)); len(left) > 0 {
+				t.Fatalf("the node's /tmp file is on the host: %v", left)
 			}
 			// Nothing of the trial runs on: a daemon's argv names its node's
 			// directory, so no process may mention the trial's.

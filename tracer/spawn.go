@@ -3,8 +3,11 @@ package tracer
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -46,6 +49,7 @@ const (
 	stepMountPrivate
 	stepMountHosts
 	stepProc
+	stepPrivateTmp
 	stepReadOnly
 	stepWritable
 	stepSetns
@@ -63,7 +67,7 @@ var stepNames = map[spawnStep]string{
 	stepSetpgid: "creating a process group", stepStdio: "setting up stdin/stdout/stderr",
 	stepCloseFds: "closing inherited descriptors", stepUnshare: "unsharing the mount namespace",
 	stepMountPrivate: "making mounts private", stepMountHosts: "bind-mounting the node's hosts file over /etc/hosts",
-	stepProc:     "mounting the node's /proc",
+	stepProc: "mounting the node's /proc", stepPrivateTmp: "giving the node a private /tmp",
 	stepReadOnly: "making the host's filesystem read-only", stepWritable: "keeping a writable directory writable",
 	stepCaps:  "dropping capabilities",
 	stepSetns: "entering the network namespace", stepChdir: "changing directory",
@@ -96,6 +100,15 @@ type spawnSpec struct {
 	roAttr      mountAttr // MOUNT_ATTR_RDONLY set
 	rwAttr      mountAttr // MOUNT_ATTR_RDONLY cleared
 	capsDrop    []uintptr
+	// privTmp lays an overlay over /tmp whose writes go to a tmpfs of the
+	// node's own (mounted on scratch), so the host's /tmp stays readable
+	// and unchanged; keep are writable directories under /tmp, moved
+	// through keepAt onto the overlay so that writes there reach them.
+	privTmp                     bool
+	tmpfs, scratch, upper, work *byte
+	overlay, tmp, ovlOpts       *byte
+	keep_, keepAt               []*byte
+	dirs                        []*byte // upper, work and keepAt, to make
 	// clock, when set, is the node's clock page, handed to the program as
 	// descriptor clockPageFd (see mapClockPage).
 	clock      uintptr
@@ -196,6 +209,29 @@ func spawnChild(s *spawnSpec) {
 		if s.newPID {
 			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.proc)), uintptr(unsafe.Pointer(s.proc0)), uintptr(unsafe.Pointer(s.proc)), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, 0, 0); e != 0 {
 				spawnFail(s, stepProc, e)
+			}
+		}
+		if s.privTmp {
+			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.tmpfs)), uintptr(unsafe.Pointer(s.scratch)), uintptr(unsafe.Pointer(s.tmpfs)), unix.MS_NOSUID|unix.MS_NODEV, 0, 0); e != 0 {
+				spawnFail(s, stepPrivateTmp, e)
+			}
+			for _, d := range s.dirs {
+				if _, _, e := syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(d)), 0o755, 0); e != 0 {
+					spawnFail(s, stepPrivateTmp, e)
+				}
+			}
+			for i, k := range s.keep_ {
+				if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(k)), uintptr(unsafe.Pointer(s.keepAt[i])), 0, unix.MS_BIND|unix.MS_REC, 0, 0); e != 0 {
+					spawnFail(s, stepPrivateTmp, e)
+				}
+			}
+			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.overlay)), uintptr(unsafe.Pointer(s.tmp)), uintptr(unsafe.Pointer(s.overlay)), 0, uintptr(unsafe.Pointer(s.ovlOpts)), 0); e != 0 {
+				spawnFail(s, stepPrivateTmp, e)
+			}
+			for i, k := range s.keep_ {
+				if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.keepAt[i])), uintptr(unsafe.Pointer(k)), 0, unix.MS_MOVE, 0, 0); e != 0 {
+					spawnFail(s, stepPrivateTmp, e)
+				}
 			}
 		}
 		// Writable paths first, as bind mounts of themselves, so that the
@@ -309,7 +345,38 @@ func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
 		s.writable = append(s.writable, p)
 	}
 	s.capsDrop, err = capsToDrop(sb.Caps)
-	return err
+	if err != nil {
+		return err
+	}
+	return s.setPrivateTmp(sb.Writable)
+}
+
+// sandboxScratch is where a node's private /tmp keeps its writes: a
+// directory of the host's, over which each node mounts a tmpfs of its own
+// in its mount namespace.
+const sandboxScratch = "/run/lockstep/sandbox"
+
+// setPrivateTmp prepares the overlay over /tmp (see privTmp).
+func (s *spawnSpec) setPrivateTmp(writable []string) error {
+	if fi, err := os.Stat("/tmp"); err != nil || !fi.IsDir() {
+		return nil
+	}
+	if err := os.MkdirAll(sandboxScratch, 0o700); err != nil {
+		return fmt.Errorf("private /tmp: %w", err)
+	}
+	b := func(str string) *byte { p, _ := syscall.BytePtrFromString(str); return p }
+	s.privTmp = true
+	s.tmpfs, s.scratch, s.overlay, s.tmp = b("tmpfs"), b(sandboxScratch), b("overlay"), b("/tmp")
+	s.upper, s.work = b(sandboxScratch+"/upper"), b(sandboxScratch+"/work")
+	s.ovlOpts = b("lowerdir=/tmp,upperdir=" + sandboxScratch + "/upper,workdir=" + sandboxScratch + "/work")
+	for i, w := range writable {
+		if rel, err := filepath.Rel("/tmp", filepath.Clean(w)); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			s.keep_ = append(s.keep_, b(w))
+			s.keepAt = append(s.keepAt, b(sandboxScratch+"/keep"+strconv.Itoa(i)))
+		}
+	}
+	s.dirs = append([]*byte{s.upper, s.work}, s.keepAt...)
+	return nil
 }
 
 // setProgram prepares the C strings and the filter the child needs.

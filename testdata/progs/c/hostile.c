@@ -16,6 +16,8 @@
  *                        remount / rw and to rename the host; count the
  *                        processes /proc shows; prints each; exit 0
  *   caps                 print the CapBnd line of /proc/self/status
+ *   touch PATH           create PATH and leave it; prints "PATH ok" or
+ *                        the error
  *   write PATH...        try to create each PATH (and /proc/sys files to
  *                        write to them): prints "PATH ok" or the error;
  *                        exit 0 */
@@ -179,6 +181,11 @@ int main(int argc, char **argv)
 		if (d)
 			closedir(d);
 		printf("processes in /proc: %d\n", procs);
+		return 0;
+	}
+	if (!strcmp(mode, "touch") && argc == 3) {
+		int fd = open(argv[2], O_WRONLY | O_CREAT, 0644);
+		printf("%s %s\n", argv[2], fd < 0 ? strerror(errno) : "ok");
 		return 0;
 	}
 	if (!strcmp(mode, "caps")) {
