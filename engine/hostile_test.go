@@ -31,7 +31,7 @@ func TestHostilePrograms(t *testing.T) {
 		{"killparent", Pass, "", map[string]string{"client.out": "still here"}},
 		{"unreachable", Pass, "", map[string]string{"client.out": "10.77.0.99 No route to host after 3000ms\n192.0.2.1 Network is unreachable after 0ms"}},
 		{"escape", Pass, "", map[string]string{"client.out": "setns /run/netns/X: Operation not permitted\nremount /: Operation not permitted\n" +
-			"sethostname: Operation not permitted\nprocesses in /proc: 1\n"}},
+			"sethostname: Operation not permitted\nprocesses in /proc: 1\nblock devices in /dev: 0\n"}},
 		{"tmp", Pass, "", map[string]string{"client.out": " ok\n"}},
 		{"caps", Pass, "", map[string]string{"client.out": "CapBnd:\t00000000a80435fb\n"}}, // tracer.DefaultCaps and NET_ADMIN
 		{"write", Pass, "", map[string]string{"client.out": "/etc/lockstep-hostile Read-only file system\n" +

@@ -9,9 +9,11 @@ import (
 
 // Sandbox isolates a node the way a container would, beside the PID
 // namespace (LaunchConfig.PIDNamespace): in a mount namespace of its own
-// the host's filesystems are read-only except Writable, /tmp, /var/tmp,
-// /dev and /proc; /proc is a new one, showing only the node's processes
-// (/proc/sys stays read-only); and its processes keep only DefaultCaps and
+// the host's filesystems are read-only except Writable; /tmp is an
+// overlay on the host's with writes of its own, /var/tmp and /dev/shm are
+// its own tmpfs, /dev holds a few devices only (no disk of the host's);
+// /proc is a new one, showing only the node's processes (/proc/sys stays
+// read-only); and its processes keep only DefaultCaps and
 // Caps of root's capabilities. The seccomp filter denies the ways out
 // that remain (deniedSyscalls). Its processes cannot open the clock page
 // through lockstep's /proc (out of sight, and out of reach without

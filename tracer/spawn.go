@@ -50,6 +50,7 @@ const (
 	stepMountHosts
 	stepProc
 	stepPrivateTmp
+	stepPrivateDev
 	stepReadOnly
 	stepWritable
 	stepSetns
@@ -67,7 +68,7 @@ var stepNames = map[spawnStep]string{
 	stepSetpgid: "creating a process group", stepStdio: "setting up stdin/stdout/stderr",
 	stepCloseFds: "closing inherited descriptors", stepUnshare: "unsharing the mount namespace",
 	stepMountPrivate: "making mounts private", stepMountHosts: "bind-mounting the node's hosts file over /etc/hosts",
-	stepProc: "mounting the node's /proc", stepPrivateTmp: "giving the node a private /tmp",
+	stepProc: "mounting the node's /proc", stepPrivateTmp: "giving the node a private /tmp", stepPrivateDev: "giving the node a /dev of its own",
 	stepReadOnly: "making the host's filesystem read-only", stepWritable: "keeping a writable directory writable",
 	stepCaps:  "dropping capabilities",
 	stepSetns: "entering the network namespace", stepChdir: "changing directory",
@@ -109,6 +110,16 @@ type spawnSpec struct {
 	overlay, tmp, ovlOpts       *byte
 	keep_, keepAt               []*byte
 	dirs                        []*byte // upper, work and keepAt, to make
+	// privDev replaces /dev with a tmpfs holding the few devices programs
+	// use (bound from the host's /dev, set aside at hostDev), a devpts of
+	// its own, a private /dev/shm and the usual links: the host's disks
+	// are out of reach.
+	privDev                         bool
+	dev, hostDev, devOpts           *byte
+	devFiles, devSrc                []*byte
+	devPts, devpts, ptsOpts, devShm *byte
+	links, linkTargets              []*byte
+	varTmp                          *byte // a tmpfs of the node's there too, when the host has /var/tmp
 	// clock, when set, is the node's clock page, handed to the program as
 	// descriptor clockPageFd (see mapClockPage).
 	clock      uintptr
@@ -220,6 +231,16 @@ func spawnChild(s *spawnSpec) {
 					spawnFail(s, stepPrivateTmp, e)
 				}
 			}
+			if s.privDev {
+				if e := privateDev(s); e != 0 {
+					spawnFail(s, stepPrivateDev, e)
+				}
+			}
+			if s.varTmp != nil {
+				if e := mnt(s.tmpfs, s.varTmp, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, nil); e != 0 {
+					spawnFail(s, stepPrivateTmp, e)
+				}
+			}
 			for i, k := range s.keep_ {
 				if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(k)), uintptr(unsafe.Pointer(s.keepAt[i])), 0, unix.MS_BIND|unix.MS_REC, 0, 0); e != 0 {
 					spawnFail(s, stepPrivateTmp, e)
@@ -313,7 +334,8 @@ type mountAttr struct {
 
 // alwaysWritable are the paths a read-only node keeps writable besides its
 // own: scratch space programs expect (a JVM's /tmp/hsperfdata, POSIX
-// shared memory), devices and its processes' /proc files.
+// shared memory), devices and its processes' /proc files, each the node's
+// own (privTmp, privDev, its /proc).
 var alwaysWritable = []string{"/tmp", "/var/tmp", "/dev", "/dev/shm", "/proc"}
 
 // setSandbox prepares a sandbox (see Sandbox); clockFd is the node's clock
@@ -376,7 +398,84 @@ func (s *spawnSpec) setPrivateTmp(writable []string) error {
 		}
 	}
 	s.dirs = append([]*byte{s.upper, s.work}, s.keepAt...)
+	s.setPrivateDev()
+	if fi, err := os.Stat("/var/tmp"); err == nil && fi.IsDir() {
+		s.varTmp = b("/var/tmp")
+	}
 	return nil
+}
+
+// privateDev builds the node's /dev (see privDev), in the child.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func privateDev(s *spawnSpec) syscall.Errno {
+	if e := mnt(s.dev, s.hostDev, nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
+		return e
+	}
+	if e := mnt(s.tmpfs, s.dev, s.tmpfs, unix.MS_NOSUID, s.devOpts); e != 0 {
+		return e
+	}
+	for i := range s.devFiles {
+		fd, _, e := syscall.RawSyscall(unix.SYS_OPEN, uintptr(unsafe.Pointer(s.devFiles[i])), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o666)
+		if e != 0 {
+			return e
+		}
+		syscall.RawSyscall(unix.SYS_CLOSE, fd, 0, 0)
+		if e := mnt(s.devSrc[i], s.devFiles[i], nil, unix.MS_BIND, nil); e != 0 {
+			return e
+		}
+	}
+	if _, _, e := syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(s.devPts)), 0o755, 0); e != 0 {
+		return e
+	}
+	if e := mnt(s.devpts, s.devPts, s.devpts, unix.MS_NOSUID|unix.MS_NOEXEC, s.ptsOpts); e != 0 {
+		return e
+	}
+	if _, _, e := syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(s.devShm)), 0o1777, 0); e != 0 {
+		return e
+	}
+	if e := mnt(s.tmpfs, s.devShm, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, nil); e != 0 {
+		return e
+	}
+	for i := range s.links {
+		if _, _, e := syscall.RawSyscall(unix.SYS_SYMLINK, uintptr(unsafe.Pointer(s.linkTargets[i])), uintptr(unsafe.Pointer(s.links[i])), 0); e != 0 {
+			return e
+		}
+	}
+	_, _, e := syscall.RawSyscall(unix.SYS_UMOUNT2, uintptr(unsafe.Pointer(s.hostDev)), unix.MNT_DETACH, 0)
+	return e
+}
+
+// mnt is mount(2) on prepared strings.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func mnt(src, dst, typ *byte, flags uintptr, data *byte) syscall.Errno {
+	_, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(src)), uintptr(unsafe.Pointer(dst)), uintptr(unsafe.Pointer(typ)), flags, uintptr(unsafe.Pointer(data)), 0)
+	return e
+}
+
+// setPrivateDev prepares the node's /dev (see privDev): after the scratch
+// tmpfs is mounted, since the host's /dev is set aside there.
+func (s *spawnSpec) setPrivateDev() {
+	b := func(str string) *byte { p, _ := syscall.BytePtrFromString(str); return p }
+	s.privDev = true
+	s.dev, s.hostDev, s.devOpts = b("/dev"), b(sandboxScratch+"/hostdev"), b("mode=755")
+	s.dirs = append(s.dirs, s.hostDev)
+	for _, name := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		if _, err := os.Stat("/dev/" + name); err == nil {
+			s.devFiles = append(s.devFiles, b("/dev/"+name))
+			s.devSrc = append(s.devSrc, b(sandboxScratch+"/hostdev/"+name))
+		}
+	}
+	s.devPts, s.devpts, s.ptsOpts, s.devShm = b("/dev/pts"), b("devpts"), b("newinstance,ptmxmode=0666,mode=0620"), b("/dev/shm")
+	for _, l := range [][2]string{{"/dev/ptmx", "pts/ptmx"}, {"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"}} {
+		s.links = append(s.links, b(l[0]))
+		s.linkTargets = append(s.linkTargets, b(l[1]))
+	}
 }
 
 // setProgram prepares the C strings and the filter the child needs.

@@ -14,7 +14,8 @@
  *   escape               try to enter another network namespace (setns
  *                        on /proc/1/ns/net and on one of /run/netns), to
  *                        remount / rw and to rename the host; count the
- *                        processes /proc shows; prints each; exit 0
+ *                        processes /proc shows and the block devices /dev
+ *                        holds; prints each; exit 0
  *   caps                 print the CapBnd line of /proc/self/status
  *   touch PATH           create PATH and leave it; prints "PATH ok" or
  *                        the error
@@ -27,6 +28,7 @@
 #include <dirent.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -181,6 +183,19 @@ int main(int argc, char **argv)
 		if (d)
 			closedir(d);
 		printf("processes in /proc: %d\n", procs);
+		/* The host's disks, through their device nodes. */
+		int blk = 0;
+		d = opendir("/dev");
+		while (d && (e = readdir(d))) {
+			char p[300];
+			struct stat st;
+			snprintf(p, sizeof p, "/dev/%s", e->d_name);
+			if (stat(p, &st) == 0 && S_ISBLK(st.st_mode))
+				blk++;
+		}
+		if (d)
+			closedir(d);
+		printf("block devices in /dev: %d\n", blk);
 		return 0;
 	}
 	if (!strcmp(mode, "touch") && argc == 3) {
