@@ -33,7 +33,7 @@ func TestHostilePrograms(t *testing.T) {
 		{"escape", Pass, "", map[string]string{"client.out": "setns /run/netns/X: Operation not permitted\nremount /: Operation not permitted\n" +
 			"sethostname: Operation not permitted\nprocesses in /proc: 1\nblock devices in /dev: 0\n"}},
 		{"tmp", Pass, "", map[string]string{"client.out": " ok\n"}},
-		{"caps", Pass, "", map[string]string{"client.out": "CapBnd:\t00000000a80435fb\n"}}, // tracer.DefaultCaps and NET_ADMIN
+		{"caps", Pass, "", map[string]string{"client.out": "CapBnd:\t00000000000014e1\n"}}, // tracer.DefaultCaps and NET_ADMIN
 		{"write", Pass, "", map[string]string{"client.out": "/etc/lockstep-hostile Read-only file system\n" +
 			"/usr/lockstep-hostile Read-only file system\n" +
 			repoPath("testdata", "specs", "hostile") + "/lockstep-hostile " + specDirWrite() + "\n" +

@@ -26,14 +26,15 @@ type Sandbox struct {
 	Caps []int
 }
 
-// DefaultCaps are the capabilities a sandboxed node keeps: what services
-// started as root use (files, users, ports, signals), as a container
-// runtime's default set, without the administrative ones (CAP_SYS_ADMIN,
-// CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_SYS_MODULE, CAP_SYS_TIME, ...).
+// DefaultCaps are the capabilities a sandboxed node keeps: what a service
+// started as root needs to bind a low port and to hand itself or its
+// children to another user (chown its files, setuid, setgid, signal
+// them). Everything else goes, the administrative ones (CAP_SYS_ADMIN,
+// CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_SYS_MODULE, CAP_SYS_TIME, ...) and
+// those that bypass file permissions (CAP_DAC_OVERRIDE, CAP_FOWNER) or
+// make devices (CAP_MKNOD); a spec grants more with capabilities:.
 var DefaultCaps = []int{
-	unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_FSETID, unix.CAP_KILL,
-	unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE, unix.CAP_NET_RAW,
-	unix.CAP_SYS_CHROOT, unix.CAP_MKNOD, unix.CAP_AUDIT_WRITE, unix.CAP_SETFCAP,
+	unix.CAP_CHOWN, unix.CAP_KILL, unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_NET_BIND_SERVICE,
 }
 
 // capNames are the capabilities by name, without the CAP_ prefix.
