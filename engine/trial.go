@@ -117,6 +117,7 @@ type Trial struct {
 	starts   *starts          // nodes not started yet
 	timing   *timing          // delays
 	faults   *faults.Injector // nil without a fault plan
+	drops    bool             // the plan has drop faults
 	restarts []string         // crashed nodes to start again
 	clients  map[string]bool  // clients still running
 
@@ -203,6 +204,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	}
 	if spec.Faults.Enabled() {
 		t.faults = faults.New(spec.Faults, names, p.seed)
+		t.drops = slices.Contains(spec.Faults.Kinds, sched.Drop)
 	}
 	if spec.Time.Skew > 0 {
 		// One draw per node in spec order, from a stream of its own.
@@ -388,8 +390,11 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 // datagrams are too.
 func (t *Trial) targets(st *tracer.State) faults.Targets {
 	var tg faults.Targets
-	for _, s := range st.Socks {
+	for _, s := range st.Socks { // empty unless the plan has resets
 		tg.Socks = append(tg.Socks, faults.Sock{Node: s.Node, Object: s.Object, Conn: s.Conn})
+	}
+	if !t.drops {
+		return tg // no walk of the pending ops at every step
 	}
 	for _, o := range st.Pending {
 		if o.Kind == sched.Deliver && o.Syscall == tracer.DatagramSyscall {

@@ -335,17 +335,11 @@ func (t *Tracer) mapInto(th *thread, path string) (uint64, error) {
 	if fd < 0 {
 		return 0, fmt.Errorf("opening %s in the tracee: %w", path, unix.Errno(-fd))
 	}
-	addr, err := t.inject(th, unix.SYS_MMAP, 0, clockPageSize, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_SHARED, uint64(fd), 0)
+	addr, err := t.mapFd(th, int(fd))
 	if _, cerr := t.inject(th, unix.SYS_CLOSE, uint64(fd)); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return 0, err
-	}
-	if addr < 0 && addr > -4096 {
-		return 0, fmt.Errorf("mapping the clock page in the tracee: %w", unix.Errno(-addr))
-	}
-	return uint64(addr), nil
+	return addr, err
 }
 
 // auxvEntry finds key in the auxiliary vector of an image at its exec stop:

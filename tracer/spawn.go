@@ -101,25 +101,25 @@ type spawnSpec struct {
 	roAttr      mountAttr // MOUNT_ATTR_RDONLY set
 	rwAttr      mountAttr // MOUNT_ATTR_RDONLY cleared
 	capsDrop    []uintptr
-	// privTmp lays an overlay over /tmp whose writes go to a tmpfs of the
-	// node's own (mounted on scratch), so the host's /tmp stays readable
-	// and unchanged; keep are writable directories under /tmp, moved
-	// through keepAt onto the overlay so that writes there reach them.
-	privTmp                     bool
-	tmpfs, scratch, upper, work *byte
-	overlay, tmp, ovlOpts       *byte
-	keep_, keepAt               []*byte
-	dirs                        []*byte // upper, work and keepAt, to make
-	// privDev replaces /dev with a tmpfs holding the few devices programs
-	// use (bound from the host's /dev, set aside at hostDev), a devpts of
-	// its own, a private /dev/shm and the usual links: the host's disks
-	// are out of reach.
-	privDev                         bool
+	// The node's private /tmp, /var/tmp and /dev are built in a tmpfs of
+	// its own mounted on scratch (dirs are made there). privTmp lays an
+	// overlay over /tmp whose writes go there, so the host's /tmp stays
+	// readable and unchanged; tmpKeep are writable directories under /tmp,
+	// moved through tmpKeepAt onto the overlay so that writes there reach
+	// them. The new /dev holds the few devices programs use (bound from the
+	// host's /dev, set aside at hostDev), a devpts of its own, a private
+	// /dev/shm and the usual links: the host's disks are out of reach.
+	tmpfs, scratch                  *byte
+	dirs                            []*byte
+	privTmp                         bool
+	upper, work, overlay, tmp       *byte
+	ovlOpts                         *byte
+	tmpKeep, tmpKeepAt              []*byte
 	dev, hostDev, devOpts           *byte
 	devFiles, devSrc                []*byte
 	devPts, devpts, ptsOpts, devShm *byte
 	links, linkTargets              []*byte
-	varTmp                          *byte // a tmpfs of the node's there too, when the host has /var/tmp
+	varTmp                          *byte // nil when the host has no /var/tmp
 	// clock, when set, is the node's clock page, handed to the program as
 	// descriptor clockPageFd (see mapClockPage).
 	clock      uintptr
@@ -215,68 +215,8 @@ func spawnChild(s *spawnSpec) {
 		}
 	}
 	if s.sandbox {
-		// The child is pid 1 of its PID namespace: this /proc shows the
-		// node's processes only.
-		if s.newPID {
-			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.proc)), uintptr(unsafe.Pointer(s.proc0)), uintptr(unsafe.Pointer(s.proc)), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, 0, 0); e != 0 {
-				spawnFail(s, stepProc, e)
-			}
-		}
-		if s.privTmp {
-			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.tmpfs)), uintptr(unsafe.Pointer(s.scratch)), uintptr(unsafe.Pointer(s.tmpfs)), unix.MS_NOSUID|unix.MS_NODEV, 0, 0); e != 0 {
-				spawnFail(s, stepPrivateTmp, e)
-			}
-			for _, d := range s.dirs {
-				if _, _, e := syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(d)), 0o755, 0); e != 0 {
-					spawnFail(s, stepPrivateTmp, e)
-				}
-			}
-			if s.privDev {
-				if e := privateDev(s); e != 0 {
-					spawnFail(s, stepPrivateDev, e)
-				}
-			}
-			if s.varTmp != nil {
-				if e := mnt(s.tmpfs, s.varTmp, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, nil); e != 0 {
-					spawnFail(s, stepPrivateTmp, e)
-				}
-			}
-			for i, k := range s.keep_ {
-				if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(k)), uintptr(unsafe.Pointer(s.keepAt[i])), 0, unix.MS_BIND|unix.MS_REC, 0, 0); e != 0 {
-					spawnFail(s, stepPrivateTmp, e)
-				}
-			}
-			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.overlay)), uintptr(unsafe.Pointer(s.tmp)), uintptr(unsafe.Pointer(s.overlay)), 0, uintptr(unsafe.Pointer(s.ovlOpts)), 0); e != 0 {
-				spawnFail(s, stepPrivateTmp, e)
-			}
-			for i, k := range s.keep_ {
-				if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.keepAt[i])), uintptr(unsafe.Pointer(k)), 0, unix.MS_MOVE, 0, 0); e != 0 {
-					spawnFail(s, stepPrivateTmp, e)
-				}
-			}
-		}
-		// Writable paths first, as bind mounts of themselves, so that the
-		// recursive read-only pass reaches them too and each can then be
-		// made writable alone.
-		for _, w := range s.writable {
-			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(w)), uintptr(unsafe.Pointer(w)), 0, unix.MS_BIND|unix.MS_REC, 0, 0); e != 0 {
-				spawnFail(s, stepWritable, e)
-			}
-		}
-		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.procSys)), uintptr(unsafe.Pointer(s.procSys)), 0, unix.MS_BIND, 0, 0); e != 0 {
-			spawnFail(s, stepReadOnly, e)
-		}
-		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT_SETATTR, atFDCWD, uintptr(unsafe.Pointer(s.slash)), unix.AT_RECURSIVE, uintptr(unsafe.Pointer(&s.roAttr)), unsafe.Sizeof(s.roAttr), 0); e != 0 {
-			spawnFail(s, stepReadOnly, e)
-		}
-		for _, w := range s.writable {
-			if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT_SETATTR, atFDCWD, uintptr(unsafe.Pointer(w)), unix.AT_RECURSIVE, uintptr(unsafe.Pointer(&s.rwAttr)), unsafe.Sizeof(s.rwAttr), 0); e != 0 {
-				spawnFail(s, stepWritable, e)
-			}
-		}
-		// The host's kernel settings stay read-only under a writable /proc.
-		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT_SETATTR, atFDCWD, uintptr(unsafe.Pointer(s.procSys)), 0, uintptr(unsafe.Pointer(&s.roAttr)), unsafe.Sizeof(s.roAttr), 0); e != 0 {
-			spawnFail(s, stepReadOnly, e)
+		if step, e := sandboxMounts(s); e != 0 {
+			spawnFail(s, step, e)
 		}
 	}
 	if s.netns != 0 {
@@ -338,74 +278,162 @@ type mountAttr struct {
 // own (privTmp, privDev, its /proc).
 var alwaysWritable = []string{"/tmp", "/var/tmp", "/dev", "/dev/shm", "/proc"}
 
+// sandboxScratch is where a node's private /tmp keeps its writes and its
+// /dev is assembled: a directory of the host's, over which each node mounts
+// a tmpfs of its own in its mount namespace.
+const sandboxScratch = "/run/lockstep/sandbox"
+
+// cstr is a C string for the child; strings here hold no NUL.
+func cstr(str string) *byte {
+	p, _ := syscall.BytePtrFromString(str)
+	return p
+}
+
 // setSandbox prepares a sandbox (see Sandbox); clockFd is the node's clock
 // page in the forking process, -1 for none.
 func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
+	if err := os.MkdirAll(sandboxScratch, 0o700); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
 	s.sandbox = true
 	s.roAttr = mountAttr{set: unix.MOUNT_ATTR_RDONLY}
 	s.rwAttr = mountAttr{clr: unix.MOUNT_ATTR_RDONLY}
-	var err error
-	if s.slash, err = syscall.BytePtrFromString("/"); err != nil {
-		return err
-	}
-	if s.procSys, err = syscall.BytePtrFromString("/proc/sys"); err != nil {
-		return err
-	}
-	s.proc, _ = syscall.BytePtrFromString("proc")
-	s.proc0, _ = syscall.BytePtrFromString("/proc")
+	s.slash, s.procSys, s.proc, s.proc0 = cstr("/"), cstr("/proc/sys"), cstr("proc"), cstr("/proc")
+	s.tmpfs, s.scratch = cstr("tmpfs"), cstr(sandboxScratch)
 	if clockFd >= 0 {
 		s.clock, s.hasClock = uintptr(clockFd), true
 	}
 	for _, w := range append(slices.Clone(alwaysWritable), sb.Writable...) {
-		if fi, err := os.Stat(w); err != nil || !fi.IsDir() {
-			continue
+		if isDir(w) {
+			s.writable = append(s.writable, cstr(w))
 		}
-		p, err := syscall.BytePtrFromString(w)
-		if err != nil {
-			return err
-		}
-		s.writable = append(s.writable, p)
 	}
-	s.capsDrop, err = capsToDrop(sb.Caps)
-	if err != nil {
+	var err error
+	if s.capsDrop, err = capsToDrop(sb.Caps); err != nil {
 		return err
 	}
-	return s.setPrivateTmp(sb.Writable)
-}
-
-// sandboxScratch is where a node's private /tmp keeps its writes: a
-// directory of the host's, over which each node mounts a tmpfs of its own
-// in its mount namespace.
-const sandboxScratch = "/run/lockstep/sandbox"
-
-// setPrivateTmp prepares the overlay over /tmp (see privTmp).
-func (s *spawnSpec) setPrivateTmp(writable []string) error {
-	if fi, err := os.Stat("/tmp"); err != nil || !fi.IsDir() {
-		return nil
+	if isDir("/tmp") {
+		s.setPrivateTmp(sb.Writable)
 	}
-	if err := os.MkdirAll(sandboxScratch, 0o700); err != nil {
-		return fmt.Errorf("private /tmp: %w", err)
+	if isDir("/var/tmp") {
+		s.varTmp = cstr("/var/tmp")
 	}
-	b := func(str string) *byte { p, _ := syscall.BytePtrFromString(str); return p }
-	s.privTmp = true
-	s.tmpfs, s.scratch, s.overlay, s.tmp = b("tmpfs"), b(sandboxScratch), b("overlay"), b("/tmp")
-	s.upper, s.work = b(sandboxScratch+"/upper"), b(sandboxScratch+"/work")
-	s.ovlOpts = b("lowerdir=/tmp,upperdir=" + sandboxScratch + "/upper,workdir=" + sandboxScratch + "/work")
-	for i, w := range writable {
-		if rel, err := filepath.Rel("/tmp", filepath.Clean(w)); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-			s.keep_ = append(s.keep_, b(w))
-			s.keepAt = append(s.keepAt, b(sandboxScratch+"/keep"+strconv.Itoa(i)))
-		}
-	}
-	s.dirs = append([]*byte{s.upper, s.work}, s.keepAt...)
 	s.setPrivateDev()
-	if fi, err := os.Stat("/var/tmp"); err == nil && fi.IsDir() {
-		s.varTmp = b("/var/tmp")
-	}
 	return nil
 }
 
-// privateDev builds the node's /dev (see privDev), in the child.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// setPrivateTmp prepares the overlay over /tmp (see privTmp).
+func (s *spawnSpec) setPrivateTmp(writable []string) {
+	s.privTmp = true
+	s.overlay, s.tmp = cstr("overlay"), cstr("/tmp")
+	s.upper, s.work = cstr(sandboxScratch+"/upper"), cstr(sandboxScratch+"/work")
+	s.ovlOpts = cstr("lowerdir=/tmp,upperdir=" + sandboxScratch + "/upper,workdir=" + sandboxScratch + "/work")
+	s.dirs = append(s.dirs, s.upper, s.work)
+	for i, w := range writable {
+		if rel, err := filepath.Rel("/tmp", filepath.Clean(w)); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			at := cstr(sandboxScratch + "/keep" + strconv.Itoa(i))
+			s.tmpKeep, s.tmpKeepAt = append(s.tmpKeep, cstr(w)), append(s.tmpKeepAt, at)
+			s.dirs = append(s.dirs, at)
+		}
+	}
+}
+
+// setPrivateDev prepares the node's /dev: the host's is set aside in the
+// scratch tmpfs, a few of its devices are bound from there.
+func (s *spawnSpec) setPrivateDev() {
+	s.dev, s.hostDev, s.devOpts = cstr("/dev"), cstr(sandboxScratch+"/hostdev"), cstr("mode=755")
+	s.dirs = append(s.dirs, s.hostDev)
+	for _, name := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		if _, err := os.Stat("/dev/" + name); err == nil {
+			s.devFiles = append(s.devFiles, cstr("/dev/"+name))
+			s.devSrc = append(s.devSrc, cstr(sandboxScratch+"/hostdev/"+name))
+		}
+	}
+	s.devPts, s.devpts, s.ptsOpts, s.devShm = cstr("/dev/pts"), cstr("devpts"), cstr("newinstance,ptmxmode=0666,mode=0620"), cstr("/dev/shm")
+	for _, l := range [][2]string{{"/dev/ptmx", "pts/ptmx"}, {"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"}} {
+		s.links = append(s.links, cstr(l[0]))
+		s.linkTargets = append(s.linkTargets, cstr(l[1]))
+	}
+}
+
+// sandboxMounts builds a sandboxed node's mount namespace, in the child
+// (see spawnSpec): its /proc, the scratch tmpfs, a private /dev, /var/tmp
+// and /tmp, then the read-only host with its writable exceptions.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
+	// The child is pid 1 of its PID namespace: this /proc shows the node's
+	// processes only.
+	if s.newPID {
+		if e := mnt(s.proc, s.proc0, s.proc, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, nil); e != 0 {
+			return stepProc, e
+		}
+	}
+	if e := mnt(s.tmpfs, s.scratch, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, nil); e != 0 {
+		return stepPrivateTmp, e
+	}
+	for _, d := range s.dirs {
+		if _, _, e := syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(d)), 0o755, 0); e != 0 {
+			return stepPrivateTmp, e
+		}
+	}
+	if e := privateDev(s); e != 0 {
+		return stepPrivateDev, e
+	}
+	if s.varTmp != nil {
+		if e := mnt(s.tmpfs, s.varTmp, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, nil); e != 0 {
+			return stepPrivateTmp, e
+		}
+	}
+	if s.privTmp {
+		for i, k := range s.tmpKeep {
+			if e := mnt(k, s.tmpKeepAt[i], nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
+				return stepPrivateTmp, e
+			}
+		}
+		if e := mnt(s.overlay, s.tmp, s.overlay, 0, s.ovlOpts); e != 0 {
+			return stepPrivateTmp, e
+		}
+		for i, k := range s.tmpKeep {
+			if e := mnt(s.tmpKeepAt[i], k, nil, unix.MS_MOVE, nil); e != 0 {
+				return stepPrivateTmp, e
+			}
+		}
+	}
+	// Writable paths first, as bind mounts of themselves, so that the
+	// recursive read-only pass reaches them too and each can then be made
+	// writable alone.
+	for _, w := range s.writable {
+		if e := mnt(w, w, nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
+			return stepWritable, e
+		}
+	}
+	if e := mnt(s.procSys, s.procSys, nil, unix.MS_BIND, nil); e != 0 {
+		return stepReadOnly, e
+	}
+	if e := setattr(s.slash, unix.AT_RECURSIVE, &s.roAttr); e != 0 {
+		return stepReadOnly, e
+	}
+	for _, w := range s.writable {
+		if e := setattr(w, unix.AT_RECURSIVE, &s.rwAttr); e != 0 {
+			return stepWritable, e
+		}
+	}
+	// The host's kernel settings stay read-only under a writable /proc.
+	if e := setattr(s.procSys, 0, &s.roAttr); e != 0 {
+		return stepReadOnly, e
+	}
+	return 0, 0
+}
+
+// privateDev builds the node's /dev, in the child.
 //
 //go:nosplit
 //go:norace
@@ -458,24 +486,14 @@ func mnt(src, dst, typ *byte, flags uintptr, data *byte) syscall.Errno {
 	return e
 }
 
-// setPrivateDev prepares the node's /dev (see privDev): after the scratch
-// tmpfs is mounted, since the host's /dev is set aside there.
-func (s *spawnSpec) setPrivateDev() {
-	b := func(str string) *byte { p, _ := syscall.BytePtrFromString(str); return p }
-	s.privDev = true
-	s.dev, s.hostDev, s.devOpts = b("/dev"), b(sandboxScratch+"/hostdev"), b("mode=755")
-	s.dirs = append(s.dirs, s.hostDev)
-	for _, name := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
-		if _, err := os.Stat("/dev/" + name); err == nil {
-			s.devFiles = append(s.devFiles, b("/dev/"+name))
-			s.devSrc = append(s.devSrc, b(sandboxScratch+"/hostdev/"+name))
-		}
-	}
-	s.devPts, s.devpts, s.ptsOpts, s.devShm = b("/dev/pts"), b("devpts"), b("newinstance,ptmxmode=0666,mode=0620"), b("/dev/shm")
-	for _, l := range [][2]string{{"/dev/ptmx", "pts/ptmx"}, {"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"}, {"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"}} {
-		s.links = append(s.links, b(l[0]))
-		s.linkTargets = append(s.linkTargets, b(l[1]))
-	}
+// setattr is mount_setattr(2) on a prepared path.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func setattr(path *byte, flags uintptr, attr *mountAttr) syscall.Errno {
+	_, _, e := syscall.RawSyscall6(unix.SYS_MOUNT_SETATTR, atFDCWD, uintptr(unsafe.Pointer(path)), flags, uintptr(unsafe.Pointer(attr)), unsafe.Sizeof(*attr), 0)
+	return e
 }
 
 // setProgram prepares the C strings and the filter the child needs.
@@ -518,7 +536,7 @@ type spawned struct {
 // spawnOptions is what spawn needs besides the LaunchConfig.
 type spawnOptions struct {
 	trapTSC bool
-	clockFd int // the node's clock page, to bind in a sandbox; -1 for none
+	clockFd int // the node's clock page, handed to a sandboxed node; -1 for none
 }
 
 // spawn forks a child prepared to exec cfg's program at path; it waits on
