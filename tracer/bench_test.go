@@ -16,6 +16,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/netns"
+	"github.com/lockstep-dev/lockstep/tracer/internal/launch"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 	"github.com/lockstep-dev/lockstep/vclock"
 )
 
@@ -308,19 +310,18 @@ func stopsOnly(server, client LaunchConfig) (time.Duration, error) {
 		var one unix.CPUSet
 		one.Set(0)
 		unix.SchedSetaffinity(0, &one)
-		const opts = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEFORK |
-			unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
+		filter := launch.Filter(filteredSyscalls(gateTable()))
 		start := func(cfg LaunchConfig) (int, error) {
-			sp, err := spawn(cfg, cfg.Argv[0], spawnOptions{})
+			sp, err := launch.Spawn(launch.Config{Path: cfg.Argv[0], Argv: cfg.Argv, Env: cfg.Env,
+				Stdout: cfg.Stdout, Stderr: cfg.Stderr, Filter: filter, ClockFd: -1})
 			if err != nil {
 				return 0, err
 			}
-			defer sp.close()
-			if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(sp.pid), 0, opts, 0, 0); e != 0 {
-				return 0, e
+			defer sp.Close()
+			if err := ptrace.Seize(sp.Pid); err != nil {
+				return 0, err
 			}
-			_, err = sp.sync.Write([]byte{1})
-			return sp.pid, err
+			return sp.Pid, sp.Release()
 		}
 		spid, err := start(server)
 		if err != nil {
@@ -330,8 +331,7 @@ func stopsOnly(server, client LaunchConfig) (time.Duration, error) {
 		defer func() {
 			unix.Kill(spid, unix.SIGKILL)
 			for {
-				var ws unix.WaitStatus
-				if pid, err := unix.Wait4(-1, &ws, unix.WALL, nil); pid <= 0 || err != nil {
+				if pid, _, err := ptrace.Wait(-1, unix.WALL); pid <= 0 || err != nil {
 					return
 				}
 			}
@@ -343,27 +343,26 @@ func stopsOnly(server, client LaunchConfig) (time.Duration, error) {
 			return
 		}
 		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+			pid, st, err := ptrace.Wait(-1, unix.WALL)
 			if err != nil {
 				ch <- res{err: err}
 				return
 			}
 			switch {
-			case ws.Exited() || ws.Signaled():
+			case st.Gone():
 				if pid == cpid {
-					if ws.ExitStatus() != 0 {
-						err = fmt.Errorf("client exited %d", ws.ExitStatus())
+					if st.Kind() != ptrace.Exited || st.ExitCode() != 0 {
+						err = fmt.Errorf("client exited %d (signal %v)", st.ExitCode(), st.Signal())
 					}
 					ch <- res{d: time.Since(t0), err: err}
 					return
 				}
-			case ws.Stopped():
+			case st.Stopped():
 				sig := 0
-				if s := ws.StopSignal(); s != unix.SIGTRAP && s != unix.SIGSTOP {
+				if s := st.Signal(); s != unix.SIGTRAP && s != unix.SIGSTOP {
 					sig = int(s)
 				}
-				unix.PtraceCont(pid, sig)
+				ptrace.Cont(pid, sig)
 			}
 		}
 	}()

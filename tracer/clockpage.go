@@ -23,6 +23,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/launch"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 const (
@@ -239,7 +242,7 @@ func (t *Tracer) mapClockPage(th *thread) error {
 	}
 	var addr uint64
 	if pg.inherited(th.proc.pid) {
-		addr, err = t.mapFd(th, clockPageFd)
+		addr, err = t.mapFd(th, launch.ClockPageFd)
 	} else {
 		addr, err = t.mapInto(th, pg.path)
 	}
@@ -258,7 +261,7 @@ func (t *Tracer) mapClockPage(th *thread) error {
 		if p.at == 0 {
 			continue
 		}
-		if err := writeMem(th.tid, base+p.at, p.code); err != nil {
+		if err := ptrace.WriteMem(th.tid, base+p.at, p.code); err != nil {
 			return fmt.Errorf("patching the vDSO: %w", err)
 		}
 	}
@@ -280,15 +283,11 @@ func (t *Tracer) nodeClockPage(ni *nodeInfo) (*clockPage, error) {
 	return ni.clockPage, nil
 }
 
-// clockPageFd is the descriptor a sandboxed node's processes hold the clock
-// page on: high, so that it does not take a number a program expects to get.
-const clockPageFd = 1023
-
-// inherited reports whether process pid holds this page as clockPageFd (a
+// inherited reports whether process pid holds this page as launch.ClockPageFd (a
 // program may have closed it, or put something else there).
 func (pg *clockPage) inherited(pid int) bool {
 	var a, b unix.Stat_t
-	if unix.Fstat(pg.fd, &a) != nil || unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(clockPageFd), &b) != nil {
+	if unix.Fstat(pg.fd, &a) != nil || unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(launch.ClockPageFd), &b) != nil {
 		return false
 	}
 	return a.Dev == b.Dev && a.Ino == b.Ino
@@ -312,21 +311,21 @@ func (t *Tracer) mapFd(th *thread, fd int) (uint64, error) {
 //
 // Precondition: runs on the tracer thread; th is stopped.
 func (t *Tracer) mapInto(th *thread, path string) (uint64, error) {
-	if err := unix.PtraceGetRegs(th.tid, &th.regs); err != nil {
+	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
 		return 0, err
 	}
 	// The path goes below the stack pointer, past the red zone; the stack
 	// mapping extends well below it at exec.
-	scratch := (th.regs.Rsp - 1024) &^ 15
+	scratch := (th.regs.SP() - 1024) &^ 15
 	name := append([]byte(path), 0)
 	saved := make([]byte, len(name))
-	if err := readMem(th.tid, scratch, saved); err != nil {
+	if err := ptrace.ReadMem(th.tid, scratch, saved); err != nil {
 		return 0, err
 	}
-	if err := writeMem(th.tid, scratch, name); err != nil {
+	if err := ptrace.WriteMem(th.tid, scratch, name); err != nil {
 		return 0, err
 	}
-	defer writeMem(th.tid, scratch, saved)
+	defer ptrace.WriteMem(th.tid, scratch, saved)
 	cwd := int64(unix.AT_FDCWD)
 	fd, err := t.inject(th, unix.SYS_OPENAT, uint64(cwd), scratch, unix.O_RDONLY|unix.O_CLOEXEC)
 	if err != nil {
@@ -345,18 +344,18 @@ func (t *Tracer) mapInto(th *thread, path string) (uint64, error) {
 // auxvEntry finds key in the auxiliary vector of an image at its exec stop:
 // the entry's address on the stack and its value (0, 0 when absent).
 func auxvEntry(th *thread, key uint64) (at, val uint64, err error) {
-	if err := unix.PtraceGetRegs(th.tid, &th.regs); err != nil {
+	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
 		return 0, 0, err
 	}
 	pid := th.tid
-	sp := th.regs.Rsp
-	argc, err := readU64(pid, sp)
+	sp := th.regs.SP()
+	argc, err := ptrace.ReadU64(pid, sp)
 	if err != nil {
 		return 0, 0, err
 	}
 	addr := sp + 8 + 8*(argc+1)  // skip argc, argv and its NULL
 	for i := 0; i < 1<<16; i++ { // envp
-		v, err := readU64(pid, addr)
+		v, err := ptrace.ReadU64(pid, addr)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -367,7 +366,7 @@ func auxvEntry(th *thread, key uint64) (at, val uint64, err error) {
 	}
 	for i := 0; i < 64; i++ {
 		var pair [16]byte
-		if err := readMem(pid, addr, pair[:]); err != nil {
+		if err := ptrace.ReadMem(pid, addr, pair[:]); err != nil {
 			return 0, 0, err
 		}
 		k := binary.LittleEndian.Uint64(pair[:8])
@@ -392,7 +391,7 @@ func hideVDSO(th *thread) error {
 	}
 	var ign [16]byte
 	ign[0] = atIgnore
-	return writeMem(th.tid, at, ign[:])
+	return ptrace.WriteMem(th.tid, at, ign[:])
 }
 
 // clockReadsWithoutStops sets up a freshly exec'd image's clock reads: through

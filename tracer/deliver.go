@@ -6,8 +6,11 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/lockstep-dev/lockstep/sched"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
+	"github.com/lockstep-dev/lockstep/tracer/internal/sockdiag"
 )
 
 // conn is one direction of a TCP connection whose sends lockstep captured:
@@ -93,7 +96,7 @@ func (t *Tracer) payload(p *pendingOp) ([]byte, error) {
 	switch p.nr {
 	case unix.SYS_WRITE, unix.SYS_SENDTO:
 		data := make([]byte, min(a[2], maxCapture))
-		if err := readMem(th.tid, a[1], data); err != nil {
+		if err := ptrace.ReadMem(th.tid, a[1], data); err != nil {
 			return nil, err
 		}
 		return data, nil
@@ -101,7 +104,7 @@ func (t *Tracer) payload(p *pendingOp) ([]byte, error) {
 		return gather(th.tid, a[1], a[2])
 	case unix.SYS_SENDMSG:
 		var hdr [56]byte
-		if err := readMem(th.tid, a[1], hdr[:]); err != nil {
+		if err := ptrace.ReadMem(th.tid, a[1], hdr[:]); err != nil {
 			return nil, err
 		}
 		iov := binary.LittleEndian.Uint64(hdr[16:])
@@ -120,7 +123,7 @@ func gather(pid int, iovAddr, iovcnt uint64) ([]byte, error) {
 		return nil, errors.New("too many iovecs")
 	}
 	raw := make([]byte, 16*iovcnt)
-	if err := readMem(pid, iovAddr, raw); err != nil {
+	if err := ptrace.ReadMem(pid, iovAddr, raw); err != nil {
 		return nil, err
 	}
 	var out []byte
@@ -134,7 +137,7 @@ func gather(pid int, iovAddr, iovcnt uint64) ([]byte, error) {
 			continue
 		}
 		b := make([]byte, l)
-		if err := readMem(pid, base, b); err != nil {
+		if err := ptrace.ReadMem(pid, base, b); err != nil {
 			return nil, err
 		}
 		out = append(out, b...)
@@ -212,7 +215,7 @@ func (t *Tracer) awaitArrival(c *conn) {
 	}
 	want := c.sent - c.consumed
 	for i := 0; i < arrivalPolls; i++ {
-		rq, err := d.rqueue(c.dst, c.src)
+		rq, err := d.RQueue(c.dst, c.src)
 		if err != nil {
 			return // gone, or not a socket sock_diag can see
 		}
@@ -226,11 +229,11 @@ func (t *Tracer) awaitArrival(c *conn) {
 }
 
 // diagFor returns the sock_diag socket in the node's network namespace.
-func (t *Tracer) diagFor(ni *nodeInfo) (*diagSock, error) {
+func (t *Tracer) diagFor(ni *nodeInfo) (*sockdiag.Sock, error) {
 	if ni.diag != nil {
 		return ni.diag, nil
 	}
-	d, err := openDiag(ni.netns)
+	d, err := sockdiag.Open(ni.netns)
 	if err != nil {
 		return nil, err
 	}

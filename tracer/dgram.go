@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/lockstep-dev/lockstep/sched"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // dgram is a captured UDP datagram on its way. Datagrams are independent:
@@ -47,7 +49,7 @@ func (t *Tracer) dgramDest(th *thread, fi *fdInfo, nr int, a [6]uint64) netip.Ad
 		}
 	case unix.SYS_SENDMSG:
 		var hdr [16]byte
-		if readMem(th.tid, a[1], hdr[:]) == nil {
+		if ptrace.ReadMem(th.tid, a[1], hdr[:]) == nil {
 			if name := binary.LittleEndian.Uint64(hdr[0:]); name != 0 {
 				_, ap := decodeSockaddr(th.tid, name, uint64(binary.LittleEndian.Uint32(hdr[8:])))
 				return ap

@@ -3,16 +3,23 @@
 // families, socket reads and writes, polls, sleeps, clock reads and a few
 // bookkeeping calls. Each gated stop becomes a pending sched.Op.
 //
-// It owns launching process trees (a fork of the tracer thread that runs
-// raw syscalls only: it joins the node's cgroup, mount and network
-// namespaces, disables ASLR, waits to be seized and installs the filter
-// before it execs the target), decoding syscall arguments,
-// enabledness probes on duplicated fds (pidfd_getfd + poll), quiescence,
-// resuming, skipping and faking results, call-site extraction, messages in
-// flight (sends are captured and delivered later as their own operations),
-// answering clock reads from virtual time, and tearing trees down.
+// It owns the policy: which syscalls are gated and what each becomes (the
+// table in syscalls.go), whether a pending op is enabled, how it is
+// released, messages in flight (sends are captured and delivered later as
+// their own operations), virtual time (clock page, sleeps, timed waits,
+// kernel timers), quiescence, faults, and tearing trees down. Below it, in
+// packages of its own that know nothing of ops:
+//
+//   - internal/ptrace: every ptrace request, wait statuses as kinds,
+//     registers (x86-64 in its _amd64 files), tracee memory, injected
+//     syscalls;
+//   - internal/launch: forking a node's first process (or asking the
+//     zygote to), its sandbox and seccomp program;
+//   - internal/sockdiag: looking up and destroying a TCP socket;
+//   - internal/callsite: naming the code that made a syscall.
 //
 // It must not choose what runs next: that is the scheduler's job. All ptrace
-// calls happen on one locked OS thread; the exported API may be called from
-// any goroutine.
+// calls happen on one locked OS thread (Tracer.loop); the functions that
+// must run there say so with a "Precondition:" line. The exported API may
+// be called from any goroutine.
 package tracer

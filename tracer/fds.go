@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // fdKind classifies a tracee's file descriptor for gating decisions.
@@ -171,7 +173,7 @@ func decodeSockaddr(pid int, addr uint64, length uint64) (family int, ap netip.A
 		length = 128
 	}
 	b := make([]byte, length)
-	if readMem(pid, addr, b) != nil {
+	if ptrace.ReadMem(pid, addr, b) != nil {
 		return -1, ap
 	}
 	family = int(b[0]) | int(b[1])<<8

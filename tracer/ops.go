@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/sched"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // pendingOp is a sched.Op plus what the tracer needs to probe and release it.
@@ -42,10 +44,10 @@ func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64)
 	p := &pendingOp{th: th, nr: nr, args: args, fd: -1, deadline: -1, seq: t.seq}
 	p.op = sched.Op{
 		Node: th.proc.node.name, LPID: th.lpid, Kind: kind,
-		Syscall: syscallName(nr),
+		Syscall: t.syscallName(nr),
 	}
 	t0 := time.Now()
-	p.op.Site = t.callSite(th, t.opts.SiteFrames)
+	p.op.Site = t.sites.Site(&th.proc.site, th.regs.SP(), th.regs.FP(), t.opts.SiteFrames)
 	t.stats.SiteTime += time.Since(t0)
 	if th.firstCause != 0 {
 		p.causes = append(p.causes, th.firstCause)
@@ -68,10 +70,6 @@ func (t *Tracer) dropPending(p *pendingOp) {
 	}
 }
 
-func regsArgs(r *unix.PtraceRegs) [6]uint64 {
-	return [6]uint64{r.Rdi, r.Rsi, r.Rdx, r.R10, r.R8, r.R9}
-}
-
 // allow resumes a stopped thread into its real syscall.
 func (t *Tracer) allow(th *thread) {
 	t.stats.Released++
@@ -80,9 +78,8 @@ func (t *Tracer) allow(th *thread) {
 
 // fake skips the syscall and makes it return ret.
 func (t *Tracer) fake(th *thread, ret int64) {
-	th.regs.Orig_rax = ^uint64(0)
-	th.regs.Rax = uint64(ret)
-	if err := unix.PtraceSetRegs(th.tid, &th.regs); err != nil {
+	th.regs.Skip(ret)
+	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
 		// ESRCH: another thread's exit_group took this one down while it
 		// sat in its stop; its exit event follows.
 		lvl := slog.LevelWarn
@@ -103,8 +100,9 @@ func (t *Tracer) inbox(a netip.Addr) string {
 	return "inbox:" + a.String()
 }
 
-// onSeccomp handles a gated syscall stop: answer it, release it at once,
-// or turn it into a pending op.
+// onSeccomp handles a gated syscall stop: the syscall's gate answers it,
+// releases it at once or turns it into a pending op; a syscall its gate
+// declines runs natively.
 func (t *Tracer) onSeccomp(th *thread) {
 	t.stats.Stops++
 	if th.connecting != nil {
@@ -114,177 +112,215 @@ func (t *Tracer) onSeccomp(th *thread) {
 		th.interrupted = false
 	}
 	th.state = tsGated
-	if err := unix.PtraceGetRegs(th.tid, &th.regs); err != nil {
+	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
 		th.state = tsRunning
 		return
 	}
-	p := th.proc
-	nr := int(th.regs.Orig_rax)
-	a := regsArgs(&th.regs)
-	clock := t.opts.Clock
-	switch nr {
-	case unix.SYS_CLOCK_GETTIME:
-		if clock != nil {
-			if ns, ok := t.readClock(p.node, int32(a[0])); ok {
-				t.stats.ClockReads++
-				if a[1] != 0 {
-					var b [16]byte
-					putTimespec(b[:], ns)
-					writeMem(th.tid, a[1], b[:])
-				}
-				t.fake(th, 0)
-				return
-			}
-		}
-	case unix.SYS_GETTIMEOFDAY:
-		if clock != nil {
-			t.stats.ClockReads++
-			ns, _ := t.readClock(p.node, unix.CLOCK_REALTIME)
-			if a[0] != 0 {
-				var b [16]byte
-				binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
-				binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9/1e3))
-				writeMem(th.tid, a[0], b[:])
-			}
-			t.fake(th, 0)
-			return
-		}
-	case unix.SYS_TIME:
-		if clock != nil {
-			t.stats.ClockReads++
-			ns, _ := t.readClock(p.node, unix.CLOCK_REALTIME)
-			if a[0] != 0 {
-				var b [8]byte
-				binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
-				writeMem(th.tid, a[0], b[:])
-			}
-			t.fake(th, ns/1e9)
-			return
-		}
-	case unix.SYS_GETRANDOM:
-		if p.rand != nil {
-			t.fakeRandom(th, a[0], a[1])
-			return
-		}
-	case unix.SYS_READ, unix.SYS_READV, unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
-		fd := int(a[0])
-		fi := t.fdOf(p, fd)
-		if fi.kind == fdRandom && nr == unix.SYS_READ && p.rand != nil {
-			t.fakeRandom(th, a[1], a[2])
-			return
-		}
-		if fi.kind == fdInet && t.sockGated(th, fi, nr, a) {
-			po := t.newPending(th, sched.Recv, nr, a)
-			po.fd, po.fi = fd, fi
-			po.op.Object = "inbox:" + p.node.name
-			po.op.Peer = addrString(fi.peer)
-			po.op.Conn = fi.inKey()
-			po.op.Bytes = int(a[2])
-			po.immediate = t.nonblocking(fi, nr, a)
-			t.sockTimeout(po, unix.SO_RCVTIMEO)
-			if nr == unix.SYS_RECVMSG || nr == unix.SYS_READV {
-				po.op.Bytes = 0
-			}
-			return
-		}
-	case unix.SYS_WRITE, unix.SYS_WRITEV, unix.SYS_SENDTO, unix.SYS_SENDMSG, unix.SYS_SENDMMSG:
-		fd := int(a[0])
-		fi := t.fdOf(p, fd)
-		if fi.kind == fdInet && t.sockGated(th, fi, nr, a) {
-			po := t.newPending(th, sched.Send, nr, a)
-			po.fd, po.fi = fd, fi
-			po.op.Peer = addrString(fi.peer)
-			po.op.Conn = fi.outKey()
-			if fi.sockType == unix.SOCK_DGRAM {
-				d := t.dgramDest(th, fi, nr, a)
-				po.op.Peer, po.op.Conn = d.String(), t.dgramSource(p, fi).String()+">"+d.String()
-			}
-			if fi.peer.IsValid() {
-				po.op.Object = "" // enqueuing is local; the delivery touches the inbox
-			}
-			if nr == unix.SYS_WRITE || nr == unix.SYS_SENDTO {
-				po.op.Bytes = int(a[2])
-			}
-			return
-		}
-	case unix.SYS_CLOSE:
-		fd := int(a[0])
-		fi := p.fds[fd]
-		if fi != nil && fi.kind == fdInet && (fi.listening || (fi.peer.IsValid() && t.gated(fi.peer.Addr()))) {
-			po := t.newPending(th, sched.Close, nr, a)
-			po.fd, po.fi = fd, fi
-			po.op.Peer = addrString(fi.peer)
-			po.op.Conn = fi.outKey()
-			return
-		}
-		t.releaseDup(t.forgetFd(p, fd))
-	case unix.SYS_SHUTDOWN:
-		fd := int(a[0])
-		fi := t.fdOf(p, fd)
-		if fi.kind == fdInet && fi.peer.IsValid() && t.gated(fi.peer.Addr()) {
-			po := t.newPending(th, sched.Shutdown, nr, a)
-			po.fd, po.fi = fd, fi
-			po.op.Peer = addrString(fi.peer)
-			po.op.Conn = fi.outKey()
-			return
-		}
-	case unix.SYS_DUP2, unix.SYS_DUP3:
-		if int(a[1]) != int(a[0]) {
-			t.releaseDup(t.forgetFd(p, int(a[1])))
-		}
-	case unix.SYS_CLOSE_RANGE:
-		for fd := range p.fds {
-			if uint64(fd) >= a[0] && uint64(fd) <= a[1] {
-				t.releaseDup(t.forgetFd(p, fd))
-			}
-		}
-	case unix.SYS_CONNECT:
-		fam, ap := decodeSockaddr(th.tid, a[1], a[2])
-		if (fam == unix.AF_INET || fam == unix.AF_INET6) && t.gated(ap.Addr()) {
-			fd := int(a[0])
-			fi := t.fdOf(p, fd)
-			po := t.newPending(th, sched.Connect, nr, a)
-			po.fd, po.fi = fd, fi
-			po.op.Peer = ap.String()
-			po.op.Object = "listen:" + ap.String()
-			po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
-			if t.opts.Host != nil && !t.opts.Host(ap.Addr().Unmap()) {
-				po.silent = true
-				if !po.immediate && clock != nil {
-					po.deadline = t.now() + int64(silentConnect)
-				}
-			}
-			return
-		}
-	case unix.SYS_ACCEPT, unix.SYS_ACCEPT4:
-		fd := int(a[0])
-		fi := t.fdOf(p, fd)
-		if fi.kind == fdInet {
-			po := t.newPending(th, sched.Accept, nr, a)
-			po.fd, po.fi = fd, fi
-			po.op.Object = "listen:" + t.listenKey(p, fi)
-			po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
-			t.sockTimeout(po, unix.SO_RCVTIMEO)
-			return
-		}
-	case unix.SYS_POLL, unix.SYS_PPOLL, unix.SYS_SELECT, unix.SYS_PSELECT6,
-		unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2:
-		t.onPoll(th, nr, a)
+	nr := th.regs.Syscall()
+	if g, ok := t.gates[nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(t, th, nr, th.regs.Args()) {
 		return
-	case unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP:
-		if clock != nil && t.onSleep(th, nr, a) {
-			return
-		}
-	case unix.SYS_FUTEX:
-		if clock != nil && t.onTimedWait(th, a) {
-			return
-		}
-	default:
-		if t.onTimerSyscall(th, nr, a) {
-			return
-		}
 	}
 	t.allow(th)
+}
+
+// onClockGettime answers clock_gettime from virtual time.
+func (t *Tracer) onClockGettime(th *thread, _ int, a [6]uint64) bool {
+	ns, ok := t.readClock(th.proc.node, int32(a[0]))
+	if !ok {
+		return false
+	}
+	t.stats.ClockReads++
+	if a[1] != 0 {
+		var b [16]byte
+		putTimespec(b[:], ns)
+		ptrace.WriteMem(th.tid, a[1], b[:])
+	}
+	t.fake(th, 0)
+	return true
+}
+
+// onGettimeofday answers gettimeofday from the virtual wall clock.
+func (t *Tracer) onGettimeofday(th *thread, _ int, a [6]uint64) bool {
+	t.stats.ClockReads++
+	ns, _ := t.readClock(th.proc.node, unix.CLOCK_REALTIME)
+	if a[0] != 0 {
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
+		binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9/1e3))
+		ptrace.WriteMem(th.tid, a[0], b[:])
+	}
+	t.fake(th, 0)
+	return true
+}
+
+// onTime answers time from the virtual wall clock.
+func (t *Tracer) onTime(th *thread, _ int, a [6]uint64) bool {
+	t.stats.ClockReads++
+	ns, _ := t.readClock(th.proc.node, unix.CLOCK_REALTIME)
+	if a[0] != 0 {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
+		ptrace.WriteMem(th.tid, a[0], b[:])
+	}
+	t.fake(th, ns/1e9)
+	return true
+}
+
+// onGetrandom fills the buffer from the process's seeded stream.
+func (t *Tracer) onGetrandom(th *thread, _ int, a [6]uint64) bool {
+	if th.proc.rand == nil {
+		return false
+	}
+	t.fakeRandom(th, a[0], a[1])
+	return true
+}
+
+// onRecv makes a receive from another node's connection (or a datagram
+// socket) an op; a read of the random device is answered from the seed.
+func (t *Tracer) onRecv(th *thread, nr int, a [6]uint64) bool {
+	p := th.proc
+	fd := int(a[0])
+	fi := t.fdOf(p, fd)
+	if fi.kind == fdRandom && nr == unix.SYS_READ && p.rand != nil {
+		t.fakeRandom(th, a[1], a[2])
+		return true
+	}
+	if fi.kind != fdInet || !t.sockGated(th, fi, nr, a) {
+		return false
+	}
+	po := t.newPending(th, sched.Recv, nr, a)
+	po.fd, po.fi = fd, fi
+	po.op.Object = "inbox:" + p.node.name
+	po.op.Peer = addrString(fi.peer)
+	po.op.Conn = fi.inKey()
+	po.op.Bytes = int(a[2])
+	po.immediate = t.nonblocking(fi, nr, a)
+	t.sockTimeout(po, unix.SO_RCVTIMEO)
+	if nr == unix.SYS_RECVMSG || nr == unix.SYS_READV {
+		po.op.Bytes = 0
+	}
+	return true
+}
+
+// onSend makes a send on another node's connection (or a datagram socket)
+// an op.
+func (t *Tracer) onSend(th *thread, nr int, a [6]uint64) bool {
+	p := th.proc
+	fd := int(a[0])
+	fi := t.fdOf(p, fd)
+	if fi.kind != fdInet || !t.sockGated(th, fi, nr, a) {
+		return false
+	}
+	po := t.newPending(th, sched.Send, nr, a)
+	po.fd, po.fi = fd, fi
+	po.op.Peer = addrString(fi.peer)
+	po.op.Conn = fi.outKey()
+	if fi.sockType == unix.SOCK_DGRAM {
+		d := t.dgramDest(th, fi, nr, a)
+		po.op.Peer, po.op.Conn = d.String(), t.dgramSource(p, fi).String()+">"+d.String()
+	}
+	if fi.peer.IsValid() {
+		po.op.Object = "" // enqueuing is local; the delivery touches the inbox
+	}
+	if nr == unix.SYS_WRITE || nr == unix.SYS_SENDTO {
+		po.op.Bytes = int(a[2])
+	}
+	return true
+}
+
+// onClose makes closing a listener or a connection to another node an op
+// (its FIN is a message); any other close only updates the fd cache.
+func (t *Tracer) onClose(th *thread, nr int, a [6]uint64) bool {
+	p := th.proc
+	fd := int(a[0])
+	fi := p.fds[fd]
+	if fi != nil && fi.kind == fdInet && (fi.listening || (fi.peer.IsValid() && t.gated(fi.peer.Addr()))) {
+		po := t.newPending(th, sched.Close, nr, a)
+		po.fd, po.fi = fd, fi
+		po.op.Peer = addrString(fi.peer)
+		po.op.Conn = fi.outKey()
+		return true
+	}
+	t.releaseDup(t.forgetFd(p, fd))
+	return false
+}
+
+// onShutdown makes shutting down a connection to another node an op.
+func (t *Tracer) onShutdown(th *thread, nr int, a [6]uint64) bool {
+	fd := int(a[0])
+	fi := t.fdOf(th.proc, fd)
+	if fi.kind != fdInet || !fi.peer.IsValid() || !t.gated(fi.peer.Addr()) {
+		return false
+	}
+	po := t.newPending(th, sched.Shutdown, nr, a)
+	po.fd, po.fi = fd, fi
+	po.op.Peer = addrString(fi.peer)
+	po.op.Conn = fi.outKey()
+	return true
+}
+
+// onDup forgets what the target descriptor of dup2/dup3 was.
+func (t *Tracer) onDup(th *thread, _ int, a [6]uint64) bool {
+	if int(a[1]) != int(a[0]) {
+		t.releaseDup(t.forgetFd(th.proc, int(a[1])))
+	}
+	return false
+}
+
+// onCloseRange forgets the descriptors close_range closes.
+func (t *Tracer) onCloseRange(th *thread, _ int, a [6]uint64) bool {
+	p := th.proc
+	for fd := range p.fds {
+		if uint64(fd) >= a[0] && uint64(fd) <= a[1] {
+			t.releaseDup(t.forgetFd(p, fd))
+		}
+	}
+	return false
+}
+
+// onConnect makes a connect to another node (or to an address on the
+// subnet that no node has) an op.
+func (t *Tracer) onConnect(th *thread, nr int, a [6]uint64) bool {
+	fam, ap := decodeSockaddr(th.tid, a[1], a[2])
+	if (fam != unix.AF_INET && fam != unix.AF_INET6) || !t.gated(ap.Addr()) {
+		return false
+	}
+	fd := int(a[0])
+	fi := t.fdOf(th.proc, fd)
+	po := t.newPending(th, sched.Connect, nr, a)
+	po.fd, po.fi = fd, fi
+	po.op.Peer = ap.String()
+	po.op.Object = "listen:" + ap.String()
+	po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
+	if t.opts.Host != nil && !t.opts.Host(ap.Addr().Unmap()) {
+		po.silent = true
+		if !po.immediate && t.opts.Clock != nil {
+			po.deadline = t.now() + int64(silentConnect)
+		}
+	}
+	return true
+}
+
+// onAccept makes an accept on an internet socket an op.
+func (t *Tracer) onAccept(th *thread, nr int, a [6]uint64) bool {
+	p := th.proc
+	fd := int(a[0])
+	fi := t.fdOf(p, fd)
+	if fi.kind != fdInet {
+		return false
+	}
+	po := t.newPending(th, sched.Accept, nr, a)
+	po.fd, po.fi = fd, fi
+	po.op.Object = "listen:" + t.listenKey(p, fi)
+	po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
+	t.sockTimeout(po, unix.SO_RCVTIMEO)
+	return true
+}
+
+// onFutex takes over a timed futex wait's timeout (the filter stops only
+// waits that carry one).
+func (t *Tracer) onFutex(th *thread, _ int, a [6]uint64) bool {
+	return t.onTimedWait(th, a)
 }
 
 func addrString(ap netip.AddrPort) string {
@@ -340,7 +376,7 @@ func (t *Tracer) fakeRandom(th *thread, buf, count uint64) {
 	}
 	b := make([]byte, n)
 	io.ReadFull(th.proc.rand, b)
-	if err := writeMem(th.tid, buf, b); err != nil {
+	if err := ptrace.WriteMem(th.tid, buf, b); err != nil {
 		t.fake(th, -int64(unix.EFAULT))
 		return
 	}
@@ -354,7 +390,7 @@ func putTimespec(b []byte, ns int64) {
 
 func (t *Tracer) readTimespec(pid int, addr uint64) (int64, bool) {
 	var b [16]byte
-	if readMem(pid, addr, b[:]) != nil {
+	if ptrace.ReadMem(pid, addr, b[:]) != nil {
 		return 0, false
 	}
 	sec := int64(binary.LittleEndian.Uint64(b[:]))
@@ -424,15 +460,15 @@ func (t *Tracer) onTimedWait(th *thread, a [6]uint64) bool {
 		t.fake(th, -int64(unix.ETIMEDOUT))
 		return true
 	}
-	th.regs.R10 = 0
-	if err := unix.PtraceSetRegs(th.tid, &th.regs); err != nil {
+	th.regs.SetArg(3, 0) // the timeout
+	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
 		return false
 	}
 	th.waitDeadline = deadline
 	th.waitAddr = a[0]
 	th.interrupted = false
 	th.state = tsTimedWait
-	if err := unix.PtraceCont(th.tid, 0); err != nil {
+	if err := ptrace.Cont(th.tid, 0); err != nil {
 		th.state = tsRunning
 	}
 	return true
@@ -469,7 +505,7 @@ func (t *Tracer) wakeDueTimedWaits() {
 		return
 	}
 	first.interrupted = true
-	if err := unix.PtraceInterrupt(first.tid); err != nil {
+	if err := ptrace.Interrupt(first.tid); err != nil {
 		first.interrupted = false
 		first.state = tsRunning
 	}
@@ -538,6 +574,13 @@ func splitFields(s string) []string {
 	return out
 }
 
+// futex(2) commands, as the seccomp filter also tells them apart.
+const (
+	futexCmdMask    = 0x7f // FUTEX_CMD_MASK without PRIVATE and CLOCK_REALTIME
+	futexWait       = 0
+	futexWaitBitset = 9
+)
+
 const (
 	errRestartSys    = 512
 	errRestartNoIntr = 513
@@ -548,19 +591,18 @@ const (
 // finishTimedWait completes an interrupted futex wait as a timeout.
 func (t *Tracer) finishTimedWait(th *thread) {
 	th.interrupted = false
-	if err := unix.PtraceGetRegs(th.tid, &th.regs); err == nil && th.regs.Orig_rax == unix.SYS_FUTEX {
-		switch -int64(th.regs.Rax) {
+	if err := ptrace.GetRegs(th.tid, &th.regs); err == nil && th.regs.Syscall() == unix.SYS_FUTEX {
+		switch -th.regs.Result() {
 		case errRestartSys, errRestartNoIntr, errRestartNoHand, errRestartBlock, int64(unix.EINTR):
-			etimedout := -int64(unix.ETIMEDOUT)
-			th.regs.Rax = uint64(etimedout)
-			unix.PtraceSetRegs(th.tid, &th.regs)
+			th.regs.SetResult(-int64(unix.ETIMEDOUT))
+			ptrace.SetRegs(th.tid, &th.regs)
 		}
 	}
 	t.cont(th, 0)
 }
 
 // onPoll turns a poll-family call into an op with a probe set and deadline.
-func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) {
+func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	po := t.newPending(th, sched.Poll, nr, a)
 	po.op.Object = "inbox:" + p.node.name
@@ -572,7 +614,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) {
 			n = 4096
 		}
 		buf := make([]byte, 8*n)
-		if n > 0 && readMem(th.tid, a[0], buf) == nil {
+		if n > 0 && ptrace.ReadMem(th.tid, a[0], buf) == nil {
 			for i := 0; i < n; i++ {
 				fd := int(int32(binary.LittleEndian.Uint32(buf[8*i:])))
 				ev := int16(binary.LittleEndian.Uint16(buf[8*i+4:]))
@@ -600,7 +642,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) {
 				continue
 			}
 			buf := make([]byte, (nfds+63)/64*8)
-			if readMem(th.tid, addr, buf) != nil {
+			if ptrace.ReadMem(th.tid, addr, buf) != nil {
 				continue
 			}
 			for fd := 0; fd < nfds; fd++ {
@@ -612,7 +654,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) {
 		if a[4] != 0 {
 			if nr == unix.SYS_SELECT {
 				var b [16]byte
-				if readMem(th.tid, a[4], b[:]) == nil {
+				if ptrace.ReadMem(th.tid, a[4], b[:]) == nil {
 					sec := int64(binary.LittleEndian.Uint64(b[:]))
 					usec := int64(binary.LittleEndian.Uint64(b[8:]))
 					timeout = sec*1e9 + usec*1e3
@@ -643,6 +685,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) {
 		// lockstep never blocks on it.
 		po.immediate = true
 	}
+	return true
 }
 
 func (t *Tracer) addProbe(po *pendingOp, fd int, ev int16) {
@@ -872,7 +915,7 @@ func (t *Tracer) finishConnect(th *thread) {
 		return
 	}
 	for i := 0; i < arrivalPolls; i++ {
-		if _, err := d.rqueue(cw.peer, local); err == nil {
+		if _, err := d.RQueue(cw.peer, local); err == nil {
 			return
 		}
 		unix.Nanosleep(&unix.Timespec{Nsec: 10000}, nil)
@@ -908,22 +951,22 @@ func (t *Tracer) timeoutPoll(th *thread, p *pendingOp) {
 		n := int(a[1])
 		if n > 0 && n <= 4096 {
 			buf := make([]byte, 8*n)
-			if readMem(th.tid, a[0], buf) == nil {
+			if ptrace.ReadMem(th.tid, a[0], buf) == nil {
 				for i := 0; i < n; i++ {
 					buf[8*i+6], buf[8*i+7] = 0, 0
 				}
-				writeMem(th.tid, a[0], buf)
+				ptrace.WriteMem(th.tid, a[0], buf)
 			}
 		}
 	case unix.SYS_SELECT, unix.SYS_PSELECT6:
 		nfds := int(a[0])
 		for _, addr := range []uint64{a[1], a[2], a[3]} {
 			if addr != 0 && nfds > 0 && nfds <= 1024 {
-				writeMem(th.tid, addr, make([]byte, (nfds+63)/64*8))
+				ptrace.WriteMem(th.tid, addr, make([]byte, (nfds+63)/64*8))
 			}
 		}
 		if p.nr == unix.SYS_SELECT && a[4] != 0 {
-			writeMem(th.tid, a[4], make([]byte, 16)) // Linux updates the timeout
+			ptrace.WriteMem(th.tid, a[4], make([]byte, 16)) // Linux updates the timeout
 		}
 	}
 	t.fake(th, 0)

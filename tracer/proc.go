@@ -9,9 +9,11 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // threadState says what the tracer knows of a thread. Stopped and running
@@ -40,7 +42,7 @@ type thread struct {
 	proc  *process
 	lpid  string
 	state threadState
-	regs  unix.PtraceRegs
+	regs  ptrace.Regs
 	// pending is the op this thread is stopped at (tsGated).
 	pending *pendingOp
 	// Timed futex wait bookkeeping (tsTimedWait).
@@ -78,7 +80,7 @@ type process struct {
 	nforks   int // children ever forked, for fork paths
 	pidfd    int
 	fds      map[int]*fdInfo
-	maps     *memMaps
+	site     callsite.Process
 	exited   bool
 	parent   *process
 	root     bool // the node's first process
@@ -147,58 +149,6 @@ func (th *thread) kernelState() (byte, uint64, bool) {
 		}
 	}
 	return state, cpu, true
-}
-
-// readMem copies len(b) bytes of the tracee's memory at addr.
-func readMem(pid int, addr uint64, b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	local := []unix.Iovec{{Base: &b[0]}}
-	local[0].SetLen(len(b))
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
-	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
-	if err != nil {
-		return fmt.Errorf("reading %d bytes at %#x of pid %d: %w", len(b), addr, pid, err)
-	}
-	if n != len(b) {
-		return fmt.Errorf("reading %d bytes at %#x of pid %d: short read %d", len(b), addr, pid, n)
-	}
-	return nil
-}
-
-// writeMem copies b into the tracee's memory at addr.
-func writeMem(pid int, addr uint64, b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	local := []unix.Iovec{{Base: &b[0]}}
-	local[0].SetLen(len(b))
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
-	n, err := unix.ProcessVMWritev(pid, local, remote, 0)
-	if err != nil {
-		// Read-only pages (rare for out-buffers) need ptrace pokes.
-		return pokeMem(pid, addr, b, err)
-	}
-	if n != len(b) {
-		return fmt.Errorf("writing %d bytes at %#x of pid %d: short write %d", len(b), addr, pid, n)
-	}
-	return nil
-}
-
-func pokeMem(pid int, addr uint64, b []byte, first error) error {
-	if _, err := unix.PtracePokeData(pid, uintptr(addr), b); err != nil {
-		return fmt.Errorf("writing %d bytes at %#x of pid %d: %w (poke: %v)", len(b), addr, pid, first, err)
-	}
-	return nil
-}
-
-func readU64(pid int, addr uint64) (uint64, error) {
-	var b [8]byte
-	if err := readMem(pid, addr, b[:]); err != nil {
-		return 0, err
-	}
-	return *(*uint64)(unsafe.Pointer(&b[0])), nil
 }
 
 // tgidOf reads the thread group id of tid from /proc.

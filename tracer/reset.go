@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/sockdiag"
 )
 
 // Sock is a connected TCP socket of a node, as a reset fault names it.
@@ -105,8 +106,8 @@ func (t *Tracer) resetSock(object string) error {
 	if err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
-	if err := d.destroy(local, peer); err != nil {
-		if err == errNoSocket {
+	if err := d.Destroy(local, peer); err != nil {
+		if err == sockdiag.ErrNoSocket {
 			return nil // closed meanwhile: nothing left to reset
 		}
 		return fmt.Errorf("reset %s: %w", s.Conn, err)
@@ -116,29 +117,4 @@ func (t *Tracer) resetSock(object string) error {
 		t.finWaits = append(t.finWaits, finWait{node: pn, local: peer, remote: local, until: time.Now().Add(finWaitLimit)})
 	}
 	return nil
-}
-
-// destroy aborts the TCP socket with this local and remote address
-// (SOCK_DESTROY, the kernel's `ss -K`).
-func (d *diagSock) destroy(local, remote netip.AddrPort) error {
-	req := diagRequest(sockDestroy, unix.NLM_F_REQUEST|unix.NLM_F_ACK, local, remote)
-	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return err
-	}
-	n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
-	if err != nil {
-		return err
-	}
-	ne := binary.NativeEndian
-	if n < 20 || ne.Uint16(d.buf[4:]) != unix.NLMSG_ERROR {
-		return fmt.Errorf("unexpected sock_diag reply to SOCK_DESTROY")
-	}
-	switch errno := unix.Errno(-int32(ne.Uint32(d.buf[16:]))); errno {
-	case 0:
-		return nil
-	case unix.ENOENT:
-		return errNoSocket
-	default:
-		return errno
-	}
 }

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/sched"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // Kernel timers as virtual deadlines.
@@ -44,32 +46,6 @@ import (
 // a POSIX timer whose signal is still queued goes to timer_getoverrun, not
 // into the queued siginfo, which the kernel updates at dequeue time and
 // lockstep cannot.
-
-// timerHandler answers one timer syscall at its seccomp stop. It reports
-// false to let the kernel run the call as it is.
-type timerHandler func(t *Tracer, th *thread, a [6]uint64) bool
-
-// timerSyscalls is the table of gated timer syscalls (seccomp.go lists
-// them in the filter). timerfd_create is not among them: the clock of a
-// timerfd is read from /proc/PID/fdinfo when it is first armed.
-var timerSyscalls = map[int]timerHandler{
-	unix.SYS_TIMERFD_SETTIME:  (*Tracer).onTimerfdSettime,
-	unix.SYS_TIMERFD_GETTIME:  (*Tracer).onTimerfdGettime,
-	unix.SYS_ALARM:            (*Tracer).onAlarm,
-	unix.SYS_SETITIMER:        (*Tracer).onSetitimer,
-	unix.SYS_GETITIMER:        (*Tracer).onGetitimer,
-	unix.SYS_TIMER_CREATE:     (*Tracer).onTimerCreate,
-	unix.SYS_TIMER_SETTIME:    (*Tracer).onTimerSettime,
-	unix.SYS_TIMER_GETTIME:    (*Tracer).onTimerGettime,
-	unix.SYS_TIMER_GETOVERRUN: (*Tracer).onTimerGetoverrun,
-	unix.SYS_TIMER_DELETE:     (*Tracer).onTimerDelete,
-}
-
-// onTimerSyscall dispatches a gated timer syscall; false lets it run.
-func (t *Tracer) onTimerSyscall(th *thread, nr int, a [6]uint64) bool {
-	h := timerSyscalls[nr]
-	return h != nil && t.opts.Clock != nil && h(t, th, a)
-}
 
 type timerKind uint8
 
@@ -413,7 +389,7 @@ type spec struct{ interval, value int64 }
 // errno is EFAULT or EINVAL when the kernel would refuse it.
 func readSpec(pid int, addr uint64, usec bool) (spec, unix.Errno) {
 	var b [32]byte
-	if readMem(pid, addr, b[:]) != nil {
+	if ptrace.ReadMem(pid, addr, b[:]) != nil {
 		return spec{}, unix.EFAULT
 	}
 	var s spec
@@ -445,7 +421,7 @@ func writeSpec(pid int, addr uint64, s spec, usec bool) error {
 		binary.LittleEndian.PutUint64(b[16*i:], uint64(ns/1e9))
 		binary.LittleEndian.PutUint64(b[16*i+8:], uint64(sub))
 	}
-	return writeMem(pid, addr, b[:])
+	return ptrace.WriteMem(pid, addr, b[:])
 }
 
 // current is what a get call reports: the interval and the time left.
@@ -643,7 +619,7 @@ func (t *Tracer) onTimerCreate(th *thread, a [6]uint64) bool {
 		notify: sigevSignal, signo: int32(unix.SIGALRM), value: uint64(id)}
 	if a[1] != 0 {
 		var ev [20]byte
-		if readMem(th.tid, a[1], ev[:]) != nil {
+		if ptrace.ReadMem(th.tid, a[1], ev[:]) != nil {
 			return t.answer(th, unix.EFAULT)
 		}
 		v.value = binary.LittleEndian.Uint64(ev[0:])
@@ -668,7 +644,7 @@ func (t *Tracer) onTimerCreate(th *thread, a [6]uint64) bool {
 	}
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(id))
-	if writeMem(th.tid, a[2], b[:]) != nil {
+	if ptrace.WriteMem(th.tid, a[2], b[:]) != nil {
 		return t.answer(th, unix.EFAULT)
 	}
 	tab.nextID[p]++
@@ -807,7 +783,7 @@ func (t *Tracer) releaseSleep(p *pendingOp) {
 	if rem != 0 {
 		var b [16]byte
 		putTimespec(b[:], left)
-		writeMem(p.th.tid, rem, b[:])
+		ptrace.WriteMem(p.th.tid, rem, b[:])
 	}
 	t.fake(p.th, -int64(unix.EINTR))
 }

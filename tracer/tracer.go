@@ -16,8 +16,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/sched"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
+	"github.com/lockstep-dev/lockstep/tracer/internal/launch"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
+	"github.com/lockstep-dev/lockstep/tracer/internal/sockdiag"
 )
 
 // Clock is the virtual time the tracer answers clock reads from. vclock.Clock
@@ -213,7 +218,9 @@ type Tracer struct {
 	exits    []Exit
 	conns    map[string]*conn
 	connects map[string][]uint64 // released connects per listener, for accept causes
-	sites    *siteCache
+	sites    *callsite.Cache
+	gates    map[int]gate
+	filter   []unix.SockFilter // the seccomp program, from gates
 	selfPid  int
 	stats    Stats
 	spinning []string
@@ -258,8 +265,8 @@ type Stats struct {
 type nodeInfo struct {
 	name  string
 	addr  netip.Addr
-	netns string    // namespace path, "" for lockstep's own
-	diag  *diagSock // sock_diag in the node's namespace, opened lazily
+	netns string         // namespace path, "" for lockstep's own
+	diag  *sockdiag.Sock // sock_diag in the node's namespace, opened lazily
 	rand  io.Reader
 	procs int // processes ever started on the node, for fork paths
 	execs int // images exec'd on the node, for their AT_RANDOM streams
@@ -305,9 +312,11 @@ func New(opts Options) *Tracer {
 		pending:  map[uint64]*pendingOp{},
 		conns:    map[string]*conn{},
 		connects: map[string][]uint64{},
-		sites:    newSiteCache(),
+		sites:    callsite.NewCache(),
+		gates:    gateTable(),
 		selfPid:  os.Getpid(),
 	}
+	t.filter = launch.Filter(filteredSyscalls(t.gates))
 	go t.loop()
 	return t
 }
@@ -453,32 +462,38 @@ func (t *Tracer) node(cfg LaunchConfig) *nodeInfo {
 }
 
 func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
-	spawnFn := spawn
+	spawn := launch.Spawn
 	if t.opts.Zygote != nil {
-		spawnFn = t.opts.Zygote.spawn
+		spawn = t.opts.Zygote.Spawn
 	}
-	o := spawnOptions{trapTSC: t.opts.Clock != nil, clockFd: -1}
+	lc := launch.Config{
+		Path: path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Netns: cfg.Netns, HostsFile: cfg.HostsFile,
+		Sandbox: cfg.Sandbox, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
+		TrapTSC: t.opts.Clock != nil, NewPID: cfg.PIDNamespace, ClockFd: -1,
+	}
+	if !cfg.NoFilter {
+		lc.Filter = t.filter
+	}
 	if cfg.Sandbox != nil && t.opts.Clock != nil && !t.opts.ClockSyscalls {
 		// Handed down as a descriptor (see Sandbox).
 		pg, err := t.nodeClockPage(t.node(cfg))
 		if err != nil {
 			return 0, fmt.Errorf("the clock page of node %s: %w", cfg.Node, err)
 		}
-		o.clockFd = pg.fd
+		lc.ClockFd = pg.fd
 	}
-	sp, err := spawnFn(cfg, path, o)
+	sp, err := spawn(lc)
 	if err != nil {
 		return 0, fmt.Errorf("starting %s: %w", cfg.Argv[0], err)
 	}
-	defer sp.close()
-	pid := sp.pid
+	defer sp.Close()
+	pid := sp.Pid
 	// abort reaps a child that failed or must go; when its setup failed
 	// (a bad namespace, directory or hosts file), that failure is the news.
 	abort := func(err error) (int, error) {
 		unix.Kill(pid, unix.SIGKILL)
-		var ws unix.WaitStatus
-		unix.Wait4(pid, &ws, unix.WALL, nil)
-		if f := sp.failure(); f != nil {
+		ptrace.Wait(pid, unix.WALL)
+		if f := sp.Failure(); f != nil {
 			if cfg.Stderr != nil {
 				fmt.Fprintf(cfg.Stderr, "lockstep: launching node %s: %v\n", cfg.Node, f)
 			}
@@ -486,10 +501,8 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		}
 		return 0, err
 	}
-	const opts = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEFORK |
-		unix.PTRACE_O_TRACEVFORK | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_TRACESYSGOOD | unix.PTRACE_O_EXITKILL
-	if _, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, opts, 0, 0); errno != 0 {
-		return abort(fmt.Errorf("seizing %s: %w", cfg.Argv[0], errno))
+	if err := ptrace.Seize(pid); err != nil {
+		return abort(fmt.Errorf("seizing %s: %w", cfg.Argv[0], err))
 	}
 	// Affinity and cgroup are set from here while the child waits to be
 	// let go: its threads and children inherit both.
@@ -511,7 +524,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		}
 	}
 	ni := t.node(cfg)
-	p := &process{pid: pid, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}
+	p := &process{pid: pid, site: callsite.Process{Pid: pid}, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}
 	ni.procs++
 	p.rand = ni.rand // the node's first process: the node's stream
 	if ni.procs > 1 && t.opts.Random != nil {
@@ -524,7 +537,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	p.nthreads = 1
 	t.procs[pid] = p
 	t.threads[pid] = th
-	if _, err := sp.sync.Write([]byte{1}); err != nil {
+	if err := sp.Release(); err != nil {
 		t.dropThread(th)
 		delete(t.procs, pid)
 		return abort(fmt.Errorf("releasing %s: %w", cfg.Argv[0], err))
@@ -540,7 +553,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		}
 	}
 	if p.exited && p.execs == 0 {
-		err := sp.failure()
+		err := sp.Failure()
 		if err == nil {
 			err = errors.New("exited before exec")
 		}
@@ -567,44 +580,38 @@ func (p *process) lpidFor(index int) string {
 	return p.node.name + "/" + p.forkPath + "/t" + strconv.Itoa(index)
 }
 
-const wNothread = 0x20000000 // __WNOTHREAD: only this thread's tracees and children
-
 // drain handles every event already waiting. With block false and nothing
 // waiting it returns 0 at once.
 func (t *Tracer) drain(nohang bool) int {
 	n := 0
-	flags := unix.WALL | wNothread
+	flags := ptrace.Tracees
 	if nohang {
-		flags |= unix.WNOHANG
+		flags |= ptrace.NoHang
 	}
 	for {
-		var ws unix.WaitStatus
-		tid, err := unix.Wait4(-1, &ws, flags, nil)
-		if err == unix.EINTR {
-			continue
-		}
+		tid, st, err := ptrace.Wait(-1, flags)
 		if err != nil || tid <= 0 {
 			return n
 		}
 		n++
 		t0 := time.Now()
-		t.handle(tid, ws)
+		t.handle(tid, st)
 		t.stats.HandleTime += time.Since(t0)
-		flags |= unix.WNOHANG
+		flags |= ptrace.NoHang
 	}
 }
 
 func (t *Tracer) cont(th *thread, sig int) {
 	th.state = tsRunning
-	if err := unix.PtraceCont(th.tid, sig); err != nil && err != unix.ESRCH {
+	if err := ptrace.Cont(th.tid, sig); err != nil && err != unix.ESRCH {
 		t.log.Warn("resuming thread", "thread", th.String(), "err", err)
 	}
 }
 
 // handle dispatches one wait status.
-func (t *Tracer) handle(tid int, ws unix.WaitStatus) {
+func (t *Tracer) handle(tid int, st ptrace.Status) {
 	if tid == t.sentinel {
-		if ws.Stopped() {
+		if st.Stopped() {
 			unix.Kill(tid, unix.SIGCONT)
 		} else {
 			t.sentinel = 0
@@ -613,7 +620,7 @@ func (t *Tracer) handle(tid int, ws unix.WaitStatus) {
 	}
 	th := t.threads[tid]
 	if th == nil {
-		if ws.Exited() || ws.Signaled() {
+		if st.Gone() {
 			return // a thread that vanished during exec, or a reaped helper
 		}
 		// A new thread whose stop arrived before its parent's clone event:
@@ -622,23 +629,22 @@ func (t *Tracer) handle(tid int, ws unix.WaitStatus) {
 		t.threads[tid] = th
 		return
 	}
-	switch {
-	case ws.Exited() || ws.Signaled():
-		t.onExit(th, ws)
-	case ws.Stopped():
-		sig := ws.StopSignal()
-		event := int(ws) >> 16
+	sig := st.Signal()
+	switch st.Kind() {
+	case ptrace.Exited, ptrace.Killed:
+		t.onExit(th, st)
+	case ptrace.SeccompStop:
+		t.onSeccomp(th)
+	case ptrace.CloneStop:
+		t.onClone(th)
+	case ptrace.ExecStop:
+		t.onExec(th)
+	case ptrace.EventStop:
+		t.onEventStop(th, sig)
+	case ptrace.SyscallTrap:
+		t.cont(th, 0)
+	default:
 		switch {
-		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_SECCOMP:
-			t.onSeccomp(th)
-		case sig == unix.SIGTRAP && (event == unix.PTRACE_EVENT_CLONE || event == unix.PTRACE_EVENT_FORK || event == unix.PTRACE_EVENT_VFORK):
-			t.onClone(th)
-		case sig == unix.SIGTRAP && event == unix.PTRACE_EVENT_EXEC:
-			t.onExec(th)
-		case event == unix.PTRACE_EVENT_STOP:
-			t.onEventStop(th, sig)
-		case sig == unix.SIGTRAP|0x80:
-			t.cont(th, 0)
 		case sig == unix.SIGSEGV && t.opts.Clock != nil && t.emulateTSC(th):
 			// rdtsc answered from virtual time.
 		case th.proc != nil && th.proc.nsInit && t.initSignal(th, sig):
@@ -668,14 +674,14 @@ func (t *Tracer) onEventStop(th *thread, sig syscall.Signal) {
 		// Group-stop: keep it stopped as the signal wants, but listening so
 		// SIGCONT and events still reach us.
 		th.state = tsGroupStop
-		unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_LISTEN, uintptr(th.tid), 0, 0, 0, 0)
+		ptrace.Listen(th.tid)
 	default:
 		t.cont(th, 0)
 	}
 }
 
 func (t *Tracer) onClone(parent *thread) {
-	msg, err := unix.PtraceGetEventMsg(parent.tid)
+	msg, err := ptrace.EventMsg(parent.tid)
 	if err != nil {
 		t.cont(parent, 0)
 		return
@@ -694,7 +700,7 @@ func (t *Tracer) onClone(parent *thread) {
 		p.nthreads++
 	} else {
 		np := &process{
-			pid: tid, node: p.node, forkPath: p.forkPath + "." + strconv.Itoa(p.nforks),
+			pid: tid, site: callsite.Process{Pid: tid}, node: p.node, forkPath: p.forkPath + "." + strconv.Itoa(p.nforks),
 			threads: map[int]*thread{}, fds: map[int]*fdInfo{}, parent: p,
 		}
 		p.nforks++
@@ -719,7 +725,7 @@ func (t *Tracer) onClone(parent *thread) {
 
 func (t *Tracer) onExec(th *thread) {
 	p := th.proc
-	former, _ := unix.PtraceGetEventMsg(th.tid)
+	former, _ := ptrace.EventMsg(th.tid)
 	if int(former) != th.tid {
 		// A non-leader thread exec'd and took over the leader's tid.
 		if old := t.threads[int(former)]; old != nil {
@@ -741,7 +747,7 @@ func (t *Tracer) onExec(th *thread) {
 	th.closeThreadFiles()
 	th.openThreadFiles()
 	t.forgetAllFds(p)
-	p.maps = nil
+	p.site.Forget()
 	if t.opts.Clock != nil {
 		if err := t.clockReadsWithoutStops(th); err != nil {
 			t.log.Warn("hiding vDSO", "thread", th.String(), "err", err)
@@ -779,88 +785,14 @@ func (t *Tracer) seedAuxvRandom(th *thread) error {
 	if _, err := io.ReadFull(r, b[:]); err != nil {
 		return err
 	}
-	return writeMem(th.tid, addr, b[:])
+	return ptrace.WriteMem(th.tid, addr, b[:])
 }
 
-// inject makes a stopped thread execute one syscall of lockstep's choosing
-// and returns its result, restoring registers and code afterwards. The
-// syscall instruction is written over the code at the thread's pc for one
-// single step.
+// inject makes a stopped thread execute one syscall (see ptrace.Inject).
 //
 // Precondition: runs on the tracer thread; th is in a ptrace stop.
 func (t *Tracer) inject(th *thread, nr uint64, args ...uint64) (int64, error) {
-	var saved unix.PtraceRegs
-	if err := unix.PtraceGetRegs(th.tid, &saved); err != nil {
-		return 0, err
-	}
-	var code [8]byte
-	if err := readMem(th.tid, saved.Rip, code[:]); err != nil {
-		return 0, err
-	}
-	patched := code
-	patched[0], patched[1] = 0x0f, 0x05 // syscall
-	if _, err := unix.PtracePokeText(th.tid, uintptr(saved.Rip), patched[:]); err != nil {
-		return 0, err
-	}
-	defer unix.PtracePokeText(th.tid, uintptr(saved.Rip), code[:])
-	defer unix.PtraceSetRegs(th.tid, &saved)
-	regs := saved
-	regs.Rax = nr
-	regs.Orig_rax = nr
-	var a [6]uint64
-	copy(a[:], args)
-	regs.Rdi, regs.Rsi, regs.Rdx, regs.R10, regs.R8, regs.R9 = a[0], a[1], a[2], a[3], a[4], a[5]
-	// A thread stopped inside a syscall (the exec stop) first finishes it:
-	// that step reports with nothing executed and the syscall's result in
-	// rax, so the registers are set again and the step repeated.
-	for try := 0; ; try++ {
-		if err := unix.PtraceSetRegs(th.tid, &regs); err != nil {
-			return 0, err
-		}
-		if err := t.stepOnce(th); err != nil {
-			return 0, err
-		}
-		var after unix.PtraceRegs
-		if err := unix.PtraceGetRegs(th.tid, &after); err != nil {
-			return 0, err
-		}
-		switch {
-		case after.Rip == saved.Rip+2:
-			return int64(after.Rax), nil
-		case after.Rip != saved.Rip || try > 0:
-			return 0, fmt.Errorf("injected syscall %d: the thread stepped to %#x from %#x", nr, after.Rip, saved.Rip)
-		}
-	}
-}
-
-// stepOnce single-steps th until its step trap, stepping over the stops
-// (seccomp) that come before it.
-//
-// Precondition: runs on the tracer thread; th is in a ptrace stop.
-func (t *Tracer) stepOnce(th *thread) error {
-	if err := unix.PtraceSingleStep(th.tid); err != nil {
-		return err
-	}
-	for {
-		var ws unix.WaitStatus
-		tid, err := unix.Wait4(th.tid, &ws, unix.WALL, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || tid != th.tid {
-			return fmt.Errorf("waiting for injected syscall: %v", err)
-		}
-		if ws.Exited() || ws.Signaled() {
-			return errors.New("thread died during an injected syscall")
-		}
-		if ws.Stopped() && ws.StopSignal() == unix.SIGTRAP && int(ws)>>16 == 0 {
-			return nil
-		}
-		// Another stop (seccomp for a gated syscall): step again.
-		if err := unix.PtraceSingleStep(th.tid); err != nil {
-			return err
-		}
-	}
+	return ptrace.Inject(th.tid, nr, args...)
 }
 
 func (t *Tracer) dropThread(th *thread) {
@@ -874,7 +806,7 @@ func (t *Tracer) dropThread(th *thread) {
 	}
 }
 
-func (t *Tracer) onExit(th *thread, ws unix.WaitStatus) {
+func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 	p := th.proc
 	t.dropThread(th)
 	if p == nil || th.tid != p.pid {
@@ -886,13 +818,13 @@ func (t *Tracer) onExit(th *thread, ws unix.WaitStatus) {
 		t.dropThread(other)
 	}
 	e := Exit{Node: p.node.name, LPID: p.node.name + "/" + p.forkPath, Pid: p.pid, Root: p.root}
-	if ws.Signaled() {
-		e.Signal = ws.Signal()
+	if st.Kind() == ptrace.Killed {
+		e.Signal = st.Signal()
 		if p.fatal != 0 && e.Signal == unix.SIGKILL {
 			e.Signal = p.fatal
 		}
 	} else {
-		e.Code = ws.ExitStatus()
+		e.Code = st.ExitCode()
 	}
 	t.exits = append(t.exits, e)
 	// Its sockets close with it (when no other process shares them): the
@@ -1197,8 +1129,7 @@ func (t *Tracer) killAll() {
 	t.fresh = t.fresh[:0]
 	// Reap anything else this thread started.
 	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WALL|wNothread|unix.WNOHANG, nil)
+		pid, _, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.NoHang)
 		if err != nil || pid <= 0 {
 			break
 		}
@@ -1356,7 +1287,7 @@ func (t *Tracer) Drive(ctx context.Context, decide func(st *State, last Released
 }
 
 func (t *Tracer) startSentinel() {
-	pid, keep, err := forkSentinel()
+	pid, keep, err := launch.ForkSentinel()
 	if err != nil {
 		t.log.Warn("starting the sentinel process; falling back to polling", "err", err)
 		return
@@ -1367,8 +1298,7 @@ func (t *Tracer) startSentinel() {
 func (t *Tracer) stopSentinel() {
 	if t.sentinel > 0 {
 		unix.Kill(t.sentinel, unix.SIGKILL)
-		var ws unix.WaitStatus
-		unix.Wait4(t.sentinel, &ws, 0, nil)
+		ptrace.Wait(t.sentinel, 0)
 		t.sentinel = 0
 	}
 	if t.sentinelPipe != nil {
@@ -1390,20 +1320,14 @@ func (t *Tracer) blockingWait(d time.Duration) bool {
 	sentinel := t.sentinel
 	timer := time.AfterFunc(d, func() { unix.Kill(sentinel, unix.SIGSTOP) })
 	defer timer.Stop()
-	for {
-		var ws unix.WaitStatus
-		tid, err := unix.Wait4(-1, &ws, unix.WALL|wNothread|unix.WUNTRACED, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil || tid <= 0 {
-			return false
-		}
-		t0 := time.Now()
-		t.handle(tid, ws)
-		t.stats.HandleTime += time.Since(t0)
-		return tid != sentinel
+	tid, st, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.Untraced)
+	if err != nil || tid <= 0 {
+		return false
 	}
+	t0 := time.Now()
+	t.handle(tid, st)
+	t.stats.HandleTime += time.Since(t0)
+	return tid != sentinel
 }
 
 // tscBase makes the virtual time-stamp counter start well above zero, as a
@@ -1413,28 +1337,17 @@ const tscBase = uint64(3600e9)
 // emulateTSC answers a faulting rdtsc or rdtscp (PR_TSC_SIGSEGV) from
 // virtual time. It reports false for any other SIGSEGV.
 func (t *Tracer) emulateTSC(th *thread) bool {
-	if err := unix.PtraceGetRegs(th.tid, &th.regs); err != nil {
+	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
 		return false
 	}
-	var insn [3]byte
-	if readMem(th.tid, th.regs.Rip, insn[:]) != nil || insn[0] != 0x0f {
+	var code [3]byte
+	if ptrace.ReadMem(th.tid, th.regs.PC(), code[:]) != nil {
 		return false
 	}
-	var size uint64
-	switch {
-	case insn[1] == 0x31:
-		size = 2
-	case insn[1] == 0x01 && insn[2] == 0xf9:
-		size = 3
-		th.regs.Rcx = 0 // IA32_TSC_AUX: CPU 0
-	default:
+	if !th.regs.EmulateTSC(code, tscBase+uint64(t.opts.Clock.Now())) {
 		return false
 	}
-	tsc := tscBase + uint64(t.opts.Clock.Now())
-	th.regs.Rax = tsc & 0xffffffff
-	th.regs.Rdx = tsc >> 32
-	th.regs.Rip += size
-	if err := unix.PtraceSetRegs(th.tid, &th.regs); err != nil {
+	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
 		return false
 	}
 	t.stats.TSCReads++

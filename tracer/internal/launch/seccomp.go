@@ -1,26 +1,6 @@
-package tracer
+package launch
 
 import "golang.org/x/sys/unix"
-
-// gatedSyscalls stop under the tracer; every other syscall runs natively.
-// read/write/close stop too because a filter cannot tell a socket from a
-// file: the tracer releases non-socket ones at once from a per-fd cache.
-var gatedSyscalls = []uint32{
-	unix.SYS_READ, unix.SYS_WRITE, unix.SYS_READV, unix.SYS_WRITEV, unix.SYS_CLOSE,
-	unix.SYS_CONNECT, unix.SYS_ACCEPT, unix.SYS_ACCEPT4,
-	unix.SYS_SENDTO, unix.SYS_SENDMSG, unix.SYS_SENDMMSG,
-	unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG, unix.SYS_SHUTDOWN,
-	unix.SYS_POLL, unix.SYS_PPOLL, unix.SYS_SELECT, unix.SYS_PSELECT6,
-	unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2,
-	unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP,
-	unix.SYS_CLOCK_GETTIME, unix.SYS_GETTIMEOFDAY, unix.SYS_TIME,
-	unix.SYS_GETRANDOM,
-	// virtual kernel timers (timers.go)
-	unix.SYS_TIMERFD_SETTIME, unix.SYS_TIMERFD_GETTIME, unix.SYS_ALARM, unix.SYS_SETITIMER, unix.SYS_GETITIMER,
-	unix.SYS_TIMER_CREATE, unix.SYS_TIMER_SETTIME, unix.SYS_TIMER_GETTIME, unix.SYS_TIMER_GETOVERRUN, unix.SYS_TIMER_DELETE,
-	// fd-table changes that would make the fd kind cache stale.
-	unix.SYS_DUP2, unix.SYS_DUP3, unix.SYS_CLOSE_RANGE,
-}
 
 // deniedSyscalls fail with EPERM in a node, whatever its capabilities: the
 // ways out of its sandbox (entering another namespace, such as the host's
@@ -54,18 +34,18 @@ func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
 	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
 }
 
-// gatedFilter builds the classic-BPF program: RET_ERRNO(EPERM) for the
-// denied syscalls, RET_TRACE for the gated ones and for futex waits that
-// carry a timeout (the JVM's and Go's timed waits), RET_ALLOW for
-// everything else.
-func gatedFilter() []unix.SockFilter {
+// Filter builds the classic-BPF seccomp program a node runs under:
+// RET_ERRNO(EPERM) for the denied syscalls, RET_TRACE for gated and for
+// futex waits that carry a timeout (the JVM's and Go's timed waits),
+// RET_ALLOW for everything else.
+func Filter(gated []uint32) []unix.SockFilter {
 	const (
 		ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 		ret  = unix.BPF_RET | unix.BPF_K
 		andk = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 	)
-	n := len(gatedSyscalls)
+	n := len(gated)
 	var p []unix.SockFilter
 	// Other architectures (i386 via int 0x80) are not gated.
 	p = append(p, stmt(ldw, offArch))
@@ -81,7 +61,7 @@ func gatedFilter() []unix.SockFilter {
 		toDeny := (d - 1 - i) + n + futexLen + 2
 		p = append(p, jump(jeq, nr, uint8(toDeny), 0))
 	}
-	for i, nr := range gatedSyscalls {
+	for i, nr := range gated {
 		// Distance from the instruction after this one to the TRACE return.
 		toTrace := (n - 1 - i) + futexLen + 1
 		p = append(p, jump(jeq, nr, uint8(toTrace), 0))

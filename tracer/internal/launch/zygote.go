@@ -1,4 +1,4 @@
-package tracer
+package launch
 
 import (
 	"encoding/json"
@@ -36,16 +36,16 @@ const zygoteFd = 3
 // stdout, stderr, sync read end, error write end, and the network
 // namespace when Netns is set) as SCM_RIGHTS.
 type zygoteRequest struct {
-	Path    string   `json:"path"`
-	Argv    []string `json:"argv"`
-	Env     []string `json:"env"`
-	Dir     string   `json:"dir,omitempty"`
-	Hosts   string   `json:"hosts,omitempty"`
-	Netns   bool     `json:"netns,omitempty"`
-	Filter  bool     `json:"filter,omitempty"`
-	TrapTSC bool     `json:"traptsc,omitempty"`
-	NewPID  bool     `json:"newpid,omitempty"`
-	// Sandbox: see LaunchConfig; Clock says the node's clock page is the
+	Path    string            `json:"path"`
+	Argv    []string          `json:"argv"`
+	Env     []string          `json:"env"`
+	Dir     string            `json:"dir,omitempty"`
+	Hosts   string            `json:"hosts,omitempty"`
+	Netns   bool              `json:"netns,omitempty"`
+	Filter  []unix.SockFilter `json:"filter,omitempty"`
+	TrapTSC bool              `json:"traptsc,omitempty"`
+	NewPID  bool              `json:"newpid,omitempty"`
+	// Sandbox: see Config; Clock says the node's clock page is the
 	// last descriptor (see Sandbox).
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
 	Clock   bool     `json:"clock,omitempty"`
@@ -106,11 +106,11 @@ func (z *Zygote) Close() error {
 	return err
 }
 
-// spawn asks the zygote for a child; see spawn for the contract.
-func (z *Zygote) spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
-	req := zygoteRequest{Path: path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Hosts: cfg.HostsFile,
-		Netns: cfg.Netns != "", Filter: !cfg.NoFilter, TrapTSC: o.trapTSC, NewPID: cfg.PIDNamespace,
-		Sandbox: cfg.Sandbox, Clock: cfg.Sandbox != nil && o.clockFd >= 0}
+// Spawn asks the zygote for a child; see Spawn for the contract.
+func (z *Zygote) Spawn(cfg Config) (*Child, error) {
+	req := zygoteRequest{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Hosts: cfg.HostsFile,
+		Netns: cfg.Netns != "", Filter: cfg.Filter, TrapTSC: cfg.TrapTSC, NewPID: cfg.NewPID,
+		Sandbox: cfg.Sandbox, Clock: cfg.Sandbox != nil && cfg.ClockFd >= 0}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func (z *Zygote) spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned,
 		return nil, err
 	}
 	closers = append(closers, errW)
-	fail := func(err error) (*spawned, error) {
+	fail := func(err error) (*Child, error) {
 		syncW.Close()
 		errR.Close()
 		return nil, err
@@ -159,7 +159,7 @@ func (z *Zygote) spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned,
 		fds = append(fds, int(ns.Fd()))
 	}
 	if req.Clock {
-		fds = append(fds, o.clockFd)
+		fds = append(fds, cfg.ClockFd)
 	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
@@ -181,7 +181,7 @@ func (z *Zygote) spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned,
 	if rep.Err != "" {
 		return fail(errors.New(rep.Err))
 	}
-	return &spawned{pid: rep.Pid, sync: syncW, errs: errR}, nil
+	return &Child{Pid: rep.Pid, sync: syncW, errs: errR}, nil
 }
 
 // MaybeRunZygote turns the process into a zygote when it was started as

@@ -1,14 +1,15 @@
-package tracer
+package launch
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
 // Sandbox isolates a node the way a container would, beside the PID
-// namespace (LaunchConfig.PIDNamespace): in a mount namespace of its own
+// namespace (Config.NewPID): in a mount namespace of its own
 // the host's filesystems are read-only except Writable; /tmp is an
 // overlay on the host's with writes of its own, /var/tmp and /dev/shm are
 // its own tmpfs, /dev holds a few devices only (no disk of the host's);
@@ -18,7 +19,7 @@ import (
 // that remain (deniedSyscalls). Its processes cannot open the clock page
 // through lockstep's /proc (out of sight, and out of reach without
 // CAP_SYS_PTRACE): the node's first process inherits it as descriptor
-// clockPageFd instead.
+// ClockPageFd instead.
 type Sandbox struct {
 	// Writable are directories the node may write (its own).
 	Writable []string
@@ -33,8 +34,8 @@ type Sandbox struct {
 // CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_SYS_MODULE, CAP_SYS_TIME, ...) and
 // those that bypass file permissions (CAP_DAC_OVERRIDE, CAP_FOWNER) or
 // make devices (CAP_MKNOD); a spec grants more with capabilities:.
-var DefaultCaps = []int{
-	unix.CAP_CHOWN, unix.CAP_KILL, unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_NET_BIND_SERVICE,
+func DefaultCaps() []int {
+	return []int{unix.CAP_CHOWN, unix.CAP_KILL, unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_NET_BIND_SERVICE}
 }
 
 // capNames are the capabilities by name, without the CAP_ prefix.
@@ -68,16 +69,16 @@ func ParseCap(name string) (int, error) {
 // capsToDrop lists the capabilities up to the kernel's last that a node
 // with these extra ones does not keep.
 func capsToDrop(extra []int) ([]uintptr, error) {
-	last, err := readSmall("/proc/sys/kernel/cap_last_cap")
+	last, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
 	if err != nil {
 		return nil, err
 	}
 	var n int
-	if _, err := fmt.Sscanf(strings.TrimSpace(last), "%d", &n); err != nil {
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(last)), "%d", &n); err != nil {
 		return nil, fmt.Errorf("cap_last_cap: %w", err)
 	}
 	keep := map[int]bool{}
-	for _, c := range append(DefaultCaps, extra...) {
+	for _, c := range append(DefaultCaps(), extra...) {
 		keep[c] = true
 	}
 	var drop []uintptr

@@ -1,4 +1,4 @@
-package tracer
+package launch
 
 import (
 	"fmt"
@@ -13,6 +13,12 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// ClockPageFd is the descriptor a sandboxed node's processes hold the
+// clock page on (a sandboxed process cannot open it through lockstep's
+// /proc, so the node's first process inherits it): high, so that it does
+// not take a number a program expects to get.
+const ClockPageFd = 1023
 
 // Nodes are started by forking the tracer thread and running a short list
 // of raw syscalls in the child before it execs the target: join the node's
@@ -121,7 +127,7 @@ type spawnSpec struct {
 	links, linkTargets              []*byte
 	varTmp                          *byte // nil when the host has no /var/tmp
 	// clock, when set, is the node's clock page, handed to the program as
-	// descriptor clockPageFd (see mapClockPage).
+	// descriptor ClockPageFd (see ClockPageFd).
 	clock      uintptr
 	hasClock   bool
 	dir        *byte
@@ -197,7 +203,7 @@ func spawnChild(s *spawnSpec) {
 	if s.hasClock {
 		// Without CLOEXEC: it outlives exec. Past a low descriptor limit
 		// the page is opened the slow way instead.
-		syscall.RawSyscall(unix.SYS_DUP3, s.clock, clockPageFd, 0)
+		syscall.RawSyscall(unix.SYS_DUP3, s.clock, ClockPageFd, 0)
 	}
 	if s.hosts != nil || s.sandbox {
 		// A private mount namespace lets this node see its own /etc/hosts
@@ -497,7 +503,7 @@ func setattr(path *byte, flags uintptr, attr *mountAttr) syscall.Errno {
 }
 
 // setProgram prepares the C strings and the filter the child needs.
-func (s *spawnSpec) setProgram(path string, argv, env []string, dir, hosts string, filter bool) error {
+func (s *spawnSpec) setProgram(path string, argv, env []string, dir, hosts string, filter []unix.SockFilter) error {
 	var err error
 	if s.path, err = syscall.BytePtrFromString(path); err != nil {
 		return err
@@ -520,34 +526,59 @@ func (s *spawnSpec) setProgram(path string, argv, env []string, dir, hosts strin
 		s.etcHosts, _ = syscall.BytePtrFromString("/etc/hosts")
 		s.slash, _ = syscall.BytePtrFromString("/")
 	}
-	if filter {
-		prog := gatedFilter()
+	if len(filter) > 0 {
+		prog := slices.Clone(filter)
 		s.fprog = &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	}
 	return nil
 }
 
-// spawned is a forked child on its way to exec'ing its target.
-type spawned struct {
-	pid        int
+// Config is what a node's first process is started with.
+type Config struct {
+	Path      string // the program, resolved
+	Argv      []string
+	Env       []string
+	Dir       string
+	Netns     string // path of a network namespace to enter, "" = stay
+	HostsFile string // bind-mounted over /etc/hosts when set
+	Sandbox   *Sandbox
+	Stdout    *os.File // nil: lockstep's
+	Stderr    *os.File
+	// Filter is the seccomp program installed before exec (see Filter);
+	// nil runs the program without one.
+	Filter []unix.SockFilter
+	// TrapTSC makes rdtsc fault (PR_TSC_SIGSEGV), to be answered by the
+	// tracer.
+	TrapTSC bool
+	// NewPID starts the program as pid 1 of a PID namespace of its own.
+	NewPID bool
+	// ClockFd is the node's clock page, handed to a sandboxed node as
+	// ClockPageFd; -1 for none.
+	ClockFd int
+}
+
+// Child is a forked child on its way to exec'ing its target: it waits
+// until Release, which the caller sends once it has seized it.
+type Child struct {
+	Pid        int
 	sync, errs *os.File // parent ends: write one byte to let it go; read its failure
 }
 
-// spawnOptions is what spawn needs besides the LaunchConfig.
-type spawnOptions struct {
-	trapTSC bool
-	clockFd int // the node's clock page, handed to a sandboxed node; -1 for none
+// Release lets the child go on to exec.
+func (c *Child) Release() error {
+	_, err := c.sync.Write([]byte{1})
+	return err
 }
 
-// spawn forks a child prepared to exec cfg's program at path; it waits on
-// its sync pipe until the caller has seized it.
-func spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
-	s := &spawnSpec{trapTSC: o.trapTSC, newPID: cfg.PIDNamespace}
-	if err := s.setProgram(path, cfg.Argv, cfg.Env, cfg.Dir, cfg.HostsFile, !cfg.NoFilter); err != nil {
+// Spawn forks a child prepared to exec cfg's program; it waits until
+// Release.
+func Spawn(cfg Config) (*Child, error) {
+	s := &spawnSpec{trapTSC: cfg.TrapTSC, newPID: cfg.NewPID}
+	if err := s.setProgram(cfg.Path, cfg.Argv, cfg.Env, cfg.Dir, cfg.HostsFile, cfg.Filter); err != nil {
 		return nil, err
 	}
 	if cfg.Sandbox != nil {
-		if err := s.setSandbox(cfg.Sandbox, o.clockFd); err != nil {
+		if err := s.setSandbox(cfg.Sandbox, cfg.ClockFd); err != nil {
 			return nil, err
 		}
 	}
@@ -614,7 +645,7 @@ func spawn(cfg LaunchConfig, path string, o spawnOptions) (*spawned, error) {
 		errR.Close()
 		return nil, fmt.Errorf("fork: %w", err)
 	}
-	return &spawned{pid: pid, sync: syncW, errs: errR}, nil
+	return &Child{Pid: pid, sync: syncW, errs: errR}, nil
 }
 
 func sortUintptrs(a []uintptr) {
@@ -625,8 +656,8 @@ func sortUintptrs(a []uintptr) {
 	}
 }
 
-// failure reads why the child exited before exec (nil if it wrote nothing).
-func (sp *spawned) failure() error {
+// Failure reads why the child exited before exec (nil if it wrote nothing).
+func (sp *Child) Failure() error {
 	var f spawnFailure
 	b := (*[unsafe.Sizeof(f)]byte)(unsafe.Pointer(&f))[:]
 	if n, _ := sp.errs.Read(b); n != len(b) {
@@ -639,7 +670,8 @@ func (sp *spawned) failure() error {
 	return fmt.Errorf("%s: %w", name, f.errno)
 }
 
-func (sp *spawned) close() {
+// Close closes the parent's ends of the child's pipes.
+func (sp *Child) Close() {
 	sp.sync.Close()
 	sp.errs.Close()
 }
@@ -649,10 +681,11 @@ func (sp *spawned) close() {
 // pages are never shared with it (see Zygote for why that matters).
 var sentinelProgram = []string{"/bin/cat"}
 
-// forkSentinel starts a child that blocks forever reading stdin, a pipe
-// whose write end the caller keeps (see Tracer.blockingWait). It dies with
+// ForkSentinel starts a child that blocks forever reading stdin, a pipe
+// whose write end the caller keeps: stopping it makes a
+// blocking wait for tracees return. It dies with
 // the tracer thread (Pdeathsig) or when the pipe closes.
-func forkSentinel() (pid int, keep *os.File, err error) {
+func ForkSentinel() (pid int, keep *os.File, err error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return 0, nil, err

@@ -1,15 +1,17 @@
-package tracer
+package callsite
 
 import (
 	"bufio"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"unsafe"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // mapping is one executable region of a tracee's address space.
@@ -72,20 +74,21 @@ const (
 	frameUser
 )
 
-// siteCache memoizes per-module decisions; with ASLR off the same addresses
-// recur in every trial, so this is shared by all tracees of a Tracer.
-type siteCache struct {
+// Cache memoizes per-module decisions; with ASLR off the same addresses
+// recur in every trial, so one is shared by all tracees of a tracer.
+type Cache struct {
 	syms     map[string]*symtab // module path → symbols (nil: none)
 	classes  map[string]frameClass
 	isReturn map[string]bool
 }
 
-func (c *siteCache) frameKey(path string, off uint64) string {
+func (c *Cache) frameKey(path string, off uint64) string {
 	return path + "+" + strconv.FormatUint(off, 16)
 }
 
-func newSiteCache() *siteCache {
-	return &siteCache{syms: map[string]*symtab{}, classes: map[string]frameClass{}, isReturn: map[string]bool{}}
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{syms: map[string]*symtab{}, classes: map[string]frameClass{}, isReturn: map[string]bool{}}
 }
 
 type symtab struct {
@@ -120,7 +123,7 @@ func moduleSkipped(path string) bool {
 	return false
 }
 
-func (c *siteCache) symbols(path string) *symtab {
+func (c *Cache) symbols(path string) *symtab {
 	if st, ok := c.syms[path]; ok {
 		return st
 	}
@@ -158,7 +161,7 @@ func (c *siteCache) symbols(path string) *symtab {
 }
 
 // symbolAt names the function containing the file offset off of module path.
-func (c *siteCache) symbolAt(path string, off uint64) string {
+func (c *Cache) symbolAt(path string, off uint64) string {
 	st := c.symbols(path)
 	if st == nil || len(st.addrs) == 0 {
 		return ""
@@ -179,7 +182,7 @@ func (c *siteCache) symbolAt(path string, off uint64) string {
 
 // classify decides whether the return address at module+off is the
 // program's own code.
-func (c *siteCache) classify(m *mapping, off uint64) frameClass {
+func (c *Cache) classify(m *mapping, off uint64) frameClass {
 	if m.path == "" || strings.HasPrefix(m.path, "[") {
 		if m.path == "[vdso]" {
 			return frameSkip
@@ -207,49 +210,36 @@ func (c *siteCache) classify(m *mapping, off uint64) frameClass {
 	return cl
 }
 
-// looksLikeReturn reports whether the bytes before addr end in a call
-// instruction, so that stale words on the stack are not taken for frames.
-func looksLikeReturn(pid int, addr uint64) bool {
-	var b [7]byte
-	if readMem(pid, addr-7, b[:]) != nil {
-		return false
-	}
-	if b[2] == 0xe8 { // call rel32
-		return true
-	}
-	// call r/m64: ff /2 with modrm forms of length 2, 3, 6 and 7.
-	for _, l := range []int{2, 3, 6, 7} {
-		i := 7 - l
-		if b[i] == 0xff && (b[i+1]>>3)&7 == 2 {
-			return true
-		}
-		if i > 0 && b[i-1] >= 0x40 && b[i-1] <= 0x4f && b[i] == 0xff && (b[i+1]>>3)&7 == 2 {
-			return true
-		}
-	}
-	return false
-}
-
 // stackScanWords bounds how far up the stack lockstep looks for the call
 // site; glibc wrappers and Go's syscall path sit within a few frames.
 const stackScanWords = 48
 
-// callSite returns the first return address on the user stack that lies
-// outside libc, the loader and the language runtime, as module+0xoffset.
-// frames > 1 joins that many user frames with ';' (pid+stack:K).
-func (t *Tracer) callSite(th *thread, frames int) string {
-	p := th.proc
+// Process is what the unwinder keeps of one traced process: its id and
+// its executable mappings, read on first use.
+type Process struct {
+	Pid  int
+	maps *memMaps
+}
+
+// Forget drops the mappings (the process exec'd).
+func (p *Process) Forget() { p.maps = nil }
+
+// Site returns the first return address on the stack of a thread of p,
+// stopped with stack pointer sp and frame pointer fp, that lies outside
+// libc, the loader and the language runtime, as module+0xoffset. frames > 1
+// joins that many user frames with ';' (pid+stack:K).
+func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 	if p.maps == nil {
-		m, err := loadMaps(p.pid)
+		m, err := loadMaps(p.Pid)
 		if err != nil {
 			return "?"
 		}
 		p.maps = m
 	}
 	var buf [stackScanWords * 8]byte
-	if readMem(p.pid, th.regs.Rsp, buf[:]) != nil {
+	if ptrace.ReadMem(p.Pid, sp, buf[:]) != nil {
 		// Near the top of the stack mapping: read less.
-		if readMem(p.pid, th.regs.Rsp, buf[:64]) != nil {
+		if ptrace.ReadMem(p.Pid, sp, buf[:64]) != nil {
 			return "?"
 		}
 	}
@@ -257,7 +247,7 @@ func (t *Tracer) callSite(th *thread, frames int) string {
 	fallback := ""
 	reloaded := false
 	for i := 0; i < stackScanWords && len(sites) < frames; i++ {
-		w := *(*uint64)(unsafe.Pointer(&buf[i*8]))
+		w := binary.NativeEndian.Uint64(buf[i*8:])
 		if w < 0x1000 {
 			continue
 		}
@@ -265,7 +255,7 @@ func (t *Tracer) callSite(th *thread, frames int) string {
 		if m == nil {
 			if !reloaded && w < 0x7fffffffffff && w > 0x400000 {
 				// Possibly code mapped since we last looked.
-				if nm, err := loadMaps(p.pid); err == nil {
+				if nm, err := loadMaps(p.Pid); err == nil {
 					p.maps = nm
 					reloaded = true
 					m = p.maps.find(w)
@@ -276,17 +266,17 @@ func (t *Tracer) callSite(th *thread, frames int) string {
 			}
 		}
 		off := w - m.start + m.offset
-		key := t.sites.frameKey(m.path, off)
-		ok, seen := t.sites.isReturn[key]
+		key := c.frameKey(m.path, off)
+		ok, seen := c.isReturn[key]
 		if !seen {
-			ok = looksLikeReturn(p.pid, w)
-			t.sites.isReturn[key] = ok
+			ok = looksLikeReturn(p.Pid, w)
+			c.isReturn[key] = ok
 		}
 		if !ok {
 			continue
 		}
 		site := fmt.Sprintf("%s+%#x", filepath.Base(m.path), off)
-		switch t.sites.classify(m, off) {
+		switch c.classify(m, off) {
 		case frameUser:
 			sites = append(sites, site)
 		case frameSkip:
@@ -299,8 +289,8 @@ func (t *Tracer) callSite(th *thread, frames int) string {
 		// Deep runtime paths (Go's net -> internal/poll -> syscall) do
 		// not fit in the scan window; Go and other frame-pointer code can
 		// be walked along the saved-rbp chain instead.
-		if fp := t.framePointerSites(th, frames); len(fp) > len(sites) {
-			sites = fp
+		if fs := c.framePointerSites(p, sp, fp, frames); len(fs) > len(sites) {
+			sites = fs
 		}
 	}
 	if len(sites) == 0 {
@@ -315,30 +305,28 @@ func (t *Tracer) callSite(th *thread, frames int) string {
 // framePointerWalk bounds the saved-rbp chain walk.
 const framePointerWalk = 64
 
-// framePointerSites follows the frame-pointer chain from the thread's rbp
-// and returns up to frames user call sites. The chain must move up the
-// stack and stay near rsp, so a register used for data ends the walk.
-func (t *Tracer) framePointerSites(th *thread, frames int) []string {
-	p := th.proc
+// framePointerSites follows the frame-pointer chain from fp and returns up
+// to frames user call sites. The chain must move up the stack and stay near
+// sp, so a register used for data ends the walk.
+func (c *Cache) framePointerSites(p *Process, sp, fp uint64, frames int) []string {
 	var sites []string
-	fp := th.regs.Rbp
-	lo := th.regs.Rsp
+	lo := sp
 	for i := 0; i < framePointerWalk && len(sites) < frames; i++ {
-		if fp < lo || fp > th.regs.Rsp+8<<20 || fp%8 != 0 {
+		if fp < lo || fp > sp+8<<20 || fp%8 != 0 {
 			break
 		}
 		var b [16]byte
-		if readMem(p.pid, fp, b[:]) != nil {
+		if ptrace.ReadMem(p.Pid, fp, b[:]) != nil {
 			break
 		}
-		next := *(*uint64)(unsafe.Pointer(&b[0]))
-		ret := *(*uint64)(unsafe.Pointer(&b[8]))
+		next := binary.NativeEndian.Uint64(b[:8])
+		ret := binary.NativeEndian.Uint64(b[8:])
 		m := p.maps.find(ret)
 		if m == nil {
 			break
 		}
 		off := ret - m.start + m.offset
-		if t.sites.classify(m, off) == frameUser {
+		if c.classify(m, off) == frameUser {
 			sites = append(sites, fmt.Sprintf("%s+%#x", filepath.Base(m.path), off))
 		}
 		lo = fp + 16

@@ -1,0 +1,94 @@
+package callsite
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+func TestLooksLikeReturn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		code []byte // the bytes before the return address
+		want bool
+	}{
+		{"call rel32", []byte{0x90, 0x90, 0xe8, 1, 2, 3, 4}, true},
+		{"call *%rax", []byte{0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0xd0}, true},
+		{"call *0x8(%rax)", []byte{0x90, 0x90, 0x90, 0x90, 0xff, 0x50, 0x08}, true},
+		{"call *%r11 (REX)", []byte{0x90, 0x90, 0x90, 0x90, 0x41, 0xff, 0xd3}, true},
+		{"jmp rel32", []byte{0x90, 0x90, 0xe9, 1, 2, 3, 4}, false},
+		{"nops", []byte{0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := append([]byte(nil), tc.code...)
+			buf = append(buf, 0xcc)
+			addr := uint64(uintptr(unsafe.Pointer(&buf[len(tc.code)])))
+			if got := looksLikeReturn(os.Getpid(), addr); got != tc.want {
+				t.Fatalf("looksLikeReturn = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	c := NewCache()
+	for _, tc := range []struct {
+		name string
+		m    mapping
+		want frameClass
+	}{
+		{"libc", mapping{path: "/usr/lib/x86_64-linux-gnu/libc.so.6"}, frameSkip},
+		{"loader", mapping{path: "/usr/lib64/ld-linux-x86-64.so.2"}, frameSkip},
+		{"vdso", mapping{path: "[vdso]"}, frameSkip},
+		{"jit", mapping{path: ""}, frameUnknown},
+		{"libjvm", mapping{path: "/usr/lib/jvm/x/lib/server/libjvm.so"}, frameSkip},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := c.classify(&tc.m, 0); got != tc.want {
+				t.Fatalf("classify = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+//go:noinline
+func callsSomething() string { return strings.Repeat("x", 3) }
+
+func TestSiteOfOwnStack(t *testing.T) {
+	// A return address into this binary's own code: just past the first
+	// call rel32 in callsSomething.
+	code := unsafe.Slice((*byte)(unsafe.Pointer(reflect.ValueOf(callsSomething).Pointer())), 64)
+	ret := uint64(0)
+	for i := range len(code) - 5 {
+		if code[i] == 0xe8 {
+			ret = uint64(uintptr(unsafe.Pointer(&code[i]))) + 5
+			break
+		}
+	}
+	if ret == 0 {
+		t.Skip("no call rel32 in callsSomething")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stale words first, as on a real stack.
+	stack := make([]uint64, stackScanWords)
+	stack[1], stack[2], stack[5] = 42, 0x1000, ret
+	c := NewCache()
+	p := &Process{Pid: os.Getpid()}
+	got := c.Site(p, uint64(uintptr(unsafe.Pointer(&stack[0]))), 0, 1)
+	m := p.maps.find(ret)
+	want := fmt.Sprintf("%s+%#x", filepath.Base(exe), ret-m.start+m.offset)
+	if got != want {
+		t.Fatalf("Site = %q, want %q", got, want)
+	}
+	zeros := make([]uint64, stackScanWords)
+	if got := c.Site(p, uint64(uintptr(unsafe.Pointer(&zeros[0]))), 0, 1); got != "?" {
+		t.Fatalf("a stack of zeros gives %q, want ?", got)
+	}
+}

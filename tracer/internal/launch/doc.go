@@ -1,0 +1,10 @@
+// Package launch starts a node's first process, ready to be seized: a fork
+// that runs only raw syscalls (or a zygote process that does the forking)
+// joins the node's network namespace, builds its sandbox (PID and mount
+// namespaces, capabilities), installs the seccomp filter and waits to be
+// let go before it execs the program. It also builds the seccomp program
+// from the list of gated syscalls.
+//
+// It does not trace: seizing the child and everything after is package
+// tracer's, as is the choice of which syscalls are gated.
+package launch

@@ -1,0 +1,66 @@
+package ptrace
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReadMem copies len(b) bytes of pid's memory at addr.
+func ReadMem(pid int, addr uint64, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(len(b))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+	if err != nil {
+		return fmt.Errorf("reading %d bytes at %#x of pid %d: %w", len(b), addr, pid, err)
+	}
+	if n != len(b) {
+		return fmt.Errorf("reading %d bytes at %#x of pid %d: short read %d", len(b), addr, pid, n)
+	}
+	return nil
+}
+
+// WriteMem copies b into pid's memory at addr. Read-only pages (rare for
+// the out-buffers lockstep fills) are written with ptrace pokes, which
+// need the tracer thread and a stopped thread.
+func WriteMem(pid int, addr uint64, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(len(b))
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(b)}}
+	n, err := unix.ProcessVMWritev(pid, local, remote, 0)
+	if err != nil {
+		if _, perr := unix.PtracePokeData(pid, uintptr(addr), b); perr != nil {
+			return fmt.Errorf("writing %d bytes at %#x of pid %d: %w (poke: %v)", len(b), addr, pid, err, perr)
+		}
+		return nil
+	}
+	if n != len(b) {
+		return fmt.Errorf("writing %d bytes at %#x of pid %d: short write %d", len(b), addr, pid, n)
+	}
+	return nil
+}
+
+// PokeText writes b over code at addr, which process_vm_writev cannot.
+//
+// Precondition: runs on the tracer thread; tid is in a ptrace stop.
+func PokeText(tid int, addr uint64, b []byte) error {
+	_, err := unix.PtracePokeText(tid, uintptr(addr), b)
+	return err
+}
+
+// ReadU64 reads one native-endian word.
+func ReadU64(pid int, addr uint64) (uint64, error) {
+	var b [8]byte
+	if err := ReadMem(pid, addr, b[:]); err != nil {
+		return 0, err
+	}
+	return binary.NativeEndian.Uint64(b[:]), nil
+}

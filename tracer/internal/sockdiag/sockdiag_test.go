@@ -1,0 +1,88 @@
+package sockdiag
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pair returns both ends of a loopback TCP connection.
+func pair(t *testing.T) (client, server *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c.(*net.TCPConn), s.(*net.TCPConn)
+}
+
+func addrs(c net.Conn) (local, remote netip.AddrPort) {
+	return c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort()
+}
+
+func TestLookupAndRQueue(t *testing.T) {
+	d, err := Open("")
+	if err != nil {
+		t.Skipf("skipping: no sock_diag here: %v", err)
+	}
+	defer d.Close()
+	c, s := pair(t)
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	sl, sr := addrs(s)
+	var rq uint32
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if rq, err = d.RQueue(sl, sr); err != nil || rq == 5 {
+			break
+		}
+	}
+	if err != nil || rq != 5 {
+		t.Fatalf("RQueue = %d, %v; want 5 bytes waiting", rq, err)
+	}
+	const tcpEstablished = 1
+	if _, state, err := d.Lookup(addrs(c)); err != nil || state != tcpEstablished {
+		t.Fatalf("Lookup: state %d, %v; want ESTABLISHED", state, err)
+	}
+	none := netip.MustParseAddrPort("127.0.0.1:1")
+	if _, _, err := d.Lookup(none, sr); !errors.Is(err, ErrNoSocket) {
+		t.Fatalf("Lookup of no socket: %v, want ErrNoSocket", err)
+	}
+}
+
+func TestDestroy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: SOCK_DESTROY needs CAP_NET_ADMIN (run as root)")
+	}
+	d, err := Open("")
+	if err != nil {
+		t.Skipf("skipping: no sock_diag here: %v", err)
+	}
+	defer d.Close()
+	c, s := pair(t)
+	if err := d.Destroy(addrs(c)); err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = s.Read(make([]byte, 1))
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("the peer read %v, want ECONNRESET", err)
+	}
+	if err := d.Destroy(addrs(c)); !errors.Is(err, ErrNoSocket) {
+		t.Fatalf("second Destroy: %v, want ErrNoSocket", err)
+	}
+}
