@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // RunOptions override the spec for one campaign.
@@ -37,7 +38,7 @@ type RunOptions struct {
 
 // Summary is what a campaign found.
 type Summary struct {
-	Spec     *Spec
+	Spec     *spec.Spec
 	Strategy string
 	Trials   int
 	Failures int
@@ -73,19 +74,19 @@ const historyBatch = 8
 // cancelled, Run stops the trials under way, tears their nodes and
 // networks down and returns the summary of the trials finished before,
 // with Interrupted set.
-func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
+func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	trials := spec.Trials
+	trials := sp.Trials
 	if opts.Trials > 0 {
 		trials = opts.Trials
 	}
-	strategy := spec.Scheduler.Strategy
+	strategy := sp.Scheduler.Strategy
 	if opts.Strategy != "" {
 		strategy = opts.Strategy
 	}
-	seed := spec.Scheduler.Seed
+	seed := sp.Scheduler.Seed
 	if opts.Seed != nil {
 		seed = *opts.Seed
 	}
@@ -93,11 +94,11 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 	if jobs > trials {
 		jobs = trials
 	}
-	if trials > MaxTrials {
-		return nil, fmt.Errorf("%d trials: at most %d", trials, MaxTrials)
+	if trials > spec.MaxTrials {
+		return nil, fmt.Errorf("%d trials: at most %d", trials, spec.MaxTrials)
 	}
 	if opts.OutDir == "" {
-		opts.OutDir = filepath.Join("lockstep-out", spec.Name)
+		opts.OutDir = filepath.Join("lockstep-out", sp.Name)
 	}
 	// Nodes run in their own directories: a relative {{tmp}} or
 	// {{trialdir}} would point nowhere from there.
@@ -106,14 +107,14 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
 	opts.OutDir = out
-	scheme, err := conflict.ParseScheme(spec.Scheduler.Conflict.Scheme)
+	scheme, err := conflict.ParseScheme(sp.Scheduler.Conflict.Scheme)
 	if err != nil {
 		return nil, err
 	}
 	plus := strings.HasSuffix(strategy, "+")
 	histPath := opts.History
 	if histPath == "" {
-		histPath = spec.Scheduler.Conflict.History
+		histPath = sp.Scheduler.Conflict.History
 	}
 	var hist *conflict.History
 	if plus {
@@ -131,10 +132,10 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 		if opts.NativeLimit <= 0 {
 			opts.NativeLimit = 5 * time.Second
 		}
-	} else if _, err := newStrategy(spec, strategy, nil); err != nil {
+	} else if _, err := newStrategy(sp, strategy, nil); err != nil {
 		return nil, err
 	}
-	sum := &Summary{Spec: spec, Strategy: strategy, ByKind: map[OutcomeKind]int{}}
+	sum := &Summary{Spec: sp, Strategy: strategy, ByKind: map[OutcomeKind]int{}}
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -142,7 +143,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 	cpus := allowedCPUs()
 	js := make([]*job, jobs)
 	for i := range js {
-		j, err := newJob(ctx, spec, cpus[i%len(cpus)], opts.OutDir, opts.Logger)
+		j, err := newJob(ctx, sp, cpus[i%len(cpus)], opts.OutDir, opts.Logger)
 		if err != nil {
 			for _, o := range js[:i] {
 				o.close()
@@ -208,7 +209,7 @@ func Run(ctx context.Context, spec *Spec, opts RunOptions) (*Summary, error) {
 			pred = frozen
 			mu.Unlock()
 		}
-		strat, err := newStrategy(spec, strategy, pred)
+		strat, err := newStrategy(sp, strategy, pred)
 		if err != nil {
 			return nil, err
 		}
@@ -346,10 +347,10 @@ func (s *Summary) finish(start time.Time, interrupted bool) *Summary {
 	return s
 }
 
-func newStrategy(spec *Spec, name string, pred sched.Predictor) (sched.Strategy, error) {
-	params := sched.Params{PCTDepth: spec.Scheduler.PCTDepth, Predictor: pred}
-	if spec.Scheduler.Conflict.Mode == "weight" {
-		params.Mode = sched.PlusMode{Weight: spec.Scheduler.Conflict.Weight}
+func newStrategy(sp *spec.Spec, name string, pred sched.Predictor) (sched.Strategy, error) {
+	params := sched.Params{PCTDepth: sp.Scheduler.PCTDepth, Predictor: pred}
+	if sp.Scheduler.Conflict.Mode == "weight" {
+		params.Mode = sched.PlusMode{Weight: sp.Scheduler.Conflict.Weight}
 	}
 	return sched.New(name, params)
 }
@@ -371,4 +372,13 @@ func allowedCPUs() []int {
 		return []int{0}
 	}
 	return cpus
+}
+
+// TrialSeed derives trial i's seed from the campaign seed (splitmix64), so
+// that trials are independent and any one can be re-run alone.
+func TrialSeed(base int64, trial int) int64 {
+	z := uint64(base) + uint64(trial+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return int64(z ^ (z >> 31))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // TestConflictsOnRealPrograms runs small C systems and checks which of
@@ -34,12 +35,12 @@ func TestConflictsOnRealPrograms(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec, func(t *testing.T) {
-			spec, err := LoadSpec(repoPath("testdata", "specs", "conflict", tc.spec))
+			sp, err := spec.Load(repoPath("testdata", "specs", "conflict", tc.spec))
 			if err != nil {
 				t.Fatal(err)
 			}
 			for seed := int64(1); seed <= 3; seed++ {
-				sum, err := Run(context.Background(), spec, RunOptions{Trials: 1, Strategy: "random", Seed: &seed, OutDir: t.TempDir()})
+				sum, err := Run(context.Background(), sp, RunOptions{Trials: 1, Strategy: "random", Seed: &seed, OutDir: t.TempDir()})
 				if err != nil {
 					t.Fatal(err)
 				}

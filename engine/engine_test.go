@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
 
@@ -31,22 +32,22 @@ func skipUnlessTrials(tb testing.TB) {
 	testutil.RequireBinary(tb, repoPath("testdata", "bin", "demo", "lockserver"))
 }
 
-func loadDemo(t *testing.T, name string) *Spec {
+func loadDemo(t *testing.T, name string) *spec.Spec {
 	t.Helper()
-	spec, err := LoadSpec(repoPath("testdata", "demo", name))
+	sp, err := spec.Load(repoPath("testdata", "demo", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return spec
+	return sp
 }
 
 // The buggy demo fails under POS within 200 trials, and its trace replays
 // to the same failure with the same op sequence 20 times out of 20.
 func TestDemoBugFoundAndReplayed(t *testing.T) {
 	requireTrials(t)
-	spec := loadDemo(t, "demo.yaml")
+	sp := loadDemo(t, "demo.yaml")
 	out := t.TempDir()
-	sum, err := Run(context.Background(), spec, RunOptions{Trials: 200, Strategy: "pos", OutDir: out, StopOnFirst: true})
+	sum, err := Run(context.Background(), sp, RunOptions{Trials: 200, Strategy: "pos", OutDir: out, StopOnFirst: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +72,8 @@ func TestDemoBugFoundAndReplayed(t *testing.T) {
 // The fixed demo passes 200 trials: the failures above are the bug's.
 func TestDemoFixedPasses(t *testing.T) {
 	requireTrials(t)
-	spec := loadDemo(t, "demo-fixed.yaml")
-	sum, err := Run(context.Background(), spec, RunOptions{Trials: 200, Strategy: "pos", OutDir: t.TempDir()})
+	sp := loadDemo(t, "demo-fixed.yaml")
+	sum, err := Run(context.Background(), sp, RunOptions{Trials: 200, Strategy: "pos", OutDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +98,9 @@ func TestDemoFixedPasses(t *testing.T) {
 // --jobs 2 gives the same outcome per trial as --jobs 1.
 func TestJobsDeterministic(t *testing.T) {
 	requireTrials(t)
-	spec := loadDemo(t, "demo.yaml")
+	sp := loadDemo(t, "demo.yaml")
 	outcomes := func(jobs int) []string {
-		sum, err := Run(context.Background(), spec, RunOptions{Trials: 12, Strategy: "pos", Jobs: jobs, OutDir: t.TempDir()})
+		sum, err := Run(context.Background(), sp, RunOptions{Trials: 12, Strategy: "pos", Jobs: jobs, OutDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

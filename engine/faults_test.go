@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 func runFaultSpec(t *testing.T, name string, trials int, traceAll bool) *Summary {
 	t.Helper()
-	spec, err := LoadSpec(repoPath("testdata", "specs", "faults", name+".yaml"))
+	sp, err := spec.Load(repoPath("testdata", "specs", "faults", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Run(context.Background(), spec, RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: traceAll})
+	sum, err := Run(context.Background(), sp, RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: traceAll})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func TestFaultDrift(t *testing.T) {
 // schedule.
 func TestRerunSameDirectory(t *testing.T) {
 	requireTrials(t)
-	spec, err := LoadSpec(repoPath("testdata", "specs", "faults", "restart-data.yaml"))
+	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "restart-data.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func TestRerunSameDirectory(t *testing.T) {
 	var runs [2]*Summary
 	var outputs [2][]string
 	for i := range runs {
-		if runs[i], err = Run(context.Background(), spec, RunOptions{Trials: 3, OutDir: out, TraceAll: true}); err != nil {
+		if runs[i], err = Run(context.Background(), sp, RunOptions{Trials: 3, OutDir: out, TraceAll: true}); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range runs[i].Results {

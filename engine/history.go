@@ -9,77 +9,21 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/goccy/go-yaml/ast"
-
 	"github.com/lockstep-dev/lockstep/history"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // NotLinearizable: the clients' merged history has no linearization under
 // the spec's checker model (docs/history.md).
 const NotLinearizable OutcomeKind = "not-linearizable"
 
-// DefaultHistoryFile is the file each client writes in its {{tmp}} unless
-// checker.history names another.
-const DefaultHistoryFile = "history.jsonl"
-
 // HistoryVisualization is the file, in the trial directory, that holds
 // porcupine's drawing of a violation or of a check that timed out.
 const HistoryVisualization = "history.html"
 
-// HistoryCheck is the history half of a spec's checker section:
-//
-//	checker: {model: kv, history: history.jsonl, timeout: 10s}
-//
-// checker.timeout (Spec.Checker.Timeout) bounds the check.
-type HistoryCheck struct {
-	Model   string // one of history.ModelNames
-	History string // a file name, relative to each node's {{tmp}}
-}
-
-// checkerModel decodes checker.model and checker.history from the checker
-// mapping's pairs (other keys are d.checker's). It returns nil if the
-// section names no model.
-func (d *decoder) checkerModel(n ast.Node, pairs []kv) (*HistoryCheck, error) {
-	hc := &HistoryCheck{History: DefaultHistoryFile}
-	var haveModel bool
-	var historyNode ast.Node
-	for _, q := range pairs {
-		f := "checker." + q.key
-		switch q.key {
-		case "model":
-			v, err := d.str(q.value, f)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := history.NewModel(v); err != nil {
-				return nil, d.errf(q.value, f, "%v", err)
-			}
-			hc.Model, haveModel = v, true
-		case "history":
-			v, err := d.str(q.value, f)
-			if err != nil {
-				return nil, err
-			}
-			// A plain relative name: every node's directory is the
-			// trial's, and a path leaving it would read another node's.
-			if v == "" || filepath.IsAbs(v) || !filepath.IsLocal(v) || strings.Contains(v, "{{") {
-				return nil, d.errf(q.value, f, "must be a file name relative to each node's {{tmp}}, got %q", v)
-			}
-			hc.History, historyNode = filepath.Clean(v), q.value
-		}
-	}
-	if !haveModel {
-		if historyNode != nil {
-			return nil, d.errf(historyNode, "checker.history", "only applies with checker.model")
-		}
-		return nil, nil
-	}
-	return hc, nil
-}
-
 // checkHistories merges the history every node of a passing trial wrote
 // to hc.History in its directory (trialDir/<node>/; nodes that wrote none
-// are servers) and checks it against hc.Model within spec.Checker.Timeout.
+// are servers) and checks it against hc.Model within sp.Checker.Timeout.
 // It returns failed true with a NotLinearizable outcome for a violation,
 // and a CheckerFailed outcome for a missing or malformed history (a
 // client's bug); the caller copies Kind and Detail into the trial's
@@ -88,13 +32,13 @@ func (d *decoder) checkerModel(n ast.Node, pairs []kv) (*HistoryCheck, error) {
 // caller to report. On a violation or a timeout the visualization is
 // written to trialDir/history.html and its path is in the Detail. err is
 // lockstep's own failure (reading the files, writing the drawing).
-func checkHistories(ctx context.Context, spec *Spec, hc *HistoryCheck, trialDir string) (o Outcome, failed bool, err error) {
+func checkHistories(ctx context.Context, sp *spec.Spec, hc *spec.HistoryCheck, trialDir string) (o Outcome, failed bool, err error) {
 	model, err := history.NewModel(hc.Model)
 	if err != nil {
 		return Outcome{}, false, err
 	}
 	var clients []history.Client
-	for _, n := range spec.Nodes {
+	for _, n := range sp.Nodes {
 		path := filepath.Join(trialDir, n.Name, hc.History)
 		ops, err := history.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -116,7 +60,7 @@ func checkHistories(ctx context.Context, spec *Spec, hc *HistoryCheck, trialDir 
 		return Outcome{Kind: CheckerFailed, Detail: fmt.Sprintf("no node wrote a history (%s in its {{tmp}})", hc.History)}, true, nil
 	}
 	ops, procs := history.Merge(clients)
-	res, err := history.Check(ctx, model, ops, spec.Checker.Timeout)
+	res, err := history.Check(ctx, model, ops, sp.Checker.Timeout)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Outcome{}, false, err
@@ -133,7 +77,7 @@ func checkHistories(ctx context.Context, spec *Spec, hc *HistoryCheck, trialDir 
 		if err := res.VisualizeFile(path); err != nil {
 			return Outcome{}, false, fmt.Errorf("drawing the history: %w", err)
 		}
-		return Outcome{Kind: Pass, Detail: fmt.Sprintf("linearizability check of the %s timed out after %v; see %s", what, spec.Checker.Timeout, path)}, false, nil
+		return Outcome{Kind: Pass, Detail: fmt.Sprintf("linearizability check of the %s timed out after %v; see %s", what, sp.Checker.Timeout, path)}, false, nil
 	}
 	path := filepath.Join(trialDir, HistoryVisualization)
 	if err := res.VisualizeFile(path); err != nil {
@@ -145,11 +89,11 @@ func checkHistories(ctx context.Context, spec *Spec, hc *HistoryCheck, trialDir 
 // checkTrialHistory checks a passing trial's histories and folds the
 // verdict into res.Outcome, keeping its Steps and VTime: the one call the
 // trial loop and native runs make after their command checker.
-func checkTrialHistory(ctx context.Context, spec *Spec, hc *HistoryCheck, res *TrialResult, log *slog.Logger) error {
+func checkTrialHistory(ctx context.Context, sp *spec.Spec, hc *spec.HistoryCheck, res *TrialResult, log *slog.Logger) error {
 	if hc == nil || res.Outcome.Kind != Pass {
 		return nil
 	}
-	o, failed, err := checkHistories(ctx, spec, hc, res.Dir)
+	o, failed, err := checkHistories(ctx, sp, hc, res.Dir)
 	if err != nil {
 		return fmt.Errorf("checking trial %d's histories: %w", res.Index, err)
 	}

@@ -9,79 +9,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goccy/go-yaml/parser"
+	"github.com/lockstep-dev/lockstep/spec"
 )
-
-func decodeCheckerModel(t *testing.T, src string) (*HistoryCheck, error) {
-	t.Helper()
-	f, err := parser.ParseBytes([]byte(src), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &decoder{file: "spec.yaml"}
-	pairs, err := d.fields(f.Docs[0].Body, "checker", "command", "timeout", "model", "history")
-	if err != nil {
-		return nil, err
-	}
-	return d.checkerModel(f.Docs[0].Body, pairs)
-}
-
-func TestCheckerModel(t *testing.T) {
-	for _, tc := range []struct {
-		src     string
-		want    *HistoryCheck
-		wantErr string
-	}{
-		{src: "{model: kv, history: history.jsonl, timeout: 10s}", want: &HistoryCheck{Model: "kv", History: "history.jsonl"}},
-		{src: "model: set", want: &HistoryCheck{Model: "set", History: DefaultHistoryFile}},
-		{src: "model: register\nhistory: out/ops.jsonl", want: &HistoryCheck{Model: "register", History: "out/ops.jsonl"}},
-		{src: "command: [/bin/true]", want: nil},
-		{src: "model: queue", wantErr: `spec.yaml:1: checker.model: unknown model "queue" (want register, kv, set)`},
-		{src: "model: 3", wantErr: "checker.model: must be a string"},
-		{src: "model: kv\nhistory: /tmp/h.jsonl", wantErr: "spec.yaml:2: checker.history: must be a file name relative"},
-		{src: "model: kv\nhistory: ../server/h.jsonl", wantErr: "checker.history: must be a file name relative"},
-		{src: "command: [x]\nhistory: h.jsonl", wantErr: "spec.yaml:2: checker.history: only applies with checker.model"},
-	} {
-		t.Run(tc.src, func(t *testing.T) {
-			got, err := decodeCheckerModel(t, tc.src)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
-				t.Fatalf("got %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
 
 // historyTrial lays out a trial directory whose nodes wrote the given
 // histories (node name to JSON lines; a server writes none).
-func historyTrial(t *testing.T, files map[string]string) (*Spec, string) {
+func historyTrial(t *testing.T, files map[string]string) (*spec.Spec, string) {
 	t.Helper()
 	dir := t.TempDir()
-	spec := &Spec{Nodes: []NodeSpec{{Name: "server"}, {Name: "c1"}, {Name: "c2"}}}
-	spec.Checker.Timeout = 10 * time.Second
-	for _, n := range spec.Nodes {
+	sp := &spec.Spec{Nodes: []spec.Node{{Name: "server"}, {Name: "c1"}, {Name: "c2"}}}
+	sp.Checker.Timeout = 10 * time.Second
+	for _, n := range sp.Nodes {
 		if err := os.MkdirAll(filepath.Join(dir, n.Name), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if h, ok := files[n.Name]; ok {
-			if err := os.WriteFile(filepath.Join(dir, n.Name, DefaultHistoryFile), []byte(h), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, n.Name, spec.DefaultHistoryFile), []byte(h), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	return spec, dir
+	return sp, dir
 }
 
 func TestCheckHistories(t *testing.T) {
-	hc := &HistoryCheck{Model: "kv", History: DefaultHistoryFile}
+	hc := &spec.HistoryCheck{Model: "kv", History: spec.DefaultHistoryFile}
 	for _, tc := range []struct {
 		name       string
 		files      map[string]string
@@ -131,8 +83,8 @@ func TestCheckHistories(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec, dir := historyTrial(t, tc.files)
-			o, failed, err := checkHistories(context.Background(), spec, hc, dir)
+			sp, dir := historyTrial(t, tc.files)
+			o, failed, err := checkHistories(context.Background(), sp, hc, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,9 +116,9 @@ func TestCheckHistoriesTimeout(t *testing.T) {
 		b.WriteString(`{"process":` + strconv.Itoa(n+i) + `,"op":"get","key":"k","output":"` + strconv.Itoa((i+1)%n) + `","call":0,"return":100}` + "\n")
 	}
 	b.WriteString(`{"process":99,"op":"get","key":"k","output":"none","call":200,"return":300}` + "\n")
-	spec, dir := historyTrial(t, map[string]string{"c1": b.String()})
-	spec.Checker.Timeout = 50 * time.Millisecond
-	o, failed, err := checkHistories(context.Background(), spec, &HistoryCheck{Model: "kv", History: DefaultHistoryFile}, dir)
+	sp, dir := historyTrial(t, map[string]string{"c1": b.String()})
+	sp.Checker.Timeout = 50 * time.Millisecond
+	o, failed, err := checkHistories(context.Background(), sp, &spec.HistoryCheck{Model: "kv", History: spec.DefaultHistoryFile}, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // The hostile-program suite: programs that misbehave as nodes, each
@@ -40,11 +42,11 @@ func TestHostilePrograms(t *testing.T) {
 			"/proc/sys/kernel/core_pattern Read-only file system\n"}},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
-			spec, err := LoadSpec(repoPath("testdata", "specs", "hostile", tt.spec+".yaml"))
+			sp, err := spec.Load(repoPath("testdata", "specs", "hostile", tt.spec+".yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			sum, err := Run(context.Background(), spec, RunOptions{Trials: 1, OutDir: t.TempDir()})
+			sum, err := Run(context.Background(), sp, RunOptions{Trials: 1, OutDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}

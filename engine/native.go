@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/netns"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // Hang is a native trial's clients still running when its time limit
@@ -22,7 +23,7 @@ const Hang OutcomeKind = "hang"
 // namespaces, host names, cgroups and commands, but no tracer, real time
 // and the kernel's own scheduling. It gives the baseline hit ratio.
 func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.Duration) (*TrialResult, error) {
-	spec := j.spec
+	sp := j.spec
 	start := time.Now()
 	res := &TrialResult{Index: index, Seed: seed}
 	res.Dir = trialDir(j.outDir, index)
@@ -33,7 +34,7 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		return nil, err
 	}
 	addrs := map[string]netip.Addr{}
-	for _, n := range spec.Nodes {
+	for _, n := range sp.Nodes {
 		addrs[n.Name] = j.cluster.Node(n.Name).Addr
 	}
 	type exit struct {
@@ -41,7 +42,7 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		state *os.ProcessState
 		err   error
 	}
-	exits := make(chan exit, len(spec.Nodes))
+	exits := make(chan exit, len(sp.Nodes))
 	var files []*os.File
 	defer func() {
 		for _, f := range files {
@@ -53,12 +54,12 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		if err := j.cluster.Reset(ctx); err != nil {
 			return nil, fmt.Errorf("resetting the network after trial %d: %w", index, err)
 		}
-		if res.Outcome.Kind == Pass && len(spec.Checker.Command) > 0 {
+		if res.Outcome.Kind == Pass && len(sp.Checker.Command) > 0 {
 			if err := j.runChecker(ctx, res); err != nil {
 				res.Outcome.Kind, res.Outcome.Detail = CheckerFailed, err.Error()
 			}
 		}
-		if err := checkTrialHistory(ctx, spec, spec.Checker.Model, res, j.log); err != nil {
+		if err := checkTrialHistory(ctx, sp, sp.Checker.Model, res, j.log); err != nil {
 			return nil, err
 		}
 		res.Duration = time.Since(start)
@@ -68,10 +69,10 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	ready := map[string]bool{}
-	for i, n := range spec.Nodes {
+	for i, n := range sp.Nodes {
 		// The nodes before this one that have a readiness condition must
 		// meet it first, as they do under lockstep.
-		for _, prev := range spec.Nodes[:i] {
+		for _, prev := range sp.Nodes[:i] {
 			if prev.ReadyPort == 0 || ready[prev.Name] {
 				continue
 			}
@@ -94,7 +95,7 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 			return nil, err
 		}
-		argv, env, wd, err := spec.Expand(n.Name, TemplateVars{TrialDir: res.Dir, NodeDir: nodeDir, Seed: seed, Addrs: addrs})
+		argv, env, wd, err := sp.Expand(n.Name, spec.TemplateVars{TrialDir: res.Dir, NodeDir: nodeDir, Seed: seed, Addrs: addrs})
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +124,7 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		if err := cmd.Start(); err != nil {
 			return outcome(Error, n.Name, "starting node %s: %v", n.Name, err)
 		}
-		if n.Role == RoleClient {
+		if n.Role == spec.RoleClient {
 			clients++
 		}
 		go func(name string) {
@@ -131,7 +132,7 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 			exits <- exit{node: name, state: cmd.ProcessState, err: err}
 		}(n.Name)
 	}
-	running := len(spec.Nodes)
+	running := len(sp.Nodes)
 	defer func() {
 		// Reset (in outcome) killed the rest; collect their exits.
 		for ; running > 0; running-- {
@@ -142,8 +143,8 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		select {
 		case e := <-exits:
 			running--
-			role := RoleServer
-			for _, n := range spec.Nodes {
+			role := spec.RoleServer
+			for _, n := range sp.Nodes {
 				if n.Name == e.node {
 					role = n.Role
 				}
@@ -156,9 +157,9 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 				desc = e.err.Error()
 			}
 			switch {
-			case role == RoleClient && failed:
+			case role == spec.RoleClient && failed:
 				return outcome(ClientFailed, e.node, "client %s %s", e.node, desc)
-			case role == RoleClient:
+			case role == spec.RoleClient:
 				clients--
 			default:
 				return outcome(NodeCrashed, e.node, "node %s %s", e.node, desc)

@@ -3,8 +3,6 @@ package engine
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,21 +10,22 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/vclock"
 )
 
-func writeTrace(path string, spec *Spec, res *TrialResult, p trialParams, clk *vclock.Clock) error {
+func writeTrace(path string, sp *spec.Spec, res *TrialResult, p trialParams, clk *vclock.Clock) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing trace: %w", err)
 	}
 	defer f.Close()
 	w := sched.NewTraceWriter(f)
-	absSpec, _ := filepath.Abs(spec.Path)
+	absSpec, _ := filepath.Abs(sp.Path)
 	if err := w.WriteHeader(sched.Header{
-		Version: Version, Spec: absSpec, SpecDigest: spec.Digest, Trial: res.Index, Seed: res.Seed,
-		Strategy: p.strategy.Name(), Scheme: p.scheme, Epoch: spec.Time.Epoch.UnixNano(),
-		Delays: spec.Time.Delays, MaxDelay: int64(spec.Time.MaxDelay), Tick: int64(spec.Time.Tick),
+		Version: Version, Spec: absSpec, SpecDigest: sp.Digest, Trial: res.Index, Seed: res.Seed,
+		Strategy: p.strategy.Name(), Scheme: p.scheme, Epoch: sp.Time.Epoch.UnixNano(),
+		Delays: sp.Time.Delays, MaxDelay: int64(sp.Time.MaxDelay), Tick: int64(sp.Time.Tick),
 	}); err != nil {
 		return err
 	}
@@ -84,12 +83,12 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 	if err != nil {
 		return nil, err
 	}
-	spec, err := LoadSpec(tr.Header.Spec)
+	sp, err := spec.Load(tr.Header.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("loading the trace's spec: %w", err)
 	}
-	if spec.Digest != tr.Header.SpecDigest {
-		return nil, fmt.Errorf("%s changed since the trace was written (digest %s, trace has %s)", tr.Header.Spec, short(spec.Digest), short(tr.Header.SpecDigest))
+	if sp.Digest != tr.Header.SpecDigest {
+		return nil, fmt.Errorf("%s changed since the trace was written (digest %s, trace has %s)", tr.Header.Spec, short(sp.Digest), short(tr.Header.SpecDigest))
 	}
 	if outDir == "" {
 		outDir = filepath.Join(filepath.Dir(tracePath), "replay")
@@ -101,7 +100,7 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 			return nil, fmt.Errorf("replaying into %s would delete the trace %s: choose another output directory", outDir, tracePath)
 		}
 	}
-	j, err := newJob(ctx, spec, 0, outDir, nil)
+	j, err := newJob(ctx, sp, 0, outDir, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -110,10 +109,10 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 	strat := sched.NewReplay(tr, tail)
 	p := trialParams{index: tr.Header.Trial, seed: tr.Header.Seed, strategy: strat, traceAll: true, scheme: tr.Header.Scheme, frames: 1}
 	if tr.Header.Epoch != 0 {
-		spec.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()
+		sp.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()
 	}
-	spec.Time.Delays, spec.Time.MaxDelay = tr.Header.Delays, time.Duration(tr.Header.MaxDelay)
-	spec.Time.Tick = time.Duration(tr.Header.Tick)
+	sp.Time.Delays, sp.Time.MaxDelay = tr.Header.Delays, time.Duration(tr.Header.MaxDelay)
+	sp.Time.Tick = time.Duration(tr.Header.Tick)
 	res, err := j.runTrial(ctx, p)
 	if err != nil {
 		return nil, err
@@ -149,9 +148,4 @@ func short(d string) string {
 		return d[:12]
 	}
 	return d
-}
-
-func digest(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }

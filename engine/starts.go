@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
 
@@ -16,7 +17,7 @@ import (
 // PORT}) meets it. Readiness is checked only at quiescent points, where
 // whether a listen has happened depends on the schedule alone.
 type starts struct {
-	nodes   []NodeSpec
+	nodes   []spec.Node
 	waiting []int // indices into nodes not started, by start_delay, then spec order
 	started map[string]bool
 	ready   map[string]bool
@@ -24,7 +25,7 @@ type starts struct {
 	listening func(node string, port uint16) (bool, error)
 }
 
-func newStarts(nodes []NodeSpec, listening func(string, uint16) (bool, error)) *starts {
+func newStarts(nodes []spec.Node, listening func(string, uint16) (bool, error)) *starts {
 	s := &starts{nodes: nodes, started: map[string]bool{}, ready: map[string]bool{}, listening: listening}
 	for i := range nodes {
 		s.waiting = append(s.waiting, i)
@@ -66,13 +67,13 @@ func (s *starts) refresh() error {
 }
 
 // due returns the next node that may start at now.
-func (s *starts) due(now time.Duration) (NodeSpec, bool) {
+func (s *starts) due(now time.Duration) (spec.Node, bool) {
 	for _, i := range s.waiting {
 		if s.nodes[i].StartDelay <= now && s.gate(i) < 0 {
 			return s.nodes[i], true
 		}
 	}
-	return NodeSpec{}, false
+	return spec.Node{}, false
 }
 
 // take marks a node started.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 	"github.com/lockstep-dev/lockstep/vclock"
 )
@@ -141,12 +142,12 @@ func TestDelaysReachTimeouts(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			path := repoPath("testdata", "specs", "timing", "timeout-"+lang+".yaml")
 			run := func(delays int, maxDelay time.Duration) *Summary {
-				spec, err := LoadSpec(path)
+				sp, err := spec.Load(path)
 				if err != nil {
 					t.Fatal(err)
 				}
-				spec.Time.Delays, spec.Time.MaxDelay = delays, maxDelay
-				sum, err := Run(context.Background(), spec, RunOptions{Trials: 20, OutDir: t.TempDir()})
+				sp.Time.Delays, sp.Time.MaxDelay = delays, maxDelay
+				sum, err := Run(context.Background(), sp, RunOptions{Trials: 20, OutDir: t.TempDir()})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -206,18 +207,18 @@ func TestReadyCondition(t *testing.T) {
 	requireTrials(t)
 	path := repoPath("testdata", "specs", "timing", "timeout-rust.yaml")
 	run := func(ready bool, native bool) *Summary {
-		spec, err := LoadSpec(path)
+		sp, err := spec.Load(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if spec.Nodes[0].ReadyPort != 7000 {
-			t.Fatalf("the spec's server should have ready: {listen: 7000}, has %d", spec.Nodes[0].ReadyPort)
+		if sp.Nodes[0].ReadyPort != 7000 {
+			t.Fatalf("the spec's server should have ready: {listen: 7000}, has %d", sp.Nodes[0].ReadyPort)
 		}
 		if !ready {
-			spec.Nodes[0].ReadyPort = 0
+			sp.Nodes[0].ReadyPort = 0
 		}
-		spec.Time.Delays = 0
-		sum, err := Run(context.Background(), spec, RunOptions{Trials: 20, OutDir: t.TempDir(), Native: native})
+		sp.Time.Delays = 0
+		sum, err := Run(context.Background(), sp, RunOptions{Trials: 20, OutDir: t.TempDir(), Native: native})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,12 +267,12 @@ func TestNextDeadlineSkipsHeld(t *testing.T) {
 func TestTick(t *testing.T) {
 	requireTrials(t)
 	for _, tick := range []time.Duration{0, time.Microsecond} {
-		spec, err := LoadSpec(repoPath("testdata", "specs", "timing", "timeout-c.yaml"))
+		sp, err := spec.Load(repoPath("testdata", "specs", "timing", "timeout-c.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec.Time.Delays, spec.Time.Tick = 0, tick
-		sum, err := Run(context.Background(), spec, RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
+		sp.Time.Delays, sp.Time.Tick = 0, tick
+		sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,12 +293,12 @@ func TestTick(t *testing.T) {
 // the seed fixes; monotonic clocks stay together.
 func TestClockSkew(t *testing.T) {
 	requireTrials(t)
-	spec, err := LoadSpec(repoPath("testdata", "specs", "timing", "skew.yaml"))
+	sp, err := spec.Load(repoPath("testdata", "specs", "timing", "skew.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	offsets := func() []map[string]time.Duration {
-		sum, err := Run(context.Background(), spec, RunOptions{OutDir: t.TempDir(), TraceAll: true})
+		sum, err := Run(context.Background(), sp, RunOptions{OutDir: t.TempDir(), TraceAll: true})
 		if err != nil {
 			t.Fatal(err)
 		}

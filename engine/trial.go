@@ -19,6 +19,7 @@ import (
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 	"github.com/lockstep-dev/lockstep/vclock"
 )
@@ -48,7 +49,7 @@ type TrialResult struct {
 // job is one worker of a campaign: its own network and CPU, reused across
 // the trials it runs.
 type job struct {
-	spec    *Spec
+	spec    *spec.Spec
 	cluster *netns.Cluster
 	cpu     int
 	track   *tracker // nil without eBPF
@@ -57,12 +58,12 @@ type job struct {
 	outDir  string
 }
 
-func newJob(ctx context.Context, spec *Spec, cpu int, outDir string, log *slog.Logger) (*job, error) {
-	names := make([]string, len(spec.Nodes))
-	for i, n := range spec.Nodes {
+func newJob(ctx context.Context, sp *spec.Spec, cpu int, outDir string, log *slog.Logger) (*job, error) {
+	names := make([]string, len(sp.Nodes))
+	for i, n := range sp.Nodes {
 		names[i] = n.Name
 	}
-	cl, err := netns.New(ctx, netns.Config{Subnet: spec.Network.Subnet, Nodes: names})
+	cl, err := netns.New(ctx, netns.Config{Subnet: sp.Network.Subnet, Nodes: names})
 	if err != nil {
 		return nil, fmt.Errorf("building the network: %w", err)
 	}
@@ -71,7 +72,7 @@ func newJob(ctx context.Context, spec *Spec, cpu int, outDir string, log *slog.L
 		cl.Close()
 		return nil, err
 	}
-	return &job{spec: spec, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z}, nil
+	return &job{spec: sp, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z}, nil
 }
 
 func (j *job) close() error {
@@ -107,7 +108,7 @@ const replayEndWait = 2 * time.Second
 type Trial struct {
 	j     *job
 	p     trialParams
-	spec  *Spec
+	spec  *spec.Spec
 	res   *TrialResult
 	clk   *vclock.Clock
 	addrs map[string]netip.Addr
@@ -152,7 +153,7 @@ func trialDir(out string, index int) string {
 }
 
 func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error) {
-	spec := j.spec
+	sp := j.spec
 	start := time.Now()
 	res := &TrialResult{Index: p.index, Seed: p.seed}
 	res.Dir = trialDir(j.outDir, p.index)
@@ -168,8 +169,8 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	if j.track != nil {
 		j.track.take(j) // what earlier trials of this job left
 	}
-	clk := vclock.New(spec.Time.Epoch, spec.Limits.VirtualTime)
-	subnet := spec.Network.Subnet
+	clk := vclock.New(sp.Time.Epoch, sp.Limits.VirtualTime)
+	subnet := sp.Network.Subnet
 	tr := tracer.New(tracer.Options{
 		Clock:      clk,
 		Random:     func(node string) io.Reader { return vclock.NewRandom(p.seed, node) },
@@ -180,44 +181,44 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		SiteFrames: p.frames,
 		Logger:     j.log,
 		Zygote:     j.zygote,
-		Socks:      slices.Contains(spec.Faults.Kinds, sched.Reset),
+		Socks:      slices.Contains(sp.Faults.Kinds, sched.Reset),
 		Serialize:  true,
 	})
 	defer tr.Close()
 
 	t := &Trial{
-		j: j, p: p, spec: spec, res: res, clk: clk,
+		j: j, p: p, spec: sp, res: res, clk: clk,
 		addrs:   map[string]netip.Addr{},
 		nodes:   map[netip.Addr]string{},
 		clients: map[string]bool{},
-		timing:  newTiming(spec.Time.Delays, spec.Time.MaxDelay, p.seed),
+		timing:  newTiming(sp.Time.Delays, sp.Time.MaxDelay, p.seed),
 	}
 	defer t.closeFiles()
-	names := make([]string, len(spec.Nodes))
-	for i, n := range spec.Nodes {
+	names := make([]string, len(sp.Nodes))
+	for i, n := range sp.Nodes {
 		names[i] = n.Name
 		t.addrs[n.Name] = j.cluster.Node(n.Name).Addr
 		t.nodes[t.addrs[n.Name]] = n.Name
-		if n.Role == RoleClient {
+		if n.Role == spec.RoleClient {
 			t.clients[n.Name] = true
 		}
 	}
-	if spec.Faults.Enabled() {
-		t.faults = faults.New(spec.Faults, names, p.seed)
-		t.drops = slices.Contains(spec.Faults.Kinds, sched.Drop)
+	if sp.Faults.Enabled() {
+		t.faults = faults.New(sp.Faults, names, p.seed)
+		t.drops = slices.Contains(sp.Faults.Kinds, sched.Drop)
 	}
-	if spec.Time.Skew > 0 {
+	if sp.Time.Skew > 0 {
 		// One draw per node in spec order, from a stream of its own.
 		r := rand.New(rand.NewPCG(uint64(p.seed), 0x736b6577)) // "skew"
 		t.skew = map[string]time.Duration{}
 		for _, n := range names {
-			t.skew[n] = time.Duration(r.Int64N(int64(2*spec.Time.Skew)+1)) - spec.Time.Skew
+			t.skew[n] = time.Duration(r.Int64N(int64(2*sp.Time.Skew)+1)) - sp.Time.Skew
 		}
 	}
 	// Nodes start in spec order once their start_delay (virtual) has passed
 	// and the nodes before them are ready. The first ones start together
 	// before anything runs.
-	t.starts = newStarts(spec.Nodes, func(node string, port uint16) (bool, error) {
+	t.starts = newStarts(sp.Nodes, func(node string, port uint16) (bool, error) {
 		return netns.Listening(j.cluster.Node(node).NetnsPath, port)
 	})
 	for {
@@ -239,7 +240,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	}
 
 	p.strategy.Reset(p.seed, p.stepsHint)
-	t.realLimit = time.Now().Add(spec.Limits.RealTime)
+	t.realLimit = time.Now().Add(sp.Limits.RealTime)
 	if err := tr.Run(ctx, t); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -265,12 +266,12 @@ func (t *Trial) closeFiles() {
 
 // launchConfig prepares a node's start: its directory, output files (a
 // restarted node's output follows its first run's) and command.
-func (t *Trial) launchConfig(n NodeSpec) (*tracer.LaunchConfig, error) {
+func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 	nodeDir := filepath.Join(t.res.Dir, n.Name)
 	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 		return nil, err
 	}
-	argv, env, wd, err := t.spec.Expand(n.Name, TemplateVars{TrialDir: t.res.Dir, NodeDir: nodeDir, Seed: t.p.seed, Addrs: t.addrs})
+	argv, env, wd, err := t.spec.Expand(n.Name, spec.TemplateVars{TrialDir: t.res.Dir, NodeDir: nodeDir, Seed: t.p.seed, Addrs: t.addrs})
 	if err != nil {
 		return nil, err
 	}
@@ -308,11 +309,11 @@ func (t *Trial) stop(k OutcomeKind, node, format string, args ...any) (tracer.Ac
 	return tracer.Action{Stop: true}, nil
 }
 
-func (t *Trial) role(node string) Role {
+func (t *Trial) role(node string) spec.Role {
 	if n := t.spec.Node(node); n != nil {
 		return n.Role
 	}
-	return RoleServer
+	return spec.RoleServer
 }
 
 func (t *Trial) nodeOf(a netip.Addr) string { return t.nodes[a] }
@@ -342,7 +343,7 @@ func (t *Trial) Launched(node string, _ int, d time.Duration, err error) {
 }
 
 // launch is the action that starts a node.
-func (t *Trial) launch(n NodeSpec) (tracer.Action, error) {
+func (t *Trial) launch(n spec.Node) (tracer.Action, error) {
 	cfg, err := t.launchConfig(n)
 	if err != nil {
 		return t.stop(Error, n.Name, "starting node %s: %v", n.Name, err)
@@ -437,9 +438,9 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		switch {
 		case t.faults != nil && t.faults.Crashed(e.Node):
 			// The injected crash, not a bug.
-		case t.role(e.Node) == RoleClient && failed:
+		case t.role(e.Node) == spec.RoleClient && failed:
 			t.set(ClientFailed, e.Node, "client %s", e.String())
-		case t.role(e.Node) == RoleClient:
+		case t.role(e.Node) == spec.RoleClient:
 			delete(t.clients, e.Node)
 		case failed:
 			t.set(NodeCrashed, e.Node, "node %s", e.String())
@@ -663,7 +664,7 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 }
 
 func (j *job) runChecker(ctx context.Context, res *TrialResult) error {
-	argv, err := j.spec.ExpandChecker(TemplateVars{TrialDir: res.Dir, NodeDir: res.Dir, Seed: res.Seed, Addrs: map[string]netip.Addr{}})
+	argv, err := j.spec.ExpandChecker(spec.TemplateVars{TrialDir: res.Dir, NodeDir: res.Dir, Seed: res.Seed, Addrs: map[string]netip.Addr{}})
 	if err != nil {
 		return err
 	}

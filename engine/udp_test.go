@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
 
@@ -16,11 +17,11 @@ import (
 // trace replays with the same order.
 func TestUDPDatagrams(t *testing.T) {
 	requireTrials(t)
-	spec, err := LoadSpec(repoPath("testdata", "specs", "udp.yaml"))
+	sp, err := spec.Load(repoPath("testdata", "specs", "udp.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Run(context.Background(), spec, RunOptions{Trials: 8, OutDir: t.TempDir(), TraceAll: true})
+	sum, err := Run(context.Background(), sp, RunOptions{Trials: 8, OutDir: t.TempDir(), TraceAll: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 func failingSummary() *engine.Summary {
@@ -19,7 +20,7 @@ func failingSummary() *engine.Summary {
 			Outcome: engine.Outcome{Kind: k, Detail: "node server/0 killed by aborted", Node: "server", Steps: 18, VTime: 2 * time.Second}}
 	}
 	f1, f2 := fail(1, engine.NodeCrashed), fail(3, engine.Deadlock)
-	return &engine.Summary{Spec: &engine.Spec{Name: "demo"}, Strategy: "pos", Trials: 4, Failures: 2, Duration: 1500 * time.Millisecond,
+	return &engine.Summary{Spec: &spec.Spec{Name: "demo"}, Strategy: "pos", Trials: 4, Failures: 2, Duration: 1500 * time.Millisecond,
 		ByKind: map[engine.OutcomeKind]int{engine.Pass: 2, engine.NodeCrashed: 1, engine.Deadlock: 1},
 		First:  f1, Results: []*engine.TrialResult{pass, f1, fail(2, engine.Pass), f2}}
 }
@@ -27,9 +28,9 @@ func failingSummary() *engine.Summary {
 // TestJUnit parses the XML back: a test case per campaign, failing with
 // the first failure's outcome and trace, in error for lockstep errors.
 func TestJUnit(t *testing.T) {
-	passing := &engine.Summary{Spec: &engine.Spec{Name: "fixed"}, Strategy: "pct", Trials: 10, Duration: time.Second,
+	passing := &engine.Summary{Spec: &spec.Spec{Name: "fixed"}, Strategy: "pct", Trials: 10, Duration: time.Second,
 		ByKind: map[engine.OutcomeKind]int{engine.Pass: 10}}
-	erring := &engine.Summary{Spec: &engine.Spec{Name: "odd"}, Strategy: "pos", Trials: 3, Errors: 1, Duration: time.Second,
+	erring := &engine.Summary{Spec: &spec.Spec{Name: "odd"}, Strategy: "pos", Trials: 3, Errors: 1, Duration: time.Second,
 		FirstError: &engine.TrialResult{Index: 2, Dir: "/e/2", Outcome: engine.Outcome{Kind: engine.Error, Node: "db", Detail: "starting node db: exec format error"}}}
 	var b bytes.Buffer
 	err := WriteJUnit(&b, []Campaign{

@@ -10,12 +10,13 @@ import (
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // TestSummary: the summary names a lockstep error's cause, lists failing
 // traces, and says when it covers an interrupted campaign.
 func TestSummary(t *testing.T) {
-	spec := &engine.Spec{Name: "s"}
+	sp := &spec.Spec{Name: "s"}
 	fail := func(i int) *engine.TrialResult {
 		return &engine.TrialResult{Index: i, Outcome: engine.Outcome{Kind: engine.Deadlock}, TracePath: fmt.Sprintf("/o/%d/trace.jsonl", i)}
 	}
@@ -37,7 +38,7 @@ func TestSummary(t *testing.T) {
 			[]string{"interrupted: the summary covers the 3 trials finished before\n"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.sum.Spec, tc.sum.Duration = spec, time.Second
+			tc.sum.Spec, tc.sum.Duration = sp, time.Second
 			var b bytes.Buffer
 			WriteSummary(&b, &tc.sum, false)
 			for _, w := range tc.want {
@@ -60,7 +61,7 @@ func TestSummaryExact(t *testing.T) {
 	first := &engine.TrialResult{Index: 2, Dir: "/o/2", TracePath: "/o/2/trace.jsonl",
 		Outcome: engine.Outcome{Kind: engine.Deadlock, Detail: "nothing enabled", Steps: 7, VTime: time.Second}, Duration: 30 * time.Millisecond}
 	pass := &engine.TrialResult{Index: 0, Outcome: engine.Outcome{Kind: engine.Pass}, Duration: 10 * time.Millisecond}
-	s := &engine.Summary{Spec: &engine.Spec{Name: "demo"}, Strategy: "pos", Trials: 2, Failures: 1, Duration: 2 * time.Second,
+	s := &engine.Summary{Spec: &spec.Spec{Name: "demo"}, Strategy: "pos", Trials: 2, Failures: 1, Duration: 2 * time.Second,
 		ByKind: map[engine.OutcomeKind]int{engine.Pass: 1, engine.Deadlock: 1}, First: first, Results: []*engine.TrialResult{pass, first}}
 	want := `spec demo, strategy pos: 2 trials in 2s (60.0 trials/min)
 failures: 1 (hit ratio 0.5000)

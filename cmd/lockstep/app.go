@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/report"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -151,13 +152,13 @@ func runCmd() *cli.Command {
 			if c.NArg() != 1 {
 				return badInput(errors.New("run: want exactly one SPEC argument"))
 			}
-			spec, err := engine.LoadSpec(c.Args().First())
+			sp, err := spec.Load(c.Args().First())
 			if err != nil {
 				// CI still gets a report saying why nothing ran.
 				return withCIReports(c, badInput(err), report.Campaign{Spec: c.Args().First(), Err: err})
 			}
-			if n := c.Int("trials"); n < 0 || n > engine.MaxTrials || c.Int("jobs") < 1 {
-				return badInput(fmt.Errorf("run: --trials must be between 0 and %d and --jobs at least 1", engine.MaxTrials))
+			if n := c.Int("trials"); n < 0 || n > spec.MaxTrials || c.Int("jobs") < 1 {
+				return badInput(fmt.Errorf("run: --trials must be between 0 and %d and --jobs at least 1", spec.MaxTrials))
 			}
 			out, err := absPath(c.String("out"))
 			if err != nil {
@@ -172,7 +173,7 @@ func runCmd() *cli.Command {
 				s := c.Int64("seed")
 				opts.Seed = &s
 			}
-			total := spec.Trials
+			total := sp.Trials
 			if opts.Trials > 0 {
 				total = opts.Trials
 			}
@@ -188,7 +189,7 @@ func runCmd() *cli.Command {
 					bar.Add(1)
 				}
 			}
-			sum, err := engine.Run(c.Context, spec, opts)
+			sum, err := engine.Run(c.Context, sp, opts)
 			if bar != nil {
 				bar.Finish()
 				fmt.Fprintln(c.App.ErrWriter)
@@ -197,10 +198,10 @@ func runCmd() *cli.Command {
 				if sig := interruption(c.Context); sig != nil {
 					return sig
 				}
-				return withCIReports(c, &exitError{code: 2, err: err}, report.Campaign{Spec: spec.Name, Summary: sum, Err: err})
+				return withCIReports(c, &exitError{code: 2, err: err}, report.Campaign{Spec: sp.Name, Summary: sum, Err: err})
 			}
 			report.WriteSummary(c.App.Writer, sum, c.Bool("stats"))
-			if err := writeCIReports(c, report.Campaign{Spec: spec.Name, Summary: sum}); err != nil {
+			if err := writeCIReports(c, report.Campaign{Spec: sp.Name, Summary: sum}); err != nil {
 				return err
 			}
 			return runStatus(c.Context, sum)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/report"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -38,9 +39,9 @@ func benchCmd() *cli.Command {
 				trials = 100
 			}
 			strategies := strings.Split(c.String("strategies"), ",")
-			var specs []*engine.Spec
+			var specs []*spec.Spec
 			for _, p := range c.Args().Slice() {
-				s, err := engine.LoadSpec(p)
+				s, err := spec.Load(p)
 				if err != nil {
 					return badInput(err)
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
 
@@ -59,12 +60,12 @@ func TestEtcdUnderFaults(t *testing.T) {
 	testutil.RequireCgroup2(t, testutil.CgroupRoot)
 	buildClient(t)
 
-	spec, err := engine.LoadSpec(filepath.Join(here(), "spec.yaml"))
+	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const trials = 3
-	sum, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: true})
+	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +103,10 @@ func BenchmarkEtcdTrial(b *testing.B) {
 	testutil.RequireNetns(b)
 	testutil.RequirePtrace(b)
 	buildClient(b)
-	spec, err := engine.LoadSpec(filepath.Join(here(), "spec.yaml"))
+	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	spec.Faults.Budget = 0
-	trialbench.Run(b, spec)
+	sp.Faults.Budget = 0
+	trialbench.Run(b, sp)
 }

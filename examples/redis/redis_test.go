@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
 
@@ -50,11 +51,11 @@ func requireRedis(t testing.TB) {
 // failing trace replays.
 func TestRedisSentinelLosesWrites(t *testing.T) {
 	requireRedis(t)
-	spec, err := engine.LoadSpec(filepath.Join(here(), "spec.yaml"))
+	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
+	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,12 +115,12 @@ func TestRedisSentinelLosesWrites(t *testing.T) {
 // partitions', not the workload's or lockstep's.
 func TestRedisSentinelWithoutFaultsPasses(t *testing.T) {
 	requireRedis(t)
-	spec, err := engine.LoadSpec(filepath.Join(here(), "spec.yaml"))
+	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec.Faults.Budget = 0
-	sum, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: t.TempDir()})
+	sp.Faults.Budget = 0
+	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 1, OutDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,10 +136,10 @@ func TestRedisSentinelWithoutFaultsPasses(t *testing.T) {
 // alternately (see trialbench).
 func BenchmarkRedisTrial(b *testing.B) {
 	requireRedis(b)
-	spec, err := engine.LoadSpec(filepath.Join(here(), "spec.yaml"))
+	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	spec.Faults.Budget = 0
-	trialbench.Run(b, spec)
+	sp.Faults.Budget = 0
+	trialbench.Run(b, sp)
 }

@@ -9,19 +9,20 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // Run does b.N native/lockstep pairs of spec's first trial, which must pass
 // both ways, and reports the times, their ratio, the stops, the clock reads
 // that still stopped (direct syscalls) and the share of lockstep's time
 // spent waiting for quiescence.
-func Run(b *testing.B, spec *engine.Spec) {
+func Run(b *testing.B, sp *spec.Spec) {
 	for range b.N {
-		native, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: b.TempDir(), Native: true, NativeLimit: time.Minute})
+		native, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 1, OutDir: b.TempDir(), Native: true, NativeLimit: time.Minute})
 		if err != nil {
 			b.Fatal(err)
 		}
-		traced, err := engine.Run(context.Background(), spec, engine.RunOptions{Trials: 1, OutDir: b.TempDir()})
+		traced, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 1, OutDir: b.TempDir()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,8 +1,10 @@
-package engine
+package spec
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +46,7 @@ type Spec struct {
 	Dir     string // absolute directory of the spec file
 	Digest  string // sha256 of the file's bytes
 	Name    string
-	Nodes   []NodeSpec
+	Nodes   []Node
 	Network struct {
 		Subnet netip.Prefix
 	}
@@ -102,7 +104,7 @@ type Spec struct {
 }
 
 // Node returns the named node of the spec, or nil.
-func (s *Spec) Node(name string) *NodeSpec {
+func (s *Spec) Node(name string) *Node {
 	for i := range s.Nodes {
 		if s.Nodes[i].Name == name {
 			return &s.Nodes[i]
@@ -111,8 +113,8 @@ func (s *Spec) Node(name string) *NodeSpec {
 	return nil
 }
 
-// NodeSpec is one node of a spec.
-type NodeSpec struct {
+// Node is one node of a spec.
+type Node struct {
 	Name       string
 	Role       Role
 	Command    []string // unexpanded templates
@@ -144,9 +146,9 @@ const (
 // turning into hours of spinning or gigabytes of memory, and leaves room
 // far beyond any real campaign.
 const (
-	// MaxSpecSize bounds the spec file: `lockstep run /dev/zero` must fail
+	// MaxSize bounds the spec file: `lockstep run /dev/zero` must fail
 	// at once, not read forever.
-	MaxSpecSize = 1 << 20
+	MaxSize = 1 << 20
 	// MaxTrials bounds trials per campaign (a month at a trial a second).
 	MaxTrials      = 10_000_000
 	maxSteps       = 10_000_000
@@ -163,9 +165,6 @@ var (
 	minEpoch = time.Unix(0, 0).UTC()
 	maxEpoch = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 )
-
-// DefaultSubnet is the cluster network unless the spec names another.
-var DefaultSubnet = netns.DefaultSubnet
 
 // unusableNets are IPv4 ranges a cluster cannot use: their addresses are
 // routed specially (loopback, link-local) or cannot be unicast addresses
@@ -205,15 +204,15 @@ func HostNets() ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// SpecError is a one-line, located complaint about a spec.
-type SpecError struct {
+// Error is a one-line, located complaint about a spec.
+type Error struct {
 	File  string
 	Line  int
 	Field string
 	Msg   string
 }
 
-func (e *SpecError) Error() string {
+func (e *Error) Error() string {
 	loc := e.File
 	if e.Line > 0 {
 		loc += fmt.Sprintf(":%d", e.Line)
@@ -224,24 +223,24 @@ func (e *SpecError) Error() string {
 	return loc + ": " + e.Msg
 }
 
-// LoadSpec reads and validates a spec file.
-func LoadSpec(path string) (*Spec, error) {
-	data, err := readSpec(path)
+// Load reads and validates a spec file.
+func Load(path string) (*Spec, error) {
+	data, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseSpec(path, data)
+	return Parse(path, data)
 }
 
-// readSpec reads a spec file of at most MaxSpecSize bytes. Only regular
+// readFile reads a spec file of at most MaxSize bytes. Only regular
 // files are read: a FIFO would block and a device may never end.
-func readSpec(path string) ([]byte, error) {
+func readFile(path string) ([]byte, error) {
 	fail := func(err error) error {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return &SpecError{File: path, Msg: err.Error()}
+		return &Error{File: path, Msg: err.Error()}
 	}
 	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
 	// writer before the type check below could refuse it.
@@ -255,18 +254,18 @@ func readSpec(path string) ([]byte, error) {
 		return nil, fail(err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &SpecError{File: path, Msg: fmt.Sprintf("not a regular file (%s)", fileKind(st.Mode()))}
+		return nil, &Error{File: path, Msg: fmt.Sprintf("not a regular file (%s)", fileKind(st.Mode()))}
 	}
-	if st.Size() > MaxSpecSize {
-		return nil, &SpecError{File: path, Msg: fmt.Sprintf("spec is %d bytes, more than the limit of %d", st.Size(), MaxSpecSize)}
+	if st.Size() > MaxSize {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("spec is %d bytes, more than the limit of %d", st.Size(), MaxSize)}
 	}
 	// The size may change after Stat; never read past the limit.
-	data, err := io.ReadAll(io.LimitReader(f, MaxSpecSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {
 		return nil, fail(err)
 	}
-	if len(data) > MaxSpecSize {
-		return nil, &SpecError{File: path, Msg: fmt.Sprintf("spec is more than the limit of %d bytes", MaxSpecSize)}
+	if len(data) > MaxSize {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("spec is more than the limit of %d bytes", MaxSize)}
 	}
 	return data, nil
 }
@@ -287,18 +286,18 @@ func fileKind(m os.FileMode) string {
 	return m.Type().String()
 }
 
-// ParseSpec validates a spec read from path (used for error messages and
+// Parse validates a spec read from path (used for error messages and
 // for resolving {{dir}}).
-func ParseSpec(path string, data []byte) (*Spec, error) {
-	return parseSpec(path, data, HostNets)
+func Parse(path string, data []byte) (*Spec, error) {
+	return parse(path, data, HostNets)
 }
 
-// parseSpec is ParseSpec with the host's networks supplied by hostNets
+// parse is Parse with the host's networks supplied by hostNets
 // (tests give their own).
-func parseSpec(path string, data []byte, hostNets func() ([]netip.Prefix, error)) (*Spec, error) {
+func parse(path string, data []byte, hostNets func() ([]netip.Prefix, error)) (*Spec, error) {
 	d := &decoder{file: path, hostNets: hostNets}
-	if len(data) > MaxSpecSize {
-		return nil, &SpecError{File: path, Msg: fmt.Sprintf("spec is %d bytes, more than the limit of %d", len(data), MaxSpecSize)}
+	if len(data) > MaxSize {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("spec is %d bytes, more than the limit of %d", len(data), MaxSize)}
 	}
 	s := &Spec{Path: path, Digest: digest(data)}
 	abs, err := filepath.Abs(path)
@@ -307,18 +306,18 @@ func parseSpec(path string, data []byte, hostNets func() ([]netip.Prefix, error)
 	}
 	s.Dir = filepath.Dir(abs)
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, &SpecError{File: path, Msg: "empty spec"}
+		return nil, &Error{File: path, Msg: "empty spec"}
 	}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		var se *yaml.SyntaxError
 		if errors.As(err, &se) {
-			return nil, &SpecError{File: path, Line: se.GetToken().Position.Line, Msg: "invalid YAML: " + se.GetMessage()}
+			return nil, &Error{File: path, Line: se.GetToken().Position.Line, Msg: "invalid YAML: " + se.GetMessage()}
 		}
-		return nil, &SpecError{File: path, Msg: "invalid YAML: " + firstLine(err.Error())}
+		return nil, &Error{File: path, Msg: "invalid YAML: " + firstLine(err.Error())}
 	}
 	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
-		return nil, &SpecError{File: path, Msg: "empty spec"}
+		return nil, &Error{File: path, Msg: "empty spec"}
 	}
 	// A second document would be silently ignored: say so instead.
 	for _, doc := range f.Docs[1:] {
@@ -330,6 +329,13 @@ func parseSpec(path string, data []byte, hostNets func() ([]netip.Prefix, error)
 		return nil, err
 	}
 	return s, nil
+}
+
+// digest names a spec file's contents: a trace records it, and a replay
+// refuses a spec that changed since.
+func digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 func firstLine(s string) string {
@@ -345,7 +351,7 @@ type decoder struct {
 }
 
 func (d *decoder) errf(n ast.Node, field, format string, args ...any) error {
-	return &SpecError{File: d.file, Line: lineOf(n), Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: d.file, Line: lineOf(n), Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 func lineOf(n ast.Node) int {
@@ -602,7 +608,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 		return err
 	}
 	// Defaults.
-	s.Network.Subnet = DefaultSubnet
+	s.Network.Subnet = netns.DefaultSubnet
 	s.Scheduler.Strategy = "pos"
 	s.Scheduler.Seed = 1
 	s.Scheduler.Conflict.Scheme = "pid+pc"
@@ -794,7 +800,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	if subnetNode == nil {
 		// The default must not clash with the host either.
 		if err := d.usableSubnet(nil, s.Network.Subnet); err != nil {
-			var se *SpecError
+			var se *Error
 			if errors.As(err, &se) {
 				se.Msg = "the default " + se.Msg + " (set network.subnet)"
 			}
@@ -896,7 +902,7 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 		if err != nil {
 			return err
 		}
-		ns := NodeSpec{Role: RoleServer, line: lineOf(unwrap(v))}
+		ns := Node{Role: RoleServer, line: lineOf(unwrap(v))}
 		var cmdNode ast.Node
 		for _, q := range np {
 			f := path + "." + q.key
@@ -1155,7 +1161,7 @@ func cleanTemplateErr(err error) string {
 
 // Expand renders a node's command, environment and working directory.
 func (s *Spec) Expand(node string, v TemplateVars) (argv, env []string, workdir string, err error) {
-	var ns *NodeSpec
+	var ns *Node
 	for i := range s.Nodes {
 		if s.Nodes[i].Name == node {
 			ns = &s.Nodes[i]
@@ -1220,7 +1226,7 @@ func (s *Spec) validateTemplates(d *decoder) error {
 	v, other := vars("/lockstep-trial"), vars("/lockstep-other-trial")
 	for i, n := range s.Nodes {
 		serr := func(line int, field, format string, args ...any) error {
-			return &SpecError{File: d.file, Line: line, Field: fmt.Sprintf("nodes[%d].%s", i, field), Msg: "node " + n.Name + ": " + fmt.Sprintf(format, args...)}
+			return &Error{File: d.file, Line: line, Field: fmt.Sprintf("nodes[%d].%s", i, field), Msg: "node " + n.Name + ": " + fmt.Sprintf(format, args...)}
 		}
 		argv := make([]string, len(n.Command))
 		for j, a := range n.Command {
@@ -1272,7 +1278,7 @@ func (s *Spec) validateTemplates(d *decoder) error {
 	}
 	if len(s.Checker.Command) > 0 {
 		serr := func(format string, args ...any) error {
-			return &SpecError{File: d.file, Line: s.checkerLine, Field: "checker.command", Msg: fmt.Sprintf(format, args...)}
+			return &Error{File: d.file, Line: s.checkerLine, Field: "checker.command", Msg: fmt.Sprintf(format, args...)}
 		}
 		argv, err := s.ExpandChecker(v)
 		if err != nil {
@@ -1441,15 +1447,6 @@ func sortStrings(s []string) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
-}
-
-// TrialSeed derives trial i's seed from the campaign seed (splitmix64), so
-// that trials are independent and any one can be re-run alone.
-func TrialSeed(base int64, trial int) int64 {
-	z := uint64(base) + uint64(trial+1)*0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return int64(z ^ (z >> 31))
 }
 
 // ready decodes a node's readiness condition: {listen: PORT}.

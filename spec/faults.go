@@ -1,4 +1,4 @@
-package engine
+package spec
 
 import (
 	"fmt"
@@ -118,7 +118,7 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 		}
 	}
 	for _, name := range plan.Nodes {
-		i := slices.IndexFunc(s.Nodes, func(nd NodeSpec) bool { return nd.Name == name })
+		i := slices.IndexFunc(s.Nodes, func(nd Node) bool { return nd.Name == name })
 		switch {
 		case i < 0:
 			return d.errf(nodesNode, "faults.nodes", "no node %q", name)
@@ -149,7 +149,7 @@ func (d *decoder) groups(n ast.Node, path string, s *Spec) ([][]string, error) {
 			return nil, d.errf(v, f, "is empty")
 		}
 		for _, name := range names {
-			if !slices.ContainsFunc(s.Nodes, func(nd NodeSpec) bool { return nd.Name == name }) {
+			if !slices.ContainsFunc(s.Nodes, func(nd Node) bool { return nd.Name == name }) {
 				return nil, d.errf(v, f, "no node %q", name)
 			}
 			if seen[name] {
