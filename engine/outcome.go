@@ -1,48 +1,23 @@
 package engine
 
-import (
-	"fmt"
-	"time"
-)
+import "github.com/lockstep-dev/lockstep/sched"
 
-// OutcomeKind classifies how a trial ended.
-type OutcomeKind string
+// The outcome of a trial is sched's (one type for the engine, traces,
+// replay and reports); these names keep the engine's callers short.
+type (
+	Outcome     = sched.Outcome
+	OutcomeKind = sched.OutcomeKind
+)
 
 const (
-	Pass          OutcomeKind = "pass"
-	ClientFailed  OutcomeKind = "client-failed"
-	NodeCrashed   OutcomeKind = "node-crashed"
-	Deadlock      OutcomeKind = "deadlock"
-	VTimeLimit    OutcomeKind = "virtual-time-limit"
-	StepLimit     OutcomeKind = "step-limit"
-	CheckerFailed OutcomeKind = "checker-failed"
-	// Livelock: a thread kept running without reaching a gated syscall.
-	Livelock OutcomeKind = "livelock"
-	// Diverged: a replay met an op other than the recorded one.
-	Diverged OutcomeKind = "diverged"
-	// Error is lockstep's own failure, reported apart from bugs in the
-	// system under test.
-	Error OutcomeKind = "lockstep-error"
+	Pass          = sched.Pass
+	ClientFailed  = sched.ClientFailed
+	NodeCrashed   = sched.NodeCrashed
+	Deadlock      = sched.Deadlock
+	VTimeLimit    = sched.VTimeLimit
+	StepLimit     = sched.StepLimit
+	CheckerFailed = sched.CheckerFailed
+	Livelock      = sched.Livelock
+	Diverged      = sched.Diverged
+	Error         = sched.Error
 )
-
-// IsFailure reports whether the kind is a bug found in the system under test.
-func (k OutcomeKind) IsFailure() bool {
-	return k != Pass && k != Error && k != Diverged
-}
-
-// Outcome is how one trial ended.
-type Outcome struct {
-	Kind   OutcomeKind
-	Detail string
-	Node   string
-	Steps  int
-	VTime  time.Duration
-}
-
-func (o Outcome) String() string {
-	s := string(o.Kind)
-	if o.Detail != "" {
-		s += ": " + o.Detail
-	}
-	return s + fmt.Sprintf(" (step %d, virtual time %v)", o.Steps, o.VTime)
-}

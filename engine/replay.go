@@ -34,8 +34,7 @@ func writeTrace(path string, sp *spec.Spec, res *TrialResult, p trialParams, clk
 			return err
 		}
 	}
-	o := res.Outcome
-	if err := w.WriteOutcome(sched.Outcome{Kind: string(o.Kind), Detail: o.Detail, Node: o.Node, Steps: o.Steps, VTime: int64(o.VTime)}); err != nil {
+	if err := w.WriteOutcome(res.Outcome); err != nil {
 		return err
 	}
 	if err := w.Flush(); err != nil {
@@ -118,12 +117,12 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 		return nil, err
 	}
 	rr := &ReplayResult{Trial: res, Same: true}
-	want := ""
+	var want OutcomeKind
 	if tr.Outcome != nil {
 		want = tr.Outcome.Kind
 	}
 	switch {
-	case string(res.Outcome.Kind) != want:
+	case res.Outcome.Kind != want:
 		rr.Same, rr.Diff = false, fmt.Sprintf("outcome %s, trace has %s", res.Outcome.Kind, want)
 	case len(res.Records) != len(tr.Records)+tail.Len():
 		rr.Same, rr.Diff = false, fmt.Sprintf("%d ops, trace has %d", len(res.Records), len(tr.Records))

@@ -443,11 +443,7 @@ func (d *diagram) ops(b *bufio.Writer) {
 }
 
 func outcomeText(o *sched.Outcome) string {
-	s := "Outcome: " + o.Kind
-	if o.Detail != "" {
-		s += ": " + o.Detail
-	}
-	return s + fmt.Sprintf(" (step %d, virtual time %v)", o.Steps, time.Duration(o.VTime))
+	return "Outcome: " + o.String()
 }
 
 // maxOutcomeChars bounds the outcome line in the diagram; the page's
@@ -463,7 +459,7 @@ func shortOutcome(o *sched.Outcome) string {
 }
 
 func outcomeClass(o *sched.Outcome) string {
-	if o.Kind == "pass" {
+	if o.Kind == sched.Pass {
 		return "pass"
 	}
 	return "fail"
@@ -478,7 +474,7 @@ func (d *diagram) outcome(b *bufio.Writer) {
 	}
 	y := len(d.tr.Records)*rowH + 8
 	fmt.Fprintf(b, "<g id=\"outcome\" class=\"%s\" data-kind=\"%s\"><title>%s</title><rect x=\"4\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"6\"/><text x=\"14\" y=\"%d\">%s</text>",
-		outcomeClass(o), esc(o.Kind), esc(outcomeText(o)), y, d.width-8, outH-16, y+(outH-16)/2+5, esc(shortOutcome(o)))
+		outcomeClass(o), esc(string(o.Kind)), esc(outcomeText(o)), y, d.width-8, outH-16, y+(outH-16)/2+5, esc(shortOutcome(o)))
 	if l := d.byNode[o.Node]; l != nil {
 		cx := l.x + l.width()/2
 		fmt.Fprintf(b, "<path class=\"x\" d=\"M%d %d l12 12 M%d %d l-12 12\"/>", cx-6, y-14, cx+6, y-14)

@@ -131,7 +131,7 @@ func (d *dom) expect(t *testing.T, tr *sched.Trace) {
 	if d.arrows["msg"] != msgs || d.arrows["consume"] != consumes {
 		t.Errorf("arrows %v, want %d send→deliver and %d deliver→recv", d.arrows, msgs, consumes)
 	}
-	if tr.Outcome != nil && !strings.Contains(d.outcome, "Outcome: "+tr.Outcome.Kind) {
+	if tr.Outcome != nil && !strings.Contains(d.outcome, "Outcome: "+string(tr.Outcome.Kind)) {
 		t.Errorf("outcome %q, want %s", d.outcome, tr.Outcome.Kind)
 	}
 	if len(d.external) > 0 {

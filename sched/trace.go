@@ -45,15 +45,6 @@ type Record struct {
 	Auto bool `json:"auto,omitempty"`
 }
 
-// Outcome is how a trial ended.
-type Outcome struct {
-	Kind   string `json:"kind"` // "pass", "deadlock", "crash", "client-failed", ...
-	Detail string `json:"detail,omitempty"`
-	Node   string `json:"node,omitempty"`
-	Steps  int    `json:"steps"`
-	VTime  int64  `json:"vtime"`
-}
-
 // Entry is one line of a trace file.
 type Entry struct {
 	Header  *Header  `json:"header,omitempty"`

@@ -1,0 +1,49 @@
+package sched
+
+import (
+	"fmt"
+	"time"
+)
+
+// OutcomeKind classifies how a trial ended.
+type OutcomeKind string
+
+const (
+	Pass          OutcomeKind = "pass"
+	ClientFailed  OutcomeKind = "client-failed"
+	NodeCrashed   OutcomeKind = "node-crashed"
+	Deadlock      OutcomeKind = "deadlock"
+	VTimeLimit    OutcomeKind = "virtual-time-limit"
+	StepLimit     OutcomeKind = "step-limit"
+	CheckerFailed OutcomeKind = "checker-failed"
+	// Livelock: a thread kept running without reaching a gated syscall.
+	Livelock OutcomeKind = "livelock"
+	// Diverged: a replay met an op other than the recorded one.
+	Diverged OutcomeKind = "diverged"
+	// Error is lockstep's own failure, reported apart from bugs in the
+	// system under test.
+	Error OutcomeKind = "lockstep-error"
+)
+
+// IsFailure reports whether the kind is a bug found in the system under test.
+func (k OutcomeKind) IsFailure() bool {
+	return k != Pass && k != Error && k != Diverged
+}
+
+// Outcome is how one trial ended: the engine decides it, the trace
+// records it and replay compares it.
+type Outcome struct {
+	Kind   OutcomeKind   `json:"kind"`
+	Detail string        `json:"detail,omitempty"`
+	Node   string        `json:"node,omitempty"` // the node it names, if any
+	Steps  int           `json:"steps"`
+	VTime  time.Duration `json:"vtime"` // virtual time at the end, in ns
+}
+
+func (o Outcome) String() string {
+	s := string(o.Kind)
+	if o.Detail != "" {
+		s += ": " + o.Detail
+	}
+	return s + fmt.Sprintf(" (step %d, virtual time %v)", o.Steps, o.VTime)
+}
