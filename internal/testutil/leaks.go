@@ -80,12 +80,12 @@ func (before Snapshot) Leaks() []string {
 	now := TakeSnapshot()
 	var out []string
 	for n := range now.Netns {
-		if !before.Netns[n] && !OtherRun(n) {
+		if !before.Netns[n] && !OtherRun(n) && exists("/run/netns", n) {
 			out = append(out, "network namespace "+n)
 		}
 	}
 	for n := range now.Links {
-		if !before.Links[n] && !OtherRun(n) {
+		if !before.Links[n] && !OtherRun(n) && exists("/sys/class/net", n) {
 			out = append(out, "link "+n)
 		}
 	}
@@ -95,11 +95,19 @@ func (before Snapshot) Leaks() []string {
 		}
 	}
 	for n := range now.Cgroups {
-		if !before.Cgroups[n] && !OtherRun(n) {
+		if !before.Cgroups[n] && !OtherRun(n) && exists(CgroupRoot, n) {
 			out = append(out, "cgroup "+n)
 		}
 	}
 	return out
+}
+
+// exists reports whether dir/name is still there: another run's object seen
+// in the snapshot may be gone, with its owner record, by the time OtherRun
+// looks (a leak stays).
+func exists(dir, name string) bool {
+	_, err := os.Lstat(filepath.Join(dir, name))
+	return err == nil
 }
 
 // descendants walks /proc for every process whose ancestry leads to root.
