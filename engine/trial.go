@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,9 @@ type TrialResult struct {
 	// killing them and resetting the network; with Stats' settle, decide
 	// and release times they account for Duration (--stats prints them).
 	Launch, Teardown, Reset time.Duration
+	// NodesCPU is the CPU time the nodes' processes used (their cgroups'
+	// usage): what of the wait for quiescence was the programs' own work.
+	NodesCPU time.Duration
 	// Conntrack compares the kernel's byte records with lockstep's
 	// accounting (zero when connection tracking is unavailable).
 	Conntrack ConntrackStats
@@ -148,6 +152,28 @@ func (j *job) isHost(a netip.Addr) bool {
 }
 
 // trialDir is where trial index of a run into out keeps its files.
+// nodesCPU sums the CPU time used so far in the nodes' cgroups.
+func (j *job) nodesCPU() time.Duration {
+	var sum time.Duration
+	for _, n := range j.spec.Nodes {
+		cn := j.cluster.Node(n.Name)
+		if cn == nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(cn.CgroupDir, "cpu.stat"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+				us, _ := strconv.ParseInt(v, 10, 64)
+				sum += time.Duration(us) * time.Microsecond
+			}
+		}
+	}
+	return sum
+}
+
 func trialDir(out string, index int) string {
 	return filepath.Join(out, "trials", fmt.Sprintf("%05d", index))
 }
@@ -169,6 +195,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	if j.track != nil {
 		j.track.take(j) // what earlier trials of this job left
 	}
+	res.NodesCPU = -j.nodesCPU() // finish adds the usage at the end
 	clk := vclock.New(sp.Time.Epoch, sp.Limits.VirtualTime)
 	subnet := sp.Network.Subnet
 	tr := tracer.New(tracer.Options{
@@ -628,6 +655,7 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 	}
 	tr.Close()
 	res.Teardown = time.Since(t0)
+	res.NodesCPU += j.nodesCPU()
 	if j.track != nil {
 		evs, err := j.track.take(j)
 		if err != nil {

@@ -95,7 +95,7 @@ func writeStats(w io.Writer, s *engine.Summary) {
 		ct.Disagreed += r.Conntrack.Disagreed
 	}
 	if n := time.Duration(len(s.Results)); n > 0 {
-		var all, launch, settle, handle, decide, release, teardown, reset time.Duration
+		var all, launch, settle, handle, decide, release, teardown, reset, nodes time.Duration
 		var finw int
 		var stops, freed, clocks, waits uint64
 		for _, r := range s.Results {
@@ -107,6 +107,7 @@ func writeStats(w io.Writer, s *engine.Summary) {
 			release += r.Stats.ReleaseTime
 			teardown += r.Teardown
 			reset += r.Reset
+			nodes += r.NodesCPU
 			finw += r.Stats.FinWaitsExpired
 			stops += r.Stats.Stops
 			freed += r.Stats.Released
@@ -116,6 +117,7 @@ func writeStats(w io.Writer, s *engine.Summary) {
 		ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d/n)/1e6) }
 		fmt.Fprintf(w, "real time per trial (mean): %s = start nodes %s, wait for quiescence %s (stops handled %s), decide %s, release %s, teardown %s, network reset %s; FIN waits expired %.1f\n",
 			ms(all), ms(launch), ms(settle), ms(handle), ms(decide), ms(release), ms(teardown), ms(reset), float64(finw)/float64(n))
+		fmt.Fprintf(w, "nodes' CPU time per trial (mean): %s\n", ms(nodes))
 		fmt.Fprintf(w, "stops per trial (mean): %d, of which released at once %d, clock reads %d, timed waits %d\n",
 			stops/uint64(n), freed/uint64(n), clocks/uint64(n), waits/uint64(n))
 	}
