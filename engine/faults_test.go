@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -407,5 +408,41 @@ func TestRerunSameDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(runs[1].Results[0].TracePath); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEphemeralPortsRepeat: the ports clients connect from are lockstep's
+// choice, the same in every run of a seed (the kernel's are salted at
+// random), counted per node from the start of the range.
+func TestEphemeralPortsRepeat(t *testing.T) {
+	requireTrials(t)
+	sp, err := spec.Load(repoPath("testdata", "specs", "pingpong-c.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns [2][]string
+	for i := range conns {
+		sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range sum.Results {
+			if r.Outcome.Kind != Pass {
+				t.Fatalf("trial %d: %v", r.Index, r.Outcome)
+			}
+			for _, rec := range traceRecords(t, r) {
+				conns[i] = append(conns[i], rec.Op.Node+" "+rec.Op.Conn)
+			}
+		}
+	}
+	if !slices.Equal(conns[0], conns[1]) {
+		t.Fatalf("connections differ between two runs of one seed:\n%v\n%v", conns[0], conns[1])
+	}
+	first := false
+	for _, c := range conns[0] {
+		first = first || strings.HasPrefix(c, "client1 ") && strings.Contains(c, ":32768>")
+	}
+	if !first {
+		t.Fatalf("client1's first connection is not from port 32768: %v", conns[0])
 	}
 }

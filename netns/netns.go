@@ -19,6 +19,8 @@ import (
 	"github.com/vishvananda/netlink"
 	vns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 )
 
 // DefaultSubnet is used when Config.Subnet is zero. Node i (from 0) gets
@@ -498,7 +500,7 @@ func (c *Cluster) Reset(ctx context.Context) error {
 	for {
 		pids := c.members()
 		if len(pids) == 0 {
-			return nil
+			return c.clearSockets()
 		}
 		for _, pid := range pids {
 			unix.Kill(pid, unix.SIGKILL)
@@ -511,6 +513,40 @@ func (c *Cluster) Reset(ctx context.Context) error {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// clearSockets destroys the TCP sockets the killed processes left in the
+// nodes' namespaces (orphans still sending FINs, TIME_WAIT), so that none
+// of a trial's packets reach the next and a port a trial binds is free
+// again, as in a fresh namespace.
+func (c *Cluster) clearSockets() error {
+	errc := make(chan error, 1)
+	go func() {
+		// sockdiag.Open enters each namespace from this thread and comes
+		// back; locked so that nothing else runs there meanwhile.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var errs []error
+		for _, n := range c.nodes {
+			d, err := sockdiag.Open(n.NetnsPath)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+				continue
+			}
+			conns, err := d.TCP()
+			for _, s := range conns {
+				if err := d.Destroy(s.Local, s.Remote); err != nil && !errors.Is(err, sockdiag.ErrNoSocket) {
+					errs = append(errs, fmt.Errorf("node %s: closing %v>%v: %w", n.Name, s.Local, s.Remote, err))
+				}
+			}
+			d.Close()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("node %s: listing sockets: %w", n.Name, err))
+			}
+		}
+		errc <- errors.Join(errs...)
+	}()
+	return <-errc
 }
 
 // members lists the pids in any node's cgroup or namespace.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
 
@@ -603,4 +605,60 @@ func hostNet(t *testing.T) netip.Prefix {
 	}
 	t.Skip("skipping: host has no non-loopback IPv4 network")
 	return netip.Prefix{}
+}
+
+func TestResetClearsSockets(t *testing.T) {
+	requireNet(t)
+	c := newCluster(t, "a", "b")
+	l := listen(t, c.Node("a"), 7000)
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		conn, err := l.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- conn // held open, unread: the client's side outlives it
+	}()
+	cmd := inNode(c.Node("b"), "bash", "-c", "exec 3<>/dev/tcp/a/7000; echo hi >&3; sleep 1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	conn, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	defer conn.Close()
+	left := func() []sockdiag.Conn {
+		var conns []sockdiag.Conn
+		errc := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			d, err := sockdiag.Open(c.Node("b").NetnsPath)
+			if err != nil {
+				errc <- err
+				return
+			}
+			defer d.Close()
+			conns, err = d.TCP()
+			errc <- err
+		}()
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		return conns
+	}
+	if before := left(); len(before) != 1 {
+		t.Fatalf("b holds %+v, want its one connection", before)
+	}
+	// Killed with unread bytes at the peer, the client's socket stays on as
+	// an orphan (FIN_WAIT) until Reset clears it.
+	if err := c.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := left(); len(after) != 0 {
+		t.Fatalf("sockets left after Reset: %+v", after)
+	}
 }

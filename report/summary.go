@@ -96,7 +96,7 @@ func writeStats(w io.Writer, s *engine.Summary) {
 	}
 	if n := time.Duration(len(s.Results)); n > 0 {
 		var all, launch, settle, handle, decide, release, teardown, reset, nodes time.Duration
-		var finw int
+		var finw, late int
 		var stops, freed, clocks, waits uint64
 		for _, r := range s.Results {
 			all += r.Duration
@@ -109,14 +109,15 @@ func writeStats(w io.Writer, s *engine.Summary) {
 			reset += r.Reset
 			nodes += r.NodesCPU
 			finw += r.Stats.FinWaitsExpired
+			late += r.Stats.ArrivalsLate
 			stops += r.Stats.Stops
 			freed += r.Stats.Released
 			clocks += r.Stats.ClockReads
 			waits += r.Stats.TimedWaits
 		}
 		ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d/n)/1e6) }
-		fmt.Fprintf(w, "real time per trial (mean): %s = start nodes %s, wait for quiescence %s (stops handled %s), decide %s, release %s, teardown %s, network reset %s; FIN waits expired %.1f\n",
-			ms(all), ms(launch), ms(settle), ms(handle), ms(decide), ms(release), ms(teardown), ms(reset), float64(finw)/float64(n))
+		fmt.Fprintf(w, "real time per trial (mean): %s = start nodes %s, wait for quiescence %s (stops handled %s), decide %s, release %s, teardown %s, network reset %s; FIN waits expired %.1f, deliveries late %.1f\n",
+			ms(all), ms(launch), ms(settle), ms(handle), ms(decide), ms(release), ms(teardown), ms(reset), float64(finw)/float64(n), float64(late)/float64(n))
 		fmt.Fprintf(w, "nodes' CPU time per trial (mean): %s\n", ms(nodes))
 		fmt.Fprintf(w, "stops per trial (mean): %d, of which released at once %d, clock reads %d, timed waits %d\n",
 			stops/uint64(n), freed/uint64(n), clocks/uint64(n), waits/uint64(n))

@@ -8,9 +8,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
-	"github.com/lockstep-dev/lockstep/tracer/internal/sockdiag"
 )
 
 // conn is one direction of a TCP connection whose sends lockstep captured:
@@ -225,6 +225,7 @@ func (t *Tracer) awaitArrival(c *conn) {
 		}
 		unix.Nanosleep(&unix.Timespec{Nsec: 10000}, nil)
 	}
+	t.stats.ArrivalsLate++
 	t.log.Debug("delivered bytes did not arrive", "conn", c.key, "want", want)
 }
 

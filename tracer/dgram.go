@@ -99,11 +99,7 @@ func (t *Tracer) captureDgram(p *pendingOp) (int64, error) {
 	if fi.local.Port() == 0 {
 		// Bind now, as the kernel's send would have: the receiver's reply
 		// must find the sender's port before lockstep delivers.
-		if err := unix.Bind(fi.dup, &unix.SockaddrInet4{}); err == nil {
-			if sa, err := unix.Getsockname(fi.dup); err == nil {
-				fi.local = sockaddrToAddrPort(sa)
-			}
-		}
+		t.bindEphemeral(p.th.proc.node, fi)
 	}
 	fd, err := unix.Dup(fi.dup)
 	if err != nil {

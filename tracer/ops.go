@@ -844,6 +844,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		}
 		t.connects[p.op.Object] = append(t.connects[p.op.Object], id)
 		if p.fi != nil && p.fi.dup >= 0 {
+			t.bindEphemeral(th.proc.node, p.fi)
 			peer, _ := netip.ParseAddrPort(p.op.Peer)
 			th.connecting = &connectWait{fi: p.fi, peer: peer, since: time.Now()}
 		}

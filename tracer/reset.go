@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lockstep-dev/lockstep/tracer/internal/sockdiag"
+	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 )
 
 // Sock is a connected TCP socket of a node, as a reset fault names it.

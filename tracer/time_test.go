@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/sched"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // seededRandom is a per-node deterministic stream, as vclock provides.

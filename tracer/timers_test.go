@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/sched"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // TestVirtualKernelTimers: each program arms kernel timers (timerfd, alarm

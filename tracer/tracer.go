@@ -18,11 +18,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
 	"github.com/lockstep-dev/lockstep/tracer/internal/launch"
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
-	"github.com/lockstep-dev/lockstep/tracer/internal/sockdiag"
 )
 
 // Clock is the virtual time the tracer answers clock reads from. vclock.Clock
@@ -242,6 +242,10 @@ type Stats struct {
 	// ArrivalPolls counts extra sock_diag polls while delivered bytes
 	// crossed the network.
 	ArrivalPolls int
+	// ArrivalsLate counts deliveries whose bytes had not reached the
+	// receiver when lockstep stopped waiting: from then on, whether the
+	// receiver's ops are enabled depends on timing.
+	ArrivalsLate int
 	TimedWaits   uint64
 	SettleSpins  uint64
 	TSCReads     uint64 // rdtsc/rdtscp answered from virtual time
@@ -280,6 +284,9 @@ type nodeInfo struct {
 	driftFrom int64
 	driftGain time.Duration
 	clockPage *clockPage // nil until a process of the node exec'd
+	// ports counts the ephemeral ports lockstep has bound on the node
+	// (bindEphemeral).
+	ports int
 }
 
 // New starts a tracer thread. Close it to kill every tracee and free it.

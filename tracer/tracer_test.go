@@ -3,7 +3,6 @@ package tracer
 import (
 	"context"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"

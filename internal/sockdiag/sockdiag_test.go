@@ -86,3 +86,47 @@ func TestDestroy(t *testing.T) {
 		t.Fatalf("second Destroy: %v, want ErrNoSocket", err)
 	}
 }
+
+func TestTCPDumpAndTimeWait(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: SOCK_DESTROY needs CAP_NET_ADMIN (run as root)")
+	}
+	d, err := Open("")
+	if err != nil {
+		t.Skipf("skipping: no sock_diag here: %v", err)
+	}
+	defer d.Close()
+	c, s := pair(t)
+	cl, cr := addrs(c)
+	// The side that closes first goes through FIN_WAIT to TIME_WAIT.
+	c.Close()
+	s.Close()
+	const timeWait = 6
+	var found Conn
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && found.State != timeWait; time.Sleep(time.Millisecond) {
+		conns, err := d.TCP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range conns {
+			if x.Local == cl && x.Remote == cr {
+				found = x
+			}
+		}
+	}
+	if found.State != timeWait {
+		t.Fatalf("the closed connection is in state %d, want TIME_WAIT", found.State)
+	}
+	if err := d.Destroy(cl, cr); err != nil {
+		t.Fatalf("destroying a TIME_WAIT socket: %v", err)
+	}
+	conns, err := d.TCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range conns {
+		if x.Local == cl && x.Remote == cr {
+			t.Fatalf("still there after Destroy: %+v", x)
+		}
+	}
+}

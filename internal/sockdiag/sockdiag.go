@@ -88,9 +88,11 @@ func diagRequest(typ, flags uint16, local, remote netip.AddrPort) []byte {
 	id := r[8:]
 	binary.BigEndian.PutUint16(id[0:], local.Port())
 	binary.BigEndian.PutUint16(id[2:], remote.Port())
-	l4, r4 := local.Addr().Unmap().As4(), remote.Addr().Unmap().As4()
-	copy(id[4:8], l4[:])
-	copy(id[20:24], r4[:])
+	if local.IsValid() && remote.IsValid() { // a dump names no socket
+		l4, r4 := local.Addr().Unmap().As4(), remote.Addr().Unmap().As4()
+		copy(id[4:8], l4[:])
+		copy(id[20:24], r4[:])
+	}
 	ne.PutUint32(id[40:], 0xffffffff) // INET_DIAG_NOCOOKIE
 	ne.PutUint32(id[44:], 0xffffffff)
 	return req
@@ -159,5 +161,70 @@ func (d *Sock) Destroy(local, remote netip.AddrPort) error {
 		return ErrNoSocket
 	default:
 		return errno
+	}
+}
+
+// Conn is one TCP socket as a dump lists it.
+type Conn struct {
+	Local, Remote netip.AddrPort
+	State         uint8 // TCP_ESTABLISHED (1) ... TCP_CLOSING (11)
+}
+
+// TCP lists the namespace's IPv4 TCP sockets in every state but LISTEN
+// (connections, orphans on their way out, TIME_WAIT).
+func (d *Sock) TCP() ([]Conn, error) {
+	const (
+		hdrLen    = 16
+		listen    = 10 // TCP_LISTEN
+		allStates = 0xffffffff &^ (1 << listen)
+	)
+	req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, netip.AddrPort{}, netip.AddrPort{})
+	ne := binary.NativeEndian
+	ne.PutUint32(req[hdrLen+4:], allStates)
+	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, err
+	}
+	var out []Conn
+	for {
+		n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
+		if err != nil {
+			return nil, err
+		}
+		for buf := d.buf[:n]; len(buf) >= unix.NLMSG_HDRLEN; {
+			l := int(ne.Uint32(buf))
+			if l < unix.NLMSG_HDRLEN || l > len(buf) {
+				return nil, errors.New("malformed sock_diag reply")
+			}
+			typ := ne.Uint16(buf[4:])
+			m := struct{ Data []byte }{buf[unix.NLMSG_HDRLEN:l]}
+			buf = buf[min((l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1), len(buf)):]
+			switch typ {
+			case unix.NLMSG_DONE:
+				return out, nil
+			case unix.NLMSG_ERROR:
+				if len(m.Data) >= 4 {
+					if errno := int32(ne.Uint32(m.Data)); errno != 0 {
+						return nil, unix.Errno(-errno)
+					}
+				}
+				return out, nil
+			case sockDiagByFamily:
+				// struct inet_diag_msg: family, state, timer, retrans, then
+				// the socket id: sport, dport (big endian), src, dst.
+				b := m.Data
+				if len(b) < 4+48 {
+					continue
+				}
+				id := b[4:]
+				var src, dst [4]byte
+				copy(src[:], id[4:8])
+				copy(dst[:], id[20:24])
+				out = append(out, Conn{
+					Local:  netip.AddrPortFrom(netip.AddrFrom4(src), binary.BigEndian.Uint16(id[0:])),
+					Remote: netip.AddrPortFrom(netip.AddrFrom4(dst), binary.BigEndian.Uint16(id[2:])),
+					State:  b[1],
+				})
+			}
+		}
 	}
 }
