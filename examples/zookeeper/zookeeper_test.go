@@ -1,0 +1,99 @@
+package zookeeper_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/spec"
+	"github.com/lockstep-dev/lockstep/tracer"
+)
+
+func TestMain(m *testing.M) {
+	tracer.MaybeRunZygote()
+	testutil.LeakCheckMain(m)
+}
+
+// here is this example's folder, wherever the test runs from.
+func here() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// requireZooKeeper skips unless Debian's zookeeper package (its scripts,
+// its jar, the JVM its zkEnv.sh names) is installed and this process may
+// run lockstep's trials.
+func requireZooKeeper(tb testing.TB) {
+	tb.Helper()
+	for _, f := range []string{"/usr/share/zookeeper/bin/zkEnv.sh", "/usr/share/zookeeper/bin/zkCli.sh",
+		"/usr/share/java/zookeeper.jar", "/usr/bin/java"} {
+		if _, err := os.Stat(f); errors.Is(err, os.ErrNotExist) {
+			tb.Skipf("%s not installed (apt-get install zookeeper, or examples/zookeeper/run.sh): skipping the ZooKeeper example", f)
+		}
+	}
+	testutil.RequireNetns(tb)
+	testutil.RequirePtrace(tb)
+	testutil.RequireCgroup2(tb, testutil.CgroupRoot)
+}
+
+// A few trials of the example: three ZooKeeper members elect a leader, and
+// the client creates a znode through zk1 and reads it back, after a sync,
+// from zk2 and zk3. Every trial must pass: the client fails only when a
+// read after a sync misses an acknowledged create, or the ensemble never
+// serves, which ZooKeeper 3.8 must not do; a lockstep error is lockstep's
+// bug.
+func TestZooKeeperEnsemble(t *testing.T) {
+	requireZooKeeper(t)
+	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trials = 3
+	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sum.Results {
+		out, _ := os.ReadFile(filepath.Join(r.Dir, "client.out"))
+		if r.Outcome.Kind != engine.Pass {
+			cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
+			t.Errorf("trial %d (seed %d): %v\nclient output:\n%s\nclient stderr:\n%s", r.Index, r.Seed, r.Outcome, out, cerr)
+			continue
+		}
+		// The client's value is its trial's seed: it read back its own write.
+		if want := fmt.Sprintf("client: ok: /lockstep = v%d on zk2 and zk3", r.Seed); !strings.Contains(string(out), want) {
+			t.Errorf("trial %d passed but its client did not print %q:\n%s", r.Index, want, out)
+		}
+		leaders := 0
+		for _, n := range []string{"zk1", "zk2", "zk3"} {
+			log, _ := os.ReadFile(filepath.Join(r.Dir, n+".err"))
+			if strings.Contains(string(log), "LEADING - LEADER ELECTION TOOK") {
+				leaders++
+			}
+		}
+		if leaders == 0 {
+			t.Errorf("trial %d passed but no member logged that it leads", r.Index)
+		}
+	}
+	t.Logf("%d trials, outcomes %v, %v", sum.Trials, sum.ByKind, sum.Duration)
+}
+
+// BenchmarkZooKeeperTrial: one trial of the example natively (real time:
+// the election's waits and the client's polling are real) and one under
+// lockstep, alternately (see trialbench).
+func BenchmarkZooKeeperTrial(b *testing.B) {
+	requireZooKeeper(b)
+	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	trialbench.Run(b, sp)
+}
