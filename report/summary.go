@@ -95,7 +95,7 @@ func writeStats(w io.Writer, s *engine.Summary) {
 		ct.Disagreed += r.Conntrack.Disagreed
 	}
 	if n := time.Duration(len(s.Results)); n > 0 {
-		var all, launch, settle, handle, decide, release, teardown, reset, nodes time.Duration
+		var all, launch, settle, handle, decide, release, teardown, reset, nodes, yield, confirm, blocked time.Duration
 		var finw, late int
 		var stops, freed, clocks, waits uint64
 		for _, r := range s.Results {
@@ -108,6 +108,9 @@ func writeStats(w io.Writer, s *engine.Summary) {
 			teardown += r.Teardown
 			reset += r.Reset
 			nodes += r.NodesCPU
+			yield += r.Stats.SettleYield
+			confirm += r.Stats.SettleConfirm
+			blocked += r.Stats.SettleBlocked
 			finw += r.Stats.FinWaitsExpired
 			late += r.Stats.ArrivalsLate
 			stops += r.Stats.Stops
@@ -118,7 +121,8 @@ func writeStats(w io.Writer, s *engine.Summary) {
 		ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d/n)/1e6) }
 		fmt.Fprintf(w, "real time per trial (mean): %s = start nodes %s, wait for quiescence %s (stops handled %s), decide %s, release %s, teardown %s, network reset %s; FIN waits expired %.1f, deliveries late %.1f\n",
 			ms(all), ms(launch), ms(settle), ms(handle), ms(decide), ms(release), ms(teardown), ms(reset), float64(finw)/float64(n), float64(late)/float64(n))
-		fmt.Fprintf(w, "nodes' CPU time per trial (mean): %s\n", ms(nodes))
+		fmt.Fprintf(w, "of the wait for quiescence (mean): yielding to running threads %s, confirming sleepers %s, blocked for events %s; the nodes' CPU time %s\n",
+			ms(yield), ms(confirm), ms(blocked), ms(nodes))
 		fmt.Fprintf(w, "stops per trial (mean): %d, of which released at once %d, clock reads %d, timed waits %d\n",
 			stops/uint64(n), freed/uint64(n), clocks/uint64(n), waits/uint64(n))
 	}

@@ -262,6 +262,9 @@ type Stats struct {
 	HandleTime  time.Duration
 	SiteTime    time.Duration
 	SettleTime  time.Duration
+	// Of SettleTime: yielding the CPU to running tracees, confirming that
+	// sleeping ones stay asleep, and blocked waits for an event.
+	SettleYield, SettleConfirm, SettleBlocked time.Duration
 	DecideTime  time.Duration
 	ReleaseTime time.Duration
 }
@@ -984,16 +987,21 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			return nil
 		}
 		t.stats.SettleSpins++
+		t0 := time.Now()
 		switch {
 		case spins < 16:
 			// Most released threads reach their next gated syscall within
 			// microseconds: yielding catches them without a timer.
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			t.stats.SettleYield += time.Since(t0)
 		case confirmed:
 			time.Sleep(20 * time.Microsecond)
+			t.stats.SettleConfirm += time.Since(t0)
 		default:
 			wd := time.Duration(1<<min(spins/16, 5)) * 100 * time.Microsecond
-			if t.blockingWait(wd) {
+			woke := t.blockingWait(wd)
+			t.stats.SettleBlocked += time.Since(t0)
+			if woke {
 				lastProgress = time.Now()
 				confirmed = false
 				spins = 0
