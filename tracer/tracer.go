@@ -259,14 +259,14 @@ type Stats struct {
 	// Time spent, for the benchmark's breakdown: handling stops (register
 	// reads, decoding, call sites included), call sites alone, waiting for
 	// tracees to run (quiescence), the caller's decisions, releases.
-	HandleTime time.Duration
-	SiteTime   time.Duration
-	SettleTime time.Duration
+	HandleTime  time.Duration
+	SiteTime    time.Duration
+	SettleTime  time.Duration
+	DecideTime  time.Duration
+	ReleaseTime time.Duration
 	// Of SettleTime: yielding the CPU to running tracees, confirming that
 	// sleeping ones stay asleep, and blocked waits for an event.
 	SettleYield, SettleConfirm, SettleBlocked time.Duration
-	DecideTime                                time.Duration
-	ReleaseTime                               time.Duration
 }
 
 type nodeInfo struct {
