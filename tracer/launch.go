@@ -1,6 +1,20 @@
 package tracer
 
-import "github.com/lockstep-dev/lockstep/tracer/internal/launch"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
+	"github.com/lockstep-dev/lockstep/tracer/internal/launch"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
+)
 
 // Sandbox isolates a node the way a container would; see LaunchConfig.
 type Sandbox = launch.Sandbox
@@ -23,3 +37,200 @@ func StartZygote() (*Zygote, error) { return launch.StartZygote() }
 // one, and never returns in that case. Binaries that use a Zygote call it
 // first thing in main (and in TestMain).
 func MaybeRunZygote() { launch.MaybeRunZygote() }
+
+// ErrNotFound says a program to launch does not exist or is not executable.
+var ErrNotFound = errors.New("program not found or not executable")
+
+// Launch starts a node's first process traced. It returns once the process
+// has exec'd the target (or failed to).
+func (t *Tracer) Launch(cfg LaunchConfig) (pid int, err error) {
+	cfg, path, err := prepareLaunch(cfg)
+	if err != nil {
+		return 0, err
+	}
+	t.do(func() { pid, err = t.launch(cfg, path) })
+	return pid, err
+}
+
+// prepareLaunch checks a launch and finds its program.
+func prepareLaunch(cfg LaunchConfig) (LaunchConfig, string, error) {
+	if len(cfg.Argv) == 0 {
+		return cfg, "", errors.New("launching: empty command")
+	}
+	path, err := resolveProgram(cfg.Argv[0], cfg.Dir)
+	if err != nil {
+		return cfg, "", err
+	}
+	// Go's asynchronous preemption signals threads on a timer: every signal
+	// is a ptrace stop and a source of nondeterminism.
+	cfg.Env = withGodebug(cfg.Env, "asyncpreemptoff=1")
+	return cfg, path, nil
+}
+
+func resolveProgram(argv0, dir string) (string, error) {
+	path := argv0
+	if !containsSlash(argv0) {
+		p, err := lookPath(argv0)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", argv0, ErrNotFound)
+		}
+		path = p
+	} else if dir != "" && path[0] != '/' {
+		path = dir + "/" + path
+	}
+	if err := unix.Access(path, unix.X_OK); err != nil {
+		return "", fmt.Errorf("%s: %w", argv0, ErrNotFound)
+	}
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		return "", fmt.Errorf("%s: %w", argv0, ErrNotFound)
+	}
+	return path, nil
+}
+
+// node returns the launched node's state, made on its first launch.
+func (t *Tracer) node(cfg LaunchConfig) *nodeInfo {
+	ni := t.nodes[cfg.Node]
+	if ni == nil {
+		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns, clockOffset: cfg.ClockOffset}
+		if t.opts.Random != nil {
+			ni.rand = t.opts.Random(cfg.Node)
+		}
+		t.nodes[cfg.Node] = ni
+		if cfg.Addr.IsValid() {
+			t.byAddr[cfg.Addr] = ni
+		}
+	}
+	return ni
+}
+
+func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
+	spawn := launch.Spawn
+	if t.opts.Zygote != nil {
+		spawn = t.opts.Zygote.Spawn
+	}
+	lc := launch.Config{
+		Path: path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Netns: cfg.Netns, HostsFile: cfg.HostsFile,
+		Sandbox: cfg.Sandbox, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
+		TrapTSC: t.opts.Clock != nil, NewPID: cfg.PIDNamespace, ClockFd: -1,
+	}
+	if !cfg.NoFilter {
+		lc.Filter = t.filter
+	}
+	if cfg.Sandbox != nil && t.opts.Clock != nil && !t.opts.ClockSyscalls {
+		// Handed down as a descriptor (see Sandbox).
+		pg, err := t.nodeClockPage(t.node(cfg))
+		if err != nil {
+			return 0, fmt.Errorf("the clock page of node %s: %w", cfg.Node, err)
+		}
+		lc.ClockFd = pg.fd
+	}
+	sp, err := spawn(lc)
+	if err != nil {
+		return 0, fmt.Errorf("starting %s: %w", cfg.Argv[0], err)
+	}
+	defer sp.Close()
+	pid := sp.Pid
+	// abort reaps a child that failed or must go; when its setup failed
+	// (a bad namespace, directory or hosts file), that failure is the news.
+	abort := func(err error) (int, error) {
+		unix.Kill(pid, unix.SIGKILL)
+		ptrace.Wait(pid, unix.WALL)
+		if f := sp.Failure(); f != nil {
+			if cfg.Stderr != nil {
+				fmt.Fprintf(cfg.Stderr, "lockstep: launching node %s: %v\n", cfg.Node, f)
+			}
+			return 0, fmt.Errorf("launching %s: %w", cfg.Argv[0], f)
+		}
+		return 0, err
+	}
+	if err := ptrace.Seize(pid); err != nil {
+		return abort(fmt.Errorf("seizing %s: %w", cfg.Argv[0], err))
+	}
+	// Affinity and cgroup are set from here while the child waits to be
+	// let go: its threads and children inherit both.
+	if t.opts.CPU >= 0 {
+		var set unix.CPUSet
+		set.Set(t.opts.CPU)
+		if err := unix.SchedSetaffinity(pid, &set); err != nil {
+			return abort(fmt.Errorf("pinning node %s to CPU %d: %w", cfg.Node, t.opts.CPU, err))
+		}
+	}
+	if t.opts.Serialize {
+		if err := unix.SchedSetAttr(pid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}, 0); err != nil {
+			t.log.Warn("threads not serialized: replays of multi-threaded runtimes may diverge", "node", cfg.Node, "err", err)
+		}
+	}
+	if cfg.Cgroup != "" {
+		if err := os.WriteFile(cfg.Cgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
+			return abort(fmt.Errorf("moving node %s into cgroup %s: %w", cfg.Node, cfg.Cgroup, err))
+		}
+	}
+	ni := t.node(cfg)
+	p := &process{pid: pid, site: callsite.Process{Pid: pid}, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}
+	ni.procs++
+	p.rand = ni.rand // the node's first process: the node's stream
+	if ni.procs > 1 && t.opts.Random != nil {
+		p.rand = t.opts.Random(ni.name + "/" + p.forkPath)
+	}
+	p.pidfd, _ = unix.PidfdOpen(pid, 0)
+	th := &thread{tid: pid, proc: p, state: tsRunning}
+	th.lpid = p.lpidFor(0)
+	p.threads[pid] = th
+	p.nthreads = 1
+	t.procs[pid] = p
+	t.threads[pid] = th
+	if err := sp.Release(); err != nil {
+		t.dropThread(th)
+		delete(t.procs, pid)
+		return abort(fmt.Errorf("releasing %s: %w", cfg.Argv[0], err))
+	}
+	// Run until the helper has exec'd the target or died.
+	deadline := time.Now().Add(10 * time.Second)
+	for p.execs == 0 && !p.exited {
+		if time.Now().After(deadline) {
+			return pid, fmt.Errorf("launching %s: it did not exec within 10s", cfg.Argv[0])
+		}
+		if n := t.drain(true); n == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	if p.exited && p.execs == 0 {
+		err := sp.Failure()
+		if err == nil {
+			err = errors.New("exited before exec")
+		}
+		if cfg.Stderr != nil {
+			fmt.Fprintf(cfg.Stderr, "lockstep: launching node %s: %v\n", cfg.Node, err)
+		}
+		return pid, fmt.Errorf("launching %s: %w", cfg.Argv[0], err)
+	}
+	return pid, nil
+}
+
+func containsSlash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+func lookPath(name string) (string, error) { return exec.LookPath(name) }
+
+// withGodebug adds a setting to the environment's GODEBUG, keeping the
+// settings it already has (a second GODEBUG entry would hide one of them).
+func withGodebug(env []string, setting string) []string {
+	out := append([]string(nil), env...)
+	for i, e := range out {
+		if v, ok := strings.CutPrefix(e, "GODEBUG="); ok {
+			if v == "" {
+				out[i] = "GODEBUG=" + setting
+			} else {
+				out[i] = e + "," + setting
+			}
+			return out
+		}
+	}
+	return append(out, "GODEBUG="+setting)
+}

@@ -1,0 +1,377 @@
+package tracer
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
+)
+
+// Ptrace events: stops handled as they arrive (seccomp stops go to the
+// gates), new threads and processes, execs, exits, and tearing down.
+
+func (p *process) lpidFor(index int) string {
+	return p.node.name + "/" + p.forkPath + "/t" + strconv.Itoa(index)
+}
+
+// drain handles every event already waiting. With block false and nothing
+// waiting it returns 0 at once.
+func (t *Tracer) drain(nohang bool) int {
+	n := 0
+	flags := ptrace.Tracees
+	if nohang {
+		flags |= ptrace.NoHang
+	}
+	for {
+		tid, st, err := ptrace.Wait(-1, flags)
+		if err != nil || tid <= 0 {
+			return n
+		}
+		n++
+		t0 := time.Now()
+		t.handle(tid, st)
+		t.stats.HandleTime += time.Since(t0)
+		flags |= ptrace.NoHang
+	}
+}
+
+func (t *Tracer) cont(th *thread, sig int) {
+	th.state = tsRunning
+	if err := ptrace.Cont(th.tid, sig); err != nil && err != unix.ESRCH {
+		t.log.Warn("resuming thread", "thread", th.String(), "err", err)
+	}
+}
+
+// handle dispatches one wait status.
+func (t *Tracer) handle(tid int, st ptrace.Status) {
+	if tid == t.sentinel {
+		if st.Stopped() {
+			unix.Kill(tid, unix.SIGCONT)
+		} else {
+			t.sentinel = 0
+		}
+		return
+	}
+	th := t.threads[tid]
+	if th == nil {
+		if st.Gone() {
+			return // a thread that vanished during exec, or a reaped helper
+		}
+		// A new thread whose stop arrived before its parent's clone event:
+		// hold it until the parent names it.
+		th = &thread{tid: tid, state: tsHeld, heldStatus: true}
+		t.threads[tid] = th
+		return
+	}
+	sig := st.Signal()
+	switch st.Kind() {
+	case ptrace.Exited, ptrace.Killed:
+		t.onExit(th, st)
+	case ptrace.SeccompStop:
+		t.onSeccomp(th)
+	case ptrace.CloneStop:
+		t.onClone(th)
+	case ptrace.ExecStop:
+		t.onExec(th)
+	case ptrace.EventStop:
+		t.onEventStop(th, sig)
+	case ptrace.SyscallTrap:
+		t.cont(th, 0)
+	default:
+		switch {
+		case sig == unix.SIGSEGV && t.opts.Clock != nil && t.emulateTSC(th):
+			// rdtsc answered from virtual time.
+		case th.proc != nil && th.proc.nsInit && t.initSignal(th, sig):
+			// Killed for a signal a traced namespace init cannot die of.
+		default:
+			// Signal-delivery stop: hand the signal on (the JVM relies on
+			// SIGSEGV, programs on SIGTERM handlers).
+			t.cont(th, int(sig))
+		}
+	}
+}
+
+func (t *Tracer) onEventStop(th *thread, sig syscall.Signal) {
+	switch {
+	case th.state == tsNew || th.state == tsHeld:
+		// The initial stop of a new thread under PTRACE_SEIZE.
+		if th.proc == nil {
+			th.state = tsHeld
+			th.heldStatus = true
+			return
+		}
+		th.openThreadFiles()
+		t.cont(th, 0)
+	case th.state == tsTimedWait && th.interrupted:
+		t.finishTimedWait(th)
+	case sig == unix.SIGSTOP || sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU:
+		// Group-stop: keep it stopped as the signal wants, but listening so
+		// SIGCONT and events still reach us.
+		th.state = tsGroupStop
+		ptrace.Listen(th.tid)
+	default:
+		t.cont(th, 0)
+	}
+}
+
+func (t *Tracer) onClone(parent *thread) {
+	msg, err := ptrace.EventMsg(parent.tid)
+	if err != nil {
+		t.cont(parent, 0)
+		return
+	}
+	tid := int(msg)
+	p := parent.proc
+	child := t.threads[tid]
+	if child == nil {
+		child = &thread{tid: tid, state: tsNew}
+		t.threads[tid] = child
+	}
+	tgid, err := tgidOf(tid)
+	if err == nil && tgid == p.pid {
+		child.proc = p
+		child.lpid = p.lpidFor(p.nthreads)
+		p.nthreads++
+	} else {
+		np := &process{
+			pid: tid, site: callsite.Process{Pid: tid}, node: p.node, forkPath: p.forkPath + "." + strconv.Itoa(p.nforks),
+			threads: map[int]*thread{}, fds: map[int]*fdInfo{}, parent: p,
+		}
+		p.nforks++
+		if t.opts.Random != nil {
+			np.rand = t.opts.Random(np.node.name + "/" + np.forkPath)
+		}
+		np.pidfd, _ = unix.PidfdOpen(tid, 0)
+		np.nthreads = 1
+		child.proc = np
+		child.lpid = np.lpidFor(0)
+		t.procs[tid] = np
+	}
+	child.proc.threads[tid] = child
+	child.firstCause = parent.lastOp
+	if child.heldStatus {
+		child.heldStatus = false
+		child.openThreadFiles()
+		t.cont(child, 0)
+	}
+	t.cont(parent, 0)
+}
+
+func (t *Tracer) onExec(th *thread) {
+	p := th.proc
+	former, _ := ptrace.EventMsg(th.tid)
+	if int(former) != th.tid {
+		// A non-leader thread exec'd and took over the leader's tid.
+		if old := t.threads[int(former)]; old != nil {
+			t.dropThread(old)
+		}
+	}
+	for tid, other := range p.threads {
+		if tid != th.tid {
+			t.dropThread(other)
+		}
+	}
+	if th.pending != nil {
+		t.dropPending(th.pending)
+	}
+	p.threads = map[int]*thread{th.tid: th}
+	p.nthreads = 1
+	p.execs++
+	th.lpid = p.lpidFor(0)
+	th.closeThreadFiles()
+	th.openThreadFiles()
+	t.forgetAllFds(p)
+	p.site.Forget()
+	if t.opts.Clock != nil {
+		if err := t.clockReadsWithoutStops(th); err != nil {
+			t.log.Warn("hiding vDSO", "thread", th.String(), "err", err)
+		}
+		// execve clears the rdtsc trap, so set it in the new image.
+		if ret, err := t.inject(th, unix.SYS_PRCTL, unix.PR_SET_TSC, unix.PR_TSC_SIGSEGV); err != nil || ret != 0 {
+			t.log.Warn("trapping rdtsc", "thread", th.String(), "ret", ret, "err", err)
+		}
+	}
+	if p.node.rand != nil {
+		if err := t.seedAuxvRandom(th); err != nil {
+			t.log.Warn("seeding AT_RANDOM", "thread", th.String(), "err", err)
+		}
+	}
+	t.cont(th, 0)
+}
+
+// seedAuxvRandom replaces the 16 random bytes the kernel gives a new image
+// (AT_RANDOM) with bytes from the seed. Go's runtime seeds its own random
+// generator (scheduling, select, map order) from them; the C library makes
+// its stack canary from them.
+//
+// Precondition: runs on the tracer thread; th is at its exec stop.
+func (t *Tracer) seedAuxvRandom(th *thread) error {
+	_, addr, err := auxvEntry(th, atRandom)
+	if err != nil || addr == 0 {
+		return err
+	}
+	ni := th.proc.node
+	// A stream of its own per exec, apart from the one getrandom reads, so
+	// that seeding images does not shift what the programs read.
+	r := t.opts.Random(fmt.Sprintf("%s/AT_RANDOM/%d", ni.name, ni.execs))
+	ni.execs++
+	var b [16]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return err
+	}
+	return ptrace.WriteMem(th.tid, addr, b[:])
+}
+
+// inject makes a stopped thread execute one syscall (see ptrace.Inject).
+//
+// Precondition: runs on the tracer thread; th is in a ptrace stop.
+func (t *Tracer) inject(th *thread, nr uint64, args ...uint64) (int64, error) {
+	return ptrace.Inject(th.tid, nr, args...)
+}
+
+func (t *Tracer) dropThread(th *thread) {
+	if th.pending != nil {
+		t.dropPending(th.pending)
+	}
+	th.closeThreadFiles()
+	delete(t.threads, th.tid)
+	if th.proc != nil {
+		delete(th.proc.threads, th.tid)
+	}
+}
+
+func (t *Tracer) onExit(th *thread, st ptrace.Status) {
+	p := th.proc
+	t.dropThread(th)
+	if p == nil || th.tid != p.pid {
+		return
+	}
+	// The leader's exit is reported once the whole group is gone.
+	p.exited = true
+	for _, other := range p.threads {
+		t.dropThread(other)
+	}
+	e := Exit{Node: p.node.name, LPID: p.node.name + "/" + p.forkPath, Pid: p.pid, Root: p.root}
+	if st.Kind() == ptrace.Killed {
+		e.Signal = st.Signal()
+		if p.fatal != 0 && e.Signal == unix.SIGKILL {
+			e.Signal = p.fatal
+		}
+	} else {
+		e.Code = st.ExitCode()
+	}
+	t.exits = append(t.exits, e)
+	// Its sockets close with it (when no other process shares them): the
+	// FINs are in flight now.
+	for _, fi := range p.fds {
+		if fi.kind == fdInet && t.conns[fi.outKey()] == nil {
+			t.expectFin(fi.local, fi.peer)
+		}
+	}
+	t.forgetAllFds(p)
+	if p.pidfd > 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = 0
+	}
+	delete(t.procs, p.pid)
+}
+
+func (t *Tracer) killAll() {
+	t.killAndReap(func(*process) bool { return true })
+	for _, p := range t.fresh {
+		if p.chunk != nil && p.chunk.dg != nil {
+			t.dropDgram(p)
+		}
+	}
+	for id, p := range t.pending {
+		if p.chunk != nil && p.chunk.dg != nil {
+			t.dropDgram(p)
+		}
+		p.dropped = true
+		delete(t.pending, id)
+	}
+	for _, c := range t.conns {
+		c.queue = nil
+		t.closeConn(c)
+	}
+	clear(t.conns)
+	t.fresh = t.fresh[:0]
+	// Reap anything else this thread started.
+	for {
+		pid, _, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.NoHang)
+		if err != nil || pid <= 0 {
+			break
+		}
+	}
+	for tid, th := range t.threads {
+		th.closeThreadFiles()
+		delete(t.threads, tid)
+	}
+	t.pruneTimers() // every owner is gone: closes lockstep's timerfd duplicates
+}
+
+// tscBase makes the virtual time-stamp counter start well above zero, as a
+// real one does after boot; it ticks once per virtual nanosecond.
+const tscBase = uint64(3600e9)
+
+// emulateTSC answers a faulting rdtsc or rdtscp (PR_TSC_SIGSEGV) from
+// virtual time. It reports false for any other SIGSEGV.
+func (t *Tracer) emulateTSC(th *thread) bool {
+	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
+		return false
+	}
+	var code [3]byte
+	if ptrace.ReadMem(th.tid, th.regs.PC(), code[:]) != nil {
+		return false
+	}
+	if !th.regs.EmulateTSC(code, tscBase+uint64(t.opts.Clock.Now())) {
+		return false
+	}
+	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
+		return false
+	}
+	t.stats.TSCReads++
+	t.cont(th, 0)
+	return true
+}
+
+// killAndReap SIGKILLs the processes that match and handles their exits
+// until none is left, for at most five seconds; it returns how many are
+// still there.
+//
+// Precondition: runs on the tracer thread.
+func (t *Tracer) killAndReap(match func(*process) bool) int {
+	alive := func() int {
+		n := 0
+		for _, p := range t.procs {
+			if match(p) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, p := range t.procs {
+		if match(p) {
+			unix.Kill(p.pid, unix.SIGKILL)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive() > 0 && time.Now().Before(deadline) {
+		if t.drain(true) == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		for pid, p := range t.procs {
+			// A process whose threads all left without a leader report.
+			if match(p) && len(p.threads) == 0 && unix.Kill(p.pid, 0) == unix.ESRCH {
+				delete(t.procs, pid)
+			}
+		}
+	}
+	return alive()
+}

@@ -1,0 +1,306 @@
+package tracer
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer/internal/launch"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
+)
+
+// Quiescence: waiting until no traced thread can make progress without
+// lockstep, then reporting what is pending.
+
+// Settle waits until every traced thread is stopped at a gated syscall or
+// asleep in the kernel, then reports pending and enabled ops.
+func (t *Tracer) Settle(ctx context.Context) (State, error) {
+	var st State
+	var err error
+	if e := t.do(func() { st, err = t.settle(ctx) }); e != nil {
+		return st, e
+	}
+	return st, err
+}
+
+func (t *Tracer) settle(ctx context.Context) (State, error) {
+	if !t.fireDueTimer() {
+		t.wakeDueTimedWaits()
+	}
+	t.spinning = t.spinning[:0]
+	if err := t.waitQuiescent(ctx); err != nil {
+		return State{}, err
+	}
+	t.numberFresh()
+	return t.snapshot(), nil
+}
+
+// maxStarvedRounds bounds the extra grace periods waited for runnable
+// threads that got no CPU (a loaded machine) before quiescence is declared
+// without calling them spinning.
+const maxStarvedRounds = 4
+
+// waitQuiescent returns when no thread can make progress without lockstep.
+func (t *Tracer) waitQuiescent(ctx context.Context) error {
+	lastProgress := time.Now()
+	// CPU time (ns) of threads found runnable when the grace period ran
+	// out, and how many more periods starved ones have been watched.
+	var runnableCPU map[int]uint64
+	starvedRounds := 0
+	confirmed := false
+	var cpu map[int]uint64
+	for spins := 0; ; spins++ {
+		if n := t.drain(true); n > 0 {
+			lastProgress = time.Now()
+			confirmed = false
+			spins = 0
+			runnableCPU, starvedRounds = nil, 0
+			continue
+		}
+		running := 0
+		for _, th := range t.threads {
+			switch th.state {
+			case tsRunning, tsNew, tsTimedWait:
+				running++
+			}
+		}
+		if running == 0 && t.netSettled() {
+			return nil
+		}
+		if spins >= 16 {
+			// Every running thread asleep in the kernel twice in a row with
+			// no CPU time used in between: nobody can wake them but us.
+			asleep := true
+			now := make(map[int]uint64, running)
+			for _, th := range t.threads {
+				if th.state != tsRunning && th.state != tsTimedWait && th.state != tsNew {
+					continue
+				}
+				if th.state == tsTimedWait && th.interrupted {
+					asleep = false
+					break
+				}
+				if th.connecting != nil && time.Since(th.connecting.since) < connectWaitLimit {
+					// A blocking connect sleeps while its handshake is in
+					// flight; it wakes without lockstep.
+					asleep = false
+					break
+				}
+				s, c, ok := th.kernelState()
+				if !ok {
+					continue // gone; its exit event is on its way
+				}
+				if s == 'D' && !th.inVforkWait() {
+					// Uninterruptible sleep is transient (I/O, exec reading
+					// the binary) except for a vfork parent waiting for its
+					// child, which only lockstep can let go.
+					asleep = false
+					break
+				}
+				if s != 'S' && s != 'D' && s != 'Z' && s != 'I' {
+					asleep = false
+					break
+				}
+				now[th.tid] = c
+			}
+			if asleep {
+				if confirmed && sameCPU(cpu, now) && t.netSettled() {
+					return nil
+				}
+				confirmed, cpu = true, now
+			} else {
+				confirmed = false
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Since(lastProgress) > t.opts.Grace {
+			// A thread still runnable after the grace period spins only if
+			// it got the CPU and used it: on a loaded machine a runnable
+			// thread may simply not have been scheduled. Note their CPU
+			// time and watch them for more grace periods; flag those that
+			// burned a quarter of one, give up on the starved.
+			busy := map[int]uint64{}
+			for _, th := range t.threads {
+				if th.state == tsRunning {
+					if s, c, ok := th.kernelState(); ok && s == 'R' {
+						busy[th.tid] = c
+					}
+				}
+			}
+			if len(busy) > 0 && runnableCPU == nil {
+				runnableCPU, lastProgress = busy, time.Now()
+				continue
+			}
+			for tid, c := range busy {
+				if c-runnableCPU[tid] >= uint64(t.opts.Grace/4) {
+					t.spinning = append(t.spinning, t.threads[tid].lpid)
+				}
+			}
+			if len(t.spinning) == 0 && len(busy) > 0 && starvedRounds < maxStarvedRounds {
+				starvedRounds++
+				runnableCPU, lastProgress = busy, time.Now()
+				continue
+			}
+			sort.Strings(t.spinning)
+			return nil
+		}
+		t.stats.SettleSpins++
+		t0 := time.Now()
+		switch {
+		case spins < 16:
+			// Most released threads reach their next gated syscall within
+			// microseconds: yielding catches them without a timer.
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			t.stats.SettleYield += time.Since(t0)
+		case confirmed:
+			time.Sleep(20 * time.Microsecond)
+			t.stats.SettleConfirm += time.Since(t0)
+		default:
+			wd := time.Duration(1<<min(spins/16, 5)) * 100 * time.Microsecond
+			woke := t.blockingWait(wd)
+			t.stats.SettleBlocked += time.Since(t0)
+			if woke {
+				lastProgress = time.Now()
+				confirmed = false
+				spins = 0
+				runnableCPU, starvedRounds = nil, 0
+			}
+		}
+	}
+}
+
+func sameCPU(a, b map[int]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// numberFresh gives the ops that appeared since the last quiescent point
+// their IDs, in LPID order so that numbering does not depend on the order
+// in which the kernel reported the stops.
+func (t *Tracer) numberFresh() {
+	sort.SliceStable(t.fresh, func(i, j int) bool {
+		a, b := t.fresh[i], t.fresh[j]
+		if a.op.LPID != b.op.LPID {
+			return a.op.LPID < b.op.LPID
+		}
+		return a.seq < b.seq
+	})
+	for _, p := range t.fresh {
+		if p.dropped {
+			continue
+		}
+		t.nextID++
+		p.op.ID = t.nextID
+		t.pending[p.op.ID] = p
+	}
+	t.fresh = t.fresh[:0]
+}
+
+func (t *Tracer) snapshot() State {
+	st := State{Live: len(t.threads), ClockReads: t.stats.ClockReads}
+	st.Exits, t.exits = t.exits, nil
+	st.Spinning = append([]string(nil), t.spinning...)
+	if t.opts.Socks {
+		st.Socks = t.socks()
+	}
+	ids := make([]uint64, 0, len(t.pending))
+	for id := range t.pending {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		p := t.pending[id]
+		st.Pending = append(st.Pending, &p.op)
+		if t.enabled(p) {
+			st.Enabled = append(st.Enabled, &p.op)
+		}
+		if p.deadline >= 0 && p.deadline < never {
+			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind, Op: p.op.ID})
+		}
+	}
+	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
+		for _, th := range t.threads {
+			ks, _, _ := th.kernelState()
+			sc, _ := readSmall("/proc/" + strconv.Itoa(th.tid) + "/syscall")
+			t.log.Debug("nothing enabled", "thread", th.String(), "state", th.state, "kernel", string(ks), "syscall", sc)
+		}
+	}
+	st.Deadlines = append(st.Deadlines, t.timerDeadlines()...)
+	for _, th := range t.threads {
+		if th.state == tsTimedWait && !th.interrupted {
+			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: "futex", Kind: sched.Sleep})
+		}
+	}
+	sort.Slice(st.Deadlines, func(i, j int) bool {
+		a, b := st.Deadlines[i], st.Deadlines[j]
+		if a.At != b.At {
+			return a.At < b.At
+		}
+		if a.LPID != b.LPID {
+			return a.LPID < b.LPID
+		}
+		return a.What < b.What
+	})
+	if len(st.Deadlines) > 0 {
+		st.NextDeadline, st.HasDeadline = st.Deadlines[0].At, true
+	}
+	return st
+}
+
+func (t *Tracer) startSentinel() {
+	pid, keep, err := launch.ForkSentinel()
+	if err != nil {
+		t.log.Warn("starting the sentinel process; falling back to polling", "err", err)
+		return
+	}
+	t.sentinel, t.sentinelPipe = pid, keep
+}
+
+func (t *Tracer) stopSentinel() {
+	if t.sentinel > 0 {
+		unix.Kill(t.sentinel, unix.SIGKILL)
+		ptrace.Wait(t.sentinel, 0)
+		t.sentinel = 0
+	}
+	if t.sentinelPipe != nil {
+		t.sentinelPipe.Close()
+		t.sentinelPipe = nil
+	}
+}
+
+// blockingWait waits for one event for at most about d. A blocking wait4
+// costs nothing while tracees run, unlike polling, which competes with them
+// for the CPU; the sentinel's stop bounds it when every running thread went
+// to sleep in the kernel and nothing will report. It reports whether a
+// tracee event was handled.
+func (t *Tracer) blockingWait(d time.Duration) bool {
+	if t.sentinel <= 0 {
+		time.Sleep(d)
+		return t.drain(true) > 0
+	}
+	sentinel := t.sentinel
+	timer := time.AfterFunc(d, func() { unix.Kill(sentinel, unix.SIGSTOP) })
+	defer timer.Stop()
+	tid, st, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.Untraced)
+	if err != nil || tid <= 0 {
+		return false
+	}
+	t0 := time.Now()
+	t.handle(tid, st)
+	t.stats.HandleTime += time.Since(t0)
+	return tid != sentinel
+}

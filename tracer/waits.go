@@ -1,0 +1,210 @@
+package tracer
+
+import (
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
+)
+
+// Virtual time for the syscalls that wait: sleeps, and futex waits whose
+// timeout lockstep owns and ends at its virtual deadline.
+
+// never is a deadline so far away that the clock never jumps to it.
+const never = int64(1) << 62
+
+func (t *Tracer) now() int64 { return int64(t.opts.Clock.Now()) }
+
+func (t *Tracer) onSleep(th *thread, nr int, a [6]uint64) bool {
+	var rel int64
+	var ok bool
+	switch nr {
+	case unix.SYS_NANOSLEEP:
+		rel, ok = t.readTimespec(th.tid, a[0])
+	case unix.SYS_CLOCK_NANOSLEEP:
+		vnow, virt := t.readClock(th.proc.node, int32(a[0]))
+		if !virt {
+			return false
+		}
+		rel, ok = t.readTimespec(th.tid, a[2])
+		if ok && a[1]&1 != 0 { // TIMER_ABSTIME
+			rel = t.untilWall(th.proc.node, int32(a[0]), rel, vnow)
+		}
+	}
+	if !ok {
+		return false // let the kernel report EFAULT/EINVAL
+	}
+	po := t.newPending(th, sched.Sleep, nr, a)
+	po.deadline = t.now() + max(rel, 0)
+	return true
+}
+
+// onTimedWait takes over the timeout of a futex wait: the wait proceeds in
+// the kernel without one, and lockstep interrupts it at its virtual deadline.
+func (t *Tracer) onTimedWait(th *thread, a [6]uint64) bool {
+	cmd := a[1] & futexCmdMask
+	abs, ok := t.readTimespec(th.tid, a[3])
+	if !ok {
+		return false
+	}
+	var deadline int64
+	switch cmd {
+	case futexWait:
+		deadline = t.now() + abs
+	case futexWaitBitset:
+		clk := int32(unix.CLOCK_MONOTONIC)
+		if a[1]&256 != 0 { // FUTEX_CLOCK_REALTIME
+			clk = unix.CLOCK_REALTIME
+		}
+		vnow, _ := t.readClock(th.proc.node, clk)
+		deadline = t.now() + t.untilWall(th.proc.node, clk, abs, vnow)
+	default:
+		return false
+	}
+	t.stats.TimedWaits++
+	if deadline <= t.now() {
+		t.fake(th, -int64(unix.ETIMEDOUT))
+		return true
+	}
+	th.regs.SetArg(3, 0) // the timeout
+	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
+		return false
+	}
+	th.waitDeadline = deadline
+	th.waitAddr = a[0]
+	th.interrupted = false
+	th.state = tsTimedWait
+	if err := ptrace.Cont(th.tid, 0); err != nil {
+		th.state = tsRunning
+	}
+	return true
+}
+
+// wakeDueTimedWaits interrupts the futex wait whose virtual deadline passed
+// first (ties by LPID). One at a time: waiters due at the same virtual
+// instant (the JVM's threads often are) would otherwise race on the
+// runtime's untimed locks, and which of them won would depend on timing;
+// the next settle wakes the next one.
+func (t *Tracer) wakeDueTimedWaits() {
+	if t.opts.Clock == nil {
+		return
+	}
+	now := t.now()
+	var first *thread
+	for _, th := range t.threads {
+		if th.state != tsTimedWait || th.waitDeadline > now {
+			continue
+		}
+		if th.interrupted {
+			return // still on its way out of the wait
+		}
+		if first == nil || th.waitDeadline < first.waitDeadline ||
+			th.waitDeadline == first.waitDeadline && th.lpid < first.lpid {
+			first = th
+		}
+	}
+	if first == nil {
+		return
+	}
+	if !first.inFutex() {
+		first.state = tsRunning // woken meanwhile
+		return
+	}
+	first.interrupted = true
+	if err := ptrace.Interrupt(first.tid); err != nil {
+		first.interrupted = false
+		first.state = tsRunning
+	}
+}
+
+// inFutex reads /proc/.../syscall to see whether the thread still sleeps in
+// the futex wait lockstep owns.
+func (th *thread) inFutex() bool {
+	b, err := readSmall("/proc/" + strconv.Itoa(th.proc.pid) + "/task/" + strconv.Itoa(th.tid) + "/syscall")
+	if err != nil {
+		return false
+	}
+	var nr int
+	var addr uint64
+	fields := splitFields(b)
+	if len(fields) < 2 {
+		return false
+	}
+	nr, _ = strconv.Atoi(fields[0])
+	addr, _ = strconv.ParseUint(fields[1], 0, 64)
+	return nr == unix.SYS_FUTEX && addr == th.waitAddr
+}
+
+// inVforkWait reports whether the thread sleeps in vfork/clone waiting for
+// its child to exec or exit.
+func (th *thread) inVforkWait() bool {
+	b, err := readSmall("/proc/" + strconv.Itoa(th.proc.pid) + "/task/" + strconv.Itoa(th.tid) + "/syscall")
+	if err != nil {
+		return false
+	}
+	f := splitFields(b)
+	if len(f) == 0 {
+		return false
+	}
+	nr, _ := strconv.Atoi(f[0])
+	return nr == unix.SYS_VFORK || nr == unix.SYS_CLONE || nr == unix.SYS_CLONE3
+}
+
+func readSmall(path string) (string, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	var buf [256]byte
+	n, err := unix.Read(fd, buf[:])
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+func splitFields(s string) []string {
+	var out []string
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ' ' || s[i] == '\n' {
+			if start >= 0 {
+				out = append(out, s[start:i])
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	return out
+}
+
+// futex(2) commands, as the seccomp filter also tells them apart.
+const (
+	futexCmdMask    = 0x7f // FUTEX_CMD_MASK without PRIVATE and CLOCK_REALTIME
+	futexWait       = 0
+	futexWaitBitset = 9
+)
+
+const (
+	errRestartSys    = 512
+	errRestartNoIntr = 513
+	errRestartNoHand = 514
+	errRestartBlock  = 516
+)
+
+// finishTimedWait completes an interrupted futex wait as a timeout.
+func (t *Tracer) finishTimedWait(th *thread) {
+	th.interrupted = false
+	if err := ptrace.GetRegs(th.tid, &th.regs); err == nil && th.regs.Syscall() == unix.SYS_FUTEX {
+		switch -th.regs.Result() {
+		case errRestartSys, errRestartNoIntr, errRestartNoHand, errRestartBlock, int64(unix.EINTR):
+			th.regs.SetResult(-int64(unix.ETIMEDOUT))
+			ptrace.SetRegs(th.tid, &th.regs)
+		}
+	}
+	t.cont(th, 0)
+}
