@@ -104,6 +104,11 @@ type trialParams struct {
 // takes a few hundred milliseconds, more on a busy machine.
 const replayEndWait = 2 * time.Second
 
+// replayMissWait bounds the real time a replay settles again when the
+// recorded op is not among the enabled ones, before it reports a
+// divergence.
+const replayMissWait = 2 * time.Second
+
 // Trial is one run of a spec's nodes under the tracer, between quiescent
 // points: Step turns the tracer's state into an action (release an op,
 // move the clock, start or crash a node, stop), and Released and Launched
@@ -130,6 +135,7 @@ type Trial struct {
 	steps     int
 	spinning  int
 	endSince  time.Time                // when a replayed trace's last decision was made
+	missSince time.Time                // when a replay first missed the recorded op
 	skew      map[string]time.Duration // each node's wall-clock offset (time.skew)
 	// graceSpent is the real time a deadlock has been watched for since
 	// the last release (Limits.DeadlockGrace).
@@ -545,6 +551,22 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 			time.Sleep(time.Millisecond)
 			return tracer.Action{}, nil
 		}
+	}
+	if rp, ok := t.p.strategy.(*sched.Replay); ok {
+		if !rp.Ready(choices) {
+			if t.missSince.IsZero() {
+				t.missSince = time.Now()
+			}
+			if time.Since(t.missSince) < replayMissWait {
+				// The recorded op is not here yet: on a loaded machine a
+				// thread found starved may still reach it. Settle again
+				// (a quiescent state settles at once) before calling the
+				// run diverged.
+				time.Sleep(time.Millisecond)
+				return tracer.Action{}, nil
+			}
+		}
+		t.missSince = time.Time{}
 	}
 	i, err := t.p.strategy.Next(choices)
 	if err != nil {

@@ -328,6 +328,26 @@ func same(a *Op, b *Op) bool {
 		a.At == b.At
 }
 
+// Ready reports whether the next recorded decision can be made among
+// enabled (or the records have run out): a replay that finds its op
+// missing may settle again before it calls the run diverged.
+func (r *Replay) Ready(enabled []*Op) bool {
+	i := r.step
+	for i < len(r.records) && r.records[i].Auto {
+		i++
+	}
+	if i >= len(r.records) {
+		return true
+	}
+	want := &r.records[i].Op
+	for _, o := range enabled {
+		if same(o, want) || SameOnProcess(o, want) {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *Replay) Next(enabled []*Op) (int, error) {
 	if r.step >= len(r.records) {
 		if r.fallback != nil {

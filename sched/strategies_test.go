@@ -329,3 +329,33 @@ func TestReplayTail(t *testing.T) {
 		t.Fatalf("tail length %d", tail.Len())
 	}
 }
+
+func TestReplayReady(t *testing.T) {
+	a := Op{ID: 1, LPID: "n/0/t0", Kind: Send, Site: "x+0x1"}
+	b := Op{ID: 2, LPID: "n/0/t1", Kind: Recv, Site: "x+0x2"}
+	moved := b
+	moved.ID, moved.LPID = 7, "n/0/t3" // the same recv on another thread
+	other := Op{ID: 3, LPID: "m/0/t0", Kind: Recv, Site: "y+0x1"}
+	tr := &Trace{Records: []Record{{Op: a}, {Op: Op{ID: 9, Kind: Crash}, Auto: true}, {Op: b}}}
+	r := NewReplay(tr, nil)
+	for _, tc := range []struct {
+		name    string
+		enabled []*Op
+		want    bool
+		next    bool // make the decision afterwards
+	}{
+		{"missing", []*Op{&other}, false, false},
+		{"present", []*Op{&other, &a}, true, true},
+		{"after an auto record, on another thread", []*Op{&moved}, true, true},
+		{"records done", nil, true, false},
+	} {
+		if got := r.Ready(tc.enabled); got != tc.want {
+			t.Fatalf("%s: Ready = %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.next {
+			if _, err := r.Next(tc.enabled); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+		}
+	}
+}
