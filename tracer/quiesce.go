@@ -148,6 +148,9 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 				runnableCPU, lastProgress = busy, time.Now()
 				continue
 			}
+			if len(t.spinning) == 0 && len(busy) > 0 {
+				t.stats.Starved++
+			}
 			sort.Strings(t.spinning)
 			return nil
 		}

@@ -251,6 +251,10 @@ type Stats struct {
 	// Resets counts connections a reset fault aborted, Drops datagrams a
 	// drop fault discarded.
 	Resets, Drops int
+	// Starved counts states reported while threads were still runnable
+	// but got no CPU for several grace periods (a machine overloaded by
+	// other work): the schedule from there may differ from a quiet run's.
+	Starved int
 	// Time spent, for the benchmark's breakdown: handling stops (register
 	// reads, decoding, call sites included), call sites alone, waiting for
 	// tracees to run (quiescence), the caller's decisions, releases.
