@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -29,5 +31,54 @@ func BenchmarkTrialsPerMinute(b *testing.B) {
 			perMin := float64(trials*b.N) / time.Since(start).Minutes()
 			b.ReportMetric(perMin, "trials/min")
 		})
+	}
+}
+
+// BenchmarkBulkTransfer runs testdata/specs/bulk.yaml (one connection carrying
+// LOCKSTEP_BENCH_BULK_MB MiB, default 100, in 64 KiB writes and reads)
+// natively and as one POS trial, and reports both throughputs: over the
+// whole trial, and for the trial under lockstep also without starting the
+// nodes and tearing them down (the transfer).
+func BenchmarkBulkTransfer(b *testing.B) {
+	skipUnlessTrials(b)
+	sp, err := spec.Load(repoPath("testdata", "specs", "bulk.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	mb := 100
+	if n, err := strconv.Atoi(os.Getenv("LOCKSTEP_BENCH_BULK_MB")); err == nil && n > 0 {
+		mb = n
+	}
+	for i := range sp.Nodes {
+		if sp.Nodes[i].Name == "sender" {
+			sp.Nodes[i].Command[3] = strconv.Itoa(mb)
+		}
+	}
+	trial := func(native bool) *TrialResult {
+		sum, err := Run(context.Background(), sp, RunOptions{Trials: 1, Native: native, OutDir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := sum.Results[0]
+		if r.Outcome.Kind != Pass {
+			b.Fatalf("native %v: %v", native, r.Outcome)
+		}
+		return r
+	}
+	mbps := func(d time.Duration) float64 { return float64(mb) / d.Seconds() }
+	for range b.N {
+		nat := trial(true)
+		tr := trial(false)
+		transfer := tr.Duration - tr.Launch - tr.Teardown - tr.Reset
+		b.ReportMetric(mbps(nat.Duration), "native-MB/s")
+		b.ReportMetric(mbps(tr.Duration), "traced-MB/s")
+		b.ReportMetric(mbps(transfer), "transfer-MB/s")
+		b.ReportMetric(mbps(tr.Duration)/mbps(nat.Duration), "ratio")
+		b.ReportMetric(mbps(transfer)/mbps(nat.Duration), "transfer-ratio")
+		b.ReportMetric(float64(tr.Launch.Milliseconds()), "start-ms")
+		b.ReportMetric(float64(tr.Stats.SettleTime.Milliseconds()), "quiesce-ms")
+		b.ReportMetric(float64(tr.Stats.ReleaseTime.Milliseconds()), "release-ms")
+		b.ReportMetric(float64(len(tr.Records)), "ops")
+		b.ReportMetric(float64(tr.Stats.WindowFull), "window-full")
 	}
 }

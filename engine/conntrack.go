@@ -122,8 +122,14 @@ func joinConntrack(records []sched.Record, evs []bpf.Event, self int) ConntrackS
 		if len(q) == 0 {
 			continue
 		}
+		// A delivery that found the send buffer full wrote only part of
+		// its bytes (its result); the rest is a delivery of its own.
+		n := op.Bytes
+		if res := records[i].Result; res >= 0 && res < int64(n) {
+			n = int(res)
+		}
 		r := rng{seq: q[0].Seq, id: op.ID}
-		for r.n < op.Bytes && len(q) > 0 {
+		for r.n < n && len(q) > 0 {
 			r.n += q[0].Len
 			q = q[1:]
 		}
@@ -152,7 +158,19 @@ func joinConntrack(records []sched.Record, evs []bpf.Event, self int) ConntrackS
 				others = append(others, c)
 			}
 		}
-		for _, d := range delivered[rec.Op.Conn] {
+		// The connection's recvs read its stream in order: deliveries
+		// wholly before this one's bytes are before every later one's, and
+		// none after its end can overlap (a linear walk, not one per recv
+		// over them all).
+		ds := delivered[rec.Op.Conn]
+		for len(ds) > 0 && int32(ds[0].seq+uint32(ds[0].n)-e.Seq) <= 0 {
+			ds = ds[1:]
+		}
+		delivered[rec.Op.Conn] = ds
+		for _, d := range ds {
+			if int32(d.seq-(e.Seq+uint32(e.Len))) >= 0 {
+				break
+			}
 			if bpf.Overlap(bpf.Event{Kind: bpf.EvSend, Proto: e.Proto, Local: e.Remote, Remote: e.Local, Seq: d.seq, Len: d.n}, e) > 0 {
 				causes = append(causes, d.id)
 			}

@@ -13,7 +13,9 @@ import (
 // TestJoinConntrack: recvs get the deliveries whose bytes they consumed
 // from kernel sequence numbers, whether a recv spans two deliveries, a
 // delivery is split over two recvs, or lockstep wrote one delivery in two
-// sends; other causes stay, and a timed-out recv is left alone.
+// sends, or a delivery found the send buffer full and wrote only part of
+// its bytes (the rest is a delivery of its own); other causes stay, and a
+// timed-out recv is left alone.
 func TestJoinConntrack(t *testing.T) {
 	const self = 100
 	src := netip.MustParseAddrPort("10.77.0.2:40000")
@@ -27,7 +29,11 @@ func TestJoinConntrack(t *testing.T) {
 		return bpf.Event{Kind: bpf.EvRecv, Proto: unix.IPPROTO_TCP, PID: 7, Local: dst, Remote: src, Seq: uint32(isn + 1 + off), Len: n}
 	}
 	rec := func(id uint64, k sched.Kind, bytes int, causes ...uint64) sched.Record {
-		return sched.Record{Op: sched.Op{ID: id, Kind: k, Conn: conn, Bytes: bytes}, Causes: causes}
+		r := sched.Record{Op: sched.Op{ID: id, Kind: k, Conn: conn, Bytes: bytes}, Causes: causes}
+		if k == sched.Deliver {
+			r.Result = int64(bytes) // what it wrote
+		}
+		return r
 	}
 	records := []sched.Record{
 		rec(1, sched.Deliver, 4),
@@ -37,16 +43,22 @@ func TestJoinConntrack(t *testing.T) {
 		rec(5, sched.Recv, 3, 4),
 		rec(6, sched.Recv, 4096),      // lockstep's accounting missed it
 		rec(7, sched.Recv, 4096, 123), // timed out: untouched
+		rec(8, sched.Deliver, 6),      // wrote 2 of its 6 bytes
+		rec(9, sched.Deliver, 4),      // the other 4
+		rec(10, sched.Recv, 4096, 8),
+		rec(11, sched.Recv, 4096, 8, 9),
 	}
 	records[6].Result = -int64(unix.EAGAIN)
+	records[7].Result = 2
 	evs := []bpf.Event{
 		send(0, 4), send(4, 6), recv(0, 10),
 		send(10, 5), send(15, 3), recv(10, 3), recv(13, 5),
+		send(18, 2), recv(18, 2), send(20, 4), recv(20, 4),
 		{Kind: bpf.EvSend, Proto: unix.IPPROTO_TCP, PID: 7, Local: src, Remote: dst, Seq: 1, Len: 1}, // a tracee's own send: ignored
 	}
 	st := joinConntrack(records, evs, self)
-	want := map[uint64]string{3: "[99 1 2]", 5: "[4]", 6: "[4]", 7: "[123]"}
-	results := map[uint64]int64{3: 10, 5: 3, 6: 5, 7: -int64(unix.EAGAIN)}
+	want := map[uint64]string{3: "[99 1 2]", 5: "[4]", 6: "[4]", 7: "[123]", 10: "[8]", 11: "[9]"}
+	results := map[uint64]int64{3: 10, 5: 3, 6: 5, 7: -int64(unix.EAGAIN), 10: 2, 11: 4}
 	for _, r := range records {
 		if w, ok := want[r.Op.ID]; ok && fmt.Sprint(r.Causes) != w {
 			t.Errorf("recv #%d causes %v, want %s", r.Op.ID, r.Causes, w)
@@ -55,7 +67,7 @@ func TestJoinConntrack(t *testing.T) {
 			t.Errorf("recv #%d result %d, want %d", r.Op.ID, r.Result, w)
 		}
 	}
-	if st != (ConntrackStats{Recvs: 3, Matched: 3, Disagreed: 1}) {
+	if st != (ConntrackStats{Recvs: 5, Matched: 5, Disagreed: 2}) {
 		t.Errorf("stats %+v", st)
 	}
 }

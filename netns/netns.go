@@ -388,14 +388,44 @@ func (c *Cluster) addNode(n *Node, br *netlink.Bridge) error {
 	if err := h.LinkSetUp(eth); err != nil {
 		return err
 	}
+	// Acknowledge every segment at once. A receiver that does not read
+	// (a node lockstep holds at a stop) delays its ACKs by 40 ms or more of
+	// real time, and the sender's next segments wait for them (congestion
+	// window, Nagle): a delivery would take that long to arrive, and how
+	// much had arrived by some instant would depend on timing.
+	if err := h.RouteReplace(&netlink.Route{
+		LinkIndex: eth.Attrs().Index, Dst: &net.IPNet{IP: ipn.IP.Mask(ipn.Mask), Mask: ipn.Mask},
+		Src: ipn.IP, Scope: netlink.SCOPE_LINK, Protocol: unix.RTPROT_KERNEL, QuickACK: 1,
+	}); err != nil {
+		return fmt.Errorf("setting quick ACKs on the route of %v: %w", n.Addr, err)
+	}
 	if err := os.Mkdir(n.CgroupDir, 0o755); err != nil {
 		return fmt.Errorf("creating cgroup %s: %w", n.CgroupDir, err)
 	}
+	return n.Do(func() error {
+		for _, kv := range tcpSysctls {
+			if err := os.WriteFile("/proc/sys/net/ipv4/"+kv[0], []byte(kv[1]), 0); err != nil {
+				return fmt.Errorf("setting net.ipv4.%s: %w", kv[0], err)
+			}
+		}
+		return nil
+	})
+}
+
+// tcpSysctls are set in every node's namespace.
+var tcpSysctls = [][2]string{
 	// No TIME_WAIT sockets: a reused namespace starts each trial without
 	// the last trial's connections holding ports.
-	return n.Do(func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/tcp_max_tw_buckets", []byte("0"), 0)
-	})
+	{"tcp_max_tw_buckets", "0"},
+	// Socket buffers at their full size from the start, not grown by the
+	// kernel's autotuning, which follows real time (bytes read per
+	// round trip, the congestion window). lockstep lets up to 4 MiB wait
+	// unread on a connection (the tracer's DeliverCap) and writes up to
+	// 1 MiB at once: with room for that (kernel overhead included), every
+	// delivered byte reaches the receiving socket and a delivery is never
+	// cut short by a full send buffer, so neither depends on timing.
+	{"tcp_rmem", "4096 16777216 16777216"},
+	{"tcp_wmem", "4096 4194304 4194304"},
 }
 
 // noIPv6 disables IPv6 on these interfaces of the calling thread's

@@ -169,6 +169,36 @@ func TestServerAndClientByName(t *testing.T) {
 	}
 }
 
+// TestNodeTCP: a node's one route to the subnet acknowledges every
+// segment at once (no delayed ACKs, whose timers run on real time), and its
+// socket buffers start at their full size (no autotuning, which follows
+// real time either).
+func TestNodeTCP(t *testing.T) {
+	requireNet(t)
+	c := newCluster(t, "a")
+	a := c.Node("a")
+	out, err := exec.Command("ip", "-n", filepath.Base(a.NetnsPath), "-4", "route", "show").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip route: %v: %s", err, out)
+	}
+	routes := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(routes) != 1 || !strings.HasPrefix(routes[0], c.Subnet().String()+" ") || !strings.Contains(routes[0], "quickack 1") {
+		t.Fatalf("routes of node a:\n%s\nwant one to %v with quickack 1", out, c.Subnet())
+	}
+	for _, kv := range tcpSysctls {
+		var got []byte
+		if err := a.Do(func() (err error) {
+			got, err = os.ReadFile("/proc/sys/net/ipv4/" + kv[0])
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if g := strings.Join(strings.Fields(string(got)), " "); g != kv[1] {
+			t.Errorf("net.ipv4.%s in node a = %q, want %q", kv[0], g, kv[1])
+		}
+	}
+}
+
 func TestNodesAreIsolated(t *testing.T) {
 	requireNet(t)
 	c := newCluster(t, "a", "b")

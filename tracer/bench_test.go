@@ -3,12 +3,15 @@ package tracer
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,7 +73,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 		}
 
 		// Traced.
-		tr := New(Options{Capture: true, Clock: vclock.New(vclock.DefaultEpoch, 0),
+		tr := New(Options{Capture: true, Clock: vclock.New(vclock.DefaultEpoch, 0), CPU: benchCPU(),
 			Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
 		dir := b.TempDir()
 		launch := func(n *netns.Node, argv ...string) {
@@ -308,11 +311,12 @@ func stopsOnly(server, client LaunchConfig) (time.Duration, error) {
 		// Pinned like lockstep's tracer (Options.CPU): tracer and tracees on
 		// one CPU, where a stop costs least on virtual machines.
 		var one unix.CPUSet
-		one.Set(0)
+		one.Set(benchCPU())
 		unix.SchedSetaffinity(0, &one)
 		filter := launch.Filter(filteredSyscalls(gateTable()))
 		start := func(cfg LaunchConfig) (int, error) {
 			sp, err := launch.Spawn(launch.Config{Path: cfg.Argv[0], Argv: cfg.Argv, Env: cfg.Env,
+				Netns: cfg.Netns, HostsFile: cfg.HostsFile,
 				Stdout: cfg.Stdout, Stderr: cfg.Stderr, Filter: filter, ClockFd: -1})
 			if err != nil {
 				return 0, err
@@ -368,4 +372,169 @@ func stopsOnly(server, client LaunchConfig) (time.Duration, error) {
 	}()
 	r := <-ch
 	return r.d, r.err
+}
+
+// benchCPU is the CPU a traced benchmark run is pinned to
+// (LOCKSTEP_BENCH_CPU, default 0 as a campaign's first job): another one
+// when something else keeps that one busy.
+func benchCPU() int {
+	if n, err := strconv.Atoi(os.Getenv("LOCKSTEP_BENCH_CPU")); err == nil && n >= 0 {
+		return n
+	}
+	return 0
+}
+
+func benchBulkMB() int {
+	if n, err := strconv.Atoi(os.Getenv("LOCKSTEP_BENCH_BULK_MB")); err == nil && n > 0 {
+		return n
+	}
+	return 100
+}
+
+// BenchmarkBulkTransfer: one TCP connection carrying LOCKSTEP_BENCH_BULK_MB
+// MiB (default 100) from bulk_send to bulk_recv in 64 KiB writes and
+// reads, natively and traced, every send, delivery and recv released one
+// at a time: in ID order (fifo), or picked at random among the enabled ops
+// with a fixed seed (random, closer to what a strategy does).
+func BenchmarkBulkTransfer(b *testing.B) {
+	requireTracing(b)
+	testutil.RequireNetns(b)
+	testutil.RequireCgroup2(b, testutil.CgroupRoot)
+	sendBin, recvBin := bin(b, "c", "bulk_send"), bin(b, "c", "bulk_recv")
+	mb := benchBulkMB()
+	bytes := int64(mb) << 20
+	ctx := context.Background()
+	cl, err := netns.New(ctx, netns.Config{Nodes: []string{"receiver", "sender"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	rcv, snd := cl.Node("receiver"), cl.Node("sender")
+	const port = 7501
+	want := fmt.Sprintf("received %d", bytes)
+	recvArgv := []string{recvBin, strconv.Itoa(port)}
+	sendArgv := []string{sendBin, rcv.Addr.String(), strconv.Itoa(port), strconv.Itoa(mb)}
+	mbps := func(d time.Duration) float64 { return float64(bytes) / (1 << 20) / d.Seconds() }
+
+	for _, order := range []string{"fifo", "random"} {
+		b.Run("order="+order, func(b *testing.B) {
+			for range b.N {
+				// Native: from the sender's start to the receiver's exit.
+				r := nativeIn(rcv, recvArgv...)
+				var rout bytesBuffer
+				r.Stdout, r.Stderr = &rout, &rout
+				if err := r.Start(); err != nil {
+					b.Fatal(err)
+				}
+				// Listening first: a refused connect would sleep 10 ms.
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+					if ok, err := netns.Listening(rcv.NetnsPath, port); err != nil || ok {
+						break
+					}
+					if time.Now().After(deadline) {
+						b.Fatalf("the native receiver does not listen: %s", rout.String())
+					}
+				}
+				t0 := time.Now()
+				if out, err := nativeIn(snd, sendArgv...).CombinedOutput(); err != nil {
+					b.Fatalf("native sender: %v: %s", err, out)
+				}
+				if err := r.Wait(); err != nil || !strings.Contains(rout.String(), want) {
+					b.Fatalf("native receiver: %v: %s", err, rout.String())
+				}
+				native := time.Since(t0)
+				if err := cl.Reset(ctx); err != nil {
+					b.Fatal(err)
+				}
+
+				// Traced, as a trial traces: capture, virtual time,
+				// serialized threads on one CPU.
+				clk := vclock.New(vclock.DefaultEpoch, 0)
+				tr := New(Options{Capture: true, Clock: clk, Serialize: true, CPU: benchCPU(),
+					Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
+				dir := b.TempDir()
+				launch := func(n *netns.Node, argv ...string) {
+					f, _ := os.Create(filepath.Join(dir, n.Name))
+					defer f.Close()
+					if _, err := tr.Launch(LaunchConfig{Node: n.Name, Addr: n.Addr, Argv: argv, Netns: n.NetnsPath,
+						HostsFile: n.HostsFile, Cgroup: n.CgroupDir, Stdout: f, Stderr: f}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				rnd := rand.New(rand.NewPCG(1, 2))
+				launch(rcv, recvArgv...)
+				t0 = time.Now()
+				launch(snd, sendArgv...)
+				ops := 0
+				exited := 0
+				err = tr.Drive(ctx, func(st *State, _ Released) (Action, error) {
+					for _, e := range st.Exits {
+						if e.Root {
+							if e.Code != 0 || e.Signal != 0 {
+								return Action{}, fmt.Errorf("%s", e)
+							}
+							if exited++; exited == 2 {
+								return Action{Stop: true}, nil
+							}
+						}
+					}
+					if len(st.Enabled) == 0 {
+						if st.HasDeadline {
+							return Action{}, clk.AdvanceTo(st.NextDeadline)
+						}
+						return Action{}, fmt.Errorf("nothing enabled: %v", st.Pending)
+					}
+					ops++
+					i := 0
+					if order == "random" {
+						i = rnd.IntN(len(st.Enabled))
+					}
+					return Action{Release: st.Enabled[i].ID}, nil
+				})
+				traced := time.Since(t0)
+				stats := tr.Stats()
+				tr.Close()
+				if err != nil {
+					b.Fatalf("traced run: %v", err)
+				}
+				if out, _ := os.ReadFile(filepath.Join(dir, "receiver")); !strings.Contains(string(out), want) {
+					b.Fatalf("traced receiver: %s", out)
+				}
+				if err := cl.Reset(ctx); err != nil {
+					b.Fatal(err)
+				}
+				ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+				b.ReportMetric(mbps(native), "native-MB/s")
+				b.ReportMetric(mbps(traced), "traced-MB/s")
+				b.ReportMetric(mbps(traced)/mbps(native), "ratio")
+				b.ReportMetric(float64(ops), "ops")
+				b.ReportMetric(float64(stats.Deliveries), "deliveries")
+				b.ReportMetric(ms(traced), "traced-ms")
+				b.ReportMetric(ms(stats.HandleTime), "handle-ms")
+				b.ReportMetric(ms(stats.SettleTime), "quiesce-ms")
+				b.ReportMetric(ms(stats.ReleaseTime), "release-ms")
+				b.ReportMetric(float64(stats.ArrivalPolls)/float64(max(stats.Deliveries, 1)), "arrival-polls/delivery")
+				b.ReportMetric(float64(stats.WindowFull), "window-full")
+			}
+		})
+	}
+}
+
+// bytesBuffer is a bytes.Buffer safe for a command's two output streams.
+type bytesBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *bytesBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}
+
+func (w *bytesBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
 }

@@ -21,8 +21,11 @@ type finWait struct {
 }
 
 // netSettled reports whether every FIN in flight has arrived (or waited
-// long enough), dropping those that did.
+// long enough, or waits behind bytes held back for want of window),
+// dropping those that arrived, and whether bytes once held back have
+// arrived or are held again (heldSettled).
 func (t *Tracer) netSettled() bool {
+	settled := len(t.held) == 0 || t.heldSettled()
 	keep := t.finWaits[:0]
 	for _, w := range t.finWaits {
 		if time.Now().After(w.until) {
@@ -41,9 +44,30 @@ func (t *Tracer) netSettled() bool {
 			continue
 		}
 		keep = append(keep, w)
+		if t.finHeld(w) {
+			// Queued behind bytes the peer has no room for: it goes when
+			// the peer reads. Waiting for it is not waiting in vain.
+			keep[len(keep)-1].until = time.Now().Add(finWaitLimit)
+			continue
+		}
+		settled = false
 	}
 	t.finWaits = keep
-	return len(keep) == 0
+	return settled
+}
+
+// finHeld reports whether the closing side holds its FIN (and bytes before
+// it) back because the peer's window is full.
+func (t *Tracer) finHeld(w finWait) bool {
+	if w.closer == nil {
+		return false
+	}
+	d, err := t.diagFor(w.closer)
+	if err != nil {
+		return false
+	}
+	s, err := d.Sending(w.remote, w.local)
+	return err == nil && s.WindowFull()
 }
 
 // finSent reports whether the closing side really sent its FIN. A close

@@ -301,6 +301,7 @@ func (t *Tracer) killAll() {
 		t.closeConn(c)
 	}
 	clear(t.conns)
+	t.held = nil
 	t.fresh = t.fresh[:0]
 	// Reap anything else this thread started.
 	for {

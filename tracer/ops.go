@@ -191,7 +191,10 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 		if len(c.queue) == 0 || c.queue[0] != p {
 			return false
 		}
-		return !c.blocked || readyFd(c.dup, unix.POLLOUT)
+		if c.blocked && !readyFd(c.dup, unix.POLLOUT) {
+			return false
+		}
+		return t.roomFor(c, len(p.chunk.data))
 	case sched.Connect:
 		return p.deadline < 0 || p.deadline <= t.now()
 	case sched.Close, sched.Shutdown:

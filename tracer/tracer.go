@@ -47,8 +47,13 @@ type Options struct {
 	// Capture turns sends on gated TCP sockets into messages in flight,
 	// delivered later as their own ops (DESIGN.md "Messages in flight").
 	Capture bool
-	// DeliverCap bounds the undelivered bytes per connection direction;
-	// past it a send is disabled until deliveries drain. Default 4 MiB.
+	// DeliverCap bounds the undelivered bytes per connection direction
+	// (past it a send is disabled until deliveries drain) and the bytes
+	// delivered and not read yet (past it a delivery is disabled until the
+	// receiver reads: the receiver's buffer). Default 4 MiB, which the
+	// namespaces' socket buffers hold (netns): beyond what they hold,
+	// bytes wait in the sending socket for room (flowHeld) and how many
+	// a recv finds depends on the kernel's autotuning.
 	DeliverCap int
 	// SiteFrames is how many user frames a call site records (1 for the
 	// pc and pid+pc schemes, K for pid+stack:K). Default 1.
@@ -224,6 +229,8 @@ type Tracer struct {
 	sentinel     int
 	sentinelPipe *os.File // the sentinel's stdin, never written
 	finWaits     []finWait
+	held         []*conn     // connections whose sender holds delivered bytes back for want of window
+	bufs         bufPool     // capture buffers
 	timers       *timerTable // virtual kernel timers (timers.go), made on first use
 }
 
@@ -241,9 +248,13 @@ type Stats struct {
 	// receiver when lockstep stopped waiting: from then on, whether the
 	// receiver's ops are enabled depends on timing.
 	ArrivalsLate int
-	TimedWaits   uint64
-	SettleSpins  uint64
-	TSCReads     uint64 // rdtsc/rdtscp answered from virtual time
+	// WindowFull counts deliveries whose bytes the sending socket held
+	// back because the receiver's window was full (not waited for: they
+	// move when the receiver reads).
+	WindowFull  int
+	TimedWaits  uint64
+	SettleSpins uint64
+	TSCReads    uint64 // rdtsc/rdtscp answered from virtual time
 	// FinWaits counts closes after which lockstep waited for a FIN to
 	// reach the peer; FinWaitsExpired those it waited for in vain (real
 	// time lost: connectWaitLimit each).

@@ -69,8 +69,9 @@ const (
 )
 
 // diagRequest builds an exact sock_diag request (struct inet_diag_req_v2,
-// any state) for the IPv4 TCP socket with this local and remote address.
-func diagRequest(typ, flags uint16, local, remote netip.AddrPort) []byte {
+// any state) for the IPv4 TCP socket with this local and remote address;
+// ext asks for extensions (1<<(INET_DIAG_x-1)).
+func diagRequest(typ, flags uint16, ext uint8, local, remote netip.AddrPort) []byte {
 	const (
 		hdrLen = 16
 		reqLen = 56
@@ -84,6 +85,7 @@ func diagRequest(typ, flags uint16, local, remote netip.AddrPort) []byte {
 	r := req[hdrLen:]
 	r[0] = unix.AF_INET
 	r[1] = unix.IPPROTO_TCP
+	r[2] = ext
 	ne.PutUint32(r[4:], 0xffffffff) // all states
 	id := r[8:]
 	binary.BigEndian.PutUint16(id[0:], local.Port())
@@ -108,41 +110,119 @@ func (d *Sock) RQueue(local, remote netip.AddrPort) (uint32, error) {
 // Lookup returns the receive queue length and the TCP state of a socket.
 func (d *Sock) Lookup(local, remote netip.AddrPort) (uint32, uint8, error) {
 	const hdrLen = 16
-	req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST, local, remote)
-	ne := binary.NativeEndian
-	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return 0, 0, err
-	}
-	n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
+	msg, err := d.query(local, remote, 0)
 	if err != nil {
 		return 0, 0, err
 	}
+	// struct inet_diag_msg: 4 bytes, sockid (48), expires, rqueue, ...
+	return binary.NativeEndian.Uint32(msg[56:]), msg[1], nil
+}
+
+// Sending is what holds back the bytes a TCP socket has to send.
+type Sending struct {
+	State uint8
+	// Unacked counts segments sent and not acknowledged (tcpi_unacked):
+	// bytes on their way, or received and not acknowledged yet.
+	Unacked uint32
+	// NotSent counts bytes (and a FIN) queued and not sent yet
+	// (tcpi_notsent_bytes).
+	NotSent uint32
+	// Window is the peer's advertised receive window (tcpi_snd_wnd) and
+	// MSS the largest segment (tcpi_snd_mss).
+	Window, MSS uint32
+}
+
+// WindowFull reports whether the socket holds bytes back only because the
+// peer's receive window has no room for them: nothing it sent is
+// unacknowledged, so nothing moves until the peer reads (and says so).
+func (s Sending) WindowFull() bool {
+	return s.Unacked == 0 && s.NotSent > 0 && s.Window < min(s.NotSent, s.MSS)
+}
+
+// Offsets in struct tcp_info.
+const (
+	tcpiSndMSS   = 16
+	tcpiUnacked  = 24
+	tcpiNotsent  = 144
+	tcpiSndWnd   = 228
+	tcpiMinLen   = tcpiSndWnd + 4 // tcpi_snd_wnd came with Linux 5.4
+	inetDiagInfo = 2              // INET_DIAG_INFO
+)
+
+// Sending returns the sending side of the TCP socket with this local and
+// remote address (INET_DIAG_INFO). The error says when the kernel's
+// tcp_info lacks a field.
+func (d *Sock) Sending(local, remote netip.AddrPort) (Sending, error) {
+	msg, err := d.query(local, remote, 1<<(inetDiagInfo-1))
+	if err != nil {
+		return Sending{}, err
+	}
+	ne := binary.NativeEndian
+	// Attributes follow the 72-byte inet_diag_msg, each {len, type}
+	// padded to 4 bytes.
+	for a := msg[72:]; len(a) >= 4; {
+		l := int(ne.Uint16(a))
+		if l < 4 || l > len(a) {
+			break
+		}
+		if ne.Uint16(a[2:]) == inetDiagInfo {
+			ti := a[4:l]
+			if len(ti) < tcpiMinLen {
+				return Sending{}, errors.New("tcp_info without tcpi_snd_wnd")
+			}
+			return Sending{
+				State:   msg[1],
+				Unacked: ne.Uint32(ti[tcpiUnacked:]),
+				NotSent: ne.Uint32(ti[tcpiNotsent:]),
+				Window:  ne.Uint32(ti[tcpiSndWnd:]),
+				MSS:     ne.Uint32(ti[tcpiSndMSS:]),
+			}, nil
+		}
+		a = a[min((l+3)&^3, len(a)):]
+	}
+	// No tcp_info: a socket past its life (TIME_WAIT) has none.
+	return Sending{State: msg[1]}, nil
+}
+
+// query asks for one socket and returns its inet_diag_msg with the
+// attributes after it.
+func (d *Sock) query(local, remote netip.AddrPort, ext uint8) ([]byte, error) {
+	const hdrLen = 16
+	req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST, ext, local, remote)
+	ne := binary.NativeEndian
+	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, err
+	}
+	n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
+	if err != nil {
+		return nil, err
+	}
 	if n < hdrLen {
-		return 0, 0, errors.New("short sock_diag reply")
+		return nil, errors.New("short sock_diag reply")
 	}
 	switch ne.Uint16(d.buf[4:]) {
 	case unix.NLMSG_ERROR:
 		if errno := int32(ne.Uint32(d.buf[16:])); errno != 0 {
 			if unix.Errno(-errno) == unix.ENOENT {
-				return 0, 0, ErrNoSocket
+				return nil, ErrNoSocket
 			}
-			return 0, 0, unix.Errno(-errno)
+			return nil, unix.Errno(-errno)
 		}
-		return 0, 0, ErrNoSocket
+		return nil, ErrNoSocket
 	case sockDiagByFamily:
-		// struct inet_diag_msg: 4 bytes, sockid (48), expires, rqueue, ...
-		if n < hdrLen+60 {
-			return 0, 0, errors.New("short inet_diag_msg")
+		if n < hdrLen+72 {
+			return nil, errors.New("short inet_diag_msg")
 		}
-		return ne.Uint32(d.buf[hdrLen+56:]), d.buf[hdrLen+1], nil
+		end := min(int(ne.Uint32(d.buf[0:])), n)
+		return d.buf[hdrLen:end], nil
 	}
-	return 0, 0, fmt.Errorf("unexpected sock_diag reply type %d", ne.Uint16(d.buf[4:]))
+	return nil, fmt.Errorf("unexpected sock_diag reply type %d", ne.Uint16(d.buf[4:]))
 }
 
 // Destroy aborts the TCP socket with this local and remote address
 // (SOCK_DESTROY, the kernel's `ss -K`).
 func (d *Sock) Destroy(local, remote netip.AddrPort) error {
-	req := diagRequest(sockDestroy, unix.NLM_F_REQUEST|unix.NLM_F_ACK, local, remote)
+	req := diagRequest(sockDestroy, unix.NLM_F_REQUEST|unix.NLM_F_ACK, 0, local, remote)
 	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return err
 	}
@@ -178,7 +258,7 @@ func (d *Sock) TCP() ([]Conn, error) {
 		listen    = 10 // TCP_LISTEN
 		allStates = 0xffffffff &^ (1 << listen)
 	)
-	req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, netip.AddrPort{}, netip.AddrPort{})
+	req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, netip.AddrPort{}, netip.AddrPort{})
 	ne := binary.NativeEndian
 	ne.PutUint32(req[hdrLen+4:], allStates)
 	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {

@@ -130,3 +130,42 @@ func TestTCPDumpAndTimeWait(t *testing.T) {
 		}
 	}
 }
+
+func TestSendingWindowFull(t *testing.T) {
+	d, err := Open("")
+	if err != nil {
+		t.Skipf("skipping: no sock_diag here: %v", err)
+	}
+	defer d.Close()
+	c, s := pair(t)
+	cl, cr := addrs(c)
+	if st, err := d.Sending(cl, cr); err != nil || st.WindowFull() || st.NotSent != 0 || st.MSS == 0 {
+		t.Fatalf("idle: Sending = %+v, %v; want nothing held, an MSS", st, err)
+	}
+	// Write until the peer's window and our send buffer are full: the
+	// peer does not read.
+	c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+	n, _ := c.Write(make([]byte, 64<<20))
+	var st Sending
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if st, err = d.Sending(cl, cr); err != nil || st.WindowFull() {
+			break
+		}
+	}
+	if err != nil || !st.WindowFull() {
+		t.Fatalf("after %d bytes with no reader: Sending = %+v, %v; want the window full", n, st, err)
+	}
+	// Read everything: nothing is held any more.
+	s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 1<<20)
+	for got := 0; got < n; {
+		m, err := s.Read(buf)
+		if err != nil {
+			t.Fatalf("reading: %v after %d of %d", err, got, n)
+		}
+		got += m
+	}
+	if st, err := d.Sending(cl, cr); err != nil || st.WindowFull() || st.NotSent != 0 {
+		t.Fatalf("all read: Sending = %+v, %v; want nothing held", st, err)
+	}
+}

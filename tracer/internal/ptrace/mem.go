@@ -25,6 +25,24 @@ func ReadMem(pid int, addr uint64, b []byte) error {
 	return nil
 }
 
+// ReadMemVec fills b from the pieces of pid's memory segs names, in order,
+// in one call; their lengths must add up to len(b).
+func ReadMemVec(pid int, b []byte, segs []unix.RemoteIovec) error {
+	if len(b) == 0 {
+		return nil
+	}
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(len(b))
+	n, err := unix.ProcessVMReadv(pid, local, segs, 0)
+	if err != nil {
+		return fmt.Errorf("reading %d bytes in %d pieces of pid %d: %w", len(b), len(segs), pid, err)
+	}
+	if n != len(b) {
+		return fmt.Errorf("reading %d bytes in %d pieces of pid %d: short read %d", len(b), len(segs), pid, n)
+	}
+	return nil
+}
+
 // WriteMem copies b into pid's memory at addr. Read-only pages (rare for
 // the out-buffers lockstep fills) are written with ptrace pokes, which
 // need the tracer thread and a stopped thread.
