@@ -3,13 +3,16 @@ package engine
 import (
 	"context"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/sched"
@@ -140,7 +143,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	cpus := allowedCPUs()
+	cpus := quietestFirst(allowedCPUs(), rtThreadsByCPU())
 	js := make([]*job, jobs)
 	for i := range js {
 		j, err := newJob(ctx, sp, cpus[i%len(cpus)], opts.OutDir, opts.Logger)
@@ -372,6 +375,59 @@ func allowedCPUs() []int {
 		return []int{0}
 	}
 	return cpus
+}
+
+// rtThreadsByCPU counts the user-space threads under a real-time policy
+// (SCHED_FIFO or SCHED_RR) on each CPU: those of other lockstep campaigns,
+// whose tracees run SCHED_RR on their job's CPU. Kernel threads, which
+// every CPU has alike, are left out.
+func rtThreadsByCPU() map[int]int {
+	count := map[int]int{}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if c := p.Name()[0]; c >= '0' && c <= '9' {
+			countRTThreads(p.Name(), count)
+		}
+	}
+	return count
+}
+
+// countRTThreads adds process pid's real-time threads to count, by CPU.
+func countRTThreads(pid string, count map[int]int) {
+	tasks, _ := os.ReadDir(filepath.Join("/proc", pid, "task"))
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc", pid, "task", t.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		// After the command: flags is field 9, processor 39, policy 41.
+		f := strings.Fields(s[i+1:])
+		if len(f) < 39 {
+			continue
+		}
+		flags, _ := strconv.ParseUint(f[6], 10, 64)
+		cpu, _ := strconv.Atoi(f[36])
+		policy, _ := strconv.Atoi(f[38])
+		const pfKthread = 0x00200000
+		if flags&pfKthread == 0 && (policy == unix.SCHED_FIFO || policy == unix.SCHED_RR) {
+			count[cpu]++
+		}
+	}
+}
+
+// quietestFirst orders cpus by how many real-time threads already run on
+// each, fewest first (ties keep their order): a campaign beside another
+// then takes the other CPU rather than sharing one round-robin queue with
+// its tracees, which slows both and makes their schedules depend on it.
+func quietestFirst(cpus []int, rt map[int]int) []int {
+	out := slices.Clone(cpus)
+	slices.SortStableFunc(out, func(a, b int) int { return rt[a] - rt[b] })
+	return out
 }
 
 // TrialSeed derives trial i's seed from the campaign seed (splitmix64), so
