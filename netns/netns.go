@@ -550,37 +550,34 @@ func (c *Cluster) Reset(ctx context.Context) error {
 // of a trial's packets reach the next and a port a trial binds is free
 // again, as in a fresh namespace.
 func (c *Cluster) clearSockets() error {
-	errc := make(chan error, 1)
-	go func() {
-		// sockdiag.Open enters each namespace from this thread and comes
-		// back; locked so that nothing else runs there meanwhile.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var errs []error
-		for _, n := range c.nodes {
-			d, err := sockdiag.Open(n.NetnsPath)
+	var errs []error
+	for _, n := range c.nodes {
+		err := n.Do(func() error {
+			d, err := sockdiag.Open("")
 			if err != nil {
-				errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
-				continue
+				return err
 			}
+			defer d.Close()
 			conns, err := d.TCP()
+			if err != nil {
+				return fmt.Errorf("listing sockets: %w", err)
+			}
 			for _, s := range conns {
 				err := d.Destroy(s.Local, s.Remote)
 				if errors.Is(err, unix.EOPNOTSUPP) {
-					break // a kernel without SOCK_DESTROY: the orphans time out as before
+					return nil // a kernel without SOCK_DESTROY: the orphans time out as before
 				}
 				if err != nil && !errors.Is(err, sockdiag.ErrNoSocket) {
-					errs = append(errs, fmt.Errorf("node %s: closing %v>%v: %w", n.Name, s.Local, s.Remote, err))
+					return fmt.Errorf("closing %v>%v: %w", s.Local, s.Remote, err)
 				}
 			}
-			d.Close()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("node %s: listing sockets: %w", n.Name, err))
-			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
 		}
-		errc <- errors.Join(errs...)
-	}()
-	return <-errc
+	}
+	return errors.Join(errs...)
 }
 
 // members lists the pids in any node's cgroup or namespace.

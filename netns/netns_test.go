@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -662,20 +661,16 @@ func TestResetClearsSockets(t *testing.T) {
 	defer conn.Close()
 	left := func() []sockdiag.Conn {
 		var conns []sockdiag.Conn
-		errc := make(chan error, 1)
-		go func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			d, err := sockdiag.Open(c.Node("b").NetnsPath)
+		err := c.Node("b").Do(func() error {
+			d, err := sockdiag.Open("")
 			if err != nil {
-				errc <- err
-				return
+				return err
 			}
 			defer d.Close()
 			conns, err = d.TCP()
-			errc <- err
-		}()
-		if err := <-errc; err != nil {
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		return conns

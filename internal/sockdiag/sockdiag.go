@@ -109,7 +109,6 @@ func (d *Sock) RQueue(local, remote netip.AddrPort) (uint32, error) {
 
 // Lookup returns the receive queue length and the TCP state of a socket.
 func (d *Sock) Lookup(local, remote netip.AddrPort) (uint32, uint8, error) {
-	const hdrLen = 16
 	msg, err := d.query(local, remote, 0)
 	if err != nil {
 		return 0, 0, err
@@ -275,15 +274,14 @@ func (d *Sock) TCP() ([]Conn, error) {
 			if l < unix.NLMSG_HDRLEN || l > len(buf) {
 				return nil, errors.New("malformed sock_diag reply")
 			}
-			typ := ne.Uint16(buf[4:])
-			m := struct{ Data []byte }{buf[unix.NLMSG_HDRLEN:l]}
+			typ, data := ne.Uint16(buf[4:]), buf[unix.NLMSG_HDRLEN:l]
 			buf = buf[min((l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1), len(buf)):]
 			switch typ {
 			case unix.NLMSG_DONE:
 				return out, nil
 			case unix.NLMSG_ERROR:
-				if len(m.Data) >= 4 {
-					if errno := int32(ne.Uint32(m.Data)); errno != 0 {
+				if len(data) >= 4 {
+					if errno := int32(ne.Uint32(data)); errno != 0 {
 						return nil, unix.Errno(-errno)
 					}
 				}
@@ -291,7 +289,7 @@ func (d *Sock) TCP() ([]Conn, error) {
 			case sockDiagByFamily:
 				// struct inet_diag_msg: family, state, timer, retrans, then
 				// the socket id: sport, dport (big endian), src, dst.
-				b := m.Data
+				b := data
 				if len(b) < 4+48 {
 					continue
 				}
