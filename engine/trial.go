@@ -622,6 +622,12 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 			t.graceSpent += pause
 			return tracer.Action{}, nil
 		}
+		if len(st.Unsettled) > 0 {
+			// Some thread may still be on its way: lockstep cannot tell a
+			// deadlock from a machine too busy to run it.
+			return t.stop(Error, "", "no deadlock verdict: nothing enabled and no deadline, but after the %v grace period these threads were not known to be blocked: %s",
+				t.spec.Limits.DeadlockGrace, strings.Join(st.Unsettled, "; "))
+		}
 		if w := t.starts.describe(); w != "" {
 			return t.stop(Deadlock, "", "nothing enabled and no deadline; %s; blocked: %s", w, describeOps(st.Pending))
 		}

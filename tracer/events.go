@@ -107,7 +107,9 @@ func (t *Tracer) onEventStop(th *thread, sig syscall.Signal) {
 			return
 		}
 		th.openThreadFiles()
-		t.cont(th, 0)
+		parent := th.heldParent
+		th.heldParent = nil
+		t.contCloned(parent, th)
 	case th.state == tsTimedWait && th.interrupted:
 		t.finishTimedWait(th)
 	case sig == unix.SIGSTOP || sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU:
@@ -158,9 +160,25 @@ func (t *Tracer) onClone(parent *thread) {
 	if child.heldStatus {
 		child.heldStatus = false
 		child.openThreadFiles()
-		t.cont(child, 0)
+		t.contCloned(parent, child)
+		return
 	}
-	t.cont(parent, 0)
+	// Hold the parent until the child's first stop: see contCloned.
+	parent.state = tsHeld
+	child.heldParent = parent
+}
+
+// contCloned resumes a thread that cloned and its new thread, once both
+// have stopped, parent first. Under the serialized policy the kernel queues
+// them in the order they are resumed; resuming each as its stop arrived
+// made that order (which of them runs first, and so which glibc arena or Go
+// M gets which memory) depend on whether lockstep saw the child's stop
+// before the parent's event, which timing decides.
+func (t *Tracer) contCloned(parent, child *thread) {
+	if parent != nil && t.threads[parent.tid] == parent {
+		t.cont(parent, 0)
+	}
+	t.cont(child, 0)
 }
 
 func (t *Tracer) onExec(th *thread) {
@@ -238,6 +256,11 @@ func (t *Tracer) inject(th *thread, nr uint64, args ...uint64) (int64, error) {
 func (t *Tracer) dropThread(th *thread) {
 	if th.pending != nil {
 		t.dropPending(th.pending)
+	}
+	if parent := th.heldParent; parent != nil && t.threads[parent.tid] == parent && parent.state == tsHeld {
+		// Gone before its first stop: its parent waited for it in vain.
+		th.heldParent = nil
+		t.cont(parent, 0)
 	}
 	th.closeThreadFiles()
 	delete(t.threads, th.tid)

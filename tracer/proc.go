@@ -32,7 +32,8 @@ const (
 	tsTimedWait
 	// tsGroupStop: in a group-stop (SIGSTOP and friends), listening.
 	tsGroupStop
-	// tsHeld: stopped (new thread waiting for its parent's clone event).
+	// tsHeld: stopped: a new thread waiting for its parent's clone event,
+	// or a parent waiting for its new thread's first stop.
 	tsHeld
 )
 
@@ -55,6 +56,9 @@ type thread struct {
 	schedFd int
 	// earlyStatus holds a stop that arrived before the parent's clone event.
 	heldStatus bool
+	// heldParent is the thread that cloned this one, held at its clone
+	// event until this one's first stop.
+	heldParent *thread
 	// lastOp is the last op released for this thread; firstCause carries
 	// the creating thread's last op to a new thread's first op.
 	lastOp     uint64

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -235,6 +236,9 @@ func (t *Tracer) snapshot() State {
 			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind, Op: p.op.ID})
 		}
 	}
+	if len(st.Enabled) == 0 {
+		st.Unsettled = t.unsettled()
+	}
 	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
 		for _, th := range t.threads {
 			ks, _, _ := th.kernelState()
@@ -306,4 +310,49 @@ func (t *Tracer) blockingWait(d time.Duration) bool {
 	t.handle(tid, st)
 	t.stats.HandleTime += time.Since(t0)
 	return tid != sentinel
+}
+
+// unsettled names the threads not known to be blocked, each with what it
+// was doing: a thread stopped at a pending op, asleep in a timed wait
+// lockstep owns, or asleep in the kernel (a futex, a pipe) waits for
+// something; one that is starting, runnable or in disk I/O may still make
+// progress on its own.
+func (t *Tracer) unsettled() []string {
+	var out []string
+	for _, th := range t.threads {
+		var why string
+		switch th.state {
+		case tsGated, tsGroupStop:
+			continue
+		case tsTimedWait:
+			if !th.interrupted {
+				continue
+			}
+			why = "waking from a timed wait"
+		case tsNew, tsHeld:
+			why = "starting"
+		default:
+			s, _, ok := th.kernelState()
+			switch {
+			case !ok, s == 'S', s == 'Z', s == 'I', s == 't', s == 'T':
+				continue
+			case s == 'D' && th.inVforkWait():
+				continue
+			case s == 'D':
+				why = "in uninterruptible sleep (I/O)"
+			default:
+				why = "runnable"
+			}
+			if sc, err := readSmall("/proc/" + strconv.Itoa(th.tid) + "/syscall"); err == nil {
+				if f := strings.Fields(sc); len(f) > 0 && f[0] != "running" {
+					if nr, err := strconv.Atoi(f[0]); err == nil {
+						why += " in " + t.syscallName(nr)
+					}
+				}
+			}
+		}
+		out = append(out, th.String()+" "+why)
+	}
+	sort.Strings(out)
+	return out
 }

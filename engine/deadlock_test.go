@@ -1,0 +1,44 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
+	"github.com/lockstep-dev/lockstep/tracer"
+	"github.com/lockstep-dev/lockstep/vclock"
+)
+
+// A state with nothing enabled and no deadline is a deadlock only when
+// every thread is known to be blocked; a thread still runnable, starting
+// or in disk I/O after the grace period makes it lockstep's error, never a
+// bug of the system under test.
+func TestDeadlockVerdict(t *testing.T) {
+	blocked := []*sched.Op{{ID: 4, Node: "a", LPID: "a/0/t0", Kind: sched.Recv, Syscall: "read"}}
+	for _, tc := range []struct {
+		name      string
+		unsettled []string
+		want      OutcomeKind
+		detail    string
+	}{
+		{"all blocked", nil, Deadlock, "blocked: #4 a/0/t0 recv(read)"},
+		{"one runnable", []string{"a/0/t3(tid 77) runnable"}, Error, "a/0/t3(tid 77) runnable"},
+		{"one starting", []string{"b/0/t1(tid 80) starting"}, Error, "b/0/t1(tid 80) starting"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := &spec.Spec{}
+			sp.Limits.VirtualTime = time.Minute
+			sp.Limits.DeadlockGrace = 0
+			tr := &Trial{spec: sp, clk: vclock.New(time.Unix(0, 0), time.Minute), starts: newStarts(nil, nil), timing: newTiming(0, 0, 1)}
+			a, err := tr.wait(&tracer.State{Pending: blocked, Unsettled: tc.unsettled})
+			if err != nil || !a.Stop {
+				t.Fatalf("wait = %+v, %v; want a stop", a, err)
+			}
+			if tr.outcome.Kind != tc.want || !strings.Contains(tr.outcome.Detail, tc.detail) {
+				t.Errorf("outcome %s %q, want %s containing %q", tr.outcome.Kind, tr.outcome.Detail, tc.want, tc.detail)
+			}
+		})
+	}
+}
