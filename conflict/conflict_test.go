@@ -145,9 +145,11 @@ func TestSchemes(t *testing.T) {
 	for _, tc := range []struct{ scheme, key string }{
 		{"pc", "prog+0x10"},
 		{"pid+pc", "n/0/t1@prog+0x10"},
-		{"", "n/0/t1@prog+0x10"},
+		{"proc+pc", "n/0@prog+0x10"},
+		{"", "n/0@prog+0x10"},
 		{"pid+stack:2", "n/0/t1@prog+0x10;prog+0x20"},
 		{"pid+stack:8", "n/0/t1@prog+0x10;prog+0x20;prog+0x30"},
+		{"proc+stack:2", "n/0@prog+0x10;prog+0x20"},
 	} {
 		s, err := ParseScheme(tc.scheme)
 		if err != nil {
@@ -157,7 +159,7 @@ func TestSchemes(t *testing.T) {
 			t.Errorf("%s: key %q, want %q", tc.scheme, got, tc.key)
 		}
 	}
-	for _, bad := range []string{"stack", "pid+stack:0", "pid+stack:x", "pid+stack:17"} {
+	for _, bad := range []string{"stack", "pid+stack:0", "pid+stack:x", "pid+stack:17", "proc+stack:0", "thread+pc"} {
 		if _, err := ParseScheme(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -11,18 +11,26 @@ import (
 // Scheme says which parts of an op make its signature.
 type Scheme struct {
 	pid    bool // include the logical process id
+	thread bool // with pid: also the thread ("n/0/t3", not "n/0")
 	frames int  // call-site frames used (1 = the return address only)
 }
 
-// Schemes from Morpheus's evaluation; DefaultScheme is "pid+pc".
+// Schemes: "pc" and "pid+pc" are Morpheus's, whose logical processes
+// are Erlang processes; lockstep's threads are not as stable. Go runs a
+// goroutine's syscalls on whichever OS thread is free, and a JVM numbers
+// its threads in the order they race to be created, so "n/0/t3" names
+// another thread in the next trial and a history keyed by it learns
+// little. DefaultScheme, "proc+pc", keys by process and call site.
 var (
-	SchemePC      = Scheme{pid: false, frames: 1}
-	SchemePIDPC   = Scheme{pid: true, frames: 1}
-	DefaultScheme = SchemePIDPC
+	SchemePC       = Scheme{frames: 1}
+	SchemePIDPC    = Scheme{pid: true, thread: true, frames: 1}
+	SchemeProcPC   = Scheme{pid: true, frames: 1}
+	DefaultScheme  = SchemeProcPC
+	schemeSyntaxes = "pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K"
 )
 
-// ParseScheme parses "pc", "pid+pc" or "pid+stack:K" (K from 1 to 16);
-// "" is the default.
+// ParseScheme parses "pc", "proc+pc", "pid+pc", "proc+stack:K" or
+// "pid+stack:K" (K from 1 to 16); "" is the default.
 func ParseScheme(s string) (Scheme, error) {
 	switch s {
 	case "":
@@ -31,25 +39,36 @@ func ParseScheme(s string) (Scheme, error) {
 		return SchemePC, nil
 	case "pid+pc":
 		return SchemePIDPC, nil
+	case "proc+pc":
+		return SchemeProcPC, nil
 	}
-	if k, ok := strings.CutPrefix(s, "pid+stack:"); ok {
-		n, err := strconv.Atoi(k)
-		if err != nil || n < 1 || n > 16 {
-			return Scheme{}, fmt.Errorf("signature scheme %q: K must be an integer from 1 to 16", s)
+	for _, p := range []struct {
+		prefix string
+		thread bool
+	}{{"pid+stack:", true}, {"proc+stack:", false}} {
+		if k, ok := strings.CutPrefix(s, p.prefix); ok {
+			n, err := strconv.Atoi(k)
+			if err != nil || n < 1 || n > 16 {
+				return Scheme{}, fmt.Errorf("signature scheme %q: K must be an integer from 1 to 16", s)
+			}
+			return Scheme{pid: true, thread: p.thread, frames: n}, nil
 		}
-		return Scheme{pid: true, frames: n}, nil
 	}
-	return Scheme{}, fmt.Errorf("unknown signature scheme %q (want pc, pid+pc or pid+stack:K)", s)
+	return Scheme{}, fmt.Errorf("unknown signature scheme %q (want %s)", s, schemeSyntaxes)
 }
 
 func (s Scheme) String() string {
+	who := "proc"
+	if s.thread {
+		who = "pid"
+	}
 	switch {
 	case !s.pid:
 		return "pc"
 	case s.frames <= 1:
-		return "pid+pc"
+		return who + "+pc"
 	}
-	return fmt.Sprintf("pid+stack:%d", s.frames)
+	return fmt.Sprintf("%s+stack:%d", who, s.frames)
 }
 
 // Frames is how many call-site frames the tracer must collect.
@@ -70,5 +89,11 @@ func (s Scheme) Key(sig sched.Signature) string {
 	if !s.pid {
 		return site
 	}
-	return sig.LPID + "@" + site
+	who := sig.LPID
+	if !s.thread {
+		if i := strings.LastIndex(who, "/t"); i >= 0 {
+			who = who[:i]
+		}
+	}
+	return who + "@" + site
 }

@@ -599,7 +599,7 @@ func (d *decoder) strings(n ast.Node, field string) ([]string, error) {
 
 var (
 	nameRE  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-	stackRE = regexp.MustCompile(`^pid\+stack:([1-9][0-9]?)$`)
+	stackRE = regexp.MustCompile(`^(pid|proc)\+stack:([1-9][0-9]?)$`)
 )
 
 func (d *decoder) spec(root ast.Node, s *Spec) error {
@@ -611,7 +611,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	s.Network.Subnet = netns.DefaultSubnet
 	s.Scheduler.Strategy = "pos"
 	s.Scheduler.Seed = 1
-	s.Scheduler.Conflict.Scheme = "pid+pc"
+	s.Scheduler.Conflict.Scheme = "proc+pc"
 	s.Scheduler.Conflict.Mode = "skip"
 	s.Trials = 100
 	s.Limits.VirtualTime = 10 * time.Minute
@@ -837,8 +837,8 @@ func (d *decoder) conflict(n ast.Node, s *Spec) error {
 			if err != nil {
 				return err
 			}
-			if v != "pc" && v != "pid+pc" && !stackRE.MatchString(v) {
-				return d.errf(q.value, f, "unknown scheme %q (want pc, pid+pc or pid+stack:K)", v)
+			if v != "pc" && v != "pid+pc" && v != "proc+pc" && !stackRE.MatchString(v) {
+				return d.errf(q.value, f, "unknown scheme %q (want pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K)", v)
 			}
 			// The conflict package has the last word on K.
 			if _, err := conflict.ParseScheme(v); err != nil {
