@@ -31,7 +31,7 @@ func TestLoadedSameOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(sp.Nodes[0].Command[0]); err != nil {
+	if _, err := os.Stat(repoPath("testdata", "bin", "bugs", "mnesia-2", "mnesia2")); err != nil {
 		t.Skipf("skipping: %v (make testdata builds it)", err)
 	}
 	other, err := spec.Load(repoPath("testdata", "bugs", "locks-1", "spec.yaml"))
