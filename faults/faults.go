@@ -390,7 +390,8 @@ func (in *Injector) Recover() []Effect {
 }
 
 // Holds reports whether a fault holds an op back at now: every op of a
-// paused node's threads, and deliveries and connects across a partition.
+// paused node's threads, and deliveries and blocking connects across a
+// partition.
 // nodeOf names the node of a cluster address ("" when none).
 func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr) string) bool {
 	if end, ok := in.paused[o.Node]; ok && o.Kind != sched.Deliver {
@@ -410,7 +411,9 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 		}
 		return in.across(addrNode(src, nodeOf), addrNode(dst, nodeOf))
 	case sched.Connect:
-		return in.across(o.Node, addrNode(o.Peer, nodeOf))
+		// A non-blocking connect goes: its SYN is lost in the cut and the
+		// program's own timeout (a poll's) runs in virtual time.
+		return !o.NonBlocking && in.across(o.Node, addrNode(o.Peer, nodeOf))
 	}
 	return false
 }

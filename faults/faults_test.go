@@ -120,6 +120,7 @@ func TestHolds(t *testing.T) {
 		{sched.Op{Kind: sched.Deliver, Node: "s2", Conn: "10.0.0.2:4000>10.0.0.1:7000"}, true},
 		{sched.Op{Kind: sched.Deliver, Node: "s2", Conn: "10.0.0.2:4000>10.0.0.3:7000"}, false},
 		{sched.Op{Kind: sched.Connect, Node: "client", Peer: "10.0.0.1:7000"}, true},
+		{sched.Op{Kind: sched.Connect, Node: "client", Peer: "10.0.0.1:7000", NonBlocking: true}, false},
 		{sched.Op{Kind: sched.Connect, Node: "client", Peer: "10.0.0.3:7000"}, false},
 		{sched.Op{Kind: sched.Send, Node: "s1", Peer: "10.0.0.2:4000"}, false},
 	}

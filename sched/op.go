@@ -138,6 +138,10 @@ type Op struct {
 	Bytes int `json:"bytes,omitempty"`
 	// Syscall is the raw syscall name, for humans ("sendto", "epoll_wait").
 	Syscall string `json:"syscall,omitempty"`
+	// NonBlocking marks a connect on a non-blocking socket: it returns at
+	// once (EINPROGRESS) and the program waits for the handshake itself,
+	// with its own timeout, so a partition does not hold it back.
+	NonBlocking bool `json:"nonblocking,omitempty"`
 	// At is an advance op's target: the virtual time (ns since the trial
 	// began) of the deadline it lets the clock run to.
 	At int64 `json:"at,omitempty"`

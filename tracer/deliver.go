@@ -531,4 +531,49 @@ func (t *Tracer) applyCut(c Cut) {
 	for _, conn := range held {
 		t.maybeFinishConn(conn)
 	}
+	t.abortCutConnects(c)
+}
+
+// cutConnect is a non-blocking connect released into a partition.
+type cutConnect struct {
+	node        *nodeInfo
+	local, peer netip.AddrPort
+}
+
+// noteCutConnect remembers a connect whose SYN the partition drops.
+func (t *Tracer) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort) {
+	sa, err := unix.Getsockname(fi.dup)
+	if err != nil {
+		return
+	}
+	s4, ok := sa.(*unix.SockaddrInet4)
+	if !ok {
+		return
+	}
+	t.cutConnects = append(t.cutConnects, cutConnect{node: ni, local: netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port)), peer: peer})
+}
+
+// abortCutConnects ends, at a heal, the connects still waiting for an
+// answer to a SYN the partition dropped: the kernel would retransmit it
+// after a second or more of real time and complete the connection at a
+// moment no schedule fixes. The program sees the attempt fail
+// (ECONNABORTED), as one whose SYN retries ran out, and dials again.
+func (t *Tracer) abortCutConnects(c Cut) {
+	keep := t.cutConnects[:0]
+	for _, cc := range t.cutConnects {
+		if t.cut[[2]netip.Addr{cc.local.Addr().Unmap(), cc.peer.Addr().Unmap()}] {
+			keep = append(keep, cc) // still cut
+			continue
+		}
+		d, err := t.diagFor(cc.node)
+		if err != nil {
+			continue
+		}
+		if _, state, err := d.Lookup(cc.local, cc.peer); err == nil && state == tcpSynSent {
+			if err := d.Destroy(cc.local, cc.peer); err != nil {
+				t.log.Warn("aborting a connect made into a partition", "node", cc.node.name, "local", cc.local, "peer", cc.peer, "err", err)
+			}
+		}
+	}
+	t.cutConnects = keep
 }

@@ -89,6 +89,7 @@ func (t *Tracer) finSent(w finWait) bool {
 
 const (
 	tcpEstablished = 1
+	tcpSynSent     = 2
 	tcpCloseWait   = 8
 )
 

@@ -305,7 +305,13 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		if p.fi != nil && p.fi.dup >= 0 {
 			t.bindEphemeral(th.proc.node, p.fi)
 			peer, _ := netip.ParseAddrPort(p.op.Peer)
-			th.connecting = &connectWait{fi: p.fi, peer: peer, since: time.Now()}
+			if t.cut[[2]netip.Addr{th.proc.node.addr.Unmap(), peer.Addr().Unmap()}] {
+				// Its SYN goes into the partition's firewall: nothing to
+				// wait for; the heal ends the attempt (see applyCut).
+				t.noteCutConnect(th.proc.node, p.fi, peer)
+			} else {
+				th.connecting = &connectWait{fi: p.fi, peer: peer, since: time.Now()}
+			}
 		}
 		t.cont(th, 0)
 	case sched.Close:

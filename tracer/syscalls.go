@@ -301,6 +301,7 @@ func (t *Tracer) onConnect(th *thread, nr int, a [6]uint64) bool {
 	po.op.Peer = ap.String()
 	po.op.Object = "listen:" + ap.String()
 	po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
+	po.op.NonBlocking = po.immediate
 	if t.opts.Host != nil && !t.opts.Host(ap.Addr().Unmap()) {
 		po.silent = true
 		if !po.immediate && t.opts.Clock != nil {

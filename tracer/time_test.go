@@ -272,3 +272,26 @@ func TestSerialize(t *testing.T) {
 		h.tr.Close()
 	}
 }
+
+// A thread that clones and its new thread go on in one order, the
+// creating thread first, however lockstep happened to see their stops:
+// which of them the kernel queues first decides what each finds done (in
+// Go and glibc, whose memory), so it must not depend on timing.
+func TestCloneOrder(t *testing.T) {
+	var first string
+	for i := 0; i < 10; i++ {
+		h := newHarness(t, Options{Clock: &testClock{}, Serialize: true, CPU: benchCPU()})
+		h.launch("n", bin(t, "c", "thread_order"))
+		h.run(nil, nil)
+		out := h.output("n")
+		if !strings.HasPrefix(out, "order ") || len(out) != len("order PPPP0123\n") {
+			t.Fatalf("run %d: %q", i, out)
+		}
+		if first == "" {
+			first = out
+		} else if out != first {
+			t.Fatalf("run %d: %q, run 0: %q", i, out, first)
+		}
+		h.tr.Close()
+	}
+}

@@ -209,25 +209,27 @@ type Tracer struct {
 	done  chan struct{}
 
 	// Everything below is owned by the tracer thread.
-	vdso     *vdsoEntries           // the vDSO's clock entry points, found at the first exec
-	cut      map[[2]netip.Addr]bool // address pairs a partition separates
-	finsHeld []*conn                // connections whose FIN waits for a heal
-	nodes    map[string]*nodeInfo
-	byAddr   map[netip.Addr]*nodeInfo
-	threads  map[int]*thread
-	procs    map[int]*process
-	pending  map[uint64]*pendingOp
-	fresh    []*pendingOp
-	nextID   uint64
-	exits    []Exit
-	conns    map[string]*conn
-	connects map[string][]uint64 // released connects per listener, for accept causes
-	sites    *callsite.Cache
-	gates    map[int]gate
-	filter   []unix.SockFilter // the seccomp program, from gates
-	selfPid  int
-	stats    Stats
-	spinning []string
+	vdso *vdsoEntries           // the vDSO's clock entry points, found at the first exec
+	cut  map[[2]netip.Addr]bool // address pairs a partition separates
+	// cutConnects are non-blocking connects released into a partition.
+	cutConnects []cutConnect
+	finsHeld    []*conn // connections whose FIN waits for a heal
+	nodes       map[string]*nodeInfo
+	byAddr      map[netip.Addr]*nodeInfo
+	threads     map[int]*thread
+	procs       map[int]*process
+	pending     map[uint64]*pendingOp
+	fresh       []*pendingOp
+	nextID      uint64
+	exits       []Exit
+	conns       map[string]*conn
+	connects    map[string][]uint64 // released connects per listener, for accept causes
+	sites       *callsite.Cache
+	gates       map[int]gate
+	filter      []unix.SockFilter // the seccomp program, from gates
+	selfPid     int
+	stats       Stats
+	spinning    []string
 	// sentinel is a paused child of the tracer thread; stopping it wakes a
 	// blocking wait4 when no tracee will report (see blockingWait).
 	sentinel     int
