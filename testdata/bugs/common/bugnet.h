@@ -85,6 +85,18 @@ static void bn_send(int fd, const char *fmt, ...) {
   if (write(fd, b, n) != n) bn_die("write");
 }
 
+/* bn_trysend is bn_send for a peer that may have crashed: 0 when the write
+ * fails (the caller reconnects) instead of exiting. Callers ignore SIGPIPE. */
+static int bn_trysend(int fd, const char *fmt, ...) {
+  char b[BN_BUF];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(b, sizeof b - 1, fmt, ap);
+  va_end(ap);
+  b[n++] = '\n';
+  return write(fd, b, n) == n;
+}
+
 /* A buffered line reader over one socket. */
 struct bn_conn {
   int fd;

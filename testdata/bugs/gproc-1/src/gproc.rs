@@ -1,10 +1,12 @@
 // gproc-1: a delayed failure report removes a member that has already
 // re-joined with a newer incarnation, so n1 and n2 disagree on the view.
 //
-//   gproc n1 PORT [--fixed]        group leader: keeps the view
-//   gproc n2 PORT N1ADDR           member: joins, re-joins on RESTART
-//   gproc monitor PORT N1ADDR      failure detector: REPORT -> DOWN to n1
-//   gproc driver N1ADDR N2ADDR MONADDR
+//   gproc n1 PORT [--fixed]          group leader: keeps the view
+//   gproc n2 PORT N1ADDR DIR         member: joins with the incarnation kept in DIR/inc
+//   gproc monitor N1ADDR N2ADDR      failure detector: n2's connection closed -> DOWN to n1
+//   gproc driver N1ADDR N2ADDR SETTLE_MS
+//
+// n2's crash and restart are lockstep faults (spec.yaml), not messages.
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
@@ -22,6 +24,10 @@ impl Conn {
     fn new(s: TcpStream) -> Conn {
         let w = s.try_clone().expect("clone");
         Conn { r: BufReader::new(s), w }
+    }
+    // try_send writes one line; false if the peer is gone.
+    fn try_send(&mut self, line: &str) -> bool {
+        self.w.write_all(format!("{}\n", line).as_bytes()).is_ok()
     }
     fn send(&mut self, line: &str) {
         if let Err(e) = self.w.write_all(format!("{}\n", line).as_bytes()) {
@@ -141,84 +147,91 @@ fn join(n1: &str, inc: u64) -> Conn {
     c
 }
 
-fn run_n2(port: &str, n1: &str) {
+// next_incarnation reads the last incarnation from DIR/inc, stores and
+// returns the next: the file survives a crash, as a disk would.
+fn next_incarnation(dir: &str) -> u64 {
+    let path = format!("{}/inc", dir);
+    let last: u64 = std::fs::read_to_string(&path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+    if let Err(e) = std::fs::write(&path, format!("{}\n", last + 1)) {
+        eprintln!("{}: {}", path, e);
+        exit(2);
+    }
+    last + 1
+}
+
+// n2: joins, and only then listens, so whoever reaches it finds it a member.
+// One thread per connection: WATCH -> ALIVE n2 INC; PING -> PONG; VIEW ->
+// its belief, VIEW n1,n2.
+fn run_n2(port: &str, n1: &str, dir: &str) {
+    let inc = next_incarnation(dir);
+    println!("n2: incarnation {}", inc);
+    let _to_n1 = join(n1, inc);
     let l = listen(port);
-    let mut conns = vec![join(n1, 1)];
-    let mut inc = 1u64;
     for s in l.incoming() {
         let s = match s {
             Ok(s) => s,
             Err(_) => continue,
         };
-        let mut c = Conn::new(s);
-        while let Some(line) = c.recv() {
-            match line.as_str() {
-                "RESTART" => {
-                    println!("n2: RESTART (crash + restart)");
-                    inc += 1;
-                    conns.push(join(n1, inc));
-                    c.send("RESTARTED");
+        thread::spawn(move || {
+            let mut c = Conn::new(s);
+            while let Some(line) = c.recv() {
+                println!("n2: {}", line);
+                match line.as_str() {
+                    "WATCH" => c.send(&format!("ALIVE n2 {}", inc)),
+                    "PING" => c.send("PONG"),
+                    "VIEW" => c.send("VIEW n1,n2"),
+                    _ => println!("n2: unknown {:?}", line),
                 }
-                "VIEW" => {
-                    println!("n2: VIEW -> n1,n2");
-                    c.send("VIEW n1,n2");
-                }
-                _ => println!("n2: unknown {:?}", line),
             }
-        }
+        });
     }
 }
 
-fn run_monitor(port: &str, n1: &str) {
-    // Connect to n1 before listening, so the driver can only report once the
-    // monitor's connection to n1 is established.
+// monitor: watches n2 over one connection, with a heartbeat every 10 ms (the
+// connection's end, EOF or ECONNRESET, is the failure, not a timeout), and
+// reports DOWN n2 INC for the incarnation that connection reached; then it
+// watches the next one.
+fn run_monitor(n1: &str, n2: &str) {
     let mut to_n1 = dial(n1);
     println!("monitor: connected to n1");
-    let l = listen(port);
-    for s in l.incoming() {
-        let s = match s {
-            Ok(s) => s,
-            Err(_) => continue,
+    loop {
+        let mut w = dial(n2);
+        w.send("WATCH");
+        let inc = match w.recv() {
+            Some(l) if l.starts_with("ALIVE n2 ") => {
+                println!("monitor: got {}", l);
+                l["ALIVE n2 ".len()..].to_string()
+            }
+            other => {
+                println!("monitor: n2 closed before ALIVE ({:?})", other);
+                continue;
+            }
         };
-        let mut c = Conn::new(s);
-        while let Some(line) = c.recv() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            match f.as_slice() {
-                ["REPORT", name, inc] => {
-                    to_n1.send(&format!("DOWN {} {}", name, inc));
-                    println!("monitor: REPORT {} {} -> sent DOWN to n1", name, inc);
-                    c.send("ACK");
-                }
-                _ => println!("monitor: unknown {:?}", line),
+        loop {
+            thread::sleep(Duration::from_millis(10));
+            if !w.try_send("PING") || w.recv().is_none() {
+                break;
             }
         }
+        to_n1.send(&format!("DOWN n2 {}", inc));
+        println!("monitor: n2 connection closed -> sent DOWN n2 {} to n1", inc);
     }
 }
 
-fn run_driver(n1a: &str, n2a: &str, mona: &str) {
+// driver: leaves the faults time to happen and the system time to recover
+// (SETTLE_MS, past the spec's quiet period), then asks n1 and n2 for their
+// views.
+fn run_driver(n1a: &str, n2a: &str, settle_ms: u64) {
     let mut n1 = dial(n1a);
-    let mut mon = dial(mona);
-    let mut n2 = dial(n2a);
     println!("driver: connected");
-    loop {
-        n1.send("VIEW");
-        let v = n1.expect("driver", "VIEW ");
-        if v[5..].split(',').any(|m| m == "n2") {
-            println!("driver: n2 joined ({})", v);
-            break;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    mon.send("REPORT n2 1");
-    mon.expect("driver", "ACK");
-    println!("driver: monitor acked REPORT n2 1");
-    n2.send("RESTART");
-    n2.expect("driver", "RESTARTED");
-    println!("driver: n2 restarted");
+    thread::sleep(Duration::from_millis(settle_ms));
+    let mut n2 = dial(n2a); // a restarted n2 listens only once it has re-joined
     n1.send("VIEW");
     let v1 = n1.expect("driver", "VIEW ");
+    println!("driver: n1 says {}", v1);
     n2.send("VIEW");
     let v2 = n2.expect("driver", "VIEW ");
+    println!("driver: n2 says {}", v2);
     if v1 != v2 {
         println!("split views: n1 says {:?}, n2 says {:?}", &v1[5..], &v2[5..]);
         exit(1);
@@ -232,11 +245,11 @@ fn main() {
     match a.get(1..).unwrap_or(&[]) {
         ["n1", port] => run_n1(port, false),
         ["n1", port, "--fixed"] => run_n1(port, true),
-        ["n2", port, n1] => run_n2(port, n1),
-        ["monitor", port, n1] => run_monitor(port, n1),
-        ["driver", n1, n2, mon] => run_driver(n1, n2, mon),
+        ["n2", port, n1, dir] => run_n2(port, n1, dir),
+        ["monitor", n1, n2] => run_monitor(n1, n2),
+        ["driver", n1, n2, settle] => run_driver(n1, n2, settle.parse().unwrap_or(300)),
         _ => {
-            eprintln!("usage: gproc n1 PORT [--fixed] | n2 PORT N1 | monitor PORT N1 | driver N1 N2 MON");
+            eprintln!("usage: gproc n1 PORT [--fixed] | n2 PORT N1 DIR | monitor N1 N2 | driver N1 N2 SETTLE_MS");
             exit(2);
         }
     }
