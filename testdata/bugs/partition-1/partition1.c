@@ -1,38 +1,42 @@
 /*
- * partition-1: a primary/backup store fails over without terms; after a
- * partition heals both servers believe they are the primary (split brain)
- * and a write acknowledged by one is missing from the other.
+ * partition-1: a primary/backup store whose primary serves reads under a
+ * lease renewed by the backup's heartbeat acks, and counts the lease from
+ * when an ack ARRIVES instead of from when its heartbeat was SENT. An ack
+ * held in the network across a partition renews, at the heal, the lease of
+ * a primary that was deposed during the partition: it answers a read with
+ * a value the new primary has since overwritten (a stale read).
  *
  *   partition1 server NAME PORT primary [--fixed]
  *   partition1 server NAME PORT backup PEER [--fixed]
- *   partition1 client NAME MINE OTHER CHECK_MS
+ *   partition1 client NAME FIRST SECOND CHECK_MS
  *
- * The primary sends HB to the backup every HB_MS and forwards every write
- * to it (REPL, asynchronous); it answers PUT and GET. The backup applies
- * REPL and answers clients NOTPRIMARY. When the backup has not heard a
- * heartbeat for FAILOVER_MS it takes over: it becomes a primary and starts
- * sending heartbeats itself. The two servers share one connection, which
- * the backup dials at its start.
+ * The primary (term 1) sends "HB term ts" to the backup every HB_MS (ts: its
+ * monotonic clock at the send); the backup answers "ACK term ts". Each ack
+ * renews the primary's lease for LEASE_MS, and it serves only under a valid
+ * lease: GET from its own table, PUT replicated synchronously (REPL, OK to
+ * the client once the backup answers REPLOK). The backup answers clients
+ * NOTPRIMARY. After FAILOVER_MS (> LEASE_MS) without a heartbeat the backup
+ * takes over with term+1: the old primary's lease has run out by then, so
+ * the new primary serves alone (its peer is presumed dead) without a lease.
+ * A server that hears a higher term (HB, REPL, or TERM, the answer to a
+ * message of a lower term) steps down to backup. Values are versions: a
+ * PUT or REPL of k=v applies only if v is above the stored version.
  *
- * Without terms the takeover is never undone: a primary takes the peer's
- * heartbeats for a backup's noise and ignores them (only a backup follows
- * heartbeats), so when a partition that outlasted FAILOVER_MS heals, the old
- * primary goes on serving beside the new one. A client that writes through
- * one and reads through the other does not read its own write.
+ * The bug: the lease is counted from the ack's arrival (now + LEASE_MS). An
+ * ack sent just before a partition and held in flight across it arrives at
+ * the heal, after the backup took over, and gives the deposed primary a
+ * fresh lease; until the new primary's TERM reaches it, it answers GET from
+ * a table that misses the writes of the partition.
  *
- * A client writes a key of its own through its server (MINE, falling back to
- * OTHER on NOTPRIMARY or when MINE does not answer in TIMEOUT_MS), W times,
- * one every GAP_MS; a server that is unreachable or not the primary is not an
- * error. Then it sleeps until CHECK_MS after its start (past the quiet
- * period: every partition healed, the servers settled), writes a final
- * key through MINE and reads it back through OTHER (each falling back to
- * the other server on NOTPRIMARY): a missing or old value is a lost
- * acknowledged write, exit 1.
+ * The client writes x=1, 2, ... (PUT, then GET x, which must answer the
+ * version just acknowledged or a later one), asking FIRST and then SECOND
+ * on NOTPRIMARY or when FIRST does not answer in TIMEOUT_MS, until CHECK_MS
+ * after its start. Unavailability is not an error; a read older than an
+ * acknowledged write is (exit 1).
  *
- * --fixed (servers): terms. A takeover increments the term; heartbeats and
- * REPL carry it; a primary that hears a heartbeat of a higher term steps
- * down to backup, and a server ignores REPL of a lower term. After the heal
- * the old primary steps down at the new one's first heartbeat.
+ * --fixed (servers): the ack echoes the heartbeat's send time and the lease
+ * runs from it (ts + LEASE_MS), as in Raft's leader leases: an ack held
+ * across a partition renews the lease only up to a moment already past.
  */
 #include "../common/bugnet.h"
 
@@ -41,12 +45,13 @@
 #include <signal.h>
 
 #define HB_MS 100        /* heartbeat period */
-#define FAILOVER_MS 500  /* a backup takes over after this long without a heartbeat */
+#define LEASE_MS 300     /* an ack renews the primary's lease for this long */
+#define FAILOVER_MS 500  /* a backup takes over after this long without a heartbeat (> LEASE_MS) */
 #define TIMEOUT_MS 200   /* a client's wait for an answer */
 #define RETRY_MS 100     /* a client's pause before it tries again */
 #define ATTEMPTS 40      /* tries per request: 12 s at most, beyond any outage */
-#define GAP_MS 200       /* a client's pace */
-#define WRITES 8
+#define GAP_MS 100       /* a client's pace */
+#define READS 3          /* reads per write */
 
 static long long now_ms(void) {
   struct timespec ts;
@@ -74,17 +79,30 @@ static void say(int fd, const char *fmt, ...) {
 
 /* server */
 
-#define MAXK 64
+#define MAXK 16
+#define MAXP 16
 
 static struct {
   const char *name;
-  int fixed, primary, term, peer;
-  long long last_hb, next_hb;
-  char keys[MAXK][64], vals[MAXK][64];
-  int n;
+  int fixed, primary, solo, term, peer, seq;
+  int quiet; /* a primary that took over: no heartbeats until its old peer is heard again */
+  long long last_hb, next_hb, lease_until;
+  char keys[MAXK][64];
+  int vals[MAXK], n;
+  struct {
+    int seq, fd, v, id;
+    char k[64];
+  } pend[MAXP]; /* PUTs waiting for the backup's REPLOK */
+  int npend;
 } sv = {.peer = -1};
 
-static void kv_set(const char *k, const char *v) {
+static int kv_get(const char *k) {
+  for (int i = 0; i < sv.n; i++)
+    if (strcmp(sv.keys[i], k) == 0) return sv.vals[i];
+  return 0;
+}
+
+static void kv_set(const char *k, int v) {
   int i;
   for (i = 0; i < sv.n && strcmp(sv.keys[i], k) != 0; i++) {
   }
@@ -95,47 +113,81 @@ static void kv_set(const char *k, const char *v) {
     }
     sv.n++;
     snprintf(sv.keys[i], sizeof sv.keys[i], "%s", k);
+    sv.vals[i] = 0;
   }
-  snprintf(sv.vals[i], sizeof sv.vals[i], "%s", v);
+  if (v > sv.vals[i]) sv.vals[i] = v;
 }
 
-static const char *kv_get(const char *k) {
-  for (int i = 0; i < sv.n; i++)
-    if (strcmp(sv.keys[i], k) == 0) return sv.vals[i];
-  return NULL;
+static void step_down(int t) {
+  printf("%s: a primary of term %d exists: stepping down from term %d\n", sv.name, t, sv.term);
+  sv.primary = sv.solo = 0, sv.term = t, sv.last_hb = now_ms(), sv.lease_until = 0;
+  for (int i = 0; i < sv.npend; i++) say(sv.pend[i].fd, "%d NOTPRIMARY", sv.pend[i].id);
+  sv.npend = 0;
+}
+
+/* serving: a primary answers clients alone after a takeover, else under its lease. */
+static int serving(void) {
+  return sv.primary && (sv.solo || now_ms() < sv.lease_until);
 }
 
 static void server_line(int fd, char *line) {
-  char k[64], v[64];
-  int t;
+  char k[64];
+  int t, v, s, id;
+  long long ts;
   printf("%s: %s\n", sv.name, line);
   if (strcmp(line, "PEER") == 0) {
     sv.peer = fd;
-  } else if (sscanf(line, "HB %d", &t) == 1) {
-    if (!sv.primary) {
-      if (!sv.fixed || t >= sv.term) sv.last_hb = now_ms(), sv.term = t > sv.term ? t : sv.term;
-    } else if (sv.fixed && t > sv.term) {
-      printf("%s: a primary of term %d exists: stepping down from term %d\n", sv.name, t, sv.term);
-      sv.primary = 0, sv.term = t, sv.last_hb = now_ms();
-    } else {
-      printf("%s: primary: heartbeat of term %d ignored\n", sv.name, t);
-    }
-  } else if (sscanf(line, "REPL %d %63s %63s", &t, k, v) == 3) {
-    if (!sv.primary && (!sv.fixed || t >= sv.term)) kv_set(k, v);
-    else printf("%s: replication of %s ignored\n", sv.name, k);
-  } else if (sscanf(line, "PUT %63s %63s", k, v) == 2) {
-    if (!sv.primary) {
-      say(fd, "NOTPRIMARY");
+  } else if (sscanf(line, "HB %d %lld", &t, &ts) == 2) {
+    if (t < sv.term) {
+      say(fd, "TERM %d", sv.term);
+      if (sv.quiet) printf("%s: the old primary is back: heartbeating it\n", sv.name);
+      sv.quiet = 0;
       return;
     }
+    if (sv.primary && t > sv.term) step_down(t);
+    if (!sv.primary) sv.term = t, sv.last_hb = now_ms(), say(fd, "ACK %d %lld", t, ts);
+  } else if (sscanf(line, "ACK %d %lld", &t, &ts) == 2) {
+    if (sv.primary && t == sv.term) {
+      sv.lease_until = (sv.fixed ? ts : now_ms()) + LEASE_MS;
+      printf("%s: lease until %lld\n", sv.name, sv.lease_until);
+    }
+  } else if (sscanf(line, "TERM %d", &t) == 1) {
+    if (t > sv.term) step_down(t);
+  } else if (sscanf(line, "REPL %d %d %63s %d", &t, &s, k, &v) == 4) {
+    if (t < sv.term) {
+      say(fd, "TERM %d", sv.term);
+      sv.quiet = 0;
+      return;
+    }
+    if (sv.primary && t > sv.term) step_down(t);
     kv_set(k, v);
-    say(sv.peer, "REPL %d %s %s", sv.term, k, v); /* asynchronous: no wait for the backup */
-    say(fd, "OK");
-  } else if (sscanf(line, "GET %63s", k) == 1) {
-    const char *val = kv_get(k);
-    if (!sv.primary) say(fd, "NOTPRIMARY");
-    else if (val) say(fd, "VAL %s", val);
-    else say(fd, "NONE");
+    say(fd, "REPLOK %d %d", t, s);
+  } else if (sscanf(line, "REPLOK %d %d", &t, &s) == 2) {
+    for (int i = 0; i < sv.npend; i++)
+      if (sv.pend[i].seq == s && sv.primary && t == sv.term) {
+        kv_set(sv.pend[i].k, sv.pend[i].v);
+        say(sv.pend[i].fd, "%d OK", sv.pend[i].id);
+        sv.pend[i] = sv.pend[--sv.npend];
+        break;
+      }
+  } else if (sscanf(line, "%d PUT %63s %d", &id, k, &v) == 3) {
+    if (!serving()) {
+      say(fd, "%d NOTPRIMARY", id);
+    } else if (sv.solo || sv.peer < 0) {
+      kv_set(k, v);
+      say(fd, "%d OK", id);
+    } else if (sv.npend == MAXP) {
+      say(fd, "%d BUSY", id);
+    } else {
+      sv.pend[sv.npend].seq = ++sv.seq, sv.pend[sv.npend].fd = fd, sv.pend[sv.npend].v = v;
+      sv.pend[sv.npend].id = id;
+      snprintf(sv.pend[sv.npend].k, sizeof sv.pend[sv.npend].k, "%s", k);
+      sv.npend++;
+      say(sv.peer, "REPL %d %d %s %d", sv.term, sv.seq, k, v); /* synchronous: OK at REPLOK */
+    }
+  } else if (sscanf(line, "%d GET %63s", &id, k) == 2) {
+    if (!serving()) say(fd, "%d NOTPRIMARY", id);
+    else say(fd, "%d VAL %d", id, kv_get(k)); /* a lease read: no round trip to the backup */
   }
 }
 
@@ -154,12 +206,11 @@ static void server(int port, const char *peer) {
     if (poll(lp.fds, lp.n, at > now ? (int)(at - now) : 0) < 0) bn_die("poll");
     now = now_ms();
     if (!sv.primary && now - sv.last_hb >= FAILOVER_MS) {
-      if (sv.fixed) sv.term++;
-      sv.primary = 1, sv.next_hb = now;
+      sv.term++, sv.primary = sv.solo = sv.quiet = 1, sv.next_hb = now;
       printf("%s: no heartbeat for %d ms: taking over as primary (term %d)\n", sv.name, FAILOVER_MS, sv.term);
     }
     if (sv.primary && now >= sv.next_hb) {
-      if (sv.peer >= 0) say(sv.peer, "HB %d", sv.term);
+      if (sv.peer >= 0 && !sv.quiet) say(sv.peer, "HB %d %lld", sv.term, now);
       sv.next_hb = now + HB_MS;
     }
     if (lp.fds[0].revents & POLLIN) {
@@ -175,6 +226,8 @@ static void server(int port, const char *peer) {
       while (bn_take(c, line, sizeof line)) server_line(c->fd, line);
       if (!open) {
         if (c->fd == sv.peer) sv.peer = -1;
+        for (int j = 0; j < sv.npend; j++)
+          if (sv.pend[j].fd == c->fd) sv.pend[j--] = sv.pend[--sv.npend];
         close(c->fd);
         lp.fds[i].fd = -1;
       }
@@ -204,12 +257,16 @@ static int wait_fd(int fd, short ev, int ms) {
 }
 
 /*
- * call sends one request to s and reads its answer within TIMEOUT_MS, on a
- * new connection if needed; 0 when s is unreachable, slow or gone (the
- * connection is then dropped, so that a late answer is never taken for
- * the next request's).
+ * call sends one request to s, tagged with a new id, and reads its answer
+ * within TIMEOUT_MS, on a new connection if needed; 0 when s is
+ * unreachable, slow or gone. A slow server keeps its connection (answers
+ * to earlier ids are skipped), as a client library that matches replies
+ * to requests does; a connection that ends is dropped.
  */
 static int call(struct srv *s, const char *req, char *reply, size_t cap) {
+  static int ids;
+  char line[BN_BUF];
+  int id = ++ids, got;
   if (s->c.fd < 0) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     fcntl(fd, F_SETFL, O_NONBLOCK);
@@ -228,19 +285,30 @@ static int call(struct srv *s, const char *req, char *reply, size_t cap) {
     bn_nodelay(fd);
     s->c.fd = fd;
   }
-  say(s->c.fd, "%s", req);
-  printf("%s: sent %s to %s\n", me, req, s->name);
+  say(s->c.fd, "%d %s", id, req);
+  printf("%s: sent %d %s to %s\n", me, id, req, s->name);
   long long end = now_ms() + TIMEOUT_MS;
-  while (!bn_take(&s->c, reply, cap)) {
+  for (;;) {
+    while (bn_take(&s->c, line, sizeof line)) {
+      int n = 0;
+      if (sscanf(line, "%d %n", &got, &n) == 1 && got == id) {
+        snprintf(reply, cap, "%s", line + n);
+        printf("%s: got %s from %s\n", me, line, s->name);
+        return 1;
+      }
+      printf("%s: late answer %s from %s skipped\n", me, line, s->name);
+    }
     long long left = end - now_ms();
-    if (left <= 0 || !wait_fd(s->c.fd, POLLIN, (int)left) || !bn_fill(&s->c)) {
-      printf("%s: no answer from %s to %s\n", me, s->name, req);
+    if (left <= 0 || !wait_fd(s->c.fd, POLLIN, (int)left)) {
+      printf("%s: no answer from %s to %d %s\n", me, s->name, id, req);
+      return 0;
+    }
+    if (!bn_fill(&s->c)) {
+      printf("%s: %s closed the connection\n", me, s->name);
       hangup(s);
       return 0;
     }
   }
-  printf("%s: got %s from %s\n", me, reply, s->name);
-  return 1;
 }
 
 /*
@@ -249,8 +317,8 @@ static int call(struct srv *s, const char *req, char *reply, size_t cap) {
  */
 static void request(struct srv *first, struct srv *second, const char *req, char *reply, size_t cap) {
   for (int a = 1; a <= ATTEMPTS; a++) {
-    if (call(first, req, reply, cap) && strcmp(reply, "NOTPRIMARY") != 0) return;
-    if (call(second, req, reply, cap) && strcmp(reply, "NOTPRIMARY") != 0) return;
+    if (call(first, req, reply, cap) && strcmp(reply, "NOTPRIMARY") != 0 && strcmp(reply, "BUSY") != 0) return;
+    if (call(second, req, reply, cap) && strcmp(reply, "NOTPRIMARY") != 0 && strcmp(reply, "BUSY") != 0) return;
     sleep_ms(RETRY_MS);
   }
   fprintf(stderr, "%s: no primary answered %s after %d attempts\n", me, req, ATTEMPTS);
@@ -275,34 +343,35 @@ static void resolve(struct srv *s, const char *hostport) {
   s->c.fd = -1;
 }
 
-static void client(const char *name, const char *mine, const char *other, int check_ms) {
-  static struct srv m, o;
-  char req[128], reply[BN_BUF], want[128];
+static void client(const char *name, const char *first, const char *second, int check_ms) {
+  static struct srv a, b;
+  char req[128], reply[BN_BUF];
+  int v;
   me = name;
-  resolve(&m, mine);
-  resolve(&o, other);
+  resolve(&a, first);
+  resolve(&b, second);
   long long start = now_ms();
-  for (int i = 1; i <= WRITES; i++) {
+  for (int i = 1; now_ms() < start + check_ms; i++) {
     sleep_ms(GAP_MS);
-    snprintf(req, sizeof req, "PUT %s %d", name, i);
-    request(&m, &o, req, reply, sizeof reply);
+    snprintf(req, sizeof req, "PUT x %d", i);
+    request(&a, &b, req, reply, sizeof reply);
+    if (strcmp(reply, "OK") != 0) {
+      fprintf(stderr, "%s: unexpected %s\n", name, reply);
+      exit(2);
+    }
+    for (int r = 0; r < READS; r++) {
+      request(&a, &b, "GET x", reply, sizeof reply);
+      if (sscanf(reply, "VAL %d", &v) != 1) {
+        fprintf(stderr, "%s: unexpected %s\n", name, reply);
+        exit(2);
+      }
+      if (v < i) {
+        fprintf(stderr, "%s: stale read: x=%d was acknowledged, then GET x answered %d\n", name, i, v);
+        exit(1);
+      }
+    }
   }
-  sleep_ms(start + check_ms - now_ms());
-  snprintf(req, sizeof req, "PUT final-%s done", name);
-  request(&m, &o, req, reply, sizeof reply);
-  if (strcmp(reply, "OK") != 0) {
-    fprintf(stderr, "%s: unexpected %s\n", name, reply);
-    exit(2);
-  }
-  snprintf(req, sizeof req, "GET final-%s", name);
-  request(&o, &m, req, reply, sizeof reply);
-  snprintf(want, sizeof want, "VAL done");
-  if (strcmp(reply, want) != 0) {
-    fprintf(stderr, "%s: lost acknowledged write: final-%s=done was acknowledged, the primary then answered %s\n",
-            name, name, reply);
-    exit(1);
-  }
-  printf("%s: read its acknowledged write back\n", name);
+  printf("%s: every read saw the last acknowledged write\n", name);
   exit(0);
 }
 
@@ -321,6 +390,6 @@ int main(int argc, char **argv) {
   }
   if (argc == 6 && strcmp(argv[1], "client") == 0) client(argv[2], argv[3], argv[4], atoi(argv[5]));
   fprintf(stderr, "usage: partition1 server NAME PORT primary [--fixed] | partition1 server NAME PORT backup PEER "
-                  "[--fixed] | partition1 client NAME MINE OTHER CHECK_MS\n");
+                  "[--fixed] | partition1 client NAME FIRST SECOND CHECK_MS\n");
   return 2;
 }
