@@ -411,10 +411,15 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 		}
 		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest)}}}, nil
 	case sched.Heal:
-		if err := t.j.cluster.Heal(e.Cut, e.Rest); err != nil {
-			return t.stop(Error, e.Node, "healing %v from %v: %v", e.Cut, e.Rest, err)
+		// The tracer opens the firewall (Cut.Open) once it has ended the
+		// connects made into the partition.
+		open := func() error {
+			if err := t.j.cluster.Heal(e.Cut, e.Rest); err != nil {
+				return fmt.Errorf("healing %v from %v: %w", e.Cut, e.Rest, err)
+			}
+			return nil
 		}
-		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Heal: true}}}, nil
+		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Heal: true, Open: open}}}, nil
 	}
 	return tracer.Action{}, nil
 }

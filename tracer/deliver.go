@@ -508,30 +508,37 @@ func (t *Tracer) popConnect(listener string) uint64 {
 // across it (see Cut).
 //
 // Precondition: runs on the tracer thread.
-func (t *Tracer) applyCut(c Cut) {
+func (t *Tracer) applyCut(c Cut) error {
 	if t.cut == nil {
 		t.cut = map[[2]netip.Addr]bool{}
 	}
-	for _, a := range c.A {
-		for _, b := range c.B {
-			for _, pair := range [][2]netip.Addr{{a.Unmap(), b.Unmap()}, {b.Unmap(), a.Unmap()}} {
-				if c.Heal {
-					delete(t.cut, pair)
-				} else {
-					t.cut[pair] = true
-				}
+	pairs := func(f func([2]netip.Addr)) {
+		for _, a := range c.A {
+			for _, b := range c.B {
+				f([2]netip.Addr{a.Unmap(), b.Unmap()})
+				f([2]netip.Addr{b.Unmap(), a.Unmap()})
 			}
 		}
 	}
 	if !c.Heal {
-		return
+		pairs(func(p [2]netip.Addr) { t.cut[p] = true })
+		return nil
 	}
+	healed := map[[2]netip.Addr]bool{}
+	pairs(func(p [2]netip.Addr) { healed[p] = true })
+	t.abortCutConnects(healed)
+	if c.Open != nil {
+		if err := c.Open(); err != nil {
+			return err
+		}
+	}
+	pairs(func(p [2]netip.Addr) { delete(t.cut, p) })
 	held := t.finsHeld
 	t.finsHeld = nil
 	for _, conn := range held {
 		t.maybeFinishConn(conn)
 	}
-	t.abortCutConnects(c)
+	return nil
 }
 
 // cutConnect is a non-blocking connect released into a partition.
@@ -550,7 +557,13 @@ func (t *Tracer) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort) {
 	if !ok {
 		return
 	}
-	t.cutConnects = append(t.cutConnects, cutConnect{node: ni, local: netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port)), peer: peer})
+	local := netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
+	if local.Addr().IsUnspecified() {
+		// Bound to the wildcard (as lockstep binds an unbound socket): the
+		// connect will take the node's address.
+		local = netip.AddrPortFrom(ni.addr.Unmap(), local.Port())
+	}
+	t.cutConnects = append(t.cutConnects, cutConnect{node: ni, local: local, peer: peer})
 }
 
 // abortCutConnects ends, at a heal, the connects still waiting for an
@@ -558,11 +571,11 @@ func (t *Tracer) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort) {
 // after a second or more of real time and complete the connection at a
 // moment no schedule fixes. The program sees the attempt fail
 // (ECONNABORTED), as one whose SYN retries ran out, and dials again.
-func (t *Tracer) abortCutConnects(c Cut) {
+func (t *Tracer) abortCutConnects(healed map[[2]netip.Addr]bool) {
 	keep := t.cutConnects[:0]
 	for _, cc := range t.cutConnects {
-		if t.cut[[2]netip.Addr{cc.local.Addr().Unmap(), cc.peer.Addr().Unmap()}] {
-			keep = append(keep, cc) // still cut
+		if !healed[[2]netip.Addr{cc.local.Addr().Unmap(), cc.peer.Addr().Unmap()}] {
+			keep = append(keep, cc) // across another cut, still in force
 			continue
 		}
 		d, err := t.diagFor(cc.node)

@@ -485,6 +485,11 @@ type Action struct {
 type Cut struct {
 	A, B []netip.Addr
 	Heal bool
+	// Open, for a heal, removes the partition's firewall. The tracer calls
+	// it once it has ended the connects made into the cut (whose SYNs the
+	// kernel would otherwise retransmit through the opened firewall at a
+	// real-time moment) and before it sends the FINs held across it.
+	Open func() error
 }
 
 // Stepper is what Run asks at each quiescent point, on the tracer thread.
@@ -536,7 +541,9 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 				t.driftClock(node, ppm)
 			}
 			for _, c := range a.Cuts {
-				t.applyCut(c)
+				if err = t.applyCut(c); err != nil {
+					return
+				}
 			}
 			if a.Reset != "" {
 				if err = t.resetSock(a.Reset); err != nil {
