@@ -238,6 +238,14 @@ func interruption(ctx context.Context) error {
 
 // absPath makes a path from the command line absolute: nodes run in their
 // own directories, where a relative {{tmp}} would point nowhere.
+// traceFile takes a trial's directory for the trace it holds.
+func traceFile(p string) string {
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		return filepath.Join(p, "trace.jsonl")
+	}
+	return p
+}
+
 func absPath(p string) (string, error) {
 	if p == "" {
 		return "", nil
@@ -312,7 +320,7 @@ func replayCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "replay",
 		Usage:     "re-run the trial a trace describes and check it fails the same way",
-		ArgsUsage: "TRACE",
+		ArgsUsage: "TRACE (a trace.jsonl, or the trial directory that holds it)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: beside the trace)"},
 		},
@@ -320,7 +328,7 @@ func replayCmd() *cli.Command {
 			if c.NArg() != 1 {
 				return badInput(errors.New("replay: want exactly one TRACE argument"))
 			}
-			trace, err := absPath(c.Args().First())
+			trace, err := absPath(traceFile(c.Args().First()))
 			if err != nil {
 				return badInput(err)
 			}
@@ -358,7 +366,7 @@ func showCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "print a trace's interleaving, one line per released op, or draw it (--html)",
-		ArgsUsage: "TRACE",
+		ArgsUsage: "TRACE (a trace.jsonl, or the trial directory that holds it)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "html", Usage: "write a space-time diagram of the trace to `FILE` (self-contained HTML)"},
 		},
@@ -366,7 +374,7 @@ func showCmd() *cli.Command {
 			if c.NArg() != 1 {
 				return badInput(errors.New("show: want exactly one TRACE argument"))
 			}
-			tr, err := engine.LoadTrace(c.Args().First())
+			tr, err := engine.LoadTrace(traceFile(c.Args().First()))
 			if err != nil {
 				return badInput(err)
 			}

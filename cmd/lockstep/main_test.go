@@ -319,6 +319,18 @@ func TestShow(t *testing.T) {
 	if code != 0 || stdout != string(want) {
 		t.Fatalf("exit %d, stderr %q, stdout\n%s", code, stderr, stdout)
 	}
+	// A trial's directory stands for the trace it holds.
+	dir := t.TempDir()
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "trace.jsonl"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, "show", dir); code != 0 || stdout != string(want) {
+		t.Fatalf("show DIR: exit %d, stderr %q, stdout\n%s", code, stderr, stdout)
+	}
 	out := filepath.Join(t.TempDir(), "trace.html")
 	code, stdout, stderr = runCLI(t, "show", trace, "--html", out)
 	page, err := os.ReadFile(out)
