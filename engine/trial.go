@@ -588,7 +588,12 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		if err != nil {
 			return tracer.Action{}, err
 		}
-		t.record(*op, false)
+		rec := *op
+		if op.Kind == sched.Partition {
+			// For show: the whole side cut off (a group), as its heal names it.
+			rec.Peer = strings.Join(e.Cut, ",")
+		}
+		t.record(rec, false)
 		return t.applyFault(e)
 	}
 	t.pending = op

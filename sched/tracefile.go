@@ -90,6 +90,9 @@ func FormatRecord(r Record) string {
 		peer = fmt.Sprintf("wall clock %+v", time.Duration(r.Op.Delay))
 	case r.Op.Kind == Partition:
 		peer = "cuts off " + r.Op.Node
+		if r.Op.Peer != "" {
+			peer = "cuts off " + r.Op.Peer // the node's whole group
+		}
 		if r.Op.Delay > 0 {
 			peer += fmt.Sprintf(" for ≥%v", time.Duration(r.Op.Delay))
 		}
