@@ -475,3 +475,45 @@ func TestEphemeralPortsRepeat(t *testing.T) {
 		t.Fatalf("client1's first connection is not from port 32768: %v", conns[0])
 	}
 }
+
+// The suite's crash-1 fails through lockstep's faults alone: POS finds a
+// crash between a write's acknowledgement and its group commit, with the
+// restart that loses it, and the trace replays to the same failure.
+func TestFaultBugCrashRestart(t *testing.T) {
+	requireTrials(t)
+	if _, err := os.Stat(repoPath("testdata", "bin", "bugs", "crash-1", "crash1")); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	sp, err := spec.Load(repoPath("testdata", "bugs", "crash-1", "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	sum, err := Run(context.Background(), sp, RunOptions{Trials: 100, Strategy: "pos", OutDir: out, StopOnFirst: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.First == nil {
+		t.Fatalf("POS found no failure in %d trials: %v", sum.Trials, sum.ByKind)
+	}
+	if sum.First.Outcome.Kind != ClientFailed {
+		t.Fatalf("want client-failed, got %v", sum.First.Outcome)
+	}
+	var crash, restart bool
+	for _, rec := range traceRecords(t, sum.First) {
+		crash = crash || rec.Op.Kind == sched.Crash
+		restart = restart || (crash && rec.Op.Kind == sched.Restart)
+	}
+	if !crash || !restart {
+		t.Fatalf("trial %d failed without a crash and a restart in its trace", sum.First.Index)
+	}
+	for i := 0; i < 3; i++ {
+		rr, err := Replay(context.Background(), sum.First.TracePath, filepath.Join(out, "replay"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rr.Same {
+			t.Fatalf("replay %d differs: %s", i, rr.Diff)
+		}
+	}
+}
