@@ -89,11 +89,8 @@ func (s Scheme) Key(sig sched.Signature) string {
 	if !s.pid {
 		return site
 	}
-	who := sig.LPID
 	if !s.thread {
-		if i := strings.LastIndex(who, "/t"); i >= 0 {
-			who = who[:i]
-		}
+		return sig.Process() + "@" + site
 	}
-	return who + "@" + site
+	return sig.LPID + "@" + site
 }

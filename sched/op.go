@@ -173,11 +173,16 @@ func (o *Op) String() string {
 
 // Process is the process part of the op's LPID ("db1/0.1" of
 // "db1/0.1/t3"), or the whole LPID when it names no thread.
-func (o *Op) Process() string {
-	if i := strings.LastIndex(o.LPID, "/t"); i >= 0 {
-		return o.LPID[:i]
+func (o *Op) Process() string { return processOf(o.LPID) }
+
+// Process is the process part of the signature's LPID.
+func (s Signature) Process() string { return processOf(s.LPID) }
+
+func processOf(lpid string) string {
+	if i := strings.LastIndex(lpid, "/t"); i >= 0 {
+		return lpid[:i]
 	}
-	return o.LPID
+	return lpid
 }
 
 // SameOnProcess reports whether a and b are the same operation of the same

@@ -547,20 +547,15 @@ type cutConnect struct {
 	local, peer netip.AddrPort
 }
 
-// noteCutConnect remembers a connect whose SYN the partition drops.
+// noteCutConnect remembers a connect whose SYN the partition drops, by
+// the address bindEphemeral gave its socket.
 func (t *Tracer) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort) {
-	sa, err := unix.Getsockname(fi.dup)
-	if err != nil {
-		return
+	local := fi.local
+	if local.Port() == 0 {
+		return // the kernel picks the port at the connect: no name to find it by
 	}
-	s4, ok := sa.(*unix.SockaddrInet4)
-	if !ok {
-		return
-	}
-	local := netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
 	if local.Addr().IsUnspecified() {
-		// Bound to the wildcard (as lockstep binds an unbound socket): the
-		// connect will take the node's address.
+		// Bound to the wildcard: the connect takes the node's address.
 		local = netip.AddrPortFrom(ni.addr.Unmap(), local.Port())
 	}
 	t.cutConnects = append(t.cutConnects, cutConnect{node: ni, local: local, peer: peer})

@@ -236,9 +236,6 @@ func (t *Tracer) snapshot() State {
 			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind, Op: p.op.ID})
 		}
 	}
-	if len(st.Enabled) == 0 {
-		st.Unsettled = t.unsettled()
-	}
 	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
 		for _, th := range t.threads {
 			ks, _, _ := th.kernelState()
@@ -264,6 +261,9 @@ func (t *Tracer) snapshot() State {
 	})
 	if len(st.Deadlines) > 0 {
 		st.NextDeadline, st.HasDeadline = st.Deadlines[0].At, true
+	} else if len(st.Enabled) == 0 {
+		// A deadlock candidate (rare): worth a look at each thread.
+		st.Unsettled = t.unsettled()
 	}
 	return st
 }

@@ -160,9 +160,10 @@ type State struct {
 	// Spinning lists threads that ran past the grace period without
 	// reaching a gated syscall or sleeping; the state is then not quiescent.
 	Spinning []string
-	// Unsettled lists, when nothing is enabled, the threads that are not
-	// known to be blocked: still starting, runnable, or in an uninterruptible
-	// sleep (I/O). Only a state without them can be called a deadlock.
+	// Unsettled lists, when nothing is enabled and no deadline is pending
+	// (a deadlock candidate), the threads not known to be blocked: still
+	// starting, runnable, or in an uninterruptible sleep (I/O). Only a
+	// state without them can be called a deadlock.
 	Unsettled []string
 	// ClockReads counts clock reads answered since the Tracer started.
 	ClockReads uint64
