@@ -10,6 +10,7 @@ require (
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
+	golang.org/x/arch v0.32.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.44.0
 )

@@ -58,6 +58,7 @@ type job struct {
 	cpu     int
 	track   *tracker // nil without eBPF
 	zygote  *tracer.Zygote
+	images  *tracer.Images
 	log     *slog.Logger
 	outDir  string
 }
@@ -76,7 +77,7 @@ func newJob(ctx context.Context, sp *spec.Spec, cpu int, outDir string, log *slo
 		cl.Close()
 		return nil, err
 	}
-	return &job{spec: sp, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z}, nil
+	return &job{spec: sp, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z, images: tracer.NewImages()}, nil
 }
 
 func (j *job) close() error {
@@ -214,6 +215,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		SiteFrames: p.frames,
 		Logger:     j.log,
 		Zygote:     j.zygote,
+		Images:     j.images,
 		Socks:      slices.Contains(sp.Faults.Kinds, sched.Reset),
 		Serialize:  true,
 	})
@@ -304,7 +306,9 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 		return nil, err
 	}
-	argv, env, wd, err := t.spec.Expand(n.Name, spec.TemplateVars{TrialDir: t.res.Dir, NodeDir: nodeDir, Seed: t.p.seed, Addrs: t.addrs})
+	// The node sees the trial's directory at a fixed path (see
+	// tracer.Sandbox.Trial), so its paths are the same in a replay.
+	argv, env, wd, err := t.spec.Expand(n.Name, spec.TemplateVars{TrialDir: tracer.TrialPath, NodeDir: tracer.TrialPath + "/" + n.Name, Seed: t.p.seed, Addrs: t.addrs})
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +332,7 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 		ClockOffset:  t.skew[n.Name],
 		// The host is read-only to a node but for the trial's directory
 		// (its {{tmp}}, and {{trialdir}} where clients write histories).
-		Sandbox: &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps},
+		Sandbox: &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps, Trial: t.res.Dir},
 	}, nil
 }
 

@@ -1,5 +1,10 @@
 package tracer
 
+import (
+	"maps"
+	"slices"
+)
+
 // crashNode kills every process of a node and drops what they sent that
 // lockstep has not delivered: a crashed host's unsent bytes never reach
 // the wire. The kernel then closes the node's sockets, so peers see the end
@@ -14,7 +19,10 @@ func (t *Tracer) crashNode(name string) {
 	if ni == nil {
 		return
 	}
-	for _, c := range t.conns {
+	// In a fixed order: the FINs leave in the order the duplicates close,
+	// and a peer's epoll reports the connections' ends in that order.
+	for _, key := range slices.Sorted(maps.Keys(t.conns)) {
+		c := t.conns[key]
 		if c.src.Addr().Unmap() != ni.addr || c.dup < 0 {
 			continue
 		}

@@ -309,8 +309,11 @@ func (t *Tracer) flowOf(c *conn) flow {
 		return flowArrived
 	}
 	rq, err := d.RQueue(c.dst, c.src)
+	if errors.Is(err, sockdiag.ErrNoSocket) {
+		return t.resetFlow(c)
+	}
 	if err != nil {
-		return flowArrived // gone, or not a socket sock_diag can see
+		return flowArrived // not a socket sock_diag can see
 	}
 	if uint64(rq) >= c.sent-c.consumed {
 		return flowArrived
@@ -321,6 +324,30 @@ func (t *Tracer) flowOf(c *conn) flow {
 				return flowHeld
 			}
 		}
+	}
+	return flowMoving
+}
+
+// resetFlow follows bytes delivered to a socket that is gone: a peer that
+// crashed, or restarted, during a partition answers them with an RST, and
+// they have "arrived" once it has reset the sending socket. The RST crosses
+// the namespaces in softirq as the bytes did; without this wait, whether the
+// sender's next poll saw its connection reset depended on timing (etcd
+// members writing to a restarted peer after a heal).
+func (t *Tracer) resetFlow(c *conn) flow {
+	if t.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
+		return flowArrived // the partition drops them: nothing comes back
+	}
+	sn := t.byAddr[c.src.Addr().Unmap()]
+	if sn == nil {
+		return flowArrived
+	}
+	sd, err := t.diagFor(sn)
+	if err != nil {
+		return flowArrived
+	}
+	if _, _, err := sd.Lookup(c.src, c.dst); err != nil {
+		return flowArrived // reset: the sending socket left the table
 	}
 	return flowMoving
 }

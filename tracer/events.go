@@ -3,6 +3,8 @@ package tracer
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -87,6 +89,8 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 		switch {
 		case sig == unix.SIGSEGV && t.opts.Clock != nil && t.emulateTSC(th):
 			// rdtsc answered from virtual time.
+		case sig == unix.SIGILL && t.opts.Clock != nil && t.emulatePatchedTSC(th):
+			// A rewritten rdtsc, likewise.
 		case th.proc != nil && th.proc.nsInit && t.initSignal(th, sig):
 			// Killed for a signal a traced namespace init cannot die of.
 		default:
@@ -143,7 +147,7 @@ func (t *Tracer) onClone(parent *thread) {
 	} else {
 		np := &process{
 			pid: tid, site: callsite.Process{Pid: tid}, node: p.node, forkPath: p.forkPath + "." + strconv.Itoa(p.nforks),
-			threads: map[int]*thread{}, fds: map[int]*fdInfo{}, parent: p,
+			threads: map[int]*thread{}, fds: map[int]*fdInfo{}, parent: p, tscSites: p.tscSites,
 		}
 		p.nforks++
 		if t.opts.Random != nil {
@@ -213,6 +217,11 @@ func (t *Tracer) onExec(th *thread) {
 		// execve clears the rdtsc trap, so set it in the new image.
 		if ret, err := t.inject(th, unix.SYS_PRCTL, unix.PR_SET_TSC, unix.PR_TSC_SIGSEGV); err != nil || ret != 0 {
 			t.log.Warn("trapping rdtsc", "thread", th.String(), "ret", ret, "err", err)
+		}
+		// Where the hypervisor ignores that trap, the image's own reads are
+		// rewritten (tsc.go).
+		if n, err := t.patchTSC(th); err != nil {
+			t.log.Warn("rewriting rdtsc", "thread", th.String(), "rewritten", n, "err", err)
 		}
 	}
 	if p.node.rand != nil {
@@ -380,9 +389,9 @@ func (t *Tracer) killAndReap(match func(*process) bool) int {
 		}
 		return n
 	}
-	for _, p := range t.procs {
-		if match(p) {
-			unix.Kill(p.pid, unix.SIGKILL)
+	for _, pid := range slices.Sorted(maps.Keys(t.procs)) {
+		if match(t.procs[pid]) {
+			unix.Kill(pid, unix.SIGKILL)
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)

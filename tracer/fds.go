@@ -1,7 +1,9 @@
 package tracer
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -139,9 +141,11 @@ func (t *Tracer) forgetFd(p *process, fd int) *fdInfo {
 	return fi
 }
 
+// In descriptor order, as the kernel closes them: a duplicate released here
+// may be a connection's last reference, and its FIN leaves now.
 func (t *Tracer) forgetAllFds(p *process) {
-	for fd, fi := range p.fds {
-		t.releaseDup(fi)
+	for _, fd := range slices.Sorted(maps.Keys(p.fds)) {
+		t.releaseDup(p.fds[fd])
 		delete(p.fds, fd)
 	}
 }

@@ -19,6 +19,9 @@ import (
 // Sandbox isolates a node the way a container would; see LaunchConfig.
 type Sandbox = launch.Sandbox
 
+// TrialPath is where a sandboxed node sees its Sandbox.Trial directory.
+const TrialPath = launch.TrialPath
+
 // A Zygote forks nodes on a tracer's behalf (Options.Zygote).
 type Zygote = launch.Zygote
 

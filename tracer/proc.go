@@ -35,6 +35,9 @@ const (
 	// tsHeld: stopped: a new thread waiting for its parent's clone event,
 	// or a parent waiting for its new thread's first stop.
 	tsHeld
+	// tsAlone: stopped at a syscall that may sleep on the disk, until no
+	// other thread runs (see onAlone).
+	tsAlone
 )
 
 // thread is one traced task.
@@ -97,6 +100,9 @@ type process struct {
 	// stream per process, since processes of one node that start together
 	// would otherwise take turns on one stream in an order real time sets.
 	rand io.Reader
+	// tscSites maps the counter reads patchTSC rewrote in the process's
+	// image to their sizes; a forked child shares its parent's.
+	tscSites map[uint64]uint8
 }
 
 func (p *process) String() string {

@@ -89,6 +89,9 @@ type Options struct {
 	// thread forks them itself, which is simpler but slows lockstep down
 	// while children are young.
 	Zygote *Zygote
+	// Images caches what lockstep learns of the nodes' executables (see
+	// tsc.go); a job shares one across its trials. nil: one per tracer.
+	Images *Images
 }
 
 // LaunchConfig describes a node's first process.
@@ -262,6 +265,7 @@ type Stats struct {
 	TimedWaits  uint64
 	SettleSpins uint64
 	TSCReads    uint64 // rdtsc/rdtscp answered from virtual time
+	Alone       uint64 // disk syscalls held until nothing else ran (onAlone)
 	// FinWaits counts closes after which lockstep waited for a FIN to
 	// reach the peer; FinWaitsExpired those it waited for in vain (real
 	// time lost: connectWaitLimit each).
@@ -322,6 +326,9 @@ func New(opts Options) *Tracer {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Images == nil {
+		opts.Images = NewImages()
 	}
 	if opts.Gated == nil {
 		opts.Gated = func(a netip.Addr) bool { return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() }

@@ -25,7 +25,17 @@ type Sandbox struct {
 	Writable []string
 	// Caps are capabilities kept beside DefaultCaps (unix.CAP_*).
 	Caps []int
+	// Trial, when set, is a directory the node also sees at TrialPath,
+	// the same path in every run and replay: a program's heap holds the
+	// paths it is given, and a Go runtime collects garbage (and polls the
+	// network while it does) at points that depend on its heap's size, so
+	// a replay in a directory whose name was one byte longer took another
+	// path.
+	Trial string
 }
+
+// TrialPath is where a sandboxed node sees Sandbox.Trial.
+const TrialPath = "/run/lockstep/trial"
 
 // DefaultCaps are the capabilities a sandboxed node keeps: what a service
 // started as root needs to bind a low port and to hand itself or its

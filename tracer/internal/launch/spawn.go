@@ -59,6 +59,7 @@ const (
 	stepPrivateDev
 	stepReadOnly
 	stepWritable
+	stepTrialPath
 	stepSetns
 	stepChdir
 	stepPersonality
@@ -76,8 +77,9 @@ var stepNames = map[spawnStep]string{
 	stepMountPrivate: "making mounts private", stepMountHosts: "bind-mounting the node's hosts file over /etc/hosts",
 	stepProc: "mounting the node's /proc", stepPrivateTmp: "giving the node a private /tmp", stepPrivateDev: "giving the node a /dev of its own",
 	stepReadOnly: "making the host's filesystem read-only", stepWritable: "keeping a writable directory writable",
-	stepCaps:  "dropping capabilities",
-	stepSetns: "entering the network namespace", stepChdir: "changing directory",
+	stepTrialPath: "showing the trial's directory at " + TrialPath,
+	stepCaps:      "dropping capabilities",
+	stepSetns:     "entering the network namespace", stepChdir: "changing directory",
 	stepPersonality: "disabling ASLR", stepWaitSeized: "waiting for the tracer",
 	stepTSC: "trapping rdtsc", stepNoNewPrivs: "setting no_new_privs",
 	stepSeccomp: "installing the seccomp filter", stepExec: "executing the program",
@@ -126,6 +128,8 @@ type spawnSpec struct {
 	devPts, devpts, ptsOpts, devShm *byte
 	links, linkTargets              []*byte
 	varTmp                          *byte // nil when the host has no /var/tmp
+	// trial, when set, is bound at trialAt (TrialPath), after the rest.
+	trial, trialAt *byte
 	// clock, when set, is the node's clock page, handed to the program as
 	// descriptor ClockPageFd (see ClockPageFd).
 	clock      uintptr
@@ -324,6 +328,12 @@ func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
 	if isDir("/var/tmp") {
 		s.varTmp = cstr("/var/tmp")
 	}
+	if sb.Trial != "" {
+		if err := os.MkdirAll(TrialPath, 0o755); err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+		s.trial, s.trialAt = cstr(sb.Trial), cstr(TrialPath)
+	}
 	s.setPrivateDev()
 	return nil
 }
@@ -435,6 +445,13 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 	// The host's kernel settings stay read-only under a writable /proc.
 	if e := setattr(s.procSys, 0, &s.roAttr); e != 0 {
 		return stepReadOnly, e
+	}
+	// Bound last, from the trial's directory made writable above, whose
+	// flags a bind mount takes.
+	if s.trial != nil {
+		if e := mnt(s.trial, s.trialAt, nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
+			return stepTrialPath, e
+		}
 	}
 	return 0, 0
 }

@@ -68,18 +68,24 @@ var syscallInsn = [...]byte{0x0f, 0x05}
 // result registers and moves the pc past the instruction. It reports false
 // when code is not rdtsc or rdtscp.
 func (r *Regs) EmulateTSC(code [3]byte, tsc uint64) bool {
-	var size uint64
 	switch {
 	case code[0] == 0x0f && code[1] == 0x31: // rdtsc
-		size = 2
+		r.AnswerTSC(tsc, 2)
 	case code[0] == 0x0f && code[1] == 0x01 && code[2] == 0xf9: // rdtscp
-		size = 3
-		r.r.Rcx = 0 // IA32_TSC_AUX: CPU 0
+		r.AnswerTSC(tsc, 3)
 	default:
 		return false
+	}
+	return true
+}
+
+// AnswerTSC completes a counter read of size bytes at the pc with tsc:
+// rdtsc (2 bytes) or rdtscp (3, which also reads IA32_TSC_AUX: CPU 0).
+func (r *Regs) AnswerTSC(tsc, size uint64) {
+	if size == 3 {
+		r.r.Rcx = 0
 	}
 	r.r.Rax = tsc & 0xffffffff
 	r.r.Rdx = tsc >> 32
 	r.r.Rip += size
-	return true
 }
