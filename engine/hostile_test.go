@@ -67,9 +67,13 @@ func TestHostilePrograms(t *testing.T) {
 			if f := fmt.Sprintf("/tmp/lockstep-hostile-tmp-%d", r.Seed); fileExists(f) {
 				t.Fatalf("the node's file %s is on the host", f)
 			}
-			// Nothing of the trial runs on: a daemon's argv names its node's
-			// directory, so no process may mention the trial's.
-			if left := processesMentioning(r.Dir); len(left) > 0 {
+			// Nothing of the trial runs on: no process may mention the
+			// trial's directory, nor the daemon's marker, named by the
+			// trial's seed (nodes see their directory at tracer.TrialPath,
+			// which every trial's nodes share).
+			left := processesMentioning(r.Dir)
+			left = append(left, processesMentioning(fmt.Sprintf("daemon-marker-%d", r.Seed))...)
+			if len(left) > 0 {
 				t.Fatalf("left running: %v", left)
 			}
 		})

@@ -9,8 +9,8 @@ import (
 // lockstep has not delivered: a crashed host's unsent bytes never reach
 // the wire. The kernel then closes the node's sockets, so peers see the end
 // of their connections as after a process crash; lockstep's duplicates of
-// those sockets close now, and the FINs they send are waited for like any
-// other. It returns once the processes are reaped, so the next state
+// those sockets close now (across a partition, at its heal), and the FINs
+// they send are waited for like any other. It returns once the processes are reaped, so the next state
 // reports their exits and none of their ops.
 //
 // Precondition: runs on the tracer thread.
@@ -20,14 +20,22 @@ func (t *Tracer) crashNode(name string) {
 		return
 	}
 	// In a fixed order: the FINs leave in the order the duplicates close,
-	// and a peer's epoll reports the connections' ends in that order.
+	// and a peer's epoll reports the connections' ends in that order. A
+	// connection across a partition keeps its duplicate until the heal,
+	// which sends its FIN (maybeFinishConn): sent now, the firewall would
+	// drop it and the kernel retransmit it after the heal whenever its
+	// real-time timer said.
 	for _, key := range slices.Sorted(maps.Keys(t.conns)) {
 		c := t.conns[key]
 		if c.src.Addr().Unmap() != ni.addr || c.dup < 0 {
 			continue
 		}
 		c.closing = true
-		t.closeConn(c)
+		for _, p := range c.queue {
+			t.dropPending(p)
+		}
+		c.queue = nil
+		t.maybeFinishConn(c)
 	}
 	for _, p := range t.pending {
 		if p.chunk != nil && p.chunk.dg != nil && p.op.Node == name {

@@ -278,9 +278,32 @@ func (t *Tracer) dropThread(th *thread) {
 	}
 }
 
+// noteDying looks at p's stopped threads after one of its threads ended.
+// When that end was the whole group's (exit_group, a fatal signal), the
+// kernel woke them to die: they are no longer at their ops but on their way
+// out, and the settle waits for their exits, so that the process's end is
+// reported in the state it belongs to rather than in the next, or the one
+// after, as timing had it.
+func (t *Tracer) noteDying(p *process) {
+	for _, o := range p.threads {
+		switch o.state {
+		case tsGated, tsAlone, tsHeld, tsGroupStop:
+		default:
+			continue
+		}
+		if s, _, ok := o.kernelState(); ok && (s == 't' || s == 'T') {
+			continue
+		}
+		o.state = tsRunning
+	}
+}
+
 func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 	p := th.proc
 	t.dropThread(th)
+	if p != nil && th.tid != p.pid {
+		t.noteDying(p)
+	}
 	if p == nil || th.tid != p.pid {
 		return
 	}

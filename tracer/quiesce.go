@@ -139,6 +139,12 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 					asleep = false
 					break
 				}
+				if s == 'Z' && !th.leaderWaiting() {
+					// On its way out: its exit status is coming, and the
+					// state before it and the one after are not the same.
+					asleep = false
+					break
+				}
 				now[th.tid] = c
 			}
 			if asleep {
@@ -210,6 +216,25 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// leaderWaiting reports whether th, a zombie, is a thread group's leader
+// that waits for threads of its group still alive: it stays a zombie, and
+// no exit status comes, until they end.
+func (th *thread) leaderWaiting() bool {
+	p := th.proc
+	if p == nil || th.tid != p.pid {
+		return false
+	}
+	for _, o := range p.threads {
+		if o == th {
+			continue
+		}
+		if s, _, ok := o.kernelState(); ok && s != 'Z' && s != 'X' {
+			return true
+		}
+	}
+	return false
 }
 
 func sameCPU(a, b map[int]uint64) bool {

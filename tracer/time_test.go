@@ -295,3 +295,24 @@ func TestCloneOrder(t *testing.T) {
 		h.tr.Close()
 	}
 }
+
+// TestDiskSyscallAlone: a syscall that may sleep on the disk runs only when
+// no other thread can run: the thread disk_alone wakes runs before the
+// waking thread's fsync returns, in every run. Run at once, the fsync of a
+// clean file returned before the woken thread got the CPU (one sleeping on
+// the disk, after), so the order depended on the disk.
+func TestDiskSyscallAlone(t *testing.T) {
+	requireTracing(t)
+	for i := 0; i < 5; i++ {
+		h := newHarness(t, Options{Clock: &testClock{}, Serialize: true, CPU: benchCPU()})
+		h.launch("n", bin(t, "c", "disk_alone"), filepath.Join(t.TempDir(), "f"))
+		h.run(nil, nil)
+		if out := h.output("n"); out != "woken synced\n" {
+			t.Fatalf("run %d: %q, want the woken thread's line first", i, out)
+		}
+		if s := h.tr.Stats(); s.Alone != 2 {
+			t.Fatalf("run %d: %d disk syscalls held, want 2 (fsync, sync_file_range)", i, s.Alone)
+		}
+		h.tr.Close()
+	}
+}

@@ -266,6 +266,7 @@ type Stats struct {
 	SettleSpins uint64
 	TSCReads    uint64 // rdtsc/rdtscp answered from virtual time
 	Alone       uint64 // disk syscalls held until nothing else ran (onAlone)
+	AcksLate    uint64 // ACKs a partition did not wait for (flushAcks)
 	// FinWaits counts closes after which lockstep waited for a FIN to
 	// reach the peer; FinWaitsExpired those it waited for in vain (real
 	// time lost: connectWaitLimit each).
@@ -498,6 +499,10 @@ type Cut struct {
 	// kernel would otherwise retransmit through the opened firewall at a
 	// real-time moment) and before it sends the FINs held across it.
 	Open func() error
+	// Close, for a partition, puts up its firewall. The tracer calls it
+	// once the connections it crosses have acknowledged what they received
+	// (see flushAcks).
+	Close func() error
 }
 
 // Stepper is what Run asks at each quiescent point, on the tracer thread.
