@@ -309,6 +309,11 @@ func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 	}
 	// The leader's exit is reported once the whole group is gone.
 	p.exited = true
+	if pp := p.parent; pp != nil && !pp.exited {
+		// Reaped by lockstep, it is its parent's to wait for now: the
+		// kernel sends the parent SIGCHLD, which may end a gated wait.
+		t.noteSignal(pp, int(unix.SIGCHLD))
+	}
 	for _, other := range p.threads {
 		t.dropThread(other)
 	}

@@ -316,3 +316,17 @@ func TestDiskSyscallAlone(t *testing.T) {
 		h.tr.Close()
 	}
 }
+
+// TestChildExitEndsWait: a parent that waits for its child in pselect6, with
+// SIGCHLD unblocked only there (Erlang's erl_child_setup), is woken by the
+// child's exit: lockstep reaps the child first, so the kernel's SIGCHLD to
+// the parent must make the gated wait enabled, or it is never released.
+func TestChildExitEndsWait(t *testing.T) {
+	requireTracing(t)
+	h := newHarness(t, Options{Clock: &testClock{}})
+	h.launch("n", bin(t, "c", "child_wait"))
+	h.run(nil, nil)
+	if out := h.output("n"); out != "reaped status 7\n" {
+		t.Fatalf("output %q", out)
+	}
+}

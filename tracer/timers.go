@@ -709,12 +709,16 @@ func (t *Tracer) onTimerDelete(th *thread, a [6]uint64) bool {
 // A timer's signal must reach a thread that waits in a gated call. The
 // thread sits in its seccomp stop, where the signal stays pending until
 // lockstep releases the call, and a recv or poll with nothing to read is
-// never enabled: the signal would never arrive. So while a timer signal
-// lockstep sent is pending and not blocked for the thread, its gated wait
-// counts as enabled; released, the kernel sees the signal and interrupts
-// the call (EINTR, or a restart after the handler) as it would natively.
+// never enabled: the signal would never arrive. So while a signal lockstep
+// knows was sent is pending, caught (or fatal) and not blocked for the
+// thread, its gated wait counts as enabled; released, the kernel sees the
+// signal and interrupts the call (EINTR, or a restart after the handler)
+// as it would natively. Known are a virtual timer's signals and the
+// SIGCHLD a process gets when lockstep reaps its child: Erlang's
+// erl_child_setup waits in pselect6 with SIGCHLD unblocked only there, and
+// RabbitMQ's command line stalled for good when its helper exited.
 
-// noteSignal records that sig was sent to p by a timer.
+// noteSignal records that sig was sent to p (by a timer, or the kernel).
 func (t *Tracer) noteSignal(p *process, sig int) {
 	tab := t.timerTab()
 	if tab.signalled == nil {
@@ -748,7 +752,45 @@ func (t *Tracer) interruptedByTimer(p *pendingOp) bool {
 		delete(t.timers.signalled, th.proc) // taken meanwhile
 		return false
 	}
-	return pnd&sent&^statusMask(b, "SigBlk:") != 0
+	blocked, ok := t.waitMask(p)
+	if !ok {
+		blocked = statusMask(b, "SigBlk:")
+	}
+	// A signal whose default is to be ignored interrupts nothing unless
+	// the program catches it.
+	const ignoredByDefault = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGURG-1) | 1<<(unix.SIGWINCH-1) | 1<<(unix.SIGCONT-1)
+	acted := ^uint64(ignoredByDefault) | statusMask(b, "SigCgt:")
+	return pnd&sent&^blocked&acted&^statusMask(b, "SigIgn:") != 0
+}
+
+// waitMask reads the signal mask a wait installs for its duration
+// (pselect6, ppoll, epoll_pwait's sigmask argument); false when the call
+// has none, and the thread's own mask holds.
+func (t *Tracer) waitMask(p *pendingOp) (uint64, bool) {
+	var at uint64
+	switch p.nr {
+	case unix.SYS_PSELECT6:
+		if p.args[5] == 0 {
+			return 0, false
+		}
+		var b [8]byte // {const sigset_t *ss; size_t ss_len}
+		if ptrace.ReadMem(p.th.tid, p.args[5], b[:]) != nil {
+			return 0, false
+		}
+		at = binary.LittleEndian.Uint64(b[:])
+	case unix.SYS_PPOLL:
+		at = p.args[3]
+	case unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2:
+		at = p.args[4]
+	}
+	if at == 0 {
+		return 0, false
+	}
+	var m [8]byte
+	if ptrace.ReadMem(p.th.tid, at, m[:]) != nil {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(m[:]), true
 }
 
 // statusMask parses one hexadecimal signal mask line of a status file.
