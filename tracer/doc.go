@@ -7,7 +7,8 @@
 // table in syscalls.go), whether a pending op is enabled, how it is
 // released, messages in flight (sends are captured and delivered later as
 // their own operations), virtual time (clock page, sleeps, timed waits,
-// kernel timers), quiescence, faults, and tearing trees down. Below it, in
+// kernel timers, the time-stamp counter rewritten where it does not trap),
+// quiescence (disk syscalls run alone), faults, and tearing trees down. Below it, in
 // packages of its own that know nothing of ops:
 //
 //   - internal/ptrace: every ptrace request, wait statuses as kinds,
