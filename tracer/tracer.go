@@ -266,6 +266,7 @@ type Stats struct {
 	SettleSpins uint64
 	TSCReads    uint64 // rdtsc/rdtscp answered from virtual time
 	Alone       uint64 // disk syscalls held until nothing else ran (onAlone)
+	DiskSyncs   uint64 // flushes to the disk answered at once (onDiskSync)
 	AcksLate    uint64 // ACKs a partition did not wait for (flushAcks)
 	// FinWaits counts closes after which lockstep waited for a FIN to
 	// reach the peer; FinWaitsExpired those it waited for in vain (real
