@@ -412,13 +412,13 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 	case sched.Partition:
 		// The tracer puts the firewall up (Cut.Close) once the connections
 		// across it have acknowledged what they received.
-		close := func() error {
+		shut := func() error {
 			if err := t.j.cluster.Partition(e.Cut, e.Rest); err != nil {
 				return fmt.Errorf("partitioning %v from %v: %w", e.Cut, e.Rest, err)
 			}
 			return nil
 		}
-		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Close: close}}}, nil
+		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Close: shut}}}, nil
 	case sched.Heal:
 		// The tracer opens the firewall (Cut.Open) once it has ended the
 		// connects made into the partition.

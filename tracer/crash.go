@@ -10,8 +10,8 @@ import (
 // the wire. The kernel then closes the node's sockets, so peers see the end
 // of their connections as after a process crash; lockstep's duplicates of
 // those sockets close now (across a partition, at its heal), and the FINs
-// they send are waited for like any other. It returns once the processes are reaped, so the next state
-// reports their exits and none of their ops.
+// they send are waited for like any other. It returns once the processes
+// are reaped, so the next state reports their exits and none of their ops.
 //
 // Precondition: runs on the tracer thread.
 func (t *Tracer) crashNode(name string) {
@@ -31,10 +31,7 @@ func (t *Tracer) crashNode(name string) {
 			continue
 		}
 		c.closing = true
-		for _, p := range c.queue {
-			t.dropPending(p)
-		}
-		c.queue = nil
+		t.dropQueue(c)
 		t.maybeFinishConn(c)
 	}
 	for _, p := range t.pending {

@@ -459,11 +459,16 @@ func (t *Tracer) maybeFinishConn(c *conn) {
 	}
 }
 
-func (t *Tracer) closeConn(c *conn) {
+// dropQueue drops the bytes waiting for delivery on c.
+func (t *Tracer) dropQueue(c *conn) {
 	for _, p := range c.queue {
 		t.dropPending(p)
 	}
 	c.queue = nil
+}
+
+func (t *Tracer) closeConn(c *conn) {
+	t.dropQueue(c)
 	if c.dup >= 0 {
 		unix.Close(c.dup)
 		c.dup = -1
@@ -683,17 +688,14 @@ func (t *Tracer) flushAcks(crosses func(a, b netip.Addr) bool) {
 func (t *Tracer) sockDup(local, remote netip.AddrPort) int {
 	for _, p := range t.procs {
 		for _, fi := range p.fds {
-			if fi.kind != fdInet || fi.dup < 0 || unmapped(fi.peer) != remote || fi.local.Port() != local.Port() {
+			// fdInfo addresses are unmapped already (fds.go).
+			if fi.kind != fdInet || fi.dup < 0 || fi.peer != remote || fi.local.Port() != local.Port() {
 				continue
 			}
-			if a := fi.local.Addr().Unmap(); a == local.Addr() || a.IsUnspecified() {
+			if a := fi.local.Addr(); a == local.Addr() || a.IsUnspecified() {
 				return fi.dup
 			}
 		}
 	}
 	return -1
-}
-
-func unmapped(a netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }

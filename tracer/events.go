@@ -301,10 +301,11 @@ func (t *Tracer) noteDying(p *process) {
 func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 	p := th.proc
 	t.dropThread(th)
-	if p != nil && th.tid != p.pid {
-		t.noteDying(p)
+	if p == nil {
+		return
 	}
-	if p == nil || th.tid != p.pid {
+	if th.tid != p.pid {
+		t.noteDying(p)
 		return
 	}
 	// The leader's exit is reported once the whole group is gone.

@@ -179,7 +179,7 @@ func readyFd(fd int, ev int16) bool {
 
 // enabled says whether releasing p now would not block.
 func (t *Tracer) enabled(p *pendingOp) bool {
-	if t.interruptedByTimer(p) {
+	if t.interruptedBySignal(p) {
 		return true
 	}
 	switch p.op.Kind {

@@ -39,7 +39,7 @@ import (
 //     needs both), to the process or, for SIGEV_THREAD_ID, to the thread.
 //     Timers on other clocks (CPU time) stay in the kernel.
 //
-// A timer's signal also interrupts a gated wait (see interruptedByTimer).
+// A timer's signal also interrupts a gated wait (see interruptedBySignal).
 //
 // Limits: a timer belongs to the process that armed it (a forked child that
 // inherits a timerfd sees the kernel's disarmed timer); the overrun count of
@@ -727,9 +727,9 @@ func (t *Tracer) noteSignal(p *process, sig int) {
 	tab.signalled[p] |= 1 << (sig - 1)
 }
 
-// interruptedByTimer reports whether a gated wait of th would be interrupted
-// by a timer signal now pending for it.
-func (t *Tracer) interruptedByTimer(p *pendingOp) bool {
+// interruptedBySignal reports whether a gated wait would be interrupted by
+// a signal lockstep knows was sent (noteSignal) and is now pending for it.
+func (t *Tracer) interruptedBySignal(p *pendingOp) bool {
 	if t.timers == nil || len(t.timers.signalled) == 0 || p.th == nil || p.th.proc == nil {
 		return false
 	}
