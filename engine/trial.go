@@ -254,7 +254,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	// and the nodes before them are ready. The first ones start together
 	// before anything runs.
 	t.starts = newStarts(sp.Nodes, func(node string, port uint16) (bool, error) {
-		return netns.Listening(j.cluster.Node(node).NetnsPath, port)
+		return j.cluster.Node(node).Listens(port)
 	})
 	for {
 		n, ok := t.starts.due(0)
@@ -633,9 +633,11 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 	if !ok {
 		// Nothing can run and nothing will wake: a deadlock, unless a
 		// thread is still on its way to a gated syscall (starting, or
-		// runnable on a loaded machine). Watch it for the grace period,
-		// settling again with doubling pauses, before saying so.
-		if t.graceSpent < t.spec.Limits.DeadlockGrace {
+		// runnable on a loaded machine) or asleep in the kernel where
+		// something lockstep does not track may wake it. Watch it for the
+		// grace period, settling again with doubling pauses, before saying
+		// so; when lockstep itself holds every thread nothing can change.
+		if !st.AllHeld && t.graceSpent < t.spec.Limits.DeadlockGrace {
 			pause := min(max(t.graceSpent, time.Millisecond), t.spec.Limits.DeadlockGrace-t.graceSpent)
 			time.Sleep(pause)
 			t.graceSpent += pause
@@ -647,10 +649,14 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 			return t.stop(Error, "", "no deadlock verdict: nothing enabled and no deadline, but after the %v grace period these threads were not known to be blocked: %s",
 				t.spec.Limits.DeadlockGrace, strings.Join(st.Unsettled, "; "))
 		}
-		if w := t.starts.describe(); w != "" {
-			return t.stop(Deadlock, "", "nothing enabled and no deadline; %s; blocked: %s", w, describeOps(st.Pending))
+		why := fmt.Sprintf("threads still blocked after the %v grace period", t.spec.Limits.DeadlockGrace)
+		if st.AllHeld {
+			why = "every thread is stopped by lockstep"
 		}
-		return t.stop(Deadlock, "", "nothing enabled and no deadline; blocked: %s", describeOps(st.Pending))
+		if w := t.starts.describe(); w != "" {
+			return t.stop(Deadlock, "", "nothing enabled and no deadline; %s; %s; blocked: %s", w, why, describeOps(st.Pending))
+		}
+		return t.stop(Deadlock, "", "nothing enabled and no deadline; %s; blocked: %s", why, describeOps(st.Pending))
 	}
 	if next > t.spec.Limits.VirtualTime {
 		t.clk.AdvanceTo(t.spec.Limits.VirtualTime)

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -62,6 +63,9 @@ type Node struct {
 	HostsFile string // to bind-mount over /etc/hosts
 	CgroupDir string // the node's cgroup v2 directory
 	hostVeth  string
+
+	diagMu sync.Mutex
+	diag   *sockdiag.Sock // opened in the namespace on first use (Listens)
 }
 
 // Cluster is a built network. Reset it between trials; Close it at the end.
@@ -278,6 +282,35 @@ func inNamespace(path string, f func() error) error {
 
 // Do runs f on a locked OS thread inside the node's network namespace.
 func (n *Node) Do(f func() error) error { return inNamespace(n.NetnsPath, f) }
+
+// Listens reports whether some socket in the node's namespace listens on
+// TCP port, as Listening does, through a sock_diag socket kept open in the
+// namespace: lockstep asks at every quiescent point while a node waits for
+// another's readiness, and entering the namespace each time cost ~4 ms.
+func (n *Node) Listens(port uint16) (bool, error) {
+	n.diagMu.Lock()
+	defer n.diagMu.Unlock()
+	if n.diag == nil {
+		err := n.Do(func() error {
+			d, err := sockdiag.Open("")
+			n.diag = d
+			return err
+		})
+		if err != nil {
+			return false, fmt.Errorf("opening a sock_diag socket in %s: %w", n.NetnsPath, err)
+		}
+	}
+	return n.diag.Listening(port)
+}
+
+func (n *Node) closeDiag() {
+	n.diagMu.Lock()
+	defer n.diagMu.Unlock()
+	if n.diag != nil {
+		n.diag.Close()
+		n.diag = nil
+	}
+}
 
 // netnsDir is where named network namespaces are bound, as iproute2 does.
 const netnsDir = "/run/netns"
@@ -621,6 +654,9 @@ func (c *Cluster) members() []int {
 // Close kills what remains and removes every object of the cluster.
 func (c *Cluster) Close() error {
 	var errs []error
+	for _, n := range c.nodes {
+		n.closeDiag()
+	}
 	if c.fw != nil {
 		errs = append(errs, c.fw.Close())
 	}

@@ -426,7 +426,7 @@ func (t *Tracer) killAndReap(match func(*process) bool) int {
 	deadline := time.Now().Add(5 * time.Second)
 	for alive() > 0 && time.Now().Before(deadline) {
 		if t.drain(true) == 0 {
-			time.Sleep(100 * time.Microsecond)
+			pause(100 * time.Microsecond)
 		}
 		for pid, p := range t.procs {
 			// A process whose threads all left without a leader report.

@@ -194,7 +194,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 			return pid, fmt.Errorf("launching %s: it did not exec within 10s", cfg.Argv[0])
 		}
 		if n := t.drain(true); n == 0 {
-			time.Sleep(50 * time.Microsecond)
+			pause(50 * time.Microsecond)
 		}
 	}
 	if p.exited && p.execs == 0 {

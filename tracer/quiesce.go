@@ -229,7 +229,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			t.stats.SettleYield += time.Since(t0)
 		case confirmed:
-			time.Sleep(20 * time.Microsecond)
+			pause(20 * time.Microsecond)
 			t.stats.SettleConfirm += time.Since(t0)
 		default:
 			wd := time.Duration(1<<min(spins/16, 5)) * 100 * time.Microsecond
@@ -348,6 +348,7 @@ func (t *Tracer) snapshot() State {
 	} else if len(st.Enabled) == 0 {
 		// A deadlock candidate (rare): worth a look at each thread.
 		st.Unsettled = t.unsettled()
+		st.AllHeld = t.allHeld()
 	}
 	return st
 }
@@ -359,9 +360,16 @@ func (t *Tracer) startSentinel() {
 		return
 	}
 	t.sentinel, t.sentinelPipe = pid, keep
+	if t.alarm, err = newAlarm(pid); err != nil {
+		t.log.Warn("starting the sentinel's alarm; falling back to Go timers", "err", err)
+	}
 }
 
 func (t *Tracer) stopSentinel() {
+	if t.alarm != nil {
+		t.alarm.close()
+		t.alarm = nil
+	}
 	if t.sentinel > 0 {
 		unix.Kill(t.sentinel, unix.SIGKILL)
 		ptrace.Wait(t.sentinel, 0)
@@ -380,12 +388,18 @@ func (t *Tracer) stopSentinel() {
 // tracee event was handled.
 func (t *Tracer) blockingWait(d time.Duration) bool {
 	if t.sentinel <= 0 {
-		time.Sleep(d)
+		pause(d)
 		return t.drain(true) > 0
 	}
+	if t.alarm != nil {
+		t.alarm.arm(d)
+		defer t.alarm.disarm()
+	} else {
+		sentinel := t.sentinel
+		timer := time.AfterFunc(d, func() { unix.Kill(sentinel, unix.SIGSTOP) })
+		defer timer.Stop()
+	}
 	sentinel := t.sentinel
-	timer := time.AfterFunc(d, func() { unix.Kill(sentinel, unix.SIGSTOP) })
-	defer timer.Stop()
 	tid, st, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.Untraced)
 	if err != nil || tid <= 0 {
 		return false
@@ -394,6 +408,16 @@ func (t *Tracer) blockingWait(d time.Duration) bool {
 	t.handle(tid, st)
 	t.stats.HandleTime += time.Since(t0)
 	return tid != sentinel
+}
+
+// allHeld reports whether every live thread is stopped by lockstep.
+func (t *Tracer) allHeld() bool {
+	for _, th := range t.threads {
+		if th.state != tsGated && th.state != tsGroupStop {
+			return false
+		}
+	}
+	return len(t.threads) > 0
 }
 
 // unsettled names the threads not known to be blocked, each with what it

@@ -243,6 +243,72 @@ func (d *Sock) Destroy(local, remote netip.AddrPort) error {
 	}
 }
 
+// Listening reports whether a TCP socket of the namespace, IPv4 or IPv6,
+// listens on port. A dump restricted to the LISTEN state walks only the
+// listening hash: tens of µs, where entering the namespace to read
+// /proc/net/tcp took milliseconds.
+func (d *Sock) Listening(port uint16) (bool, error) {
+	const (
+		hdrLen = 16
+		listen = 10 // TCP_LISTEN
+	)
+	ne := binary.NativeEndian
+	for _, family := range []byte{unix.AF_INET, unix.AF_INET6} {
+		req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, netip.AddrPort{}, netip.AddrPort{})
+		req[hdrLen] = family
+		ne.PutUint32(req[hdrLen+4:], 1<<listen)
+		if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+			return false, err
+		}
+		found, err := d.dumpHasPort(port)
+		if family == unix.AF_INET6 && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EAFNOSUPPORT)) {
+			return false, nil // a kernel without IPv6
+		}
+		if err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
+}
+
+// dumpHasPort reads a dump's replies to the end and reports whether one
+// names a socket whose local port is port.
+func (d *Sock) dumpHasPort(port uint16) (bool, error) {
+	ne := binary.NativeEndian
+	found := false
+	for {
+		n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
+		if err != nil {
+			return false, err
+		}
+		for buf := d.buf[:n]; len(buf) >= unix.NLMSG_HDRLEN; {
+			l := int(ne.Uint32(buf))
+			if l < unix.NLMSG_HDRLEN || l > len(buf) {
+				return false, errors.New("malformed sock_diag reply")
+			}
+			typ, data := ne.Uint16(buf[4:]), buf[unix.NLMSG_HDRLEN:l]
+			buf = buf[min((l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1), len(buf)):]
+			switch typ {
+			case unix.NLMSG_DONE:
+				return found, nil
+			case unix.NLMSG_ERROR:
+				if len(data) >= 4 {
+					if errno := int32(ne.Uint32(data)); errno != 0 {
+						return false, unix.Errno(-errno)
+					}
+				}
+				return found, nil
+			case sockDiagByFamily:
+				// struct inet_diag_msg: family, state, timer, retrans, then
+				// the socket id, whose first field is the source port.
+				if len(data) >= 6 && binary.BigEndian.Uint16(data[4:]) == port {
+					found = true
+				}
+			}
+		}
+	}
+}
+
 // Conn is one TCP socket as a dump lists it.
 type Conn struct {
 	Local, Remote netip.AddrPort

@@ -169,3 +169,52 @@ func TestSendingWindowFull(t *testing.T) {
 		t.Fatalf("all read: Sending = %+v, %v; want nothing held", st, err)
 	}
 }
+
+func TestListening(t *testing.T) {
+	d, err := Open("")
+	if err != nil {
+		t.Skipf("skipping: no sock_diag here: %v", err)
+	}
+	defer d.Close()
+	port := func(ln net.Listener) uint16 { return uint16(ln.Addr().(*net.TCPAddr).Port) }
+	v4, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v4.Close()
+	// A dual-stack listener, as Go and Java open them, is an IPv6 socket.
+	v6, err := net.Listen("tcp", "[::]:0")
+	if err != nil {
+		t.Skipf("skipping: no IPv6 here: %v", err)
+	}
+	defer v6.Close()
+	// A connected socket on some port does not listen on it.
+	c, _ := pair(t)
+	connected, _ := addrs(c)
+	closed, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := port(closed)
+	closed.Close()
+	for _, tc := range []struct {
+		name string
+		port uint16
+		want bool
+	}{
+		{"ipv4 listener", port(v4), true},
+		{"dual-stack listener", port(v6), true},
+		{"connected socket's port", connected.Port(), false},
+		{"closed listener", closedPort, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := d.Listening(tc.port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("Listening(%d) = %v, want %v", tc.port, got, tc.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@
 # random moment 0.2-2.5 s after the client starts, for 0.2-2 s, healed at
 # 2.5 s at the latest (the spec's from, until and max_outage). Counts runs
 # where the client exits non-zero (a stale read, or no primary) or hangs.
+# A failing run's client output goes to standard error.
 # FIXED=1 native.sh N runs the fixed servers. Needs root (ip netns).
 set -u
 n=${1:-300}
@@ -47,6 +48,8 @@ cut() { ip -n $R link set pt1-ra $1; ip -n $R link set pt1-rb $1; }
 listening() { ip netns exec $1 bash -c "(exec 3<>/dev/tcp/${2%:*}/${2#*:}) 2>/dev/null"; }
 ms() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); } # milliseconds → seconds for sleep
 hits=0
+log=$(mktemp)
+trap 'cleanup; rm -f "$log"' EXIT
 for ((i = 0; i < n; i++)); do
   ip netns exec $A "$bin" server s1 7000 primary $fixed >/dev/null 2>&1 &
   p1=$!
@@ -54,7 +57,7 @@ for ((i = 0; i < n; i++)); do
   ip netns exec $B "$bin" server s2 7000 backup $s1 $fixed >/dev/null 2>&1 &
   p2=$!
   until listening $B $s2; do sleep 0.01; done
-  ip netns exec $B timeout 15 "$bin" client c $s1 $s2 4000 >/dev/null 2>&1 &
+  ip netns exec $B timeout 15 "$bin" client c $s1 $s2 4000 >"$log" 2>&1 &
   c=$!
   pids="$p1 $p2 $c"
   at=$((200 + RANDOM % 2300))                  # the partition: 0.2-2.5 s after the client's start
@@ -64,7 +67,11 @@ for ((i = 0; i < n; i++)); do
   cut down
   sleep "$(ms $dur)"
   cut up
-  wait $c || hits=$((hits + 1))
+  if ! wait $c; then
+    hits=$((hits + 1))
+    echo "native: run $((i + 1)) failed (partition at ${at} ms for ${dur} ms):" >&2
+    tail -n 20 "$log" | sed 's/^/  /' >&2
+  fi
   echo "native: run $((i + 1)), $hits hits" >&2
   kill -9 $p1 $p2 2>/dev/null
   wait $p1 $p2 2>/dev/null

@@ -1,0 +1,19 @@
+#!/bin/sh
+# node.sh DIR ADDR: one RabbitMQ 3.10 node (Debian's rabbitmq-server) named
+# rabbit@ADDR, all of its state (database, logs, cookie, pid file) under DIR
+# (the trial's {{tmp}} for the node), listening for AMQP on ADDR:5672 and
+# for Erlang distribution on 25672. The Erlang VM's schedulers do not spin
+# before sleeping, and it keeps 2 dirty I/O threads instead of 10 (see
+# README.md, "Erlang under lockstep").
+set -eu
+dir=$1 addr=$2
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$dir/mnesia" "$dir/log"
+export HOME="$dir"
+export RABBITMQ_NODENAME="rabbit@$addr" RABBITMQ_USE_LONGNAME=true
+export RABBITMQ_NODE_IP_ADDRESS="$addr" RABBITMQ_NODE_PORT=5672 RABBITMQ_DIST_PORT=25672
+export RABBITMQ_MNESIA_BASE="$dir/mnesia" RABBITMQ_LOG_BASE="$dir/log"
+export RABBITMQ_PID_FILE="$dir/pid" RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins"
+export RABBITMQ_CONFIG_FILE="$here/rabbitmq.conf" RABBITMQ_ERLANG_COOKIE=lockstep
+export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="+sbwt none +sbwtdcpu none +sbwtdio none +SDio 2"
+exec /usr/lib/rabbitmq/bin/rabbitmq-server
