@@ -391,15 +391,14 @@ func (t *Tracer) blockingWait(d time.Duration) bool {
 		pause(d)
 		return t.drain(true) > 0
 	}
+	sentinel := t.sentinel
 	if t.alarm != nil {
 		t.alarm.arm(d)
 		defer t.alarm.disarm()
 	} else {
-		sentinel := t.sentinel
 		timer := time.AfterFunc(d, func() { unix.Kill(sentinel, unix.SIGSTOP) })
 		defer timer.Stop()
 	}
-	sentinel := t.sentinel
 	tid, st, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.Untraced)
 	if err != nil || tid <= 0 {
 		return false
