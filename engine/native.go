@@ -76,7 +76,7 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 			if prev.ReadyPort == 0 || ready[prev.Name] {
 				continue
 			}
-			if err := waitListening(ctx, j.cluster.Node(prev.Name).NetnsPath, prev.ReadyPort, deadline.C); err != nil {
+			if err := waitListening(ctx, j.cluster.Node(prev.Name), prev.ReadyPort, deadline.C); err != nil {
 				if errors.Is(err, errNotReady) {
 					return outcome(Hang, prev.Name, "node %s did not listen on port %d within %v", prev.Name, prev.ReadyPort, limit)
 				}
@@ -175,10 +175,11 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 
 var errNotReady = errors.New("not ready in time")
 
-// waitListening polls until a socket in the namespace listens on port.
-func waitListening(ctx context.Context, nsPath string, port uint16, giveUp <-chan time.Time) error {
+// waitListening polls until a socket in the node's namespace listens on
+// port.
+func waitListening(ctx context.Context, n *netns.Node, port uint16, giveUp <-chan time.Time) error {
 	for {
-		ok, err := netns.Listening(nsPath, port)
+		ok, err := n.Listens(port)
 		if err != nil || ok {
 			return err
 		}

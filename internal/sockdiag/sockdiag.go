@@ -248,19 +248,15 @@ func (d *Sock) Destroy(local, remote netip.AddrPort) error {
 // listening hash: tens of µs, where entering the namespace to read
 // /proc/net/tcp took milliseconds.
 func (d *Sock) Listening(port uint16) (bool, error) {
-	const (
-		hdrLen = 16
-		listen = 10 // TCP_LISTEN
-	)
-	ne := binary.NativeEndian
+	const listen = 10 // TCP_LISTEN
 	for _, family := range []byte{unix.AF_INET, unix.AF_INET6} {
-		req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, netip.AddrPort{}, netip.AddrPort{})
-		req[hdrLen] = family
-		ne.PutUint32(req[hdrLen+4:], 1<<listen)
-		if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-			return false, err
-		}
-		found, err := d.dumpHasPort(port)
+		found := false
+		err := d.dump(family, 1<<listen, func(msg []byte) {
+			// The socket id's first field is the source port.
+			if len(msg) >= 6 && binary.BigEndian.Uint16(msg[4:]) == port {
+				found = true
+			}
+		})
 		if family == unix.AF_INET6 && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EAFNOSUPPORT)) {
 			return false, nil // a kernel without IPv6
 		}
@@ -271,39 +267,42 @@ func (d *Sock) Listening(port uint16) (bool, error) {
 	return false, nil
 }
 
-// dumpHasPort reads a dump's replies to the end and reports whether one
-// names a socket whose local port is port.
-func (d *Sock) dumpHasPort(port uint16) (bool, error) {
+// dump asks for every TCP socket of family whose state is in the states
+// mask and calls each with its struct inet_diag_msg (family, state, timer,
+// retrans, then the socket id), reading the replies to the end.
+func (d *Sock) dump(family byte, states uint32, each func(msg []byte)) error {
+	const hdrLen = 16
+	req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, netip.AddrPort{}, netip.AddrPort{})
 	ne := binary.NativeEndian
-	found := false
+	req[hdrLen] = family
+	ne.PutUint32(req[hdrLen+4:], states)
+	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return err
+	}
 	for {
 		n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
 		if err != nil {
-			return false, err
+			return err
 		}
 		for buf := d.buf[:n]; len(buf) >= unix.NLMSG_HDRLEN; {
 			l := int(ne.Uint32(buf))
 			if l < unix.NLMSG_HDRLEN || l > len(buf) {
-				return false, errors.New("malformed sock_diag reply")
+				return errors.New("malformed sock_diag reply")
 			}
 			typ, data := ne.Uint16(buf[4:]), buf[unix.NLMSG_HDRLEN:l]
 			buf = buf[min((l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1), len(buf)):]
 			switch typ {
 			case unix.NLMSG_DONE:
-				return found, nil
+				return nil
 			case unix.NLMSG_ERROR:
 				if len(data) >= 4 {
 					if errno := int32(ne.Uint32(data)); errno != 0 {
-						return false, unix.Errno(-errno)
+						return unix.Errno(-errno)
 					}
 				}
-				return found, nil
+				return nil
 			case sockDiagByFamily:
-				// struct inet_diag_msg: family, state, timer, retrans, then
-				// the socket id, whose first field is the source port.
-				if len(data) >= 6 && binary.BigEndian.Uint16(data[4:]) == port {
-					found = true
-				}
+				each(data)
 			}
 		}
 	}
@@ -319,56 +318,28 @@ type Conn struct {
 // (connections, orphans on their way out, TIME_WAIT).
 func (d *Sock) TCP() ([]Conn, error) {
 	const (
-		hdrLen    = 16
 		listen    = 10 // TCP_LISTEN
 		allStates = 0xffffffff &^ (1 << listen)
 	)
-	req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, netip.AddrPort{}, netip.AddrPort{})
-	ne := binary.NativeEndian
-	ne.PutUint32(req[hdrLen+4:], allStates)
-	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	var out []Conn
+	err := d.dump(unix.AF_INET, allStates, func(b []byte) {
+		// struct inet_diag_msg: family, state, timer, retrans, then the
+		// socket id: sport, dport (big endian), src, dst.
+		if len(b) < 4+48 {
+			return
+		}
+		id := b[4:]
+		var src, dst [4]byte
+		copy(src[:], id[4:8])
+		copy(dst[:], id[20:24])
+		out = append(out, Conn{
+			Local:  netip.AddrPortFrom(netip.AddrFrom4(src), binary.BigEndian.Uint16(id[0:])),
+			Remote: netip.AddrPortFrom(netip.AddrFrom4(dst), binary.BigEndian.Uint16(id[2:])),
+			State:  b[1],
+		})
+	})
+	if err != nil {
 		return nil, err
 	}
-	var out []Conn
-	for {
-		n, _, err := unix.Recvfrom(d.fd, d.buf, 0)
-		if err != nil {
-			return nil, err
-		}
-		for buf := d.buf[:n]; len(buf) >= unix.NLMSG_HDRLEN; {
-			l := int(ne.Uint32(buf))
-			if l < unix.NLMSG_HDRLEN || l > len(buf) {
-				return nil, errors.New("malformed sock_diag reply")
-			}
-			typ, data := ne.Uint16(buf[4:]), buf[unix.NLMSG_HDRLEN:l]
-			buf = buf[min((l+unix.NLMSG_ALIGNTO-1)&^(unix.NLMSG_ALIGNTO-1), len(buf)):]
-			switch typ {
-			case unix.NLMSG_DONE:
-				return out, nil
-			case unix.NLMSG_ERROR:
-				if len(data) >= 4 {
-					if errno := int32(ne.Uint32(data)); errno != 0 {
-						return nil, unix.Errno(-errno)
-					}
-				}
-				return out, nil
-			case sockDiagByFamily:
-				// struct inet_diag_msg: family, state, timer, retrans, then
-				// the socket id: sport, dport (big endian), src, dst.
-				b := data
-				if len(b) < 4+48 {
-					continue
-				}
-				id := b[4:]
-				var src, dst [4]byte
-				copy(src[:], id[4:8])
-				copy(dst[:], id[20:24])
-				out = append(out, Conn{
-					Local:  netip.AddrPortFrom(netip.AddrFrom4(src), binary.BigEndian.Uint16(id[0:])),
-					Remote: netip.AddrPortFrom(netip.AddrFrom4(dst), binary.BigEndian.Uint16(id[2:])),
-					State:  b[1],
-				})
-			}
-		}
-	}
+	return out, nil
 }
