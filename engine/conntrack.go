@@ -74,6 +74,10 @@ type ConntrackStats struct {
 	Recvs     int // recv records with data
 	Matched   int // ... that found their kernel record
 	Disagreed int // ... whose causes differed from lockstep's accounting
+	// First describes the first disagreement: the recv, its connection
+	// and both lists of deliveries, so that one seen is one that can be
+	// looked into.
+	First string `json:",omitempty"`
 }
 
 // joinConntrack gives every recv record its result (bytes consumed) and
@@ -176,6 +180,10 @@ func joinConntrack(records []sched.Record, evs []bpf.Event, self int) ConntrackS
 			}
 		}
 		if fmt.Sprint(causes) != fmt.Sprint(mine) {
+			if st.Disagreed == 0 {
+				st.First = fmt.Sprintf("step %d: recv #%d %s on %s read %d bytes at seq %d: the kernel's records name deliveries %v, lockstep's accounting %v",
+					rec.Step, rec.Op.ID, rec.Op.LPID, rec.Op.Conn, e.Len, e.Seq, causes, mine)
+			}
 			st.Disagreed++
 		}
 		rec.Causes = append(others, causes...)

@@ -22,7 +22,8 @@ func TestHostilePrograms(t *testing.T) {
 		detail string            // in the outcome's detail
 		out    map[string]string // node output file → a line it must hold
 	}{
-		{"spin", Livelock, "client/0/t0 kept running without reaching a gated syscall", nil},
+		// threads.txt says where each thread was when the trial stopped.
+		{"spin", Livelock, "client/0/t0 kept running without reaching a gated syscall", map[string]string{"threads.txt": ": lockstep running; kernel R"}},
 		{"bomb", Pass, "", map[string]string{"client.out": "bomb of 511 processes done"}},
 		{"daemon", Pass, "", map[string]string{"client.out": "daemonized"}},
 		{"chain", Pass, "", map[string]string{"client.out": "end of the chain"}},

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -699,9 +700,29 @@ func (t *Trial) quiet() (tracer.Action, error) {
 	return all, nil
 }
 
+// dumpThreads writes the tracees' states to threads.txt in the trial's
+// directory; a failure to is logged, not the trial's.
+func (j *job) dumpThreads(tr *tracer.Tracer, dir string) {
+	var b bytes.Buffer
+	if err := tr.DumpThreads(&b); err != nil {
+		j.log.Debug("dumping thread states", "err", err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "threads.txt"), b.Bytes(), 0o644); err != nil {
+		j.log.Warn("writing thread states", "err", err)
+	}
+}
+
 // finish tears the trial down, runs the checker and writes the trace.
 func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p trialParams, clk *vclock.Clock, start time.Time) (*TrialResult, error) {
 	res.Stats = tr.Stats()
+	switch res.Outcome.Kind {
+	case Deadlock, VTimeLimit, StepLimit, Livelock, Error:
+		// Where every thread was when the trial stopped making progress:
+		// whether it was the system's stall or one of lockstep's shows
+		// here (see tracer.DumpThreads).
+		j.dumpThreads(tr, res.Dir)
+	}
 	t0 := time.Now()
 	if err := tr.KillAll(); err != nil {
 		return nil, err
@@ -716,7 +737,7 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 		}
 		res.Conntrack = joinConntrack(res.Records, evs, os.Getpid())
 		if res.Conntrack.Disagreed > 0 {
-			j.log.Debug("kernel records and lockstep's accounting differ", "trial", res.Index, "recvs", res.Conntrack.Recvs, "differ", res.Conntrack.Disagreed)
+			j.log.Warn("kernel records and lockstep's accounting differ", "trial", res.Index, "recvs", res.Conntrack.Recvs, "differ", res.Conntrack.Disagreed, "first", res.Conntrack.First)
 		}
 	}
 	t0 = time.Now()

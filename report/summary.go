@@ -93,6 +93,9 @@ func writeStats(w io.Writer, s *engine.Summary) {
 		ct.Recvs += r.Conntrack.Recvs
 		ct.Matched += r.Conntrack.Matched
 		ct.Disagreed += r.Conntrack.Disagreed
+		if ct.First == "" && r.Conntrack.First != "" {
+			ct.First = fmt.Sprintf("trial %d, %s", r.Index, r.Conntrack.First)
+		}
 	}
 	if n := time.Duration(len(s.Results)); n > 0 {
 		var all, launch, settle, handle, decide, release, teardown, reset, nodes, yield, confirm, blocked time.Duration
@@ -130,5 +133,8 @@ func writeStats(w io.Writer, s *engine.Summary) {
 	if ct.Recvs > 0 {
 		fmt.Fprintf(w, "connection records (eBPF): %d recvs, %d matched to their bytes, %d named other deliveries than lockstep's accounting\n",
 			ct.Recvs, ct.Matched, ct.Disagreed)
+		if ct.First != "" {
+			fmt.Fprintf(w, "  first: %s\n", ct.First)
+		}
 	}
 }

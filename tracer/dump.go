@@ -1,0 +1,97 @@
+package tracer
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// DumpThreads writes one line per traced thread: its LPID and TID, the
+// program, what lockstep holds it at (or that it runs) and what the kernel
+// says it is doing (state, wait channel, syscall). A trial that ends
+// without the nodes doing what they should (a deadlock, a virtual-time
+// limit) leaves this beside its trace: whether a stall is the system's or
+// a thread lockstep misjudged shows here and nowhere else.
+func (t *Tracer) DumpThreads(w io.Writer) error {
+	var lines []string
+	if err := t.do(func() {
+		for _, th := range t.threads {
+			lines = append(lines, th.describe(t.gates))
+		}
+	}); err != nil {
+		return err
+	}
+	sort.Strings(lines)
+	for _, l := range lines {
+		if _, err := io.WriteString(w, l+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var stateNames = [...]string{
+	tsNew: "new", tsRunning: "running", tsGated: "gated", tsTimedWait: "timed-wait",
+	tsGroupStop: "group-stop", tsHeld: "held", tsAlone: "alone",
+}
+
+func (th *thread) describe(gates map[int]gate) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s tid %d", th.lpid, th.tid)
+	base := "/proc/" + strconv.Itoa(th.tid)
+	if comm, err := os.ReadFile(base + "/comm"); err == nil {
+		fmt.Fprintf(&b, " (%s)", bytes.TrimSpace(comm))
+	}
+	name := "?"
+	if int(th.state) < len(stateNames) {
+		name = stateNames[th.state]
+	}
+	fmt.Fprintf(&b, ": lockstep %s", name)
+	if th.pending != nil {
+		fmt.Fprintf(&b, " at #%d %s(%s)", th.pending.op.ID, th.pending.op.Kind, th.pending.op.Syscall)
+	}
+	if th.state == tsTimedWait {
+		fmt.Fprintf(&b, " until %d", th.waitDeadline)
+	}
+	if s, cpu, ok := th.kernelState(); ok {
+		fmt.Fprintf(&b, "; kernel %c, cpu %dns", s, cpu)
+	} else {
+		b.WriteString("; gone")
+		return b.String()
+	}
+	if wc, err := os.ReadFile(base + "/wchan"); err == nil && len(wc) > 0 && string(wc) != "0" {
+		fmt.Fprintf(&b, ", in %s", wc)
+	}
+	if sc, err := os.ReadFile(base + "/syscall"); err == nil {
+		f := strings.Fields(string(sc))
+		if len(f) > 0 {
+			if nr, err := strconv.Atoi(f[0]); err == nil {
+				if g, ok := gates[nr]; ok {
+					f[0] = g.name
+				} else if name, ok := ungatedNames[nr]; ok {
+					f[0] = name
+				}
+			}
+			fmt.Fprintf(&b, ", syscall %s", strings.Join(f[:min(len(f), 4)], " "))
+		}
+	}
+	return b.String()
+}
+
+// ungatedNames names the syscalls a thread is commonly found asleep in
+// that lockstep does not gate (the rest show as numbers).
+var ungatedNames = map[int]string{
+	unix.SYS_FUTEX: "futex", unix.SYS_READ: "read", unix.SYS_WRITE: "write",
+	unix.SYS_WAIT4: "wait4", unix.SYS_WAITID: "waitid", unix.SYS_EXECVE: "execve",
+	unix.SYS_SCHED_YIELD: "sched_yield", unix.SYS_RT_SIGSUSPEND: "rt_sigsuspend",
+	unix.SYS_RT_SIGTIMEDWAIT: "rt_sigtimedwait", unix.SYS_PAUSE: "pause",
+	unix.SYS_CLONE: "clone", unix.SYS_CLONE3: "clone3", unix.SYS_VFORK: "vfork",
+	unix.SYS_EXIT: "exit", unix.SYS_EXIT_GROUP: "exit_group", unix.SYS_SENDMSG: "sendmsg",
+	unix.SYS_RECVMSG: "recvmsg",
+}
