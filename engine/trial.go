@@ -365,6 +365,16 @@ func (t *Trial) Released(id uint64, r tracer.Released) {
 		Step: t.steps, VTime: int64(t.clk.Now()), Op: *t.pending,
 		Result: r.Result, Causes: r.Causes, Immediate: t.imm,
 	})
+	if r.Completes != 0 {
+		// A delivery read by a recv released earlier (MSG_WAITALL), the
+		// last one of its kind on its connection, so a recent record.
+		for i := len(t.res.Records) - 2; i >= 0; i-- {
+			if rec := &t.res.Records[i]; rec.Op.ID == r.Completes {
+				rec.Causes = append(rec.Causes, id)
+				break
+			}
+		}
+	}
 	t.timing.released(t.pending)
 	t.pending = nil
 	if tick := t.spec.Time.Tick; tick > 0 {

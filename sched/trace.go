@@ -35,6 +35,8 @@ type Record struct {
 	// this one: the send of a deliver, the delivers whose bytes a recv
 	// consumed, the connect an accept returned, the op of the parent thread
 	// that created this thread. Program order within an LPID is implicit.
+	// A recv with MSG_WAITALL that slept for more bytes also names the
+	// later deliveries that brought them.
 	Causes []uint64 `json:"causes,omitempty"`
 	// Immediate is true when a "+" variant released the op at once because
 	// its signature was predicted not to conflict.

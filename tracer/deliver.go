@@ -37,6 +37,11 @@ type conn struct {
 	// movingSince is when held bytes (see flowHeld) were first seen
 	// moving again, zero while they are not.
 	movingSince time.Time
+	// owed is a recv with MSG_WAITALL asleep in the kernel until bytes up
+	// to owedUntil arrive: the deliveries that bring them are its causes
+	// too (Released.Completes). Zero when none waits.
+	owed      uint64
+	owedUntil uint64
 }
 
 type deliveredRange struct {
@@ -233,6 +238,12 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 	r.Result = int64(n)
 	if n > 0 {
 		c.delivered = append(c.delivered, deliveredRange{start: c.sent, end: c.sent + uint64(n), id: p.op.ID})
+		if c.owed != 0 && c.sent < c.owedUntil {
+			r.Completes = c.owed
+			if c.sent+uint64(n) >= c.owedUntil {
+				c.owed = 0
+			}
+		}
 		c.sent += uint64(n)
 		t.awaitArrival(c)
 	}
@@ -263,8 +274,8 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 // how far the kernel's autotuning has grown them.
 func (t *Tracer) roomFor(c *conn, n int) bool {
 	limit := uint64(t.opts.DeliverCap)
-	if unread := c.sent - c.consumed; unread == 0 || unread+uint64(n) <= limit {
-		return true
+	if c.consumed >= c.sent || c.sent-c.consumed+uint64(n) <= limit {
+		return true // (a recv with MSG_WAITALL has claimed bytes not sent yet)
 	}
 	// lockstep's count of the bytes read can fall short (a recv with
 	// MSG_WAITALL reads on past what was there): ask the receiving socket.
@@ -496,15 +507,23 @@ func (t *Tracer) consume(p *pendingOp) []uint64 {
 		return nil
 	}
 	want := uint64(avail)
-	if p.op.Bytes > 0 && uint64(p.op.Bytes) < want {
-		want = uint64(p.op.Bytes)
+	room, known := t.recvRoom(p)
+	if known && room < want {
+		want = room
 	}
-	peek := false
+	var flags uint64
 	switch p.nr {
 	case unix.SYS_RECVFROM:
-		peek = p.args[3]&unix.MSG_PEEK != 0
+		flags = p.args[3]
 	case unix.SYS_RECVMSG:
-		peek = p.args[2]&unix.MSG_PEEK != 0
+		flags = p.args[2]
+	}
+	peek := flags&unix.MSG_PEEK != 0
+	if known && want < room && flags&unix.MSG_WAITALL != 0 && !peek && !p.immediate && p.deadline < 0 {
+		// It sleeps in the kernel until room bytes came: the rest is read
+		// by this recv too, not by the next one.
+		c.owed, c.owedUntil = p.op.ID, c.consumed+room
+		want = room
 	}
 	from, to := c.consumed, c.consumed+want
 	var ids []uint64
@@ -525,6 +544,41 @@ func (t *Tracer) consume(p *pendingOp) []uint64 {
 		}
 	}
 	return ids
+}
+
+// recvRoom says how many bytes a recv about to run can take: its buffer's
+// size, or for readv and recvmsg the sum of its iovecs' (read from the
+// stopped tracee: counting everything waiting instead made a server
+// reading pipelined commands into small buffers seem to read them all).
+func (t *Tracer) recvRoom(p *pendingOp) (uint64, bool) {
+	a := p.args
+	iov, iovcnt := a[1], a[2]
+	switch p.nr {
+	case unix.SYS_READ, unix.SYS_RECVFROM:
+		return a[2], true
+	case unix.SYS_READV:
+	case unix.SYS_RECVMSG:
+		var hdr [32]byte
+		if err := ptrace.ReadMem(p.th.tid, a[1], hdr[:]); err != nil {
+			return 0, false
+		}
+		iov = binary.LittleEndian.Uint64(hdr[16:])
+		iovcnt = binary.LittleEndian.Uint64(hdr[24:])
+	default:
+		return 0, false
+	}
+	if iovcnt > 1024 { // UIO_MAXIOV: the call fails with EINVAL
+		return 0, true
+	}
+	raw := make([]byte, 16*iovcnt)
+	if err := ptrace.ReadMem(p.th.tid, iov, raw); err != nil {
+		return 0, false
+	}
+	var n uint64
+	for i := uint64(0); i < iovcnt; i++ {
+		n += binary.LittleEndian.Uint64(raw[16*i+8:])
+	}
+	return n, true
 }
 
 func (t *Tracer) popConnect(listener string) uint64 {

@@ -22,7 +22,7 @@ func (t *Tracer) DumpThreads(w io.Writer) error {
 	var lines []string
 	if err := t.do(func() {
 		for _, th := range t.threads {
-			lines = append(lines, th.describe(t.gates))
+			lines = append(lines, th.describe(t.syscallName))
 		}
 	}); err != nil {
 		return err
@@ -41,7 +41,7 @@ var stateNames = [...]string{
 	tsGroupStop: "group-stop", tsHeld: "held", tsAlone: "alone",
 }
 
-func (th *thread) describe(gates map[int]gate) string {
+func (th *thread) describe(syscallName func(int) string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s tid %d", th.lpid, th.tid)
 	base := "/proc/" + strconv.Itoa(th.tid)
@@ -72,11 +72,7 @@ func (th *thread) describe(gates map[int]gate) string {
 		f := strings.Fields(string(sc))
 		if len(f) > 0 {
 			if nr, err := strconv.Atoi(f[0]); err == nil {
-				if g, ok := gates[nr]; ok {
-					f[0] = g.name
-				} else if name, ok := ungatedNames[nr]; ok {
-					f[0] = name
-				}
+				f[0] = syscallName(nr)
 			}
 			fmt.Fprintf(&b, ", syscall %s", strings.Join(f[:min(len(f), 4)], " "))
 		}
@@ -84,8 +80,8 @@ func (th *thread) describe(gates map[int]gate) string {
 	return b.String()
 }
 
-// ungatedNames names the syscalls a thread is commonly found asleep in
-// that lockstep does not gate (the rest show as numbers).
+// ungatedNames names the syscalls lockstep does not gate that a thread is
+// commonly found asleep in (the rest show as numbers).
 var ungatedNames = map[int]string{
 	unix.SYS_FUTEX: "futex", unix.SYS_READ: "read", unix.SYS_WRITE: "write",
 	unix.SYS_WAIT4: "wait4", unix.SYS_WAITID: "waitid", unix.SYS_EXECVE: "execve",

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"sort"
@@ -114,12 +115,16 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 	starvedRounds := 0
 	confirmed := false
 	var cpu map[int]uint64
+	// When threads were first found in uninterruptible sleep past the
+	// grace period (zero: none since the last progress).
+	var kernelSince time.Time
 	for spins := 0; ; spins++ {
 		if n := t.drain(true); n > 0 {
 			lastProgress = time.Now()
 			confirmed = false
 			spins = 0
 			runnableCPU, starvedRounds = nil, 0
+			kernelSince = time.Time{}
 			continue
 		}
 		running := 0
@@ -187,6 +192,21 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			return err
 		}
 		if time.Since(lastProgress) > t.opts.Grace {
+			// A thread in uninterruptible sleep (a fork copying its
+			// parent, disk I/O) neither spins nor starves: the kernel will
+			// let it go on. Waiting for it keeps the schedule from
+			// depending on how long the kernel took; past kernelWaitLimit
+			// lockstep cannot tell what it waits for, and says so.
+			if slow := t.inKernelSleep(); len(slow) > 0 {
+				if kernelSince.IsZero() {
+					kernelSince = time.Now()
+				}
+				if time.Since(kernelSince) < kernelWaitLimit {
+					lastProgress = time.Now()
+					continue
+				}
+				return fmt.Errorf("%s: still in uninterruptible sleep after %v", strings.Join(slow, "; "), kernelWaitLimit)
+			}
 			// A thread still runnable after the grace period spins only if
 			// it got the CPU and used it: on a loaded machine a runnable
 			// thread may simply not have been scheduled. Note their CPU
@@ -243,6 +263,37 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// kernelWaitLimit bounds the real time quiescence waits for threads in
+// uninterruptible sleep. A fork on a loaded machine was seen to take
+// seconds; a minute means something else holds them.
+const kernelWaitLimit = time.Minute
+
+// inKernelSleep names the threads lockstep let run that are in
+// uninterruptible sleep other than a vfork parent's wait for its child,
+// each with its syscall.
+func (t *Tracer) inKernelSleep() []string {
+	var out []string
+	for _, th := range t.threads {
+		if th.state != tsRunning && th.state != tsNew && th.state != tsTimedWait {
+			continue
+		}
+		if s, _, ok := th.kernelState(); !ok || s != 'D' || th.inVforkWait() {
+			continue
+		}
+		what := th.String()
+		if sc, err := readSmall("/proc/" + strconv.Itoa(th.tid) + "/syscall"); err == nil {
+			if f := strings.Fields(sc); len(f) > 0 {
+				if nr, err := strconv.Atoi(f[0]); err == nil {
+					what += " in " + t.syscallName(nr)
+				}
+			}
+		}
+		out = append(out, what)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // leaderWaiting reports whether th, a zombie, is a thread group's leader

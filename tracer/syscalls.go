@@ -119,6 +119,9 @@ func (t *Tracer) syscallName(nr int) string {
 	if g, ok := t.gates[nr]; ok {
 		return g.name
 	}
+	if name, ok := ungatedNames[nr]; ok {
+		return name
+	}
 	return "syscall" + strconv.Itoa(nr)
 }
 

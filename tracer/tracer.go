@@ -203,6 +203,10 @@ type Released struct {
 	Causes []uint64
 	// Result is the syscall's return value when lockstep produced it.
 	Result int64
+	// Completes is a recv released before and still asleep in the kernel
+	// for more bytes (MSG_WAITALL) that a delivery's bytes go to: the
+	// delivery is one of that recv's causes too. Zero for none.
+	Completes uint64
 }
 
 // Tracer traces process trees. Create it with New; all methods may be called
