@@ -283,17 +283,31 @@ func (t *Tracer) inKernelSleep() []string {
 			continue
 		}
 		what := th.String()
-		if sc, err := readSmall("/proc/" + strconv.Itoa(th.tid) + "/syscall"); err == nil {
-			if f := strings.Fields(sc); len(f) > 0 {
-				if nr, err := strconv.Atoi(f[0]); err == nil {
-					what += " in " + t.syscallName(nr)
-				}
-			}
+		if name := t.sleepingIn(th); name != "" {
+			what += " in " + name
 		}
 		out = append(out, what)
 	}
 	sort.Strings(out)
 	return out
+}
+
+// sleepingIn names the syscall th is in, from /proc; "" when it runs in
+// user space or is gone.
+func (t *Tracer) sleepingIn(th *thread) string {
+	sc, err := readSmall("/proc/" + strconv.Itoa(th.tid) + "/syscall")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(sc)
+	if len(f) == 0 {
+		return ""
+	}
+	nr, err := strconv.Atoi(f[0]) // not a number: "running"
+	if err != nil {
+		return ""
+	}
+	return t.syscallName(nr)
 }
 
 // leaderWaiting reports whether th, a zombie, is a thread group's leader
@@ -503,12 +517,8 @@ func (t *Tracer) unsettled() []string {
 			default:
 				why = "runnable"
 			}
-			if sc, err := readSmall("/proc/" + strconv.Itoa(th.tid) + "/syscall"); err == nil {
-				if f := strings.Fields(sc); len(f) > 0 && f[0] != "running" {
-					if nr, err := strconv.Atoi(f[0]); err == nil {
-						why += " in " + t.syscallName(nr)
-					}
-				}
+			if name := t.sleepingIn(th); name != "" {
+				why += " in " + name
 			}
 		}
 		out = append(out, th.String()+" "+why)
