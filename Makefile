@@ -5,7 +5,7 @@ BIN := bin/lockstep
 PKGS := ./...
 export GOFLAGS ?= -mod=mod
 
-.PHONY: help build test bench bench-hit demo generate clean deps testdata cleanup
+.PHONY: help build test bench bench-real bench-hit demo generate clean deps testdata cleanup
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ test: build testdata ## run every test, the privileged ones included when root
 
 bench: build testdata ## run the benchmarks (figures as ratios to native)
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+bench-real: build testdata ## lockstep against native on etcd, Redis, ZooKeeper and the micro benchmarks (RUNS=2), into bench/results
+	@bash scripts/bench-real.sh
 
 bench-hit: build testdata ## hit ratio of every strategy on the bug suite (TRIALS=1000, QUICK=1 for 100)
 	@bash scripts/bench-hit.sh

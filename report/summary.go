@@ -100,7 +100,7 @@ func writeStats(w io.Writer, s *engine.Summary) {
 	if n := time.Duration(len(s.Results)); n > 0 {
 		var all, launch, settle, handle, decide, release, teardown, reset, nodes, yield, confirm, blocked time.Duration
 		var finw, late, starved int
-		var stops, freed, clocks, waits uint64
+		var stops, freed, clocks, waits, skipped uint64
 		for _, r := range s.Results {
 			all += r.Duration
 			launch += r.Launch
@@ -121,12 +121,13 @@ func writeStats(w io.Writer, s *engine.Summary) {
 			freed += r.Stats.Released
 			clocks += r.Stats.ClockReads
 			waits += r.Stats.TimedWaits
+			skipped += r.Stats.SleepersSkipped
 		}
 		ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d/n)/1e6) }
 		fmt.Fprintf(w, "real time per trial (mean): %s = start nodes %s, wait for quiescence %s (stops handled %s), decide %s, release %s, teardown %s, network reset %s; FIN waits expired %.1f, deliveries late %.1f, starved states %.1f\n",
 			ms(all), ms(launch), ms(settle), ms(handle), ms(decide), ms(release), ms(teardown), ms(reset), float64(finw)/float64(n), float64(late)/float64(n), float64(starved)/float64(n))
-		fmt.Fprintf(w, "of the wait for quiescence (mean): yielding to running threads %s, confirming sleepers %s, blocked for events %s; the nodes' CPU time %s\n",
-			ms(yield), ms(confirm), ms(blocked), ms(nodes))
+		fmt.Fprintf(w, "of the wait for quiescence (mean): yielding to running threads %s, confirming sleepers %s, blocked for events %s; the nodes' CPU time %s; sleepers not read again (their node had not run) %d\n",
+			ms(yield), ms(confirm), ms(blocked), ms(nodes), skipped/uint64(n))
 		fmt.Fprintf(w, "stops per trial (mean): %d, of which released at once %d, clock reads %d, timed waits %d\n",
 			stops/uint64(n), freed/uint64(n), clocks/uint64(n), waits/uint64(n))
 	}

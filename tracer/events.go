@@ -36,15 +36,51 @@ func (t *Tracer) drain(nohang bool) int {
 			return n
 		}
 		n++
-		t0 := time.Now()
-		t.handle(tid, st)
-		t.stats.HandleTime += time.Since(t0)
+		t.handleTimed(tid, st)
 		flags |= ptrace.NoHang
 	}
 }
 
+func (t *Tracer) handleTimed(tid int, st ptrace.Status) {
+	t0 := time.Now()
+	if st.Kind() != ptrace.SeccompStop {
+		// An exit, a clone, an exec or a signal may have others behind it.
+		t.expect = true
+	}
+	t.handle(tid, st)
+	t.stats.HandleTime += time.Since(t0)
+}
+
+// collect handles the events waiting, like drain(true), but asks the
+// kernel only while one may be there (see quiet): most ops end with every
+// thread stopped by lockstep, and the wait4 that would confirm nothing
+// came is a syscall per op.
+func (t *Tracer) collect() int {
+	n := 0
+	for !t.quiet() {
+		tid, st, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.NoHang)
+		if err != nil || tid <= 0 {
+			t.expect = false
+			return n
+		}
+		n++
+		t.handleTimed(tid, st)
+	}
+	return n
+}
+
+// quiet reports whether no tracee can have an event to report: every live
+// thread is stopped by lockstep at a syscall, and since the last wait that
+// found nothing lockstep neither signalled a tracee nor handled an event
+// other than a syscall stop. Such threads report only when resumed or
+// killed; a SIGKILL one tracee sends another while every thread is held is
+// seen at the next wait, which the release of any op that resumes a
+// thread brings.
+func (t *Tracer) quiet() bool { return !t.expect && t.nHeld == len(t.threads) }
+
 func (t *Tracer) cont(th *thread, sig int) {
-	th.state = tsRunning
+	t.setState(th, tsRunning)
+	t.resumed = true
 	if err := ptrace.Cont(th.tid, sig); err != nil && err != unix.ESRCH {
 		t.log.Warn("resuming thread", "thread", th.String(), "err", err)
 	}
@@ -106,7 +142,7 @@ func (t *Tracer) onEventStop(th *thread, sig syscall.Signal) {
 	case th.state == tsNew || th.state == tsHeld:
 		// The initial stop of a new thread under PTRACE_SEIZE.
 		if th.proc == nil {
-			th.state = tsHeld
+			t.setState(th, tsHeld)
 			th.heldStatus = true
 			return
 		}
@@ -119,7 +155,7 @@ func (t *Tracer) onEventStop(th *thread, sig syscall.Signal) {
 	case sig == unix.SIGSTOP || sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU:
 		// Group-stop: keep it stopped as the signal wants, but listening so
 		// SIGCONT and events still reach us.
-		th.state = tsGroupStop
+		t.setState(th, tsGroupStop)
 		ptrace.Listen(th.tid)
 	default:
 		t.cont(th, 0)
@@ -168,7 +204,7 @@ func (t *Tracer) onClone(parent *thread) {
 		return
 	}
 	// Hold the parent until the child's first stop: see contCloned.
-	parent.state = tsHeld
+	t.setState(parent, tsHeld)
 	child.heldParent = parent
 }
 
@@ -272,6 +308,12 @@ func (t *Tracer) dropThread(th *thread) {
 		t.cont(parent, 0)
 	}
 	th.closeThreadFiles()
+	if th.proc != nil {
+		th.proc.node.stir()
+	}
+	if heldState(th.state) && t.threads[th.tid] == th {
+		t.nHeld--
+	}
 	delete(t.threads, th.tid)
 	if th.proc != nil {
 		delete(th.proc.threads, th.tid)
@@ -294,7 +336,8 @@ func (t *Tracer) noteDying(p *process) {
 		if s, _, ok := o.kernelState(); ok && (s == 't' || s == 'T') {
 			continue
 		}
-		o.state = tsRunning
+		t.setState(o, tsRunning)
+		t.expect = true
 	}
 }
 
@@ -375,6 +418,7 @@ func (t *Tracer) killAll() {
 		th.closeThreadFiles()
 		delete(t.threads, tid)
 	}
+	t.nHeld = 0
 	t.pruneTimers() // every owner is gone: closes lockstep's timerfd duplicates
 }
 
@@ -420,6 +464,8 @@ func (t *Tracer) killAndReap(match func(*process) bool) int {
 	}
 	for _, pid := range slices.Sorted(maps.Keys(t.procs)) {
 		if match(t.procs[pid]) {
+			t.expect = true
+			t.stirAll()
 			unix.Kill(pid, unix.SIGKILL)
 		}
 	}

@@ -36,10 +36,30 @@ type fdInfo struct {
 	local     netip.AddrPort
 	peer      netip.AddrPort
 	listening bool
+	// names caches the connection's names, made for every op on it.
+	names fdNames
 }
 
-func (f *fdInfo) outKey() string { return f.local.String() + ">" + f.peer.String() }
-func (f *fdInfo) inKey() string  { return f.peer.String() + ">" + f.local.String() }
+// fdNames are an fd's connection names for the addresses they were made
+// from (a datagram socket's can change).
+type fdNames struct {
+	local, peer   netip.AddrPort
+	out, in, addr string
+}
+
+func (f *fdInfo) named() *fdNames {
+	if n := &f.names; n.out == "" || n.local != f.local || n.peer != f.peer {
+		l, p := f.local.String(), f.peer.String()
+		*n = fdNames{local: f.local, peer: f.peer, out: l + ">" + p, in: p + ">" + l, addr: addrString(f.peer)}
+	}
+	return &f.names
+}
+
+func (f *fdInfo) outKey() string { return f.named().out }
+func (f *fdInfo) inKey() string  { return f.named().in }
+
+// peerString is addrString(f.peer), cached.
+func (f *fdInfo) peerString() string { return f.named().addr }
 
 // fdOf returns the cached info for fd, classifying it on first use.
 func (t *Tracer) fdOf(p *process, fd int) *fdInfo {

@@ -94,7 +94,7 @@ func resolveProgram(argv0, dir string) (string, error) {
 func (t *Tracer) node(cfg LaunchConfig) *nodeInfo {
 	ni := t.nodes[cfg.Node]
 	if ni == nil {
-		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns, clockOffset: cfg.ClockOffset}
+		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns, clockOffset: cfg.ClockOffset, idx: len(t.nodes)}
 		if t.opts.Random != nil {
 			ni.rand = t.opts.Random(cfg.Node)
 		}
@@ -169,6 +169,8 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		}
 	}
 	ni := t.node(cfg)
+	ni.openCPUStat(cfg.Cgroup)
+	ni.stir()
 	p := &process{pid: pid, site: callsite.Process{Pid: pid}, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}
 	ni.procs++
 	p.rand = ni.rand // the node's first process: the node's stream

@@ -35,6 +35,10 @@ type pendingOp struct {
 	chunk   *chunk // for deliveries
 	causes  []uint64
 	dropped bool
+	// polled is the Tracer.pollGen of the batched poll that answered
+	// pollReady for this op (see pollPending).
+	polled    uint64
+	pollReady bool
 }
 
 func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64) *pendingOp {
@@ -51,7 +55,7 @@ func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64)
 		p.causes = append(p.causes, th.firstCause)
 		th.firstCause = 0
 	}
-	th.state = tsGated
+	t.setState(th, tsGated)
 	th.pending = p
 	t.fresh = append(t.fresh, p)
 	t.stats.Ops++
@@ -93,9 +97,17 @@ func (t *Tracer) gated(a netip.Addr) bool { return t.opts.Gated(a.Unmap()) }
 
 func (t *Tracer) inbox(a netip.Addr) string {
 	if n := t.byAddr[a.Unmap()]; n != nil {
-		return "inbox:" + n.name
+		return n.inbox()
 	}
 	return "inbox:" + a.String()
+}
+
+// inbox names the node's inbox object ("inbox:NAME").
+func (ni *nodeInfo) inbox() string {
+	if ni.inboxName == "" {
+		ni.inboxName = "inbox:" + ni.name
+	}
+	return ni.inboxName
 }
 
 func addrString(ap netip.AddrPort) string {
@@ -177,6 +189,84 @@ func readyFd(fd int, ev int16) bool {
 	return ready([]unix.PollFd{{Fd: int32(fd), Events: ev}})
 }
 
+// polls appends to fds what p's readiness depends on: the descriptors
+// enabled polls for it, and for a captured send the error check its
+// release makes.
+func (t *Tracer) polls(fds []unix.PollFd, p *pendingOp) []unix.PollFd {
+	switch p.op.Kind {
+	case sched.Deliver:
+		if c := p.chunk.conn; c != nil && c.blocked && c.dup >= 0 && len(c.queue) > 0 && c.queue[0] == p {
+			fds = append(fds, unix.PollFd{Fd: int32(c.dup), Events: unix.POLLOUT})
+		}
+	case sched.Accept, sched.Recv:
+		if !p.immediate && p.fi != nil && p.fi.dup >= 0 {
+			fds = append(fds, unix.PollFd{Fd: int32(p.fi.dup), Events: unix.POLLIN})
+		}
+	case sched.Send:
+		if p.fi != nil && p.fi.dup >= 0 && p.fi.sockType == unix.SOCK_STREAM {
+			fds = append(fds, unix.PollFd{Fd: int32(p.fi.dup), Events: unix.POLLERR | unix.POLLHUP})
+		}
+	case sched.Poll:
+		if !p.immediate {
+			fds = append(fds, p.probe...)
+		}
+	}
+	return fds
+}
+
+// pollPending asks the kernel, in one ppoll, for the readiness of every
+// op in ops that depends on one: one syscall per state instead of one per
+// op, each a microsecond or two. The answers hold until pollGen moves: for
+// enabled in this state, and for the release that follows it when nothing
+// else was done in between (no tracee runs meanwhile).
+func (t *Tracer) pollPending(ops []*pendingOp) {
+	t.pollGen++
+	fds, spans := t.pollFds[:0], t.pollSpans[:0]
+	for _, p := range ops {
+		start := len(fds)
+		if fds = t.polls(fds, p); len(fds) > start {
+			spans = append(spans, pollSpan{p: p, start: start, end: len(fds)})
+		}
+	}
+	t.pollFds, t.pollSpans = fds, spans
+	if len(fds) == 0 {
+		return
+	}
+	n, err := unix.Poll(fds, 0)
+	for _, s := range spans {
+		ok := false
+		if err == nil && n > 0 {
+			for _, f := range fds[s.start:s.end] {
+				ok = ok || f.Revents != 0
+			}
+		}
+		s.p.polled, s.p.pollReady = t.pollGen, ok
+	}
+	clear(spans) // drop the references to the ops
+}
+
+type pollSpan struct {
+	p          *pendingOp
+	start, end int
+}
+
+// readyOp says whether p's descriptor fd is ready for ev: this state's
+// batched answer when there is one, else a poll of its own.
+func (t *Tracer) readyOp(p *pendingOp, fd int, ev int16) bool {
+	if p.polled == t.pollGen && p.polled != 0 {
+		return p.pollReady
+	}
+	return readyFd(fd, ev)
+}
+
+// readyProbe is readyOp for a poll-family op's descriptors.
+func (t *Tracer) readyProbe(p *pendingOp) bool {
+	if p.polled == t.pollGen && p.polled != 0 {
+		return p.pollReady
+	}
+	return ready(p.probe)
+}
+
 // enabled says whether releasing p now would not block.
 func (t *Tracer) enabled(p *pendingOp) bool {
 	if t.interruptedBySignal(p) {
@@ -191,7 +281,7 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 		if len(c.queue) == 0 || c.queue[0] != p {
 			return false
 		}
-		if c.blocked && !readyFd(c.dup, unix.POLLOUT) {
+		if c.blocked && !t.readyOp(p, c.dup, unix.POLLOUT) {
 			return false
 		}
 		return t.roomFor(c, len(p.chunk.data))
@@ -206,14 +296,14 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 		if p.deadline >= 0 && p.deadline <= t.now() {
 			return true // SO_RCVTIMEO expired
 		}
-		return p.fi != nil && readyFd(p.fi.dup, unix.POLLIN)
+		return p.fi != nil && t.readyOp(p, p.fi.dup, unix.POLLIN)
 	case sched.Send:
 		if c := t.conns[p.fi.outKey()]; c != nil && c.queued >= t.opts.DeliverCap {
 			return false
 		}
 		return true
 	case sched.Poll:
-		if p.immediate || ready(p.probe) {
+		if p.immediate || t.readyProbe(p) {
 			return true
 		}
 		return p.deadline >= 0 && p.deadline <= t.now()
@@ -230,6 +320,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		return Released{}, errUnknownOp(id)
 	}
 	delete(t.pending, id)
+	t.stirOp(p)
 	if p.op.Kind == sched.Deliver {
 		if p.chunk.dg != nil {
 			return t.deliverDgram(p)
@@ -244,7 +335,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 	case sched.Sleep:
 		t.releaseSleep(p)
 	case sched.Poll:
-		if !p.immediate && !ready(p.probe) && p.deadline >= 0 && p.deadline <= t.now() {
+		if !p.immediate && p.deadline >= 0 && p.deadline <= t.now() && !t.readyProbe(p) {
 			t.timeoutPoll(th, p)
 			return r, nil
 		}
@@ -262,7 +353,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			}
 			t.log.Warn("capturing datagram, sending it natively", "op", p.op.String(), "err", err)
 		}
-		if t.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG && !readyFd(p.fi.dup, unix.POLLERR|unix.POLLHUP) {
+		if t.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG && !t.readyOp(p, p.fi.dup, unix.POLLERR|unix.POLLHUP) {
 			n, err := t.capture(p)
 			if err == nil {
 				r.Result = n
@@ -278,12 +369,13 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			r.Result = -int64(unix.EAGAIN)
 			return r, nil
 		}
-		if t.nothingToRead(p) {
+		avail := t.queued(p)
+		if t.nothingToRead(p, avail) {
 			// A non-blocking read released with nothing queued and no FIN:
 			// it returns EAGAIN and moves no bytes (the kernel records none).
 			r.Result = -int64(unix.EAGAIN)
 		} else {
-			r.Causes = append(r.Causes, t.consume(p)...)
+			r.Causes = append(r.Causes, t.consume(p, avail)...)
 		}
 		t.cont(th, 0)
 	case sched.Accept:
@@ -406,7 +498,7 @@ func (t *Tracer) sockTimeout(po *pendingOp, opt int) {
 // timeout passed with nothing to read: the kernel would return EAGAIN.
 func (t *Tracer) timedOut(p *pendingOp) bool {
 	return !p.immediate && p.deadline >= 0 && p.deadline <= t.now() &&
-		(p.fi == nil || !readyFd(p.fi.dup, unix.POLLIN))
+		(p.fi == nil || !t.readyOp(p, p.fi.dup, unix.POLLIN))
 }
 
 // timeoutPoll makes a poll-family call return "timed out" without waiting.
@@ -444,13 +536,24 @@ func (e errUnknownOp) Error() string {
 	return "releasing op #" + strconv.FormatUint(uint64(e), 10) + ": no such pending op"
 }
 
-// nothingToRead reports whether a stream socket's recv, about to run, will
-// find neither bytes nor end of stream.
-func (t *Tracer) nothingToRead(p *pendingOp) bool {
+// queued returns the bytes waiting in the stream socket a recv reads
+// from, -1 when that is not known (not a stream socket lockstep holds a
+// duplicate of, or the ioctl failed).
+func (t *Tracer) queued(p *pendingOp) int {
 	if p.fi == nil || p.fi.dup < 0 || p.fi.sockType != unix.SOCK_STREAM {
-		return false
+		return -1
 	}
-	if avail, err := unix.IoctlGetInt(p.fi.dup, unix.SIOCINQ); err != nil || avail > 0 {
+	avail, err := unix.IoctlGetInt(p.fi.dup, unix.SIOCINQ)
+	if err != nil {
+		return -1
+	}
+	return avail
+}
+
+// nothingToRead reports whether a stream socket's recv, about to run, will
+// find neither bytes nor end of stream; avail is what queued returned.
+func (t *Tracer) nothingToRead(p *pendingOp, avail int) bool {
+	if avail != 0 {
 		return false
 	}
 	fds := []unix.PollFd{{Fd: int32(p.fi.dup), Events: unix.POLLIN | unix.POLLRDHUP}}

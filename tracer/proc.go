@@ -40,6 +40,27 @@ const (
 	tsAlone
 )
 
+// heldState reports whether a thread in s is stopped by lockstep at a
+// syscall, and so cannot report an event unless lockstep resumes it or a
+// signal kills it.
+func heldState(s threadState) bool { return s == tsGated || s == tsAlone }
+
+// setState moves th to s, keeping Tracer.nHeld.
+func (t *Tracer) setState(th *thread, s threadState) {
+	if t.threads[th.tid] == th {
+		if heldState(th.state) {
+			t.nHeld--
+		}
+		if heldState(s) {
+			t.nHeld++
+		}
+	}
+	th.state = s
+	if th.proc != nil {
+		th.proc.node.stir()
+	}
+}
+
 // thread is one traced task.
 type thread struct {
 	tid   int
@@ -201,6 +222,8 @@ func (t *Tracer) initSignal(th *thread, sig syscall.Signal) bool {
 		return false
 	}
 	th.proc.fatal = sig
+	t.expect = true
+	th.proc.node.stir()
 	unix.Kill(th.proc.pid, unix.SIGKILL)
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +60,7 @@ func (t *Tracer) settle(ctx context.Context) (State, error) {
 // them, alone; it is not an op, and the schedule does not see it.
 func (t *Tracer) onAlone(th *thread, _ int, _ [6]uint64) bool {
 	t.stats.Alone++
-	th.state = tsAlone
+	t.setState(th, tsAlone)
 	return true
 }
 
@@ -118,8 +119,15 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 	// When threads were first found in uninterruptible sleep past the
 	// grace period (zero: none since the last progress).
 	var kernelSince time.Time
+	if t.resumed && t.opts.Serialize && t.opts.CPU >= 0 {
+		// The threads just resumed have not run: they wait behind the
+		// tracer in its CPU's round-robin queue. Let them before asking
+		// the kernel for their stops, which would find none.
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	t.resumed = false
 	for spins := 0; ; spins++ {
-		if n := t.drain(true); n > 0 {
+		if n := t.collect(); n > 0 {
 			lastProgress = time.Now()
 			confirmed = false
 			spins = 0
@@ -140,45 +148,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 		if spins >= 16 {
 			// Every running thread asleep in the kernel twice in a row with
 			// no CPU time used in between: nobody can wake them but us.
-			asleep := true
-			now := make(map[int]uint64, running)
-			for _, th := range t.threads {
-				if th.state != tsRunning && th.state != tsTimedWait && th.state != tsNew {
-					continue
-				}
-				if th.state == tsTimedWait && th.interrupted {
-					asleep = false
-					break
-				}
-				if th.connecting != nil && time.Since(th.connecting.since) < connectWaitLimit {
-					// A blocking connect sleeps while its handshake is in
-					// flight; it wakes without lockstep.
-					asleep = false
-					break
-				}
-				s, c, ok := th.kernelState()
-				if !ok {
-					continue // gone; its exit event is on its way
-				}
-				if s == 'D' && !th.inVforkWait() {
-					// Uninterruptible sleep is transient (I/O, exec reading
-					// the binary) except for a vfork parent waiting for its
-					// child, which only lockstep can let go.
-					asleep = false
-					break
-				}
-				if s != 'S' && s != 'D' && s != 'Z' && s != 'I' {
-					asleep = false
-					break
-				}
-				if s == 'Z' && !th.leaderWaiting() {
-					// On its way out: its exit status is coming, and the
-					// state before it and the one after are not the same.
-					asleep = false
-					break
-				}
-				now[th.tid] = c
-			}
+			asleep, now := t.sleepCheck()
 			if asleep {
 				if confirmed && sameCPU(cpu, now) && t.netSettled() {
 					return nil
@@ -248,6 +218,12 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			// microseconds: yielding catches them without a timer.
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			t.stats.SettleYield += time.Since(t0)
+			if t.nothingRan() {
+				// Nothing else could run on this CPU: the threads lockstep
+				// let run sleep (or run elsewhere); look at them now rather
+				// than yield fifteen more times.
+				spins = 15
+			}
 		case confirmed:
 			pause(20 * time.Microsecond)
 			t.stats.SettleConfirm += time.Since(t0)
@@ -263,6 +239,86 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// sleepCheck reports whether every thread lockstep let run sleeps in the
+// kernel, and the CPU time used so far: one count per node with a cgroup
+// (keyed -1-idx), one per thread for the others. Threads of a node that
+// has not run since they were last seen asleep are not read again
+// (nodecpu.go).
+func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
+	for _, ni := range t.nodes {
+		ni.readCPU()
+	}
+	now := make(map[int]uint64, len(t.nodes))
+	for _, th := range t.threads {
+		if th.state != tsRunning && th.state != tsTimedWait && th.state != tsNew {
+			continue
+		}
+		if th.state == tsTimedWait && th.interrupted {
+			return false, nil
+		}
+		if th.connecting != nil && time.Since(th.connecting.since) < connectWaitLimit {
+			// A blocking connect sleeps while its handshake is in
+			// flight; it wakes without lockstep.
+			return false, nil
+		}
+		var ni *nodeInfo
+		if th.proc != nil {
+			ni = th.proc.node
+		}
+		if ni.asleepSince() {
+			t.stats.SleepersSkipped++
+			continue
+		}
+		s, c, ok := th.kernelState()
+		if !ok {
+			continue // gone; its exit event is on its way
+		}
+		if s == 'D' && !th.inVforkWait() {
+			// Uninterruptible sleep is transient (I/O, exec reading
+			// the binary) except for a vfork parent waiting for its
+			// child, which only lockstep can let go.
+			return false, nil
+		}
+		if s != 'S' && s != 'D' && s != 'Z' && s != 'I' {
+			return false, nil
+		}
+		if s == 'Z' && !th.leaderWaiting() {
+			// On its way out: its exit status is coming, and the
+			// state before it and the one after are not the same.
+			return false, nil
+		}
+		if ni == nil || !ni.cpu.ok {
+			now[th.tid] = c
+		}
+	}
+	for _, ni := range t.nodes {
+		if ni.cpu.ok {
+			now[-1-ni.idx] = ni.cpu.usage
+			ni.cpu.asleepAt, ni.cpu.asleepOK = ni.cpu.usage, true
+		}
+	}
+	return true, now
+}
+
+// nothingRan reports whether the tracer thread's last yield gave the CPU to
+// no one: its count of involuntary switches (a yield that lets another
+// thread run is one) did not move since the previous call. Only when every
+// tracee is pinned to the tracer's CPU in the same round-robin queue
+// (Serialize) does that mean no tracee was runnable; otherwise it reports
+// false.
+func (t *Tracer) nothingRan() bool {
+	if !t.opts.Serialize || t.opts.CPU < 0 {
+		return false
+	}
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
+		return false
+	}
+	same := ru.Nivcsw == t.switches
+	t.switches = ru.Nivcsw
+	return same
 }
 
 // kernelWaitLimit bounds the real time quiescence waits for threads in
@@ -370,13 +426,18 @@ func (t *Tracer) snapshot() State {
 	if t.opts.Socks {
 		st.Socks = t.socks()
 	}
-	ids := make([]uint64, 0, len(t.pending))
+	ids := t.idsBuf[:0]
 	for id := range t.pending {
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	slices.Sort(ids)
+	t.idsBuf = ids
+	ops := t.pendingBuf[:0]
 	for _, id := range ids {
-		p := t.pending[id]
+		ops = append(ops, t.pending[id])
+	}
+	t.pollPending(ops)
+	for _, p := range ops {
 		st.Pending = append(st.Pending, &p.op)
 		if t.enabled(p) {
 			st.Enabled = append(st.Enabled, &p.op)
@@ -385,6 +446,8 @@ func (t *Tracer) snapshot() State {
 			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind, Op: p.op.ID})
 		}
 	}
+	clear(ops)
+	t.pendingBuf = ops[:0]
 	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
 		for _, th := range t.threads {
 			ks, _, _ := th.kernelState()
@@ -468,9 +531,7 @@ func (t *Tracer) blockingWait(d time.Duration) bool {
 	if err != nil || tid <= 0 {
 		return false
 	}
-	t0 := time.Now()
-	t.handle(tid, st)
-	t.stats.HandleTime += time.Since(t0)
+	t.handleTimed(tid, st)
 	return tid != sentinel
 }
 

@@ -136,9 +136,9 @@ func (t *Tracer) onSeccomp(th *thread) {
 	if th.state == tsTimedWait {
 		th.interrupted = false
 	}
-	th.state = tsGated
+	t.setState(th, tsGated)
 	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
-		th.state = tsRunning
+		t.setState(th, tsRunning)
 		return
 	}
 	nr := th.regs.Syscall()
@@ -215,8 +215,8 @@ func (t *Tracer) onRecv(th *thread, nr int, a [6]uint64) bool {
 	}
 	po := t.newPending(th, sched.Recv, nr, a)
 	po.fd, po.fi = fd, fi
-	po.op.Object = "inbox:" + p.node.name
-	po.op.Peer = addrString(fi.peer)
+	po.op.Object = p.node.inbox()
+	po.op.Peer = fi.peerString()
 	po.op.Conn = fi.inKey()
 	po.op.Bytes = int(a[2])
 	po.immediate = t.nonblocking(fi, nr, a)
@@ -238,7 +238,7 @@ func (t *Tracer) onSend(th *thread, nr int, a [6]uint64) bool {
 	}
 	po := t.newPending(th, sched.Send, nr, a)
 	po.fd, po.fi = fd, fi
-	po.op.Peer = addrString(fi.peer)
+	po.op.Peer = fi.peerString()
 	po.op.Conn = fi.outKey()
 	if fi.sockType == unix.SOCK_DGRAM {
 		d := t.dgramDest(th, fi, nr, a)

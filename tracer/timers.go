@@ -261,6 +261,7 @@ func (t *Tracer) fireDueTimer() bool {
 	} else {
 		v.armed = false
 	}
+	v.proc.node.stir() // a thread may sleep on the timer
 	switch v.kind {
 	case kindTimerfd:
 		cur := uint64(0)
@@ -272,6 +273,8 @@ func (t *Tracer) fireDueTimer() bool {
 			t.expireNow(v, err)
 		}
 	case kindItimer:
+		t.expect = true
+		v.proc.node.stir()
 		if err := unix.Kill(v.proc.pid, unix.SIGALRM); err != nil {
 			t.log.Debug("sending SIGALRM", "proc", v.proc.String(), "err", err)
 		}
@@ -323,6 +326,8 @@ func (t *Tracer) firePosix(v *vtimer, n int64) {
 	binary.LittleEndian.PutUint32(info[16:], uint32(v.id))      // si_timerid
 	binary.LittleEndian.PutUint32(info[20:], uint32(v.overrun)) // si_overrun
 	binary.LittleEndian.PutUint64(info[24:], v.value)           // si_value
+	t.expect = true
+	v.proc.node.stir()
 	if err := queueSignal(v.proc.pid, tid, int(v.signo), &info); err != nil {
 		t.log.Debug("queueing timer signal", "lpid", v.lpid, "signal", v.signo, "err", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
 	"github.com/lockstep-dev/lockstep/tracer/internal/launch"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // Clock is the virtual time the tracer answers clock reads from. vclock.Clock
@@ -252,6 +253,24 @@ type Tracer struct {
 	held         []*conn     // connections whose sender holds delivered bytes back for want of window
 	bufs         bufPool     // capture buffers
 	timers       *timerTable // virtual kernel timers (timers.go), made on first use
+
+	// nHeld counts the threads of threads stopped by lockstep at a syscall
+	// (tsGated, tsAlone); expect says an event may come even when every
+	// thread is (see collect).
+	nHeld  int
+	expect bool
+	// switches is the tracer thread's involuntary context switches at its
+	// last yield (see nothingRan).
+	switches int64
+	// resumed says cont let a thread go since the last settle.
+	resumed bool
+	// pollGen numbers the batched readiness polls (pollPending); the
+	// buffers are reused from state to state.
+	pollGen    uint64
+	pollFds    []unix.PollFd
+	pollSpans  []pollSpan
+	pendingBuf []*pendingOp
+	idsBuf     []uint64
 }
 
 // Stats counts what the tracer did, for benchmarks and reports.
@@ -289,6 +308,10 @@ type Stats struct {
 	// but got no CPU for several grace periods (a machine overloaded by
 	// other work): the schedule from there may differ from a quiet run's.
 	Starved int
+	// SleepersSkipped counts the /proc reads of sleeping threads that
+	// quiescence skipped because their node had not run since they were
+	// seen asleep (nodecpu.go).
+	SleepersSkipped uint64
 	// Time spent, for the benchmark's breakdown: handling stops (register
 	// reads, decoding, call sites included), call sites alone, waiting for
 	// tracees to run (quiescence), the caller's decisions, releases.
@@ -320,6 +343,12 @@ type nodeInfo struct {
 	driftFrom int64
 	driftGain time.Duration
 	clockPage *clockPage // nil until a process of the node exec'd
+	// idx numbers the node in launch order; cpu is its CPU time as
+	// quiescence tracks it (nodecpu.go).
+	idx int
+	cpu nodeCPU
+	// inboxName is "inbox:"+name (see inbox).
+	inboxName string
 	// ports counts the ephemeral ports lockstep has bound on the node
 	// (bindEphemeral).
 	ports int
@@ -394,6 +423,7 @@ func (t *Tracer) loop() {
 			if ni.clockPage != nil {
 				ni.clockPage.close()
 			}
+			ni.closeCPUStat()
 		}
 	}()
 	if t.opts.CPU >= 0 {
@@ -410,6 +440,9 @@ func (t *Tracer) loop() {
 		if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}, 0); err != nil {
 			t.log.Warn("tracer thread keeps the default policy", "err", err)
 		}
+	}
+	if err := ptrace.QuietStops(); err != nil {
+		t.log.Warn("tracee stops will signal the tracer", "err", err)
 	}
 	t.startSentinel()
 	for {
@@ -459,7 +492,11 @@ func (t *Tracer) Stats() Stats {
 func (t *Tracer) Release(id uint64) (Released, error) {
 	var r Released
 	var err error
-	if e := t.do(func() { r, err = t.release(id) }); e != nil {
+	if e := t.do(func() {
+		t.pollGen++ // the caller may have done anything since Settle
+		t.stirAll()
+		r, err = t.release(id)
+	}); e != nil {
 		return r, e
 	}
 	return r, err
@@ -475,6 +512,8 @@ func (t *Tracer) Kill(node string) error {
 	return t.do(func() {
 		for _, p := range t.procs {
 			if p.node.name == node {
+				t.expect = true
+				p.node.stir()
 				unix.Kill(p.pid, unix.SIGKILL)
 			}
 		}
@@ -567,6 +606,10 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			t.stats.DecideTime += t2.Sub(t1)
 			if err != nil || a.Stop {
 				return
+			}
+			if a.Crash != "" || len(a.Clocks) > 0 || len(a.Drifts) > 0 || len(a.Cuts) > 0 || a.Reset != "" || a.Drop != 0 || a.Launch != nil {
+				t.pollGen++ // the readiness polled for st may have changed
+				t.stirAll()
 			}
 			if a.Crash != "" {
 				t.crashNode(a.Crash)

@@ -76,9 +76,9 @@ func (t *Tracer) onTimedWait(th *thread, a [6]uint64) bool {
 	th.waitDeadline = deadline
 	th.waitAddr = a[0]
 	th.interrupted = false
-	th.state = tsTimedWait
+	t.setState(th, tsTimedWait)
 	if err := ptrace.Cont(th.tid, 0); err != nil {
-		th.state = tsRunning
+		t.setState(th, tsRunning)
 	}
 	return true
 }
@@ -110,13 +110,13 @@ func (t *Tracer) wakeDueTimedWaits() {
 		return
 	}
 	if !first.inFutex() {
-		first.state = tsRunning // woken meanwhile
+		t.setState(first, tsRunning) // woken meanwhile
 		return
 	}
 	first.interrupted = true
 	if err := ptrace.Interrupt(first.tid); err != nil {
 		first.interrupted = false
-		first.state = tsRunning
+		t.setState(first, tsRunning)
 	}
 }
 

@@ -77,18 +77,33 @@ const (
 // Cache memoizes per-module decisions; with ASLR off the same addresses
 // recur in every trial, so one is shared by all tracees of a tracer.
 type Cache struct {
-	syms     map[string]*symtab // module path → symbols (nil: none)
-	classes  map[string]frameClass
-	isReturn map[string]bool
+	syms map[string]*symtab // module path → symbols (nil: none)
+	// Per frame (module and offset; no string is built to look one up):
+	// whether it follows a call, what it is, and its name.
+	isReturn map[frameID]bool
+	classes  map[frameID]frameClass
+	names    map[frameID]string
 }
 
-func (c *Cache) frameKey(path string, off uint64) string {
-	return path + "+" + strconv.FormatUint(off, 16)
+// frameID is a return address as a module and a file offset.
+type frameID struct {
+	path string
+	off  uint64
+}
+
+// name is the frame's site, "module+0xoff".
+func (c *Cache) name(id frameID) string {
+	s, ok := c.names[id]
+	if !ok {
+		s = fmt.Sprintf("%s+%#x", filepath.Base(id.path), id.off)
+		c.names[id] = s
+	}
+	return s
 }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{syms: map[string]*symtab{}, classes: map[string]frameClass{}, isReturn: map[string]bool{}}
+	return &Cache{syms: map[string]*symtab{}, classes: map[frameID]frameClass{}, isReturn: map[frameID]bool{}, names: map[frameID]string{}}
 }
 
 type symtab struct {
@@ -193,7 +208,7 @@ func (c *Cache) classify(m *mapping, off uint64) frameClass {
 	if moduleSkipped(m.path) {
 		return frameSkip
 	}
-	key := m.path + "+" + strconv.FormatUint(off, 16)
+	key := frameID{m.path, off}
 	if cl, ok := c.classes[key]; ok {
 		return cl
 	}
@@ -266,7 +281,7 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 			}
 		}
 		off := w - m.start + m.offset
-		key := c.frameKey(m.path, off)
+		key := frameID{m.path, off}
 		ok, seen := c.isReturn[key]
 		if !seen {
 			ok = looksLikeReturn(p.Pid, w)
@@ -275,13 +290,12 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 		if !ok {
 			continue
 		}
-		site := fmt.Sprintf("%s+%#x", filepath.Base(m.path), off)
 		switch c.classify(m, off) {
 		case frameUser:
-			sites = append(sites, site)
+			sites = append(sites, c.name(key))
 		case frameSkip:
 			if fallback == "" {
-				fallback = site
+				fallback = c.name(key)
 			}
 		}
 	}
@@ -327,7 +341,7 @@ func (c *Cache) framePointerSites(p *Process, sp, fp uint64, frames int) []strin
 		}
 		off := ret - m.start + m.offset
 		if c.classify(m, off) == frameUser {
-			sites = append(sites, fmt.Sprintf("%s+%#x", filepath.Base(m.path), off))
+			sites = append(sites, c.name(frameID{m.path, off}))
 		}
 		lo = fp + 16
 		fp = next

@@ -2,6 +2,7 @@ package ptrace
 
 import (
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -105,4 +106,33 @@ func Wait(pid, flags int) (int, Status, error) {
 		}
 		return tid, Status{ws}, err
 	}
+}
+
+// saNoCldStop is SA_NOCLDSTOP (x/sys/unix does not define it).
+const saNoCldStop = 1
+
+// kernelSigaction is the x86-64 kernel's struct sigaction for
+// rt_sigaction.
+type kernelSigaction struct {
+	handler, flags, restorer, mask uint64
+}
+
+// QuietStops asks the kernel not to send the process SIGCHLD when a
+// tracee stops (SA_NOCLDSTOP on the handler Go's runtime installed): a
+// tracer learns of stops from wait4, which the kernel wakes either way,
+// and every signal costs the tracer thread a signal frame, Go's handler
+// and rt_sigreturn — about four per round trip. Exits still signal.
+func QuietStops() error {
+	var sa kernelSigaction
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD), 0, uintptr(unsafe.Pointer(&sa)), 8, 0, 0); e != 0 {
+		return e
+	}
+	if sa.flags&saNoCldStop != 0 {
+		return nil
+	}
+	sa.flags |= saNoCldStop
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD), uintptr(unsafe.Pointer(&sa)), 0, 8, 0, 0); e != 0 {
+		return e
+	}
+	return nil
 }

@@ -1,0 +1,130 @@
+package tracer
+
+import (
+	"bytes"
+	"net/netip"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// Quiescence looks at every thread lockstep let run and finds out from
+// /proc whether it sleeps in the kernel: two reads per thread, twice per
+// decision (the second to confirm that nothing ran in between). A JVM has
+// dozens of threads parked in futex waits lockstep does not track; on a
+// four-JVM cluster those reads were over half of lockstep's own time. A
+// node's cgroup counts the CPU time of all its threads: when it has not
+// moved since the node's threads were last seen asleep, none of them ran,
+// and none can have woken without running (a thread woken but not yet run
+// shows at the confirmation, after the pause that lets it run). So only
+// the threads of nodes whose count moved are read again, and the
+// confirmation compares one count per node.
+
+// nodeCPU is what quiescence keeps per node (see above).
+type nodeCPU struct {
+	// fd is the node's cgroup cpu.stat, open; -1 when the node has no
+	// cgroup (its threads are then always read one by one).
+	fd int
+	// usage is the count read at the current check (ok: it could be).
+	usage uint64
+	ok    bool
+	// asleepAt is a count read before a check that found every thread of
+	// the node lockstep let run asleep; asleepOK says it still stands:
+	// nothing lockstep did since could have woken one (see stir).
+	asleepAt uint64
+	asleepOK bool
+}
+
+// openCPUStat opens the node's cgroup cpu.stat on its first launch.
+func (ni *nodeInfo) openCPUStat(cgroup string) {
+	if ni.cpu.fd > 0 || cgroup == "" {
+		return
+	}
+	fd, err := unix.Open(cgroup+"/cpu.stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	ni.cpu.fd = fd
+}
+
+func (ni *nodeInfo) closeCPUStat() {
+	if ni.cpu.fd > 0 {
+		unix.Close(ni.cpu.fd)
+		ni.cpu.fd = -1
+	}
+}
+
+// readCPU reads the node's CPU time (µs) into ni.cpu.usage.
+func (ni *nodeInfo) readCPU() {
+	ni.cpu.ok = false
+	if ni.cpu.fd <= 0 {
+		return
+	}
+	var buf [256]byte
+	n, err := unix.Pread(ni.cpu.fd, buf[:], 0)
+	if err != nil || n <= 0 {
+		return
+	}
+	const key = "usage_usec "
+	b := buf[:n]
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return
+	}
+	b = b[i+len(key):]
+	if j := bytes.IndexByte(b, '\n'); j >= 0 {
+		b = b[:j]
+	}
+	v, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return
+	}
+	ni.cpu.usage, ni.cpu.ok = v, true
+}
+
+// asleepSince reports whether the node's threads were seen asleep and
+// nothing of the node has run since: their /proc reads can be skipped.
+func (ni *nodeInfo) asleepSince() bool {
+	return ni != nil && ni.cpu.ok && ni.cpu.asleepOK && ni.cpu.usage == ni.cpu.asleepAt
+}
+
+// stir forgets that the node's threads were seen asleep: lockstep changed
+// one's state, signalled one, or sent the node something that may wake one
+// without its count moving yet.
+func (ni *nodeInfo) stir() {
+	if ni != nil {
+		ni.cpu.asleepOK = false
+	}
+}
+
+// stirAll is stir for every node (faults, launches, clock changes: what
+// they wake is not worked out).
+func (t *Tracer) stirAll() {
+	for _, ni := range t.nodes {
+		ni.stir()
+	}
+}
+
+// stirOp stirs the nodes an op's release may wake threads on: its own and
+// its peer's.
+func (t *Tracer) stirOp(p *pendingOp) {
+	if p.th != nil && p.th.proc != nil {
+		p.th.proc.node.stir()
+	}
+	if p.chunk != nil && p.chunk.conn != nil {
+		t.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
+		t.byAddr[p.chunk.conn.src.Addr().Unmap()].stir()
+	}
+	if p.fi != nil && p.fi.peer.IsValid() {
+		t.byAddr[p.fi.peer.Addr().Unmap()].stir()
+	}
+	if p.op.Kind == sched.Deliver || p.fi == nil || !p.fi.peer.IsValid() {
+		// A datagram, a connect, an unconnected socket: the peer is in the
+		// op's name only.
+		if ap, err := netip.ParseAddrPort(p.op.Peer); err == nil {
+			t.byAddr[ap.Addr().Unmap()].stir()
+		}
+	}
+}

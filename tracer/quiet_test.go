@@ -1,0 +1,203 @@
+package tracer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/netns"
+	"github.com/lockstep-dev/lockstep/vclock"
+)
+
+// TestQuiescenceShortcuts runs an echo client against a server in their own
+// namespaces and cgroups, beside an idle server, and checks at every state
+// that the shortcuts quiescence and the state take are exact: the held
+// count is the threads' states, a skipped wait would have found nothing,
+// the batched readiness poll agrees with one poll per op. In C every thread
+// is often held (no wait at all); in Go idle runtime threads sleep in the
+// kernel, and the idle node's are not read from /proc again and again.
+func TestQuiescenceShortcuts(t *testing.T) {
+	requireTracing(t)
+	testutil.RequireNetns(t)
+	testutil.RequireCgroup2(t, testutil.CgroupRoot)
+	for _, lang := range []string{"c", "go"} {
+		t.Run(lang, func(t *testing.T) { testQuiescenceShortcuts(t, lang) })
+	}
+}
+
+func testQuiescenceShortcuts(t *testing.T, lang string) {
+	srvBin, cliBin := bin(t, lang, "pingpong_server"), bin(t, lang, "pingpong_client")
+	ctx := context.Background()
+	cl, err := netns.New(ctx, netns.Config{Nodes: []string{"server", "client", "idle"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	tr := New(Options{Capture: true, Clock: vclock.New(vclock.DefaultEpoch, 0), CPU: benchCPU(), Serialize: true,
+		Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
+	defer tr.Close()
+	dir := t.TempDir()
+	launch := func(n *netns.Node, argv ...string) {
+		f, err := os.Create(filepath.Join(dir, n.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := tr.Launch(LaunchConfig{Node: n.Name, Addr: n.Addr, Argv: argv, Netns: n.NetnsPath,
+			HostsFile: n.HostsFile, Cgroup: n.CgroupDir, Stdout: f, Stderr: f}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, cli, idle := cl.Node("server"), cl.Node("client"), cl.Node("idle")
+	launch(idle, srvBin, "7600")
+	launch(srv, srvBin, "7600")
+	launch(cli, cliBin, srv.Addr.String(), "7600", "40", "3")
+
+	rng := rand.New(rand.NewPCG(7, 7))
+	var steps, quietSteps, polledOps int
+	var failures []string
+	fail := func(format string, a ...any) {
+		if len(failures) < 10 {
+			failures = append(failures, fmt.Sprintf("step %d: ", steps)+fmt.Sprintf(format, a...))
+		}
+	}
+	err = tr.Drive(ctx, func(st *State, _ Released) (Action, error) {
+		// On the tracer thread: its state may be read directly.
+		steps++
+		held := 0
+		for _, th := range tr.threads {
+			if heldState(th.state) {
+				held++
+			}
+		}
+		if held != tr.nHeld {
+			fail("nHeld %d, %d threads held", tr.nHeld, held)
+		}
+		if tr.quiet() {
+			quietSteps++
+			// Peek (WNOWAIT) at what a wait would have returned.
+			var info unix.Siginfo
+			err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+			if err == nil && info.Signo != 0 {
+				fail("quiet, but an event was waiting (signo %d)", info.Signo)
+			}
+		}
+		for _, p := range tr.pending {
+			if p.polled != tr.pollGen || p.polled == 0 {
+				continue
+			}
+			polledOps++
+			batched := tr.enabled(p)
+			gen := p.polled
+			p.polled = 0
+			if alone := tr.enabled(p); alone != batched {
+				fail("%s: enabled %v from the batched poll, %v from its own", p.op.String(), batched, alone)
+			}
+			p.polled = gen
+		}
+		for _, e := range st.Exits {
+			if e.Node == "client" && e.Root {
+				if e.Code != 0 {
+					return Action{}, fmt.Errorf("client exited %d", e.Code)
+				}
+				return Action{Stop: true}, nil
+			}
+		}
+		if len(st.Enabled) == 0 {
+			return Action{}, fmt.Errorf("nothing enabled: %v", st.Pending)
+		}
+		return Action{Release: st.Enabled[rng.IntN(len(st.Enabled))].ID}, nil
+	})
+	if err != nil {
+		out, _ := os.ReadFile(filepath.Join(dir, "client"))
+		t.Fatalf("%v; client: %s", err, out)
+	}
+	for _, f := range failures {
+		t.Error(f)
+	}
+	stats := tr.Stats()
+	t.Logf("%d steps, %d with every thread held and no wait, %d ops answered by the batched poll, %d sleeper reads skipped",
+		steps, quietSteps, polledOps, stats.SleepersSkipped)
+	if polledOps == 0 {
+		t.Error("no op was answered by the batched poll")
+	}
+	if lang == "c" && quietSteps == 0 {
+		t.Error("every thread was never held with nothing to wait for")
+	}
+	if lang == "go" && stats.SleepersSkipped == 0 {
+		t.Error("the idle node's sleeping threads were read at every check")
+	}
+}
+
+// TestReadCPU reads the CPU time out of cgroup cpu.stat texts.
+func TestReadCPU(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want uint64
+		ok   bool
+	}{
+		{"usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n", 1234, true},
+		{"usage_usec 0\n", 0, true},
+		{"usage_usec 99", 99, true},
+		{"user_usec 1\n", 0, false},
+		{"usage_usec x\n", 0, false},
+		{"", 0, false},
+	} {
+		f, err := os.CreateTemp(t.TempDir(), "cpu.stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(tc.text)
+		f.Close()
+		ni := &nodeInfo{}
+		ni.openCPUStat(filepath.Dir(f.Name()) + "/" + filepath.Base(f.Name()) + ".missing")
+		if ni.cpu.fd > 0 {
+			t.Fatal("opened a cpu.stat that does not exist")
+		}
+		fd, err := unix.Open(f.Name(), unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ni.cpu.fd = fd
+		ni.readCPU()
+		ni.closeCPUStat()
+		if ni.cpu.ok != tc.ok || (tc.ok && ni.cpu.usage != tc.want) {
+			t.Errorf("%q: got %d, %v; want %d, %v", tc.text, ni.cpu.usage, ni.cpu.ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestAsleepSince: a node's sleepers are skipped only while its count has
+// not moved since they were seen asleep and nothing stirred it.
+func TestAsleepSince(t *testing.T) {
+	ni := &nodeInfo{}
+	ni.cpu.ok, ni.cpu.usage = true, 10
+	if ni.asleepSince() {
+		t.Error("skipped before its threads were ever seen asleep")
+	}
+	ni.cpu.asleepAt, ni.cpu.asleepOK = 10, true
+	if !ni.asleepSince() {
+		t.Error("not skipped with the same count")
+	}
+	ni.cpu.usage = 11
+	if ni.asleepSince() {
+		t.Error("skipped although the node ran")
+	}
+	ni.cpu.usage = 10
+	ni.stir()
+	if ni.asleepSince() {
+		t.Error("skipped after lockstep stirred the node")
+	}
+	var none *nodeInfo
+	if none.asleepSince() {
+		t.Error("a thread of no node skipped")
+	}
+	none.stir() // must not panic
+}
