@@ -76,7 +76,7 @@ func (t *Tracer) collect() int {
 // killed; a SIGKILL one tracee sends another while every thread is held is
 // seen at the next wait, which the release of any op that resumes a
 // thread brings.
-func (t *Tracer) quiet() bool { return !t.expect && t.nHeld == len(t.threads) }
+func (t *Tracer) quiet() bool { return !t.expect && t.nHeld() == len(t.threads) }
 
 func (t *Tracer) cont(th *thread, sig int) {
 	t.setState(th, tsRunning)
@@ -104,7 +104,7 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 		// A new thread whose stop arrived before its parent's clone event:
 		// hold it until the parent names it.
 		th = &thread{tid: tid, state: tsHeld, heldStatus: true}
-		t.threads[tid] = th
+		t.addThread(th)
 		return
 	}
 	sig := st.Signal()
@@ -173,7 +173,7 @@ func (t *Tracer) onClone(parent *thread) {
 	child := t.threads[tid]
 	if child == nil {
 		child = &thread{tid: tid, state: tsNew}
-		t.threads[tid] = child
+		t.addThread(child)
 	}
 	tgid, err := tgidOf(tid)
 	if err == nil && tgid == p.pid {
@@ -311,10 +311,7 @@ func (t *Tracer) dropThread(th *thread) {
 	if th.proc != nil {
 		th.proc.node.stir()
 	}
-	if heldState(th.state) && t.threads[th.tid] == th {
-		t.nHeld--
-	}
-	delete(t.threads, th.tid)
+	t.removeThread(th)
 	if th.proc != nil {
 		delete(th.proc.threads, th.tid)
 	}
@@ -418,7 +415,7 @@ func (t *Tracer) killAll() {
 		th.closeThreadFiles()
 		delete(t.threads, tid)
 	}
-	t.nHeld = 0
+	t.nState = [numStates]int{}
 	t.pruneTimers() // every owner is gone: closes lockstep's timerfd duplicates
 }
 

@@ -183,7 +183,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	p.threads[pid] = th
 	p.nthreads = 1
 	t.procs[pid] = p
-	t.threads[pid] = th
+	t.addThread(th)
 	if err := sp.Release(); err != nil {
 		t.dropThread(th)
 		delete(t.procs, pid)

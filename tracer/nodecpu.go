@@ -107,24 +107,30 @@ func (t *Tracer) stirAll() {
 	}
 }
 
-// stirOp stirs the nodes an op's release may wake threads on: its own and
-// its peer's.
+// stirOp stirs the nodes an op's release may wake threads on: its own,
+// and the peer's when a packet goes there. A captured send, a recv, an
+// accept, a poll or a sleep sends nothing another node's threads wait for
+// (blocking calls on a cluster socket are ops, not sleepers); a delivery
+// reaches its receiver; a connect, a close or a shutdown reaches the peer.
 func (t *Tracer) stirOp(p *pendingOp) {
 	if p.th != nil && p.th.proc != nil {
 		p.th.proc.node.stir()
 	}
-	if p.chunk != nil && p.chunk.conn != nil {
-		t.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
-		t.byAddr[p.chunk.conn.src.Addr().Unmap()].stir()
+	switch p.op.Kind {
+	case sched.Send, sched.Recv, sched.Accept, sched.Poll, sched.Sleep:
+		return
+	case sched.Deliver:
+		if p.chunk != nil && p.chunk.conn != nil {
+			t.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
+			return
+		}
 	}
 	if p.fi != nil && p.fi.peer.IsValid() {
 		t.byAddr[p.fi.peer.Addr().Unmap()].stir()
 	}
-	if p.op.Kind == sched.Deliver || p.fi == nil || !p.fi.peer.IsValid() {
-		// A datagram, a connect, an unconnected socket: the peer is in the
-		// op's name only.
-		if ap, err := netip.ParseAddrPort(p.op.Peer); err == nil {
-			t.byAddr[ap.Addr().Unmap()].stir()
-		}
+	// A datagram, a connect, an unconnected socket: the peer is in the
+	// op's name only.
+	if ap, err := netip.ParseAddrPort(p.op.Peer); err == nil {
+		t.byAddr[ap.Addr().Unmap()].stir()
 	}
 }

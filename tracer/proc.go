@@ -38,6 +38,7 @@ const (
 	// tsAlone: stopped at a syscall that may sleep on the disk, until no
 	// other thread runs (see onAlone).
 	tsAlone
+	numStates
 )
 
 // heldState reports whether a thread in s is stopped by lockstep at a
@@ -45,20 +46,38 @@ const (
 // signal kills it.
 func heldState(s threadState) bool { return s == tsGated || s == tsAlone }
 
-// setState moves th to s, keeping Tracer.nHeld.
+// setState moves th to s, keeping Tracer.nState.
 func (t *Tracer) setState(th *thread, s threadState) {
 	if t.threads[th.tid] == th {
-		if heldState(th.state) {
-			t.nHeld--
-		}
-		if heldState(s) {
-			t.nHeld++
-		}
+		t.nState[th.state]--
+		t.nState[s]++
 	}
 	th.state = s
 	if th.proc != nil {
 		th.proc.node.stir()
 	}
+}
+
+// addThread makes th one of t.threads.
+func (t *Tracer) addThread(th *thread) {
+	t.threads[th.tid] = th
+	t.nState[th.state]++
+}
+
+// removeThread drops th from t.threads.
+func (t *Tracer) removeThread(th *thread) {
+	if t.threads[th.tid] == th {
+		t.nState[th.state]--
+		delete(t.threads, th.tid)
+	}
+}
+
+// nHeld is how many threads lockstep holds at a syscall.
+func (t *Tracer) nHeld() int { return t.nState[tsGated] + t.nState[tsAlone] }
+
+// running is how many threads lockstep let run (or that are starting).
+func (t *Tracer) running() int {
+	return t.nState[tsRunning] + t.nState[tsNew] + t.nState[tsTimedWait]
 }
 
 // thread is one traced task.
@@ -153,6 +172,12 @@ func (th *thread) closeThreadFiles() {
 // kernelState returns the thread's scheduler state letter ('R', 'S', 'D',
 // 't', 'Z'...) and its CPU time in ns, 0 and false if unreadable.
 func (th *thread) kernelState() (byte, uint64, bool) {
+	return th.readState(true)
+}
+
+// readState is kernelState, reading the CPU time only when cpu is set (a
+// second read).
+func (th *thread) readState(cpu bool) (byte, uint64, bool) {
 	if th.statFd <= 0 {
 		th.openThreadFiles()
 		if th.statFd <= 0 {
@@ -169,17 +194,17 @@ func (th *thread) kernelState() (byte, uint64, bool) {
 		return 0, 0, false
 	}
 	state := buf[i+2]
-	var cpu uint64
-	if th.schedFd > 0 {
+	var used uint64
+	if cpu && th.schedFd > 0 {
 		m, err := unix.Pread(th.schedFd, buf[:], 0)
 		if err == nil && m > 0 {
 			j := bytes.IndexByte(buf[:m], ' ')
 			if j > 0 {
-				cpu, _ = strconv.ParseUint(string(buf[:j]), 10, 64)
+				used, _ = strconv.ParseUint(string(buf[:j]), 10, 64)
 			}
 		}
 	}
-	return state, cpu, true
+	return state, used, true
 }
 
 // tgidOf reads the thread group id of tid from /proc.

@@ -123,7 +123,9 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 		// The threads just resumed have not run: they wait behind the
 		// tracer in its CPU's round-robin queue. Let them before asking
 		// the kernel for their stops, which would find none.
+		t0 := time.Now()
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		t.stats.SettleYield += time.Since(t0)
 	}
 	t.resumed = false
 	for spins := 0; ; spins++ {
@@ -135,14 +137,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			kernelSince = time.Time{}
 			continue
 		}
-		running := 0
-		for _, th := range t.threads {
-			switch th.state {
-			case tsRunning, tsNew, tsTimedWait:
-				running++
-			}
-		}
-		if running == 0 && t.netSettled() {
+		if t.running() == 0 && t.netSettled() {
 			return nil
 		}
 		if spins >= 16 {
@@ -271,7 +266,9 @@ func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
 			t.stats.SleepersSkipped++
 			continue
 		}
-		s, c, ok := th.kernelState()
+		// The node's count stands for its threads' CPU times.
+		perThread := ni == nil || !ni.cpu.ok
+		s, c, ok := th.readState(perThread)
 		if !ok {
 			continue // gone; its exit event is on its way
 		}
@@ -289,7 +286,7 @@ func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
 			// state before it and the one after are not the same.
 			return false, nil
 		}
-		if ni == nil || !ni.cpu.ok {
+		if perThread {
 			now[th.tid] = c
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // TestQuiescenceShortcuts runs an echo client against a server in their own
 // namespaces and cgroups, beside an idle server, and checks at every state
 // that the shortcuts quiescence and the state take are exact: the held
-// count is the threads' states, a skipped wait would have found nothing,
+// counts are the threads' states, a skipped wait would have found nothing,
 // the batched readiness poll agrees with one poll per op. In C every thread
 // is often held (no wait at all); in Go idle runtime threads sleep in the
 // kernel, and the idle node's are not read from /proc again and again.
@@ -71,14 +71,12 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 	err = tr.Drive(ctx, func(st *State, _ Released) (Action, error) {
 		// On the tracer thread: its state may be read directly.
 		steps++
-		held := 0
+		var count [numStates]int
 		for _, th := range tr.threads {
-			if heldState(th.state) {
-				held++
-			}
+			count[th.state]++
 		}
-		if held != tr.nHeld {
-			fail("nHeld %d, %d threads held", tr.nHeld, held)
+		if count != tr.nState {
+			fail("state counts %v, threads' states %v", tr.nState, count)
 		}
 		if tr.quiet() {
 			quietSteps++

@@ -254,10 +254,10 @@ type Tracer struct {
 	bufs         bufPool     // capture buffers
 	timers       *timerTable // virtual kernel timers (timers.go), made on first use
 
-	// nHeld counts the threads of threads stopped by lockstep at a syscall
-	// (tsGated, tsAlone); expect says an event may come even when every
-	// thread is (see collect).
-	nHeld  int
+	// nState counts the threads of threads in each state (setState,
+	// addThread, removeThread); expect says an event may come even when
+	// every thread is held (see collect).
+	nState [numStates]int
 	expect bool
 	// switches is the tracer thread's involuntary context switches at its
 	// last yield (see nothingRan).

@@ -234,10 +234,19 @@ const stackScanWords = 48
 type Process struct {
 	Pid  int
 	maps *memMaps
+	// notCode holds stack words that lay outside every executable
+	// mapping right after a reload: a JVM's stacks are full of heap
+	// pointers, and re-reading its long /proc/PID/maps for each was most
+	// of the cost of its call sites. (A heap address that later becomes a
+	// module's code, after an unmap and a dlopen, would be missed.)
+	notCode map[uint64]struct{}
 }
 
+// maxNotCode bounds Process.notCode; past it the set starts again.
+const maxNotCode = 1 << 14
+
 // Forget drops the mappings (the process exec'd).
-func (p *Process) Forget() { p.maps = nil }
+func (p *Process) Forget() { p.maps, p.notCode = nil, nil }
 
 // Site returns the first return address on the stack of a thread of p,
 // stopped with stack pointer sp and frame pointer fp, that lies outside
@@ -268,6 +277,9 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 		}
 		m := p.maps.find(w)
 		if m == nil {
+			if _, known := p.notCode[w]; known {
+				continue
+			}
 			if !reloaded && w < 0x7fffffffffff && w > 0x400000 {
 				// Possibly code mapped since we last looked.
 				if nm, err := loadMaps(p.Pid); err == nil {
@@ -277,6 +289,12 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 				}
 			}
 			if m == nil {
+				if reloaded {
+					if p.notCode == nil || len(p.notCode) >= maxNotCode {
+						p.notCode = map[uint64]struct{}{}
+					}
+					p.notCode[w] = struct{}{}
+				}
 				continue
 			}
 		}
