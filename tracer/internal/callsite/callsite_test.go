@@ -92,3 +92,41 @@ func TestSiteOfOwnStack(t *testing.T) {
 		t.Fatalf("a stack of zeros gives %q, want ?", got)
 	}
 }
+
+// TestHeapWordsRememberedAfterReload: a stack word that points into the
+// heap makes the unwinder re-read the maps once; after that it is known
+// not to be code, and the site found past it stays the same.
+func TestHeapWordsRememberedAfterReload(t *testing.T) {
+	code := unsafe.Slice((*byte)(unsafe.Pointer(reflect.ValueOf(callsSomething).Pointer())), 64)
+	ret := uint64(0)
+	for i := range len(code) - 5 {
+		if code[i] == 0xe8 {
+			ret = uint64(uintptr(unsafe.Pointer(&code[i]))) + 5
+			break
+		}
+	}
+	if ret == 0 {
+		t.Skip("no call rel32 in callsSomething")
+	}
+	heap := new([64]byte)
+	word := uint64(uintptr(unsafe.Pointer(heap)))
+	stack := make([]uint64, stackScanWords)
+	stack[0], stack[3] = word, ret
+	c := NewCache()
+	p := &Process{Pid: os.Getpid()}
+	first := c.Site(p, uint64(uintptr(unsafe.Pointer(&stack[0]))), 0, 1)
+	if _, ok := p.notCode[word]; !ok {
+		t.Fatalf("the heap word %#x is not remembered after a reload (site %q)", word, first)
+	}
+	maps := p.maps
+	if again := c.Site(p, uint64(uintptr(unsafe.Pointer(&stack[0]))), 0, 1); again != first {
+		t.Fatalf("site %q, then %q", first, again)
+	}
+	if p.maps != maps {
+		t.Error("the maps were read again for a word known not to be code")
+	}
+	p.Forget()
+	if p.notCode != nil {
+		t.Error("an exec kept what the old image's stack held")
+	}
+}
