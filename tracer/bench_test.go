@@ -129,9 +129,14 @@ func BenchmarkRoundTrips(b *testing.B) {
 		// The floor: the same run with the same seccomp filter, where the
 		// tracer only resumes each stop (no registers, no decoding, no
 		// quiescence, no capture). What lockstep adds is the rest.
+		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
 		floor, err := stopsOnly(
-			LaunchConfig{Node: "server", Argv: []string{srvBin, port}, Netns: srv.NetnsPath, HostsFile: srv.HostsFile},
-			LaunchConfig{Node: "client", Argv: []string{cliBin, srv.Addr.String(), port, strconv.Itoa(rounds), "1"}, Netns: cli.NetnsPath, HostsFile: cli.HostsFile})
+			LaunchConfig{Node: "server", Argv: []string{srvBin, port}, Netns: srv.NetnsPath, HostsFile: srv.HostsFile, Stdout: devnull, Stderr: devnull},
+			LaunchConfig{Node: "client", Argv: []string{cliBin, srv.Addr.String(), port, strconv.Itoa(rounds), "1"}, Netns: cli.NetnsPath, HostsFile: cli.HostsFile, Stdout: devnull, Stderr: devnull})
+		devnull.Close()
 		if err != nil {
 			b.Fatalf("stops-only run: %v", err)
 		}
