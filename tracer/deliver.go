@@ -337,7 +337,24 @@ func (t *Tracer) flowOf(c *conn) flow {
 			}
 		}
 	}
+	if reset(c.dup) {
+		// The receiver answered with a reset (its socket closed with
+		// bytes unread, or gone): the rest is lost, as on a real network.
+		// Without this a Redis primary's deliveries to clients that had
+		// left were waited for until the polls ran out, 150 ms each.
+		return flowArrived
+	}
 	return flowMoving
+}
+
+// reset reports whether lockstep's duplicate of a sending socket was
+// reset: its connection is closed though lockstep still holds it open.
+func reset(fd int) bool {
+	if fd < 0 {
+		return false
+	}
+	ti, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	return err == nil && ti.State == tcpClose
 }
 
 // resetFlow follows bytes delivered to a socket that is gone: a peer that
@@ -349,6 +366,9 @@ func (t *Tracer) flowOf(c *conn) flow {
 func (t *Tracer) resetFlow(c *conn) flow {
 	if t.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
 		return flowArrived // the partition drops them: nothing comes back
+	}
+	if reset(c.dup) {
+		return flowArrived // the reset came back already
 	}
 	sn := t.byAddr[c.src.Addr().Unmap()]
 	if sn == nil {

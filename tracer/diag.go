@@ -90,6 +90,7 @@ func (t *Tracer) finSent(w finWait) bool {
 const (
 	tcpEstablished = 1
 	tcpSynSent     = 2
+	tcpClose       = 7
 	tcpCloseWait   = 8
 )
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -198,4 +200,47 @@ func TestAsleepSince(t *testing.T) {
 		t.Error("a thread of no node skipped")
 	}
 	none.stir() // must not panic
+}
+
+// TestReset: a sending socket whose peer closed with bytes unread is reset
+// (closed though lockstep's duplicate holds it); an open one is not.
+func TestReset(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp4", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	if reset(fd) {
+		t.Fatal("an open connection reads as reset")
+	}
+	if _, err := c.Write([]byte("unread")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // the bytes reach the receiver
+	s.Close()                         // with bytes unread: an RST
+	deadline := time.Now().Add(2 * time.Second)
+	for !reset(fd) {
+		if time.Now().After(deadline) {
+			t.Fatal("the connection did not read as reset after the peer's RST")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if reset(-1) {
+		t.Error("no descriptor reads as reset")
+	}
 }
