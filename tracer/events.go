@@ -41,6 +41,8 @@ func (t *Tracer) drain(nohang bool) int {
 	}
 }
 
+// handleTimed is handle, timed for Stats.HandleTime; an event other than a
+// syscall stop makes the next collect ask the kernel again.
 func (t *Tracer) handleTimed(tid int, st ptrace.Status) {
 	t0 := time.Now()
 	if st.Kind() != ptrace.SeccompStop {

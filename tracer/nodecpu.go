@@ -24,8 +24,8 @@ import (
 
 // nodeCPU is what quiescence keeps per node (see above).
 type nodeCPU struct {
-	// fd is the node's cgroup cpu.stat, open; -1 when the node has no
-	// cgroup (its threads are then always read one by one).
+	// fd is the node's cgroup cpu.stat, open; 0 (-1 once closed) when the
+	// node has none (its threads are then always read one by one).
 	fd int
 	// usage is the count read at the current check (ok: it could be).
 	usage uint64

@@ -41,11 +41,6 @@ const (
 	numStates
 )
 
-// heldState reports whether a thread in s is stopped by lockstep at a
-// syscall, and so cannot report an event unless lockstep resumes it or a
-// signal kills it.
-func heldState(s threadState) bool { return s == tsGated || s == tsAlone }
-
 // setState moves th to s, keeping Tracer.nState.
 func (t *Tracer) setState(th *thread, s threadState) {
 	if t.threads[th.tid] == th {

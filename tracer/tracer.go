@@ -254,7 +254,7 @@ type Tracer struct {
 	bufs         bufPool     // capture buffers
 	timers       *timerTable // virtual kernel timers (timers.go), made on first use
 
-	// nState counts the threads of threads in each state (setState,
+	// nState counts the threads in t.threads in each state (setState,
 	// addThread, removeThread); expect says an event may come even when
 	// every thread is held (see collect).
 	nState [numStates]int
