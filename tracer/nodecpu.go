@@ -108,28 +108,34 @@ func (t *Tracer) stirAll() {
 }
 
 // stirOp stirs the nodes an op's release may wake threads on: its own,
-// and the peer's when a packet goes there. A captured send, an accept, a
-// poll or a sleep sends nothing another node's threads wait for (blocking
-// calls on a cluster socket are ops, not sleepers); a delivery reaches its
-// receiver; a recv may open the window of a sender blocked in a send that
-// ran natively; a connect, a close or a shutdown reaches the peer.
+// and the peer's when a packet goes there. A send (a native one stirs its
+// peer itself), an accept, a poll or a sleep sends nothing another node's
+// threads wait for (blocking calls on a cluster socket are ops, not
+// sleepers); a delivery reaches its receiver; a recv may open the window
+// of a sender blocked in a send that ran natively; a connect, a close or a
+// shutdown reaches the peer.
 func (t *Tracer) stirOp(p *pendingOp) {
 	if p.th != nil && p.th.proc != nil {
 		p.th.proc.node.stir()
 	}
 	switch p.op.Kind {
-	case sched.Send:
-		if t.opts.Capture && p.nr != unix.SYS_SENDMMSG {
+	case sched.Send, sched.Accept, sched.Poll, sched.Sleep:
+		return
+	case sched.Recv:
+		if p.fi == nil || !t.nativeSends[p.fi.inKey()] {
 			return
 		}
-	case sched.Accept, sched.Poll, sched.Sleep:
-		return
 	case sched.Deliver:
 		if p.chunk != nil && p.chunk.conn != nil {
 			t.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
 			return
 		}
 	}
+	t.stirPeer(p)
+}
+
+// stirPeer stirs the node at the other end of p's socket.
+func (t *Tracer) stirPeer(p *pendingOp) {
 	if p.fi != nil && p.fi.peer.IsValid() {
 		t.byAddr[p.fi.peer.Addr().Unmap()].stir()
 	}

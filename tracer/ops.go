@@ -362,6 +362,15 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			}
 			t.log.Warn("capturing send, running it natively", "op", p.op.String(), "err", err)
 		}
+		// Natively its bytes reach the peer now, and the sender may block
+		// until the peer reads (see stirOp).
+		t.stirPeer(p)
+		if p.fi.peer.IsValid() {
+			if t.nativeSends == nil {
+				t.nativeSends = map[string]bool{}
+			}
+			t.nativeSends[p.fi.outKey()] = true
+		}
 		t.cont(th, 0)
 	case sched.Recv:
 		if t.timedOut(p) {

@@ -271,6 +271,9 @@ type Tracer struct {
 	pollSpans  []pollSpan
 	pendingBuf []*pendingOp
 	idsBuf     []uint64
+	// nativeSends names the connections (by their sender's key) on which
+	// a send ran natively (see stirOp).
+	nativeSends map[string]bool
 }
 
 // Stats counts what the tracer did, for benchmarks and reports.
