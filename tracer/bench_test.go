@@ -32,6 +32,21 @@ func benchRounds() int {
 	return 100_000
 }
 
+// launchIn starts argv under tr as node n of a netns cluster (its
+// namespace, hosts file and cgroup), its output in dir/NAME.
+func launchIn(tb testing.TB, tr *Tracer, dir string, n *netns.Node, argv ...string) {
+	tb.Helper()
+	f, err := os.Create(filepath.Join(dir, n.Name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := tr.Launch(LaunchConfig{Node: n.Name, Addr: n.Addr, Argv: argv, Netns: n.NetnsPath,
+		HostsFile: n.HostsFile, Cgroup: n.CgroupDir, Stdout: f, Stderr: f}); err != nil {
+		tb.Fatalf("launching %s: %v", n.Name, err)
+	}
+}
+
 // nativeIn runs argv in the node's namespace without lockstep.
 func nativeIn(n *netns.Node, argv ...string) *exec.Cmd {
 	return exec.Command("ip", append([]string{"netns", "exec", filepath.Base(n.NetnsPath)}, argv...)...)
@@ -82,17 +97,9 @@ func BenchmarkRoundTrips(b *testing.B) {
 		tr := New(Options{Capture: true, Clock: vclock.New(vclock.DefaultEpoch, 0), CPU: benchCPU(), Serialize: serialize,
 			Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
 		dir := b.TempDir()
-		launch := func(n *netns.Node, argv ...string) {
-			f, _ := os.Create(filepath.Join(dir, n.Name))
-			defer f.Close()
-			if _, err := tr.Launch(LaunchConfig{Node: n.Name, Addr: n.Addr, Argv: argv, Netns: n.NetnsPath,
-				HostsFile: n.HostsFile, Cgroup: n.CgroupDir, Stdout: f, Stderr: f}); err != nil {
-				b.Fatal(err)
-			}
-		}
 		t0 := time.Now()
-		launch(srv, srvBin, port)
-		launch(cli, cliBin, srv.Addr.String(), port, strconv.Itoa(rounds), "1")
+		launchIn(b, tr, dir, srv, srvBin, port)
+		launchIn(b, tr, dir, cli, cliBin, srv.Addr.String(), port, strconv.Itoa(rounds), "1")
 		ops := 0
 		err := tr.Drive(ctx, func(st *State, _ Released) (Action, error) {
 			for _, e := range st.Exits {
@@ -471,18 +478,10 @@ func BenchmarkBulkTransfer(b *testing.B) {
 				tr := New(Options{Capture: true, Clock: clk, Serialize: true, CPU: benchCPU(),
 					Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
 				dir := b.TempDir()
-				launch := func(n *netns.Node, argv ...string) {
-					f, _ := os.Create(filepath.Join(dir, n.Name))
-					defer f.Close()
-					if _, err := tr.Launch(LaunchConfig{Node: n.Name, Addr: n.Addr, Argv: argv, Netns: n.NetnsPath,
-						HostsFile: n.HostsFile, Cgroup: n.CgroupDir, Stdout: f, Stderr: f}); err != nil {
-						b.Fatal(err)
-					}
-				}
 				rnd := rand.New(rand.NewPCG(1, 2))
-				launch(rcv, recvArgv...)
+				launchIn(b, tr, dir, rcv, recvArgv...)
 				t0 = time.Now()
-				launch(snd, sendArgv...)
+				launchIn(b, tr, dir, snd, sendArgv...)
 				ops := 0
 				exited := 0
 				err = tr.Drive(ctx, func(st *State, _ Released) (Action, error) {

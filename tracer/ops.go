@@ -250,19 +250,24 @@ type pollSpan struct {
 	start, end int
 }
 
+// batched returns this state's batched answer for p, if it has one.
+func (t *Tracer) batched(p *pendingOp) (ready, ok bool) {
+	return p.pollReady, p.polled != 0 && p.polled == t.pollGen
+}
+
 // readyOp says whether p's descriptor fd is ready for ev: this state's
 // batched answer when there is one, else a poll of its own.
 func (t *Tracer) readyOp(p *pendingOp, fd int, ev int16) bool {
-	if p.polled == t.pollGen && p.polled != 0 {
-		return p.pollReady
+	if r, ok := t.batched(p); ok {
+		return r
 	}
 	return readyFd(fd, ev)
 }
 
 // readyProbe is readyOp for a poll-family op's descriptors.
 func (t *Tracer) readyProbe(p *pendingOp) bool {
-	if p.polled == t.pollGen && p.polled != 0 {
-		return p.pollReady
+	if r, ok := t.batched(p); ok {
+		return r
 	}
 	return ready(p.probe)
 }

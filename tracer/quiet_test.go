@@ -46,21 +46,10 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 		Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
 	defer tr.Close()
 	dir := t.TempDir()
-	launch := func(n *netns.Node, argv ...string) {
-		f, err := os.Create(filepath.Join(dir, n.Name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := tr.Launch(LaunchConfig{Node: n.Name, Addr: n.Addr, Argv: argv, Netns: n.NetnsPath,
-			HostsFile: n.HostsFile, Cgroup: n.CgroupDir, Stdout: f, Stderr: f}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	srv, cli, idle := cl.Node("server"), cl.Node("client"), cl.Node("idle")
-	launch(idle, srvBin, "7600")
-	launch(srv, srvBin, "7600")
-	launch(cli, cliBin, srv.Addr.String(), "7600", "40", "3")
+	launchIn(t, tr, dir, idle, srvBin, "7600")
+	launchIn(t, tr, dir, srv, srvBin, "7600")
+	launchIn(t, tr, dir, cli, cliBin, srv.Addr.String(), "7600", "40", "3")
 
 	rng := rand.New(rand.NewPCG(7, 7))
 	var steps, quietSteps, polledOps int
