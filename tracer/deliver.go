@@ -42,6 +42,10 @@ type conn struct {
 	// too (Released.Completes). Zero when none waits.
 	owed      uint64
 	owedUntil uint64
+	// acked: the sending socket had every byte delivered acknowledged
+	// after the last delivery, so the unread ones sit in the receiving
+	// socket (see unread).
+	acked bool
 }
 
 type deliveredRange struct {
@@ -393,7 +397,9 @@ func (t *Tracer) resetFlow(c *conn) flow {
 // schedule. Held bytes move when the receiver reads: netSettled watches
 // them until they have arrived or are held again.
 func (t *Tracer) awaitArrival(c *conn) {
+	c.acked = false
 	if outq, err := unix.IoctlGetInt(c.dup, unix.SIOCOUTQ); err == nil && outq == 0 {
+		c.acked = true
 		// The receiver acknowledged every byte sent, and TCP acknowledges
 		// bytes only once they sit in the receiving socket. Between
 		// namespaces the delivery and its ACK usually cross in the
@@ -520,6 +526,23 @@ func (t *Tracer) closeConn(c *conn) {
 	if len(c.delivered) == 0 {
 		delete(t.conns, c.key)
 	}
+}
+
+// unread returns the bytes waiting in the socket a recv reads from when
+// lockstep knows them without asking the kernel: every byte that came
+// on the connection is one it delivered (none was sent natively), and
+// all it delivered arrived (acked). ok is false otherwise, or when none
+// are known to wait.
+func (t *Tracer) unread(p *pendingOp) (n int, ok bool) {
+	if p.fi == nil || p.fi.dup < 0 || p.fi.sockType != unix.SOCK_STREAM {
+		return 0, false
+	}
+	key := p.fi.inKey()
+	c := t.conns[key]
+	if c == nil || !c.acked || t.nativeSends[key] || c.sent <= c.consumed {
+		return 0, false
+	}
+	return int(c.sent - c.consumed), true
 }
 
 // consume works out which deliveries a recv about to run will read: the

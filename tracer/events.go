@@ -109,6 +109,7 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 		t.addThread(th)
 		return
 	}
+	t.sockOptsChanged(th)
 	sig := st.Signal()
 	switch st.Kind() {
 	case ptrace.Exited, ptrace.Killed:
@@ -301,6 +302,7 @@ func (t *Tracer) inject(th *thread, nr uint64, args ...uint64) (int64, error) {
 }
 
 func (t *Tracer) dropThread(th *thread) {
+	t.sockOptsChanged(th)
 	if th.pending != nil {
 		t.dropPending(th.pending)
 	}

@@ -38,6 +38,8 @@ type fdInfo struct {
 	listening bool
 	// names caches the connection's names, made for every op on it.
 	names fdNames
+	// opts caches the socket's blocking mode and receive timeout.
+	opts sockOpts
 }
 
 // fdNames are an fd's connection names for the addresses they were made

@@ -138,13 +138,66 @@ func (t *Tracer) sockGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
 	return false
 }
 
-func isNonblocking(fd int) bool {
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	return err == nil && fl&unix.O_NONBLOCK != 0
+// sockOpts is what lockstep last read of a socket's blocking mode and
+// receive timeout, through its duplicate (which shares the tracee's file
+// description and socket): read at every recv they cost two syscalls.
+// It holds while gen is the tracer's sockOptsGen, which every call that
+// can change them moves on (onSockOptsChange).
+type sockOpts struct {
+	gen      uint64
+	nonblock bool
+	rcvTimeo int64 // ns; 0: none
+}
+
+// sockOptsOf returns fi's blocking mode and receive timeout.
+func (t *Tracer) sockOptsOf(fi *fdInfo) sockOpts {
+	if fi.dup < 0 {
+		return sockOpts{}
+	}
+	if fi.opts.gen == t.sockOptsGen && t.changingSockOpts == 0 {
+		return fi.opts
+	}
+	o := sockOpts{gen: t.sockOptsGen}
+	if fl, err := unix.FcntlInt(uintptr(fi.dup), unix.F_GETFL, 0); err == nil {
+		o.nonblock = fl&unix.O_NONBLOCK != 0
+	}
+	if tv, err := unix.GetsockoptTimeval(fi.dup, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
+		o.rcvTimeo = tv.Sec*1e9 + tv.Usec*1e3
+	}
+	if t.changingSockOpts == 0 {
+		// While a change is under way (stopped at, or resumed into, and
+		// not yet seen again) what was read may be from before it.
+		fi.opts = o
+	}
+	return o
+}
+
+// onSockOptsChange: a tracee is about to run fcntl(F_SETFL), ioctl(FIONBIO)
+// or setsockopt(SO_RCVTIMEO), which the filter stops for this alone. What
+// lockstep read of any socket's (the fd may share a description with
+// others) no longer holds, nor does what it reads until the thread is seen
+// again, the call done (handle).
+func (t *Tracer) onSockOptsChange(th *thread, _ int, _ [6]uint64) bool {
+	t.sockOptsGen++
+	if !th.changingSockOpts {
+		th.changingSockOpts = true
+		t.changingSockOpts++
+	}
+	return false
+}
+
+// sockOptsChanged ends th's change of socket settings (it stopped again,
+// or is gone).
+func (t *Tracer) sockOptsChanged(th *thread) {
+	if th.changingSockOpts {
+		th.changingSockOpts = false
+		t.changingSockOpts--
+		t.sockOptsGen++
+	}
 }
 
 func (t *Tracer) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
-	if fi.dup >= 0 && isNonblocking(fi.dup) {
+	if t.sockOptsOf(fi).nonblock {
 		return true
 	}
 	switch nr {
@@ -383,7 +436,10 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			r.Result = -int64(unix.EAGAIN)
 			return r, nil
 		}
-		avail := t.queued(p)
+		avail, ok := t.unread(p)
+		if !ok {
+			avail = t.queued(p)
+		}
 		if t.nothingToRead(p, avail) {
 			// A non-blocking read released with nothing queued and no FIN:
 			// it returns EAGAIN and moves no bytes (the kernel records none).
@@ -495,17 +551,14 @@ func (t *Tracer) finishConnect(th *thread) {
 }
 
 // sockTimeout gives a blocking recv or accept the virtual deadline of its
-// socket's SO_RCVTIMEO, read from lockstep's duplicate of the socket
-// (options belong to the socket, not the descriptor).
-func (t *Tracer) sockTimeout(po *pendingOp, opt int) {
+// socket's SO_RCVTIMEO (options belong to the socket, not the descriptor).
+func (t *Tracer) sockTimeout(po *pendingOp) {
 	if po.immediate || t.opts.Clock == nil || po.fi == nil || po.fi.dup < 0 {
 		return
 	}
-	tv, err := unix.GetsockoptTimeval(po.fi.dup, unix.SOL_SOCKET, opt)
-	if err != nil || (tv.Sec == 0 && tv.Usec == 0) {
-		return
+	if d := t.sockOptsOf(po.fi).rcvTimeo; d > 0 {
+		po.deadline = t.now() + d
 	}
-	po.deadline = t.now() + tv.Sec*1e9 + tv.Usec*1e3
 }
 
 // timedOut says whether a recv or accept is released because its socket

@@ -88,6 +88,9 @@ type thread struct {
 	waitDeadline int64
 	waitAddr     uint64
 	interrupted  bool
+	// changingSockOpts: resumed into a change of a socket's blocking mode
+	// or receive timeout, not seen since (onSockOptsChange).
+	changingSockOpts bool
 	// statFd is a kept-open /proc/<pid>/task/<tid>/stat: pread on it is far
 	// cheaper than reopening for every quiescence check.
 	statFd  int

@@ -71,11 +71,15 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 		}
 		if tr.quiet() {
 			quietSteps++
-			// Peek (WNOWAIT) at what a wait would have returned.
-			var info unix.Siginfo
-			err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
-			if err == nil && info.Signo != 0 {
-				fail("quiet, but an event was waiting (signo %d)", info.Signo)
+			// Peek (WNOWAIT) at what a wait for each tracee would have
+			// returned (not P_ALL: it sees the children of every thread of
+			// this test binary, such as other tests' commands).
+			for tid := range tr.threads {
+				var info unix.Siginfo
+				err := unix.Waitid(unix.P_PID, tid, &info, unix.WEXITED|unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
+				if err == nil && info.Signo != 0 {
+					fail("quiet, but an event of %d was waiting (signo %d)", tid, info.Signo)
+				}
 			}
 		}
 		for _, p := range tr.pending {

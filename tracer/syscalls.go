@@ -18,6 +18,9 @@ type gate struct {
 	// clock says the gate needs virtual time: without a clock the syscall
 	// runs natively.
 	clock bool
+	// argRule: the filter stops it only for some arguments, by a rule of
+	// its own (launch.Filter), not with the unconditional ones.
+	argRule bool
 	// handle answers the stop, releases it or makes it a pending op, and
 	// reports true; false lets the syscall run natively.
 	handle func(t *Tracer, th *thread, nr int, a [6]uint64) bool
@@ -30,7 +33,8 @@ type gate struct {
 //
 // read, write and close stop too because a filter cannot tell a socket from
 // a file: their handlers release non-socket ones at once from a per-fd
-// cache. futex stops only for waits with a timeout (the filter's own rule).
+// cache. Gates with argRule stop only for the arguments the filter's own
+// rule for them names (futex: waits with a timeout).
 //
 // A function, not a package variable, because the handlers name syscalls
 // through the table (an initialization cycle otherwise).
@@ -60,7 +64,7 @@ func gateTable() map[int]gate {
 		unix.SYS_EPOLL_PWAIT2:    {name: "epoll_pwait2", handle: (*Tracer).onPoll},
 		unix.SYS_NANOSLEEP:       {name: "nanosleep", clock: true, handle: (*Tracer).onSleep},
 		unix.SYS_CLOCK_NANOSLEEP: {name: "clock_nanosleep", clock: true, handle: (*Tracer).onSleep},
-		unix.SYS_FUTEX:           {name: "futex", clock: true, handle: (*Tracer).onFutex},
+		unix.SYS_FUTEX:           {name: "futex", clock: true, argRule: true, handle: (*Tracer).onFutex},
 		unix.SYS_CLOCK_GETTIME:   {name: "clock_gettime", clock: true, handle: (*Tracer).onClockGettime},
 		unix.SYS_GETTIMEOFDAY:    {name: "gettimeofday", clock: true, handle: (*Tracer).onGettimeofday},
 		unix.SYS_TIME:            {name: "time", clock: true, handle: (*Tracer).onTime},
@@ -94,6 +98,11 @@ func gateTable() map[int]gate {
 		unix.SYS_DUP2:        {name: "dup2", handle: (*Tracer).onDup},
 		unix.SYS_DUP3:        {name: "dup3", handle: (*Tracer).onDup},
 		unix.SYS_CLOSE_RANGE: {name: "close_range", handle: (*Tracer).onCloseRange},
+		// Changes to what sockOpts caches; the filter stops these three
+		// only for F_SETFL, FIONBIO and SO_RCVTIMEO.
+		unix.SYS_FCNTL:      {name: "fcntl", argRule: true, handle: (*Tracer).onSockOptsChange},
+		unix.SYS_IOCTL:      {name: "ioctl", argRule: true, handle: (*Tracer).onSockOptsChange},
+		unix.SYS_SETSOCKOPT: {name: "setsockopt", argRule: true, handle: (*Tracer).onSockOptsChange},
 	}
 }
 
@@ -103,11 +112,11 @@ func timerGate(h func(t *Tracer, th *thread, a [6]uint64) bool) func(*Tracer, *t
 }
 
 // filteredSyscalls lists the gates the seccomp filter stops unconditionally,
-// in ascending order (futex has a rule of its own).
+// in ascending order.
 func filteredSyscalls(gates map[int]gate) []uint32 {
 	var nrs []uint32
-	for nr := range gates {
-		if nr != unix.SYS_FUTEX {
+	for nr, g := range gates {
+		if !g.argRule {
 			nrs = append(nrs, uint32(nr))
 		}
 	}
@@ -220,7 +229,7 @@ func (t *Tracer) onRecv(th *thread, nr int, a [6]uint64) bool {
 	po.op.Conn = fi.inKey()
 	po.op.Bytes = int(a[2])
 	po.immediate = t.nonblocking(fi, nr, a)
-	t.sockTimeout(po, unix.SO_RCVTIMEO)
+	t.sockTimeout(po)
 	if nr == unix.SYS_RECVMSG || nr == unix.SYS_READV {
 		po.op.Bytes = 0
 	}
@@ -316,7 +325,7 @@ func (t *Tracer) onConnect(th *thread, nr int, a [6]uint64) bool {
 	po.fd, po.fi = fd, fi
 	po.op.Peer = ap.String()
 	po.op.Object = "listen:" + ap.String()
-	po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
+	po.immediate = t.sockOptsOf(fi).nonblock
 	po.op.NonBlocking = po.immediate
 	if t.opts.Host != nil && !t.opts.Host(ap.Addr().Unmap()) {
 		po.silent = true
@@ -338,8 +347,8 @@ func (t *Tracer) onAccept(th *thread, nr int, a [6]uint64) bool {
 	po := t.newPending(th, sched.Accept, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Object = "listen:" + t.listenKey(p, fi)
-	po.immediate = fi.dup >= 0 && isNonblocking(fi.dup)
-	t.sockTimeout(po, unix.SO_RCVTIMEO)
+	po.immediate = t.sockOptsOf(fi).nonblock
+	t.sockTimeout(po)
 	return true
 }
 

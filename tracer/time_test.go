@@ -331,3 +331,24 @@ func TestChildExitEndsWait(t *testing.T) {
 		t.Fatalf("output %q", out)
 	}
 }
+
+// TestSocketFlagsChangeBetweenReads: a socket's blocking mode and receive
+// timeout change between reads (fcntl, ioctl FIONBIO, SO_RCVTIMEO). Each
+// read with nothing to read must end as the kernel would end it: at once
+// with EAGAIN when non-blocking, after exactly the timeout otherwise; a
+// tracer that kept the first read's view would wait for data forever (a
+// deadlock here) or let a timed read return at once.
+func TestSocketFlagsChangeBetweenReads(t *testing.T) {
+	h := newHarness(t, Options{Clock: &testClock{}, Capture: true})
+	h.launch("server", bin(t, "c", "pingpong_server"), "7343")
+	h.launch("client", bin(t, "c", "sockflags_client"), "127.0.0.1", "7343")
+	res := h.run(nil, rootExited("client"))
+	if c := exitCode(t, res.exits, "client"); c != 0 {
+		t.Fatalf("client exit %d:\n%s", c, h.output("client"))
+	}
+	want := "blocking data 0ms\nfcntl EAGAIN 0ms\nblocking data 0ms\nfionbio EAGAIN 0ms\n" +
+		"blocking data 0ms\nrcvtimeo EAGAIN 200ms\nblocking data 0ms\n"
+	if got := h.output("client"); got != want {
+		t.Fatalf("client output:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -274,6 +274,11 @@ type Tracer struct {
 	// nativeSends names the connections (by their sender's key) on which
 	// a send ran natively (see stirOp).
 	nativeSends map[string]bool
+	// sockOptsGen numbers the settings fdInfo.opts caches (see sockOpts);
+	// changingSockOpts counts threads between the stop at a change of
+	// them and their next event.
+	sockOptsGen      uint64
+	changingSockOpts int
 }
 
 // Stats counts what the tracer did, for benchmarks and reports.
@@ -378,21 +383,22 @@ func New(opts Options) *Tracer {
 		opts.Gated = func(a netip.Addr) bool { return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() }
 	}
 	t := &Tracer{
-		opts:     opts,
-		log:      opts.Logger,
-		calls:    make(chan func()),
-		quit:     make(chan struct{}),
-		done:     make(chan struct{}),
-		nodes:    map[string]*nodeInfo{},
-		byAddr:   map[netip.Addr]*nodeInfo{},
-		threads:  map[int]*thread{},
-		procs:    map[int]*process{},
-		pending:  map[uint64]*pendingOp{},
-		conns:    map[string]*conn{},
-		connects: map[string][]uint64{},
-		sites:    callsite.NewCache(),
-		gates:    gateTable(),
-		selfPid:  os.Getpid(),
+		opts:        opts,
+		sockOptsGen: 1, // an fdInfo's zero sockOpts were never read
+		log:         opts.Logger,
+		calls:       make(chan func()),
+		quit:        make(chan struct{}),
+		done:        make(chan struct{}),
+		nodes:       map[string]*nodeInfo{},
+		byAddr:      map[netip.Addr]*nodeInfo{},
+		threads:     map[int]*thread{},
+		procs:       map[int]*process{},
+		pending:     map[uint64]*pendingOp{},
+		conns:       map[string]*conn{},
+		connects:    map[string][]uint64{},
+		sites:       callsite.NewCache(),
+		gates:       gateTable(),
+		selfPid:     os.Getpid(),
 	}
 	t.filter = launch.Filter(filteredSyscalls(t.gates))
 	go t.loop()

@@ -21,65 +21,121 @@ const (
 	auditArchX86_64 = 0xc000003e
 )
 
-// seccomp_data offsets.
+// seccomp_data offsets (the low 32 bits of an argument on x86-64).
 const (
 	offNr   = 0
 	offArch = 4
 	offArg1 = 16 + 8*1
+	offArg2 = 16 + 8*2
 	offArg3 = 16 + 8*3
 )
 
-func stmt(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
-func jump(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
-	return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
+// Socket settings that lockstep caches per socket (see the tracer's
+// sockOpts): a change stops so that the tracer forgets what it read.
+const (
+	fionbio       = 0x5421 // FIONBIO
+	soRcvtimeoOld = 20     // SO_RCVTIMEO_OLD
+	soRcvtimeoNew = 66     // SO_RCVTIMEO_NEW
+)
+
+// prog assembles a classic-BPF program whose jumps name labels; end
+// resolves them (every jump here goes forward).
+type prog struct {
+	ins    []unix.SockFilter
+	labels map[string]int
+	fixups []fixup
+}
+
+type fixup struct {
+	at     int
+	jt, jf string
+}
+
+func (p *prog) stmt(code uint16, k uint32) {
+	p.ins = append(p.ins, unix.SockFilter{Code: code, K: k})
+}
+
+// jeq compares the accumulator with k: on equal to jt, else to jf; an
+// empty label is the next instruction.
+func (p *prog) jeq(k uint32, jt, jf string) {
+	p.fixups = append(p.fixups, fixup{at: len(p.ins), jt: jt, jf: jf})
+	p.ins = append(p.ins, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k})
+}
+
+func (p *prog) label(name string) { p.labels[name] = len(p.ins) }
+
+func (p *prog) end() []unix.SockFilter {
+	off := func(from int, l string) uint8 {
+		if l == "" {
+			return 0
+		}
+		d := p.labels[l] - from - 1
+		if d < 0 || d > 255 {
+			panic("seccomp: jump to " + l + " out of range")
+		}
+		return uint8(d)
+	}
+	for _, f := range p.fixups {
+		p.ins[f.at].Jt, p.ins[f.at].Jf = off(f.at, f.jt), off(f.at, f.jf)
+	}
+	return p.ins
 }
 
 // Filter builds the classic-BPF seccomp program a node runs under:
-// RET_ERRNO(EPERM) for the denied syscalls, RET_TRACE for gated and for
-// futex waits that carry a timeout (the JVM's and Go's timed waits),
+// RET_ERRNO(EPERM) for the denied syscalls; RET_TRACE for the gated ones,
+// for futex waits that carry a timeout (the JVM's and Go's timed waits),
+// and for the calls that change a socket's blocking mode or receive
+// timeout (fcntl F_SETFL, ioctl FIONBIO, setsockopt SO_RCVTIMEO);
 // RET_ALLOW for everything else.
 func Filter(gated []uint32) []unix.SockFilter {
 	const (
 		ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 		ret  = unix.BPF_RET | unix.BPF_K
 		andk = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 	)
-	n := len(gated)
-	var p []unix.SockFilter
+	p := &prog{labels: map[string]int{}}
 	// Other architectures (i386 via int 0x80) are not gated.
-	p = append(p, stmt(ldw, offArch))
-	p = append(p, jump(jeq, auditArchX86_64, 1, 0))
-	p = append(p, stmt(ret, unix.SECCOMP_RET_ALLOW))
-	p = append(p, stmt(ldw, offNr))
-	// Layout: the denied list, the gated list, the futex check, then the
-	// ALLOW, TRACE and DENY returns.
-	futexLen := 9
-	d := len(deniedSyscalls)
-	for i, nr := range deniedSyscalls {
-		// Distance from the instruction after this one to the DENY return.
-		toDeny := (d - 1 - i) + n + futexLen + 2
-		p = append(p, jump(jeq, nr, uint8(toDeny), 0))
+	p.stmt(ldw, offArch)
+	p.jeq(auditArchX86_64, "", "allow")
+	p.stmt(ldw, offNr)
+	for _, nr := range deniedSyscalls {
+		p.jeq(nr, "deny", "")
 	}
-	for i, nr := range gated {
-		// Distance from the instruction after this one to the TRACE return.
-		toTrace := (n - 1 - i) + futexLen + 1
-		p = append(p, jump(jeq, nr, uint8(toTrace), 0))
+	for _, nr := range gated {
+		p.jeq(nr, "trace", "")
 	}
+	p.jeq(unix.SYS_FUTEX, "futex", "")
+	p.jeq(unix.SYS_FCNTL, "fcntl", "")
+	p.jeq(unix.SYS_IOCTL, "ioctl", "")
+	p.jeq(unix.SYS_SETSOCKOPT, "setsockopt", "allow")
 	// futex: op & mask in {WAIT, WAIT_BITSET} and timeout pointer != 0.
-	p = append(p,
-		jump(jeq, unix.SYS_FUTEX, 0, 8),
-		stmt(ldw, offArg1),
-		stmt(andk, futexCmdMask),
-		jump(jeq, futexWait, 1, 0),
-		jump(jeq, futexWaitBitset, 0, 4),
-		stmt(ldw, offArg3),
-		jump(jeq, 0, 0, 3), // low half non-zero → trace
-		stmt(ldw, offArg3+4),
-		jump(jeq, 0, 0, 1), // high half non-zero → trace
-	)
-	p = append(p, stmt(ret, unix.SECCOMP_RET_ALLOW))
-	p = append(p, stmt(ret, unix.SECCOMP_RET_TRACE))
-	p = append(p, stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM)))
-	return p
+	p.label("futex")
+	p.stmt(ldw, offArg1)
+	p.stmt(andk, futexCmdMask)
+	p.jeq(futexWait, "timeout", "")
+	p.jeq(futexWaitBitset, "", "allow")
+	p.label("timeout")
+	p.stmt(ldw, offArg3)
+	p.jeq(0, "", "trace") // low half non-zero
+	p.stmt(ldw, offArg3+4)
+	p.jeq(0, "allow", "trace") // high half non-zero
+	p.label("fcntl")
+	p.stmt(ldw, offArg1)
+	p.jeq(unix.F_SETFL, "trace", "allow")
+	p.label("ioctl")
+	p.stmt(ldw, offArg1)
+	p.jeq(fionbio, "trace", "allow")
+	p.label("setsockopt")
+	p.stmt(ldw, offArg1)
+	p.jeq(unix.SOL_SOCKET, "", "allow")
+	p.stmt(ldw, offArg2)
+	p.jeq(soRcvtimeoOld, "trace", "")
+	p.jeq(soRcvtimeoNew, "trace", "allow")
+	p.label("allow")
+	p.stmt(ret, unix.SECCOMP_RET_ALLOW)
+	p.label("trace")
+	p.stmt(ret, unix.SECCOMP_RET_TRACE)
+	p.label("deny")
+	p.stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))
+	return p.end()
 }
