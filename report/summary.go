@@ -99,7 +99,7 @@ func writeStats(w io.Writer, s *engine.Summary) {
 	}
 	if n := time.Duration(len(s.Results)); n > 0 {
 		var all, launch, settle, handle, decide, release, teardown, reset, nodes, yield, confirm, blocked time.Duration
-		var finw, late, starved int
+		var finw, late, starved, missed int
 		var stops, freed, clocks, waits, skipped uint64
 		for _, r := range s.Results {
 			all += r.Duration
@@ -117,6 +117,7 @@ func writeStats(w io.Writer, s *engine.Summary) {
 			finw += r.Stats.FinWaitsExpired
 			late += r.Stats.ArrivalsLate
 			starved += r.Stats.Starved
+			missed += r.Stats.BooksMissed
 			stops += r.Stats.Stops
 			freed += r.Stats.Released
 			clocks += r.Stats.ClockReads
@@ -124,8 +125,8 @@ func writeStats(w io.Writer, s *engine.Summary) {
 			skipped += r.Stats.SleepersSkipped
 		}
 		ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d/n)/1e6) }
-		fmt.Fprintf(w, "real time per trial (mean): %s = start nodes %s, wait for quiescence %s (stops handled %s), decide %s, release %s, teardown %s, network reset %s; FIN waits expired %.1f, deliveries late %.1f, starved states %.1f\n",
-			ms(all), ms(launch), ms(settle), ms(handle), ms(decide), ms(release), ms(teardown), ms(reset), float64(finw)/float64(n), float64(late)/float64(n), float64(starved)/float64(n))
+		fmt.Fprintf(w, "real time per trial (mean): %s = start nodes %s, wait for quiescence %s (stops handled %s), decide %s, release %s, teardown %s, network reset %s; FIN waits expired %.1f, deliveries late %.1f, starved states %.1f, readiness the books missed %.1f\n",
+			ms(all), ms(launch), ms(settle), ms(handle), ms(decide), ms(release), ms(teardown), ms(reset), float64(finw)/float64(n), float64(late)/float64(n), float64(starved)/float64(n), float64(missed)/float64(n))
 		fmt.Fprintf(w, "of the wait for quiescence (mean): yielding to running threads %s, confirming sleepers %s, blocked for events %s; the nodes' CPU time %s; sleepers not read again (their node had not run) %d\n",
 			ms(yield), ms(confirm), ms(blocked), ms(nodes), skipped/uint64(n))
 		fmt.Fprintf(w, "stops per trial (mean): %d, of which released at once %d, clock reads %d, timed waits %d\n",

@@ -233,6 +233,7 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 		// The connection broke (reset by a crashed peer): the bytes are
 		// lost as they would be on a real network; the sender learns of it
 		// on its next call.
+		t.netGen++
 		r.Result = -int64(err.(unix.Errno))
 		t.bufs.put(p.chunk.buf)
 		t.maybeFinishConn(c)
@@ -250,6 +251,11 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 		}
 		c.sent += uint64(n)
 		t.awaitArrival(c)
+		if !c.acked {
+			// Not known to sit in a live socket: the receiver may be gone
+			// and answer with a reset, an error for the sender (known).
+			t.netGen++
+		}
 	}
 	if n < len(p.chunk.data) {
 		// The rest waits for room: it becomes a new op at the head.
@@ -346,6 +352,7 @@ func (t *Tracer) flowOf(c *conn) flow {
 		// bytes unread, or gone): the rest is lost, as on a real network.
 		// Without this a Redis primary's deliveries to clients that had
 		// left were waited for until the polls ran out, 150 ms each.
+		t.netGen++
 		return flowArrived
 	}
 	return flowMoving
@@ -497,6 +504,7 @@ func (t *Tracer) maybeFinishConn(c *conn) {
 	if c.shutWr {
 		unix.Shutdown(c.dup, unix.SHUT_WR)
 		c.shutWr = false
+		t.netGen++ // a FIN
 	}
 	if c.closing {
 		t.closeConn(c)
@@ -512,6 +520,7 @@ func (t *Tracer) dropQueue(c *conn) {
 }
 
 func (t *Tracer) closeConn(c *conn) {
+	t.netGen++ // a FIN, or a reset
 	t.dropQueue(c)
 	if c.dup >= 0 {
 		unix.Close(c.dup)

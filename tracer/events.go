@@ -48,6 +48,8 @@ func (t *Tracer) handleTimed(tid int, st ptrace.Status) {
 	if st.Kind() != ptrace.SeccompStop {
 		// An exit, a clone, an exec or a signal may have others behind it.
 		t.expect = true
+		// And may close sockets (an exit, an exec), or run a handler.
+		t.netGen++
 	}
 	t.handle(tid, st)
 	t.stats.HandleTime += time.Since(t0)

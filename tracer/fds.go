@@ -40,6 +40,10 @@ type fdInfo struct {
 	names fdNames
 	// opts caches the socket's blocking mode and receive timeout.
 	opts sockOpts
+	// calmRecv and calmSend are the Tracer.netGen at which a poll found
+	// the socket without bytes, end or error (for a recv), without error
+	// or hang-up (for a send); see known.
+	calmRecv, calmSend uint64
 }
 
 // fdNames are an fd's connection names for the addresses they were made
@@ -178,6 +182,7 @@ func (t *Tracer) releaseDup(fi *fdInfo) {
 	if fi == nil {
 		return
 	}
+	t.netGen++ // the socket may close: a FIN, or a reset
 	if fi.kind == fdInet && fi.peer.IsValid() {
 		if c := t.conns[fi.outKey()]; c != nil {
 			c.closing = true

@@ -39,6 +39,8 @@ type pendingOp struct {
 	// pollReady for this op (see pollPending).
 	polled    uint64
 	pollReady bool
+	// byBooks: pollReady came from lockstep's books (known), not a poll.
+	byBooks bool
 }
 
 func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64) *pendingOp {
@@ -138,15 +140,18 @@ func (t *Tracer) sockGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
 	return false
 }
 
-// sockOpts is what lockstep last read of a socket's blocking mode and
-// receive timeout, through its duplicate (which shares the tracee's file
-// description and socket): read at every recv they cost two syscalls.
-// It holds while gen is the tracer's sockOptsGen, which every call that
-// can change them moves on (onSockOptsChange).
+// sockOpts is what lockstep last read of a socket's blocking mode,
+// receive timeout and low-water mark, through its duplicate (which shares
+// the tracee's file description and socket): read at every recv they cost
+// a syscall each. It holds while gen is the tracer's sockOptsGen, which
+// every call that can change them moves on (onSockOptsChange).
 type sockOpts struct {
 	gen      uint64
 	nonblock bool
 	rcvTimeo int64 // ns; 0: none
+	// rcvLowat is SO_RCVLOWAT, read only for the books (see known): the
+	// bytes a recv waits for.
+	rcvLowat int
 }
 
 // sockOptsOf returns fi's blocking mode and receive timeout.
@@ -164,6 +169,12 @@ func (t *Tracer) sockOptsOf(fi *fdInfo) sockOpts {
 	if tv, err := unix.GetsockoptTimeval(fi.dup, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
 		o.rcvTimeo = tv.Sec*1e9 + tv.Usec*1e3
 	}
+	o.rcvLowat = 1
+	if t.opts.Capture && fi.sockType == unix.SOCK_STREAM {
+		if n, err := unix.GetsockoptInt(fi.dup, unix.SOL_SOCKET, unix.SO_RCVLOWAT); err == nil {
+			o.rcvLowat = n
+		}
+	}
 	if t.changingSockOpts == 0 {
 		// While a change is under way (stopped at, or resumed into, and
 		// not yet seen again) what was read may be from before it.
@@ -173,7 +184,8 @@ func (t *Tracer) sockOptsOf(fi *fdInfo) sockOpts {
 }
 
 // onSockOptsChange: a tracee is about to run fcntl(F_SETFL), ioctl(FIONBIO)
-// or setsockopt(SO_RCVTIMEO), which the filter stops for this alone. What
+// or setsockopt(SO_RCVTIMEO or SO_RCVLOWAT), which the filter stops for
+// this alone. What
 // lockstep read of any socket's (the fd may share a description with
 // others) no longer holds, nor does what it reads until the thread is seen
 // again, the call done (handle).
@@ -276,6 +288,11 @@ func (t *Tracer) pollPending(ops []*pendingOp) {
 	t.pollGen++
 	fds, spans := t.pollFds[:0], t.pollSpans[:0]
 	for _, p := range ops {
+		if r, ok := t.known(p); ok && !t.noBooks {
+			p.polled, p.pollReady, p.byBooks = t.pollGen, r, true
+			continue
+		}
+		p.byBooks = false
 		start := len(fds)
 		if fds = t.polls(fds, p); len(fds) > start {
 			spans = append(spans, pollSpan{p: p, start: start, end: len(fds)})
@@ -294,8 +311,68 @@ func (t *Tracer) pollPending(ops []*pendingOp) {
 			}
 		}
 		s.p.polled, s.p.pollReady = t.pollGen, ok
+		if err == nil {
+			t.notePolled(s.p, ok)
+		}
 	}
 	clear(spans) // drop the references to the ops
+}
+
+// known answers a blocking recv's or a captured send's readiness on a
+// stream connection from lockstep's books, without a poll, where they
+// suffice: bytes to read are the ones lockstep delivered and the peer
+// acknowledged (unread); an end of stream or an error (and, for a send,
+// a hang-up) can come only from something that moves netGen (a close, a
+// shutdown, a crash, a reset, a process's end, a native send, any
+// release but a recv's, a poll's, a sleep's, a stream delivery's or a
+// captured send's), so a socket a poll found without them stays so
+// while netGen does not move (calm).
+func (t *Tracer) known(p *pendingOp) (ready, ok bool) {
+	fi := p.fi
+	if fi == nil || fi.dup < 0 || fi.sockType != unix.SOCK_STREAM || !t.opts.Capture {
+		return false, false
+	}
+	switch p.op.Kind {
+	case sched.Recv:
+		if p.immediate {
+			return false, false // polls nothing
+		}
+		if n, ok := t.unread(p); ok && n > 0 {
+			if n < t.sockOptsOf(fi).rcvLowat {
+				return false, false // poll says when, as it did before
+			}
+			return true, true
+		}
+		key := fi.inKey()
+		if fi.calmRecv != t.netGen || t.nativeSends[key] {
+			return false, false
+		}
+		if c := t.conns[key]; c != nil && (!c.acked || c.sent != c.consumed) {
+			return false, false
+		}
+		return false, true
+	case sched.Send:
+		if fi.calmRecv == t.netGen || fi.calmSend == t.netGen {
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// notePolled records what a poll found of p's socket for known.
+func (t *Tracer) notePolled(p *pendingOp, ready bool) {
+	fi := p.fi
+	if ready || fi == nil || fi.sockType != unix.SOCK_STREAM {
+		return
+	}
+	switch p.op.Kind {
+	case sched.Recv:
+		if !p.immediate {
+			fi.calmRecv = t.netGen // POLLIN: neither bytes, nor an end, nor an error
+		}
+	case sched.Send:
+		fi.calmSend = t.netGen // POLLERR|POLLHUP
+	}
 }
 
 type pollSpan struct {
@@ -390,6 +467,13 @@ func (t *Tracer) release(id uint64) (Released, error) {
 	th.lastOp = id
 	r := Released{Causes: p.causes}
 	switch p.op.Kind {
+	case sched.Recv, sched.Poll, sched.Sleep, sched.Send:
+		// A recv's bytes are in the books; a poll and a sleep change no
+		// socket; a send moves netGen below unless captured.
+	default:
+		t.netGen++
+	}
+	switch p.op.Kind {
 	case sched.Sleep:
 		t.releaseSleep(p)
 	case sched.Poll:
@@ -422,6 +506,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		}
 		// Natively its bytes reach the peer now, and the sender may block
 		// until the peer reads (see stirOp).
+		t.netGen++
 		t.stirPeer(p)
 		if p.fi.peer.IsValid() {
 			if t.nativeSends == nil {

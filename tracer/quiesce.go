@@ -434,9 +434,21 @@ func (t *Tracer) snapshot() State {
 		ops = append(ops, t.pending[id])
 	}
 	t.pollPending(ops)
-	for _, p := range ops {
+	enabled := t.enabledOps(ops)
+	if !slices.Contains(enabled, true) && slices.ContainsFunc(ops, func(p *pendingOp) bool { return p.byBooks }) {
+		// Before time moves or a deadlock is called, the kernel's word
+		// rather than the books' (known): they miss what no op of
+		// lockstep's brings, such as bytes a tracee spliced into a socket.
+		t.noBooks = true
+		t.pollPending(ops)
+		t.noBooks = false
+		if enabled = t.enabledOps(ops); slices.Contains(enabled, true) {
+			t.stats.BooksMissed++
+		}
+	}
+	for i, p := range ops {
 		st.Pending = append(st.Pending, &p.op)
-		if t.enabled(p) {
+		if enabled[i] {
 			st.Enabled = append(st.Enabled, &p.op)
 		}
 		if p.deadline >= 0 && p.deadline < never {
@@ -476,6 +488,17 @@ func (t *Tracer) snapshot() State {
 		st.AllHeld = t.allHeld()
 	}
 	return st
+}
+
+// enabledOps says which of ops are enabled, in a buffer reused by the
+// next call.
+func (t *Tracer) enabledOps(ops []*pendingOp) []bool {
+	en := t.enabledBuf[:0]
+	for _, p := range ops {
+		en = append(en, t.enabled(p))
+	}
+	t.enabledBuf = en
+	return en
 }
 
 func (t *Tracer) startSentinel() {

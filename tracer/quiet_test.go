@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/netns"
+	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/vclock"
 )
 
@@ -22,7 +24,8 @@ import (
 // namespaces and cgroups, beside an idle server, and checks at every state
 // that the shortcuts quiescence and the state take are exact: the held
 // counts are the threads' states, a skipped wait would have found nothing,
-// the batched readiness poll agrees with one poll per op. In C every thread
+// the batched readiness poll, and the answers lockstep's books give in its
+// place (known), agree with one poll per op. In C every thread
 // is often held (no wait at all); in Go idle runtime threads sleep in the
 // kernel, and the idle node's are not read from /proc again and again.
 func TestQuiescenceShortcuts(t *testing.T) {
@@ -52,7 +55,8 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 	launchIn(t, tr, dir, cli, cliBin, srv.Addr.String(), "7600", "40", "3")
 
 	rng := rand.New(rand.NewPCG(7, 7))
-	var steps, quietSteps, polledOps int
+	var steps, quietSteps, polledOps, booksOps int
+	clientDone := false
 	var failures []string
 	fail := func(format string, a ...any) {
 		if len(failures) < 10 {
@@ -82,26 +86,21 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 				}
 			}
 		}
-		for _, p := range tr.pending {
-			if p.polled != tr.pollGen || p.polled == 0 {
-				continue
-			}
-			polledOps++
-			batched := tr.enabled(p)
-			gen := p.polled
-			p.polled = 0
-			if alone := tr.enabled(p); alone != batched {
-				fail("%s: enabled %v from the batched poll, %v from its own", p.op.String(), batched, alone)
-			}
-			p.polled = gen
-		}
+		polled, books := checkBatched(tr, fail)
+		polledOps += polled
+		booksOps += books
 		for _, e := range st.Exits {
 			if e.Node == "client" && e.Root {
 				if e.Code != 0 {
 					return Action{}, fmt.Errorf("client exited %d", e.Code)
 				}
-				return Action{Stop: true}, nil
+				clientDone = true
 			}
+		}
+		if len(st.Enabled) == 0 && clientDone {
+			// The server read the end of the stream, closed, and waits
+			// for the next connection.
+			return Action{Stop: true}, nil
 		}
 		if len(st.Enabled) == 0 {
 			return Action{}, fmt.Errorf("nothing enabled: %v", st.Pending)
@@ -116,17 +115,124 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 		t.Error(f)
 	}
 	stats := tr.Stats()
-	t.Logf("%d steps, %d with every thread held and no wait, %d ops answered by the batched poll, %d sleeper reads skipped",
-		steps, quietSteps, polledOps, stats.SleepersSkipped)
+	t.Logf("%d steps, %d with every thread held and no wait, %d ops answered by the batched poll (%d of them by the books), %d sleeper reads skipped",
+		steps, quietSteps, polledOps, booksOps, stats.SleepersSkipped)
 	if polledOps == 0 {
 		t.Error("no op was answered by the batched poll")
 	}
 	if lang == "c" && quietSteps == 0 {
 		t.Error("every thread was never held with nothing to wait for")
 	}
+	if stats.BooksMissed != 0 {
+		t.Errorf("the books missed %d ops' readiness", stats.BooksMissed)
+	}
+	if lang == "c" && booksOps == 0 {
+		t.Error("no blocking recv's or captured send's readiness came from the books")
+	}
 	if lang == "go" && stats.SleepersSkipped == 0 {
 		t.Error("the idle node's sleeping threads were read at every check")
 	}
+}
+
+// checkBatched compares each answer of this state's batched poll, and of
+// the books in its place (known), with a poll of the op's own, and what
+// enabled makes of each; it returns how many answers it compared and how
+// many of them were the books'.
+func checkBatched(tr *Tracer, fail func(format string, a ...any)) (polled, books int) {
+	for _, p := range tr.pending {
+		if p.polled != tr.pollGen || p.polled == 0 {
+			continue
+		}
+		polled++
+		if p.byBooks {
+			books++
+		}
+		if fds := tr.polls(nil, p); len(fds) > 0 {
+			if alone := ready(fds); alone != p.pollReady {
+				fail("%s: ready %v from the batched poll (books: %v), %v from its own", p.op.String(), p.pollReady, p.byBooks, alone)
+			}
+		}
+		batched := tr.enabled(p)
+		gen := p.polled
+		p.polled = 0
+		if alone := tr.enabled(p); alone != batched {
+			fail("%s: enabled %v from the batched poll, %v from its own", p.op.String(), batched, alone)
+		}
+		p.polled = gen
+	}
+	return polled, books
+}
+
+// TestBooksAfterCrash: a server crashes between two rounds of a pipelining
+// client; the client's next writes go to a socket no one holds, which
+// answers the first with a reset, an error for the ones after it. Every
+// readiness the books give (known), before and after, must be a poll's.
+func TestBooksAfterCrash(t *testing.T) {
+	requireTracing(t)
+	testutil.RequireNetns(t)
+	testutil.RequireCgroup2(t, testutil.CgroupRoot)
+	srvBin, cliBin := bin(t, "c", "pipeline_server"), bin(t, "c", "pipeline_client")
+	ctx := context.Background()
+	cl, err := netns.New(ctx, netns.Config{Nodes: []string{"server", "client"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	clock := &testClock{}
+	tr := New(Options{Capture: true, Clock: clock, CPU: benchCPU(), Serialize: true,
+		Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
+	defer tr.Close()
+	dir := t.TempDir()
+	srv, cli := cl.Node("server"), cl.Node("client")
+	const depth = 4
+	launchIn(t, tr, dir, srv, srvBin, "7610", "64")
+	launchIn(t, tr, dir, cli, cliBin, srv.Addr.String(), "7610", "3", strconv.Itoa(depth))
+	var failures []string
+	steps, books, sends := 0, 0, 0
+	crashed := false
+	fail := func(format string, a ...any) {
+		if len(failures) < 10 {
+			failures = append(failures, fmt.Sprintf("step %d: ", steps)+fmt.Sprintf(format, a...))
+		}
+	}
+	err = tr.Drive(ctx, func(st *State, last Released) (Action, error) {
+		steps++
+		_, b := checkBatched(tr, fail)
+		books += b
+		if st.Live == 0 || len(st.Enabled) == 0 && crashed {
+			return Action{Stop: true}, nil
+		}
+		if len(st.Enabled) == 0 && st.HasDeadline {
+			clock.set(st.NextDeadline) // the client retries its connect
+			return Action{}, nil
+		}
+		if len(st.Enabled) == 0 {
+			return Action{}, fmt.Errorf("nothing enabled: %v", st.Pending)
+		}
+		op := st.Enabled[0]
+		if op.Node == "client" && op.Kind == sched.Send {
+			if sends++; sends == depth+1 && !crashed {
+				// The first write of the second round.
+				crashed = true
+				return Action{Crash: "server"}, nil
+			}
+		}
+		return Action{Release: op.ID}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range failures {
+		t.Error(f)
+	}
+	if !crashed || books == 0 {
+		t.Errorf("crashed %v, %d answers from the books", crashed, books)
+	}
+	if n := tr.Stats().BooksMissed; n != 0 {
+		t.Errorf("the books missed %d ops' readiness", n)
+	}
+	out, _ := os.ReadFile(filepath.Join(dir, "client"))
+	t.Logf("%d steps, %d answers from the books; client: %s", steps, books, out)
 }
 
 // TestReadCPU reads the CPU time out of cgroup cpu.stat texts.

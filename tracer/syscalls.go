@@ -99,7 +99,7 @@ func gateTable() map[int]gate {
 		unix.SYS_DUP3:        {name: "dup3", handle: (*Tracer).onDup},
 		unix.SYS_CLOSE_RANGE: {name: "close_range", handle: (*Tracer).onCloseRange},
 		// Changes to what sockOpts caches; the filter stops these three
-		// only for F_SETFL, FIONBIO and SO_RCVTIMEO.
+		// only for F_SETFL, FIONBIO, SO_RCVTIMEO and SO_RCVLOWAT.
 		unix.SYS_FCNTL:      {name: "fcntl", argRule: true, handle: (*Tracer).onSockOptsChange},
 		unix.SYS_IOCTL:      {name: "ioctl", argRule: true, handle: (*Tracer).onSockOptsChange},
 		unix.SYS_SETSOCKOPT: {name: "setsockopt", argRule: true, handle: (*Tracer).onSockOptsChange},

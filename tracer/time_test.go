@@ -337,7 +337,9 @@ func TestChildExitEndsWait(t *testing.T) {
 // read with nothing to read must end as the kernel would end it: at once
 // with EAGAIN when non-blocking, after exactly the timeout otherwise; a
 // tracer that kept the first read's view would wait for data forever (a
-// deadlock here) or let a timed read return at once.
+// deadlock here) or let a timed read return at once. Last, with a
+// low-water mark of 2 (SO_RCVLOWAT), the read is released only once two
+// bytes wait, as the kernel would return it.
 func TestSocketFlagsChangeBetweenReads(t *testing.T) {
 	h := newHarness(t, Options{Clock: &testClock{}, Capture: true})
 	h.launch("server", bin(t, "c", "pingpong_server"), "7343")
@@ -347,8 +349,27 @@ func TestSocketFlagsChangeBetweenReads(t *testing.T) {
 		t.Fatalf("client exit %d:\n%s", c, h.output("client"))
 	}
 	want := "blocking data 0ms\nfcntl EAGAIN 0ms\nblocking data 0ms\nfionbio EAGAIN 0ms\n" +
-		"blocking data 0ms\nrcvtimeo EAGAIN 200ms\nblocking data 0ms\n"
+		"blocking data 0ms\nrcvtimeo EAGAIN 200ms\nblocking data 0ms\nrcvlowat data 0ms\n"
 	if got := h.output("client"); got != want {
 		t.Fatalf("client output:\n%s\nwant:\n%s", got, want)
+	}
+	// The bytes delivered to the client between its last two recvs.
+	var recvs []int
+	for i, o := range res.ops {
+		if o.Node == "client" && o.Kind == sched.Recv {
+			recvs = append(recvs, i)
+		}
+	}
+	if len(recvs) < 2 {
+		t.Fatalf("%d client recvs: %s", len(recvs), kinds(res.ops))
+	}
+	arrived := 0
+	for _, o := range res.ops[recvs[len(recvs)-2]:recvs[len(recvs)-1]] {
+		if o.Kind == sched.Deliver && o.Node == "server" {
+			arrived += o.Bytes
+		}
+	}
+	if arrived < 2 {
+		t.Fatalf("the read with SO_RCVLOWAT 2 was released with %d bytes waiting", arrived)
 	}
 }

@@ -271,6 +271,7 @@ type Tracer struct {
 	pollSpans  []pollSpan
 	pendingBuf []*pendingOp
 	idsBuf     []uint64
+	enabledBuf []bool
 	// nativeSends names the connections (by their sender's key) on which
 	// a send ran natively (see stirOp).
 	nativeSends map[string]bool
@@ -279,6 +280,11 @@ type Tracer struct {
 	// them and their next event.
 	sockOptsGen      uint64
 	changingSockOpts int
+	// netGen numbers the spans in which no socket can have gained an end
+	// of stream, an error or bytes lockstep's books miss (see known);
+	// noBooks makes pollPending ask the kernel for every op.
+	netGen  uint64
+	noBooks bool
 }
 
 // Stats counts what the tracer did, for benchmarks and reports.
@@ -316,6 +322,10 @@ type Stats struct {
 	// but got no CPU for several grace periods (a machine overloaded by
 	// other work): the schedule from there may differ from a quiet run's.
 	Starved int
+	// BooksMissed counts the states in which an op lockstep's books held
+	// not ready (see known) was ready when nothing else was: the books
+	// missed something, which a poll made up for.
+	BooksMissed int
 	// SleepersSkipped counts the /proc reads of sleeping threads that
 	// quiescence skipped because their node had not run since they were
 	// seen asleep (nodecpu.go).
@@ -385,6 +395,7 @@ func New(opts Options) *Tracer {
 	t := &Tracer{
 		opts:        opts,
 		sockOptsGen: 1, // an fdInfo's zero sockOpts were never read
+		netGen:      1, // nor was a zero calmRecv or calmSend
 		log:         opts.Logger,
 		calls:       make(chan func()),
 		quit:        make(chan struct{}),
@@ -618,6 +629,7 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			}
 			if a.Crash != "" || len(a.Clocks) > 0 || len(a.Drifts) > 0 || len(a.Cuts) > 0 || a.Reset != "" || a.Drop != 0 || a.Launch != nil {
 				t.pollGen++ // the readiness polled for st may have changed
+				t.netGen++
 				t.stirAll()
 			}
 			if a.Crash != "" {

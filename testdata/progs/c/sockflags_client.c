@@ -1,7 +1,8 @@
 /* sockflags_client HOST PORT: reads from a connection with nothing to read
  * while its blocking mode and receive timeout change between the reads
  * (fcntl O_NONBLOCK, ioctl FIONBIO, SO_RCVTIMEO), and prints how each
- * ended and after how many ms of CLOCK_MONOTONIC. */
+ * ended and after how many ms of CLOCK_MONOTONIC; then reads with a
+ * low-water mark of 2 bytes (SO_RCVLOWAT) after two 1-byte sends. */
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include "common.h"
@@ -65,5 +66,12 @@ int main(int argc, char **argv)
 	try_read(fd, "rcvtimeo");
 	set_timeout(fd, 0);
 	echo(fd);
+	/* With a low-water mark of 2 a read waits for both echoes. */
+	int two = 2;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &two, sizeof two) < 0)
+		die("setsockopt");
+	if (write(fd, "a", 1) != 1 || write(fd, "b", 1) != 1)
+		die("write");
+	try_read(fd, "rcvlowat");
 	return 0;
 }

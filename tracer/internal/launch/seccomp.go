@@ -34,6 +34,7 @@ const (
 // sockOpts): a change stops so that the tracer forgets what it read.
 const (
 	fionbio       = 0x5421 // FIONBIO
+	soRcvlowat    = 18     // SO_RCVLOWAT
 	soRcvtimeoOld = 20     // SO_RCVTIMEO_OLD
 	soRcvtimeoNew = 66     // SO_RCVTIMEO_NEW
 )
@@ -84,8 +85,9 @@ func (p *prog) end() []unix.SockFilter {
 // Filter builds the classic-BPF seccomp program a node runs under:
 // RET_ERRNO(EPERM) for the denied syscalls; RET_TRACE for the gated ones,
 // for futex waits that carry a timeout (the JVM's and Go's timed waits),
-// and for the calls that change a socket's blocking mode or receive
-// timeout (fcntl F_SETFL, ioctl FIONBIO, setsockopt SO_RCVTIMEO);
+// and for the calls that change a socket's blocking mode, receive timeout
+// or low-water mark (fcntl F_SETFL, ioctl FIONBIO, setsockopt SO_RCVTIMEO
+// and SO_RCVLOWAT);
 // RET_ALLOW for everything else.
 func Filter(gated []uint32) []unix.SockFilter {
 	const (
@@ -129,6 +131,7 @@ func Filter(gated []uint32) []unix.SockFilter {
 	p.stmt(ldw, offArg1)
 	p.jeq(unix.SOL_SOCKET, "", "allow")
 	p.stmt(ldw, offArg2)
+	p.jeq(soRcvlowat, "trace", "")
 	p.jeq(soRcvtimeoOld, "trace", "")
 	p.jeq(soRcvtimeoNew, "trace", "allow")
 	p.label("allow")
