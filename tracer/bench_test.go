@@ -56,8 +56,10 @@ func nativeIn(n *netns.Node, argv ...string) *exec.Cmd {
 // two namespaces, natively and with every send, delivery and recv gated
 // and released one at a time in FIFO order: as the engine runs nodes
 // (threads serialized, Options.Serialize) and under the kernel's default
-// policy. The native figure is the median of three runs (a native round
-// trip's cost depends on whether the kernel put the two on one CPU).
+// policy, and with stops only (the floor). Figures are medians of five
+// repetitions of the four runs, ratios the medians of each repetition's
+// own (a native round trip's cost also depends on whether the kernel put
+// the two on one CPU).
 func BenchmarkRoundTrips(b *testing.B) {
 	requireTracing(b)
 	testutil.RequireNetns(b)
@@ -77,7 +79,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	native := func() time.Duration {
+	native := func(rounds int) time.Duration {
 		s := nativeIn(srv, srvBin, port)
 		if err := s.Start(); err != nil {
 			b.Fatal(err)
@@ -93,7 +95,7 @@ func BenchmarkRoundTrips(b *testing.B) {
 		reset()
 		return d
 	}
-	traced := func(serialize bool) (time.Duration, int, Stats) {
+	traced := func(serialize bool, rounds int) (time.Duration, int, Stats) {
 		tr := New(Options{Capture: true, Clock: vclock.New(vclock.DefaultEpoch, 0), CPU: benchCPU(), Serialize: serialize,
 			Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
 		dir := b.TempDir()
@@ -126,37 +128,71 @@ func BenchmarkRoundTrips(b *testing.B) {
 		return d, ops, stats
 	}
 
-	for range b.N {
-		nat := []time.Duration{native(), native(), native()}
-		slices.Sort(nat)
-		nativeT := nat[1]
-		serT, _, _ := traced(true)
-		tracedT, ops, stats := traced(false)
-
-		// The floor: the same run with the same seccomp filter, where the
-		// tracer only resumes each stop (no registers, no decoding, no
-		// quiescence, no capture). What lockstep adds is the rest.
+	// The floor: the same run with the same seccomp filter, where the
+	// tracer only resumes each stop (no registers, no decoding, no
+	// quiescence, no capture). What lockstep adds is the rest.
+	floor := func(rounds int) time.Duration {
 		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
-		floor, err := stopsOnly(
+		defer devnull.Close()
+		d, err := stopsOnly(
 			LaunchConfig{Node: "server", Argv: []string{srvBin, port}, Netns: srv.NetnsPath, HostsFile: srv.HostsFile, Stdout: devnull, Stderr: devnull},
 			LaunchConfig{Node: "client", Argv: []string{cliBin, srv.Addr.String(), port, strconv.Itoa(rounds), "1"}, Netns: cli.NetnsPath, HostsFile: cli.HostsFile, Stdout: devnull, Stderr: devnull})
-		devnull.Close()
 		if err != nil {
 			b.Fatalf("stops-only run: %v", err)
 		}
 		reset()
-		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(rounds) }
-		b.ReportMetric(per(nativeT), "native-us/rt")
-		b.ReportMetric(per(serT), "serialized-us/rt")
-		b.ReportMetric(float64(serT)/float64(nativeT), "serialized-ratio")
-		b.ReportMetric(per(tracedT), "traced-us/rt")
-		b.ReportMetric(float64(tracedT)/float64(nativeT), "ratio")
-		b.ReportMetric(per(floor), "stops-only-us/rt")
-		b.ReportMetric(float64(floor)/float64(nativeT), "stops-only-ratio")
-		b.ReportMetric(float64(ops)/float64(rounds), "ops/rt")
+		return d
+	}
+
+	// This machine's speed drifts by tens of percent within minutes: each
+	// repetition runs natively, serialized, with the default policy and
+	// stops-only back to back, and a ratio is the median of the
+	// repetitions' own ratios.
+	const reps = 5
+	n := max(rounds/reps, 1)
+	for range b.N {
+		var nat, ser, def, flo []time.Duration
+		var ops int
+		var stats Stats
+		for range reps {
+			nat = append(nat, native(n))
+			d, _, _ := traced(true, n)
+			ser = append(ser, d)
+			d, ops, stats = traced(false, n)
+			def = append(def, d)
+			flo = append(flo, floor(n))
+		}
+		median := func(xs []float64) float64 {
+			slices.Sort(xs)
+			return xs[len(xs)/2]
+		}
+		usPerRT := func(ds []time.Duration) float64 {
+			var xs []float64
+			for _, d := range ds {
+				xs = append(xs, float64(d.Nanoseconds())/1e3/float64(n))
+			}
+			return median(xs)
+		}
+		ratio := func(ds []time.Duration) float64 {
+			var xs []float64
+			for i, d := range ds {
+				xs = append(xs, float64(d)/float64(nat[i]))
+			}
+			return median(xs)
+		}
+		per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(n) }
+		b.ReportMetric(usPerRT(nat), "native-us/rt")
+		b.ReportMetric(usPerRT(ser), "serialized-us/rt")
+		b.ReportMetric(ratio(ser), "serialized-ratio")
+		b.ReportMetric(usPerRT(def), "traced-us/rt")
+		b.ReportMetric(ratio(def), "ratio")
+		b.ReportMetric(usPerRT(flo), "stops-only-us/rt")
+		b.ReportMetric(ratio(flo), "stops-only-ratio")
+		// The breakdown of the last default-policy run.
+		b.ReportMetric(float64(ops)/float64(n), "ops/rt")
 		b.ReportMetric(per(stats.HandleTime), "handle-us/rt")
 		b.ReportMetric(per(stats.SiteTime), "callsite-us/rt")
 		b.ReportMetric(per(stats.SettleTime), "quiesce-us/rt")

@@ -99,6 +99,7 @@ func (t *Tracer) node(cfg LaunchConfig) *nodeInfo {
 			ni.rand = t.opts.Random(cfg.Node)
 		}
 		t.nodes[cfg.Node] = ni
+		t.nodeList = append(t.nodeList, ni)
 		if cfg.Addr.IsValid() {
 			t.byAddr[cfg.Addr] = ni
 		}

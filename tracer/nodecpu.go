@@ -102,7 +102,7 @@ func (ni *nodeInfo) stir() {
 // stirAll is stir for every node (faults, launches, clock changes: what
 // they wake is not worked out).
 func (t *Tracer) stirAll() {
-	for _, ni := range t.nodes {
+	for _, ni := range t.nodeList {
 		ni.stir()
 	}
 }

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -242,7 +243,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 // has not run since they were last seen asleep are not read again
 // (nodecpu.go).
 func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
-	for _, ni := range t.nodes {
+	for _, ni := range t.nodeList {
 		ni.readCPU()
 	}
 	now := make(map[int]uint64, len(t.nodes))
@@ -290,7 +291,7 @@ func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
 			now[th.tid] = c
 		}
 	}
-	for _, ni := range t.nodes {
+	for _, ni := range t.nodeList {
 		if ni.cpu.ok {
 			now[-1-ni.idx] = ni.cpu.usage
 			ni.cpu.asleepAt, ni.cpu.asleepOK = ni.cpu.usage, true
@@ -398,12 +399,11 @@ func sameCPU(a, b map[int]uint64) bool {
 // their IDs, in LPID order so that numbering does not depend on the order
 // in which the kernel reported the stops.
 func (t *Tracer) numberFresh() {
-	sort.SliceStable(t.fresh, func(i, j int) bool {
-		a, b := t.fresh[i], t.fresh[j]
-		if a.op.LPID != b.op.LPID {
-			return a.op.LPID < b.op.LPID
+	slices.SortStableFunc(t.fresh, func(a, b *pendingOp) int {
+		if c := strings.Compare(a.op.LPID, b.op.LPID); c != 0 {
+			return c
 		}
-		return a.seq < b.seq
+		return cmp.Compare(a.seq, b.seq)
 	})
 	for _, p := range t.fresh {
 		if p.dropped {
@@ -434,6 +434,8 @@ func (t *Tracer) snapshot() State {
 		ops = append(ops, t.pending[id])
 	}
 	t.pollPending(ops)
+	st.Pending = make([]*sched.Op, 0, len(ops))
+	st.Enabled = make([]*sched.Op, 0, len(ops))
 	enabled := t.enabledOps(ops)
 	if !slices.Contains(enabled, true) && slices.ContainsFunc(ops, func(p *pendingOp) bool { return p.byBooks }) {
 		// Before time moves or a deadlock is called, the kernel's word

@@ -229,6 +229,7 @@ type Tracer struct {
 	cutConnects []cutConnect
 	finsHeld    []*conn // connections whose FIN waits for a heal
 	nodes       map[string]*nodeInfo
+	nodeList    []*nodeInfo // nodes in launch order, for the loops run per op
 	byAddr      map[netip.Addr]*nodeInfo
 	threads     map[int]*thread
 	procs       map[int]*process
@@ -436,7 +437,7 @@ func (t *Tracer) loop() {
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
 	defer close(t.done)
 	defer func() {
-		for _, ni := range t.nodes {
+		for _, ni := range t.nodeList {
 			if ni.diag != nil {
 				ni.diag.Close()
 			}
