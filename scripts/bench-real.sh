@@ -66,7 +66,7 @@ with open(out, 'w') as f:
     f.write('\n## 1-byte round trips (C client and server, two namespaces)\n\n')
     n = 'BenchmarkRoundTrips'
     f.write('| | µs per round trip | ratio to native |\n|---|---|---|\n')
-    f.write(f"| native (median of 3) | {col(n, 'native-us/rt', '%.1f')} | 1 |\n")
+    f.write(f"| native (median of 5 repetitions) | {col(n, 'native-us/rt', '%.1f')} | 1 |\n")
     f.write(f"| lockstep, threads serialized (as the engine runs) | {col(n, 'serialized-us/rt', '%.1f')} | {col(n, 'serialized-ratio')} |\n")
     f.write(f"| lockstep, default scheduling policy | {col(n, 'traced-us/rt', '%.1f')} | {col(n, 'ratio')} |\n")
     f.write(f"| the stops alone (resume each stop, nothing else) | {col(n, 'stops-only-us/rt', '%.1f')} | {col(n, 'stops-only-ratio')} |\n")
