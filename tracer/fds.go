@@ -38,7 +38,8 @@ type fdInfo struct {
 	listening bool
 	// names caches the connection's names, made for every op on it.
 	names fdNames
-	// opts caches the socket's blocking mode and receive timeout.
+	// opts caches the socket's blocking mode, receive timeout and
+	// low-water mark.
 	opts sockOpts
 	// calmRecv and calmSend are the Tracer.netGen at which a poll found
 	// the socket without bytes, end or error (for a recv), without error

@@ -154,7 +154,8 @@ type sockOpts struct {
 	rcvLowat int
 }
 
-// sockOptsOf returns fi's blocking mode and receive timeout.
+// sockOptsOf returns fi's blocking mode, receive timeout and low-water
+// mark.
 func (t *Tracer) sockOptsOf(fi *fdInfo) sockOpts {
 	if fi.dup < 0 {
 		return sockOpts{}
@@ -185,10 +186,9 @@ func (t *Tracer) sockOptsOf(fi *fdInfo) sockOpts {
 
 // onSockOptsChange: a tracee is about to run fcntl(F_SETFL), ioctl(FIONBIO)
 // or setsockopt(SO_RCVTIMEO or SO_RCVLOWAT), which the filter stops for
-// this alone. What
-// lockstep read of any socket's (the fd may share a description with
-// others) no longer holds, nor does what it reads until the thread is seen
-// again, the call done (handle).
+// this alone. What lockstep read of any socket's (the fd may share a
+// description with others) no longer holds, nor does what it reads until
+// the thread is seen again, the call done (handle).
 func (t *Tracer) onSockOptsChange(th *thread, _ int, _ [6]uint64) bool {
 	t.sockOptsGen++
 	if !th.changingSockOpts {
