@@ -30,6 +30,12 @@ func (t *Tracer) netSettled() bool {
 	for _, w := range t.finWaits {
 		if time.Now().After(w.until) {
 			t.stats.FinWaitsExpired++
+			// It may still come, at a moment only a poll can see: the
+			// books (known) leave that connection's recvs to polls.
+			if t.lateFins == nil {
+				t.lateFins = map[string]bool{}
+			}
+			t.lateFins[w.remote.String()+">"+w.local.String()] = true
 			continue
 		}
 		if w.closer != nil && !t.finSent(w) {

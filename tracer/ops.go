@@ -326,7 +326,9 @@ func (t *Tracer) pollPending(ops []*pendingOp) {
 // shutdown, a crash, a reset, a process's end, a native send, any
 // release but a recv's, a poll's, a sleep's, a stream delivery's or a
 // captured send's), so a socket a poll found without them stays so
-// while netGen does not move (calm).
+// while netGen does not move (calm). Where the kernel's timing decides (a
+// delivery not acknowledged, a FIN waited for in vain) and after a step
+// that released nothing (Run), polls answer.
 func (t *Tracer) known(p *pendingOp) (ready, ok bool) {
 	fi := p.fi
 	if fi == nil || fi.dup < 0 || fi.sockType != unix.SOCK_STREAM || !t.opts.Capture {
@@ -344,7 +346,7 @@ func (t *Tracer) known(p *pendingOp) (ready, ok bool) {
 			return true, true
 		}
 		key := fi.inKey()
-		if fi.calmRecv != t.netGen || t.nativeSends[key] {
+		if fi.calmRecv != t.netGen || t.nativeSends[key] || t.lateFins[key] {
 			return false, false
 		}
 		if c := t.conns[key]; c != nil && (!c.acked || c.sent != c.consumed) {
@@ -352,6 +354,11 @@ func (t *Tracer) known(p *pendingOp) (ready, ok bool) {
 		}
 		return false, true
 	case sched.Send:
+		if c := t.conns[fi.outKey()]; c != nil && !c.acked {
+			// Its last delivery was not acknowledged: a reset may be on
+			// its way back, when is the kernel's to say.
+			return false, false
+		}
 		if fi.calmRecv == t.netGen || fi.calmSend == t.netGen {
 			return false, true
 		}

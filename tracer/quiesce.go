@@ -433,7 +433,9 @@ func (t *Tracer) snapshot() State {
 	for _, id := range ids {
 		ops = append(ops, t.pending[id])
 	}
+	t.noBooks = t.pollAll
 	t.pollPending(ops)
+	t.noBooks, t.pollAll = false, false
 	st.Pending = make([]*sched.Op, 0, len(ops))
 	st.Enabled = make([]*sched.Op, 0, len(ops))
 	enabled := t.enabledOps(ops)

@@ -286,6 +286,11 @@ type Tracer struct {
 	// noBooks makes pollPending ask the kernel for every op.
 	netGen  uint64
 	noBooks bool
+	// pollAll makes the next state's readiness all polls (see Run).
+	pollAll bool
+	// lateFins names the connections (by their receiver's inKey) whose FIN
+	// lockstep stopped waiting for (netSettled).
+	lateFins map[string]bool
 }
 
 // Stats counts what the tracer did, for benchmarks and reports.
@@ -628,6 +633,10 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			if err != nil || a.Stop {
 				return
 			}
+			// A step that releases nothing waits for something to change
+			// (a replay whose op is not there yet, a jump of time): the
+			// next state asks the kernel rather than the books (known).
+			t.pollAll = a.Release == 0
 			if a.Crash != "" || len(a.Clocks) > 0 || len(a.Drifts) > 0 || len(a.Cuts) > 0 || a.Reset != "" || a.Drop != 0 || a.Launch != nil {
 				t.pollGen++ // the readiness polled for st may have changed
 				t.netGen++
