@@ -40,15 +40,7 @@ func TestQuiescenceShortcuts(t *testing.T) {
 func testQuiescenceShortcuts(t *testing.T, lang string) {
 	srvBin, cliBin := bin(t, lang, "pingpong_server"), bin(t, lang, "pingpong_client")
 	ctx := context.Background()
-	cl, err := netns.New(ctx, netns.Config{Nodes: []string{"server", "client", "idle"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	tr := New(Options{Capture: true, Clock: vclock.New(vclock.DefaultEpoch, 0), CPU: benchCPU(), Serialize: true,
-		Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
-	defer tr.Close()
-	dir := t.TempDir()
+	tr, cl, dir := clusterTracer(t, vclock.New(vclock.DefaultEpoch, 0), "server", "client", "idle")
 	srv, cli, idle := cl.Node("server"), cl.Node("client"), cl.Node("idle")
 	launchIn(t, tr, dir, idle, srvBin, "7600")
 	launchIn(t, tr, dir, srv, srvBin, "7600")
@@ -57,15 +49,12 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var steps, quietSteps, polledOps, booksOps int
 	clientDone, waited := false, false
-	var failures []string
-	fail := func(format string, a ...any) {
-		if len(failures) < 10 {
-			failures = append(failures, fmt.Sprintf("step %d: ", steps)+fmt.Sprintf(format, a...))
-		}
-	}
-	err = tr.Drive(ctx, func(st *State, _ Released) (Action, error) {
+	var f stepFailures
+	fail := f.fail
+	err := tr.Drive(ctx, func(st *State, _ Released) (Action, error) {
 		// On the tracer thread: its state may be read directly.
 		steps++
+		f.step = steps
 		var count [numStates]int
 		for _, th := range tr.threads {
 			count[th.state]++
@@ -121,9 +110,7 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 		out, _ := os.ReadFile(filepath.Join(dir, "client"))
 		t.Fatalf("%v; client: %s", err, out)
 	}
-	for _, f := range failures {
-		t.Error(f)
-	}
+	f.report(t)
 	stats := tr.Stats()
 	t.Logf("%d steps, %d with every thread held and no wait, %d ops answered by the batched poll (%d of them by the books), %d sleeper reads skipped",
 		steps, quietSteps, polledOps, booksOps, stats.SleepersSkipped)
@@ -141,6 +128,44 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 	}
 	if lang == "go" && stats.SleepersSkipped == 0 {
 		t.Error("the idle node's sleeping threads were read at every check")
+	}
+}
+
+// clusterTracer gives a tracer that captures and serializes, on the
+// benchmarks' CPU, gating a netns cluster of the named nodes; both close
+// when the test ends. dir is for the nodes' output.
+func clusterTracer(t *testing.T, clock Clock, nodes ...string) (tr *Tracer, cl *netns.Cluster, dir string) {
+	t.Helper()
+	requireTracing(t)
+	testutil.RequireNetns(t)
+	testutil.RequireCgroup2(t, testutil.CgroupRoot)
+	cl, err := netns.New(context.Background(), netns.Config{Nodes: nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	tr = New(Options{Capture: true, Clock: clock, CPU: benchCPU(), Serialize: true,
+		Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
+	t.Cleanup(func() { tr.Close() })
+	return tr, cl, t.TempDir()
+}
+
+// stepFailures keeps the first failures of a run, each with its step.
+type stepFailures struct {
+	step int
+	list []string
+}
+
+func (f *stepFailures) fail(format string, a ...any) {
+	if len(f.list) < 10 {
+		f.list = append(f.list, fmt.Sprintf("step %d: ", f.step)+fmt.Sprintf(format, a...))
+	}
+}
+
+func (f *stepFailures) report(t *testing.T) {
+	t.Helper()
+	for _, e := range f.list {
+		t.Error(e)
 	}
 }
 
@@ -178,36 +203,20 @@ func checkBatched(tr *Tracer, fail func(format string, a ...any)) (polled, books
 // answers the first with a reset, an error for the ones after it. Every
 // readiness the books give (known), before and after, must be a poll's.
 func TestBooksAfterCrash(t *testing.T) {
-	requireTracing(t)
-	testutil.RequireNetns(t)
-	testutil.RequireCgroup2(t, testutil.CgroupRoot)
 	srvBin, cliBin := bin(t, "c", "pipeline_server"), bin(t, "c", "pipeline_client")
-	ctx := context.Background()
-	cl, err := netns.New(ctx, netns.Config{Nodes: []string{"server", "client"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	clock := &testClock{}
-	tr := New(Options{Capture: true, Clock: clock, CPU: benchCPU(), Serialize: true,
-		Gated: func(a netip.Addr) bool { return cl.Subnet().Contains(a) }})
-	defer tr.Close()
-	dir := t.TempDir()
+	tr, cl, dir := clusterTracer(t, clock, "server", "client")
 	srv, cli := cl.Node("server"), cl.Node("client")
 	const depth = 4
 	launchIn(t, tr, dir, srv, srvBin, "7610", "64")
 	launchIn(t, tr, dir, cli, cliBin, srv.Addr.String(), "7610", "3", strconv.Itoa(depth))
-	var failures []string
+	var f stepFailures
 	steps, books, sends := 0, 0, 0
 	crashed := false
-	fail := func(format string, a ...any) {
-		if len(failures) < 10 {
-			failures = append(failures, fmt.Sprintf("step %d: ", steps)+fmt.Sprintf(format, a...))
-		}
-	}
-	err = tr.Drive(ctx, func(st *State, last Released) (Action, error) {
+	err := tr.Drive(context.Background(), func(st *State, last Released) (Action, error) {
 		steps++
-		_, b := checkBatched(tr, fail)
+		f.step = steps
+		_, b := checkBatched(tr, f.fail)
 		books += b
 		if st.Live == 0 || len(st.Enabled) == 0 && crashed {
 			return Action{Stop: true}, nil
@@ -232,9 +241,7 @@ func TestBooksAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range failures {
-		t.Error(f)
-	}
+	f.report(t)
 	if !crashed || books == 0 {
 		t.Errorf("crashed %v, %d answers from the books", crashed, books)
 	}
