@@ -301,8 +301,10 @@ func (t *Tracer) roomFor(c *conn, n int) bool {
 	return err != nil || rq == 0 || uint64(rq)+uint64(n) <= limit
 }
 
-// arrivalPolls bounds the wait for delivered bytes to reach the receiver
-// (each poll is one exact sock_diag lookup, a few µs).
+// arrivalPolls bounds the wait for a datagram to reach its receiver, and
+// for ACKs owed across a partition about to be cut (each poll a few µs):
+// a datagram may be dropped (a full receive buffer) and an ACK lost, with
+// nothing to tell, so these waits stay short.
 const arrivalPolls = 2000
 
 // flow says where the bytes delivered on a connection are.
@@ -413,18 +415,21 @@ func (t *Tracer) awaitArrival(c *conn) {
 		// sendmsg's own softirq: one ioctl instead of a sock_diag lookup.
 		return
 	}
-	for i := 0; i < arrivalPolls; i++ {
+	var w inFlight
+	for {
 		switch t.flowOf(c) {
 		case flowArrived:
-			t.stats.ArrivalPolls += i
+			t.stats.ArrivalPolls += w.polls
 			return
 		case flowHeld:
-			t.stats.ArrivalPolls += i
+			t.stats.ArrivalPolls += w.polls
 			t.stats.WindowFull++
 			t.hold(c)
 			return
 		}
-		unix.Nanosleep(&unix.Timespec{Nsec: 10000}, nil)
+		if !w.again() {
+			break
+		}
 	}
 	t.stats.ArrivalsLate++
 	t.log.Debug("delivered bytes did not arrive", "conn", c.key, "want", c.sent-c.consumed)

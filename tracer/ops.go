@@ -599,9 +599,10 @@ func (t *Tracer) release(id uint64) (Released, error) {
 // entry has failed.
 const silentConnect = 3 * time.Second
 
-// connectWaitLimit bounds how long lockstep waits, in real time, for a
-// handshake between two nodes; past it (a partition, a dead peer) the
-// connect is left to the kernel's timing.
+// connectWaitLimit is how long lockstep waits, in real time, for a
+// handshake between two nodes before it asks whether the SYN was lost
+// (handshaking); past it, a lost one (a full backlog, a dead peer) leaves
+// the connect to the kernel's timing.
 const connectWaitLimit = 200 * time.Millisecond
 
 // finishConnect runs when a thread that connected stops again. A
@@ -614,8 +615,15 @@ func (t *Tracer) finishConnect(th *thread) {
 	cw := th.connecting
 	th.connecting = nil
 	fds := []unix.PollFd{{Fd: int32(cw.fi.dup), Events: unix.POLLOUT}}
-	if n, err := unix.Poll(fds, int(connectWaitLimit.Milliseconds())); err != nil || n == 0 || fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
-		return // refused, reset or still pending: nothing to wait for
+	for {
+		n, err := unix.Poll(fds, int(connectWaitLimit.Milliseconds()))
+		if err == unix.EINTR || err == nil && n == 0 && handshaking(cw) {
+			continue
+		}
+		if err != nil || n == 0 || fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			return // refused, reset or still pending: nothing to wait for
+		}
+		break
 	}
 	sa, err := unix.Getsockname(cw.fi.dup)
 	if err != nil {
@@ -634,11 +642,10 @@ func (t *Tracer) finishConnect(th *thread) {
 	if err != nil {
 		return
 	}
-	for i := 0; i < arrivalPolls; i++ {
-		if _, err := d.RQueue(cw.peer, local); err == nil {
+	for w := (inFlight{}); ; {
+		if _, err := d.RQueue(cw.peer, local); err == nil || !w.again() {
 			return
 		}
-		unix.Nanosleep(&unix.Timespec{Nsec: 10000}, nil)
 	}
 }
 

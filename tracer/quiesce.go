@@ -120,6 +120,9 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 	// When threads were first found in uninterruptible sleep past the
 	// grace period (zero: none since the last progress).
 	var kernelSince time.Time
+	// When threads were first found due to move (runnable without CPU, or
+	// with an exit or stop not yet reported) past the grace period.
+	var dueSince time.Time
 	if t.resumed && t.opts.Serialize && t.opts.CPU >= 0 {
 		// The threads just resumed have not run: they wait behind the
 		// tracer in its CPU's round-robin queue. Let them before asking
@@ -135,7 +138,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			confirmed = false
 			spins = 0
 			runnableCPU, starvedRounds = nil, 0
-			kernelSince = time.Time{}
+			kernelSince, dueSince = time.Time{}, time.Time{}
 			continue
 		}
 		if t.running() == 0 && t.netSettled() {
@@ -177,15 +180,45 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			// it got the CPU and used it: on a loaded machine a runnable
 			// thread may simply not have been scheduled. Note their CPU
 			// time and watch them for more grace periods; flag those that
-			// burned a quarter of one, give up on the starved.
+			// burned a quarter of one, give up on those that ran too little
+			// to tell. A thread that got no CPU at all, or whose exit or
+			// stop the kernel has yet to report, is waited for: it will
+			// move, and a state taken before it did would depend on the
+			// machine's load (another campaign's real-time threads on this
+			// CPU starved an exiting node past the grace period).
 			busy := map[int]uint64{}
+			var due []string
 			for _, th := range t.threads {
-				if th.state == tsRunning {
-					if s, c, ok := th.kernelState(); ok && s == 'R' {
-						busy[th.tid] = c
-					}
+				if th.state != tsRunning {
+					continue
+				}
+				s, c, ok := th.kernelState()
+				before, watched := runnableCPU[th.tid]
+				switch pastGrace(s, ok, s == 'Z' && th.leaderWaiting(), watched && c == before) {
+				case graceDue:
+					due = append(due, th.String()+" (its exit or stop unreported)")
+				case graceStarved:
+					busy[th.tid] = c
+					due = append(due, th.String()+" (runnable, no CPU)")
+				case graceBusy:
+					busy[th.tid] = c
 				}
 			}
+			if len(due) > 0 {
+				if dueSince.IsZero() {
+					dueSince = time.Now()
+				}
+				if time.Since(dueSince) < kernelWaitLimit {
+					if runnableCPU != nil {
+						runnableCPU = busy
+					}
+					lastProgress = time.Now()
+					continue
+				}
+				sort.Strings(due)
+				return fmt.Errorf("%s: neither ran nor reported an event in %v", strings.Join(due, "; "), kernelWaitLimit)
+			}
+			dueSince = time.Time{}
 			if len(busy) > 0 && runnableCPU == nil {
 				runnableCPU, lastProgress = busy, time.Now()
 				continue
@@ -254,7 +287,7 @@ func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
 		if th.state == tsTimedWait && th.interrupted {
 			return false, nil
 		}
-		if th.connecting != nil && time.Since(th.connecting.since) < connectWaitLimit {
+		if th.connecting != nil && handshaking(th.connecting) {
 			// A blocking connect sleeps while its handshake is in
 			// flight; it wakes without lockstep.
 			return false, nil
@@ -317,6 +350,32 @@ func (t *Tracer) nothingRan() bool {
 	same := ru.Nivcsw == t.switches
 	t.switches = ru.Nivcsw
 	return same
+}
+
+// graceVerdict is what a thread lockstep let run is found doing when the
+// grace period runs out.
+type graceVerdict uint8
+
+const (
+	graceAsleep  graceVerdict = iota // asleep, or a leader waiting for its threads
+	graceBusy                        // runnable: spinning, or starved for a while
+	graceStarved                     // runnable and given no CPU since last looked at
+	graceDue                         // an exit or a stop the kernel has yet to report
+)
+
+// pastGrace classifies a thread by its kernel state s (ok: it could be
+// read; leaderWaits: a zombie leader waiting for its other threads;
+// noCPU: runnable at the last look too, and given no CPU since).
+func pastGrace(s byte, ok, leaderWaits, noCPU bool) graceVerdict {
+	switch {
+	case !ok, s == 't', s == 'X', s == 'Z' && !leaderWaits:
+		return graceDue
+	case s == 'R' && noCPU:
+		return graceStarved
+	case s == 'R':
+		return graceBusy
+	}
+	return graceAsleep
 }
 
 // kernelWaitLimit bounds the real time quiescence waits for threads in

@@ -319,7 +319,7 @@ type Stats struct {
 	AcksLate    uint64 // ACKs a partition did not wait for (flushAcks)
 	// FinWaits counts closes after which lockstep waited for a FIN to
 	// reach the peer; FinWaitsExpired those it waited for in vain (real
-	// time lost: connectWaitLimit each).
+	// time lost: finWaitLimit each).
 	FinWaits, FinWaitsExpired int
 	// Resets counts connections a reset fault aborted, Drops datagrams a
 	// drop fault discarded.
