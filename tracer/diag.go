@@ -23,6 +23,8 @@ type finWait struct {
 	closer, node  *nodeInfo      // the closing side's node and the peer's
 	local, remote netip.AddrPort // the peer's view
 	until         time.Time
+	// sent: the closing side was seen to have sent it (finSent).
+	sent bool
 }
 
 // netSettled reports whether every FIN in flight has arrived (or waited
@@ -34,6 +36,9 @@ func (t *Tracer) netSettled() bool {
 	keep := t.finWaits[:0]
 	for _, w := range t.finWaits {
 		if time.Now().After(w.until) {
+			if !w.sent {
+				continue // never sent: nothing was waited for
+			}
 			t.stats.FinWaitsExpired++
 			// It may still come, at a moment only a poll can see: the
 			// books (known) leave that connection's recvs to polls.
@@ -47,8 +52,15 @@ func (t *Tracer) netSettled() bool {
 			continue // the partition drops it
 		}
 		if w.closer != nil && !t.finSent(w) {
+			// Not sent yet: another descriptor still holds the socket (a
+			// forked child's, a dup's, lockstep's own with bytes to
+			// deliver), or the closing thread has not got so far. Keep
+			// looking without waiting: when the last holder lets go, the
+			// FIN leaves, and its arrival must not be left to timing.
+			keep = append(keep, w)
 			continue
 		}
+		w.sent = true
 		d, err := t.diagFor(w.node)
 		if err != nil {
 			continue
@@ -88,7 +100,8 @@ func (t *Tracer) finHeld(w finWait) bool {
 // sends none while another descriptor still holds the socket: a forked
 // child's or a dup's, or lockstep's own duplicate holding undelivered
 // bytes (closeConn expects the FIN again when it lets go). Waiting for the
-// peer then would cost the whole connectWaitLimit for nothing.
+// peer then would cost the whole finWaitLimit for nothing; netSettled
+// keeps looking until it is sent.
 func (t *Tracer) finSent(w finWait) bool {
 	d, err := t.diagFor(w.closer)
 	if err != nil {
