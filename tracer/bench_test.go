@@ -34,17 +34,20 @@ func benchRounds() int {
 
 // launchIn starts argv under tr as node n of a netns cluster (its
 // namespace, hosts file and cgroup), its output in dir/NAME.
-func launchIn(tb testing.TB, tr *Tracer, dir string, n *netns.Node, argv ...string) {
+// It returns the process's pid.
+func launchIn(tb testing.TB, tr *Tracer, dir string, n *netns.Node, argv ...string) int {
 	tb.Helper()
 	f, err := os.Create(filepath.Join(dir, n.Name))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := tr.Launch(LaunchConfig{Node: n.Name, Addr: n.Addr, Argv: argv, Netns: n.NetnsPath,
-		HostsFile: n.HostsFile, Cgroup: n.CgroupDir, Stdout: f, Stderr: f}); err != nil {
+	pid, err := tr.Launch(LaunchConfig{Node: n.Name, Addr: n.Addr, Argv: argv, Netns: n.NetnsPath,
+		HostsFile: n.HostsFile, Cgroup: n.CgroupDir, Stdout: f, Stderr: f})
+	if err != nil {
 		tb.Fatalf("launching %s: %v", n.Name, err)
 	}
+	return pid
 }
 
 // nativeIn runs argv in the node's namespace without lockstep.

@@ -1,7 +1,11 @@
 package tracer
 
 import (
+	"errors"
+	"io/fs"
 	"net/netip"
+	"os"
+	"strconv"
 	"time"
 )
 
@@ -25,6 +29,10 @@ type finWait struct {
 	until         time.Time
 	// sent: the closing side was seen to have sent it (finSent).
 	sent bool
+	// releasing: no process of the closing node holds the socket any
+	// more and lockstep does not either (unheld), yet it has not sent
+	// the FIN: the kernel is releasing it, which a loaded CPU can hold up.
+	releasing bool
 }
 
 // netSettled reports whether every FIN in flight has arrived (or waited
@@ -51,14 +59,20 @@ func (t *Tracer) netSettled() bool {
 		if t.cut[[2]netip.Addr{w.remote.Addr().Unmap(), w.local.Addr().Unmap()}] {
 			continue // the partition drops it
 		}
-		if w.closer != nil && !t.finSent(w) {
-			// Not sent yet: another descriptor still holds the socket (a
-			// forked child's, a dup's, lockstep's own with bytes to
-			// deliver), or the closing thread has not got so far. Keep
-			// looking without waiting: when the last holder lets go, the
-			// FIN leaves, and its arrival must not be left to timing.
-			keep = append(keep, w)
-			continue
+		if w.closer != nil && !w.releasing && !t.finSent(w) {
+			if !t.unheld(w) {
+				// Not sent yet: another descriptor still holds the socket
+				// (a forked child's, a dup's, lockstep's own with bytes to
+				// deliver), or the closing thread has not got so far.
+				// Keep looking without waiting: when the last holder lets
+				// go, the FIN leaves, and its arrival must not be left to
+				// timing.
+				keep = append(keep, w)
+				continue
+			}
+			// Nobody holds it: the FIN leaves once the kernel has
+			// released the socket. Wait for it as for one sent.
+			w.releasing = true
 		}
 		w.sent = true
 		d, err := t.diagFor(w.node)
@@ -114,11 +128,61 @@ func (t *Tracer) finSent(w finWait) bool {
 	return state != tcpEstablished && state != tcpCloseWait
 }
 
+// unheld reports whether the socket of a FIN not yet sent is held by no
+// descriptor that will keep it: neither by lockstep (a connection with
+// bytes to deliver) nor by a process of the closing node. What else holds
+// it lets go on its own, soon: a child lockstep forked (a trial's
+// sentinel, a checker) holds a copy of every descriptor lockstep has
+// until it execs, and a process's last close of a socket may finish after
+// its close or exit returned (the file's release runs as deferred work).
+// On a loaded CPU either took hundreds of milliseconds, and a state taken
+// meanwhile depended on the load.
+func (t *Tracer) unheld(w finWait) bool {
+	if c := t.conns[w.remote.String()+">"+w.local.String()]; c != nil && c.dup >= 0 {
+		return false
+	}
+	d, err := t.diagFor(w.closer)
+	if err != nil {
+		return false
+	}
+	state, ino, err := d.Inode(w.remote, w.local)
+	if err != nil || state == tcpListen {
+		return false
+	}
+	if ino == 0 {
+		return true // no file any more: an orphan on its way out
+	}
+	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
+	for _, p := range t.procs {
+		if p.node == w.closer && !p.exited && holds(p.pid, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// holds reports whether process pid has a descriptor naming target (as
+// /proc/PID/fd shows it), or whether that cannot be told.
+func holds(pid int, target string) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	for _, e := range ents {
+		if l, err := readlink(dir + e.Name()); err == nil && l == target {
+			return true
+		}
+	}
+	return false
+}
+
 const (
 	tcpEstablished = 1
 	tcpSynSent     = 2
 	tcpClose       = 7
 	tcpCloseWait   = 8
+	tcpListen      = 10
 )
 
 // expectFin records that closing or shutting down the socket with this

@@ -117,6 +117,18 @@ func (d *Sock) Lookup(local, remote netip.AddrPort) (uint32, uint8, error) {
 	return binary.NativeEndian.Uint32(msg[56:]), msg[1], nil
 }
 
+// Inode returns the TCP state of a socket and the inode of the socket file
+// that holds it: 0 once no file does (the socket was released, or is an
+// orphan on its way out).
+func (d *Sock) Inode(local, remote netip.AddrPort) (uint8, uint32, error) {
+	msg, err := d.query(local, remote, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	// struct inet_diag_msg: ..., rqueue, wqueue, uid, inode at 68.
+	return msg[1], binary.NativeEndian.Uint32(msg[68:]), nil
+}
+
 // Sending is what holds back the bytes a TCP socket has to send.
 type Sending struct {
 	State uint8

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pair returns both ends of a loopback TCP connection.
@@ -61,6 +63,30 @@ func TestLookupAndRQueue(t *testing.T) {
 	none := netip.MustParseAddrPort("127.0.0.1:1")
 	if _, _, err := d.Lookup(none, sr); !errors.Is(err, ErrNoSocket) {
 		t.Fatalf("Lookup of no socket: %v, want ErrNoSocket", err)
+	}
+}
+
+// TestInode names the file that holds a socket, as fstat sees it.
+func TestInode(t *testing.T) {
+	d, err := Open("")
+	if err != nil {
+		t.Skipf("skipping: no sock_diag here: %v", err)
+	}
+	defer d.Close()
+	c, _ := pair(t)
+	f, err := c.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	const tcpEstablished = 1
+	state, ino, err := d.Inode(addrs(c))
+	if err != nil || state != tcpEstablished || uint64(ino) != st.Ino {
+		t.Fatalf("Inode: state %d, inode %d, %v; want ESTABLISHED and inode %d", state, ino, err, st.Ino)
 	}
 }
 
