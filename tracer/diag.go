@@ -59,20 +59,22 @@ func (t *Tracer) netSettled() bool {
 		if t.cut[[2]netip.Addr{w.remote.Addr().Unmap(), w.local.Addr().Unmap()}] {
 			continue // the partition drops it
 		}
-		if w.closer != nil && !w.releasing && !t.finSent(w) {
-			if !t.unheld(w) {
-				// Not sent yet: another descriptor still holds the socket
-				// (a forked child's, a dup's, lockstep's own with bytes to
-				// deliver), or the closing thread has not got so far.
-				// Keep looking without waiting: when the last holder lets
-				// go, the FIN leaves, and its arrival must not be left to
-				// timing.
-				keep = append(keep, w)
-				continue
+		if w.closer != nil && !w.releasing {
+			if sent, ino := t.finSent(w); !sent {
+				if !t.unheld(w, ino) {
+					// Not sent yet: another descriptor still holds the
+					// socket (a forked child's, a dup's, lockstep's own
+					// with bytes to deliver), or the closing thread has not
+					// got so far. Keep looking without waiting: when the
+					// last holder lets go, the FIN leaves, and its arrival
+					// must not be left to timing.
+					keep = append(keep, w)
+					continue
+				}
+				// Nobody holds it: the FIN leaves once the kernel has
+				// released the socket. Wait for it as for one sent.
+				w.releasing = true
 			}
-			// Nobody holds it: the FIN leaves once the kernel has
-			// released the socket. Wait for it as for one sent.
-			w.releasing = true
 		}
 		w.sent = true
 		d, err := t.diagFor(w.node)
@@ -110,22 +112,23 @@ func (t *Tracer) finHeld(w finWait) bool {
 	return err == nil && s.WindowFull()
 }
 
-// finSent reports whether the closing side really sent its FIN. A close
-// sends none while another descriptor still holds the socket: a forked
-// child's or a dup's, or lockstep's own duplicate holding undelivered
-// bytes (closeConn expects the FIN again when it lets go). Waiting for the
-// peer then would cost the whole finWaitLimit for nothing; netSettled
-// keeps looking until it is sent.
-func (t *Tracer) finSent(w finWait) bool {
+// finSent reports whether the closing side really sent its FIN and, when
+// it has not, the inode of the socket's file (0: none). A close sends none
+// while another descriptor still holds the socket: a forked child's or a
+// dup's, or lockstep's own duplicate holding undelivered bytes (closeConn
+// expects the FIN again when it lets go). Waiting for the peer then would
+// cost the whole finWaitLimit for nothing; netSettled keeps looking until
+// it is sent, or until nothing holds the socket (unheld).
+func (t *Tracer) finSent(w finWait) (bool, uint32) {
 	d, err := t.diagFor(w.closer)
 	if err != nil {
-		return true
+		return true, 0
 	}
-	_, state, err := d.Lookup(w.remote, w.local)
+	state, ino, err := d.Inode(w.remote, w.local)
 	if err != nil {
-		return true // gone (reset or closed): the peer's state decides
+		return true, 0 // gone (reset or closed): the peer's state decides
 	}
-	return state != tcpEstablished && state != tcpCloseWait
+	return state != tcpEstablished && state != tcpCloseWait, ino
 }
 
 // unheld reports whether the socket of a FIN not yet sent is held by no
@@ -136,17 +139,10 @@ func (t *Tracer) finSent(w finWait) bool {
 // until it execs, and a process's last close of a socket may finish after
 // its close or exit returned (the file's release runs as deferred work).
 // On a loaded CPU either took hundreds of milliseconds, and a state taken
-// meanwhile depended on the load.
-func (t *Tracer) unheld(w finWait) bool {
+// meanwhile depended on the load. ino is the socket file's inode, as
+// finSent found it.
+func (t *Tracer) unheld(w finWait, ino uint32) bool {
 	if c := t.conns[w.remote.String()+">"+w.local.String()]; c != nil && c.dup >= 0 {
-		return false
-	}
-	d, err := t.diagFor(w.closer)
-	if err != nil {
-		return false
-	}
-	state, ino, err := d.Inode(w.remote, w.local)
-	if err != nil || state == tcpListen {
 		return false
 	}
 	if ino == 0 {
@@ -182,7 +178,6 @@ const (
 	tcpSynSent     = 2
 	tcpClose       = 7
 	tcpCloseWait   = 8
-	tcpListen      = 10
 )
 
 // expectFin records that closing or shutting down the socket with this
