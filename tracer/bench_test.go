@@ -360,13 +360,12 @@ func BenchmarkLaunch(b *testing.B) {
 
 // stopsOnly runs server and client under the gated seccomp filter with a
 // tracer that resumes every stop at once, and returns the client's run
-// time. The server is killed when the client exits.
+// time. The server is killed when the client exits, and every process the
+// run started is reaped before stopsOnly returns: a reaper still waiting
+// afterwards took the next native run's client from os/exec ("waitid: no
+// child processes").
 func stopsOnly(server, client LaunchConfig) (time.Duration, error) {
-	type res struct {
-		d   time.Duration
-		err error
-	}
-	ch := make(chan res, 1)
+	ch := make(chan stopsOnlyResult, 1)
 	go func() {
 		// Every ptrace call must come from the thread that seized.
 		runtime.LockOSThread()
@@ -377,65 +376,83 @@ func stopsOnly(server, client LaunchConfig) (time.Duration, error) {
 		var one unix.CPUSet
 		one.Set(benchCPU())
 		unix.SchedSetaffinity(0, &one)
-		filter := launch.Filter(filteredSyscalls(gateTable()))
-		start := func(cfg LaunchConfig) (int, error) {
-			sp, err := launch.Spawn(launch.Config{Path: cfg.Argv[0], Argv: cfg.Argv, Env: cfg.Env,
-				Netns: cfg.Netns, HostsFile: cfg.HostsFile,
-				Stdout: cfg.Stdout, Stderr: cfg.Stderr, Filter: filter, ClockFd: -1})
-			if err != nil {
-				return 0, err
-			}
-			defer sp.Close()
-			if err := ptrace.Seize(sp.Pid); err != nil {
-				return 0, err
-			}
-			return sp.Pid, sp.Release()
-		}
-		spid, err := start(server)
-		if err != nil {
-			ch <- res{err: err}
-			return
-		}
-		defer func() {
-			unix.Kill(spid, unix.SIGKILL)
-			for {
-				if pid, _, err := ptrace.Wait(-1, unix.WALL); pid <= 0 || err != nil {
-					return
-				}
-			}
-		}()
-		t0 := time.Now()
-		cpid, err := start(client)
-		if err != nil {
-			ch <- res{err: err}
-			return
-		}
-		for {
-			pid, st, err := ptrace.Wait(-1, unix.WALL)
-			if err != nil {
-				ch <- res{err: err}
-				return
-			}
-			switch {
-			case st.Gone():
-				if pid == cpid {
-					if st.Kind() != ptrace.Exited || st.ExitCode() != 0 {
-						err = fmt.Errorf("client exited %d (signal %v)", st.ExitCode(), st.Signal())
-					}
-					ch <- res{d: time.Since(t0), err: err}
-					return
-				}
-			case st.Stopped():
-				sig := 0
-				if s := st.Signal(); s != unix.SIGTRAP && s != unix.SIGSTOP {
-					sig = int(s)
-				}
-				ptrace.Cont(pid, sig)
-			}
-		}
+		ch <- stopsOnlyRun(server, client)
 	}()
 	r := <-ch
 	return r.d, r.err
+}
+
+type stopsOnlyResult struct {
+	d   time.Duration
+	err error
+}
+
+// stopsOnlyRun is stopsOnly's run. It waits for this thread's children
+// and tracees only (ptrace.Tracees has __WNOTHREAD), never for those of
+// the rest of the test process.
+//
+// Precondition: the calling goroutine is locked to its OS thread.
+func stopsOnlyRun(server, client LaunchConfig) (r stopsOnlyResult) {
+	filter := launch.Filter(filteredSyscalls(gateTable()))
+	start := func(cfg LaunchConfig) (int, error) {
+		sp, err := launch.Spawn(launch.Config{Path: cfg.Argv[0], Argv: cfg.Argv, Env: cfg.Env,
+			Netns: cfg.Netns, HostsFile: cfg.HostsFile,
+			Stdout: cfg.Stdout, Stderr: cfg.Stderr, Filter: filter, ClockFd: -1})
+		if err != nil {
+			return 0, err
+		}
+		defer sp.Close()
+		if err := ptrace.Seize(sp.Pid); err != nil {
+			return 0, err
+		}
+		return sp.Pid, sp.Release()
+	}
+	spid, err := start(server)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer func() {
+		unix.Kill(spid, unix.SIGKILL)
+		for {
+			pid, st, err := ptrace.Wait(-1, ptrace.Tracees)
+			if pid <= 0 || err != nil {
+				return
+			}
+			if st.Stopped() { // a stop the kill overtook: let it die
+				ptrace.Cont(pid, 0)
+			}
+		}
+	}()
+	t0 := time.Now()
+	cpid, err := start(client)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	for {
+		pid, st, err := ptrace.Wait(-1, ptrace.Tracees)
+		if err != nil {
+			r.err = err
+			return r
+		}
+		switch {
+		case st.Gone():
+			if pid == cpid {
+				if st.Kind() != ptrace.Exited || st.ExitCode() != 0 {
+					r.err = fmt.Errorf("client exited %d (signal %v)", st.ExitCode(), st.Signal())
+				}
+				r.d = time.Since(t0)
+				return r
+			}
+		case st.Stopped():
+			sig := 0
+			if s := st.Signal(); s != unix.SIGTRAP && s != unix.SIGSTOP {
+				sig = int(s)
+			}
+			ptrace.Cont(pid, sig)
+		}
+	}
 }
 
 // benchCPU is the CPU a traced benchmark run is pinned to
@@ -593,4 +610,27 @@ func (w *bytesBuffer) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return string(w.buf)
+}
+
+// TestStopsOnlyReaps: BenchmarkRoundTrips's stops-only run reaps what it
+// started before it returns, and only that: a native child started right
+// after it (the next repetition's native run) is still this test's to
+// wait for.
+func TestStopsOnlyReaps(t *testing.T) {
+	requireTracing(t)
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	for i := range 20 {
+		if _, err := stopsOnly(
+			LaunchConfig{Node: "server", Argv: []string{"/bin/sleep", "1000"}, Stdout: devnull, Stderr: devnull},
+			LaunchConfig{Node: "client", Argv: []string{"/bin/true"}, Stdout: devnull, Stderr: devnull}); err != nil {
+			t.Fatalf("run %d: stops-only run: %v", i, err)
+		}
+		if out, err := exec.Command("/bin/sleep", "0.01").CombinedOutput(); err != nil {
+			t.Fatalf("run %d: a native child after the stops-only run: %v: %s", i, err, out)
+		}
+	}
 }

@@ -411,25 +411,27 @@ func TestCloseKillsTree(t *testing.T) {
 }
 
 // TestRDTSCVirtual: rdtsc and rdtscp fault and are answered from virtual
-// time, so a 1 s sleep is exactly 1e9 ticks and every run prints the same,
-// whether or not this machine honours PR_TSC_SIGSEGV.
+// time, so the program reads the virtual counter (tscBase plus virtual
+// nanoseconds: 0 before its 1 s sleep, 1e9 after it) in every run, whether
+// or not this machine honours PR_TSC_SIGSEGV. How many reads trapped is
+// not asserted: where the kernel faults the counter, the C library's own
+// reads at startup trap too (10 here), and where it does not (`rdtsc
+// --probe` exits 3) only the rewritten instructions of the image do.
 func TestRDTSCVirtual(t *testing.T) {
 	requireTracing(t)
 	prog := bin(t, "tsc", "rdtsc")
-	// Where the hypervisor ignores PR_TSC_SIGSEGV (`rdtsc --probe` exits
-	// 3), the rewritten instructions are what trap (tsc.go).
-	var outs []string
+	want := fmt.Sprintf("tsc0=%d tsc1=%d delta=1000000000\n", tscBase, tscBase+uint64(time.Second))
 	for i := 0; i < 2; i++ {
 		h := newHarness(t, Options{Clock: &testClock{}})
 		h.launch("n", prog)
 		h.run(nil, nil)
-		if s := h.tr.Stats(); s.TSCReads != 2 {
-			t.Fatalf("TSC reads answered: %d, want 2", s.TSCReads)
+		if got := h.output("n"); got != want {
+			t.Fatalf("run %d printed %q, want the virtual counter %q", i, got, want)
 		}
-		outs = append(outs, h.output("n"))
-	}
-	if outs[0] != outs[1] || !strings.Contains(outs[0], "delta=1000000000\n") {
-		t.Fatalf("rdtsc not virtual: %q vs %q", outs[0], outs[1])
+		// The program's own two reads at least were answered.
+		if s := h.tr.Stats(); s.TSCReads < 2 {
+			t.Fatalf("run %d: TSC reads answered: %d, want at least 2", i, s.TSCReads)
+		}
 	}
 }
 
