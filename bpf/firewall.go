@@ -62,13 +62,34 @@ func pairOf(src, dst netip.Addr) (firewallPair, error) {
 	}, nil
 }
 
+// Mode is what a block drops.
+type Mode uint8
+
+const (
+	// DropAll drops every packet: a partition.
+	DropAll Mode = 1
+	// DropMessages drops what carries a message (TCP segments with bytes,
+	// a SYN or a FIN; every packet of another protocol) and lets TCP's pure
+	// acknowledgements and resets pass: the cut way of a one-way cut. Cut,
+	// those would leave the other side's kernel retransmitting on its
+	// real-time timer, at moments no schedule fixes.
+	DropMessages Mode = 2
+	// DropHandshakes drops TCP SYNs only: the way back of a one-way cut,
+	// across which no new connection can open.
+	DropHandshakes Mode = 3
+)
+
 // Block drops every packet from src to dst until Unblock.
-func (f *Firewall) Block(src, dst netip.Addr) error {
+func (f *Firewall) Block(src, dst netip.Addr) error { return f.BlockMode(src, dst, DropAll) }
+
+// BlockMode drops what m says of the packets from src to dst until
+// Unblock.
+func (f *Firewall) BlockMode(src, dst netip.Addr, m Mode) error {
 	p, err := pairOf(src, dst)
 	if err != nil {
 		return err
 	}
-	return f.objs.Blocked.Put(p, uint8(1))
+	return f.objs.Blocked.Put(p, uint8(m))
 }
 
 // Unblock lets packets from src to dst through again.

@@ -130,6 +130,7 @@ type Trial struct {
 	timing   *timing          // delays
 	faults   *faults.Injector // nil without a fault plan
 	drops    bool             // the plan has drop faults
+	holds    bool             // the plan has hold faults
 	restarts []string         // crashed nodes to start again
 	clients  map[string]bool  // clients still running
 
@@ -242,6 +243,10 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	if sp.Faults.Enabled() {
 		t.faults = faults.New(sp.Faults, names, p.seed)
 		t.drops = slices.Contains(sp.Faults.Kinds, sched.Drop)
+		t.holds = slices.Contains(sp.Faults.Kinds, sched.Hold)
+		if len(sp.Faults.Probe) > 0 {
+			t.faults.Aim = t.aimer()
+		}
 	}
 	if sp.Time.Skew > 0 {
 		// One draw per node in spec order, from a stream of its own.
@@ -420,6 +425,8 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 		return tracer.Action{Drop: e.Datagram}, nil
 	case sched.Restart:
 		t.restarts = append(t.restarts, e.Node)
+	case sched.OneWay, sched.Link, sched.Bipartition:
+		return t.cutAction(e), nil
 	case sched.Partition:
 		// The tracer puts the firewall up (Cut.Close) once the connections
 		// across it have acknowledged what they received.
@@ -431,6 +438,9 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 		}
 		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Close: shut}}}, nil
 	case sched.Heal:
+		if e.OneWay {
+			return t.cutAction(e), nil
+		}
 		// The tracer opens the firewall (Cut.Open) once it has ended the
 		// connects made into the partition.
 		open := func() error {
@@ -452,11 +462,14 @@ func (t *Trial) targets(st *tracer.State) faults.Targets {
 	for _, s := range st.Socks { // empty unless the plan has resets
 		tg.Socks = append(tg.Socks, faults.Sock{Node: s.Node, Object: s.Object, Conn: s.Conn})
 	}
-	if !t.drops {
+	if !t.drops && !t.holds {
 		return tg // no walk of the pending ops at every step
 	}
 	for _, o := range st.Pending {
-		if o.Kind == sched.Deliver && o.Syscall == tracer.DatagramSyscall {
+		if t.holds && o.Kind == sched.Deliver && o.Conn != "" && !slices.ContainsFunc(tg.Conns, func(c faults.Conn) bool { return c.Conn == o.Conn }) {
+			tg.Conns = append(tg.Conns, faults.Conn{From: o.Node, To: t.nodeOf(addrOf(o.Peer)), Conn: o.Conn})
+		}
+		if t.drops && o.Kind == sched.Deliver && o.Syscall == tracer.DatagramSyscall {
 			tg.Datagrams = append(tg.Datagrams, faults.Datagram{ID: o.ID, From: o.Node, To: t.nodeOf(addrOf(o.Peer)), Conn: o.Conn})
 		}
 	}
@@ -685,9 +698,6 @@ func (t *Trial) quiet() (tracer.Action, error) {
 	var all tracer.Action
 	for _, e := range t.faults.Recover() {
 		op := sched.Op{Node: e.Node, LPID: "fault", Kind: e.Kind, Object: "node:" + e.Node, Delay: int64(e.Shift) + e.Drift}
-		if e.Kind == sched.Heal {
-			op.Node, op.Object = strings.Join(e.Cut, ","), "node:"+strings.Join(e.Cut, ",")
-		}
 		t.record(op, true)
 		a, err := t.applyFault(e)
 		if err != nil || a.Stop {

@@ -45,6 +45,15 @@ type Plan struct {
 	// off a node cuts off its group (a server with the clients beside it,
 	// as in a data centre), so those clients still reach it.
 	Groups [][]string
+	// MaxHold bounds a hold: one connection direction's deliveries wait
+	// up to this long while every other flows.
+	MaxHold time.Duration
+	// Shapes are the bipartition shapes drawn (ShapeIsolate, ShapeMinority,
+	// ShapeBridge).
+	Shapes []string
+	// Probe, when set, aims each injection at the node it names, run at the
+	// moment of the injection (see Injector.Aim).
+	Probe []string
 }
 
 // side is what a partition that cuts off node isolates: its group, or the
@@ -67,6 +76,8 @@ type Effect struct {
 	Node string // crash, restart, pause: the node
 	// Cut and Rest are the two sides of a partition or heal.
 	Cut, Rest []string
+	// OneWay says only what Cut sends to Rest is cut.
+	OneWay bool
 	// Shift moves Node's wall clock (a clock fault, or its undoing in the
 	// quiet period).
 	Shift time.Duration
@@ -86,6 +97,9 @@ type Targets struct {
 	Socks []Sock
 	// Datagrams are the UDP datagrams in flight (for drops).
 	Datagrams []Datagram
+	// Conns are the connection directions with deliveries pending (for
+	// holds).
+	Conns []Conn
 }
 
 // Datagram is a UDP datagram in flight: the ID of its deliver op, the
@@ -116,7 +130,8 @@ type Injector struct {
 	budget int
 
 	crashed map[string]bool
-	cut     []string                 // the isolated side of the partition, nil when healed
+	cut     *netCut                  // the network cut in force, nil when healed
+	held    map[string]time.Duration // connection direction → end of its hold
 	paused  map[string]time.Duration // node → end of its pause
 	skew    map[string]time.Duration // node → how far its wall clock was moved
 	drifts  map[string]bool          // nodes whose wall clocks drift
@@ -124,8 +139,15 @@ type Injector struct {
 
 	socks  []Sock     // the connections a reset may abort, at this step
 	dgrams []Datagram // the datagrams a drop may discard, at this step
+	conns  []Conn     // the connection directions a hold may hold, at this step
 	offer  *sched.Op  // the injection on offer
-	recov  map[string]*sched.Op
+	// offerCut is the cut the injection on offer makes, drawn with it.
+	offerCut *netCut
+	// Aim runs the plan's probe for a fault at the moment it is injected
+	// and returns what it printed; the engine sets it (a replay's returns
+	// the recorded answers instead).
+	Aim   func(o *sched.Op) (string, error)
+	recov map[string]*sched.Op
 	// until is when the recovery of a fault in force is first offered,
 	// keyed like recov.
 	until  map[string]time.Duration
@@ -138,7 +160,7 @@ func New(plan Plan, all []string, seed int64) *Injector {
 		plan: plan, all: all, budget: plan.Budget,
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x6661756c7473)), // "faults"
 		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{}, drifts: map[string]bool{},
-		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase,
+		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase, held: map[string]time.Duration{},
 	}
 }
 
@@ -157,7 +179,7 @@ func (in *Injector) op(kind sched.Kind, node, object string) *sched.Op {
 // and one recovery op per fault in force. socks are the connections a
 // reset may abort and the datagrams a drop may discard now.
 func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
-	in.socks, in.dgrams = tg.Socks, tg.Datagrams
+	in.socks, in.dgrams, in.conns = tg.Socks, tg.Datagrams, tg.Conns
 	var out []*sched.Op
 	if !in.quiet && in.budget > 0 && now >= in.plan.From && now < in.plan.Until {
 		if in.offer == nil || !in.possible(in.offer) {
@@ -172,8 +194,8 @@ func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 			out = append(out, in.recovery(sched.Restart, n))
 		}
 	}
-	if cut := strings.Join(in.cut, ","); in.cut != nil && now >= in.until["heal:"+cut] {
-		out = append(out, in.recovery(sched.Heal, cut))
+	if in.cut != nil && now >= in.until["heal:"+in.cut.name] {
+		out = append(out, in.recovery(sched.Heal, in.cut.name))
 	}
 	return out
 }
@@ -190,6 +212,9 @@ func (in *Injector) recovery(kind sched.Kind, node string) *sched.Op {
 
 // possible says whether an injection still makes sense.
 func (in *Injector) possible(o *sched.Op) bool {
+	if o.Object == probeObject {
+		return in.possibleAny(o.Kind)
+	}
 	switch o.Kind {
 	case sched.Crash, sched.Pause:
 		_, p := in.paused[o.Node]
@@ -213,6 +238,8 @@ func (in *Injector) possible(o *sched.Op) bool {
 			return slices.ContainsFunc(in.dgrams, func(d Datagram) bool { return d.From == o.Node || d.To == o.Node })
 		}
 		return slices.ContainsFunc(in.dgrams, func(d Datagram) bool { return dropObject(d.ID) == o.Object })
+	case sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
+		return in.possibleNet(o.Kind, o.Node)
 	}
 	return false
 }
@@ -221,25 +248,42 @@ func (in *Injector) possible(o *sched.Op) bool {
 // every run of the schedule.
 func dropObject(id uint64) string { return "datagram:" + strconv.FormatUint(id, 10) }
 
+// candidate is an injection draw may offer: a kind and its node.
+type candidate struct {
+	kind sched.Kind
+	node string
+}
+
 func (in *Injector) draw() *sched.Op {
-	type cand struct {
-		kind sched.Kind
-		node string
-	}
-	var cs []cand
+	var cs []candidate
 	for _, k := range in.plan.Kinds {
 		for _, n := range in.plan.Nodes {
 			c := &sched.Op{Kind: k, Node: n}
 			if in.possible(c) {
-				cs = append(cs, cand{k, n})
+				cs = append(cs, candidate{k, n})
 			}
 		}
 	}
 	if len(cs) == 0 {
 		return nil
 	}
+	if in.aimed() {
+		return in.drawAimed(cs)
+	}
 	c := cs[in.r.IntN(len(cs))]
 	o := in.op(c.kind, c.node, "node:"+c.node)
+	in.detail(o)
+	return o
+}
+
+// detail draws the size and target of an injection on o.Node.
+func (in *Injector) detail(o *sched.Op) {
+	c := candidate{o.Kind, o.Node}
+	switch c.kind {
+	case sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
+		in.drawNet(o)
+		return
+	}
 	if c.kind == sched.ClockJump {
 		// Either way.
 		d := in.upTo(in.plan.MaxClockJump)
@@ -289,13 +333,19 @@ func (in *Injector) draw() *sched.Op {
 			o.Peer = peer
 		}
 	}
-	return o
 }
 
 // Chose applies a chosen fault op at now and returns what the engine must do.
 func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
+	if o.Object == probeObject && o.Node == "" {
+		if err := in.aim(o); err != nil {
+			return Effect{}, err
+		}
+	}
 	e := Effect{Kind: o.Kind, Node: o.Node}
 	switch o.Kind {
+	case sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
+		in.choseNet(o, now, &e)
 	case sched.Crash:
 		in.budget--
 		in.crashed[o.Node] = true
@@ -306,9 +356,10 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 		o.At = int64(now) + o.Delay
 	case sched.Partition:
 		in.budget--
-		in.cut = in.plan.side(o.Node)
-		e.Cut, e.Rest = in.cut, in.others(in.cut)
-		in.until["heal:"+strings.Join(in.cut, ",")] = now + time.Duration(o.Delay)
+		side := in.plan.side(o.Node)
+		in.cut = &netCut{name: strings.Join(side, ","), a: side, b: in.others(side)}
+		e.Cut, e.Rest = in.cut.a, in.cut.b
+		in.until["heal:"+in.cut.name] = now + time.Duration(o.Delay)
 	case sched.ClockJump:
 		in.budget--
 		e.Shift = time.Duration(o.Delay)
@@ -328,7 +379,7 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 		delete(in.recov, "restart:"+o.Node)
 		delete(in.until, "restart:"+o.Node)
 	case sched.Heal:
-		e.Cut, e.Rest = in.cut, in.others(in.cut)
+		e.Cut, e.Rest, e.OneWay = in.cut.a, in.cut.b, in.cut.oneway
 		in.cut = nil
 		delete(in.recov, "heal:"+o.Node)
 		delete(in.until, "heal:"+o.Node)
@@ -364,9 +415,11 @@ func (in *Injector) Recover() []Effect {
 	in.offer = nil
 	var out []Effect
 	if in.cut != nil {
-		out = append(out, Effect{Kind: sched.Heal, Cut: in.cut, Rest: in.others(in.cut)})
+		out = append(out, Effect{Kind: sched.Heal, Node: in.cut.name, Cut: in.cut.a, Rest: in.cut.b, OneWay: in.cut.oneway})
 		in.cut = nil
 	}
+	in.offerCut = nil
+	clear(in.held)
 	for _, n := range in.all {
 		if in.crashed[n] {
 			out = append(out, Effect{Kind: sched.Restart, Node: n})
@@ -390,8 +443,8 @@ func (in *Injector) Recover() []Effect {
 }
 
 // Holds reports whether a fault holds an op back at now: every op of a
-// paused node's threads, and deliveries and blocking connects across a
-// partition.
+// paused node's threads, deliveries on a held connection direction, and
+// deliveries and blocking connects across a cut.
 // nodeOf names the node of a cluster address ("" when none).
 func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr) string) bool {
 	if end, ok := in.paused[o.Node]; ok && o.Kind != sched.Deliver {
@@ -399,6 +452,9 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 			return true
 		}
 		delete(in.paused, o.Node)
+	}
+	if o.Kind == sched.Deliver && len(in.held) > 0 && in.heldConn(o.Conn, now) {
+		return true
 	}
 	if in.cut == nil {
 		return false
@@ -409,11 +465,14 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 		if !ok {
 			return false
 		}
-		return in.across(addrNode(src, nodeOf), addrNode(dst, nodeOf))
+		return in.cut.blocks(addrNode(src, nodeOf), addrNode(dst, nodeOf))
 	case sched.Connect:
 		// A non-blocking connect goes: its SYN is lost in the cut and the
-		// program's own timeout (a poll's) runs in virtual time.
-		return !o.NonBlocking && in.across(o.Node, addrNode(o.Peer, nodeOf))
+		// program's own timeout (a poll's) runs in virtual time. A
+		// connection opens across no cut, even a one-way one: its
+		// handshake needs both ways.
+		peer := addrNode(o.Peer, nodeOf)
+		return !o.NonBlocking && (in.cut.blocks(o.Node, peer) || in.cut.blocks(peer, o.Node))
 	}
 	return false
 }
@@ -424,13 +483,6 @@ func addrNode(s string, nodeOf func(netip.Addr) string) string {
 		return ""
 	}
 	return nodeOf(ap.Addr().Unmap())
-}
-
-func (in *Injector) across(a, b string) bool {
-	if a == "" || b == "" {
-		return false
-	}
-	return slices.Contains(in.cut, a) != slices.Contains(in.cut, b)
 }
 
 // Deadline is the earliest end of a pause in force, or the start of the
@@ -445,6 +497,11 @@ func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 		}
 	}
 	for _, end := range in.until {
+		if end > now && (!ok || end < d) {
+			d, ok = end, true
+		}
+	}
+	for _, end := range in.held {
 		if end > now && (!ok || end < d) {
 			d, ok = end, true
 		}

@@ -21,6 +21,7 @@ import (
 	vns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-dev/lockstep/bpf"
 	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 )
 
@@ -519,18 +520,34 @@ func (c *Cluster) Node(name string) *Node { return c.byName[name] }
 // Partition stops all packets between every node of a and every node of b,
 // both ways, until healed: loss, as on a real network, not errors.
 func (c *Cluster) Partition(a, b []string) error {
-	return c.pairs(a, b, c.fw.Block)
+	return c.pairs(a, b, c.fw.Block, false)
 }
 
-// Heal undoes Partition for these sets.
+// CutOneWay stops the messages from every node of a to every node of b
+// until healed, while those from b to a flow: a's TCP segments carrying
+// bytes, a SYN or a FIN (and any other packet) are lost, its pure
+// acknowledgements and resets still pass, and b's SYNs to a are lost too,
+// since no connection opens across a one-way cut.
+func (c *Cluster) CutOneWay(a, b []string) error {
+	return c.pairs(a, b, func(x, y netip.Addr) error {
+		if err := c.fw.BlockMode(x, y, bpf.DropMessages); err != nil {
+			return err
+		}
+		return c.fw.BlockMode(y, x, bpf.DropHandshakes)
+	}, true)
+}
+
+// Heal undoes Partition or CutOneWay for these sets.
 func (c *Cluster) Heal(a, b []string) error {
-	return c.pairs(a, b, c.fw.Unblock)
+	return c.pairs(a, b, c.fw.Unblock, false)
 }
 
 // HealAll removes every partition.
 func (c *Cluster) HealAll() error { return c.fw.Clear() }
 
-func (c *Cluster) pairs(a, b []string, f func(x, y netip.Addr) error) error {
+// pairs calls f for each pair of a node of a and a node of b, and (unless
+// oneway) for the pair the other way.
+func (c *Cluster) pairs(a, b []string, f func(x, y netip.Addr) error, oneway bool) error {
 	for _, x := range a {
 		nx := c.byName[x]
 		if nx == nil {
@@ -543,6 +560,9 @@ func (c *Cluster) pairs(a, b []string, f func(x, y netip.Addr) error) error {
 			}
 			if err := f(nx.Addr, ny.Addr); err != nil {
 				return err
+			}
+			if oneway {
+				continue
 			}
 			if err := f(ny.Addr, nx.Addr); err != nil {
 				return err

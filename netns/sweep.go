@@ -20,6 +20,7 @@ import (
 // firewall is what partitions need from package bpf.
 type firewall interface {
 	Block(src, dst netip.Addr) error
+	BlockMode(src, dst netip.Addr, m bpf.Mode) error
 	Unblock(src, dst netip.Addr) error
 	Clear() error
 	Close() error

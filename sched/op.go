@@ -41,6 +41,19 @@ const (
 	// ECONNRESET, the node ECONNABORTED, and the bytes in flight on it
 	// either way are lost.
 	Reset
+	// OneWay cuts the messages from one side to the other while those the
+	// other way flow (healed by Heal).
+	OneWay
+	// Link cuts the link between two nodes (their groups), both ways,
+	// while every other link flows (healed by Heal).
+	Link
+	// Bipartition splits the nodes in two, drawn among shapes: one node
+	// isolated, a minority from a majority, or two halves joined by a
+	// bridge node that sees both (healed by Heal).
+	Bipartition
+	// Hold holds the deliveries of one connection direction for a while
+	// (its Delay) and then lets them go, while every other flows.
+	Hold
 )
 
 var kindNames = [...]string{
@@ -64,6 +77,10 @@ var kindNames = [...]string{
 	ClockJump:   "clock",
 	ClockDrift:  "drift",
 	Reset:       "reset",
+	OneWay:      "oneway",
+	Link:        "link",
+	Bipartition: "bipartition",
+	Hold:        "hold",
 }
 
 func (k Kind) String() string {
@@ -149,6 +166,10 @@ type Op struct {
 	// it was offered. Fault ops use it for their size: an outage's or a
 	// pause's length, a clock jump, a drift's rate in parts per million.
 	Delay int64 `json:"delay,omitempty"`
+	// Aim is, for a fault aimed by the spec's probe, what the probe
+	// printed when the fault was injected: a replay aims the fault with
+	// it instead of running the probe again.
+	Aim string `json:"aim,omitempty"`
 }
 
 // Signature returns the op's signature under the given scheme.

@@ -302,6 +302,9 @@ func NewReplay(tr *Trace, fallback Strategy) *Replay {
 
 func (r *Replay) Name() string { return "replay" }
 
+// Records are the decisions the replay forces.
+func (r *Replay) Records() []Record { return r.records }
+
 // Done reports whether every recorded decision has been made.
 func (r *Replay) Done() bool {
 	for i := r.step; i < len(r.records); i++ {

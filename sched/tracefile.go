@@ -100,12 +100,24 @@ func FormatRecord(r Record) string {
 		peer = "wall clock back in step"
 	case r.Op.Kind == ClockDrift:
 		peer = fmt.Sprintf("wall clock %+.4g%%", float64(r.Op.Delay)/1e4)
+	case r.Op.Kind == OneWay || r.Op.Kind == Link || r.Op.Kind == Bipartition:
+		// "cuts a>b,c" (one way), "cuts a|b" (both ways), "bridge a|c".
+		if r.Op.Delay > 0 {
+			peer += fmt.Sprintf(" for ≥%v", time.Duration(r.Op.Delay))
+		}
+	case r.Op.Kind == Hold:
+		peer = fmt.Sprintf("holds %s for %v", r.Op.Conn, time.Duration(r.Op.Delay))
+	case r.Op.Kind == Heal && strings.ContainsAny(r.Op.Node, ">|"):
+		peer = "mends " + r.Op.Node
 	case r.Op.Kind == Reset:
 		peer = "aborts " + r.Op.Conn
 	case r.Op.Kind == Drop:
 		peer = fmt.Sprintf("loses #%d %s", r.Op.Delay, r.Op.Conn)
 	case r.Op.Kind == Crash && r.Op.Delay > 0:
 		peer = fmt.Sprintf("down for ≥%v", time.Duration(r.Op.Delay))
+	}
+	if r.Op.Object == "probe" {
+		peer += fmt.Sprintf(" (probe said %q)", r.Op.Aim)
 	}
 	if r.Auto {
 		peer = strings.TrimSpace(peer + " (quiet period)")

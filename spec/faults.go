@@ -14,7 +14,11 @@ import (
 )
 
 // faultKinds are the injections a spec may name.
-var faultKinds = map[string]sched.Kind{"crash": sched.Crash, "partition": sched.Partition, "pause": sched.Pause, "clock": sched.ClockJump, "drift": sched.ClockDrift, "reset": sched.Reset, "drop": sched.Drop}
+var faultKinds = map[string]sched.Kind{"crash": sched.Crash, "partition": sched.Partition, "pause": sched.Pause, "clock": sched.ClockJump, "drift": sched.ClockDrift, "reset": sched.Reset, "drop": sched.Drop,
+	"oneway": sched.OneWay, "link": sched.Link, "bipartition": sched.Bipartition, "bridge": sched.Bipartition, "hold": sched.Hold}
+
+// faultNames lists the kinds for error messages, in the docs' order.
+const faultNames = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset or drop"
 
 // defaultMaxDrift bounds a drift fault unless the spec says otherwise:
 // 10 %, far beyond what a quartz clock does (under 0.01 %), because the
@@ -28,12 +32,12 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if _, isNull := n.(*ast.NullNode); isNull {
 		return nil
 	}
-	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups")
+	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups", "max_hold", "target")
 	if err != nil {
 		return err
 	}
-	plan := faults.Plan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, Until: s.Limits.VirtualTime}
-	var untilNode, nodesNode ast.Node
+	plan := faults.Plan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, MaxHold: time.Second, Until: s.Limits.VirtualTime}
+	var untilNode, nodesNode, kindsNode ast.Node
 	haveKinds := false
 	for _, q := range fp {
 		f := "faults." + q.key
@@ -44,18 +48,27 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 				return err
 			}
 			if len(names) == 0 {
-				return d.errf(q.value, f, "must name at least one of crash, partition, pause, clock, drift, reset, drop")
+				return d.errf(q.value, f, "must name at least one of %s", strings.Replace(faultNames, " or ", ", ", 1))
 			}
 			for _, name := range names {
 				k, ok := faultKinds[name]
 				if !ok {
-					return d.errf(q.value, f, "unknown fault %q (want crash, partition, pause, clock, drift, reset or drop; restart and heal follow them)", name)
+					return d.errf(q.value, f, "unknown fault %q (want %s; restart and heal follow them)", name, faultNames)
+				}
+				switch name {
+				case "bipartition":
+					plan.Shapes = []string{faults.ShapeIsolate, faults.ShapeMinority, faults.ShapeBridge}
+				case "bridge":
+					if !slices.Contains(plan.Shapes, faults.ShapeBridge) {
+						plan.Shapes = append(plan.Shapes, faults.ShapeBridge)
+					}
 				}
 				if !slices.Contains(plan.Kinds, k) {
 					plan.Kinds = append(plan.Kinds, k)
 				}
 			}
 			haveKinds = true
+			kindsNode = q.value
 		case "nodes":
 			if plan.Nodes, err = d.strings(q.value, f); err != nil {
 				return err
@@ -89,6 +102,14 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			}
 		case "groups":
 			if plan.Groups, err = d.groups(q.value, f, s); err != nil {
+				return err
+			}
+		case "max_hold":
+			if plan.MaxHold, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
+				return err
+			}
+		case "target":
+			if plan.Probe, err = d.target(q.value, f, s); err != nil {
 				return err
 			}
 		case "max_drift":
@@ -126,8 +147,61 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			return d.errf(nodesNode, "faults.nodes", "%s is a client: faults apply to servers (a client's exit ends the trial)", name)
 		}
 	}
+	if err := d.netFaults(kindsNode, plan); err != nil {
+		return err
+	}
 	s.Faults = plan
 	return nil
+}
+
+// netFaults checks that the plan's nodes can take its network faults: a
+// link needs two sides, a bridge three (a group is one side).
+func (d *decoder) netFaults(kinds ast.Node, plan faults.Plan) error {
+	sides := map[string]bool{}
+	for _, n := range plan.Nodes {
+		side := n
+		for _, g := range plan.Groups {
+			if slices.Contains(g, n) {
+				side = strings.Join(g, ",")
+			}
+		}
+		sides[side] = true
+	}
+	switch {
+	case slices.Contains(plan.Kinds, sched.Link) && len(sides) < 2:
+		return d.errf(kinds, "faults.kinds", "link needs two of faults.nodes in different groups, got %d", len(sides))
+	case slices.Equal(plan.Shapes, []string{faults.ShapeBridge}) && len(sides) < 3:
+		return d.errf(kinds, "faults.kinds", "bridge needs three of faults.nodes in different groups, got %d", len(sides))
+	}
+	return nil
+}
+
+// target decodes faults.target: {probe: [command...]}, {{dir}} standing
+// for the spec's directory.
+func (d *decoder) target(n ast.Node, path string, s *Spec) ([]string, error) {
+	fp, err := d.fields(n, path, "probe")
+	if err != nil {
+		return nil, err
+	}
+	var argv []string
+	for _, q := range fp {
+		if argv, err = d.strings(q.value, path+".probe"); err != nil {
+			return nil, err
+		}
+		if len(argv) == 0 || argv[0] == "" {
+			return nil, d.errf(q.value, path+".probe", "must be a command: a program and its arguments")
+		}
+		for i := range argv {
+			argv[i] = strings.ReplaceAll(argv[i], "{{dir}}", s.Dir)
+		}
+		if err := checkProgram(argv[0], s.Dir); err != nil {
+			return nil, d.errf(q.value, path+".probe", "%v", err)
+		}
+	}
+	if argv == nil {
+		return nil, d.errf(n, path+".probe", "missing")
+	}
+	return argv, nil
 }
 
 // groups decodes faults.groups: lists of node names, each node in one group

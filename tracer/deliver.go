@@ -666,7 +666,9 @@ func (t *Tracer) applyCut(c Cut) error {
 		for _, a := range c.A {
 			for _, b := range c.B {
 				f([2]netip.Addr{a.Unmap(), b.Unmap()})
-				f([2]netip.Addr{b.Unmap(), a.Unmap()})
+				if !c.OneWay {
+					f([2]netip.Addr{b.Unmap(), a.Unmap()})
+				}
 			}
 		}
 	}
@@ -682,8 +684,9 @@ func (t *Tracer) applyCut(c Cut) error {
 		pairs(func(p [2]netip.Addr) { t.cut[p] = true })
 		return nil
 	}
+	// A connect either way across a one-way cut was one into it.
 	healed := map[[2]netip.Addr]bool{}
-	pairs(func(p [2]netip.Addr) { healed[p] = true })
+	pairs(func(p [2]netip.Addr) { healed[p], healed[[2]netip.Addr{p[1], p[0]}] = true, true })
 	t.abortCutConnects(healed)
 	if c.Open != nil {
 		if err := c.Open(); err != nil {
@@ -697,6 +700,12 @@ func (t *Tracer) applyCut(c Cut) error {
 		t.maybeFinishConn(conn)
 	}
 	return nil
+}
+
+// cutBetween reports whether a cut in force stops a connection between a
+// and b from opening: its handshake needs both ways.
+func (t *Tracer) cutBetween(a, b netip.Addr) bool {
+	return t.cut[[2]netip.Addr{a, b}] || t.cut[[2]netip.Addr{b, a}]
 }
 
 // cutConnect is a non-blocking connect released into a partition.

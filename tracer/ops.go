@@ -559,7 +559,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		if p.fi != nil && p.fi.dup >= 0 {
 			t.bindEphemeral(th.proc.node, p.fi)
 			peer, _ := netip.ParseAddrPort(p.op.Peer)
-			if t.cut[[2]netip.Addr{th.proc.node.addr.Unmap(), peer.Addr().Unmap()}] {
+			if t.cutBetween(th.proc.node.addr.Unmap(), peer.Addr().Unmap()) {
 				// Its SYN goes into the partition's firewall: nothing to
 				// wait for; the heal ends the attempt (see applyCut).
 				t.noteCutConnect(th.proc.node, p.fi, peer)

@@ -582,7 +582,10 @@ type Action struct {
 // back with a retransmission timed by real time, which no replay repeats.
 type Cut struct {
 	A, B []netip.Addr
-	Heal bool
+	// OneWay cuts only what A sends to B (see netns.Cluster.CutOneWay):
+	// B's bytes and FINs reach A, and no connection opens either way.
+	OneWay bool
+	Heal   bool
 	// Open, for a heal, removes the partition's firewall. The tracer calls
 	// it once it has ended the connects made into the cut (whose SYNs the
 	// kernel would otherwise retransmit through the opened firewall at a

@@ -1,0 +1,216 @@
+package faults
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// Bipartition shapes (Plan.Shapes).
+const (
+	// ShapeIsolate cuts one node (its group) from all others.
+	ShapeIsolate = "isolate"
+	// ShapeMinority cuts a minority of the plan's nodes from the majority.
+	ShapeMinority = "minority"
+	// ShapeBridge splits the others in two halves that cannot reach each
+	// other but both reach the bridge node (Jepsen's "bridge").
+	ShapeBridge = "bridge"
+)
+
+// netCut is the network cut in force: what A sends to B is cut, and
+// unless oneway what B sends to A too. Nodes in neither side reach both.
+type netCut struct {
+	// name names the cut in its heal op (and in its recovery's keys).
+	name   string
+	a, b   []string
+	oneway bool
+}
+
+// blocks reports whether the cut stops the messages from src to dst.
+func (c *netCut) blocks(src, dst string) bool {
+	if c == nil || src == "" || dst == "" {
+		return false
+	}
+	if slices.Contains(c.a, src) && slices.Contains(c.b, dst) {
+		return true
+	}
+	return !c.oneway && slices.Contains(c.b, src) && slices.Contains(c.a, dst)
+}
+
+// Conn is a connection direction with deliveries pending, which a hold may
+// hold back.
+type Conn struct {
+	From, To string // the sending and receiving nodes
+	Conn     string // "src>dst", the same in every run of a seed
+}
+
+// units are the sides the plan's nodes stand on: each node's group (or the
+// node alone), once, in plan order. Every cut keeps a unit whole.
+func (p Plan) units() [][]string {
+	var out [][]string
+	for _, n := range p.Nodes {
+		s := p.side(n)
+		if !slices.ContainsFunc(out, func(u []string) bool { return slices.Equal(u, s) }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// shapes are the bipartition shapes the plan allows with its node count.
+func (p Plan) shapes() []string {
+	n := len(p.units())
+	var out []string
+	for _, s := range p.Shapes {
+		switch {
+		case s == ShapeMinority && (n-1)/2 < 2: // below 5 it is an isolation
+		case s == ShapeBridge && n < 3:
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// possibleNet says whether a network fault can hit node now.
+func (in *Injector) possibleNet(k sched.Kind, node string) bool {
+	switch k {
+	case sched.OneWay:
+		return in.cut == nil && len(in.others(in.plan.side(node))) > 0
+	case sched.Link:
+		return in.cut == nil && len(in.plan.units()) >= 2
+	case sched.Bipartition:
+		return in.cut == nil && len(in.plan.shapes()) > 0
+	case sched.Hold:
+		return in.plan.MaxHold > 0 && slices.ContainsFunc(in.conns, func(c Conn) bool {
+			return (c.From == node || c.To == node) && !in.holding(c.Conn)
+		})
+	}
+	return false
+}
+
+func (in *Injector) holding(conn string) bool {
+	_, ok := in.held[conn]
+	return ok
+}
+
+// drawNet draws the details of a network fault on node o.Node: its cut (kept
+// as in.offerCut until chosen), or the connection a hold holds.
+func (in *Injector) drawNet(o *sched.Op) {
+	node := o.Node
+	unit := in.plan.side(node)
+	var c *netCut
+	switch o.Kind {
+	case sched.OneWay:
+		c = &netCut{a: unit, b: in.others(unit), oneway: true}
+		if in.r.IntN(2) == 0 { // node hears nothing rather than is not heard
+			c.a, c.b = c.b, c.a
+		}
+		c.name = strings.Join(c.a, ",") + ">" + strings.Join(c.b, ",")
+		o.Peer = "cuts " + c.name
+	case sched.Link:
+		var others [][]string
+		for _, u := range in.plan.units() {
+			if !slices.Equal(u, unit) {
+				others = append(others, u)
+			}
+		}
+		c = &netCut{a: unit, b: others[in.r.IntN(len(others))]}
+		c.name = strings.Join(c.a, ",") + "|" + strings.Join(c.b, ",")
+		o.Peer = "cuts " + c.name
+	case sched.Bipartition:
+		shapes := in.plan.shapes()
+		shape := shapes[in.r.IntN(len(shapes))]
+		c = in.bipartition(shape, unit)
+		o.Syscall = shape
+		o.Peer = shape + " " + c.name
+	case sched.Hold:
+		var mine []Conn
+		for _, cn := range in.conns {
+			if (cn.From == node || cn.To == node) && !in.holding(cn.Conn) {
+				mine = append(mine, cn)
+			}
+		}
+		cn := mine[in.r.IntN(len(mine))]
+		o.Conn = cn.Conn
+		o.Peer = cn.To
+		o.Delay = int64(in.upTo(in.plan.MaxHold))
+		return
+	}
+	if in.plan.MaxOutage > 0 {
+		o.Delay = int64(in.upTo(in.plan.MaxOutage))
+	}
+	in.offerCut = c
+}
+
+// bipartition builds a cut of the given shape around unit: unit alone, unit
+// and the rest of a minority, or unit as the bridge between two halves.
+func (in *Injector) bipartition(shape string, unit []string) *netCut {
+	var rest [][]string
+	for _, u := range in.plan.units() {
+		if !slices.Equal(u, unit) {
+			rest = append(rest, u)
+		}
+	}
+	in.r.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	var a, b []string
+	switch shape {
+	case ShapeMinority:
+		a = slices.Clone(unit)
+		for _, u := range rest[:len(rest)/2-1] { // (n-1)/2 units in all
+			a = append(a, u...)
+		}
+		b = in.others(a)
+	case ShapeBridge:
+		h := len(rest) / 2
+		for _, u := range rest[:h] {
+			a = append(a, u...)
+		}
+		for _, u := range rest[h:] {
+			b = append(b, u...)
+		}
+	default: // ShapeIsolate
+		a = slices.Clone(unit)
+		b = in.others(a)
+	}
+	a, b = in.ordered(a), in.ordered(b)
+	return &netCut{a: a, b: b, name: strings.Join(a, ",") + "|" + strings.Join(b, ",")}
+}
+
+// ordered sorts nodes in cluster order.
+func (in *Injector) ordered(nodes []string) []string {
+	var out []string
+	for _, n := range in.all {
+		if slices.Contains(nodes, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// choseNet applies a chosen network fault.
+func (in *Injector) choseNet(o *sched.Op, now time.Duration, e *Effect) {
+	in.budget--
+	if o.Kind == sched.Hold {
+		in.held[o.Conn] = now + time.Duration(o.Delay)
+		return
+	}
+	in.cut, in.offerCut = in.offerCut, nil
+	e.Cut, e.Rest, e.OneWay = in.cut.a, in.cut.b, in.cut.oneway
+	in.until["heal:"+in.cut.name] = now + time.Duration(o.Delay)
+}
+
+// heldConn reports whether a hold in force holds a delivery on conn at now.
+func (in *Injector) heldConn(conn string, now time.Duration) bool {
+	end, ok := in.held[conn]
+	if !ok {
+		return false
+	}
+	if now < end {
+		return true
+	}
+	delete(in.held, conn)
+	return false
+}

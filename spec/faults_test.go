@@ -1,0 +1,53 @@
+package spec
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// TestSpecNetworkFaults: the network fault kinds and their fields decode
+// into the plan.
+func TestSpecNetworkFaults(t *testing.T) {
+	const nodes = `name: t
+nodes:
+  - name: s1
+    command: ["/bin/true"]
+  - name: s2
+    command: ["/bin/true"]
+  - name: s3
+    command: ["/bin/true"]
+  - name: c
+    role: client
+    command: ["/bin/true"]
+faults:
+`
+	for _, tc := range []struct {
+		name, faults string
+		kinds        []sched.Kind
+		shapes       []string
+		maxHold      time.Duration
+		probe        []string
+	}{
+		{"oneway", "  kinds: [oneway]\n", []sched.Kind{sched.OneWay}, nil, time.Second, nil},
+		{"link", "  kinds: [link]\n", []sched.Kind{sched.Link}, nil, time.Second, nil},
+		{"bipartition", "  kinds: [bipartition]\n", []sched.Kind{sched.Bipartition}, []string{"isolate", "minority", "bridge"}, time.Second, nil},
+		{"bridge", "  kinds: [bridge]\n", []sched.Kind{sched.Bipartition}, []string{"bridge"}, time.Second, nil},
+		{"bridge and bipartition", "  kinds: [bridge, bipartition]\n", []sched.Kind{sched.Bipartition}, []string{"isolate", "minority", "bridge"}, time.Second, nil},
+		{"hold", "  kinds: [hold]\n  max_hold: 300ms\n", []sched.Kind{sched.Hold}, nil, 300 * time.Millisecond, nil},
+		{"probe", "  kinds: [crash, link]\n  target:\n    probe: [/bin/sh, -c, \"echo s2\"]\n", []sched.Kind{sched.Crash, sched.Link}, nil, time.Second, []string{"/bin/sh", "-c", "echo s2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse("s.yaml", []byte(nodes+tc.faults))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := s.Faults
+			if !slices.Equal(p.Kinds, tc.kinds) || !slices.Equal(p.Shapes, tc.shapes) || p.MaxHold != tc.maxHold || !slices.Equal(p.Probe, tc.probe) {
+				t.Errorf("kinds %v shapes %v max_hold %v probe %q", p.Kinds, p.Shapes, p.MaxHold, p.Probe)
+			}
+		})
+	}
+}
