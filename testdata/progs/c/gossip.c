@@ -1,0 +1,67 @@
+/*
+ * gossip NAME PORT INTERVAL_MS [lead] PEER...: a server that tells every
+ * peer (listening on the same PORT) "NAME SEQ\n" each INTERVAL_MS, for
+ * ever, and prints each chunk it reads from a peer as "got ..."; with
+ * "lead" it first prints "leader NAME" (what a probe can read). One thread:
+ * poll over the listener and the accepted connections, its timeout the
+ * interval. The network faults' tests read who reached whom, and when, in
+ * the trace's deliveries.
+ */
+#include <poll.h>
+#include "common.h"
+
+#define MAXC 16
+
+int main(int argc, char **argv)
+{
+	if (argc < 5) {
+		fprintf(stderr, "usage: gossip NAME PORT INTERVAL_MS [lead] PEER...\n");
+		return 1;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	const char *name = argv[1], *port = argv[2];
+	long interval = atol(argv[3]);
+	int first = 4;
+	if (strcmp(argv[4], "lead") == 0) {
+		printf("leader %s\n", name);
+		first = 5;
+	}
+	struct pollfd in[MAXC + 1] = { { .fd = listen_on(port), .events = POLLIN } };
+	int nin = 1, out[MAXC], nout = 0;
+	for (int i = first; i < argc && nout < MAXC; i++)
+		out[nout++] = connect_to(argv[i], port);
+	long seq = 0, next = 0; /* ms of CLOCK_MONOTONIC */
+	for (;;) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		long now = ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		if (now >= next) {
+			char msg[64];
+			int m = snprintf(msg, sizeof msg, "%s %ld\n", name, seq++);
+			for (int i = 0; i < nout; i++)
+				write_all(out[i], msg, m);
+			next = now + interval;
+		}
+		if (poll(in, nin, next - now > interval ? interval : next - now) < 0)
+			die("poll");
+		if ((in[0].revents & POLLIN) && nin <= MAXC) {
+			int c = accept(in[0].fd, NULL, NULL);
+			if (c < 0)
+				die("accept");
+			in[nin++] = (struct pollfd){ .fd = c, .events = POLLIN };
+		}
+		for (int i = 1; i < nin; i++) {
+			if (!(in[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			char buf[512];
+			ssize_t n = read(in[i].fd, buf, sizeof buf - 1);
+			if (n <= 0) {
+				close(in[i].fd);
+				in[i--] = in[--nin];
+				continue;
+			}
+			buf[n] = 0;
+			printf("got %s", buf);
+		}
+	}
+}
