@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// netTrial is one trial's trace read for the network fault tests: the
+// fault, the step of its heal (len(recs) when none), and who each address
+// is.
+type netTrial struct {
+	recs  []sched.Record
+	fault int // index of the fault's record, -1 when none
+	heal  int
+	nodes map[string]string // sender address → node
+}
+
+func readNetTrial(t *testing.T, r *TrialResult, kind sched.Kind) netTrial {
+	t.Helper()
+	nt := netTrial{recs: traceRecords(t, r), fault: -1, nodes: map[string]string{}}
+	nt.heal = len(nt.recs)
+	for i, rec := range nt.recs {
+		switch {
+		case rec.Op.Kind == kind && rec.Op.LPID == "fault":
+			nt.fault = i
+		case rec.Op.Kind == sched.Heal && nt.fault >= 0 && nt.heal == len(nt.recs):
+			nt.heal = i
+		case rec.Op.Kind == sched.Deliver:
+			src, _, _ := strings.Cut(rec.Op.Conn, ">")
+			nt.nodes[addrOf(src).String()] = rec.Op.Node
+		}
+	}
+	return nt
+}
+
+// deliveries calls f with the sending and receiving node of each delivery
+// between records from and to.
+func (nt netTrial) deliveries(from, to int, f func(i int, src, dst string)) {
+	for i := from; i < to; i++ {
+		if o := nt.recs[i].Op; o.Kind == sched.Deliver {
+			f(i, o.Node, nt.nodes[addrOf(o.Peer).String()])
+		}
+	}
+}
+
+// sides parses a cut's "a,b>c" or "a|b,c" (after its prefix word).
+func sides(peer, sep string) ([]string, []string) {
+	_, cut, _ := strings.Cut(peer, " ")
+	cut, _, _ = strings.Cut(cut, " for ")
+	a, b, _ := strings.Cut(cut, sep)
+	return strings.Split(a, ","), strings.Split(b, ",")
+}
+
+// Each network fault stops exactly what it says on real C servers that
+// tell each other a message every 100 ms, the rest flows, and a trace with
+// it replays to the same op sequence.
+func TestNetworkFaults(t *testing.T) {
+	requireTrials(t)
+	for _, tc := range []struct {
+		spec string
+		kind sched.Kind
+		// check reads one trial with the fault and reports what it showed
+		// (keys counted over the trials, each must be seen).
+		check func(t *testing.T, nt netTrial) []string
+		want  []string
+	}{
+		{"oneway", sched.OneWay, checkOneWay, []string{"other way flows", "released at the heal"}},
+		{"link", sched.Link, checkLink, []string{"other links flow"}},
+		{"bipartition", sched.Bipartition, checkBipartition, []string{"isolate", "bridge", "bridge reaches both"}},
+		{"hold", sched.Hold, checkHold, []string{"other way flows", "released at the end"}},
+		{"probe", sched.Partition, checkProbe, []string{"aimed at the leader"}},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			sum := runFaultSpec(t, tc.spec, 10, true)
+			seen := map[string]int{}
+			var traced *TrialResult
+			for _, r := range sum.Results {
+				if r.Outcome.Kind != Pass {
+					t.Fatalf("trial %d: %v", r.Index, r.Outcome)
+				}
+				nt := readNetTrial(t, r, tc.kind)
+				if nt.fault < 0 {
+					continue
+				}
+				traced = r
+				for _, k := range tc.check(t, nt) {
+					seen[k]++
+				}
+			}
+			if traced == nil {
+				t.Fatalf("no trial injected a %v", tc.kind)
+			}
+			for _, k := range tc.want {
+				if seen[k] == 0 {
+					t.Errorf("no trial showed %q (saw %v)", k, seen)
+				}
+			}
+			rr, err := Replay(context.Background(), traced.TracePath, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rr.Same {
+				t.Fatalf("replay of %s: %s", traced.TracePath, rr.Diff)
+			}
+			if tc.spec == "probe" {
+				// The replay used the recorded answer: its probe never ran.
+				if _, err := os.Stat(filepath.Join(rr.Trial.Dir, "probe-runs")); !os.IsNotExist(err) {
+					t.Fatalf("the replay ran the probe (%v)", err)
+				}
+				if _, err := os.Stat(filepath.Join(traced.Dir, "probe-runs")); err != nil {
+					t.Fatalf("the run did not run the probe: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// One way: nothing from the cut side reaches the other until the heal; the
+// other way flows meanwhile; the held messages arrive after the heal.
+func checkOneWay(t *testing.T, nt netTrial) []string {
+	f := nt.recs[nt.fault].Op
+	a, b := sides(f.Peer, ">")
+	var out []string
+	nt.deliveries(nt.fault, nt.heal, func(i int, src, dst string) {
+		switch {
+		case slices.Contains(a, src) && slices.Contains(b, dst):
+			t.Fatalf("step %d: %s delivered to %s across the one-way cut %s", nt.recs[i].Step, src, dst, f.Peer)
+		case slices.Contains(b, src) && slices.Contains(a, dst):
+			out = append(out, "other way flows")
+		}
+	})
+	nt.deliveries(nt.heal, len(nt.recs), func(i int, src, dst string) {
+		if slices.Contains(a, src) && slices.Contains(b, dst) {
+			out = append(out, "released at the heal")
+		}
+	})
+	return out
+}
+
+// A link: its two ends exchange nothing until the heal; the third server
+// still talks to both.
+func checkLink(t *testing.T, nt netTrial) []string {
+	f := nt.recs[nt.fault].Op
+	a, b := sides(f.Peer, "|")
+	var out []string
+	nt.deliveries(nt.fault, nt.heal, func(i int, src, dst string) {
+		switch {
+		case slices.Contains(a, src) && slices.Contains(b, dst), slices.Contains(b, src) && slices.Contains(a, dst):
+			t.Fatalf("step %d: %s delivered to %s across the cut link %s", nt.recs[i].Step, src, dst, f.Peer)
+		default:
+			out = append(out, "other links flow")
+		}
+	})
+	return out
+}
+
+// A bipartition: nothing crosses between its halves; a bridge node still
+// exchanges messages with both.
+func checkBipartition(t *testing.T, nt netTrial) []string {
+	f := nt.recs[nt.fault].Op
+	a, b := sides(f.Peer, "|")
+	out := []string{f.Syscall}
+	reached := map[string]bool{}
+	nt.deliveries(nt.fault, nt.heal, func(i int, src, dst string) {
+		if slices.Contains(a, src) && slices.Contains(b, dst) || slices.Contains(b, src) && slices.Contains(a, dst) {
+			t.Fatalf("step %d: %s delivered to %s across the bipartition %s", nt.recs[i].Step, src, dst, f.Peer)
+		}
+		if src == f.Node {
+			reached[dst] = true
+		}
+	})
+	if f.Syscall == "bridge" && reached[a[0]] && reached[b[0]] {
+		out = append(out, "bridge reaches both")
+	}
+	return out
+}
+
+// A hold: nothing is delivered on the held connection direction before the
+// hold's end; the other direction flows meanwhile; the held bytes come
+// after.
+func checkHold(t *testing.T, nt netTrial) []string {
+	f := nt.recs[nt.fault]
+	end := f.VTime + f.Op.Delay
+	var out []string
+	for _, rec := range nt.recs[nt.fault:] {
+		if rec.Op.Kind != sched.Deliver {
+			continue
+		}
+		switch {
+		case rec.Op.Conn == f.Op.Conn && rec.VTime < end:
+			t.Fatalf("step %d: delivered on %s at %v, held until %v", rec.Step, rec.Op.Conn, time.Duration(rec.VTime), time.Duration(end))
+		case rec.Op.Conn == f.Op.Conn:
+			out = append(out, "released at the end")
+		case rec.VTime < end:
+			out = append(out, "other way flows")
+		}
+	}
+	return out
+}
+
+// A probe-aimed partition hits the node the probe named, s2, the only one
+// that says it leads.
+func checkProbe(t *testing.T, nt netTrial) []string {
+	f := nt.recs[nt.fault].Op
+	if f.Node != "s2" || f.Aim != "s2" || f.Object != "probe" {
+		t.Fatalf("partition aimed at %s, probe said %q (object %q), want s2", f.Node, f.Aim, f.Object)
+	}
+	nt.deliveries(nt.fault, nt.heal, func(i int, src, dst string) {
+		if src == "s2" || dst == "s2" {
+			t.Fatalf("step %d: %s delivered to %s across the partition of s2", nt.recs[i].Step, src, dst)
+		}
+	})
+	return []string{"aimed at the leader"}
+}
