@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	case "send":
 		childSend()
 		return
+	case "dial":
+		childDial()
+		return
 	}
 	testutil.LeakCheckMain(m)
 }
