@@ -148,4 +148,3 @@ func TestCutOneWay(t *testing.T) {
 		t.Fatalf("b cannot dial a after the heal: %q %v", out, err)
 	}
 }
-
