@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,4 +106,17 @@ func (t *Trial) runProbe(k sched.Kind) (string, error) {
 		}
 	}
 	return word, nil
+}
+
+// peers are, per node, the nodes its connected TCP sockets lead to, for
+// groups that follow their node.
+func (t *Trial) peers(socks []tracer.Sock) map[string][]string {
+	out := map[string][]string{}
+	for _, s := range socks {
+		_, peer, _ := strings.Cut(s.Conn, ">")
+		if n := t.nodeOf(addrOf(peer)); n != "" && !slices.Contains(out[s.Node], n) {
+			out[s.Node] = append(out[s.Node], n)
+		}
+	}
+	return out
 }

@@ -76,6 +76,7 @@ func TestNetworkFaults(t *testing.T) {
 		{"bipartition", sched.Bipartition, checkBipartition, []string{"isolate", "bridge", "bridge reaches both"}},
 		{"hold", sched.Hold, checkHold, []string{"other way flows", "released at the end"}},
 		{"probe", sched.Partition, checkProbe, []string{"aimed at the leader"}},
+		{"follow", sched.Partition, checkFollow, []string{"client follows s2", "client stays with s2"}},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
 			sum := runFaultSpec(t, tc.spec, 10, true)
@@ -166,7 +167,8 @@ func checkLink(t *testing.T, nt netTrial) []string {
 func checkBipartition(t *testing.T, nt netTrial) []string {
 	f := nt.recs[nt.fault].Op
 	a, b := sides(f.Peer, "|")
-	out := []string{f.Syscall}
+	shape, _, _ := strings.Cut(f.Peer, " ")
+	out := []string{shape}
 	reached := map[string]bool{}
 	nt.deliveries(nt.fault, nt.heal, func(i int, src, dst string) {
 		if slices.Contains(a, src) && slices.Contains(b, dst) || slices.Contains(b, src) && slices.Contains(a, dst) {
@@ -176,7 +178,7 @@ func checkBipartition(t *testing.T, nt netTrial) []string {
 			reached[dst] = true
 		}
 	})
-	if f.Syscall == "bridge" && reached[a[0]] && reached[b[0]] {
+	if shape == "bridge" && reached[a[0]] && reached[b[0]] {
 		out = append(out, "bridge reaches both")
 	}
 	return out
@@ -218,4 +220,26 @@ func checkProbe(t *testing.T, nt netTrial) []string {
 		}
 	})
 	return []string{"aimed at the leader"}
+}
+
+// Groups that follow their node: the client, connected to s2 alone, stands
+// with s2 whichever server is cut off, and keeps talking to it.
+func checkFollow(t *testing.T, nt netTrial) []string {
+	f := nt.recs[nt.fault].Op
+	cut := strings.Split(f.Peer, ",")
+	if slices.Contains(cut, "s2") != slices.Contains(cut, "client") {
+		t.Fatalf("partition cuts off %v: the client does not follow s2", cut)
+	}
+	talks := false
+	nt.deliveries(nt.fault, nt.heal, func(i int, src, dst string) {
+		talks = talks || src == "client" && dst == "s2"
+	})
+	switch {
+	case !talks:
+		return nil
+	case slices.Contains(cut, "s2"):
+		return []string{"client follows s2"}
+	default:
+		return []string{"client stays with s2"}
+	}
 }

@@ -218,7 +218,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		Logger:     j.log,
 		Zygote:     j.zygote,
 		Images:     j.images,
-		Socks:      slices.Contains(sp.Faults.Kinds, sched.Reset),
+		Socks:      slices.Contains(sp.Faults.Kinds, sched.Reset) || sp.Faults.Follow,
 		Serialize:  true,
 	})
 	defer tr.Close()
@@ -459,8 +459,11 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 // datagrams are too.
 func (t *Trial) targets(st *tracer.State) faults.Targets {
 	var tg faults.Targets
-	for _, s := range st.Socks { // empty unless the plan has resets
+	for _, s := range st.Socks { // empty unless the plan has resets or groups that follow
 		tg.Socks = append(tg.Socks, faults.Sock{Node: s.Node, Object: s.Object, Conn: s.Conn})
+	}
+	if t.spec.Faults.Follow {
+		tg.Peers = t.peers(st.Socks)
 	}
 	if !t.drops && !t.holds {
 		return tg // no walk of the pending ops at every step

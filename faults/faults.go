@@ -54,6 +54,10 @@ type Plan struct {
 	// Probe, when set, aims each injection at the node it names, run at the
 	// moment of the injection (see Injector.Aim).
 	Probe []string
+	// Follow makes groups follow their node: at each injection, a node
+	// outside Nodes (a client) connected to exactly one of Nodes stands on
+	// its side of the cut.
+	Follow bool
 }
 
 // side is what a partition that cuts off node isolates: its group, or the
@@ -100,6 +104,9 @@ type Targets struct {
 	// Conns are the connection directions with deliveries pending (for
 	// holds).
 	Conns []Conn
+	// Peers are, per node, the nodes its connected TCP sockets lead to
+	// (for groups that follow their node).
+	Peers map[string][]string
 }
 
 // Datagram is a UDP datagram in flight: the ID of its deliver op, the
@@ -140,6 +147,7 @@ type Injector struct {
 	socks  []Sock     // the connections a reset may abort, at this step
 	dgrams []Datagram // the datagrams a drop may discard, at this step
 	conns  []Conn     // the connection directions a hold may hold, at this step
+	peers  map[string][]string
 	offer  *sched.Op  // the injection on offer
 	// offerCut is the cut the injection on offer makes, drawn with it.
 	offerCut *netCut
@@ -179,7 +187,7 @@ func (in *Injector) op(kind sched.Kind, node, object string) *sched.Op {
 // and one recovery op per fault in force. socks are the connections a
 // reset may abort and the datagrams a drop may discard now.
 func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
-	in.socks, in.dgrams, in.conns = tg.Socks, tg.Datagrams, tg.Conns
+	in.socks, in.dgrams, in.conns, in.peers = tg.Socks, tg.Datagrams, tg.Conns, tg.Peers
 	var out []*sched.Op
 	if !in.quiet && in.budget > 0 && now >= in.plan.From && now < in.plan.Until {
 		if in.offer == nil || !in.possible(in.offer) {
@@ -356,7 +364,7 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 		o.At = int64(now) + o.Delay
 	case sched.Partition:
 		in.budget--
-		side := in.plan.side(o.Node)
+		side := in.follow(in.plan.side(o.Node))
 		in.cut = &netCut{name: strings.Join(side, ","), a: side, b: in.others(side)}
 		e.Cut, e.Rest = in.cut.a, in.cut.b
 		in.until["heal:"+in.cut.name] = now + time.Duration(o.Delay)

@@ -26,6 +26,12 @@ type netCut struct {
 	name   string
 	a, b   []string
 	oneway bool
+	// rest says b is every node not in a, settled at the injection (with
+	// the nodes that follow a's); swap that a and b change places then (a
+	// one-way cut of what the others send).
+	rest, swap bool
+	// shape is a bipartition's, or the cut's sign: ">" one way, "|" both.
+	shape string
 }
 
 // blocks reports whether the cut stops the messages from src to dst.
@@ -104,12 +110,9 @@ func (in *Injector) drawNet(o *sched.Op) {
 	var c *netCut
 	switch o.Kind {
 	case sched.OneWay:
-		c = &netCut{a: unit, b: in.others(unit), oneway: true}
-		if in.r.IntN(2) == 0 { // node hears nothing rather than is not heard
-			c.a, c.b = c.b, c.a
-		}
-		c.name = strings.Join(c.a, ",") + ">" + strings.Join(c.b, ",")
-		o.Peer = "cuts " + c.name
+		c = &netCut{a: unit, rest: true, oneway: true, shape: ">"}
+		// The node hears nothing rather than is not heard.
+		c.swap = in.r.IntN(2) == 0
 	case sched.Link:
 		var others [][]string
 		for _, u := range in.plan.units() {
@@ -117,15 +120,11 @@ func (in *Injector) drawNet(o *sched.Op) {
 				others = append(others, u)
 			}
 		}
-		c = &netCut{a: unit, b: others[in.r.IntN(len(others))]}
-		c.name = strings.Join(c.a, ",") + "|" + strings.Join(c.b, ",")
-		o.Peer = "cuts " + c.name
+		c = &netCut{a: unit, b: others[in.r.IntN(len(others))], shape: "|"}
 	case sched.Bipartition:
 		shapes := in.plan.shapes()
 		shape := shapes[in.r.IntN(len(shapes))]
 		c = in.bipartition(shape, unit)
-		o.Syscall = shape
-		o.Peer = shape + " " + c.name
 	case sched.Hold:
 		var mine []Conn
 		for _, cn := range in.conns {
@@ -155,28 +154,68 @@ func (in *Injector) bipartition(shape string, unit []string) *netCut {
 		}
 	}
 	in.r.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
-	var a, b []string
+	c := &netCut{shape: shape, a: slices.Clone(unit), rest: true}
 	switch shape {
 	case ShapeMinority:
-		a = slices.Clone(unit)
 		for _, u := range rest[:len(rest)/2-1] { // (n-1)/2 units in all
-			a = append(a, u...)
+			c.a = append(c.a, u...)
 		}
-		b = in.others(a)
 	case ShapeBridge:
 		h := len(rest) / 2
+		c.a, c.rest = nil, false
 		for _, u := range rest[:h] {
-			a = append(a, u...)
+			c.a = append(c.a, u...)
 		}
 		for _, u := range rest[h:] {
-			b = append(b, u...)
+			c.b = append(c.b, u...)
 		}
-	default: // ShapeIsolate
-		a = slices.Clone(unit)
-		b = in.others(a)
 	}
-	a, b = in.ordered(a), in.ordered(b)
-	return &netCut{a: a, b: b, name: strings.Join(a, ",") + "|" + strings.Join(b, ",")}
+	return c
+}
+
+// settle fixes a drawn cut's sides at its injection: the nodes that
+// follow a side's join it (Plan.Follow), b becomes the rest when it is,
+// and the cut gets its name.
+func (in *Injector) settle(c *netCut) {
+	c.a = in.follow(c.a)
+	if c.rest {
+		c.b = in.others(c.a)
+	} else {
+		c.b = slices.DeleteFunc(in.follow(c.b), func(n string) bool { return slices.Contains(c.a, n) })
+	}
+	if c.swap {
+		c.a, c.b = c.b, c.a
+	}
+	c.a, c.b = in.ordered(c.a), in.ordered(c.b)
+	sep := "|"
+	if c.oneway {
+		sep = ">"
+	}
+	c.name = strings.Join(c.a, ",") + sep + strings.Join(c.b, ",")
+}
+
+// follow adds to side the nodes that follow it (Plan.Follow): those outside
+// the plan connected to the plan's nodes of side and to no other of them.
+func (in *Injector) follow(side []string) []string {
+	if !in.plan.Follow {
+		return side
+	}
+	out := slices.Clone(side)
+	for _, n := range in.all {
+		if slices.Contains(in.plan.Nodes, n) || slices.Contains(side, n) {
+			continue
+		}
+		var servers []string
+		for _, p := range in.peers[n] {
+			if slices.Contains(in.plan.Nodes, p) && !slices.Contains(servers, p) {
+				servers = append(servers, p)
+			}
+		}
+		if len(servers) == 1 && slices.Contains(side, servers[0]) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // ordered sorts nodes in cluster order.
@@ -198,6 +237,11 @@ func (in *Injector) choseNet(o *sched.Op, now time.Duration, e *Effect) {
 		return
 	}
 	in.cut, in.offerCut = in.offerCut, nil
+	in.settle(in.cut)
+	o.Peer = "cuts " + in.cut.name
+	if o.Kind == sched.Bipartition {
+		o.Peer = in.cut.shape + " " + in.cut.name
+	}
 	e.Cut, e.Rest, e.OneWay = in.cut.a, in.cut.b, in.cut.oneway
 	in.until["heal:"+in.cut.name] = now + time.Duration(o.Delay)
 }

@@ -125,13 +125,14 @@ func TestBipartitionShapes(t *testing.T) {
 	for seed := int64(0); seed < 60; seed++ {
 		in := New(p, all, seed)
 		o, e := inject(t, in, 0, Targets{})
-		seen[o.Syscall]++
+		shape, _, _ := strings.Cut(o.Peer, " ")
+		seen[shape]++
 		for _, n := range e.Cut {
 			if slices.Contains(e.Rest, n) {
 				t.Fatalf("seed %d: %s on both sides: %+v", seed, n, e)
 			}
 		}
-		switch o.Syscall {
+		switch shape {
 		case ShapeIsolate:
 			if !slices.Equal(e.Cut, []string{o.Node}) || len(e.Rest) != 5 {
 				t.Fatalf("seed %d: isolate %s: %v|%v", seed, o.Node, e.Cut, e.Rest)
@@ -154,7 +155,7 @@ func TestBipartitionShapes(t *testing.T) {
 				t.Fatalf("seed %d: the halves %v and %v still reach each other", seed, e.Cut, e.Rest)
 			}
 		default:
-			t.Fatalf("seed %d: shape %q", seed, o.Syscall)
+			t.Fatalf("seed %d: shape %q", seed, shape)
 		}
 	}
 	for _, s := range p.Shapes {
@@ -264,6 +265,37 @@ func TestProbeAim(t *testing.T) {
 		}
 		if !slices.Equal(slices.Sorted(maps.Keys(got)), tc.want) {
 			t.Fatalf("answer %q: aimed at %v, want %v", tc.answer, got, tc.want)
+		}
+	}
+}
+
+// Groups that follow their node: at each injection a client stands with
+// the one server it is connected to, wherever that is now; a client
+// connected to two servers, or none, stays with the rest.
+func TestFollow(t *testing.T) {
+	for _, tc := range []struct {
+		peers map[string][]string
+		with  string // the server the client must stand with, "" none
+	}{
+		{map[string][]string{"client": {"s2"}}, "s2"},
+		{map[string][]string{"client": {"s3", "s3"}}, "s3"},
+		{map[string][]string{"client": {"s1", "s2"}}, ""},
+		{nil, ""},
+	} {
+		for _, k := range []sched.Kind{sched.Partition, sched.OneWay, sched.Link} {
+			p := plan(k)
+			p.Follow = true
+			for seed := int64(0); seed < 20; seed++ {
+				_, e := inject(t, New(p, nodes, seed), 0, Targets{Peers: tc.peers})
+				for _, side := range [][]string{e.Cut, e.Rest} {
+					if tc.with != "" && slices.Contains(side, tc.with) != slices.Contains(side, "client") {
+						t.Fatalf("%v, client connected to %v: sides %v|%v", k, tc.peers["client"], e.Cut, e.Rest)
+					}
+				}
+				if tc.with == "" && slices.Contains(e.Cut, "client") && k != sched.OneWay {
+					t.Fatalf("%v, client connected to %v: cut off with %v", k, tc.peers["client"], e.Cut)
+				}
+			}
 		}
 	}
 }

@@ -101,6 +101,14 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 				return err
 			}
 		case "groups":
+			if str, ok := q.value.(*ast.StringNode); ok {
+				// Groups drawn at each injection from who talks to whom.
+				if str.Value != "follow" {
+					return d.errf(q.value, f, "must be a list of lists of node names or follow, got string %q", str.Value)
+				}
+				plan.Follow = true
+				break
+			}
 			if plan.Groups, err = d.groups(q.value, f, s); err != nil {
 				return err
 			}

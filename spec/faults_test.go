@@ -30,14 +30,16 @@ faults:
 		shapes       []string
 		maxHold      time.Duration
 		probe        []string
+		follow       bool
 	}{
-		{"oneway", "  kinds: [oneway]\n", []sched.Kind{sched.OneWay}, nil, time.Second, nil},
-		{"link", "  kinds: [link]\n", []sched.Kind{sched.Link}, nil, time.Second, nil},
-		{"bipartition", "  kinds: [bipartition]\n", []sched.Kind{sched.Bipartition}, []string{"isolate", "minority", "bridge"}, time.Second, nil},
-		{"bridge", "  kinds: [bridge]\n", []sched.Kind{sched.Bipartition}, []string{"bridge"}, time.Second, nil},
-		{"bridge and bipartition", "  kinds: [bridge, bipartition]\n", []sched.Kind{sched.Bipartition}, []string{"isolate", "minority", "bridge"}, time.Second, nil},
-		{"hold", "  kinds: [hold]\n  max_hold: 300ms\n", []sched.Kind{sched.Hold}, nil, 300 * time.Millisecond, nil},
-		{"probe", "  kinds: [crash, link]\n  target:\n    probe: [/bin/sh, -c, \"echo s2\"]\n", []sched.Kind{sched.Crash, sched.Link}, nil, time.Second, []string{"/bin/sh", "-c", "echo s2"}},
+		{"oneway", "  kinds: [oneway]\n", []sched.Kind{sched.OneWay}, nil, time.Second, nil, false},
+		{"link", "  kinds: [link]\n", []sched.Kind{sched.Link}, nil, time.Second, nil, false},
+		{"bipartition", "  kinds: [bipartition]\n", []sched.Kind{sched.Bipartition}, []string{"isolate", "minority", "bridge"}, time.Second, nil, false},
+		{"bridge", "  kinds: [bridge]\n", []sched.Kind{sched.Bipartition}, []string{"bridge"}, time.Second, nil, false},
+		{"bridge and bipartition", "  kinds: [bridge, bipartition]\n", []sched.Kind{sched.Bipartition}, []string{"isolate", "minority", "bridge"}, time.Second, nil, false},
+		{"hold", "  kinds: [hold]\n  max_hold: 300ms\n", []sched.Kind{sched.Hold}, nil, 300 * time.Millisecond, nil, false},
+		{"probe", "  kinds: [crash, link]\n  target:\n    probe: [/bin/sh, -c, \"echo s2\"]\n", []sched.Kind{sched.Crash, sched.Link}, nil, time.Second, []string{"/bin/sh", "-c", "echo s2"}, false},
+		{"follow", "  kinds: [partition]\n  groups: follow\n", []sched.Kind{sched.Partition}, nil, time.Second, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Parse("s.yaml", []byte(nodes+tc.faults))
@@ -45,8 +47,8 @@ faults:
 				t.Fatal(err)
 			}
 			p := s.Faults
-			if !slices.Equal(p.Kinds, tc.kinds) || !slices.Equal(p.Shapes, tc.shapes) || p.MaxHold != tc.maxHold || !slices.Equal(p.Probe, tc.probe) {
-				t.Errorf("kinds %v shapes %v max_hold %v probe %q", p.Kinds, p.Shapes, p.MaxHold, p.Probe)
+			if !slices.Equal(p.Kinds, tc.kinds) || !slices.Equal(p.Shapes, tc.shapes) || p.MaxHold != tc.maxHold || !slices.Equal(p.Probe, tc.probe) || p.Follow != tc.follow {
+				t.Errorf("kinds %v shapes %v max_hold %v probe %q follow %v", p.Kinds, p.Shapes, p.MaxHold, p.Probe, p.Follow)
 			}
 		})
 	}

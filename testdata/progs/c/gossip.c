@@ -1,8 +1,9 @@
 /*
- * gossip NAME PORT INTERVAL_MS [lead] PEER...: a server that tells every
- * peer (listening on the same PORT) "NAME SEQ\n" each INTERVAL_MS, for
- * ever, and prints each chunk it reads from a peer as "got ..."; with
- * "lead" it first prints "leader NAME" (what a probe can read). One thread:
+ * gossip NAME PORT INTERVAL_MS [lead] [stop=N] PEER...: a server that tells
+ * every peer (listening on the same PORT) "NAME SEQ\n" each INTERVAL_MS,
+ * for ever (or, with stop=N, N times, and exits 0), and prints each chunk
+ * it reads from a peer as "got ..."; with "lead" it first prints "leader
+ * NAME" (what a probe can read). One thread:
  * poll over the listener and the accepted connections, its timeout the
  * interval. The network faults' tests read who reached whom, and when, in
  * the trace's deliveries.
@@ -15,16 +16,21 @@
 int main(int argc, char **argv)
 {
 	if (argc < 5) {
-		fprintf(stderr, "usage: gossip NAME PORT INTERVAL_MS [lead] PEER...\n");
+		fprintf(stderr, "usage: gossip NAME PORT INTERVAL_MS [lead] [stop=N] PEER...\n");
 		return 1;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	const char *name = argv[1], *port = argv[2];
 	long interval = atol(argv[3]);
 	int first = 4;
-	if (strcmp(argv[4], "lead") == 0) {
-		printf("leader %s\n", name);
-		first = 5;
+	long stop = -1;
+	for (; first < argc; first++) {
+		if (strcmp(argv[first], "lead") == 0)
+			printf("leader %s\n", name);
+		else if (strncmp(argv[first], "stop=", 5) == 0)
+			stop = atol(argv[first] + 5);
+		else
+			break;
 	}
 	struct pollfd in[MAXC + 1] = { { .fd = listen_on(port), .events = POLLIN } };
 	int nin = 1, out[MAXC], nout = 0;
@@ -36,6 +42,8 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		long now = ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 		if (now >= next) {
+			if (seq == stop)
+				return 0;
 			char msg[64];
 			int m = snprintf(msg, sizeof msg, "%s %ld\n", name, seq++);
 			for (int i = 0; i < nout; i++)
