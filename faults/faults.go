@@ -148,7 +148,7 @@ type Injector struct {
 	dgrams []Datagram // the datagrams a drop may discard, at this step
 	conns  []Conn     // the connection directions a hold may hold, at this step
 	peers  map[string][]string
-	offer  *sched.Op  // the injection on offer
+	offer  *sched.Op // the injection on offer
 	// offerCut is the cut the injection on offer makes, drawn with it.
 	offerCut *netCut
 	// Aim runs the plan's probe for a fault at the moment it is injected
