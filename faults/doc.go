@@ -1,9 +1,10 @@
 // Package faults owns a trial's fault plan and its fault operations: which
-// faults (crash, restart, partition, heal, pause, clock) may happen to which nodes,
-// within what budget and virtual-time window, and what each chosen fault
+// faults (crash, restart, partition, one-way and link cuts, bipartitions,
+// holds, heal, pause, clock) may happen to which nodes, within what budget and virtual-time window, and what each chosen fault
 // holds back. Faults are ops like any other: they are offered beside the
 // enabled ops, chosen by the strategy, recorded in the trace and replayed.
 //
 // It decides nothing about ptrace, namespaces or processes: the engine
-// applies a chosen fault's Effect through the tracer and netns.
+// applies a chosen fault's Effect through the tracer and netns, and runs the
+// probe that aims a fault (Injector.Aim).
 package faults
