@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // netTrial is one trial's trace read for the network fault tests: the
@@ -241,5 +242,23 @@ func checkFollow(t *testing.T, nt netTrial) []string {
 		return []string{"client follows s2"}
 	default:
 		return []string{"client stays with s2"}
+	}
+}
+
+// A probe that fails ends the trial as lockstep's error, naming the probe
+// and what it printed, not as a bug of the system.
+func TestProbeFails(t *testing.T) {
+	requireTrials(t)
+	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "probe-fails.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), sp, RunOptions{Trials: 1, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sum.Results[0].Outcome
+	if o.Kind != Error || !strings.Contains(o.Detail, "probe for partition: exit status 3: no leader file") {
+		t.Fatalf("outcome %v", o)
 	}
 }
