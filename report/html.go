@@ -70,6 +70,11 @@ func laneOf(op *sched.Op, nodes map[string]bool) (node, sub string) {
 		}
 		return op.Node, inboxLane
 	case op.Kind.IsFault():
+		if i := strings.IndexAny(op.Node, ",>|"); i > 0 {
+			// A heal names its cut ("a,b|c"): drawn on its first node's
+			// lane, not a lane of its own.
+			return op.Node[:i], ""
+		}
 		return op.Node, ""
 	}
 	return op.Node, op.LPID
@@ -92,7 +97,9 @@ func newDiagram(tr *sched.Trace) *diagram {
 	// Nodes first (in order of first op), so that a delivery's destination
 	// is known before its lane is chosen.
 	for i := range tr.Records {
-		addNode(tr.Records[i].Op.Node)
+		if op := &tr.Records[i].Op; !op.Kind.IsFault() || !strings.ContainsAny(op.Node, ",>|") {
+			addNode(op.Node) // not a heal's name of its cut
+		}
 	}
 	inbox := map[string]bool{}
 	for i := range tr.Records {
