@@ -2,7 +2,9 @@ package conflict
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -63,6 +65,44 @@ func (h *History) Len() (seen, conflicted int) {
 		}
 	}
 	return
+}
+
+// Trials is how many trials the table has learned from.
+func (h *History) Trials() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.trials
+}
+
+// Merge folds o, a table that started from one with base trials (as each
+// shard of a campaign starts from the campaign's --history), into h: a
+// signature either saw is seen, one either saw conflict has conflicted,
+// and o's trials beyond base are added. Since a table is an "or" over
+// trials, merging the shards' tables in any order gives the table one
+// process would have learned from the same trials.
+func (h *History) Merge(o *History, base int) error {
+	if h == o {
+		return errors.New("merging a history table into itself")
+	}
+	if h.scheme != o.scheme {
+		return fmt.Errorf("merging a %s history table into a %s one", o.scheme, h.scheme)
+	}
+	o.mu.Lock()
+	m, trials := maps.Clone(o.m), o.trials
+	o.mu.Unlock()
+	if trials < base {
+		return fmt.Errorf("history table of %d trials started from one of %d", trials, base)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.trials == 0 {
+		h.trials = base
+	}
+	h.trials += trials - base
+	for k, c := range m {
+		h.m[k] = h.m[k] || c
+	}
+	return nil
 }
 
 // Snapshot is a frozen copy to hand to strategies, so a trial's decisions

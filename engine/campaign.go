@@ -37,12 +37,46 @@ type RunOptions struct {
 	Logger      *slog.Logger
 	// Progress is called after every trial, in trial order.
 	Progress func(r *TrialResult)
+	// Shard, when its Count is set, runs only that shard's trials of the
+	// campaign (see Shard); the --history file is then only read.
+	Shard Shard
 }
+
+// Shard is one part of a campaign split over processes or machines: the
+// trials whose index is Index modulo Count. Each keeps its index and its
+// seed, so the shards of a campaign together run the trials one process
+// would. Interleaving (rather than ranges) gives every shard early and
+// late trials alike.
+//
+// A "+" strategy learns from the trials before it; a shard learns only
+// from its own (in its own order, batch by batch as a whole campaign
+// does), so its schedules match one process's only with Count 1. Other
+// strategies' trials are the same trial for trial.
+type Shard struct{ Index, Count int }
+
+// String is the shard as --shard takes it, I/N.
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Size is how many of a campaign's trials are the shard's.
+func (s Shard) Size(trials int) int {
+	if trials <= s.Index {
+		return 0
+	}
+	return (trials-s.Index-1)/s.Count + 1
+}
+
+// Trial is the campaign index of the shard's pos-th trial.
+func (s Shard) Trial(pos int) int { return pos*s.Count + s.Index }
 
 // Summary is what a campaign found.
 type Summary struct {
 	Spec     *spec.Spec
 	Strategy string
+	Seed     int64 // the campaign's
+	// Planned is the campaign's number of trials, all shards together;
+	// Trials the number this run finished.
+	Planned  int
+	Shard    Shard // zero when the campaign ran whole
 	Trials   int
 	Failures int
 	ByKind   map[OutcomeKind]int
@@ -58,6 +92,9 @@ type Summary struct {
 	Interrupted bool
 	// Stats is the conflict-prediction accuracy per trial, for --stats.
 	Stats []conflict.Stats
+	// History is the conflict history at the end ("+" strategies): what
+	// it was loaded with and what the trials taught it.
+	History *conflict.History
 }
 
 // HitRatio is failing trials over trials.
@@ -93,13 +130,21 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	if opts.Seed != nil {
 		seed = *opts.Seed
 	}
-	jobs := max(opts.Jobs, 1)
-	if jobs > trials {
-		jobs = trials
-	}
 	if trials > spec.MaxTrials {
 		return nil, fmt.Errorf("%d trials: at most %d", trials, spec.MaxTrials)
 	}
+	sh := opts.Shard
+	sharded := sh.Count > 0
+	if !sharded {
+		sh = Shard{0, 1}
+	}
+	if sh.Index < 0 || sh.Index >= sh.Count {
+		return nil, fmt.Errorf("shard %v: the index must be between 0 and %d", sh, sh.Count-1)
+	}
+	// Positions 0..n-1 are the shard's trials in order; without a shard
+	// a position is the trial's index.
+	n := sh.Size(trials)
+	jobs := min(max(opts.Jobs, 1), max(n, 1))
 	if opts.OutDir == "" {
 		opts.OutDir = filepath.Join("lockstep-out", sp.Name)
 	}
@@ -138,8 +183,14 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	} else if _, err := newStrategy(sp, strategy, nil); err != nil {
 		return nil, err
 	}
-	sum := &Summary{Spec: sp, Strategy: strategy, ByKind: map[OutcomeKind]int{}}
+	sum := &Summary{Spec: sp, Strategy: strategy, Seed: seed, Planned: trials, ByKind: map[OutcomeKind]int{}, History: hist}
+	if sharded {
+		sum.Shard = sh
+	}
 	start := time.Now()
+	if n == 0 {
+		return sum.finish(start, false), nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -187,19 +238,33 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		frozen    sched.Predictor
 		frozenFor = -1
 	)
+	// runAt runs trial i with the history view pred.
+	runAt := func(j *job, i int, pred sched.Predictor) (*TrialResult, error) {
+		strat, err := newStrategy(sp, strategy, pred)
+		if err != nil {
+			return nil, err
+		}
+		tp := trialParams{index: i, seed: TrialSeed(seed, i), strategy: strat, stepsHint: stepsHint,
+			traceAll: opts.TraceAll, scheme: scheme.String(), frames: scheme.Frames()}
+		if im, ok := strat.(interface{ LastImmediate() bool }); ok {
+			tp.immediate = im.LastImmediate
+		}
+		return j.runTrial(ctx, tp)
+	}
 	// Trial 0 runs first on its own: its step count is PCT's hint for
 	// every other trial, whatever the order in which they finish.
-	runOne := func(j *job, i int) (*TrialResult, error) {
+	runOne := func(j *job, p int) (*TrialResult, error) {
+		i := sh.Trial(p)
 		if opts.Native {
 			return j.runNative(ctx, i, TrialSeed(seed, i), opts.NativeLimit)
 		}
 		var pred sched.Predictor
 		if hist != nil {
 			mu.Lock()
-			b := i / historyBatch
+			b := p / historyBatch
 			for frozenFor < b {
 				// Wait until every trial of earlier batches is merged.
-				if reported >= min(b*historyBatch, trials) {
+				if reported >= min(b*historyBatch, n) {
 					frozen, frozenFor = hist.Snapshot(), b
 					break
 				}
@@ -212,25 +277,17 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 			pred = frozen
 			mu.Unlock()
 		}
-		strat, err := newStrategy(sp, strategy, pred)
-		if err != nil {
-			return nil, err
-		}
-		tp := trialParams{index: i, seed: TrialSeed(seed, i), strategy: strat, stepsHint: stepsHint,
-			traceAll: opts.TraceAll, scheme: scheme.String(), frames: scheme.Frames()}
-		if im, ok := strat.(interface{ LastImmediate() bool }); ok {
-			tp.immediate = im.LastImmediate
-		}
-		return j.runTrial(ctx, tp)
+		return runAt(j, i, pred)
 	}
-	record := func(i int, r *TrialResult) {
+	record := func(p int, r *TrialResult) {
 		mu.Lock()
 		defer mu.Unlock()
-		pending[i] = r
+		pending[p] = r
 		if hist != nil {
 			a := conflict.Analyze(r.Records, scheme)
 			hist.Update(a)
-			sum.Stats = append(sum.Stats, a.Stats())
+			st := a.Stats()
+			r.Conflict = &st
 		}
 		if r.Outcome.Kind.IsFailure() && opts.StopOnFirst {
 			stop = true
@@ -242,7 +299,10 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 				break
 			}
 			delete(pending, reported)
-			sum.add(r)
+			sum.Add(r)
+			if r.Conflict != nil {
+				sum.Stats = append(sum.Stats, *r.Conflict)
+			}
 			if opts.Progress != nil {
 				opts.Progress(r)
 			}
@@ -254,7 +314,18 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	// no lockstep error, and its result may be cut short (nodes killed,
 	// checker stopped), so it is not counted.
 	interrupted := func() bool { return ctx.Err() != nil }
-	r0, err := runOne(js[0], 0)
+	var r0 *TrialResult
+	if sh.Index == 0 || opts.Native {
+		r0, err = runOne(js[0], 0)
+	} else {
+		// Another shard owns trial 0, but its step count is this shard's
+		// hint too: run it, without counting it or learning from it.
+		var pred sched.Predictor
+		if hist != nil {
+			pred = hist.Snapshot()
+		}
+		r0, err = runAt(js[0], 0, pred)
+	}
 	switch {
 	case interrupted():
 		return sum.finish(start, true), nil
@@ -267,8 +338,12 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		return nil, fmt.Errorf("stopped after trial 0, where node %s could not start: %s (output in %s)", o.Node, o.Detail, r0.Dir)
 	}
 	stepsHint = max(r0.Outcome.Steps, 1)
-	next = 1
-	record(0, r0)
+	if r0.Index == sh.Trial(0) {
+		next = 1
+		record(0, r0)
+	} else if err := os.RemoveAll(r0.Dir); err != nil {
+		return nil, fmt.Errorf("removing the hint trial's directory: %w", err)
+	}
 
 	var wg sync.WaitGroup
 	for _, j := range js {
@@ -277,14 +352,14 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 			defer wg.Done()
 			for {
 				mu.Lock()
-				if next >= trials || stop || firstErr != nil || ctx.Err() != nil {
+				if next >= n || stop || firstErr != nil || ctx.Err() != nil {
 					mu.Unlock()
 					return
 				}
-				i := next
+				p := next
 				next++
 				mu.Unlock()
-				r, err := runOne(j, i)
+				r, err := runOne(j, p)
 				if interrupted() {
 					cond.Broadcast()
 					return
@@ -301,7 +376,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 				if r == nil {
 					return
 				}
-				record(i, r)
+				record(p, r)
 			}
 		}(j)
 	}
@@ -311,13 +386,18 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	}
 	// Trials that finished after a gap (an earlier one was cut short) are
 	// still findings.
-	for i := reported + 1; len(pending) > 0; i++ {
-		if r, ok := pending[i]; ok {
-			delete(pending, i)
-			sum.add(r)
+	for p := reported + 1; len(pending) > 0; p++ {
+		if r, ok := pending[p]; ok {
+			delete(pending, p)
+			sum.Add(r)
+			if r.Conflict != nil {
+				sum.Stats = append(sum.Stats, *r.Conflict)
+			}
 		}
 	}
-	if hist != nil && histPath != "" {
+	// A shard's table goes into its result for the merge: shards writing
+	// one shared file would each overwrite the others' learning.
+	if hist != nil && histPath != "" && !sharded {
 		if err := hist.Save(histPath); err != nil {
 			return nil, fmt.Errorf("saving history: %w", err)
 		}
@@ -325,8 +405,8 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	return sum.finish(start, interrupted()), nil
 }
 
-// add counts one finished trial.
-func (s *Summary) add(r *TrialResult) {
+// Add counts one finished trial; trials come in index order.
+func (s *Summary) Add(r *TrialResult) {
 	s.Results = append(s.Results, r)
 	s.Trials++
 	s.ByKind[r.Outcome.Kind]++

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/sched"
@@ -49,6 +50,9 @@ type TrialResult struct {
 	// Conntrack compares the kernel's byte records with lockstep's
 	// accounting (zero when connection tracking is unavailable).
 	Conntrack ConntrackStats
+	// Conflict is how well the conflict history predicted this trial's
+	// conflicts ("+" strategies; nil otherwise).
+	Conflict *conflict.Stats
 }
 
 // job is one worker of a campaign: its own network and CPU, reused across

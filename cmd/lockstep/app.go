@@ -112,7 +112,7 @@ func newApp() *cli.App {
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return badInput(err)
 		},
-		Commands: []*cli.Command{runCmd(), replayCmd(), showCmd(), benchCmd(), cleanCmd(), versionCmd()},
+		Commands: []*cli.Command{runCmd(), mergeCmd(), replayCmd(), showCmd(), benchCmd(), k8sCmd(), cleanCmd(), versionCmd()},
 	}
 }
 
@@ -147,6 +147,7 @@ func runCmd() *cli.Command {
 			&cli.DurationFlag{Name: "native-limit", Value: 5 * time.Second, Usage: "with --native: clients still running after this are a hang"},
 			&cli.StringFlag{Name: "junit", Usage: "also write the result as JUnit XML to `FILE` (a test case per campaign)"},
 			&cli.StringFlag{Name: "json", Usage: "also write the summary as JSON to `FILE`"},
+			shardFlag, shardEnvFlag,
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -177,6 +178,12 @@ func runCmd() *cli.Command {
 			if opts.Trials > 0 {
 				total = opts.Trials
 			}
+			if c.IsSet("shard") {
+				if err := shardRun(c, sp, &opts); err != nil {
+					return err
+				}
+				total = opts.Shard.Size(total)
+			}
 			bar := newBar(c.App.ErrWriter, total, c.Bool("quiet"))
 			failures := 0
 			start := time.Now()
@@ -199,6 +206,9 @@ func runCmd() *cli.Command {
 					return sig
 				}
 				return withCIReports(c, &exitError{code: 2, err: err}, report.Campaign{Spec: sp.Name, Summary: sum, Err: err})
+			}
+			if opts.Shard.Count > 0 {
+				return shardDone(c, sum, start)
 			}
 			report.WriteSummary(c.App.Writer, sum, c.Bool("stats"))
 			if err := writeCIReports(c, report.Campaign{Spec: sp.Name, Summary: sum}); err != nil {
