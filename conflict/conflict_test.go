@@ -2,6 +2,7 @@ package conflict
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -233,5 +234,54 @@ func TestEvaluateSchemes(t *testing.T) {
 		if e.Ops != 8 || e.Conflicting != 4 || e.FalseNegatives != 0 || e.FalsePositives != 2 {
 			t.Errorf("%s: %+v", e.Scheme, e)
 		}
+	}
+}
+
+// TestHistoryMerge: tables learned apart from one base merge, in any
+// order, into the table learned from all their trials.
+func TestHistoryMerge(t *testing.T) {
+	learn := func(h *History, lpid string, conflicted bool) {
+		h.Update(&Analysis{Records: []sched.Record{{Op: sched.Op{LPID: lpid, Site: "p+0x1", Kind: sched.Send}}}, Conflicting: []bool{conflicted}})
+	}
+	fresh := func() *History {
+		h := NewHistory(DefaultScheme)
+		learn(h, "base/0/t0", false) // the base: one trial
+		return h
+	}
+	a, b, all := fresh(), fresh(), fresh()
+	for _, tr := range []struct {
+		h    *History
+		lpid string
+		c    bool
+	}{{a, "x/0/t0", true}, {a, "y/0/t0", false}, {b, "y/0/t0", true}, {b, "base/0/t0", true}, {b, "z/0/t0", false}} {
+		learn(tr.h, tr.lpid, tr.c)
+		learn(all, tr.lpid, tr.c)
+	}
+	save := func(h *History) string {
+		p := filepath.Join(t.TempDir(), "h.json")
+		if err := h.Save(p); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(p)
+		return string(b)
+	}
+	want := save(all)
+	for _, order := range [][]*History{{a, b}, {b, a}} {
+		m := NewHistory(DefaultScheme)
+		for _, h := range order {
+			if err := m.Merge(h, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := save(m); got != want {
+			t.Errorf("merged\n%s\nwant\n%s", got, want)
+		}
+	}
+	other, _ := ParseScheme("pc")
+	if err := NewHistory(other).Merge(a, 1); err == nil {
+		t.Error("merged tables of two schemes")
+	}
+	if err := NewHistory(DefaultScheme).Merge(a, 5); err == nil {
+		t.Error("merged a table of fewer trials than its base")
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 var (
-	shardFlag = &cli.StringFlag{Name: "shard", Usage: "run only shard `I/N` of the campaign (trials I, I+N, I+2N, ...), into OUT/shard-I-of-N for `lockstep merge`; N alone takes I from --shard-index-env"}
+	shardFlag    = &cli.StringFlag{Name: "shard", Usage: "run only shard `I/N` of the campaign (trials I, I+N, I+2N, ...), into OUT/shard-I-of-N for `lockstep merge`; N alone takes I from --shard-index-env"}
 	shardEnvFlag = &cli.StringFlag{Name: "shard-index-env", Value: shard.IndexEnv, Usage: "with --shard N: the environment `VARIABLE` holding the shard's index (SLURM_ARRAY_TASK_ID on Slurm)"}
 )
 
