@@ -169,9 +169,12 @@ func New(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		runDir:   filepath.Join(RunDir, cfg.Prefix),
 		cgParent: filepath.Join(cgRoot, "lockstep-"+cfg.Prefix),
 	}
+	// `return nil, err` sets c to nil before this runs: close what was
+	// made through its own pointer.
+	made := c
 	defer func() {
 		if err != nil {
-			c.Close()
+			made.Close()
 			c = nil
 		}
 	}()
