@@ -690,3 +690,27 @@ func TestResetClearsSockets(t *testing.T) {
 		t.Fatalf("sockets left after Reset: %+v", after)
 	}
 }
+
+// TestSetupFailureCleansUp: a setup step that fails after the cluster's
+// first objects exist (here its cgroup, already taken) returns the error
+// in one line and removes what it made, rather than panicking on the way.
+func TestSetupFailureCleansUp(t *testing.T) {
+	requireNet(t)
+	const prefix = "lskcgtaken"
+	cg := filepath.Join(DefaultCgroupRoot, "lockstep-"+prefix)
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(cg) })
+	c, err := New(context.Background(), Config{Prefix: prefix, Nodes: []string{"a"}})
+	if err == nil {
+		c.Close()
+		t.Fatal("no error with the cluster's cgroup taken")
+	}
+	if !strings.Contains(err.Error(), "creating cgroup "+cg) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("error %q", err)
+	}
+	if _, err := os.Stat(filepath.Join(RunDir, prefix)); !os.IsNotExist(err) {
+		t.Errorf("run directory left behind: %v", err)
+	}
+}
