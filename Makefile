@@ -39,8 +39,8 @@ bench-hit: build testdata ## hit ratio of every strategy on the bug suite (TRIAL
 stress: build testdata ## the demo's schedules on an idle machine against --jobs 2 beside real-time busy loops (TRIALS=200); exits 1 on a difference
 	@bash scripts/stress-determinism.sh $(or $(TRIALS),200)
 
-image: build testdata ## the lockstep container image (IMAGE=localhost/lockstep:VERSION; BASE=an image, e.g. from scripts/debian-base.sh to build offline)
-	$(or $(shell command -v buildah),podman) build -f Containerfile $(if $(BASE),--build-arg BASE=$(BASE)) -t $(or $(IMAGE),localhost/lockstep:$(shell sed -n 's/^const Version = "\(.*\)"/\1/p' engine/trial.go)) .
+image: build testdata ## the lockstep container image (IMAGE=localhost/lockstep:VERSION; BASE=an image, e.g. from scripts/debian-base.sh to build offline; chroot isolation: no OCI runtime or cgroups needed to build)
+	$(or $(shell command -v buildah),podman) build --isolation chroot -f Containerfile $(if $(BASE),--build-arg BASE=$(BASE)) -t $(or $(IMAGE),localhost/lockstep:$(shell sed -n 's/^const Version = "\(.*\)"/\1/p' engine/trial.go)) .
 
 shard-demo: build testdata ## a 1,000-trial campaign as 8 shards on a local Slurm array job (or processes: ENGINE=local), merged and compared with one process
 	@bash scripts/shard-demo.sh
