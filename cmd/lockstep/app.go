@@ -185,14 +185,15 @@ func runCmd() *cli.Command {
 				total = opts.Shard.Size(total)
 			}
 			bar := newBar(c.App.ErrWriter, total, c.Bool("quiet"))
-			failures := 0
+			failures, done := 0, 0
 			start := time.Now()
 			opts.Progress = func(r *engine.TrialResult) {
+				done++
 				if r.Outcome.Kind.IsFailure() {
 					failures++
 				}
 				if bar != nil {
-					bar.Describe(fmt.Sprintf("%d failures, %.1f trials/s", failures, float64(r.Index+1)/time.Since(start).Seconds()))
+					bar.Describe(fmt.Sprintf("%d failures, %.1f trials/s", failures, float64(done)/time.Since(start).Seconds()))
 					bar.Add(1)
 				}
 			}
