@@ -5,7 +5,10 @@ go 1.26.8
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/cilium/ebpf v0.22.0
+	github.com/cyphar/filepath-securejoin v0.7.0
 	github.com/goccy/go-yaml v1.19.2
+	github.com/opencontainers/go-digest v1.0.0
+	github.com/opencontainers/image-spec v1.1.1
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/vishvananda/netlink v1.3.1
