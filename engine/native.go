@@ -24,6 +24,11 @@ const Hang OutcomeKind = "hang"
 // and the kernel's own scheduling. It gives the baseline hit ratio.
 func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.Duration) (*TrialResult, error) {
 	sp := j.spec
+	for i, n := range sp.Nodes {
+		if n.Image != nil {
+			return nil, fmt.Errorf("nodes[%d].image: a native run starts host programs; node %s runs from an image", i, n.Name)
+		}
+	}
 	start := time.Now()
 	res := &TrialResult{Index: index, Seed: seed}
 	res.Dir = trialDir(j.outDir, index)

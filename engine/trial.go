@@ -333,8 +333,14 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 	}
 	t.files = append(t.files, out, errf)
 	cn := t.j.cluster.Node(n.Name)
+	sb := &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps, Trial: t.res.Dir}
+	if n.Image != nil {
+		sb.Root, env = imageRoot(t.res.Dir, n), imageNodeEnv(env)
+	} else {
+		env = nodeEnv(env)
+	}
 	return &tracer.LaunchConfig{
-		Node: n.Name, Addr: cn.Addr, Argv: argv, Env: nodeEnv(env), Dir: wd,
+		Node: n.Name, Addr: cn.Addr, Argv: argv, Env: env, Dir: wd,
 		Netns: cn.NetnsPath, HostsFile: cn.HostsFile, Cgroup: cn.CgroupDir,
 		Stdout: out, Stderr: errf,
 		// Pids the node sees are then the same in every run (replay).
@@ -342,7 +348,7 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 		ClockOffset:  t.skew[n.Name],
 		// The host is read-only to a node but for the trial's directory
 		// (its {{tmp}}, and {{trialdir}} where clients write histories).
-		Sandbox: &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps, Trial: t.res.Dir},
+		Sandbox: sb,
 	}, nil
 }
 

@@ -118,6 +118,12 @@ type Node struct {
 	Name       string
 	Role       Role
 	Command    []string // unexpanded templates
+	// Image, when set, is the image whose filesystem is the node's root
+	// and whose config gives its command, environment and working
+	// directory where the spec does not (spec: image:, docs/spec.md
+	// "Images"). Entrypoint then replaces the image's ENTRYPOINT.
+	Image      *Image
+	Entrypoint []string
 	Env        map[string]string
 	Workdir    string
 	StartDelay time.Duration
@@ -128,7 +134,7 @@ type Node struct {
 	// (spec: capabilities: [NET_ADMIN]).
 	Caps []int
 	// Lines of the node and of its fields, for errors found after decoding.
-	line, cmdLine, workdirLine, delayLine int
+	line, cmdLine, workdirLine, delayLine, imageLine int
 	envLines                              map[string]int
 }
 
@@ -898,7 +904,7 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 	seen := map[string]int{}
 	for i, v := range seq.Values {
 		path := fmt.Sprintf("nodes[%d]", i)
-		np, err := d.fields(v, path, "name", "role", "command", "env", "workdir", "start_delay", "ready", "capabilities")
+		np, err := d.fields(v, path, "name", "role", "command", "env", "workdir", "start_delay", "ready", "capabilities", "image", "entrypoint")
 		if err != nil {
 			return err
 		}
@@ -935,6 +941,22 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 				ns.cmdLine = lineOf(q.value)
 				if len(ns.Command) == 0 {
 					return d.errf(q.value, f, "must not be empty")
+				}
+			case "image":
+				ref, err := d.str(q.value, f)
+				if err != nil {
+					return err
+				}
+				if ns.Image, err = openImage(ref, s.Dir); err != nil {
+					return d.errf(q.value, f, "%v", err)
+				}
+				ns.imageLine = lineOf(q.value)
+			case "entrypoint":
+				if ns.Entrypoint, err = d.strings(q.value, f); err != nil {
+					return err
+				}
+				if ns.Entrypoint == nil {
+					ns.Entrypoint = []string{}
 				}
 			case "env":
 				if ns.Env, ns.envLines, err = d.envMap(q.value, f); err != nil {
@@ -974,8 +996,15 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 		if ns.Name == "" {
 			return d.errf(v, path+".name", "missing")
 		}
-		if cmdNode == nil {
+		if cmdNode == nil && ns.Image == nil {
 			return d.errf(v, path+".command", "missing")
+		}
+		if ns.Entrypoint != nil && ns.Image == nil {
+			return d.errf(v, path+".entrypoint", "only an image node has an entrypoint (put it in command)")
+		}
+		if ns.Image != nil {
+			// A replay refuses a spec whose image changed.
+			s.Digest = digest([]byte(s.Digest + "\n" + path + ".image " + ns.Image.ID))
 		}
 		s.Nodes = append(s.Nodes, ns)
 	}
@@ -1170,7 +1199,7 @@ func (s *Spec) Expand(node string, v TemplateVars) (argv, env []string, workdir 
 	if ns == nil {
 		return nil, nil, "", fmt.Errorf("no node %q", node)
 	}
-	if argv, err = s.expandAll(node, v, ns.Command); err != nil {
+	if argv, err = s.command(ns, v); err != nil {
 		return nil, nil, "", err
 	}
 	keys := make([]string, 0, len(ns.Env))
@@ -1186,6 +1215,9 @@ func (s *Spec) Expand(node string, v TemplateVars) (argv, env []string, workdir 
 		env = append(env, k+"="+val[0])
 	}
 	workdir = v.NodeDir
+	if ns.Image != nil {
+		env, workdir = ns.Image.imageEnv(env), ns.Image.workdir()
+	}
 	if ns.Workdir != "" {
 		wd, err := s.expandAll(node, v, []string{ns.Workdir})
 		if err != nil {
@@ -1250,7 +1282,12 @@ func (s *Spec) validateTemplates(d *decoder) error {
 			}
 			env = append(env, k+"="+out[0])
 		}
-		if n.Workdir != "" {
+		if n.Image != nil {
+			// The image's paths: nothing to find on the host.
+			if err := s.checkImageNode(n, v); err != nil {
+				return serr(n.imageLine, "image", "%v", err)
+			}
+		} else if n.Workdir != "" {
 			wd, err := s.expandAll(n.Name, v, []string{n.Workdir})
 			if err != nil {
 				return serr(n.workdirLine, "workdir", "%v", err)
@@ -1266,11 +1303,13 @@ func (s *Spec) validateTemplates(d *decoder) error {
 				return serr(n.workdirLine, "workdir", "%q leaves the trial directory", n.Workdir)
 			}
 		}
-		if err := checkArgs(argv, env); err != nil {
-			return serr(n.cmdLine, "command", "%v", err)
-		}
-		if err := checkProgram(argv[0], s.Dir); err != nil {
-			return serr(n.cmdLine, "command", "%v", err)
+		if n.Image == nil {
+			if err := checkArgs(argv, env); err != nil {
+				return serr(n.cmdLine, "command", "%v", err)
+			}
+			if err := checkProgram(argv[0], s.Dir); err != nil {
+				return serr(n.cmdLine, "command", "%v", err)
+			}
 		}
 		if n.StartDelay >= s.Limits.VirtualTime {
 			return serr(n.delayLine, "start_delay", "%v is not before limits.virtual_time (%v): the node would never start", n.StartDelay, s.Limits.VirtualTime)

@@ -19,6 +19,10 @@ import (
 // Sandbox isolates a node the way a container would; see LaunchConfig.
 type Sandbox = launch.Sandbox
 
+// Root is an image's filesystem a sandboxed node sees as its /
+// (Sandbox.Root).
+type Root = launch.Root
+
 // TrialPath is where a sandboxed node sees its Sandbox.Trial directory.
 const TrialPath = launch.TrialPath
 
@@ -60,8 +64,14 @@ func prepareLaunch(cfg LaunchConfig) (LaunchConfig, string, error) {
 	if len(cfg.Argv) == 0 {
 		return cfg, "", errors.New("launching: empty command")
 	}
-	path, err := resolveProgram(cfg.Argv[0], cfg.Dir)
-	if err != nil {
+	var path string
+	var err error
+	if cfg.Sandbox != nil && cfg.Sandbox.Root != nil {
+		// Found in the image, where it will be exec'd.
+		if path, err = cfg.Sandbox.Root.LookPath(cfg.Argv[0], cfg.Dir, cfg.Env); err != nil {
+			return cfg, "", fmt.Errorf("%s: %w", cfg.Argv[0], ErrNotFound)
+		}
+	} else if path, err = resolveProgram(cfg.Argv[0], cfg.Dir); err != nil {
 		return cfg, "", err
 	}
 	// Go's asynchronous preemption signals threads on a timer: every signal

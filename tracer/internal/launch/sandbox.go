@@ -32,6 +32,9 @@ type Sandbox struct {
 	// a replay in a directory whose name was one byte longer took another
 	// path.
 	Trial string
+	// Root, when set, is an image's filesystem the node sees as / in
+	// place of the host's (see Root).
+	Root *Root
 }
 
 // TrialPath is where a sandboxed node sees Sandbox.Trial.

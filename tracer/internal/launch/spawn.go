@@ -69,6 +69,8 @@ const (
 	stepNoNewPrivs
 	stepSeccomp
 	stepExec
+	stepImageRoot
+	stepPivotRoot
 )
 
 var stepNames = map[spawnStep]string{
@@ -83,6 +85,7 @@ var stepNames = map[spawnStep]string{
 	stepPersonality: "disabling ASLR", stepWaitSeized: "waiting for the tracer",
 	stepTSC: "trapping rdtsc", stepNoNewPrivs: "setting no_new_privs",
 	stepSeccomp: "installing the seccomp filter", stepExec: "executing the program",
+	stepImageRoot: "mounting the image's root", stepPivotRoot: "making the image's root the node's /",
 }
 
 // spawnSpec is everything the child needs, prepared by the parent so that
@@ -130,6 +133,14 @@ type spawnSpec struct {
 	varTmp                          *byte // nil when the host has no /var/tmp
 	// trial, when set, is bound at trialAt (TrialPath), after the rest.
 	trial, trialAt *byte
+	// image: the node's / is an image's (see Root and setImageRoot): an
+	// overlay mounted on root, with rootDirs made in it (rootModes), its
+	// /proc at rootProc and the hosts file bound at rootHosts; dot is ".".
+	image                 bool
+	root, dot, rootProc   *byte
+	rootDirs              []*byte
+	rootModes             []uintptr
+	rootHosts, imageHosts *byte
 	// clock, when set, is the node's clock page, handed to the program as
 	// descriptor ClockPageFd (see ClockPageFd).
 	clock      uintptr
@@ -224,7 +235,11 @@ func spawnChild(s *spawnSpec) {
 			spawnFail(s, stepMountHosts, e)
 		}
 	}
-	if s.sandbox {
+	if s.image {
+		if step, e := imageMounts(s); e != 0 {
+			spawnFail(s, step, e)
+		}
+	} else if s.sandbox {
 		if step, e := sandboxMounts(s); e != 0 {
 			spawnFail(s, step, e)
 		}
@@ -302,6 +317,9 @@ func cstr(str string) *byte {
 // setSandbox prepares a sandbox (see Sandbox); clockFd is the node's clock
 // page in the forking process, -1 for none.
 func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
+	if sb.Root != nil {
+		return s.setImageRoot(sb, clockFd)
+	}
 	if err := os.MkdirAll(sandboxScratch, 0o700); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
