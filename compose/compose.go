@@ -252,6 +252,7 @@ func Import(path string, data []byte) ([]byte, error) {
 	var name string
 	var services yaml.MapSlice
 	var dropped []string
+	var extra []byte
 	for _, it := range top {
 		switch k := fmt.Sprint(it.Key); k {
 		case "name":
@@ -262,6 +263,21 @@ func Import(path string, data []byte) ([]byte, error) {
 				return nil, fail("services", "must map service names to services")
 			}
 		case "version":
+		case "x-lockstep":
+			// Spec fields a compose file has no words for: faults,
+			// trials, limits, time, scheduler.
+			if _, ok := it.Value.(map[string]any); !ok {
+				return nil, fail("x-lockstep", "must map spec fields to their values")
+			}
+			b, _ := yaml.Marshal(it.Value)
+			var ms yaml.MapSlice
+			yaml.Unmarshal(b, &ms)
+			for _, kv := range ms {
+				if k := fmt.Sprint(kv.Key); k == "nodes" || k == "name" {
+					return nil, fail("x-lockstep."+k, "comes from the services")
+				}
+			}
+			extra = b
 		default:
 			if !strings.HasPrefix(k, "x-") {
 				dropped = append(dropped, k)
@@ -329,7 +345,11 @@ func Import(path string, data []byte) ([]byte, error) {
 		return nil, fail("services", "%v", err)
 	}
 	readiness(ordered, byName)
-	return write(path, specName(name), ordered, dropped), nil
+	out := write(path, specName(name), ordered, dropped)
+	if len(extra) > 0 {
+		out = append(append(out, "# from x-lockstep:\n"...), extra...)
+	}
+	return out, nil
 }
 
 func mustAbs(p string) string {
@@ -534,7 +554,7 @@ func write(path, name string, nodes []*node, dropped []string) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Imported by lockstep import from %s: review the comments, then add\n", filepath.Base(path))
 	b.WriteString("# faults (docs/spec.md, \"Faults\").\n")
-	fmt.Fprintf(&b, "name: %s\n", name)
+	fmt.Fprintf(&b, "name: %s\n", quote(name))
 	for _, k := range dropped {
 		fmt.Fprintf(&b, "# not carried over: top-level %s", k)
 		if why := notes[k]; why != "" {

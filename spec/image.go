@@ -2,13 +2,16 @@ package spec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	v1 "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/lockstep-dev/lockstep/compose"
 	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
@@ -126,4 +129,24 @@ func (s *Spec) checkImageNode(n Node, v TemplateVars) error {
 		return err
 	}
 	return n.Image.checkProgram(argv, env, wd)
+}
+
+// loadCompose loads a compose file as the spec `lockstep import` writes
+// from it. Errors in that spec point at its lines, which `lockstep import`
+// prints.
+func loadCompose(path string, data []byte) (*Spec, error) {
+	imported, err := compose.Import(path, data)
+	if err != nil {
+		var ce *compose.Error
+		if errors.As(err, &ce) {
+			return nil, &Error{File: ce.File, Field: ce.Field, Msg: ce.Msg}
+		}
+		return nil, err
+	}
+	s, err := Parse(path, imported)
+	var se *Error
+	if errors.As(err, &se) {
+		se.Msg += " (in the spec imported from it: see lockstep import " + filepath.Base(path) + ")"
+	}
+	return s, err
 }

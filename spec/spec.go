@@ -25,6 +25,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+	"github.com/lockstep-dev/lockstep/compose"
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/netns"
@@ -115,9 +116,9 @@ func (s *Spec) Node(name string) *Node {
 
 // Node is one node of a spec.
 type Node struct {
-	Name       string
-	Role       Role
-	Command    []string // unexpanded templates
+	Name    string
+	Role    Role
+	Command []string // unexpanded templates
 	// Image, when set, is the image whose filesystem is the node's root
 	// and whose config gives its command, environment and working
 	// directory where the spec does not (spec: image:, docs/spec.md
@@ -135,7 +136,7 @@ type Node struct {
 	Caps []int
 	// Lines of the node and of its fields, for errors found after decoding.
 	line, cmdLine, workdirLine, delayLine, imageLine int
-	envLines                              map[string]int
+	envLines                                         map[string]int
 }
 
 // Timing defaults (docs/spec.md, "Timing"): up to two delays per trial,
@@ -234,6 +235,9 @@ func Load(path string) (*Spec, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if compose.Is(path, data) {
+		return loadCompose(path, data)
 	}
 	return Parse(path, data)
 }

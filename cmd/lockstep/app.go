@@ -112,7 +112,7 @@ func newApp() *cli.App {
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return badInput(err)
 		},
-		Commands: []*cli.Command{runCmd(), mergeCmd(), replayCmd(), showCmd(), benchCmd(), k8sCmd(), cleanCmd(), versionCmd()},
+		Commands: []*cli.Command{runCmd(), mergeCmd(), replayCmd(), showCmd(), importCmd(), benchCmd(), k8sCmd(), cleanCmd(), versionCmd()},
 	}
 }
 
