@@ -346,6 +346,9 @@ func Import(path string, data []byte) ([]byte, error) {
 	}
 	readiness(ordered, byName)
 	out := write(path, specName(name), ordered, dropped)
+	if !bytes.Contains(extra, []byte("faults:")) {
+		out = append(out, "# No faults: add them under x-lockstep in the compose file, or here\n# (docs/spec.md, \"Faults\").\n"...)
+	}
 	if len(extra) > 0 {
 		out = append(append(out, "# from x-lockstep:\n"...), extra...)
 	}
@@ -552,8 +555,7 @@ func list(ws []string) string {
 // write renders the spec.
 func write(path, name string, nodes []*node, dropped []string) []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Imported by lockstep import from %s: review the comments, then add\n", filepath.Base(path))
-	b.WriteString("# faults (docs/spec.md, \"Faults\").\n")
+	fmt.Fprintf(&b, "# Imported by lockstep import from %s: review the comments.\n", filepath.Base(path))
 	fmt.Fprintf(&b, "name: %s\n", quote(name))
 	for _, k := range dropped {
 		fmt.Fprintf(&b, "# not carried over: top-level %s", k)
