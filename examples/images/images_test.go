@@ -1,0 +1,68 @@
+package images_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/spec"
+	"github.com/lockstep-dev/lockstep/tracer"
+)
+
+func TestMain(m *testing.M) {
+	tracer.MaybeRunZygote()
+	testutil.LeakCheckMain(m)
+}
+
+func here() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// requireImages skips unless build.sh has put the example's images in
+// podman's store (building them takes minutes: not part of make test).
+func requireImages(t *testing.T) {
+	t.Helper()
+	for _, name := range []string{"localhost/lockstep-redis:latest", "localhost/lockstep-kvclient:latest"} {
+		if err := exec.Command("podman", "image", "exists", name).Run(); err != nil {
+			t.Skipf("image %s not in podman's store (examples/images/build.sh builds it): skipping the images example", name)
+		}
+	}
+	testutil.RequireNetns(t)
+	testutil.RequirePtrace(t)
+	testutil.RequireCgroup2(t, testutil.CgroupRoot)
+}
+
+// One trial from spec.yaml and one from compose.yaml, the same system:
+// each passes or loses acknowledged writes under its partition (as
+// examples/redis does), and each trace replays.
+func TestRedisFromImages(t *testing.T) {
+	requireImages(t)
+	for _, file := range []string{"spec.yaml", "compose.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			sp, err := spec.Load(filepath.Join(here(), file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 1, OutDir: t.TempDir(), TraceAll: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := sum.Results[0]
+			if k := r.Outcome.Kind; k != engine.Pass && k != engine.NotLinearizable {
+				t.Fatalf("trial 0: %v", r.Outcome)
+			}
+			rr, err := engine.Replay(context.Background(), r.TracePath, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rr.Same {
+				t.Fatalf("replay of trial 0 (%s) differs: %s", r.Outcome.Kind, rr.Diff)
+			}
+		})
+	}
+}
