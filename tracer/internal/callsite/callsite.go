@@ -19,6 +19,10 @@ type mapping struct {
 	start, end uint64
 	offset     uint64 // file offset of start
 	path       string
+	// root is the process's root directory as lockstep reaches it
+	// (/proc/PID/root): path is in the process's filesystem, an image's
+	// for a node run from one.
+	root string
 }
 
 // memMaps is the executable part of /proc/PID/maps, re-read when an address
@@ -49,7 +53,7 @@ func loadMaps(pid int) (*memMaps, error) {
 		if len(fields) >= 6 {
 			path = fields[5]
 		}
-		m.exec = append(m.exec, mapping{start: start, end: end, offset: off, path: path})
+		m.exec = append(m.exec, mapping{start: start, end: end, offset: off, path: path, root: "/proc/" + strconv.Itoa(pid) + "/root"})
 	}
 	sort.Slice(m.exec, func(i, j int) bool { return m.exec[i].start < m.exec[j].start })
 	return m, sc.Err()
@@ -138,12 +142,12 @@ func moduleSkipped(path string) bool {
 	return false
 }
 
-func (c *Cache) symbols(path string) *symtab {
+func (c *Cache) symbols(path, root string) *symtab {
 	if st, ok := c.syms[path]; ok {
 		return st
 	}
 	var st *symtab
-	if f, err := elf.Open(path); err == nil {
+	if f, err := elf.Open(root + path); err == nil {
 		st = &symtab{}
 		for _, p := range f.Progs {
 			if p.Type == elf.PT_LOAD {
@@ -175,9 +179,12 @@ func (c *Cache) symbols(path string) *symtab {
 	return st
 }
 
-// symbolAt names the function containing the file offset off of module path.
-func (c *Cache) symbolAt(path string, off uint64) string {
-	st := c.symbols(path)
+// symbolAt names the function containing the file offset off of module path,
+// read through root (the first process to map a path names it for all:
+// nodes from different images that hold one path with different files
+// share the first one's symbols).
+func (c *Cache) symbolAt(path, root string, off uint64) string {
+	st := c.symbols(path, root)
 	if st == nil || len(st.addrs) == 0 {
 		return ""
 	}
@@ -213,7 +220,7 @@ func (c *Cache) classify(m *mapping, off uint64) frameClass {
 		return cl
 	}
 	cl := frameUser
-	if name := c.symbolAt(m.path, off); name != "" {
+	if name := c.symbolAt(m.path, m.root, off); name != "" {
 		for _, p := range skipSymbolPrefixes {
 			if strings.HasPrefix(name, p) {
 				cl = frameSkip
