@@ -55,6 +55,22 @@ func openImage(ref, dir string) (*Image, error) {
 	return &Image{Ref: ref, ID: im.ID.String(), Root: root, Config: im.Config}, nil
 }
 
+// image opens ref once per spec.
+func (d *decoder) image(ref, dir string) (*Image, error) {
+	if im, ok := d.images[ref]; ok {
+		return im, nil
+	}
+	im, err := openImage(ref, dir)
+	if err != nil {
+		return nil, err
+	}
+	if d.images == nil {
+		d.images = map[string]*Image{}
+	}
+	d.images[ref] = im
+	return im, nil
+}
+
 // command is a node's argv unexpanded but for the spec's own parts: for
 // an image node, as Docker builds it, entrypoint: replaces the image's
 // ENTRYPOINT and drops its CMD, command: replaces CMD. The image's values

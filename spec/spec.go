@@ -358,6 +358,7 @@ func firstLine(s string) string {
 type decoder struct {
 	file     string
 	hostNets func() ([]netip.Prefix, error)
+	images   map[string]*Image // by reference: nodes often share one
 }
 
 func (d *decoder) errf(n ast.Node, field, format string, args ...any) error {
@@ -951,7 +952,7 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 				if err != nil {
 					return err
 				}
-				if ns.Image, err = openImage(ref, s.Dir); err != nil {
+				if ns.Image, err = d.image(ref, s.Dir); err != nil {
 					return d.errf(q.value, f, "%v", err)
 				}
 				ns.imageLine = lineOf(q.value)
