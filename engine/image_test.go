@@ -20,7 +20,8 @@ import (
 // imageSpec is a 2-node system whose nodes both run from one image holding
 // only a static program and a marker file (no shell, no libc): the server
 // counts its starts in /data/starts, a path of the image's root, and the
-// client fails when a pong comes from a restarted server.
+// client fails when a pong comes from a restarted server. The client's
+// working directory is not in the image: lockstep makes it.
 const imageSpec = `name: image-nodes
 nodes:
   - name: server
@@ -32,6 +33,7 @@ nodes:
     image: layout:v1
     entrypoint: [/bin/image_node, client]
     command: [server, "7000", "6", "100"]
+    workdir: /made/by/lockstep
 faults:
   kinds: [crash]
   budget: 1

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -36,12 +37,14 @@ type Root struct {
 // namespace, before it becomes the node's / (pivot_root).
 const rootMount = "/run/lockstep/root"
 
-// rootDirs are directories the sandbox mounts over in an image root,
-// made in the writable layer when the image lacks them, with their modes.
-var rootDirs = []struct {
+type rootDir struct {
 	path string
 	mode uint32
-}{
+}
+
+// rootDirs are directories the sandbox mounts over in an image root,
+// made in the writable layer when the image lacks them, with their modes.
+var rootDirs = []rootDir{
 	{"/proc", 0o555}, {"/dev", 0o755}, {"/tmp", 0o1777}, {"/var/tmp", 0o1777}, {"/etc", 0o755}, {TrialPath, 0o755},
 }
 
@@ -127,7 +130,15 @@ func (s *spawnSpec) setImageRoot(sb *Sandbox, clockFd int) error {
 		return err
 	}
 	at := map[string]string{}
-	for _, d := range rootDirs {
+	dirs := slices.Clone(rootDirs)
+	if s.dir != nil {
+		// The working directory too, made when missing as docker run -w
+		// makes it.
+		if wd := unix.BytePtrToString(s.dir); filepath.IsAbs(wd) {
+			dirs = append(dirs, rootDir{wd, 0o755})
+		}
+	}
+	for _, d := range dirs {
 		p, err := r.inRoot(d.path)
 		if err != nil {
 			return fmt.Errorf("sandbox: %w", err)
