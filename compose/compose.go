@@ -96,32 +96,40 @@ var notes = map[string]string{
 // stringList is a compose string-or-list; a string is split into words as
 // compose splits command: strings (shell quoting, no expansion).
 type stringList struct {
-	set   bool
-	words []string
-	err   error
+	set    bool
+	words  []string
+	err    error
+	interp bool // a word names a variable compose would substitute
 }
 
 func (s *stringList) UnmarshalYAML(b []byte) error {
 	s.set = true
 	var one string
 	if err := yaml.Unmarshal(b, &one); err == nil {
-		s.words, s.err = splitWords(one)
+		s.interp = interpolated(one)
+		s.words, s.err = splitWords(unescape(one))
 		return nil
 	}
-	return yaml.Unmarshal(b, &s.words)
+	err := yaml.Unmarshal(b, &s.words)
+	for i, w := range s.words {
+		s.interp = s.interp || interpolated(w)
+		s.words[i] = unescape(w)
+	}
+	return err
 }
 
 // environment is a compose map or KEY=VALUE list; a KEY alone takes the
 // host's value in compose, which a reproducible spec cannot.
 type environment struct {
-	vars  map[string]string
-	keys  []string // file order
-	bare  []string // KEY without a value
-	isSet bool
+	vars   map[string]string
+	interp map[string]bool // compose would substitute a variable in it
+	keys   []string        // file order
+	bare   []string        // KEY without a value
+	isSet  bool
 }
 
 func (e *environment) UnmarshalYAML(b []byte) error {
-	e.isSet, e.vars = true, map[string]string{}
+	e.isSet, e.vars, e.interp = true, map[string]string{}, map[string]bool{}
 	var list []string
 	if err := yaml.Unmarshal(b, &list); err == nil {
 		for _, kv := range list {
@@ -130,7 +138,7 @@ func (e *environment) UnmarshalYAML(b []byte) error {
 				e.bare = append(e.bare, k)
 				continue
 			}
-			e.vars[k] = v
+			e.vars[k], e.interp[k] = unescape(v), interpolated(v)
 			e.keys = append(e.keys, k)
 		}
 		return nil
@@ -145,7 +153,8 @@ func (e *environment) UnmarshalYAML(b []byte) error {
 			e.bare = append(e.bare, k)
 			continue
 		}
-		e.vars[k] = fmt.Sprint(it.Value)
+		v := fmt.Sprint(it.Value)
+		e.vars[k], e.interp[k] = unescape(v), interpolated(v)
 		e.keys = append(e.keys, k)
 	}
 	return nil
@@ -175,6 +184,19 @@ func (d *dependsOn) UnmarshalYAML(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// unescape undoes compose's escape of a literal $ ($$). Variables
+// ($VAR, ${VAR}) compose would take from the host's environment are left
+// as they are: a reproducible spec does not read the host's.
+func unescape(s string) string { return strings.ReplaceAll(s, "$$", "$") }
+
+// interpolated reports whether compose would substitute a variable in
+// s, before unescape.
+func interpolated(s string) bool {
+	s = strings.ReplaceAll(s, "$$", "")
+	i := strings.IndexByte(s, '$')
+	return i >= 0 && i+1 < len(s) && (s[i+1] == '{' || s[i+1] == '_' || s[i+1] >= 'A' && s[i+1] <= 'Z' || s[i+1] >= 'a' && s[i+1] <= 'z')
 }
 
 // splitWords splits a command string as a POSIX shell would split words:
@@ -579,6 +601,9 @@ func write(path, name string, nodes []*node, dropped []string) []byte {
 			img = "containers-storage:" + s.Image
 		}
 		fmt.Fprintf(&b, "    image: %s\n", quote(img))
+		if s.Entrypoint.interp || s.Command.interp {
+			b.WriteString("    # command: compose would substitute variables from the host's environment; taken literally\n")
+		}
 		if s.Entrypoint.set {
 			fmt.Fprintf(&b, "    entrypoint: %s\n", list(s.Entrypoint.words))
 		}
@@ -591,7 +616,7 @@ func write(path, name string, nodes []*node, dropped []string) []byte {
 			sort.Strings(keys)
 			for _, k := range slices.Compact(keys) {
 				v := s.Environment.vars[k]
-				if strings.Contains(v, "${") || strings.Contains(v, "$") && !strings.Contains(v, "$$") {
+				if s.Environment.interp[k] {
 					fmt.Fprintf(&b, "      # %s: compose would interpolate this from the host's environment; taken literally\n", k)
 				}
 				fmt.Fprintf(&b, "      %s: %s\n", key(k), quote(v))
