@@ -92,9 +92,16 @@ func Open(ctx context.Context, ref, dir, cache string) (*Image, error) {
 		return nil, fmt.Errorf("%s: neither a directory nor an archive", path)
 	}
 	im := &Image{Ref: ref, src: src}
-	if transport == TransportDockerArchive {
-		err = im.readDocker(tag)
-	} else if _, serr := src.open(specs.ImageIndexFile); serr == nil || transport != "" {
+	oci := transport == TransportOCI || transport == TransportOCIArchive
+	if transport == "" {
+		// An archive says what it is by its index.json (OCI) or
+		// manifest.json (docker).
+		if r, err := src.open(specs.ImageIndexFile); err == nil {
+			r.Close()
+			oci = true
+		}
+	}
+	if oci {
 		err = im.readOCI(tag)
 	} else {
 		err = im.readDocker(tag)
