@@ -219,6 +219,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		Capture:    true,
 		CPU:        j.cpu,
 		SiteFrames: p.frames,
+		Data:       sp.Trace.Data,
 		Logger:     j.log,
 		Zygote:     j.zygote,
 		Images:     j.images,
@@ -378,7 +379,7 @@ func (t *Trial) Released(id uint64, r tracer.Released) {
 	}
 	t.res.Records = append(t.res.Records, sched.Record{
 		Step: t.steps, VTime: int64(t.clk.Now()), Op: *t.pending,
-		Result: r.Result, Causes: r.Causes, Immediate: t.imm,
+		Result: r.Result, Causes: r.Causes, Data: r.Data, Immediate: t.imm,
 	})
 	if r.Completes != 0 {
 		// A delivery read by a recv released earlier (MSG_WAITALL), the
@@ -588,6 +589,15 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	if t.faults != nil {
 		if fs := t.faults.Offer(now, t.targets(st)); len(fs) > 0 {
 			choices = append(choices[:len(choices):len(choices)], fs...)
+		}
+	}
+	if x, ok := t.p.strategy.(sched.Extender); ok {
+		// explain's forced decisions: an advance or fault the offers above
+		// did not draw (see sched.Forced).
+		for _, o := range x.Extra(now, choices) {
+			if !o.Kind.IsFault() || t.faults != nil {
+				choices = append(choices[:len(choices):len(choices)], o)
+			}
 		}
 	}
 	if rp, ok := t.p.strategy.(*sched.Replay); ok && rp.Done() {

@@ -54,6 +54,9 @@ type diagram struct {
 	dest     map[int]string // in-flight row → the node it was sent to, when known
 	width    int
 	height   int
+	// explained, when set, highlights an explanation's races and greys
+	// out the ops outside its causal slice (explain.go).
+	explained *Explained
 }
 
 // laneOf says where an op is drawn: the node and sub-lane. A delivery is a
@@ -236,6 +239,7 @@ func (d *diagram) page(b *bufio.Writer) {
 		fmt.Fprintf(b, "<p class=\"verdict %s\">%s</p>\n", outcomeClass(o), esc(outcomeText(o)))
 	}
 	b.WriteString(legend)
+	d.explained.section(b)
 	b.WriteString("</header>\n")
 	fmt.Fprintf(b, "<div id=\"heads\"><svg width=\"%d\" height=\"%d\">\n", d.width, headH)
 	d.heads(b)
@@ -369,6 +373,11 @@ func opLabel(r *sched.Record) string {
 	if op.Bytes != 0 {
 		s += fmt.Sprintf(" %dB", op.Bytes)
 	}
+	if len(r.Data) > 0 {
+		// A label stays short; the hover text has all that was kept.
+		const labelData = 12
+		s += " " + sched.FormatData(r.Data[:min(len(r.Data), labelData)], sched.DataLen(r))
+	}
 	return s
 }
 
@@ -395,6 +404,9 @@ func opTitle(r *sched.Record) string {
 	}
 	if r.Result != 0 {
 		field("result", fmt.Sprint(r.Result))
+	}
+	if len(r.Data) > 0 {
+		field("data", sched.FormatData(r.Data, sched.DataLen(r)))
 	}
 	if op.Kind == sched.Advance {
 		field("clock runs to", vtime(op.At))
@@ -427,8 +439,8 @@ func (d *diagram) ops(b *bufio.Writer) {
 		x, y := d.opPoint(i)
 		n, sub := laneOf(op, d.nodes)
 		kind := op.Kind.String()
-		fmt.Fprintf(b, "<g class=\"op k-%s\" data-id=\"%d\" data-step=\"%d\" data-node=\"%s\"><title>%s</title>",
-			esc(kind), op.ID, r.Step, esc(n), esc(opTitle(r)))
+		fmt.Fprintf(b, "<g class=\"op k-%s%s\" data-id=\"%d\" data-step=\"%d\" data-node=\"%s\"><title>%s</title>",
+			esc(kind), d.explained.classes(r.Step), op.ID, r.Step, esc(n), esc(d.explained.title(r.Step, opTitle(r))))
 		label := esc(opLabel(r))
 		switch {
 		case sub == "":

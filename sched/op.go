@@ -140,6 +140,9 @@ type Op struct {
 	// LPID is the logical thread id, "node/forkpath/tN", stable across trials.
 	LPID string `json:"lpid"`
 	Kind Kind   `json:"kind"`
+	// Thread is the thread's name (/proc/…/comm) when the op appeared,
+	// for humans; it is no part of the op's identity.
+	Thread string `json:"thread,omitempty"`
 	// Object names what the op touches for conflict purposes, e.g.
 	// "inbox:db1/0" for a delivery to process db1/0, "listen:10.77.0.1:7000".
 	Object string `json:"object,omitempty"`

@@ -38,6 +38,9 @@ type Record struct {
 	// A recv with MSG_WAITALL that slept for more bytes also names the
 	// later deliveries that brought them.
 	Causes []uint64 `json:"causes,omitempty"`
+	// Data is the first bytes of what the op sent, delivered or read
+	// (spec trace.data bounds them), when known.
+	Data []byte `json:"data,omitempty"`
 	// Immediate is true when a "+" variant released the op at once because
 	// its signature was predicted not to conflict.
 	Immediate bool `json:"immediate,omitempty"`

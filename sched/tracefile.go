@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -79,6 +80,18 @@ func FormatRecord(r Record) string {
 	if r.Op.Bytes != 0 {
 		bytes = fmt.Sprint(r.Op.Bytes)
 	}
+	peer := Describe(r)
+	vt := time.Duration(r.VTime)
+	line := fmt.Sprintf("  %5d  %8.3fs  %-10s %-16s %-22s %-22s %s", r.Step, vt.Seconds(), r.Op.Node, r.Op.LPID, op, peer, bytes)
+	if len(r.Data) > 0 {
+		line += fmt.Sprintf("%*s%s", max(1, 6-len(bytes)), "", FormatData(r.Data, DataLen(&r)))
+	}
+	return line
+}
+
+// Describe is what a record says beside its op: the peer, or an
+// advance's target, a fault's target and size.
+func Describe(r Record) string {
 	peer := r.Op.Peer
 	switch {
 	case r.Op.Kind == Advance:
@@ -122,6 +135,30 @@ func FormatRecord(r Record) string {
 	if r.Auto {
 		peer = strings.TrimSpace(peer + " (quiet period)")
 	}
-	vt := time.Duration(r.VTime)
-	return fmt.Sprintf("  %5d  %8.3fs  %-10s %-16s %-22s %-22s %s", r.Step, vt.Seconds(), r.Op.Node, r.Op.LPID, op, peer, bytes)
+	return peer
+}
+
+// DataLen is the length of the message whose first bytes r.Data holds:
+// the result when lockstep knows it, a send's or a delivery's byte count,
+// and for a recv whose result is not known (it asked for Bytes, and may
+// have read fewer) just what Data holds.
+func DataLen(r *Record) int {
+	switch {
+	case r.Result > 0:
+		return int(r.Result)
+	case r.Op.Kind == Recv:
+		return len(r.Data)
+	}
+	return r.Op.Bytes
+}
+
+// FormatData renders a message's first bytes as a quoted string with Go's
+// escapes ("LOCK\n"), followed by "…" when the message (n bytes) was
+// longer than what was kept.
+func FormatData(b []byte, n int) string {
+	s := strconv.Quote(string(b))
+	if n > len(b) {
+		s += "…"
+	}
+	return s
 }

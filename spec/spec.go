@@ -102,6 +102,13 @@ type Spec struct {
 		// on every node (Raft members then time out together forever).
 		Skew time.Duration
 	}
+	// Trace says what a trace keeps (spec section `trace`).
+	Trace struct {
+		// Data is how many of the first bytes of each message an op sent,
+		// delivered or read are kept in its record, for show and explain;
+		// 0 keeps none.
+		Data int
+	}
 }
 
 // Node returns the named node of the spec, or nil.
@@ -142,6 +149,11 @@ type Node struct {
 // Timing defaults (docs/spec.md, "Timing"): up to two delays per trial,
 // each holding the ops it passes over for at most one virtual second.
 const (
+	// DefaultTraceData: see Spec.Trace.Data.
+	DefaultTraceData = 32
+	// maxTraceData bounds Spec.Trace.Data: a trace keeps a message's
+	// first bytes, not the message.
+	maxTraceData = 4096
 	// DefaultDeadlockGrace: see Spec.Limits.DeadlockGrace.
 	DefaultDeadlockGrace = time.Second
 	DefaultDelays        = 2
@@ -614,7 +626,7 @@ var (
 )
 
 func (d *decoder) spec(root ast.Node, s *Spec) error {
-	pairs, err := d.fields(root, "", "name", "nodes", "network", "scheduler", "trials", "limits", "checker", "faults", "time")
+	pairs, err := d.fields(root, "", "name", "nodes", "network", "scheduler", "trials", "limits", "checker", "faults", "time", "trace")
 	if err != nil {
 		return err
 	}
@@ -633,6 +645,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	s.Limits.DeadlockGrace = DefaultDeadlockGrace
 	s.Time.Delays = DefaultDelays
 	s.Time.MaxDelay = DefaultMaxDelay
+	s.Trace.Data = DefaultTraceData
 	var nodesNode, checkerNode, subnetNode, faultsNode ast.Node
 	haveName := false
 	pctNode := ast.Node(nil)
@@ -753,6 +766,21 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 			checkerNode = p.value
 		case "faults":
 			faultsNode = p.value
+		case "trace":
+			tp, err := d.fields(p.value, "trace", "data")
+			if err != nil {
+				return err
+			}
+			for _, q := range tp {
+				v, err := d.integer(q.value, "trace.data")
+				if err != nil {
+					return err
+				}
+				if v < 0 || v > maxTraceData {
+					return d.errf(q.value, "trace.data", "must be between 0 and %d bytes, got %d", maxTraceData, v)
+				}
+				s.Trace.Data = int(v)
+			}
 		case "time":
 			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay", "tick", "skew")
 			if err != nil {

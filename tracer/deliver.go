@@ -51,6 +51,18 @@ type conn struct {
 type deliveredRange struct {
 	start, end uint64
 	id         uint64
+	// head is the range's first bytes (up to Options.Data), so a recv can
+	// say what it read.
+	head []byte
+}
+
+// head copies the first Options.Data bytes of b: what a record keeps of
+// a message. Nil when the spec keeps none.
+func (t *Tracer) head(b []byte) []byte {
+	if t.opts.Data <= 0 || len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b[:min(len(b), t.opts.Data)]...)
 }
 
 // chunk is the payload of one deliver op: bytes of a connection's stream,
@@ -67,6 +79,15 @@ type chunk struct {
 
 // maxCapture bounds one captured send; a stream send may legally be partial.
 const maxCapture = 1 << 20
+
+// freshData is the head of the message the last capture queued: what a
+// captured send sent.
+func (t *Tracer) freshData() []byte {
+	if n := len(t.fresh); n > 0 && t.fresh[n-1].chunk != nil {
+		return t.head(t.fresh[n-1].chunk.data)
+	}
+	return nil
+}
 
 // capture copies a send's bytes out of the tracee and queues a deliver op.
 func (t *Tracer) capture(p *pendingOp) (int64, error) {
@@ -96,7 +117,7 @@ func (t *Tracer) capture(p *pendingOp) (int64, error) {
 	t.seq++
 	d := &pendingOp{seq: t.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, buf: data, conn: c, sendID: p.op.ID}}
 	d.op = sched.Op{
-		Node: p.op.Node, LPID: p.op.LPID, Kind: sched.Deliver, Site: p.op.Site,
+		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site,
 		Object: t.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
 		Syscall: "deliver",
 	}
@@ -242,7 +263,8 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 	t.stats.Deliveries++
 	r.Result = int64(n)
 	if n > 0 {
-		c.delivered = append(c.delivered, deliveredRange{start: c.sent, end: c.sent + uint64(n), id: p.op.ID})
+		r.Data = t.head(p.chunk.data[:n])
+		c.delivered = append(c.delivered, deliveredRange{start: c.sent, end: c.sent + uint64(n), id: p.op.ID, head: r.Data})
 		if c.owed != 0 && c.sent < c.owedUntil {
 			r.Completes = c.owed
 			if c.sent+uint64(n) >= c.owedUntil {
@@ -561,13 +583,13 @@ func (t *Tracer) unread(p *pendingOp) (n int, ok bool) {
 
 // consume works out which deliveries a recv about to run will read: the
 // bytes waiting in the socket, up to the amount asked for.
-func (t *Tracer) consume(p *pendingOp, avail int) []uint64 {
+func (t *Tracer) consume(p *pendingOp, avail int) ([]uint64, []byte) {
 	if p.fi == nil || avail <= 0 {
-		return nil
+		return nil, nil
 	}
 	c := t.conns[p.fi.inKey()]
 	if c == nil || p.fi.dup < 0 {
-		return nil
+		return nil, nil
 	}
 	want := uint64(avail)
 	room, known := t.recvRoom(p)
@@ -590,10 +612,21 @@ func (t *Tracer) consume(p *pendingOp, avail int) []uint64 {
 	}
 	from, to := c.consumed, c.consumed+want
 	var ids []uint64
+	var data []byte
+	whole := true // data holds every byte read so far
 	keep := c.delivered[:0]
 	for _, d := range c.delivered {
 		if d.end > from && d.start < to {
 			ids = append(ids, d.id)
+			if whole && len(data) < t.opts.Data {
+				// The bytes of this range the recv reads, as far as its
+				// head holds them.
+				lo, hi := max(from, d.start)-d.start, min(to, d.end)-d.start
+				if lo < uint64(len(d.head)) {
+					data = append(data, d.head[lo:min(hi, uint64(len(d.head)))]...)
+				}
+				whole = hi <= uint64(len(d.head))
+			}
 		}
 		if peek || d.end > to {
 			keep = append(keep, d)
@@ -606,7 +639,10 @@ func (t *Tracer) consume(p *pendingOp, avail int) []uint64 {
 			delete(t.conns, c.key) // closed and all read
 		}
 	}
-	return ids
+	if len(data) > t.opts.Data {
+		data = data[:t.opts.Data]
+	}
+	return ids, data
 }
 
 // recvRoom says how many bytes a recv about to run can take: its buffer's

@@ -110,7 +110,7 @@ func (t *Tracer) captureDgram(p *pendingOp) (int64, error) {
 	t.seq++
 	d := &pendingOp{seq: t.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}}
 	d.op = sched.Op{
-		Node: p.op.Node, LPID: p.op.LPID, Kind: sched.Deliver, Site: p.op.Site,
+		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site,
 		Object: t.inbox(dst.Addr()), Peer: dst.String(), Conn: key, Bytes: len(data),
 		Syscall: DatagramSyscall,
 	}
@@ -152,6 +152,7 @@ func (t *Tracer) deliverDgram(p *pendingOp) (Released, error) {
 	}
 	t.stats.Deliveries++
 	r.Result = int64(len(p.chunk.data))
+	r.Data = t.head(p.chunk.data)
 	if recv >= 0 {
 		for i := 0; i < arrivalPolls; i++ {
 			if rmemAlloc(recv) != before {

@@ -50,6 +50,10 @@ func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64)
 		Node: th.proc.node.name, LPID: th.lpid, Kind: kind,
 		Syscall: t.syscallName(nr),
 	}
+	if th.comm == "" {
+		th.readState(false) // once; quiescence's reads keep it current
+	}
+	p.op.Thread = th.comm
 	t0 := time.Now()
 	p.op.Site = t.sites.Site(&th.proc.site, th.regs.SP(), th.regs.FP(), t.opts.SiteFrames)
 	t.stats.SiteTime += time.Since(t0)
@@ -497,6 +501,9 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			n, err := t.captureDgram(p)
 			if err == nil {
 				r.Result = n
+				if n > 0 {
+					r.Data = t.freshData()
+				}
 				t.fake(th, n)
 				return r, nil
 			}
@@ -506,6 +513,9 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			n, err := t.capture(p)
 			if err == nil {
 				r.Result = n
+				if n > 0 {
+					r.Data = t.freshData()
+				}
 				t.fake(th, n)
 				return r, nil
 			}
@@ -537,7 +547,8 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			// it returns EAGAIN and moves no bytes (the kernel records none).
 			r.Result = -int64(unix.EAGAIN)
 		} else {
-			r.Causes = append(r.Causes, t.consume(p, avail)...)
+			ids, data := t.consume(p, avail)
+			r.Causes, r.Data = append(r.Causes, ids...), data
 		}
 		t.cont(th, 0)
 	case sched.Accept:

@@ -95,6 +95,9 @@ type thread struct {
 	// cheaper than reopening for every quiescence check.
 	statFd  int
 	schedFd int
+	// comm is the thread's name (/proc/…/comm) as its stat last said,
+	// for the ops' records.
+	comm string
 	// earlyStatus holds a stop that arrived before the parent's clone event.
 	heldStatus bool
 	// heldParent is the thread that cloned this one, held at its clone
@@ -192,6 +195,9 @@ func (th *thread) readState(cpu bool) (byte, uint64, bool) {
 		return 0, 0, false
 	}
 	state := buf[i+2]
+	if j := bytes.IndexByte(buf[:i], '('); j >= 0 && string(buf[j+1:i]) != th.comm {
+		th.comm = string(buf[j+1 : i]) // renamed (or first read): rare
+	}
 	var used uint64
 	if cpu && th.schedFd > 0 {
 		m, err := unix.Pread(th.schedFd, buf[:], 0)

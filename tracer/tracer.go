@@ -56,6 +56,10 @@ type Options struct {
 	// bytes wait in the sending socket for room (flowHeld) and how many
 	// a recv finds depends on the kernel's autotuning.
 	DeliverCap int
+	// Data is how many of a message's first bytes a send, a delivery and a
+	// recv report in Released.Data (0: none). They are copies of bytes
+	// lockstep reads anyway, so keeping them changes no schedule.
+	Data int
 	// SiteFrames is how many user frames a call site records (1 for the
 	// pc and pid+pc schemes, K for pid+stack:K). Default 1.
 	SiteFrames int
@@ -208,6 +212,9 @@ type Released struct {
 	// for more bytes (MSG_WAITALL) that a delivery's bytes go to: the
 	// delivery is one of that recv's causes too. Zero for none.
 	Completes uint64
+	// Data is the first bytes (up to Options.Data) the op sent, delivered
+	// or read, when lockstep knows them.
+	Data []byte
 }
 
 // Tracer traces process trees. Create it with New; all methods may be called

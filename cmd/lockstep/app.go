@@ -112,7 +112,7 @@ func newApp() *cli.App {
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return badInput(err)
 		},
-		Commands: []*cli.Command{runCmd(), mergeCmd(), replayCmd(), showCmd(), importCmd(), benchCmd(), k8sCmd(), cleanCmd(), versionCmd()},
+		Commands: []*cli.Command{runCmd(), mergeCmd(), replayCmd(), showCmd(), explainCmd(), importCmd(), benchCmd(), k8sCmd(), cleanCmd(), versionCmd()},
 	}
 }
 
@@ -148,6 +148,7 @@ func runCmd() *cli.Command {
 			&cli.StringFlag{Name: "junit", Usage: "also write the result as JUnit XML to `FILE` (a test case per campaign)"},
 			&cli.StringFlag{Name: "json", Usage: "also write the summary as JSON to `FILE`"},
 			shardFlag, shardEnvFlag,
+			&cli.DurationFlag{Name: "explain", Usage: "explain the first failure (lockstep explain), within this real-time `BUDGET`, under the summary"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -212,6 +213,9 @@ func runCmd() *cli.Command {
 				return shardDone(c, sum, start)
 			}
 			report.WriteSummary(c.App.Writer, sum, c.Bool("stats"))
+			if b := c.Duration("explain"); b > 0 && sum.First != nil && sum.First.TracePath != "" {
+				explainFirst(c, sum.First.TracePath, b)
+			}
 			if err := writeCIReports(c, report.Campaign{Spec: sp.Name, Summary: sum}); err != nil {
 				return err
 			}
@@ -380,6 +384,7 @@ func showCmd() *cli.Command {
 		ArgsUsage: "TRACE (a trace.jsonl, or the trial directory that holds it)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "html", Usage: "write a space-time diagram of the trace to `FILE` (self-contained HTML)"},
+			&cli.BoolFlag{Name: "slice", Usage: "only the ops in the failure's causal past (with --html: the others greyed out)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -388,6 +393,9 @@ func showCmd() *cli.Command {
 			tr, err := engine.LoadTrace(traceFile(c.Args().First()))
 			if err != nil {
 				return badInput(err)
+			}
+			if c.Bool("slice") {
+				return showSlice(c, tr)
 			}
 			if p := c.String("html"); p != "" {
 				if err := writeFile(p, func(w io.Writer) error { return report.WriteHTML(w, tr) }); err != nil {

@@ -63,6 +63,10 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"replay", "/no/such/trace.jsonl"},
 		{"replay", junk},
 		{"show", junk},
+		{"show", "--slice", junk},
+		{"explain"},
+		{"explain", "/no/such/trace.jsonl"},
+		{"explain", junk},
 		{"run", "--no-such-flag", "x.yaml"},
 	}
 	for _, f := range bad {

@@ -1,0 +1,138 @@
+package explain
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// triggering is, per bug of testdata/bugs, the racing pairs its README
+// gives as the triggering order, each as words that the named race (its
+// sentence and the two ops' messages and parameters) must all contain;
+// any one pair of a bug is a match.
+var triggering = map[string][][]string{
+	"locks-1":     {{"crash", "GRANT x 2 1"}, {"RESET 2", "HOLD x 2 1"}},
+	"locks-2":     {{"REGISTER x", "RELEASE x"}, {"REGISTER x", "READY"}},
+	"gproc-1":     {{"HELLO n2 2", "DOWN n2 1"}, {"restart", "DOWN n2 1"}, {"crash", "HELLO n2 2"}},
+	"gproc-3":     {{"crash", "ANS"}, {"crash", "REQ"}},
+	"mnesia-2":    {{"DEL k t1", "RESTART"}, {"DEL k t1", "APPLIED k"}, {"DEL k t1", "DEL k t1"}},
+	"ms-1":        {{"crash", "PONG"}, {"crash", "LIST"}},
+	"ra-1":        {{"SNAPEND", "BYE"}, {"SNAPEND", "CMD k1 v1"}, {"SNAPEND", "READY"}},
+	"lease-1":     {{"advance", "RENEW"}, {"advance", "GRANT"}, {"advance", "GET"}, {"advance", "VAL"}},
+	"rpc-1":       {{"advance", "GET"}, {"advance", "VAL"}},
+	"retry-1":     {{"advance", "PRODUCE m"}, {"advance", "OK"}},
+	"crash-1":     {{"crash", "OK"}, {"crash", "PUT"}},
+	"partition-1": {{"partition", "ACK"}, {"partition", "HB"}},
+}
+
+// raceText is what a race names, for matching: the ops and their
+// messages and parameters (not the call sites: partition1.c is no
+// partition).
+func raceText(r Race) string {
+	parts := []string{r.Decision.Op.Kind.String()}
+	evs := []Event{r.First, r.Second}
+	if r.Before != nil {
+		evs = append(evs, *r.Before)
+	}
+	for _, ev := range evs {
+		parts = append(parts, ev.Op, ev.Data, ev.Comment)
+	}
+	parts = append(parts, r.Behind...)
+	return strings.Join(parts, " ")
+}
+
+// Matches says whether an explanation names one of a bug's triggering
+// pairs, and which race did.
+func matches(bug string, ex *Explanation) (bool, string) {
+	for _, r := range ex.Races {
+		text := raceText(r)
+		for _, words := range triggering[bug] {
+			all := true
+			for _, w := range words {
+				all = all && strings.Contains(text, w)
+			}
+			if all {
+				return true, r.Summary
+			}
+		}
+	}
+	return false, ""
+}
+
+// TestExplainBugSuite explains the first failing trace (POS, seed 1) of
+// every bug in testdata/bugs and compares the named races with the table
+// above: at least 11 of 12 must match. It runs hundreds of trials, so it
+// runs only with LOCKSTEP_EXPLAIN_BUGS=1.
+func TestExplainBugSuite(t *testing.T) {
+	if os.Getenv("LOCKSTEP_EXPLAIN_BUGS") == "" {
+		t.Skip("set LOCKSTEP_EXPLAIN_BUGS=1 to explain the whole bug suite (minutes of trials)")
+	}
+	requireTrials(t)
+	var table []string
+	hits := 0
+	for bug := range triggering {
+		specPath := repoPath("testdata", "bugs", bug, "spec.yaml")
+		if _, err := os.Stat(specPath); err != nil {
+			t.Errorf("%s: %v", bug, err)
+			continue
+		}
+		trace := firstFailure(t, specPath)
+		t0 := time.Now()
+		ex, err := Explain(context.Background(), trace, Options{Out: filepath.Join(t.TempDir(), bug), Budget: 4 * time.Minute, Continuations: -1})
+		if err != nil {
+			table = append(table, fmt.Sprintf("| %s | error: %v |", bug, err))
+			continue
+		}
+		ok, which := matches(bug, ex)
+		if ok {
+			hits++
+		}
+		table = append(table, fmt.Sprintf("| %s | %v | %d/%d | %d/%d | %v | %v | %s |", bug, ok, ex.Decisions, ex.Ops, len(ex.Races), ex.MinimizedOps,
+			time.Since(t0).Round(time.Second), ex.TrialTime.Round(time.Millisecond), which))
+	}
+	t.Logf("\n| bug | match | decisions/ops | minimal/ops | explain | one trial | race |\n%s", strings.Join(table, "\n"))
+	if hits < 11 {
+		t.Errorf("%d of %d bugs' races match their README", hits, len(triggering))
+	}
+}
+
+// TestBugTableFromJSON prints the match table for explanations already
+// made (`lockstep explain --json DIR/BUG/explain.json` for each bug), with
+// LOCKSTEP_EXPLAIN_JSON=DIR: the same table as TestExplainBugSuite without
+// running anything.
+func TestBugTableFromJSON(t *testing.T) {
+	dir := os.Getenv("LOCKSTEP_EXPLAIN_JSON")
+	if dir == "" {
+		t.Skip("set LOCKSTEP_EXPLAIN_JSON=DIR to read DIR/BUG/explain.json")
+	}
+	var table []string
+	hits := 0
+	for _, bug := range slices.Sorted(maps.Keys(triggering)) {
+		b, err := os.ReadFile(filepath.Join(dir, bug, "explain.json"))
+		if err != nil {
+			table = append(table, fmt.Sprintf("| %s | no explanation: %v |", bug, err))
+			continue
+		}
+		var ex Explanation
+		if err := json.Unmarshal(b, &ex); err != nil {
+			t.Fatalf("%s: %v", bug, err)
+		}
+		ok, which := matches(bug, &ex)
+		if ok {
+			hits++
+		}
+		if !ok && len(ex.Races) > 0 {
+			which = "(no match) " + ex.Races[0].Summary
+		}
+		table = append(table, fmt.Sprintf("| %s | %v | %d/%d | %d/%d | %v | %v | %d | %s |", bug, ok, ex.Decisions, ex.Ops, len(ex.Races), ex.MinimizedOps,
+			ex.Elapsed.Round(time.Second), ex.TrialTime.Round(time.Millisecond), ex.Runs, which))
+	}
+	t.Logf("%d of %d match\n| bug | match | decisions/ops | minimal/ops | explain | one trial | runs | race |\n%s", hits, len(triggering), strings.Join(table, "\n"))
+}

@@ -1,0 +1,396 @@
+package explain
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// Options bound and direct an explanation.
+type Options struct {
+	// Budget bounds the real time spent; past it the minimization stops
+	// where it is (Explanation.OneMinimal is then false) and what is left
+	// is skipped. 0 means DefaultBudget.
+	Budget time.Duration
+	// Out is the directory for the runs' trial directories and the
+	// minimized trace.
+	Out string
+	// Logger reports progress (nil: none).
+	Logger *slog.Logger
+	// Continuations is how many runs with the campaign's strategy measure
+	// the failure's probability after each prefix (0: DefaultContinuations;
+	// negative: no curve).
+	Continuations int
+}
+
+// DefaultContinuations is Options.Continuations' default.
+const DefaultContinuations = 10
+
+// DefaultBudget bounds an explanation when Options.Budget is 0.
+const DefaultBudget = 5 * time.Minute
+
+// Explanation is what Explain found.
+type Explanation struct {
+	Trace   string        `json:"trace"`
+	Outcome sched.Outcome `json:"outcome"`
+	// Failure is what a run must show to count as the same failure.
+	Failure string `json:"failure"`
+	// Ops and Decisions count the trace's released ops and its departures
+	// from the default order; MinimizedOps the ops of the run with only
+	// the minimal decisions forced.
+	Ops          int `json:"ops"`
+	Decisions    int `json:"decisions"`
+	MinimizedOps int `json:"minimized_ops"`
+	// MinimizedTrace is that run's trace, which `lockstep replay` runs.
+	MinimizedTrace string `json:"minimized_trace,omitempty"`
+	// OneMinimal says removing any one of Races' decisions made the failure
+	// go away (false when the budget ran out first).
+	OneMinimal bool `json:"one_minimal"`
+	// Default says the failure needs no decision: the default order fails.
+	Default bool   `json:"default,omitempty"`
+	Races   []Race `json:"races"`
+	// Curve is the failure's probability after prefixes of the trace: the
+	// jump marks when it became inevitable.
+	Curve []Point `json:"curve,omitempty"`
+	// Slice are the steps of the minimized trace in the failure's causal
+	// past (see Slice).
+	Slice []int `json:"slice,omitempty"`
+	// Runs is how many trials explain ran; Elapsed its real time;
+	// TrialTime the real time of one replay of the trace.
+	Runs      int           `json:"runs"`
+	Elapsed   time.Duration `json:"elapsed"`
+	TrialTime time.Duration `json:"trial_time"`
+	// Notes say what explain could not do (the budget ran out, a flip
+	// could not be tried).
+	Notes []string `json:"notes,omitempty"`
+	// Records are the minimized run's ops (for rendering), not encoded.
+	Records []sched.Record `json:"-"`
+}
+
+// failure is what identifies a failure across runs: its kind, and for a
+// crashed node or a failed client which one and what it said.
+type failure struct {
+	kind   sched.OutcomeKind
+	node   string
+	detail string
+	msg    string // the failing node's last line of output
+}
+
+func (f failure) String() string {
+	s := string(f.kind)
+	if f.node != "" {
+		s += " of " + f.node
+	}
+	if f.detail != "" {
+		s += ": " + f.detail
+	}
+	if f.msg != "" {
+		s += fmt.Sprintf(" (last output %q)", f.msg)
+	}
+	return s
+}
+
+func failureOf(res *engine.TrialResult) failure {
+	o := res.Outcome
+	f := failure{kind: o.Kind}
+	switch o.Kind {
+	case sched.ClientFailed, sched.NodeCrashed:
+		f.node, f.detail = o.Node, o.Detail
+		f.msg = lastLine(filepath.Join(res.Dir, o.Node+".err"))
+		if f.msg == "" {
+			f.msg = lastLine(filepath.Join(res.Dir, o.Node+".out"))
+		}
+	}
+	return f
+}
+
+// lastLine is a file's last non-empty line, "" when there is none.
+func lastLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	// The tail is enough.
+	if st, err := f.Stat(); err == nil && st.Size() > 4096 {
+		f.Seek(st.Size()-4096, io.SeekStart)
+	}
+	last := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if t := strings.TrimSpace(sc.Text()); t != "" {
+			last = t
+		}
+	}
+	return last
+}
+
+// explainer holds one explanation's state.
+type explainer struct {
+	rr       *engine.Rerunner
+	want     failure
+	deadline time.Time
+	log      *slog.Logger
+	runs     int
+	cache    map[string]bool
+}
+
+// errBudget says the budget ran out.
+var errBudget = errors.New("budget spent")
+
+// run runs the trial once with the decisions forced.
+func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*engine.TrialResult, *sched.Forced, error) {
+	if time.Now().After(e.deadline) {
+		return nil, nil, errBudget
+	}
+	f := sched.NewForced(ds)
+	res, err := e.rr.Run(ctx, f, keep)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.runs++
+	return res, f, nil
+}
+
+// fails says whether forcing ds gives the failure.
+func (e *explainer) fails(ctx context.Context, ds []sched.Decision) (bool, error) {
+	key := subsetKey(ds)
+	if v, ok := e.cache[key]; ok {
+		return v, nil
+	}
+	res, _, err := e.run(ctx, ds, false)
+	if err != nil {
+		return false, err
+	}
+	got := failureOf(res)
+	ok := got == e.want
+	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", ok)
+	e.cache[key] = ok
+	return ok, nil
+}
+
+func subsetKey(ds []sched.Decision) string {
+	var b strings.Builder
+	for _, d := range ds {
+		fmt.Fprintf(&b, "%s|%v|%v;", d.Kind, d.Key, d.After)
+	}
+	return b.String()
+}
+
+// Explain explains the failing trace at path.
+func Explain(ctx context.Context, path string, opts Options) (*Explanation, error) {
+	start := time.Now()
+	if opts.Budget <= 0 {
+		opts.Budget = DefaultBudget
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	tr, err := engine.LoadTrace(path)
+	if err != nil {
+		return nil, err
+	}
+	if tr.Outcome == nil || !tr.Outcome.Kind.IsFailure() {
+		return nil, fmt.Errorf("%s: the trace did not fail (outcome %v): nothing to explain", path, tr.Outcome)
+	}
+	if opts.Out == "" {
+		opts.Out = filepath.Join(filepath.Dir(path), "explain")
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		if out, err := filepath.Abs(opts.Out); err == nil && strings.HasPrefix(abs, out+string(filepath.Separator)) {
+			return nil, fmt.Errorf("explaining into %s would delete the trace %s: choose another output directory", opts.Out, path)
+		}
+	}
+	rr, err := engine.NewRerunner(ctx, tr, filepath.Join(opts.Out, "runs"))
+	if err != nil {
+		return nil, err
+	}
+	defer rr.Close()
+	ex := &Explanation{Trace: path, Outcome: *tr.Outcome, Ops: len(tr.Records)}
+	e := &explainer{rr: rr, deadline: start.Add(opts.Budget), log: log, cache: map[string]bool{}}
+
+	// The trace replayed, with the choices offered at each decision.
+	t0 := time.Now()
+	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100))}
+	res, err := rr.Run(ctx, rec, false)
+	if err != nil {
+		return nil, err
+	}
+	e.runs++
+	ex.TrialTime = time.Since(t0)
+	if res.Outcome.Kind != tr.Outcome.Kind {
+		return nil, fmt.Errorf("%s does not replay: the replay ended %s, the trace %s", path, res.Outcome, tr.Outcome)
+	}
+	e.want = failureOf(res)
+	ex.Failure = e.want.String()
+	all, err := sched.Decisions(res.Records, rec.Choices)
+	if err != nil {
+		return nil, fmt.Errorf("reading the decisions of %s: %w", path, err)
+	}
+	ex.Decisions = len(all)
+	log.Info("decisions", "ops", len(res.Records), "decisions", len(all), "failure", ex.Failure)
+	for _, d := range all {
+		log.Debug("decision", "d", d.String())
+	}
+
+	min, oneMin, err := e.minimize(ctx, all)
+	switch {
+	case errors.Is(err, errBudget):
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the budget (%v) ran out while minimizing: %d decisions left, not known to be 1-minimal", opts.Budget, len(min)))
+	case err != nil:
+		return nil, err
+	}
+	ex.OneMinimal = oneMin
+	ex.Default = len(min) == 0 && oneMin
+
+	// The minimized run, kept as a trace.
+	mres, forced, err := e.run(ctx, min, true)
+	if errors.Is(err, errBudget) {
+		// One more run past the budget: its trace is the result.
+		saved := e.deadline
+		e.deadline = time.Now().Add(time.Hour)
+		mres, forced, err = e.run(ctx, min, true)
+		e.deadline = saved
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got := failureOf(mres); got != e.want {
+		return nil, fmt.Errorf("the minimized decisions ended %v, not %v: the system's schedule is not deterministic enough to explain", got, e.want)
+	}
+	if forced.Skipped > 0 {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("%d injected decisions were skipped in the minimized run: their advance or fault was not there to take", forced.Skipped))
+	}
+	ex.MinimizedOps = len(mres.Records)
+	ex.Records = mres.Records
+	if mres.TracePath != "" {
+		dst := filepath.Join(opts.Out, "minimized.jsonl")
+		if err := copyFile(mres.TracePath, dst); err != nil {
+			return nil, err
+		}
+		ex.MinimizedTrace = dst
+	}
+	ex.Races, err = e.name(ctx, min, mres.Records, rr.Spec)
+	if err != nil && !errors.Is(err, errBudget) {
+		return nil, err
+	}
+	if errors.Is(err, errBudget) {
+		ex.Notes = append(ex.Notes, "the budget ran out before every race was flipped")
+	}
+	ex.Slice = Slice(mres.Records, FailingNode(mres.Outcome.Node))
+	if opts.Continuations == 0 {
+		opts.Continuations = DefaultContinuations
+	}
+	if opts.Continuations > 0 {
+		strategy := tr.Header.Strategy
+		if _, err := sched.New(strategy, sched.Params{}); err != nil {
+			strategy = "pos" // a replayed or minimized trace's: the spec's default
+		}
+		ex.Curve, err = e.curve(ctx, res.Records, strings.TrimSuffix(strategy, "+"), opts.Continuations)
+		if errors.Is(err, errBudget) {
+			ex.Notes = append(ex.Notes, "the budget ran out while measuring the probability curve")
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	ex.Runs = e.runs
+	ex.Elapsed = time.Since(start)
+	return ex, nil
+}
+
+// minimize is ddmin (Zeller and Hildebrandt) over the decisions: it
+// returns a subset that still fails and whether it is 1-minimal (no
+// decision can be removed).
+func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched.Decision, bool, error) {
+	if ok, err := e.fails(ctx, all); err != nil {
+		return all, false, err
+	} else if !ok {
+		return nil, false, fmt.Errorf("forcing all %d decisions of the trace did not give its failure (%v): the trace's order is not reproduced by its decisions", len(all), e.want)
+	}
+	if ok, err := e.fails(ctx, nil); err != nil {
+		return all, false, err
+	} else if ok {
+		return nil, true, nil
+	}
+	c := all
+	n := 2
+	for len(c) >= 2 {
+		parts := split(c, n)
+		reduced := false
+		for _, p := range parts {
+			ok, err := e.fails(ctx, p)
+			if err != nil {
+				return c, false, err
+			}
+			if ok {
+				c, n, reduced = p, 2, true
+				break
+			}
+		}
+		if !reduced && n > 2 {
+			for i := range parts {
+				comp := complement(parts, i)
+				ok, err := e.fails(ctx, comp)
+				if err != nil {
+					return c, false, err
+				}
+				if ok {
+					c, n, reduced = comp, max(n-1, 2), true
+					break
+				}
+			}
+		}
+		if !reduced {
+			if n >= len(c) {
+				break
+			}
+			n = min(2*n, len(c))
+		}
+	}
+	// ddmin stops at n = len(c) with no complement failing: no single
+	// decision can go (with two, each half is the other's complement).
+	return c, true, nil
+}
+
+func split(c []sched.Decision, n int) [][]sched.Decision {
+	var out [][]sched.Decision
+	for i := 0; i < n; i++ {
+		lo, hi := i*len(c)/n, (i+1)*len(c)/n
+		if hi > lo {
+			out = append(out, c[lo:hi])
+		}
+	}
+	return out
+}
+
+func complement(parts [][]sched.Decision, skip int) []sched.Decision {
+	var out []sched.Decision
+	for i, p := range parts {
+		if i != skip {
+			out = append(out, p...)
+		}
+	}
+	return out
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
+}

@@ -1,0 +1,97 @@
+package explain
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
+	"github.com/lockstep-dev/lockstep/tracer"
+)
+
+func TestMain(m *testing.M) {
+	tracer.MaybeRunZygote()
+	testutil.LeakCheckMain(m)
+}
+
+func repoPath(parts ...string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(append([]string{filepath.Dir(file), ".."}, parts...)...)
+}
+
+func requireTrials(tb testing.TB) {
+	tb.Helper()
+	testutil.RequireNetns(tb)
+	testutil.RequirePtrace(tb)
+	testutil.RequireCgroup2(tb, testutil.CgroupRoot)
+	testutil.RequireBinary(tb, repoPath("testdata", "bin", "demo", "lockserver"))
+}
+
+// firstFailure runs a spec under POS, seed 1, until its first failure and
+// returns its trace.
+func firstFailure(t *testing.T, specPath string) string {
+	t.Helper()
+	sp, err := spec.Load(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := int64(1)
+	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 200, Strategy: "pos", Seed: &seed, OutDir: t.TempDir(), StopOnFirst: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.First == nil {
+		t.Fatalf("%s: no failure in %d trials", specPath, sum.Trials)
+	}
+	return sum.First.TracePath
+}
+
+// TestExplainDemo: explain names the demo's race, as its README gives it:
+// starter's LOCK to the server still in flight when writer's WRITE reaches
+// it. One decision remains of the trace's; the flip (LOCK delivered
+// first) passes; the minimized trace replays; the messages and call sites
+// are named; the probability curve rises to 1 at the end.
+func TestExplainDemo(t *testing.T) {
+	requireTrials(t)
+	trace := firstFailure(t, repoPath("testdata", "demo", "demo.yaml"))
+	out := t.TempDir()
+	ex, err := Explain(context.Background(), trace, Options{Out: out, Budget: 2 * time.Minute, Continuations: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteText(&b, ex)
+	t.Log("\n" + b.String())
+	if !ex.OneMinimal || len(ex.Races) != 1 {
+		t.Fatalf("want one decision, 1-minimal; got %d (1-minimal %v)", len(ex.Races), ex.OneMinimal)
+	}
+	r := ex.Races[0]
+	if r.Decision.Kind != sched.HoldDecision || r.Decision.Op.Kind != sched.Deliver || r.Decision.Op.Node != "starter" {
+		t.Errorf("decision %v: want starter's delivery held", r.Decision)
+	}
+	if r.Second.Data != `"LOCK\n"` || r.Second.To != "server" || r.First.Data != `"WRITE\n"` || r.First.Node != "writer" {
+		t.Errorf("race: first %v, then %v; want writer's WRITE, then starter's LOCK to server", r.First, r.Second)
+	}
+	if !r.Flipped || !r.Confirmed || !r.Concurrent {
+		t.Errorf("flipped %v, confirmed %v, concurrent %v: want all", r.Flipped, r.Confirmed, r.Concurrent)
+	}
+	if r.First.File != "demoproc.c" || r.First.Func != "send_line" || r.Read == nil || r.Read.File != "lockserver.c" {
+		t.Errorf("call sites: first %s, read %v: want demoproc.c (send_line), read in lockserver.c", r.First.Where(), r.Read)
+	}
+	if !strings.Contains(r.Summary, `starter's "LOCK\n" to server is still in flight at writer's "WRITE\n"`) {
+		t.Errorf("summary %q", r.Summary)
+	}
+	if n := len(ex.Curve); n < 6 || ex.Curve[n-1].P() != 1 {
+		t.Errorf("curve %v: want at least 6 points ending at 1", ex.Curve)
+	}
+	rr, err := engine.Replay(context.Background(), ex.MinimizedTrace, filepath.Join(out, "replay"))
+	if err != nil || !rr.Same {
+		t.Fatalf("the minimized trace does not replay: %v %+v", err, rr)
+	}
+}

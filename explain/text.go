@@ -1,0 +1,69 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// WriteText prints an explanation for a terminal.
+func WriteText(w io.Writer, ex *Explanation) {
+	fmt.Fprintf(w, "Explanation of %s\n", ex.Trace)
+	fmt.Fprintf(w, "Failure: %s\n", ex.Failure)
+	fmt.Fprintf(w, "Decisions: %d of the trace's %d ops depart from the default order (oldest op first, no delay, no fault);", ex.Decisions, ex.Ops)
+	switch {
+	case ex.Default:
+		fmt.Fprintf(w, " none is needed: the default order fails too.\n")
+	case ex.OneMinimal:
+		fmt.Fprintf(w, " %d of them keep the failure, and removing any one loses it.\n", len(ex.Races))
+	default:
+		fmt.Fprintf(w, " %d of them keep the failure (not shown to be 1-minimal).\n", len(ex.Races))
+	}
+	for i, r := range ex.Races {
+		fmt.Fprintf(w, "\n%d. %s\n", i+1, r.Summary)
+		if r.First.Op != "" {
+			fmt.Fprintf(w, "   first:  %s\n", r.First)
+		}
+		if r.Read != nil {
+			fmt.Fprintf(w, "   read:   %s\n", *r.Read)
+		}
+		if r.Second.Op != "" {
+			fmt.Fprintf(w, "   then:   %s\n", r.Second)
+		}
+		if r.Before != nil {
+			fmt.Fprintf(w, "   before: %s\n", *r.Before)
+		}
+		rel := "causally related (one happens before the other)"
+		if r.Concurrent {
+			rel = "causally unrelated: only the schedule ordered them"
+		}
+		fmt.Fprintf(w, "   %s\n", rel)
+		switch {
+		case r.Confirmed && r.FlipOutcome == string(sched.Pass):
+			fmt.Fprintf(w, "   flipped (the other way round): no failure (pass)\n")
+		case r.Confirmed:
+			fmt.Fprintf(w, "   flipped (the other way round): not this failure, but %s\n", r.FlipOutcome)
+		case r.Flipped:
+			fmt.Fprintf(w, "   flipped (the other way round): still %s\n", r.FlipOutcome)
+		}
+	}
+	fmt.Fprintln(w)
+	if ex.MinimizedTrace != "" {
+		fmt.Fprintf(w, "Minimized trace: %s (%d ops; lockstep replay runs it)\n", ex.MinimizedTrace, ex.MinimizedOps)
+	}
+	if len(ex.Slice) > 0 {
+		fmt.Fprintf(w, "Causal slice: %d of its %d ops lead to the failure (show --slice)\n", len(ex.Slice), ex.MinimizedOps)
+	}
+	if len(ex.Curve) > 0 {
+		fmt.Fprintf(w, "Failure probability after each prefix: %s\n", Sparkline(ex.Curve))
+		for _, p := range ex.Curve {
+			fmt.Fprintf(w, "  after step %5d: %d/%d\n", p.Step, p.Failed, p.Runs)
+		}
+	}
+	for _, n := range ex.Notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	fmt.Fprintf(w, "%d runs in %v (one replay of the trace: %v)\n", ex.Runs, ex.Elapsed.Round(time.Millisecond), ex.TrialTime.Round(time.Millisecond))
+}

@@ -1,0 +1,439 @@
+package sched
+
+import (
+	"fmt"
+	"time"
+)
+
+// Explaining a failure (package explain) measures a trace's choices against
+// a default order and replays subsets of them. The default order is
+// Oldest's: release the op that appeared first. A trace's decisions are the
+// points where it departs from that order (see Decisions), and Forced
+// replays any subset of them, leaving every other choice to the default.
+
+// Oldest is the default order of explain: of the enabled ops it releases
+// the one with the lowest ID, that is the one that appeared first (the
+// tracer numbers ops as they appear, in LPID order within one quiescent
+// point), and it never chooses an advance or a fault op (their IDs lie
+// above every traced op's, and one is offered only beside a traced op).
+type Oldest struct{}
+
+func (Oldest) Name() string                    { return "oldest" }
+func (Oldest) Reset(int64, int)                {}
+func (Oldest) Next(enabled []*Op) (int, error) { return 0, nil }
+
+// Key identifies an op across runs of one spec, as DESIGN.md's "Identity"
+// says: its process (not its thread, which Go and the JVM do not keep), its
+// kind and object, and its position among the ops of that process, kind
+// and object released before it. A delivery is its sender's; an advance
+// the waiting thread's; a fault lockstep's.
+type Key struct {
+	Process string `json:"process"`
+	Kind    Kind   `json:"kind"`
+	Object  string `json:"object,omitempty"`
+	N       int    `json:"n"`
+}
+
+func (k Key) String() string {
+	s := fmt.Sprintf("%s %s", k.Process, k.Kind)
+	if k.Object != "" {
+		s += " " + k.Object
+	}
+	return s + fmt.Sprintf(" #%d", k.N)
+}
+
+type keyBase struct {
+	process string
+	kind    Kind
+	object  string
+}
+
+// Keyer numbers a run's ops as they are released.
+type Keyer struct{ released map[keyBase]int }
+
+// NewKeyer starts a run.
+func NewKeyer() *Keyer { return &Keyer{released: map[keyBase]int{}} }
+
+func baseOf(o *Op) keyBase {
+	obj := o.Object
+	if o.Kind == Advance {
+		obj = o.Syscall // the wait it runs to, not "time"
+	}
+	return keyBase{o.Process(), o.Kind, obj}
+}
+
+// Key is o's key if it were released next.
+func (k *Keyer) Key(o *Op) Key {
+	b := baseOf(o)
+	return Key{Process: b.process, Kind: b.kind, Object: b.object, N: k.released[b]}
+}
+
+// Released counts o as released and returns its key.
+func (k *Keyer) Released(o *Op) Key {
+	key := k.Key(o)
+	k.released[baseOf(o)]++
+	return key
+}
+
+// Keys are the keys of a trace's released ops, in order. Auto records
+// (a quiet period's recoveries, no decision of a strategy's) get none and
+// are not counted.
+func Keys(records []Record) []Key {
+	k := NewKeyer()
+	out := make([]Key, len(records))
+	for i := range records {
+		if !records[i].Auto {
+			out[i] = k.Released(&records[i].Op)
+		}
+	}
+	return out
+}
+
+// DecisionKind is how a decision departs from the default order.
+type DecisionKind string
+
+const (
+	// HoldDecision: an op the default would have released was held back until
+	// another op (After) had been released.
+	HoldDecision DecisionKind = "hold"
+	// InjectDecision: an advance or a fault op was released right after After.
+	InjectDecision DecisionKind = "inject"
+)
+
+// Decision is one departure of a trace from the default order.
+type Decision struct {
+	Kind DecisionKind `json:"kind"`
+	// Key and Op are the op held or injected, Op as the trace recorded it.
+	Key Key `json:"key"`
+	Op  Op  `json:"op"`
+	// Step is the trace step at which the op was released; First, for a
+	// hold, the first step at which it was passed over.
+	Step  int `json:"step"`
+	First int `json:"first,omitempty"`
+	// After is the op released just before it in the trace (nil at the
+	// start): a held op waits until After is released, an injected one
+	// comes right after it.
+	After     *Key `json:"after,omitempty"`
+	AfterStep int  `json:"after_step,omitempty"`
+}
+
+func (d Decision) String() string {
+	after := "the start"
+	if d.After != nil {
+		after = fmt.Sprintf("step %d (%v)", d.AfterStep, *d.After)
+	}
+	if d.Kind == HoldDecision {
+		return fmt.Sprintf("hold %v (step %d) until after %s", d.Key, d.Step, after)
+	}
+	return fmt.Sprintf("inject %v (step %d) right after %s", d.Key, d.Step, after)
+}
+
+// Decisions are a trace's departures from the default order, given the
+// choices offered at each of its decisions (one list per record that is
+// not Auto, in order; see Recorder). Every op the default would have
+// released before the trace's choice at some step is a hold until the op
+// released just before it in the trace; every advance and fault op the
+// trace chose is an inject right after its predecessor. Forcing them all
+// gives the trace's order again.
+func Decisions(all []Record, choices [][]Op) ([]Decision, error) {
+	var records []Record
+	for _, r := range all {
+		if !r.Auto {
+			records = append(records, r)
+		}
+	}
+	if len(choices) != len(records) {
+		return nil, fmt.Errorf("%d decisions recorded for %d released ops", len(choices), len(records))
+	}
+	keys := Keys(records)
+	// Where each op (by key) was released.
+	at := make(map[Key]int, len(keys))
+	for i, k := range keys {
+		at[k] = i
+	}
+	var out []Decision
+	held := map[Key]int{} // key → index in out
+	keyer := NewKeyer()
+	for i := range records {
+		r := &records[i]
+		offered := choices[i]
+		var after *Key
+		afterStep := 0
+		if i > 0 {
+			k := keys[i-1]
+			after, afterStep = &k, records[i-1].Step
+		}
+		if r.Op.Kind == Advance || r.Op.Kind.IsFault() {
+			out = append(out, Decision{Kind: InjectDecision, Key: keys[i], Op: r.Op, Step: r.Step, After: after, AfterStep: afterStep})
+			keyer.Released(&r.Op)
+			continue
+		}
+		for j := range offered {
+			o := &offered[j]
+			if o.ID >= r.Op.ID || o.Kind == Advance || o.Kind.IsFault() {
+				continue
+			}
+			k := keyer.Key(o)
+			if _, ok := held[k]; ok {
+				continue
+			}
+			w, ok := at[k]
+			if ok && w <= i {
+				continue // this step's op under another thread
+			}
+			d := Decision{Kind: HoldDecision, Key: k, Op: *o, First: r.Step}
+			if ok {
+				d.Op, d.Step = records[w].Op, records[w].Step
+				pk := keys[w-1] // w > i >= 0
+				d.After, d.AfterStep = &pk, records[w-1].Step
+			} else {
+				// Never released: still held when the run ended, often
+				// the heart of the failure (a message in flight). It is
+				// held until the trace's last op.
+				lk := keys[len(keys)-1]
+				d.After, d.AfterStep = &lk, records[len(records)-1].Step
+			}
+			held[k] = len(out)
+			out = append(out, d)
+		}
+		keyer.Released(&r.Op)
+	}
+	return out, nil
+}
+
+// Recorder wraps a strategy and keeps a copy of the choices offered at
+// each decision: what Decisions needs besides the trace.
+type Recorder struct {
+	Strategy
+	Choices [][]Op
+}
+
+func (r *Recorder) Next(enabled []*Op) (int, error) {
+	c := make([]Op, len(enabled))
+	for i, o := range enabled {
+		c[i] = *o
+	}
+	r.Choices = append(r.Choices, c)
+	return r.Strategy.Next(enabled)
+}
+
+// Extra passes on the wrapped strategy's extra ops (see Extender).
+func (r *Recorder) Extra(now time.Duration, choices []*Op) []*Op {
+	if x, ok := r.Strategy.(Extender); ok {
+		return x.Extra(now, choices)
+	}
+	return nil
+}
+
+// Extender is a strategy that adds ops of its own to the choices the
+// engine offers: an advance to a given time or a fault with given
+// parameters, which the engine's own offers (one advance and one fault
+// drawn from the seed) may not hold. now is the virtual time.
+type Extender interface {
+	Extra(now time.Duration, choices []*Op) []*Op
+}
+
+// extraIDBase numbers the ops an Extender makes up, above the engine's
+// advance (1<<48) and fault (1<<52) ops.
+const extraIDBase = uint64(1) << 56
+
+// Forced releases a subset of a trace's decisions and leaves every other
+// choice to the default order (Oldest): a held op is passed over while its
+// After op has not been released, and an injected op is released at the
+// first decision after its After op. A decision whose op never appears is
+// skipped: an injected op not among the choices (nor one Extra can make) at
+// that decision is dropped, and a held op runs when every enabled op is
+// held.
+type Forced struct {
+	decisions []Decision
+	keyer     *Keyer
+	done      map[Key]bool // released ops
+	injected  []bool
+	due       []bool // inject decisions whose After was released
+	nextID    uint64
+	// Skipped counts inject decisions dropped because their op was not
+	// offered when they were due.
+	Skipped int
+	// Order is the keys of the ops released, in order (Auto ones not
+	// included).
+	Order []Key
+}
+
+// NewForced forces the given decisions.
+func NewForced(ds []Decision) *Forced { return &Forced{decisions: ds} }
+
+func (f *Forced) Name() string { return "forced" }
+
+func (f *Forced) Reset(int64, int) {
+	f.keyer = NewKeyer()
+	f.done = map[Key]bool{}
+	f.injected = make([]bool, len(f.decisions))
+	f.due = make([]bool, len(f.decisions))
+	f.nextID = extraIDBase
+	f.Skipped = 0
+	f.Order = nil
+	f.update()
+}
+
+// update marks the inject decisions whose After has been released.
+func (f *Forced) update() {
+	for i, d := range f.decisions {
+		if d.Kind == InjectDecision && !f.injected[i] && (d.After == nil || f.done[*d.After]) {
+			f.due[i] = true
+		}
+	}
+}
+
+// matches says whether an offered op is an injected decision's: the same
+// process, kind and object (an earlier injection skipped would change its
+// position) and the same target or parameters.
+func (f *Forced) matches(d *Decision, o *Op) bool {
+	if k := f.keyer.Key(o); k.Process != d.Key.Process || k.Kind != d.Key.Kind || k.Object != d.Key.Object {
+		return false
+	}
+	switch {
+	case o.Kind == Advance:
+		return o.At == d.Op.At
+	case o.Kind.IsFault():
+		return o.Node == d.Op.Node && o.Delay == d.Op.Delay && o.Object == d.Op.Object
+	}
+	return true
+}
+
+// Extra makes the due injected ops that are not offered: an advance to the
+// recorded time, while it lies ahead, and a crash, partition, pause or
+// clock fault with the recorded parameters. Restarts, heals, resets and
+// drops need what only the engine knows is there (a crashed node, a cut,
+// a connection, a datagram): they are taken only as offered.
+func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
+	var out []*Op
+	for i := range f.decisions {
+		d := &f.decisions[i]
+		if !f.due[i] || f.injected[i] {
+			continue
+		}
+		offered := false
+		for _, o := range choices {
+			if f.matches(d, o) {
+				offered = true
+				break
+			}
+		}
+		if offered {
+			continue
+		}
+		switch d.Op.Kind {
+		case Advance:
+			if time.Duration(d.Op.At) <= now {
+				continue
+			}
+		case Crash, Partition, Pause, ClockJump, ClockDrift:
+		default:
+			continue
+		}
+		o := d.Op
+		f.nextID++
+		o.ID = f.nextID
+		if o.Kind == Advance {
+			o.Delay = o.At - int64(now)
+		}
+		if o.Kind == Pause {
+			o.At = 0 // the engine sets the end of the pause
+		}
+		out = append(out, &o)
+	}
+	return out
+}
+
+func (f *Forced) Next(enabled []*Op) (int, error) {
+	pick := -1
+	// A due injection first, in the trace's order.
+	for i := range f.decisions {
+		if !f.due[i] || f.injected[i] {
+			continue
+		}
+		d := &f.decisions[i]
+		for j, o := range enabled {
+			if f.matches(d, o) {
+				pick = j
+				break
+			}
+		}
+		f.injected[i] = true // taken now, or skipped
+		if pick >= 0 {
+			break
+		}
+		f.Skipped++
+	}
+	if pick < 0 {
+		// The oldest op not held, else the oldest op.
+		first := -1
+		for j, o := range enabled {
+			if o.Kind == Advance || o.Kind.IsFault() {
+				continue
+			}
+			if first < 0 {
+				first = j
+			}
+			if !f.held(o) {
+				pick = j
+				break
+			}
+		}
+		if pick < 0 {
+			pick = first
+		}
+		if pick < 0 {
+			return 0, fmt.Errorf("forced: no traced op among %d choices", len(enabled))
+		}
+	}
+	k := f.keyer.Released(enabled[pick])
+	f.done[k] = true
+	f.Order = append(f.Order, k)
+	f.update()
+	return pick, nil
+}
+
+// held says whether a hold decision keeps o back now.
+func (f *Forced) held(o *Op) bool {
+	k := f.keyer.Key(o)
+	for i := range f.decisions {
+		d := &f.decisions[i]
+		if d.Kind == HoldDecision && d.Key == k && d.After != nil && !f.done[*d.After] {
+			return true
+		}
+	}
+	return false
+}
+
+// Extra makes the replay's next recorded op when it is an advance or a
+// fault the engine did not offer: a minimized trace (explain) holds
+// advances and faults that Forced made up, which the engine's own offers,
+// drawn from the seed, need not hold. As Forced.Extra, it makes only
+// advances still ahead and crash, partition, pause and clock faults.
+func (r *Replay) Extra(now time.Duration, choices []*Op) []*Op {
+	i := r.step
+	for i < len(r.records) && r.records[i].Auto {
+		i++
+	}
+	if i >= len(r.records) {
+		return nil
+	}
+	want := r.records[i].Op
+	switch want.Kind {
+	case Advance:
+		if time.Duration(want.At) <= now {
+			return nil
+		}
+		want.Delay = want.At - int64(now)
+	case Crash, Partition, Pause, ClockJump, ClockDrift:
+	default:
+		return nil
+	}
+	for _, o := range choices {
+		if same(o, &want) {
+			return nil
+		}
+	}
+	return []*Op{&want}
+}

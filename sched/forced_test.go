@@ -1,0 +1,147 @@
+package sched
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// simulateAll runs a strategy over ops that are all enabled from the start
+// (a deliver per process, one object each) and returns the release order
+// by ID, the records and the choices offered at each step.
+func simulateAll(t *testing.T, s Strategy, ops []Op) ([]uint64, []Record, [][]Op) {
+	t.Helper()
+	s.Reset(1, 0)
+	left := make([]*Op, len(ops))
+	for i := range ops {
+		left[i] = &ops[i]
+	}
+	var order []uint64
+	var recs []Record
+	var choices [][]Op
+	for step := 1; len(left) > 0; step++ {
+		c := make([]Op, len(left))
+		for i, o := range left {
+			c[i] = *o
+		}
+		choices = append(choices, c)
+		i, err := s.Next(left)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, left[i].ID)
+		recs = append(recs, Record{Step: step, Op: *left[i]})
+		left = slices.Delete(left, i, i+1)
+	}
+	return order, recs, choices
+}
+
+func testOps(n int) []Op {
+	ops := make([]Op, n)
+	for i := range ops {
+		ops[i] = Op{ID: uint64(i + 1), Node: fmt.Sprintf("n%d", i), LPID: fmt.Sprintf("n%d/0/t0", i), Kind: Deliver, Object: fmt.Sprintf("inbox:m%d", i%2)}
+	}
+	return ops
+}
+
+// fixed releases ops in a given order of IDs.
+type fixed struct{ order []uint64 }
+
+func (f *fixed) Name() string     { return "fixed" }
+func (f *fixed) Reset(int64, int) {}
+func (f *fixed) Next(enabled []*Op) (int, error) {
+	for i, o := range enabled {
+		if o.ID == f.order[0] {
+			f.order = f.order[1:]
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("%d not enabled", f.order[0])
+}
+
+// TestDecisionsReproduce: the default order has no decisions; any other
+// order's decisions, all forced, give that order back, and none forced
+// give the default order.
+func TestDecisionsReproduce(t *testing.T) {
+	for _, want := range [][]uint64{
+		{1, 2, 3, 4, 5},
+		{2, 1, 3, 4, 5},
+		{5, 4, 3, 2, 1},
+		{3, 1, 5, 2, 4},
+	} {
+		_, recs, choices := simulateAll(t, &fixed{order: slices.Clone(want)}, testOps(5))
+		ds, err := Decisions(recs, choices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.IsSorted(want) && len(ds) != 0 {
+			t.Errorf("%v: the default order has decisions %v", want, ds)
+		}
+		got, _, _ := simulateAll(t, NewForced(ds), testOps(5))
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: forcing its %d decisions gave %v", want, len(ds), got)
+		}
+		if got, _, _ := simulateAll(t, NewForced(nil), testOps(5)); !slices.IsSorted(got) {
+			t.Errorf("no decisions forced gave %v, want the default order", got)
+		}
+	}
+}
+
+// TestForcedHoldToEnd: an op the trace never released is held while
+// anything else can run, then released (the hold is skipped).
+func TestForcedHoldToEnd(t *testing.T) {
+	ops := testOps(3)
+	// The trace released 2 and 3; 1 was still in flight when it ended.
+	recs := []Record{{Step: 1, Op: ops[1]}, {Step: 2, Op: ops[2]}}
+	choices := [][]Op{{ops[0], ops[1], ops[2]}, {ops[0], ops[2]}}
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Kind != HoldDecision || ds[0].Op.ID != 1 || ds[0].Step != 0 || ds[0].After == nil || ds[0].AfterStep != 2 {
+		t.Fatalf("decisions %v: want op 1 held to the end", ds)
+	}
+	got, _, _ := simulateAll(t, NewForced(ds), testOps(3))
+	if !slices.Equal(got, []uint64{2, 3, 1}) {
+		t.Errorf("forced order %v, want 2 3 1", got)
+	}
+}
+
+// TestForcedInject: an advance is injected right after its predecessor;
+// one that is not offered is made by Extra while its target lies ahead,
+// and dropped when it does not.
+func TestForcedInject(t *testing.T) {
+	ops := testOps(2)
+	adv := Op{ID: 1 << 48, Node: "n0", LPID: "n0/0/t0", Kind: Advance, Object: "time", Syscall: "poll", At: 200}
+	recs := []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: adv}, {Step: 3, Op: ops[1]}}
+	choices := [][]Op{{ops[0], ops[1], adv}, {ops[1], adv}, {ops[1]}}
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Kind != InjectDecision || ds[0].After == nil || ds[0].AfterStep != 1 {
+		t.Fatalf("decisions %v: want the advance injected after step 1", ds)
+	}
+	f := NewForced(ds)
+	f.Reset(1, 0)
+	a, b := ops[0], ops[1]
+	if i, _ := f.Next([]*Op{&a, &b}); i != 0 {
+		t.Fatalf("first: %d", i)
+	}
+	extra := f.Extra(100, []*Op{&b})
+	if len(extra) != 1 || extra[0].At != 200 || extra[0].Delay != 100 {
+		t.Fatalf("Extra gave %v, want the advance to 200 made", extra)
+	}
+	if i, _ := f.Next([]*Op{&b, extra[0]}); i != 1 {
+		t.Errorf("the due advance was not chosen")
+	}
+	g := NewForced(ds)
+	g.Reset(1, 0)
+	g.Next([]*Op{&a, &b})
+	if extra := g.Extra(300, []*Op{&b}); len(extra) != 0 {
+		t.Errorf("Extra made an advance to a time past: %v", extra)
+	}
+	if i, _ := g.Next([]*Op{&b}); i != 0 || g.Skipped != 1 {
+		t.Errorf("the advance not offered was not skipped (index %d, skipped %d)", i, g.Skipped)
+	}
+}
