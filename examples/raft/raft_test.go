@@ -1,0 +1,129 @@
+package raft_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
+	"github.com/lockstep-dev/lockstep/tracer"
+)
+
+func TestMain(m *testing.M) {
+	tracer.MaybeRunZygote()
+	testutil.LeakCheckMain(m)
+}
+
+// here is this example's folder, wherever the test runs from.
+func here() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// buildRaftex builds the members' and client's program where spec.yaml
+// expects it ({{dir}}/bin/raftex). It is a module of its own (raftex/go.mod),
+// so that lockstep does not depend on hashicorp/raft; its first build
+// fetches raft from the Go module proxy.
+func buildRaftex(t testing.TB) {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(goBin, "build", "-o", filepath.Join(here(), "bin", "raftex"), ".")
+	cmd.Dir = filepath.Join(here(), "raftex")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if strings.Contains(string(out), "proxy.golang.org") || strings.Contains(string(out), "dial tcp") {
+			t.Skipf("building raftex needs github.com/hashicorp/raft from the Go module proxy, which is out of reach: %s", out)
+		}
+		t.Fatalf("building raftex: %v\n%s", err, out)
+	}
+}
+
+func requirePrivileges(t testing.TB) {
+	testutil.RequireNetns(t)
+	testutil.RequirePtrace(t)
+	testutil.RequireCgroup2(t, testutil.CgroupRoot)
+}
+
+// A few trials of the example, each replayed: three raft members that the
+// scheduler partitions and delays while the client applies
+// commands and asks for leadership transfers. raft v1.7.3 has known bugs
+// (see README.md), so a trial may fail, but only as the system's failure:
+// the client's liveness or safety check, never a lockstep error. Every
+// trace, passing or failing, must replay to the same ops and outcome.
+func TestRaftTrialsReplay(t *testing.T) {
+	requirePrivileges(t)
+	buildRaftex(t)
+	// spec-partition.yaml: spec.yaml without pauses, whose traces do not
+	// replay yet (see README.md).
+	sp, err := spec.Load(filepath.Join(here(), "spec-partition.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trials = 3
+	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := 0
+	for _, r := range sum.Results {
+		out, _ := os.ReadFile(filepath.Join(r.Dir, "client.out"))
+		cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
+		switch r.Outcome.Kind {
+		case engine.Pass:
+		case engine.ClientFailed:
+			if !strings.Contains(string(cerr), "liveness:") && !strings.Contains(string(cerr), "safety:") {
+				t.Errorf("trial %d (seed %d): the client failed without a check's message: %v\n%s%s", r.Index, r.Seed, r.Outcome, out, cerr)
+			}
+			t.Logf("trial %d (seed %d) found a bug of raft v1.7.3: %s", r.Index, r.Seed, cerr)
+		default:
+			t.Errorf("trial %d (seed %d): %v\nclient output:\n%s%s", r.Index, r.Seed, r.Outcome, out, cerr)
+			continue
+		}
+		tr, err := engine.LoadTrace(r.TracePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range tr.Records {
+			if rec.Op.Kind == sched.Partition {
+				faults++
+			}
+		}
+		rr, err := engine.Replay(context.Background(), r.TracePath, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rr.Same {
+			t.Errorf("trial %d (%d steps, %v): replay: %s", r.Index, len(tr.Records), r.Outcome.Kind, rr.Diff)
+		}
+	}
+	// The window opens at 500 ms with a budget of two: trials without any
+	// partition mean faults were not offered.
+	if faults == 0 {
+		t.Errorf("no partition in %d trials: %v", trials, sum.ByKind)
+	}
+	t.Logf("%d trials, %d faults, outcomes %v, %v", sum.Trials, faults, sum.ByKind, sum.Duration)
+}
+
+// BenchmarkRaftTrial: one trial of the example without faults natively
+// (real time) and one under lockstep, alternately (see trialbench).
+func BenchmarkRaftTrial(b *testing.B) {
+	requirePrivileges(b)
+	buildRaftex(b)
+	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp.Faults.Budget = 0
+	trialbench.Run(b, sp)
+}
