@@ -20,3 +20,19 @@ func TestWithGodebug(t *testing.T) {
 		}
 	}
 }
+
+func TestWithDefaultEnv(t *testing.T) {
+	tests := []struct {
+		env, want []string
+	}{
+		{nil, []string{"GOMAXPROCS=1"}},
+		{[]string{"A=1"}, []string{"A=1", "GOMAXPROCS=1"}},
+		{[]string{"GOMAXPROCS=4", "B=2"}, []string{"GOMAXPROCS=4", "B=2"}},
+		{[]string{"GOMAXPROCSX=4"}, []string{"GOMAXPROCSX=4", "GOMAXPROCS=1"}},
+	}
+	for _, tt := range tests {
+		if got := withDefaultEnv(tt.env, "GOMAXPROCS", "1"); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("withDefaultEnv(%q) = %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}

@@ -51,7 +51,7 @@ var ErrNotFound = errors.New("program not found or not executable")
 // Launch starts a node's first process traced. It returns once the process
 // has exec'd the target (or failed to).
 func (t *Tracer) Launch(cfg LaunchConfig) (pid int, err error) {
-	cfg, path, err := prepareLaunch(cfg)
+	cfg, path, err := prepareLaunch(cfg, t.opts.CPU >= 0)
 	if err != nil {
 		return 0, err
 	}
@@ -59,8 +59,9 @@ func (t *Tracer) Launch(cfg LaunchConfig) (pid int, err error) {
 	return pid, err
 }
 
-// prepareLaunch checks a launch and finds its program.
-func prepareLaunch(cfg LaunchConfig) (LaunchConfig, string, error) {
+// prepareLaunch checks a launch and finds its program. pinned says the node
+// will run on one CPU.
+func prepareLaunch(cfg LaunchConfig, pinned bool) (LaunchConfig, string, error) {
 	if len(cfg.Argv) == 0 {
 		return cfg, "", errors.New("launching: empty command")
 	}
@@ -73,6 +74,19 @@ func prepareLaunch(cfg LaunchConfig) (LaunchConfig, string, error) {
 		}
 	} else if path, err = resolveProgram(cfg.Argv[0], cfg.Dir); err != nil {
 		return cfg, "", err
+	}
+	if pinned {
+		// The node runs on one CPU (below), and Go's runtime sizes
+		// GOMAXPROCS from that; saying so in the environment changes no
+		// value but keeps libraries that size it themselves from cgroup
+		// files (go.uber.org/automaxprocs: nats-server and many more) from
+		// reading /proc/self/mountinfo and /proc/self/cgroup. Their
+		// contents differ in every run (mount IDs, other campaigns'
+		// namespaces, lockstep's run prefix), so what the program allocated
+		// did too, its garbage collections came at other moments and its
+		// goroutines ran in another order: no trace of nats-server
+		// replayed.
+		cfg.Env = withDefaultEnv(cfg.Env, "GOMAXPROCS", "1")
 	}
 	// Go's asynchronous preemption signals threads on a timer: every signal
 	// is a ptrace stop and a source of nondeterminism.
@@ -249,4 +263,15 @@ func withGodebug(env []string, setting string) []string {
 		}
 	}
 	return append(out, "GODEBUG="+setting)
+}
+
+// withDefaultEnv adds name=value to the environment unless it has name
+// already (the node's own setting wins).
+func withDefaultEnv(env []string, name, value string) []string {
+	for _, e := range env {
+		if strings.HasPrefix(e, name+"=") {
+			return env
+		}
+	}
+	return append(append([]string(nil), env...), name+"="+value)
 }

@@ -678,7 +678,7 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			}
 			t.publishClocks()
 			if a.Launch != nil {
-				cfg, path, lerr := prepareLaunch(*a.Launch)
+				cfg, path, lerr := prepareLaunch(*a.Launch, t.opts.CPU >= 0)
 				pid := 0
 				if lerr == nil {
 					pid, lerr = t.launch(cfg, path)
