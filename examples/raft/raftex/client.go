@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,7 +29,8 @@ import (
 func client(args []string) error {
 	fs := flag.NewFlagSet("client", flag.ExitOnError)
 	membersFlag := fs.String("members", "", "every member's admin port as ID=HOST:PORT, comma-separated")
-	ops := fs.Int("ops", 30, "batches applied while faults may happen")
+	ops := fs.Int("ops", 30, "batches each worker applies while faults may happen")
+	workers := fs.Int("workers", 1, "workers applying batches at once")
 	batch := fs.Int("batch", 3, "commands per batch")
 	gap := fs.Duration("gap", 100*time.Millisecond, "pause between batches")
 	transferEvery := fs.Int("transfer-every", 5, "ask for a leadership transfer after every N batches (0: never)")
@@ -48,26 +50,44 @@ func client(args []string) error {
 	c := &cluster{members: members, http: &http.Client{Timeout: *timeout}}
 	start := time.Now()
 
+	// Each worker applies its batches in turn; several workers keep several
+	// batches in flight, so a leader cut off with the client may append more
+	// entries than it can commit.
+	var mu sync.Mutex
 	var applied, failed, transfers, transferFails int
-	for i := 0; i < *ops; i++ {
-		var cmds []string
-		for j := 0; j < *batch; j++ {
-			cmds = append(cmds, fmt.Sprintf("op%d.%d", i, j))
-		}
-		if _, err := c.apply(cmds); err != nil {
-			failed++
-		} else {
-			applied++
-		}
-		if *transferEvery > 0 && (i+1)%*transferEvery == 0 {
-			if err := c.transfer(); err != nil {
-				transferFails++
-			} else {
-				transfers++
+	var wg sync.WaitGroup
+	for w := 0; w < *workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < *ops; i++ {
+				var cmds []string
+				for j := 0; j < *batch; j++ {
+					cmds = append(cmds, fmt.Sprintf("w%d.op%d.%d", w, i, j))
+				}
+				_, err := c.apply(cmds)
+				mu.Lock()
+				if err != nil {
+					failed++
+				} else {
+					applied++
+				}
+				mu.Unlock()
+				if w == 0 && *transferEvery > 0 && (i+1)%*transferEvery == 0 {
+					err := c.transfer()
+					mu.Lock()
+					if err != nil {
+						transferFails++
+					} else {
+						transfers++
+					}
+					mu.Unlock()
+				}
+				time.Sleep(*gap)
 			}
-		}
-		time.Sleep(*gap)
+		}()
 	}
+	wg.Wait()
 	fmt.Printf("workload: %d batches applied, %d failed; %d transfers, %d failed (%v)\n",
 		applied, failed, transfers, transferFails, time.Since(start).Round(time.Millisecond))
 	if d := *quietAt - time.Since(start); d > 0 {
