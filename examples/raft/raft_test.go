@@ -70,7 +70,7 @@ func TestRaftTrialsReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const trials = 3
+	const trials = 2
 	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: true})
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +113,41 @@ func TestRaftTrialsReplay(t *testing.T) {
 		t.Errorf("no partition in %d trials: %v", trials, sum.ByKind)
 	}
 	t.Logf("%d trials, %d faults, outcomes %v, %v", sum.Trials, faults, sum.ByKind, sum.Duration)
+}
+
+// raft v1.7.3's InstallSnapshot livelock (hashicorp/raft#697), found: a
+// member that led, cut off with the client, holds entries past the new
+// leader's snapshot and installs snapshot after snapshot without its log
+// ever matching. The client's liveness check sees its commit index stay
+// behind. POS (seed 1) finds it in the second trial; the failing trace
+// replays.
+func TestRaftSnapshotLivelockFound(t *testing.T) {
+	requirePrivileges(t)
+	buildRaftex(t)
+	sp, err := spec.Load(filepath.Join(here(), "spec-livelock.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 12, OutDir: t.TempDir(), StopOnFirst: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sum.First
+	if r == nil {
+		t.Fatalf("no failure in %d trials of spec-livelock.yaml (outcomes %v)", sum.Trials, sum.ByKind)
+	}
+	cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
+	if r.Outcome.Kind != engine.ClientFailed || !strings.Contains(string(cerr), "was not both committed and applied by") {
+		t.Fatalf("trial %d: %v, client said %s; want the liveness check to fail", r.Index, r.Outcome, cerr)
+	}
+	t.Logf("trial %d: %s", r.Index, cerr)
+	rr, err := engine.Replay(context.Background(), r.TracePath, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rr.Same {
+		t.Errorf("replay of trial %d: %s", r.Index, rr.Diff)
+	}
 }
 
 // BenchmarkRaftTrial: one trial of the example without faults natively

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,6 +99,7 @@ type State struct {
 	State    string `json:"state"`
 	Term     string `json:"term"`
 	Leader   string `json:"leader"`
+	Commit   uint64 `json:"commit"`  // raft's commit index
 	Applied  uint64 `json:"applied"` // index of the last command applied
 	Hash     string `json:"hash"`
 	Restores int    `json:"restores"` // snapshots restored
@@ -133,8 +135,10 @@ func admin(id string, r *raft.Raft, fsm *chain) http.Handler {
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, req *http.Request) {
 		_, leader := r.LeaderWithID()
 		last, hash, restores := fsm.state()
-		json.NewEncoder(w).Encode(State{ID: id, State: r.State().String(), Term: r.Stats()["term"],
-			Leader: string(leader), Applied: last, Hash: hash, Restores: restores})
+		stats := r.Stats()
+		commit, _ := strconv.ParseUint(stats["commit_index"], 10, 64)
+		json.NewEncoder(w).Encode(State{ID: id, State: r.State().String(), Term: stats["term"],
+			Leader: string(leader), Commit: commit, Applied: last, Hash: hash, Restores: restores})
 	})
 	mux.HandleFunc("POST /transfer", func(w http.ResponseWriter, req *http.Request) {
 		if err := r.LeadershipTransfer().Error(); err != nil {
