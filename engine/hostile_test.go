@@ -41,6 +41,43 @@ func TestHostilePrograms(t *testing.T) {
 			"/usr/lockstep-hostile Read-only file system\n" +
 			repoPath("testdata", "specs", "hostile") + "/lockstep-hostile " + specDirWrite() + "\n" +
 			"/proc/sys/kernel/core_pattern Read-only file system\n"}},
+		// Refused: another ABI's syscalls (ENOSYS).
+		{"abi", Pass, "", map[string]string{"client.out": "int 0x80 getpid: Function not implemented\n" +
+			"int 0x80 write: Function not implemented\nx32 getpid: Function not implemented\n"}},
+		// Refused: the host's keyrings, new namespaces, clone3 and writes
+		// to the clock page, even with SYS_ADMIN.
+		{"hoststate", Pass, "", map[string]string{"client.out": "add_key: Operation not permitted\n" +
+			"keyctl: Operation not permitted\nunshare user: Operation not permitted\n" +
+			"unshare net: Operation not permitted\nclone3: Function not implemented\n" +
+			"clock page pwrite: Operation not permitted\nclock page mmap writable: Operation not permitted\n" +
+			"clock page mmap read-only: ok\nclock page mprotect writable: Permission denied\n" +
+			"clock page reopened read-write: ok\nclock page write through it: Operation not permitted\n" +
+			"clock page ftruncate: Operation not permitted\n"}},
+		// Refused: scheduling changes; the thread stays SCHED_RR.
+		{"sched", Pass, "", map[string]string{"client.out": "sched_setscheduler SCHED_OTHER: Operation not permitted\n" +
+			"sched_setparam: Operation not permitted\nsched_setaffinity: Operation not permitted\n" +
+			"sched_setattr: Operation not permitted\nsetpriority: ok\npolicy: SCHED_RR\n"}},
+		// Refused: io_uring and Linux AIO (ENOSYS).
+		{"async", Pass, "", map[string]string{"client.out": "io_uring_setup: Function not implemented\n" +
+			"io_setup: Function not implemented\n"}},
+		// Virtual: timed waits longer than the grace period time out on
+		// the virtual clock, not as a deadlock.
+		{"timedwait", Pass, "", map[string]string{"client.out": "sigtimedwait: Resource temporarily unavailable after 30s\n" +
+			"semtimedop: Resource temporarily unavailable after 30s\n" +
+			"mq_timedreceive: Connection timed out after 30s\nfutex_waitv: Connection timed out after 30s\n"}},
+		// Told: the ways around the gate on a socket fail with the errno
+		// a program falls back on; what goes through the gate still does.
+		{"bypass", Pass, "", map[string]string{"client.out": "sendfile to the socket: Invalid argument\n" +
+			"splice to the socket: Invalid argument\nsplice from the socket: Invalid argument\n" +
+			"pwritev2 to the socket: Operation not supported\npreadv2 from the socket: Operation not supported\n" +
+			"sendto MSG_FASTOPEN: Operation not supported\nTCP_FASTOPEN_CONNECT: Operation not supported\n" +
+			"echoed: echo\n"}},
+		// Refused: the trial's directory joins no two nodes (a node's
+		// own Unix socket there still works).
+		{"unixsock", Pass, "", map[string]string{
+			"server.out": "own socket connect: ok\nSystem V queue: ok\nmkfifo: Operation not permitted\n",
+			"client.out": "other node's socket connect: Connection refused\nother node's socket sendto: Connection refused\n" +
+				"other node's System V queue: No such file or directory\n"}},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
 			sp, err := spec.Load(repoPath("testdata", "specs", "hostile", tt.spec+".yaml"))

@@ -2,7 +2,7 @@ package tracer
 
 // Clock reads without a stop. Each node gets one page of lockstep's, a
 // memfd the tracer maps read-write and every traced process of the node maps
-// read+exec; the vDSO's clock_gettime, gettimeofday and time are written over
+// read+exec (sealed, so that no other mapping or descriptor writes it); the vDSO's clock_gettime, gettimeofday and time are written over
 // with a jump into the page's code, which answers from the values there.
 // Virtual time changes only while every tracee is stopped (in a Step), and
 // the tracer publishes the values before it resumes any, so a read through
@@ -159,9 +159,9 @@ type clockPage struct {
 //
 // Precondition: runs on the tracer thread.
 func (t *Tracer) newClockPage() (*clockPage, error) {
-	fd, err := unix.MemfdCreate("lockstep-clock", unix.MFD_CLOEXEC|unix.MFD_EXEC)
+	fd, err := unix.MemfdCreate("lockstep-clock", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if errors.Is(err, unix.EINVAL) { // kernels before 6.3 know no MFD_EXEC
-		fd, err = unix.MemfdCreate("lockstep-clock", unix.MFD_CLOEXEC)
+		fd, err = unix.MemfdCreate("lockstep-clock", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("memfd for the clock page: %w", err)
@@ -182,6 +182,16 @@ func (t *Tracer) newClockPage() (*clockPage, error) {
 		if _, ok := t.opts.Clock.Read(id); ok {
 			mem[pageServed+id] = 1
 		}
+	}
+	// From here on only the mapping above writes: a node's processes hold
+	// the memfd (ClockPageFd) and could otherwise write it, map it
+	// writable, or reopen it read-write through /proc/self/fd, and so move
+	// their own clock; shrinking it would fault lockstep's mapping.
+	const seals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_FUTURE_WRITE | unix.F_SEAL_SEAL
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+		unix.Munmap(mem)
+		unix.Close(fd)
+		return nil, fmt.Errorf("sealing the clock page: %w", err)
 	}
 	return &clockPage{fd: fd, mem: mem, path: fmt.Sprintf("/proc/%d/fd/%d", t.selfPid, fd)}, nil
 }

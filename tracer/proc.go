@@ -84,9 +84,12 @@ type thread struct {
 	regs  ptrace.Regs
 	// pending is the op this thread is stopped at (tsGated).
 	pending *pendingOp
-	// Timed futex wait bookkeeping (tsTimedWait).
+	// Timed wait bookkeeping (tsTimedWait): the syscall, its first
+	// argument (to tell it is still in it) and what its timeout returns.
 	waitDeadline int64
+	waitNr       int
 	waitAddr     uint64
+	waitExpired  unix.Errno
 	interrupted  bool
 	// changingSockOpts: resumed into a change of a socket's blocking mode
 	// or receive timeout, not seen since (onSockOptsChange).

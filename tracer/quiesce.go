@@ -530,7 +530,7 @@ func (t *Tracer) snapshot() State {
 	st.Deadlines = append(st.Deadlines, t.timerDeadlines()...)
 	for _, th := range t.threads {
 		if th.state == tsTimedWait && !th.interrupted {
-			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: "futex", Kind: sched.Sleep})
+			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: t.syscallName(th.waitNr), Kind: sched.Sleep})
 		}
 	}
 	sort.Slice(st.Deadlines, func(i, j int) bool {

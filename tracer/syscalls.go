@@ -65,6 +65,13 @@ func gateTable() map[int]gate {
 		unix.SYS_NANOSLEEP:       {name: "nanosleep", clock: true, handle: (*Tracer).onSleep},
 		unix.SYS_CLOCK_NANOSLEEP: {name: "clock_nanosleep", clock: true, handle: (*Tracer).onSleep},
 		unix.SYS_FUTEX:           {name: "futex", clock: true, argRule: true, handle: (*Tracer).onFutex},
+		// Other timed waits (waits.go's timedWaits), untimed ones run as
+		// they are.
+		unix.SYS_RT_SIGTIMEDWAIT: {name: "rt_sigtimedwait", clock: true, handle: (*Tracer).onTimedWait},
+		unix.SYS_SEMTIMEDOP:      {name: "semtimedop", clock: true, handle: (*Tracer).onTimedWait},
+		unix.SYS_MQ_TIMEDRECEIVE: {name: "mq_timedreceive", clock: true, handle: (*Tracer).onTimedWait},
+		unix.SYS_MQ_TIMEDSEND:    {name: "mq_timedsend", clock: true, handle: (*Tracer).onTimedWait},
+		unix.SYS_FUTEX_WAITV:     {name: "futex_waitv", clock: true, handle: (*Tracer).onTimedWait},
 		unix.SYS_CLOCK_GETTIME:   {name: "clock_gettime", clock: true, handle: (*Tracer).onClockGettime},
 		unix.SYS_GETTIMEOFDAY:    {name: "gettimeofday", clock: true, handle: (*Tracer).onGettimeofday},
 		unix.SYS_TIME:            {name: "time", clock: true, handle: (*Tracer).onTime},
@@ -94,6 +101,11 @@ func gateTable() map[int]gate {
 		unix.SYS_RENAME:          {name: "rename", handle: (*Tracer).onAlone},
 		unix.SYS_RENAMEAT:        {name: "renameat", handle: (*Tracer).onAlone},
 		unix.SYS_RENAMEAT2:       {name: "renameat2", handle: (*Tracer).onAlone},
+		// Ways around the gate, refused on sockets (bypass.go).
+		unix.SYS_SPLICE:   {name: "splice", handle: (*Tracer).onSocketSplice},
+		unix.SYS_SENDFILE: {name: "sendfile", handle: (*Tracer).onSocketSplice},
+		unix.SYS_PREADV2:  {name: "preadv2", handle: (*Tracer).onVectorIO},
+		unix.SYS_PWRITEV2: {name: "pwritev2", handle: (*Tracer).onVectorIO},
 		// Changes to the fd table that would make the fd kind cache stale.
 		unix.SYS_DUP2:        {name: "dup2", handle: (*Tracer).onDup},
 		unix.SYS_DUP3:        {name: "dup3", handle: (*Tracer).onDup},
@@ -242,6 +254,11 @@ func (t *Tracer) onSend(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
 	fi := t.fdOf(p, fd)
+	if fi.kind == fdUnix {
+		if addr, length := unixSendAddr(th, nr, a); addr != 0 {
+			return t.onUnixConnect(th, nr, addr, length)
+		}
+	}
 	if fi.kind != fdInet || !t.sockGated(th, fi, nr, a) {
 		return false
 	}
@@ -316,6 +333,9 @@ func (t *Tracer) onCloseRange(th *thread, _ int, a [6]uint64) bool {
 // subnet that no node has) an op.
 func (t *Tracer) onConnect(th *thread, nr int, a [6]uint64) bool {
 	fam, ap := decodeSockaddr(th.tid, a[1], a[2])
+	if fam == unix.AF_UNIX {
+		return t.onUnixConnect(th, nr, a[1], a[2])
+	}
 	if (fam != unix.AF_INET && fam != unix.AF_INET6) || !t.gated(ap.Addr()) {
 		return false
 	}
@@ -355,7 +375,7 @@ func (t *Tracer) onAccept(th *thread, nr int, a [6]uint64) bool {
 // onFutex takes over a timed futex wait's timeout (the filter stops only
 // waits that carry one).
 func (t *Tracer) onFutex(th *thread, _ int, a [6]uint64) bool {
-	return t.onTimedWait(th, a)
+	return t.onFutexWait(th, a)
 }
 
 func (t *Tracer) fakeRandom(th *thread, buf, count uint64) {

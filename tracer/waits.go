@@ -42,9 +42,63 @@ func (t *Tracer) onSleep(th *thread, nr int, a [6]uint64) bool {
 	return true
 }
 
-// onTimedWait takes over the timeout of a futex wait: the wait proceeds in
-// the kernel without one, and lockstep interrupts it at its virtual deadline.
-func (t *Tracer) onTimedWait(th *thread, a [6]uint64) bool {
+// A timedWait is a syscall that waits with a timeout lockstep takes over:
+// the wait proceeds in the kernel without one, and lockstep interrupts it
+// at its virtual deadline. Without this, a wait longer than the grace
+// period ended the trial as a deadlock, and a shorter one ran in real time.
+type timedWait struct {
+	// timeout is the argument that points at the struct timespec (none:
+	// the wait is untimed and runs as it is).
+	timeout int
+	// abs tells an absolute timeout's clock from the arguments; nil for a
+	// relative timeout.
+	abs func(a [6]uint64) int32
+	// expired is what the syscall returns when its timeout ends it.
+	expired unix.Errno
+}
+
+// timedWaits are the timed waits besides futex's (whose command decides,
+// onFutexWait). io_getevents and io_uring's timeouts have no entry: the
+// filter refuses Linux AIO and io_uring.
+var timedWaits = map[int]timedWait{
+	unix.SYS_RT_SIGTIMEDWAIT: {timeout: 2, expired: unix.EAGAIN},
+	unix.SYS_SEMTIMEDOP:      {timeout: 3, expired: unix.EAGAIN},
+	unix.SYS_MQ_TIMEDRECEIVE: {timeout: 4, abs: realtime, expired: unix.ETIMEDOUT},
+	unix.SYS_MQ_TIMEDSEND:    {timeout: 4, abs: realtime, expired: unix.ETIMEDOUT},
+	// futex_waitv(waiters, n, flags, timeout, clockid).
+	unix.SYS_FUTEX_WAITV: {timeout: 3, abs: func(a [6]uint64) int32 { return int32(a[4]) }, expired: unix.ETIMEDOUT},
+}
+
+func realtime([6]uint64) int32 { return unix.CLOCK_REALTIME }
+
+// onTimedWait takes over the timeout of a timedWaits syscall.
+func (t *Tracer) onTimedWait(th *thread, nr int, a [6]uint64) bool {
+	w := timedWaits[nr]
+	if a[w.timeout] == 0 {
+		return false // untimed
+	}
+	ns, ok := t.readTimespec(th.tid, a[w.timeout])
+	if !ok {
+		return false // let the kernel report EFAULT/EINVAL
+	}
+	if w.abs == nil && ns == 0 {
+		return false // a poll: it answers at once in the kernel
+	}
+	deadline := t.now() + ns
+	if w.abs != nil {
+		clk := w.abs(a)
+		vnow, virt := t.readClock(th.proc.node, clk)
+		if !virt {
+			return false
+		}
+		deadline = t.now() + t.untilWall(th.proc.node, clk, ns, vnow)
+	}
+	return t.takeTimeout(th, nr, a, w.timeout, deadline, w.expired)
+}
+
+// onFutexWait takes over the timeout of a futex wait (the filter stops
+// only waits that carry one).
+func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
 	cmd := a[1] & futexCmdMask
 	abs, ok := t.readTimespec(th.tid, a[3])
 	if !ok {
@@ -64,17 +118,23 @@ func (t *Tracer) onTimedWait(th *thread, a [6]uint64) bool {
 	default:
 		return false
 	}
+	return t.takeTimeout(th, unix.SYS_FUTEX, a, 3, deadline, unix.ETIMEDOUT)
+}
+
+// takeTimeout lets the wait at th proceed without the timeout in argument
+// arg, to be interrupted at deadline; one already due answers expired.
+func (t *Tracer) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline int64, expired unix.Errno) bool {
 	t.stats.TimedWaits++
 	if deadline <= t.now() {
-		t.fake(th, -int64(unix.ETIMEDOUT))
+		t.fake(th, -int64(expired))
 		return true
 	}
-	th.regs.SetArg(3, 0) // the timeout
+	th.regs.SetArg(arg, 0) // the timeout
 	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
 		return false
 	}
 	th.waitDeadline = deadline
-	th.waitAddr = a[0]
+	th.waitNr, th.waitAddr, th.waitExpired = nr, a[0], expired
 	th.interrupted = false
 	t.setState(th, tsTimedWait)
 	if err := ptrace.Cont(th.tid, 0); err != nil {
@@ -83,7 +143,7 @@ func (t *Tracer) onTimedWait(th *thread, a [6]uint64) bool {
 	return true
 }
 
-// wakeDueTimedWaits interrupts the futex wait whose virtual deadline passed
+// wakeDueTimedWaits interrupts the timed wait whose virtual deadline passed
 // first (ties by LPID). One at a time: waiters due at the same virtual
 // instant (the JVM's threads often are) would otherwise race on the
 // runtime's untimed locks, and which of them won would depend on timing;
@@ -109,7 +169,7 @@ func (t *Tracer) wakeDueTimedWaits() {
 	if first == nil {
 		return
 	}
-	if !first.inFutex() {
+	if !first.inWait() {
 		t.setState(first, tsRunning) // woken meanwhile
 		return
 	}
@@ -120,9 +180,9 @@ func (t *Tracer) wakeDueTimedWaits() {
 	}
 }
 
-// inFutex reads /proc/.../syscall to see whether the thread still sleeps in
-// the futex wait lockstep owns.
-func (th *thread) inFutex() bool {
+// inWait reads /proc/.../syscall to see whether the thread still sleeps in
+// the timed wait lockstep owns.
+func (th *thread) inWait() bool {
 	b, err := readSmall("/proc/" + strconv.Itoa(th.proc.pid) + "/task/" + strconv.Itoa(th.tid) + "/syscall")
 	if err != nil {
 		return false
@@ -135,7 +195,7 @@ func (th *thread) inFutex() bool {
 	}
 	nr, _ = strconv.Atoi(fields[0])
 	addr, _ = strconv.ParseUint(fields[1], 0, 64)
-	return nr == unix.SYS_FUTEX && addr == th.waitAddr
+	return nr == th.waitNr && addr == th.waitAddr
 }
 
 // inVforkWait reports whether the thread sleeps in vfork (or a clone with
@@ -215,13 +275,13 @@ const (
 	errRestartBlock  = 516
 )
 
-// finishTimedWait completes an interrupted futex wait as a timeout.
+// finishTimedWait completes an interrupted timed wait as a timeout.
 func (t *Tracer) finishTimedWait(th *thread) {
 	th.interrupted = false
-	if err := ptrace.GetRegs(th.tid, &th.regs); err == nil && th.regs.Syscall() == unix.SYS_FUTEX {
+	if err := ptrace.GetRegs(th.tid, &th.regs); err == nil && th.regs.Syscall() == th.waitNr {
 		switch -th.regs.Result() {
 		case errRestartSys, errRestartNoIntr, errRestartNoHand, errRestartBlock, int64(unix.EINTR):
-			th.regs.SetResult(-int64(unix.ETIMEDOUT))
+			th.regs.SetResult(-int64(th.waitExpired))
 			ptrace.SetRegs(th.tid, &th.regs)
 		}
 	}

@@ -288,6 +288,13 @@ func (d *Sock) dump(family byte, states uint32, each func(msg []byte)) error {
 	ne := binary.NativeEndian
 	req[hdrLen] = family
 	ne.PutUint32(req[hdrLen+4:], states)
+	return d.request(req, each)
+}
+
+// request sends a dump request and calls each with every reply's payload,
+// reading the replies to the end.
+func (d *Sock) request(req []byte, each func(msg []byte)) error {
+	ne := binary.NativeEndian
 	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return err
 	}

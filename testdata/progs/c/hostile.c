@@ -21,7 +21,26 @@
  *                        the error
  *   write PATH...        try to create each PATH (and /proc/sys files to
  *                        write to them): prints "PATH ok" or the error;
- *                        exit 0 */
+ *                        exit 0
+ * The probes below print one line per attempt, "what: result", and exit 0:
+ *   abi                  syscalls of the i386 ABI (int 0x80) and of x32
+ *   hoststate            the kernel's keyrings, new user and network
+ *                        namespaces, clone3, and writes to the clock page
+ *                        (descriptor 1023)
+ *   sched                scheduling policy, affinity and priority changes
+ *   async                io_uring and Linux AIO
+ *   timedwait SECONDS    sigtimedwait, semtimedop, mq_timedreceive and
+ *                        futex_waitv, each timing out after SECONDS, with
+ *                        the time they took on the monotonic clock
+ *   bypass HOST PORT     connected to an echo server: sendfile, splice,
+ *                        pwritev2 and preadv2 on the socket, TCP Fast
+ *                        Open; then an echo through write and read
+ *   unixserve DIR        bind a Unix socket at DIR/sock and connect to it
+ *                        from the node itself, make a System V message
+ *                        queue, a FIFO DIR/fifo, then DIR/ready; then
+ *                        serve forever
+ *   unixreach DIR        once DIR/ready exists: connect and send a
+ *                        datagram to it, look for the other node's queue */
 #define _GNU_SOURCE
 #include "common.h"
 #include <fcntl.h>
@@ -32,6 +51,17 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/sendfile.h>
+#include <linux/futex.h>
+#include <mqueue.h>
+#include <stdint.h>
 
 /* bomb forks the subtree below one process of the tree and waits for it. */
 static void bomb(int depth)
@@ -53,6 +83,212 @@ static void bomb(int depth)
 			waitpid(kids[i], NULL, 0);
 }
 
+/* report prints "what: ok" for r >= 0, else "what: <errno's text>". */
+static void report(const char *what, long r)
+{
+	printf("%s: %s\n", what, r < 0 ? strerror(errno) : "ok");
+}
+
+/* int80 makes an i386 syscall through int 0x80; it returns the kernel's
+ * raw answer (-errno on failure). */
+static long int80(long nr, long a, long b, long c)
+{
+	long ret;
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr), "b"(a), "c"(b), "d"(c) : "memory");
+	return ret;
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* timed prints how a wait that should time out ended and how long it took. */
+static void timed(const char *what, long r, double t0)
+{
+	printf("%s: %s after %.0fs\n", what, r < 0 ? strerror(errno) : "returned", mono() - t0);
+}
+
+static int unix_at(const char *dir, int type, struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	snprintf(a->sun_path, sizeof a->sun_path, "%s/sock", dir);
+	return socket(AF_UNIX, type, 0);
+}
+
+static int probes(const char *mode, int argc, char **argv)
+{
+	if (!strcmp(mode, "abi")) {
+		/* i386's getpid is 20, write 4; x32's getpid is x86-64's 39
+		 * with bit 30 set. */
+		long r = int80(20, 0, 0, 0);
+		printf("int 0x80 getpid: %s\n", r < 0 ? strerror(-r) : "ran");
+		r = int80(4, 1, (long)"int 0x80 write ran\n", 19);
+		printf("int 0x80 write: %s\n", r < 0 ? strerror(-r) : "ran");
+		report("x32 getpid", syscall(0x40000000 | SYS_getpid));
+		return 0;
+	}
+	if (!strcmp(mode, "hoststate")) {
+		report("add_key", syscall(SYS_add_key, "user", "lockstep-hostile", "x", 1, -2 /* session */));
+		report("keyctl", syscall(SYS_keyctl, 0 /* GET_KEYRING_ID */, -4 /* user */, 0));
+		report("unshare user", unshare(CLONE_NEWUSER));
+		report("unshare net", unshare(CLONE_NEWNET));
+		uint64_t args[11] = { 0 };
+		args[4] = SIGCHLD; /* exit_signal */
+		long pid = syscall(SYS_clone3, args, sizeof args);
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		report("clone3", pid);
+		/* The clock page: descriptor 1023, lockstep's memfd. */
+		const int page = 1023;
+		struct stat st;
+		if (fstat(page, &st) < 0) {
+			printf("clock page: none\n");
+			return 0;
+		}
+		char zero[8] = { 0 };
+		report("clock page pwrite", pwrite(page, zero, sizeof zero, 0));
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, page, 0);
+		report("clock page mmap writable", m == MAP_FAILED ? -1 : 0);
+		m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, page, 0);
+		report("clock page mmap read-only", m == MAP_FAILED ? -1 : 0);
+		if (m != MAP_FAILED)
+			report("clock page mprotect writable", mprotect(m, 4096, PROT_READ | PROT_WRITE));
+		int fd = open("/proc/self/fd/1023", O_RDWR);
+		report("clock page reopened read-write", fd);
+		if (fd >= 0)
+			report("clock page write through it", write(fd, zero, sizeof zero));
+		report("clock page ftruncate", ftruncate(page, 0));
+		return 0;
+	}
+	if (!strcmp(mode, "sched")) {
+		struct sched_param sp = { 0 };
+		report("sched_setscheduler SCHED_OTHER", sched_setscheduler(0, SCHED_OTHER, &sp));
+		sp.sched_priority = 1;
+		report("sched_setparam", sched_setparam(0, &sp));
+		cpu_set_t all;
+		CPU_ZERO(&all);
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			CPU_SET(c, &all);
+		report("sched_setaffinity", sched_setaffinity(0, sizeof all, &all));
+		uint32_t attr[14] = { 56, SCHED_OTHER };
+		report("sched_setattr", syscall(SYS_sched_setattr, 0, attr, 0));
+		report("setpriority", setpriority(PRIO_PROCESS, 0, 5));
+		printf("policy: %s\n", sched_getscheduler(0) == SCHED_RR ? "SCHED_RR" : "other");
+		return 0;
+	}
+	if (!strcmp(mode, "async")) {
+		char params[120] = { 0 };
+		report("io_uring_setup", syscall(SYS_io_uring_setup, 8, params));
+		unsigned long ctx = 0;
+		report("io_setup", syscall(SYS_io_setup, 8, &ctx));
+		return 0;
+	}
+	if (!strcmp(mode, "timedwait") && argc == 3) {
+		long secs = atol(argv[2]);
+		struct timespec rel = { secs, 0 }, abs;
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		double t0 = mono();
+		timed("sigtimedwait", sigtimedwait(&set, NULL, &rel), t0);
+		int sem = semget(IPC_PRIVATE, 1, 0600);
+		struct sembuf down = { 0, -1, 0 };
+		t0 = mono();
+		timed("semtimedop", semtimedop(sem, &down, 1, &rel), t0);
+		semctl(sem, 0, IPC_RMID);
+		struct mq_attr qa = { .mq_maxmsg = 4, .mq_msgsize = 64 };
+		mqd_t q = mq_open("/lockstep-hostile", O_RDWR | O_CREAT, 0600, &qa);
+		mq_unlink("/lockstep-hostile");
+		char msg[64];
+		clock_gettime(CLOCK_REALTIME, &abs);
+		abs.tv_sec += secs;
+		t0 = mono();
+		timed("mq_timedreceive", mq_timedreceive(q, msg, sizeof msg, NULL, &abs), t0);
+		static uint32_t word;
+		struct {
+			uint64_t val, uaddr;
+			uint32_t flags, reserved;
+		} w = { 0, (uintptr_t)&word, 2 | 128 /* FUTEX2_SIZE_U32 | PRIVATE */, 0 };
+		clock_gettime(CLOCK_MONOTONIC, &abs);
+		abs.tv_sec += secs;
+		t0 = mono();
+		timed("futex_waitv", syscall(SYS_futex_waitv, &w, 1, 0, &abs, CLOCK_MONOTONIC), t0);
+		return 0;
+	}
+	if (!strcmp(mode, "bypass") && argc == 4) {
+		int s = connect_to(argv[2], argv[3]);
+		int file = open("/proc/self/exe", O_RDONLY);
+		report("sendfile to the socket", sendfile(s, file, NULL, 16));
+		int p[2];
+		if (pipe(p) < 0)
+			die("pipe");
+		write(p[1], "spliced\n", 8);
+		report("splice to the socket", splice(p[0], NULL, s, NULL, 8, 0));
+		report("splice from the socket", splice(s, NULL, p[1], NULL, 8, SPLICE_F_NONBLOCK));
+		struct iovec iov = { "vector\n", 7 };
+		report("pwritev2 to the socket", pwritev2(s, &iov, 1, -1, 0));
+		char in[16];
+		struct iovec riov = { in, sizeof in };
+		report("preadv2 from the socket", preadv2(s, &riov, 1, -1, RWF_NOWAIT));
+		struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res;
+		if (getaddrinfo(argv[2], argv[3], &hints, &res))
+			die("getaddrinfo");
+		int f = socket(AF_INET, SOCK_STREAM, 0);
+		report("sendto MSG_FASTOPEN", sendto(f, "fast\n", 5, MSG_FASTOPEN, res->ai_addr, res->ai_addrlen));
+		close(f);
+		int one = 1;
+		f = socket(AF_INET, SOCK_STREAM, 0);
+		report("TCP_FASTOPEN_CONNECT", setsockopt(f, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof one));
+		close(f);
+		/* What went through: only the echo of this write. */
+		if (write(s, "echo\n", 5) != 5)
+			die("write");
+		ssize_t n = read(s, in, sizeof in - 1);
+		in[n > 0 ? n : 0] = 0;
+		printf("echoed: %s", in);
+		return 0;
+	}
+	if (!strcmp(mode, "unixserve") && argc == 3) {
+		struct sockaddr_un a;
+		int l = unix_at(argv[2], SOCK_STREAM, &a);
+		unlink(a.sun_path);
+		if (bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 8) < 0)
+			die("bind");
+		int c = socket(AF_UNIX, SOCK_STREAM, 0);
+		report("own socket connect", connect(c, (struct sockaddr *)&a, sizeof a));
+		report("System V queue", msgget(0x10c5, IPC_CREAT | 0600));
+		char fifo[300];
+		snprintf(fifo, sizeof fifo, "%s/fifo", argv[2]);
+		report("mkfifo", mkfifo(fifo, 0600));
+		snprintf(fifo, sizeof fifo, "%s/ready", argv[2]);
+		close(open(fifo, O_WRONLY | O_CREAT, 0600));
+		for (;;)
+			pause();
+	}
+	if (!strcmp(mode, "unixreach") && argc == 3) {
+		struct sockaddr_un a;
+		int c = unix_at(argv[2], SOCK_STREAM, &a);
+		char ready[300];
+		struct stat st;
+		snprintf(ready, sizeof ready, "%s/ready", argv[2]);
+		for (int i = 0; i < 1000 && stat(ready, &st) < 0; i++)
+			msleep(10);
+		report("other node's socket connect", connect(c, (struct sockaddr *)&a, sizeof a));
+		int d = socket(AF_UNIX, SOCK_DGRAM, 0);
+		report("other node's socket sendto", sendto(d, "x", 1, 0, (struct sockaddr *)&a, sizeof a));
+		report("other node's System V queue", msgget(0x10c5, 0));
+		return 0;
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -61,6 +297,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *mode = argv[1];
+	int r = probes(mode, argc, argv);
+	if (r >= 0)
+		return r;
 	if (!strcmp(mode, "spin")) {
 		printf("spinning\n");
 		for (volatile unsigned long i = 0;; i++)

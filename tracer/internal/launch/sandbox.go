@@ -9,7 +9,8 @@ import (
 )
 
 // Sandbox isolates a node the way a container would, beside the PID
-// namespace (Config.NewPID): in a mount namespace of its own
+// namespace (Config.NewPID): in an IPC namespace of its own (System V
+// IPC, POSIX message queues) and a mount namespace of its own
 // the host's filesystems are read-only except Writable; /tmp is an
 // overlay on the host's with writes of its own, /var/tmp and /dev/shm are
 // its own tmpfs, /dev holds a few devices only (no disk of the host's);

@@ -1,6 +1,10 @@
 package launch
 
-import "golang.org/x/sys/unix"
+import (
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
 
 // deniedSyscalls fail with EPERM in a node, whatever its capabilities: the
 // ways out of its sandbox (entering another namespace, such as the host's
@@ -14,17 +18,65 @@ var deniedSyscalls = []uint32{
 	unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD, unix.SYS_REBOOT, unix.SYS_SWAPON, unix.SYS_SWAPOFF,
 }
 
+// A refusal is a syscall that fails in a node with an errno of its own,
+// without a stop: what a kernel without the feature, or a container
+// runtime's default profile, answers, so programs take the path they take
+// there.
+type refusal struct {
+	nr    uint32
+	errno unix.Errno
+}
+
+// refusedSyscalls are the syscalls a node cannot make beside the denied
+// ones, each for a reason of lockstep's:
+//   - the kernel's keyrings are not namespaced: a node would read and fill
+//     root's (EPERM, as Docker's profile answers);
+//   - scheduling policy and affinity: every traced thread runs SCHED_RR on
+//     the trial's CPU, and a thread that leaves it (SCHED_OTHER, both CPUs)
+//     runs in an order the kernel, not the schedule, decides (EPERM, as
+//     without CAP_SYS_NICE);
+//   - clone3: its flags lie in a struct a filter cannot read, so it cannot
+//     be told from a clone making a new user or network namespace; ENOSYS
+//     makes the C library fall back to clone, as under Docker;
+//   - io_uring and Linux AIO move bytes, and wait with timeouts, in the
+//     kernel beyond the gate (ENOSYS, as a kernel built without them: the
+//     C library, libuv, Java and databases fall back to plain syscalls).
+var refusedSyscalls = []refusal{
+	{unix.SYS_ADD_KEY, unix.EPERM}, {unix.SYS_REQUEST_KEY, unix.EPERM}, {unix.SYS_KEYCTL, unix.EPERM},
+	{unix.SYS_SCHED_SETSCHEDULER, unix.EPERM}, {unix.SYS_SCHED_SETPARAM, unix.EPERM},
+	{unix.SYS_SCHED_SETATTR, unix.EPERM}, {unix.SYS_SCHED_SETAFFINITY, unix.EPERM},
+	{unix.SYS_CLONE3, unix.ENOSYS},
+	{unix.SYS_IO_URING_SETUP, unix.ENOSYS}, {unix.SYS_IO_URING_ENTER, unix.ENOSYS}, {unix.SYS_IO_URING_REGISTER, unix.ENOSYS},
+	{unix.SYS_IO_SETUP, unix.ENOSYS}, {unix.SYS_IO_SUBMIT, unix.ENOSYS}, {unix.SYS_IO_GETEVENTS, unix.ENOSYS},
+	{unix.SYS_IO_PGETEVENTS, unix.ENOSYS}, {unix.SYS_IO_CANCEL, unix.ENOSYS}, {unix.SYS_IO_DESTROY, unix.ENOSYS},
+}
+
+// newNamespaces are the clone and unshare flags a node is refused (EPERM):
+// a user namespace gives its creator every capability over namespaces of
+// its own, a network namespace a network lockstep does not see.
+const newNamespaces = unix.CLONE_NEWUSER | unix.CLONE_NEWNET
+
 const (
 	futexCmdMask    = 0x7f // FUTEX_CMD_MASK without PRIVATE and CLOCK_REALTIME
 	futexWait       = 0
 	futexWaitBitset = 9
 	auditArchX86_64 = 0xc000003e
+	// x32Bit marks a syscall of the x32 ABI (__X32_SYSCALL_BIT), which
+	// the kernel takes on the x86-64 entry with the x86-64 audit arch.
+	x32Bit = 0x40000000
+	// Creating a FIFO: mknod's mode (mknodat's third argument).
+	sIFMT  = 0o170000
+	sIFIFO = 0o010000
+	// tcpFastopenConnect is TCP_FASTOPEN_CONNECT; msgFastopen MSG_FASTOPEN.
+	tcpFastopenConnect = 30
+	msgFastopen        = 0x20000000
 )
 
 // seccomp_data offsets (the low 32 bits of an argument on x86-64).
 const (
 	offNr   = 0
 	offArch = 4
+	offArg0 = 16
 	offArg1 = 16 + 8*1
 	offArg2 = 16 + 8*2
 	offArg3 = 16 + 8*3
@@ -48,8 +100,8 @@ type prog struct {
 }
 
 type fixup struct {
-	at     int
-	jt, jf string
+	at         int
+	jt, jf, ja string
 }
 
 func (p *prog) stmt(code uint16, k uint32) {
@@ -58,9 +110,36 @@ func (p *prog) stmt(code uint16, k uint32) {
 
 // jeq compares the accumulator with k: on equal to jt, else to jf; an
 // empty label is the next instruction.
-func (p *prog) jeq(k uint32, jt, jf string) {
+func (p *prog) jeq(k uint32, jt, jf string) { p.jump(unix.BPF_JEQ, k, jt, jf) }
+
+// jset tests the accumulator's bits k: any set to jt, else to jf.
+func (p *prog) jset(k uint32, jt, jf string) { p.jump(unix.BPF_JSET, k, jt, jf) }
+
+func (p *prog) jump(op uint16, k uint32, jt, jf string) {
 	p.fixups = append(p.fixups, fixup{at: len(p.ins), jt: jt, jf: jf})
-	p.ins = append(p.ins, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k})
+	p.ins = append(p.ins, unix.SockFilter{Code: unix.BPF_JMP | op | unix.BPF_K, K: k})
+}
+
+// retIf returns action when the accumulator equals k, and goes on
+// otherwise: a jump over one return, so a long list never needs a jump
+// beyond the 255 instructions classic BPF can reach.
+func (p *prog) retIf(k, action uint32) {
+	p.ins = append(p.ins,
+		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k, Jt: 0, Jf: 1},
+		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: action})
+}
+
+// retIfSet returns action when any of the accumulator's bits k is set.
+func (p *prog) retIfSet(k, action uint32) {
+	p.ins = append(p.ins,
+		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, K: k, Jt: 0, Jf: 1},
+		unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: action})
+}
+
+// ja jumps to l unconditionally.
+func (p *prog) ja(l string) {
+	p.fixups = append(p.fixups, fixup{at: len(p.ins), ja: l})
+	p.ins = append(p.ins, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JA})
 }
 
 func (p *prog) label(name string) { p.labels[name] = len(p.ins) }
@@ -77,18 +156,34 @@ func (p *prog) end() []unix.SockFilter {
 		return uint8(d)
 	}
 	for _, f := range p.fixups {
+		if f.ja != "" {
+			p.ins[f.at].K = uint32(off(f.at, f.ja))
+			continue
+		}
 		p.ins[f.at].Jt, p.ins[f.at].Jf = off(f.at, f.jt), off(f.at, f.jf)
 	}
 	return p.ins
 }
 
+func errno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
+
 // Filter builds the classic-BPF seccomp program a node runs under:
-// RET_ERRNO(EPERM) for the denied syscalls; RET_TRACE for the gated ones,
-// for futex waits that carry a timeout (the JVM's and Go's timed waits),
-// and for the calls that change a socket's blocking mode, receive timeout
-// or low-water mark (fcntl F_SETFL, ioctl FIONBIO, setsockopt SO_RCVTIMEO
-// and SO_RCVLOWAT);
-// RET_ALLOW for everything else.
+//   - ENOSYS for every syscall not of the x86-64 ABI (i386 through int
+//     0x80 or sysenter, x32), as a kernel built without those ABIs
+//     answers: the rules below name x86-64 numbers only, and through
+//     another ABI a node read and wrote sockets ungated and remounted the
+//     host;
+//   - EPERM for the denied syscalls, the refused ones' errno, EPERM for a
+//     clone or unshare making a user or network namespace and for mknod of
+//     a FIFO (a FIFO in the trial's directory would join two nodes), and
+//     EOPNOTSUPP for TCP Fast Open (a connect inside a send, and as a
+//     kernel with it disabled answers);
+//   - RET_TRACE for the gated syscalls, for futex waits that carry a
+//     timeout (the JVM's and Go's timed waits), and for the calls that
+//     change a socket's blocking mode, receive timeout or low-water mark
+//     (fcntl F_SETFL, ioctl FIONBIO, setsockopt SO_RCVTIMEO and
+//     SO_RCVLOWAT);
+//   - RET_ALLOW for everything else.
 func Filter(gated []uint32) []unix.SockFilter {
 	const (
 		ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -96,20 +191,38 @@ func Filter(gated []uint32) []unix.SockFilter {
 		andk = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 	)
 	p := &prog{labels: map[string]int{}}
-	// Other architectures (i386 via int 0x80) are not gated.
 	p.stmt(ldw, offArch)
-	p.jeq(auditArchX86_64, "", "allow")
+	p.jeq(auditArchX86_64, "native", "")
+	p.stmt(ret, errno(unix.ENOSYS))
+	p.label("native")
 	p.stmt(ldw, offNr)
+	p.retIfSet(x32Bit, errno(unix.ENOSYS))
 	for _, nr := range deniedSyscalls {
-		p.jeq(nr, "deny", "")
+		p.retIf(nr, errno(unix.EPERM))
+	}
+	for _, r := range refusedSyscalls {
+		p.retIf(r.nr, errno(r.errno))
+	}
+	// sendto's flags are its fourth argument, sendmsg's its third; a send
+	// without MSG_FASTOPEN goes on to the gate.
+	for _, s := range []struct{ nr, flags uint32 }{{unix.SYS_SENDTO, offArg3}, {unix.SYS_SENDMSG, offArg2}} {
+		p.jeq(s.nr, "", "not"+strconv.Itoa(int(s.nr)))
+		p.stmt(ldw, s.flags)
+		p.retIfSet(msgFastopen, errno(unix.EOPNOTSUPP))
+		p.stmt(ldw, offNr)
+		p.label("not" + strconv.Itoa(int(s.nr)))
 	}
 	for _, nr := range gated {
-		p.jeq(nr, "trace", "")
+		p.retIf(nr, unix.SECCOMP_RET_TRACE)
 	}
 	p.jeq(unix.SYS_FUTEX, "futex", "")
 	p.jeq(unix.SYS_FCNTL, "fcntl", "")
 	p.jeq(unix.SYS_IOCTL, "ioctl", "")
-	p.jeq(unix.SYS_SETSOCKOPT, "setsockopt", "allow")
+	p.jeq(unix.SYS_SETSOCKOPT, "setsockopt", "")
+	p.jeq(unix.SYS_CLONE, "clone", "")
+	p.jeq(unix.SYS_UNSHARE, "clone", "")
+	p.jeq(unix.SYS_MKNOD, "mknod", "")
+	p.jeq(unix.SYS_MKNODAT, "mknodat", "allow")
 	// futex: op & mask in {WAIT, WAIT_BITSET} and timeout pointer != 0.
 	p.label("futex")
 	p.stmt(ldw, offArg1)
@@ -129,16 +242,37 @@ func Filter(gated []uint32) []unix.SockFilter {
 	p.jeq(fionbio, "trace", "allow")
 	p.label("setsockopt")
 	p.stmt(ldw, offArg1)
+	p.jeq(unix.IPPROTO_TCP, "tcpopt", "")
 	p.jeq(unix.SOL_SOCKET, "", "allow")
 	p.stmt(ldw, offArg2)
 	p.jeq(soRcvlowat, "trace", "")
 	p.jeq(soRcvtimeoOld, "trace", "")
 	p.jeq(soRcvtimeoNew, "trace", "allow")
+	p.label("tcpopt")
+	p.stmt(ldw, offArg2)
+	p.jeq(tcpFastopenConnect, "eopnotsupp", "allow")
+	// clone and unshare take their flags first.
+	p.label("clone")
+	p.stmt(ldw, offArg0)
+	p.jset(newNamespaces, "eperm", "allow")
+	// mknod's mode is its second argument, mknodat's its third.
+	p.label("mknod")
+	p.stmt(ldw, offArg1)
+	p.ja("mode")
+	p.label("mknodat")
+	p.stmt(ldw, offArg2)
+	p.label("mode")
+	p.stmt(andk, sIFMT)
+	p.jeq(sIFIFO, "eperm", "allow")
 	p.label("allow")
 	p.stmt(ret, unix.SECCOMP_RET_ALLOW)
 	p.label("trace")
 	p.stmt(ret, unix.SECCOMP_RET_TRACE)
-	p.label("deny")
-	p.stmt(ret, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))
+	p.label("eperm")
+	p.stmt(ret, errno(unix.EPERM))
+	p.label("enosys")
+	p.stmt(ret, errno(unix.ENOSYS))
+	p.label("eopnotsupp")
+	p.stmt(ret, errno(unix.EOPNOTSUPP))
 	return p.end()
 }

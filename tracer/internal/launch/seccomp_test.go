@@ -9,7 +9,8 @@ import (
 
 // evalFilter runs a classic-BPF seccomp program over one seccomp_data,
 // with the instructions Filter emits (loads of 32-bit words, AND with a
-// constant, jumps on equality, returns).
+// constant, jumps on equality, on set bits and unconditional ones,
+// returns).
 func evalFilter(t *testing.T, prog []unix.SockFilter, arch, nr uint32, args [6]uint64) uint32 {
 	t.Helper()
 	var data [64]byte
@@ -32,6 +33,14 @@ func evalFilter(t *testing.T, prog []unix.SockFilter, arch, nr uint32, args [6]u
 			} else {
 				pc += int(in.Jf)
 			}
+		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
+			if acc&in.K != 0 {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case unix.BPF_JMP | unix.BPF_JA:
+			pc += int(in.K)
 		case unix.BPF_RET | unix.BPF_K:
 			return in.K
 		default:
@@ -49,8 +58,11 @@ func TestFilterRules(t *testing.T) {
 		allow = unix.SECCOMP_RET_ALLOW
 		trace = unix.SECCOMP_RET_TRACE
 		deny  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+		nosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+		nosup = unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP)
+		i386  = 0x40000003 // AUDIT_ARCH_I386
 	)
-	prog := Filter([]uint32{unix.SYS_READ, unix.SYS_WRITE, unix.SYS_CONNECT})
+	prog := Filter([]uint32{unix.SYS_READ, unix.SYS_WRITE, unix.SYS_CONNECT, unix.SYS_SENDTO, unix.SYS_SENDMSG})
 	for _, tc := range []struct {
 		name string
 		arch uint32
@@ -61,7 +73,44 @@ func TestFilterRules(t *testing.T) {
 		{"gated", auditArchX86_64, unix.SYS_CONNECT, [6]uint64{}, trace},
 		{"not gated", auditArchX86_64, unix.SYS_GETPID, [6]uint64{}, allow},
 		{"denied", auditArchX86_64, unix.SYS_SETNS, [6]uint64{}, deny},
-		{"another architecture", 0x40000003, unix.SYS_CONNECT, [6]uint64{}, allow},
+		// Another ABI: i386 (int 0x80) numbers mean other calls (4 is
+		// write there), x32 ones carry bit 30.
+		{"i386 write", i386, 4, [6]uint64{}, nosys},
+		{"i386 getpid", i386, 20, [6]uint64{}, nosys},
+		{"x32 connect", auditArchX86_64, x32Bit | unix.SYS_CONNECT, [6]uint64{}, nosys},
+		{"x32 getpid", auditArchX86_64, x32Bit | unix.SYS_GETPID, [6]uint64{}, nosys},
+		{"keyctl", auditArchX86_64, unix.SYS_KEYCTL, [6]uint64{}, deny},
+		{"add_key", auditArchX86_64, unix.SYS_ADD_KEY, [6]uint64{}, deny},
+		{"request_key", auditArchX86_64, unix.SYS_REQUEST_KEY, [6]uint64{}, deny},
+		{"sched_setscheduler", auditArchX86_64, unix.SYS_SCHED_SETSCHEDULER, [6]uint64{0, unix.SCHED_NORMAL}, deny},
+		{"sched_setaffinity", auditArchX86_64, unix.SYS_SCHED_SETAFFINITY, [6]uint64{0, 8, 0x7ffd0000}, deny},
+		{"sched_setattr", auditArchX86_64, unix.SYS_SCHED_SETATTR, [6]uint64{}, deny},
+		{"sched_setparam", auditArchX86_64, unix.SYS_SCHED_SETPARAM, [6]uint64{}, deny},
+		{"sched_getaffinity", auditArchX86_64, unix.SYS_SCHED_GETAFFINITY, [6]uint64{}, allow},
+		{"setpriority", auditArchX86_64, unix.SYS_SETPRIORITY, [6]uint64{}, allow},
+		{"clone3", auditArchX86_64, unix.SYS_CLONE3, [6]uint64{}, nosys},
+		{"io_uring_setup", auditArchX86_64, unix.SYS_IO_URING_SETUP, [6]uint64{}, nosys},
+		{"io_uring_enter", auditArchX86_64, unix.SYS_IO_URING_ENTER, [6]uint64{}, nosys},
+		{"io_setup", auditArchX86_64, unix.SYS_IO_SETUP, [6]uint64{}, nosys},
+		{"io_submit", auditArchX86_64, unix.SYS_IO_SUBMIT, [6]uint64{}, nosys},
+		{"io_getevents", auditArchX86_64, unix.SYS_IO_GETEVENTS, [6]uint64{}, nosys},
+		{"io_pgetevents", auditArchX86_64, unix.SYS_IO_PGETEVENTS, [6]uint64{}, nosys},
+		{"clone of a thread", auditArchX86_64, unix.SYS_CLONE, [6]uint64{0x3d0f00}, allow},
+		{"fork as clone", auditArchX86_64, unix.SYS_CLONE, [6]uint64{17}, allow},
+		{"clone into a new PID namespace", auditArchX86_64, unix.SYS_CLONE, [6]uint64{unix.CLONE_NEWPID | 17}, allow},
+		{"clone into a new user namespace", auditArchX86_64, unix.SYS_CLONE, [6]uint64{unix.CLONE_NEWUSER | 17}, deny},
+		{"unshare user namespace", auditArchX86_64, unix.SYS_UNSHARE, [6]uint64{unix.CLONE_NEWUSER}, deny},
+		{"unshare network namespace", auditArchX86_64, unix.SYS_UNSHARE, [6]uint64{unix.CLONE_NEWNET}, deny},
+		{"unshare files", auditArchX86_64, unix.SYS_UNSHARE, [6]uint64{unix.CLONE_FILES}, allow},
+		{"mknod FIFO", auditArchX86_64, unix.SYS_MKNOD, [6]uint64{0x7ffd0000, unix.S_IFIFO | 0o644}, deny},
+		{"mknodat FIFO", auditArchX86_64, unix.SYS_MKNODAT, [6]uint64{3, 0x7ffd0000, unix.S_IFIFO | 0o600}, deny},
+		{"mknod regular file", auditArchX86_64, unix.SYS_MKNOD, [6]uint64{0x7ffd0000, unix.S_IFREG | 0o644}, allow},
+		{"mknodat socket", auditArchX86_64, unix.SYS_MKNODAT, [6]uint64{3, 0x7ffd0000, unix.S_IFSOCK | 0o600}, allow},
+		{"sendto", auditArchX86_64, unix.SYS_SENDTO, [6]uint64{3, 0x7ffd0000, 10, unix.MSG_NOSIGNAL}, trace},
+		{"sendto MSG_FASTOPEN", auditArchX86_64, unix.SYS_SENDTO, [6]uint64{3, 0x7ffd0000, 10, msgFastopen}, nosup},
+		{"sendmsg", auditArchX86_64, unix.SYS_SENDMSG, [6]uint64{3, 0x7ffd0000, unix.MSG_DONTWAIT}, trace},
+		{"sendmsg MSG_FASTOPEN", auditArchX86_64, unix.SYS_SENDMSG, [6]uint64{3, 0x7ffd0000, msgFastopen}, nosup},
+		{"setsockopt TCP_FASTOPEN_CONNECT", auditArchX86_64, unix.SYS_SETSOCKOPT, [6]uint64{3, unix.IPPROTO_TCP, tcpFastopenConnect}, nosup},
 		{"futex wait without timeout", auditArchX86_64, unix.SYS_FUTEX, [6]uint64{1, futexWait | 128}, allow},
 		{"futex wait with timeout", auditArchX86_64, unix.SYS_FUTEX, [6]uint64{1, futexWait | 128, 0, 0x7ffd0000}, trace},
 		{"futex wait, timeout above 4 GiB", auditArchX86_64, unix.SYS_FUTEX, [6]uint64{1, futexWaitBitset, 0, 0x7ffd_0000_0000}, trace},
@@ -82,5 +131,32 @@ func TestFilterRules(t *testing.T) {
 				t.Errorf("%#x, want %#x", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFilterLongGateList: a gate table far longer than today's still
+// assembles (no jump beyond classic BPF's reach) and keeps the order of
+// the rules: another ABI first, then the denied and refused calls, then
+// the gate.
+func TestFilterLongGateList(t *testing.T) {
+	var gated []uint32
+	for nr := uint32(0); nr < 400; nr++ {
+		gated = append(gated, nr)
+	}
+	prog := Filter(gated)
+	for _, tc := range []struct {
+		arch, nr uint32
+		want     uint32
+	}{
+		{auditArchX86_64, unix.SYS_CONNECT, unix.SECCOMP_RET_TRACE},
+		{auditArchX86_64, unix.SYS_KEYCTL, unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		{auditArchX86_64, unix.SYS_SETNS, unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		{auditArchX86_64, x32Bit | unix.SYS_CONNECT, unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{0x40000003, 102, unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{auditArchX86_64, 1000, unix.SECCOMP_RET_ALLOW},
+	} {
+		if got := evalFilter(t, prog, tc.arch, tc.nr, [6]uint64{}); got != tc.want {
+			t.Errorf("arch %#x nr %#x: %#x, want %#x", tc.arch, tc.nr, got, tc.want)
+		}
 	}
 }

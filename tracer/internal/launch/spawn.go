@@ -222,8 +222,13 @@ func spawnChild(s *spawnSpec) {
 	}
 	if s.hosts != nil || s.sandbox {
 		// A private mount namespace lets this node see its own /etc/hosts
-		// and a read-only host.
-		if _, _, e := syscall.RawSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWNS, 0, 0); e != 0 {
+		// and a read-only host; a sandbox's IPC namespace keeps System V
+		// IPC and POSIX message queues from joining it to other nodes.
+		ns := uintptr(unix.CLONE_NEWNS)
+		if s.sandbox {
+			ns |= unix.CLONE_NEWIPC
+		}
+		if _, _, e := syscall.RawSyscall(unix.SYS_UNSHARE, ns, 0, 0); e != 0 {
 			spawnFail(s, stepUnshare, e)
 		}
 		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, 0, uintptr(unsafe.Pointer(s.slash)), 0, unix.MS_REC|unix.MS_PRIVATE, 0, 0); e != 0 {

@@ -1,0 +1,135 @@
+package tracer
+
+import (
+	"encoding/binary"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
+)
+
+// Ways of moving bytes that would go around the gate. The filter refuses
+// io_uring, Linux AIO and TCP Fast Open outright (launch.Filter); the
+// calls here stop, and fail only when they involve what lockstep gates (a
+// socket to another node), so that the same calls on files keep working.
+// Each refusal is an errno the program's fallback expects, logged with the
+// node and the syscall.
+
+// onSocketSplice refuses splice and sendfile on an internet socket with
+// EINVAL, what the kernel answers for a file that cannot splice: Go's net
+// package and Java's transferTo fall back to reads and writes, which the
+// gate sees. (tee and vmsplice reach pipes only; copy_file_range regular
+// files only.)
+func (t *Tracer) onSocketSplice(th *thread, nr int, a [6]uint64) bool {
+	fds := [2]int{int(a[0]), int(a[1])} // sendfile(out, in, ...)
+	if nr == unix.SYS_SPLICE {
+		fds = [2]int{int(a[0]), int(a[2])} // splice(in, off, out, off, ...)
+	}
+	for _, fd := range fds {
+		if t.fdOf(th.proc, fd).kind == fdInet {
+			t.refuse(th, nr, unix.EINVAL, "fd "+strconv.Itoa(fd)+" is a socket")
+			return true
+		}
+	}
+	return false
+}
+
+// onVectorIO refuses preadv2 and pwritev2 on an internet socket with
+// EOPNOTSUPP: readv and writev, which the gate sees, do the same.
+func (t *Tracer) onVectorIO(th *thread, nr int, a [6]uint64) bool {
+	if t.fdOf(th.proc, int(a[0])).kind != fdInet {
+		return false
+	}
+	t.refuse(th, nr, unix.EOPNOTSUPP, "fd "+strconv.Itoa(int(a[0]))+" is a socket")
+	return true
+}
+
+// refuse fails the syscall th stopped at with errno, and says so.
+func (t *Tracer) refuse(th *thread, nr int, errno unix.Errno, why string) {
+	t.log.Warn("refused a syscall that would bypass the schedule", "node", th.proc.node.name, "thread", th.String(),
+		"syscall", t.syscallName(nr), "why", why, "errno", errno.Error())
+	t.fake(th, -int64(errno))
+}
+
+// foreignUnix reports whether the Unix socket address at addr names a
+// socket file bound in another network namespace than the node's: another
+// node's (through the trial's directory, which every node of a trial
+// shares), the host's or another campaign's. Abstract addresses are
+// per-namespace already; a path that names no socket is the kernel's to
+// answer.
+func (t *Tracer) foreignUnix(th *thread, addr, length uint64) (string, bool) {
+	if addr == 0 || length <= 2 {
+		return "", false
+	}
+	length = min(length, unix.SizeofSockaddrUnix)
+	b := make([]byte, length)
+	if ptrace.ReadMem(th.tid, addr, b) != nil || binary.NativeEndian.Uint16(b) != unix.AF_UNIX || b[2] == 0 {
+		return "", false
+	}
+	path := string(b[2:])
+	for i := range path {
+		if path[i] == 0 {
+			path = path[:i]
+			break
+		}
+	}
+	var st unix.Stat_t
+	if !t.statIn(th.proc.pid, path, &st) || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return path, false
+	}
+	d, err := t.diagFor(th.proc.node)
+	if err != nil {
+		return path, false
+	}
+	bound, err := d.UnixBoundAt(st.Dev, st.Ino)
+	return path, err == nil && !bound
+}
+
+// statIn stats path as process pid sees it: from its root or working
+// directory, in its mount namespace.
+func (t *Tracer) statIn(pid int, path string, st *unix.Stat_t) bool {
+	base, how := "/proc/"+strconv.Itoa(pid)+"/cwd", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC}
+	if path[0] == '/' {
+		base, how.Resolve = "/proc/"+strconv.Itoa(pid)+"/root", unix.RESOLVE_IN_ROOT
+	}
+	dir, err := unix.Open(base, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat2(dir, path, how)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return unix.Fstat(fd, st) == nil
+}
+
+// onUnixConnect refuses a connect, or a datagram sent, to a Unix socket of
+// another namespace with ECONNREFUSED, as two hosts sharing a filesystem
+// would answer: the socket file is there, its socket is not.
+func (t *Tracer) onUnixConnect(th *thread, nr int, addr, length uint64) bool {
+	path, foreign := t.foreignUnix(th, addr, length)
+	if !foreign {
+		return false
+	}
+	t.refuse(th, nr, unix.ECONNREFUSED, "the socket "+path+" is not the node's")
+	return true
+}
+
+// unixSendAddr returns the destination a sendto or sendmsg names (0 for
+// none).
+func unixSendAddr(th *thread, nr int, a [6]uint64) (addr, length uint64) {
+	if nr == unix.SYS_SENDTO {
+		return a[4], a[5]
+	}
+	if nr != unix.SYS_SENDMSG {
+		return 0, 0
+	}
+	var hdr [16]byte // struct msghdr: msg_name, msg_namelen
+	if ptrace.ReadMem(th.tid, a[1], hdr[:]) != nil {
+		return 0, 0
+	}
+	return binary.NativeEndian.Uint64(hdr[:]), uint64(binary.NativeEndian.Uint32(hdr[8:]))
+}
