@@ -118,18 +118,31 @@ func (t *Tracer) onUnixConnect(th *thread, nr int, addr, length uint64) bool {
 	return true
 }
 
-// unixSendAddr returns the destination a sendto or sendmsg names (0 for
-// none).
-func unixSendAddr(th *thread, nr int, a [6]uint64) (addr, length uint64) {
-	if nr == unix.SYS_SENDTO {
-		return a[4], a[5]
+// onUnixSend refuses a datagram that sendto, sendmsg or sendmmsg (any of
+// its messages) addresses to a Unix socket of another namespace.
+func (t *Tracer) onUnixSend(th *thread, nr int, a [6]uint64) bool {
+	switch nr {
+	case unix.SYS_SENDTO:
+		return a[4] != 0 && t.onUnixConnect(th, nr, a[4], a[5])
+	case unix.SYS_SENDMSG:
+		return t.onUnixMsg(th, nr, a[1])
+	case unix.SYS_SENDMMSG:
+		const sizeofMmsghdr = 64 // struct msghdr, then msg_len and padding
+		for i := uint64(0); i < min(a[2], 1024); i++ {
+			if t.onUnixMsg(th, nr, a[1]+i*sizeofMmsghdr) {
+				return true
+			}
+		}
 	}
-	if nr != unix.SYS_SENDMSG {
-		return 0, 0
+	return false
+}
+
+// onUnixMsg is onUnixConnect for the address a struct msghdr at hdr names.
+func (t *Tracer) onUnixMsg(th *thread, nr int, hdr uint64) bool {
+	var b [16]byte // msg_name, msg_namelen
+	if ptrace.ReadMem(th.tid, hdr, b[:]) != nil {
+		return false
 	}
-	var hdr [16]byte // struct msghdr: msg_name, msg_namelen
-	if ptrace.ReadMem(th.tid, a[1], hdr[:]) != nil {
-		return 0, 0
-	}
-	return binary.NativeEndian.Uint64(hdr[:]), uint64(binary.NativeEndian.Uint32(hdr[8:]))
+	name, length := binary.NativeEndian.Uint64(b[:]), uint64(binary.NativeEndian.Uint32(b[8:]))
+	return name != 0 && t.onUnixConnect(th, nr, name, length)
 }

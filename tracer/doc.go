@@ -8,7 +8,9 @@
 // released, messages in flight (sends are captured and delivered later as
 // their own operations), virtual time (clock page, sleeps, timed waits,
 // kernel timers, the time-stamp counter rewritten where it does not trap),
-// quiescence (disk syscalls run alone), faults, and tearing trees down. Below it, in
+// quiescence (disk syscalls run alone), the ways around the gate it refuses
+// (bypass.go: splice and sendfile on sockets, other nodes' Unix sockets),
+// faults, and tearing trees down. Below it, in
 // packages of its own that know nothing of ops:
 //
 //   - internal/ptrace: every ptrace request, wait statuses as kinds,
@@ -16,7 +18,8 @@
 //     syscalls;
 //   - internal/launch: forking a node's first process (or asking the
 //     zygote to), its sandbox and seccomp program;
-//   - internal/sockdiag: looking up and destroying a TCP socket;
+//   - internal/sockdiag: looking up and destroying a TCP socket, finding
+//     the Unix socket bound to a file;
 //   - internal/callsite: naming the code that made a syscall.
 //
 // It must not choose what runs next: that is the scheduler's job. All ptrace

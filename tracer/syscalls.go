@@ -254,10 +254,8 @@ func (t *Tracer) onSend(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
 	fi := t.fdOf(p, fd)
-	if fi.kind == fdUnix {
-		if addr, length := unixSendAddr(th, nr, a); addr != 0 {
-			return t.onUnixConnect(th, nr, addr, length)
-		}
+	if fi.kind == fdUnix && nr != unix.SYS_WRITE && nr != unix.SYS_WRITEV {
+		return t.onUnixSend(th, nr, a)
 	}
 	if fi.kind != fdInet || !t.sockGated(th, fi, nr, a) {
 		return false
