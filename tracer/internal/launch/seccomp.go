@@ -176,8 +176,8 @@ func errno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
 //   - EPERM for the denied syscalls, the refused ones' errno, EPERM for a
 //     clone or unshare making a user or network namespace and for mknod of
 //     a FIFO (a FIFO in the trial's directory would join two nodes), and
-//     EOPNOTSUPP for TCP Fast Open (a connect inside a send, and as a
-//     kernel with it disabled answers);
+//     EOPNOTSUPP for TCP Fast Open, a connect hidden in a send (what a
+//     kernel with Fast Open disabled answers);
 //   - RET_TRACE for the gated syscalls, for futex waits that carry a
 //     timeout (the JVM's and Go's timed waits), and for the calls that
 //     change a socket's blocking mode, receive timeout or low-water mark
@@ -203,9 +203,9 @@ func Filter(gated []uint32) []unix.SockFilter {
 	for _, r := range refusedSyscalls {
 		p.retIf(r.nr, errno(r.errno))
 	}
-	// sendto's flags are its fourth argument, sendmsg's its third; a send
-	// without MSG_FASTOPEN goes on to the gate.
-	for _, s := range []struct{ nr, flags uint32 }{{unix.SYS_SENDTO, offArg3}, {unix.SYS_SENDMSG, offArg2}} {
+	// sendto's and sendmmsg's flags are their fourth argument, sendmsg's
+	// its third; a send without MSG_FASTOPEN goes on to the gate.
+	for _, s := range []struct{ nr, flags uint32 }{{unix.SYS_SENDTO, offArg3}, {unix.SYS_SENDMSG, offArg2}, {unix.SYS_SENDMMSG, offArg3}} {
 		p.jeq(s.nr, "", "not"+strconv.Itoa(int(s.nr)))
 		p.stmt(ldw, s.flags)
 		p.retIfSet(msgFastopen, errno(unix.EOPNOTSUPP))

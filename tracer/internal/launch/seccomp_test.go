@@ -110,6 +110,8 @@ func TestFilterRules(t *testing.T) {
 		{"sendto MSG_FASTOPEN", auditArchX86_64, unix.SYS_SENDTO, [6]uint64{3, 0x7ffd0000, 10, msgFastopen}, nosup},
 		{"sendmsg", auditArchX86_64, unix.SYS_SENDMSG, [6]uint64{3, 0x7ffd0000, unix.MSG_DONTWAIT}, trace},
 		{"sendmsg MSG_FASTOPEN", auditArchX86_64, unix.SYS_SENDMSG, [6]uint64{3, 0x7ffd0000, msgFastopen}, nosup},
+		{"sendmmsg MSG_FASTOPEN", auditArchX86_64, unix.SYS_SENDMMSG, [6]uint64{3, 0x7ffd0000, 2, msgFastopen}, nosup},
+		{"sendmmsg", auditArchX86_64, unix.SYS_SENDMMSG, [6]uint64{3, 0x7ffd0000, 2, 0}, allow},
 		{"setsockopt TCP_FASTOPEN_CONNECT", auditArchX86_64, unix.SYS_SETSOCKOPT, [6]uint64{3, unix.IPPROTO_TCP, tcpFastopenConnect}, nosup},
 		{"futex wait without timeout", auditArchX86_64, unix.SYS_FUTEX, [6]uint64{1, futexWait | 128}, allow},
 		{"futex wait with timeout", auditArchX86_64, unix.SYS_FUTEX, [6]uint64{1, futexWait | 128, 0, 0x7ffd0000}, trace},
