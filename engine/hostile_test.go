@@ -44,11 +44,13 @@ func TestHostilePrograms(t *testing.T) {
 		// Refused: another ABI's syscalls (ENOSYS).
 		{"abi", Pass, "", map[string]string{"client.out": "int 0x80 getpid: Function not implemented\n" +
 			"int 0x80 write: Function not implemented\nx32 getpid: Function not implemented\n"}},
-		// Refused: the host's keyrings, new namespaces, clone3 and writes
-		// to the clock page, even with SYS_ADMIN.
+		// Refused: the host's keyrings, new namespaces, clone3, a file by
+		// its handle and writes to the clock page, even with SYS_ADMIN and
+		// DAC_READ_SEARCH.
 		{"hoststate", Pass, "", map[string]string{"client.out": "add_key: Operation not permitted\n" +
 			"keyctl: Operation not permitted\nunshare user: Operation not permitted\n" +
 			"unshare net: Operation not permitted\nclone3: Function not implemented\n" +
+			"open_by_handle_at: Operation not permitted\n" +
 			"clock page pwrite: Operation not permitted\nclock page mmap writable: Operation not permitted\n" +
 			"clock page mmap read-only: ok\nclock page mprotect writable: Permission denied\n" +
 			"clock page reopened read-write: ok\nclock page write through it: Operation not permitted\n" +

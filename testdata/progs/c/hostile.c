@@ -25,8 +25,8 @@
  * The probes below print one line per attempt, "what: result", and exit 0:
  *   abi                  syscalls of the i386 ABI (int 0x80) and of x32
  *   hoststate            the kernel's keyrings, new user and network
- *                        namespaces, clone3, and writes to the clock page
- *                        (descriptor 1023)
+ *                        namespaces, clone3, a file opened by its handle,
+ *                        and writes to the clock page (descriptor 1023)
  *   sched                scheduling policy, affinity and priority changes
  *   async                io_uring and Linux AIO
  *   timedwait SECONDS    sigtimedwait, semtimedop, mq_timedreceive and
@@ -144,6 +144,17 @@ static int probes(const char *mode, int argc, char **argv)
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
 		report("clone3", pid);
+		/* A file by its handle: past the mount namespace with
+		 * DAC_READ_SEARCH (the "shocker" escape). */
+		struct {
+			struct file_handle h;
+			unsigned char bytes[MAX_HANDLE_SZ];
+		} fh = { .h.handle_bytes = MAX_HANDLE_SZ };
+		int mount_id;
+		if (name_to_handle_at(AT_FDCWD, "/etc/hostname", &fh.h, &mount_id, 0) < 0)
+			report("name_to_handle_at", -1);
+		else
+			report("open_by_handle_at", open_by_handle_at(open("/", O_RDONLY), &fh.h, O_RDONLY));
 		/* The clock page: descriptor 1023, lockstep's memfd. */
 		const int page = 1023;
 		struct stat st;

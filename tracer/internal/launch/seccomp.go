@@ -9,9 +9,10 @@ import (
 // deniedSyscalls fail with EPERM in a node, whatever its capabilities: the
 // ways out of its sandbox (entering another namespace, such as the host's
 // network, through /proc/1/ns; remounting the read-only host writable;
-// loading kernel code; rebooting the host).
+// opening a host file by its handle through a writable mount, which
+// DAC_READ_SEARCH allows; loading kernel code; rebooting the host).
 var deniedSyscalls = []uint32{
-	unix.SYS_SETNS,
+	unix.SYS_SETNS, unix.SYS_OPEN_BY_HANDLE_AT,
 	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_MOUNT_SETATTR,
 	unix.SYS_OPEN_TREE, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN, unix.SYS_FSCONFIG, unix.SYS_FSMOUNT, unix.SYS_FSPICK,
 	unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,

@@ -73,6 +73,7 @@ func TestFilterRules(t *testing.T) {
 		{"gated", auditArchX86_64, unix.SYS_CONNECT, [6]uint64{}, trace},
 		{"not gated", auditArchX86_64, unix.SYS_GETPID, [6]uint64{}, allow},
 		{"denied", auditArchX86_64, unix.SYS_SETNS, [6]uint64{}, deny},
+		{"open_by_handle_at", auditArchX86_64, unix.SYS_OPEN_BY_HANDLE_AT, [6]uint64{}, deny},
 		// Another ABI: i386 (int 0x80) numbers mean other calls (4 is
 		// write there), x32 ones carry bit 30.
 		{"i386 write", i386, 4, [6]uint64{}, nosys},
