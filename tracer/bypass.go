@@ -16,33 +16,39 @@ import (
 // Each refusal is an errno the program's fallback expects, logged with the
 // node and the syscall.
 
-// onSocketSplice refuses splice and sendfile on an internet socket with
-// EINVAL, what the kernel answers for a file that cannot splice: Go's net
-// package and Java's transferTo fall back to reads and writes, which the
-// gate sees. (tee and vmsplice reach pipes only; copy_file_range regular
-// files only.)
+// onSocketSplice refuses splice and sendfile on a socket to another node
+// with EINVAL, what the kernel answers for a file that cannot splice: Go's
+// net package and Java's transferTo fall back to reads and writes, which
+// the gate sees. (tee and vmsplice reach pipes only; copy_file_range
+// regular files only.)
 func (t *Tracer) onSocketSplice(th *thread, nr int, a [6]uint64) bool {
 	fds := [2]int{int(a[0]), int(a[1])} // sendfile(out, in, ...)
 	if nr == unix.SYS_SPLICE {
 		fds = [2]int{int(a[0]), int(a[2])} // splice(in, off, out, off, ...)
 	}
 	for _, fd := range fds {
-		if t.fdOf(th.proc, fd).kind == fdInet {
-			t.refuse(th, nr, unix.EINVAL, "fd "+strconv.Itoa(fd)+" is a socket")
+		if t.toOtherNode(t.fdOf(th.proc, fd)) {
+			t.refuse(th, nr, unix.EINVAL, "fd "+strconv.Itoa(fd)+" is a socket to another node")
 			return true
 		}
 	}
 	return false
 }
 
-// onVectorIO refuses preadv2 and pwritev2 on an internet socket with
-// EOPNOTSUPP: readv and writev, which the gate sees, do the same.
+// onVectorIO refuses preadv2 and pwritev2 on a socket to another node
+// with EOPNOTSUPP: readv and writev, which the gate sees, do the same.
 func (t *Tracer) onVectorIO(th *thread, nr int, a [6]uint64) bool {
-	if t.fdOf(th.proc, int(a[0])).kind != fdInet {
+	if !t.toOtherNode(t.fdOf(th.proc, int(a[0]))) {
 		return false
 	}
-	t.refuse(th, nr, unix.EOPNOTSUPP, "fd "+strconv.Itoa(int(a[0]))+" is a socket")
+	t.refuse(th, nr, unix.EOPNOTSUPP, "fd "+strconv.Itoa(int(a[0]))+" is a socket to another node")
 	return true
+}
+
+// toOtherNode reports whether fi is an internet socket whose peer lockstep
+// gates, or whose peer it cannot tell (not connected yet).
+func (t *Tracer) toOtherNode(fi *fdInfo) bool {
+	return fi.kind == fdInet && (!fi.peer.IsValid() || t.gated(fi.peer.Addr()))
 }
 
 // refuse fails the syscall th stopped at with errno, and says so.

@@ -198,12 +198,25 @@ func Filter(gated []uint32) []unix.SockFilter {
 	p.label("native")
 	p.stmt(ldw, offNr)
 	p.retIfSet(x32Bit, errno(unix.ENOSYS))
-	for _, nr := range deniedSyscalls {
-		p.retIf(nr, errno(unix.EPERM))
-	}
-	for _, r := range refusedSyscalls {
-		p.retIf(r.nr, errno(r.errno))
-	}
+	// futex first: the most frequent syscall of threaded runtimes whose
+	// answer reads an argument (the kernel cannot cache it), so it should
+	// not walk the lists below. It stops for op & mask in {WAIT,
+	// WAIT_BITSET} with a timeout pointer != 0.
+	p.jeq(unix.SYS_FUTEX, "", "notfutex")
+	p.stmt(ldw, offArg1)
+	p.stmt(andk, futexCmdMask)
+	p.jeq(futexWait, "futextimeout", "")
+	p.jeq(futexWaitBitset, "futextimeout", "futexallow")
+	p.label("futextimeout")
+	p.stmt(ldw, offArg3)
+	p.jeq(0, "", "futextrace") // low half non-zero
+	p.stmt(ldw, offArg3+4)
+	p.jeq(0, "futexallow", "futextrace") // high half non-zero
+	p.label("futexallow")
+	p.stmt(ret, unix.SECCOMP_RET_ALLOW)
+	p.label("futextrace")
+	p.stmt(ret, unix.SECCOMP_RET_TRACE)
+	p.label("notfutex")
 	// sendto's and sendmmsg's flags are their fourth argument, sendmsg's
 	// its third; a send without MSG_FASTOPEN goes on to the gate.
 	for _, s := range []struct{ nr, flags uint32 }{{unix.SYS_SENDTO, offArg3}, {unix.SYS_SENDMSG, offArg2}, {unix.SYS_SENDMMSG, offArg3}} {
@@ -213,10 +226,17 @@ func Filter(gated []uint32) []unix.SockFilter {
 		p.stmt(ldw, offNr)
 		p.label("not" + strconv.Itoa(int(s.nr)))
 	}
+	// The denied and refused calls before the gated ones, so that a gate
+	// added for one of them cannot let it through.
+	for _, nr := range deniedSyscalls {
+		p.retIf(nr, errno(unix.EPERM))
+	}
+	for _, r := range refusedSyscalls {
+		p.retIf(r.nr, errno(r.errno))
+	}
 	for _, nr := range gated {
 		p.retIf(nr, unix.SECCOMP_RET_TRACE)
 	}
-	p.jeq(unix.SYS_FUTEX, "futex", "")
 	p.jeq(unix.SYS_FCNTL, "fcntl", "")
 	p.jeq(unix.SYS_IOCTL, "ioctl", "")
 	p.jeq(unix.SYS_SETSOCKOPT, "setsockopt", "")
@@ -224,17 +244,6 @@ func Filter(gated []uint32) []unix.SockFilter {
 	p.jeq(unix.SYS_UNSHARE, "clone", "")
 	p.jeq(unix.SYS_MKNOD, "mknod", "")
 	p.jeq(unix.SYS_MKNODAT, "mknodat", "allow")
-	// futex: op & mask in {WAIT, WAIT_BITSET} and timeout pointer != 0.
-	p.label("futex")
-	p.stmt(ldw, offArg1)
-	p.stmt(andk, futexCmdMask)
-	p.jeq(futexWait, "timeout", "")
-	p.jeq(futexWaitBitset, "", "allow")
-	p.label("timeout")
-	p.stmt(ldw, offArg3)
-	p.jeq(0, "", "trace") // low half non-zero
-	p.stmt(ldw, offArg3+4)
-	p.jeq(0, "allow", "trace") // high half non-zero
 	p.label("fcntl")
 	p.stmt(ldw, offArg1)
 	p.jeq(unix.F_SETFL, "trace", "allow")
