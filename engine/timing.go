@@ -41,6 +41,10 @@ type timing struct {
 	// net holds the LPIDs that have run a network op: their sleeps are the
 	// application's; other threads' sleeps are a runtime's housekeeping.
 	net map[string]bool
+	// spent, from and triggers place the delays (see placement.go).
+	spent    int
+	from     time.Duration
+	triggers []time.Duration
 }
 
 func newTiming(budget int, maxDelay time.Duration, seed int64) *timing {
@@ -128,7 +132,7 @@ func (t *timing) holdEnd(now time.Duration) (time.Duration, bool) {
 // advance returns the advance op to offer beside ready, or nil. deadlines
 // must be sorted by time, then LPID.
 func (t *timing) advance(ready []*sched.Op, deadlines []tracer.Deadline, now time.Duration) *sched.Op {
-	if t.budget <= 0 || len(ready) == 0 {
+	if t.budget <= 0 || len(ready) == 0 || !t.due(now) {
 		t.offer = nil
 		return nil
 	}
@@ -180,6 +184,7 @@ func (t *timing) advance(ready []*sched.Op, deadlines []tracer.Deadline, now tim
 // chose applies a chosen advance op: every ready op is held until its target.
 func (t *timing) chose(adv *sched.Op, ready []*sched.Op) {
 	t.budget--
+	t.spent++
 	t.offer = nil
 	for _, o := range ready {
 		t.held[o.ID] = time.Duration(adv.At)

@@ -235,6 +235,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		clients: map[string]bool{},
 		timing:  newTiming(sp.Time.Delays, sp.Time.MaxDelay, p.seed),
 	}
+	t.timing.place(sp.Time.From, sp.Time.Until, p.seed)
 	defer t.closeFiles()
 	names := make([]string, len(sp.Nodes))
 	for i, n := range sp.Nodes {
@@ -578,7 +579,13 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		}
 		ready = kept
 	}
-	if len(ready) == 0 {
+	// Fault ops are offered even when nothing else can run: an injection
+	// whose trigger the clock jumped to, a recovery whose outage is over.
+	var fs []*sched.Op
+	if t.faults != nil {
+		fs = t.faults.Offer(now, t.targets(st))
+	}
+	if len(ready) == 0 && len(fs) == 0 {
 		return t.wait(st)
 	}
 	t.graceSpent = 0
@@ -586,10 +593,8 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	if adv := t.timing.advance(ready, t.starts.deadlines(st.Deadlines), now); adv != nil {
 		choices = append(ready[:len(ready):len(ready)], adv)
 	}
-	if t.faults != nil {
-		if fs := t.faults.Offer(now, t.targets(st)); len(fs) > 0 {
-			choices = append(choices[:len(choices):len(choices)], fs...)
-		}
+	if len(fs) > 0 {
+		choices = append(choices[:len(choices):len(choices)], fs...)
 	}
 	if x, ok := t.p.strategy.(sched.Extender); ok {
 		// explain's forced decisions: an advance or fault the offers above
