@@ -152,6 +152,7 @@ type Trial struct {
 	pending *sched.Op
 	imm     bool
 	outcome *Outcome
+	live    livelock
 }
 
 // isHost reports whether a node of the cluster has the address.
@@ -419,6 +420,7 @@ func (t *Trial) launch(n spec.Node) (tracer.Action, error) {
 // record adds a decision that released no traced op (a delay, a fault).
 func (t *Trial) record(op sched.Op, auto bool) {
 	t.steps++
+	t.live.step(&op, t.clk.Now())
 	t.res.Records = append(t.res.Records, sched.Record{Step: t.steps, VTime: int64(t.clk.Now()), Op: op, Auto: auto})
 }
 
@@ -544,7 +546,14 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		return t.stop(Pass, "", "")
 	}
 	if time.Now().After(t.realLimit) {
+		if t.live.still >= livelockRealSteps {
+			// Ops flowed to the end: the system was busy, lockstep was not stuck.
+			return t.stop(Livelock, "", "real-time limit %v reached: %s", t.spec.Limits.RealTime, t.live.describe())
+		}
 		return t.stop(Error, "", "real-time limit %v reached at step %d (raise limits.real_time)", t.spec.Limits.RealTime, t.steps)
+	}
+	if n := t.spec.Limits.LivelockSteps; n > 0 && t.live.still >= n {
+		return t.stop(Livelock, "", "%s (limits.livelock_steps)", t.live.describe())
 	}
 	if len(st.Spinning) > 0 {
 		if t.spinning++; t.spinning >= 3 {
@@ -579,13 +588,11 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		}
 		ready = kept
 	}
-	// Fault ops are offered even when nothing else can run: an injection
-	// whose trigger the clock jumped to, a recovery whose outage is over.
 	var fs []*sched.Op
 	if t.faults != nil {
 		fs = t.faults.Offer(now, t.targets(st))
 	}
-	if len(ready) == 0 && len(fs) == 0 {
+	if len(ready) == 0 && (len(fs) == 0 || t.waitFor(st)) {
 		return t.wait(st)
 	}
 	t.graceSpent = 0
@@ -660,6 +667,7 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	t.pending = op
 	t.imm = t.p.immediate != nil && t.p.immediate()
 	t.steps++
+	t.live.step(op, now)
 	return tracer.Action{Release: op.ID}, nil
 }
 
