@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/faults"
-	"github.com/lockstep-dev/lockstep/tracer"
 )
 
 // delayStream keeps the delays' triggers apart from the timing's own draws
@@ -29,24 +28,4 @@ func (t *timing) due(now time.Duration) bool {
 		return now >= t.triggers[t.spent]
 	}
 	return now >= t.from
-}
-
-// waitFor says, when nothing can run but fault ops are on offer, whether
-// the clock should rather move to the next deadline: a fault whose trigger
-// the clock reached in a lull is offered among the ops of the next burst
-// (where messages are in flight and the strategy places it between them),
-// not alone in the lull. Only when nothing else will ever run is it taken
-// alone.
-func (t *Trial) waitFor(st *tracer.State) bool {
-	if _, ok := nextDeadline(st, len(st.Enabled) > 0); ok {
-		return true
-	}
-	if _, ok := t.starts.next(); ok {
-		return true
-	}
-	if _, ok := t.timing.holdEnd(t.clk.Now()); ok {
-		return true
-	}
-	_, ok := t.faults.Deadline(t.clk.Now())
-	return ok
 }

@@ -592,8 +592,14 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	if t.faults != nil {
 		fs = t.faults.Offer(now, t.targets(st))
 	}
-	if len(ready) == 0 && (len(fs) == 0 || t.waitFor(st)) {
-		return t.wait(st)
+	if len(ready) == 0 {
+		// In a lull, a spread injection whose trigger the clock reached is
+		// taken there; anything else waits for ops to run beside.
+		inj := t.faults.InLull(fs)
+		if inj == nil {
+			return t.wait(st)
+		}
+		fs = []*sched.Op{inj}
 	}
 	t.graceSpent = 0
 	choices := ready

@@ -282,6 +282,25 @@ func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 	return out
 }
 
+// InLull returns the injection among offers to take alone when nothing
+// else can run (the clock jumped to its trigger), or nil: only a spread
+// plan's, so that a fault lands at its trigger and not at the next burst
+// of ops, and never a partition, which cuts messages in flight (in a lull
+// there are none): a partition waits to be offered among the next burst's
+// ops. Recoveries too wait for ops to run beside. A nil Injector offers
+// nothing.
+func (in *Injector) InLull(offers []*sched.Op) *sched.Op {
+	if in == nil || !in.plan.Spread || in.offer == nil || in.offer.Kind == sched.Partition {
+		return nil
+	}
+	for _, o := range offers {
+		if o == in.offer {
+			return o
+		}
+	}
+	return nil
+}
+
 func (in *Injector) recovery(kind sched.Kind, node string) *sched.Op {
 	key := kind.String() + ":" + node
 	if o := in.recov[key]; o != nil {
