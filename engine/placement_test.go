@@ -110,3 +110,38 @@ func TestPlacementSpread(t *testing.T) {
 		})
 	}
 }
+
+// A start-up race behind two sleeps of threads that never used the
+// network (testdata/specs/timing/startup-sleep.yaml) is found by a delay
+// of the service past the client's wake, and its trace replays.
+func TestStartupSleepDelay(t *testing.T) {
+	requireTrials(t)
+	sp, err := spec.Load(repoPath("testdata", "specs", "timing", "startup-sleep.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 40, OutDir: out, StopOnFirst: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.First == nil || sum.First.Outcome.Kind != ClientFailed {
+		t.Fatalf("no client failure in %d trials: %v", sum.Trials, sum.ByKind)
+	}
+	advanced := false
+	for _, rec := range traceRecords(t, sum.First) {
+		if rec.Op.Kind == sched.Advance && rec.Op.LPID == "client/0/t0" {
+			advanced = true
+		}
+	}
+	if !advanced {
+		t.Fatalf("trial %d failed without a delay to the client's wake", sum.First.Index)
+	}
+	rr, err := Replay(t.Context(), sum.First.TracePath, out+"/replay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rr.Same {
+		t.Fatalf("replay differs: %s", rr.Diff)
+	}
+}
