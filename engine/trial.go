@@ -595,7 +595,8 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	if len(ready) == 0 {
 		// In a lull, a spread injection whose trigger the clock reached is
 		// taken there; anything else waits for ops to run beside.
-		inj := t.faults.InLull(fs)
+		next, wakes := t.nextWake(st)
+		inj := t.faults.InLull(fs, next, wakes)
 		if inj == nil {
 			return t.wait(st)
 		}
@@ -680,22 +681,7 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 // wait moves the clock when nothing can run: to the next deadline, or ends
 // the trial when there is none (deadlock) or it lies past the limit.
 func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
-	now := t.clk.Now()
-	// The deadlines of held ops passed already (they were enabled); their
-	// holds end at holdEnd. Any other passed deadline is a timed wait the
-	// next settle wakes.
-	next, ok := nextDeadline(st, len(st.Enabled) > 0)
-	if at, start := t.starts.next(); start && (!ok || at < next) {
-		next, ok = at, true
-	}
-	if end, held := t.timing.holdEnd(now); held && (!ok || end < next) {
-		next, ok = end, true
-	}
-	if t.faults != nil {
-		if end, held := t.faults.Deadline(now); held && (!ok || end < next) {
-			next, ok = end, true
-		}
-	}
+	next, ok := t.nextWake(st)
 	if !ok {
 		// Nothing can run and nothing will wake: a deadlock, unless a
 		// thread is still on its way to a gated syscall (starting, or
@@ -731,6 +717,28 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 	t.clk.AdvanceTo(next)
 	t.graceSpent = 0
 	return tracer.Action{}, nil
+}
+
+// nextWake is the virtual time the clock moves to when nothing can run: the
+// earliest deadline, node start, end of a hold or fault deadline.
+func (t *Trial) nextWake(st *tracer.State) (time.Duration, bool) {
+	now := t.clk.Now()
+	// The deadlines of held ops passed already (they were enabled); their
+	// holds end at holdEnd. Any other passed deadline is a timed wait the
+	// next settle wakes.
+	next, ok := nextDeadline(st, len(st.Enabled) > 0)
+	if at, start := t.starts.next(); start && (!ok || at < next) {
+		next, ok = at, true
+	}
+	if end, held := t.timing.holdEnd(now); held && (!ok || end < next) {
+		next, ok = end, true
+	}
+	if t.faults != nil {
+		if end, held := t.faults.Deadline(now); held && (!ok || end < next) {
+			next, ok = end, true
+		}
+	}
+	return next, ok
 }
 
 // quiet begins the fault plan's quiet period: heal, restart the crashed,

@@ -285,12 +285,16 @@ func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 // InLull returns the injection among offers to take alone when nothing
 // else can run (the clock jumped to its trigger), or nil: only a spread
 // plan's, so that a fault lands at its trigger and not at the next burst
-// of ops, and never a partition, which cuts messages in flight (in a lull
-// there are none): a partition waits to be offered among the next burst's
-// ops. Recoveries too wait for ops to run beside. A nil Injector offers
+// of ops. A partition cuts messages in flight, and in a lull there are
+// none: it waits to be offered among the next burst's ops, unless the
+// clock's next wake (next, when wakes) is not before the quiet period.
+// Recoveries too wait for ops to run beside. A nil Injector offers
 // nothing.
-func (in *Injector) InLull(offers []*sched.Op) *sched.Op {
-	if in == nil || !in.plan.Spread || in.offer == nil || in.offer.Kind == sched.Partition {
+func (in *Injector) InLull(offers []*sched.Op, next time.Duration, wakes bool) *sched.Op {
+	if in == nil || !in.plan.Spread || in.offer == nil {
+		return nil
+	}
+	if in.offer.Kind == sched.Partition && wakes && next < in.plan.Until {
 		return nil
 	}
 	for _, o := range offers {

@@ -397,3 +397,36 @@ func TestClockDirection(t *testing.T) {
 		}
 	}
 }
+
+// In a lull, a spread injection is taken at its trigger; a partition waits
+// for the next burst unless the quiet period comes first; an unspread plan
+// and recoveries wait.
+func TestInLull(t *testing.T) {
+	for _, tt := range []struct {
+		kind   sched.Kind
+		spread bool
+		next   time.Duration
+		wakes  bool
+		take   bool
+	}{
+		{sched.Crash, true, 3 * time.Second, true, true},
+		{sched.Pause, true, 0, false, true},
+		{sched.Crash, false, 3 * time.Second, true, false},
+		{sched.Partition, true, 3 * time.Second, true, false},
+		{sched.Partition, true, 20 * time.Second, true, true},
+		{sched.Partition, true, 0, false, true},
+	} {
+		p := plan(tt.kind)
+		p.Spread = tt.spread
+		in := New(p, nodes, 1)
+		at := p.Until - 1
+		offers := in.Offer(at, Targets{})
+		if got := in.InLull(offers, tt.next, tt.wakes); (got != nil) != tt.take {
+			t.Errorf("%v spread=%v next=%v: took %v, want %v", tt.kind, tt.spread, tt.next, got, tt.take)
+		}
+	}
+	var none *Injector
+	if none.InLull(nil, 0, false) != nil {
+		t.Error("a nil injector offered something")
+	}
+}
