@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -61,5 +62,26 @@ func TestLivelock(t *testing.T) {
 	}
 	if !rr.Same {
 		t.Fatalf("replay differs: %s", rr.Diff)
+	}
+}
+
+// With a livelock bound too high to reach, the real-time limit ends the
+// same trial as a livelock too (ops kept flowing: lockstep was not stuck),
+// not as a lockstep error.
+func TestLivelockRealTime(t *testing.T) {
+	requireTrials(t)
+	sp, err := spec.Load(repoPath("testdata", "specs", "livelock.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.Limits.LivelockSteps = 10_000_000
+	sp.Limits.RealTime = 2 * time.Second
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sum.Results[0].Outcome
+	if o.Kind != Livelock || !strings.Contains(o.Detail, "real-time limit 2s reached") || !strings.Contains(o.Detail, "repeat a cycle of") {
+		t.Fatalf("want a livelock at the real-time limit, got %v", o)
 	}
 }
