@@ -589,7 +589,9 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		ready = kept
 	}
 	var fs []*sched.Op
-	if t.faults != nil {
+	if t.faults != nil && (len(ready) > 0 || t.faults.Spread()) {
+		// (Not in a lull without spread: the offer's draws, and so the
+		// schedule, stay those of eager placement.)
 		fs = t.faults.Offer(now, t.targets(st))
 	}
 	if len(ready) == 0 {

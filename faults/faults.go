@@ -282,6 +282,9 @@ func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 	return out
 }
 
+// Spread reports whether injections are placed at triggers (Plan.Spread).
+func (in *Injector) Spread() bool { return in.plan.Spread }
+
 // InLull returns the injection among offers to take alone when nothing
 // else can run (the clock jumped to its trigger), or nil: only a spread
 // plan's, so that a fault lands at its trigger and not at the next burst
