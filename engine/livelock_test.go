@@ -75,6 +75,7 @@ func TestLivelockRealTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp.Limits.LivelockSteps = 10_000_000
+	sp.Limits.Steps = 10_000_000 // on an idle machine 100,000 steps take under 2 s
 	sp.Limits.RealTime = 2 * time.Second
 	sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, OutDir: t.TempDir()})
 	if err != nil {
