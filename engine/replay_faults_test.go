@@ -57,18 +57,23 @@ func TestReplayEveryFault(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(bin, "tick_client")); err != nil {
 		t.Skipf("skipping: %v (make testdata builds it)", err)
 	}
-	for _, kind := range []string{"crash", "partition", "pause", "clock", "drift", "reset", "drop"} {
+	for _, kind := range []string{"crash", "partition", "oneway", "link", "bipartition", "hold", "pause", "clock", "drift", "reset", "drop"} {
 		for _, budget := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s-%d", kind, budget), func(t *testing.T) {
 				nodes, window := tcpNodes, "from: 50ms\n  until: 51ms"
-				if kind == "drop" {
+				switch kind {
+				case "drop":
 					// The datagrams are in flight at 10 ms only.
 					nodes, window = udpNodes, "from: 10ms\n  until: 2s\n  spread: false"
+				case "hold":
+					// A hold needs bytes waiting, never there in a lull: it
+					// joins a burst of round trips (every 20 ms).
+					window = "from: 50ms\n  until: 200ms"
 				}
 				dir := t.TempDir()
 				path := filepath.Join(dir, kind+".yaml")
 				kinds := kind
-				if budget == 2 && (kind == "partition" || kind == "reset") {
+				if budget == 2 && kind != "crash" && kind != "pause" && kind != "clock" && kind != "drift" && kind != "drop" && kind != "hold" {
 					// One cut at a time, and a reset ends its client: the
 					// second fault is of another kind.
 					kinds += ", pause"
@@ -126,7 +131,7 @@ func TestReplayEveryFault(t *testing.T) {
 				if replayed == 0 {
 					t.Fatalf("no trial injected a %s: %v", kind, sum.ByKind)
 				}
-				if budget == 2 && kind != "drop" && backToBack == 0 {
+				if budget == 2 && kind != "drop" && kind != "hold" && backToBack == 0 {
 					t.Errorf("no trial injected two faults (%s) back to back", kinds)
 				}
 				t.Logf("%d traces with %s replayed (%d back to back); outcomes %v", replayed, kind, backToBack, sum.ByKind)

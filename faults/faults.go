@@ -288,17 +288,21 @@ func (in *Injector) Spread() bool { return in.plan.Spread }
 // InLull returns the injection among offers to take alone when nothing
 // else can run (the clock jumped to its trigger), or nil: only a spread
 // plan's, so that a fault lands at its trigger and not at the next burst
-// of ops. A partition cuts messages in flight, and in a lull there are
-// none: it waits to be offered among the next burst's ops, unless the
-// clock's next wake (next, when wakes) is not before the quiet period.
+// of ops. A cut of the network (partition, oneway, link, bipartition) or
+// a hold acts on messages in flight, and in a lull there are none: it
+// waits to be offered among the next burst's ops, unless the clock's next
+// wake (next, when wakes) is not before the quiet period.
 // Recoveries too wait for ops to run beside. A nil Injector offers
 // nothing.
 func (in *Injector) InLull(offers []*sched.Op, next time.Duration, wakes bool) *sched.Op {
 	if in == nil || !in.plan.Spread || in.offer == nil {
 		return nil
 	}
-	if in.offer.Kind == sched.Partition && wakes && next < in.plan.Until {
-		return nil
+	switch in.offer.Kind {
+	case sched.Partition, sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
+		if wakes && next < in.plan.Until {
+			return nil
+		}
 	}
 	for _, o := range offers {
 		if o == in.offer {
