@@ -93,7 +93,7 @@ func TestFaultPause(t *testing.T) {
 			if rec.Op.Kind != sched.Pause {
 				continue
 			}
-			end := rec.Op.At
+			end := rec.VTime + rec.Op.Delay
 			if end <= rec.VTime {
 				t.Fatalf("trial %d: pause ends at %v, chosen at %v", r.Index, time.Duration(end), time.Duration(rec.VTime))
 			}

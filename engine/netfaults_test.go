@@ -191,6 +191,13 @@ func checkBipartition(t *testing.T, nt netTrial) []string {
 func checkHold(t *testing.T, nt netTrial) []string {
 	f := nt.recs[nt.fault]
 	end := f.VTime + f.Op.Delay
+	// The quiet period ends every hold: one placed shortly before it
+	// (its trigger late in the window) ends there.
+	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "hold.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end = min(end, int64(sp.Faults.Until))
 	var out []string
 	for _, rec := range nt.recs[nt.fault:] {
 		if rec.Op.Kind != sched.Deliver {

@@ -130,8 +130,12 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 		rr.Tail = tail.Len()
 		for i := range tr.Records {
 			a, b := res.Records[i].Op, tr.Records[i].Op
-			if !sched.SameOnProcess(&a, &b) {
-				rr.Same, rr.Diff = false, fmt.Sprintf("step %d: %v, trace has %v", i+1, &a, &b)
+			d := sched.Differs(&b, &a, true)
+			if d == "" {
+				d = sched.ValuesDiffer(&b, &a)
+			}
+			if d != "" {
+				rr.Same, rr.Diff = false, fmt.Sprintf("step %d: %s (%v, trace has %v)", i+1, d, &a, &b)
 				break
 			}
 			if a.LPID != b.LPID {

@@ -41,6 +41,10 @@ type timing struct {
 	// net holds the LPIDs that have run a network op: their sleeps are the
 	// application's; other threads' sleeps are a runtime's housekeeping.
 	net map[string]bool
+	// spent, from and triggers place the delays (see placement.go).
+	spent    int
+	from     time.Duration
+	triggers []time.Duration
 }
 
 func newTiming(budget int, maxDelay time.Duration, seed int64) *timing {
@@ -99,16 +103,16 @@ func (t *timing) released(op *sched.Op) {
 
 // matters says whether a delay up to d is worth a choice. The timeouts of
 // waits on sockets, virtual timers and node starts are; so are the sleeps of
-// threads that have used the network. The sleeps of threads that never did
-// are a runtime's housekeeping (Go's sysmon, a JVM's GC and compiler
-// threads, which always have a deadline pending a few µs or ms away), and a
-// budget spent on them would hold nothing that matters for long.
-func (t *timing) matters(d tracer.Deadline) bool {
+// threads that have used the network, and a program's own sleeps before it
+// has (ownSleep). A runtime's housekeeping (Go's sysmon, a JVM's VM and
+// monitor threads, which always have a deadline pending a few µs or ms
+// away) is not: a budget spent on it would hold nothing that matters.
+func (t *timing) matters(d tracer.Deadline, now time.Duration) bool {
 	switch d.Kind {
 	case sched.Poll, sched.Recv, sched.Accept, sched.Connect, sched.KindInvalid:
 		return true
 	}
-	return d.What == "start" || t.net[d.LPID]
+	return d.What == "start" || t.net[d.LPID] || ownSleep(d, now)
 }
 
 // holdEnd is the earliest end of a hold still in force, a deadline of its
@@ -128,7 +132,7 @@ func (t *timing) holdEnd(now time.Duration) (time.Duration, bool) {
 // advance returns the advance op to offer beside ready, or nil. deadlines
 // must be sorted by time, then LPID.
 func (t *timing) advance(ready []*sched.Op, deadlines []tracer.Deadline, now time.Duration) *sched.Op {
-	if t.budget <= 0 || len(ready) == 0 {
+	if t.budget <= 0 || len(ready) == 0 || !t.due(now) {
 		t.offer = nil
 		return nil
 	}
@@ -148,7 +152,7 @@ func (t *timing) advance(ready []*sched.Op, deadlines []tracer.Deadline, now tim
 	// The window's distinct deadlines, each named by its first waiter.
 	var window []tracer.Deadline
 	for _, d := range deadlines {
-		if d.At <= floor || d.At > limit || !t.matters(d) {
+		if d.At <= floor || d.At > limit || !t.matters(d, now) {
 			continue
 		}
 		if n := len(window); n > 0 && window[n-1].At == d.At {
@@ -180,6 +184,7 @@ func (t *timing) advance(ready []*sched.Op, deadlines []tracer.Deadline, now tim
 // chose applies a chosen advance op: every ready op is held until its target.
 func (t *timing) chose(adv *sched.Op, ready []*sched.Op) {
 	t.budget--
+	t.spent++
 	t.offer = nil
 	for _, o := range ready {
 		t.held[o.ID] = time.Duration(adv.At)

@@ -152,6 +152,7 @@ type Trial struct {
 	pending *sched.Op
 	imm     bool
 	outcome *Outcome
+	live    livelock
 }
 
 // isHost reports whether a node of the cluster has the address.
@@ -235,6 +236,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		clients: map[string]bool{},
 		timing:  newTiming(sp.Time.Delays, sp.Time.MaxDelay, p.seed),
 	}
+	t.timing.place(sp.Time.From, sp.Time.Until, p.seed)
 	defer t.closeFiles()
 	names := make([]string, len(sp.Nodes))
 	for i, n := range sp.Nodes {
@@ -418,6 +420,7 @@ func (t *Trial) launch(n spec.Node) (tracer.Action, error) {
 // record adds a decision that released no traced op (a delay, a fault).
 func (t *Trial) record(op sched.Op, auto bool) {
 	t.steps++
+	t.live.step(&op, t.clk.Now())
 	t.res.Records = append(t.res.Records, sched.Record{Step: t.steps, VTime: int64(t.clk.Now()), Op: op, Auto: auto})
 }
 
@@ -543,7 +546,14 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		return t.stop(Pass, "", "")
 	}
 	if time.Now().After(t.realLimit) {
+		if t.live.still >= livelockRealSteps {
+			// Ops flowed to the end: the system was busy, lockstep was not stuck.
+			return t.stop(Livelock, "", "real-time limit %v reached: %s", t.spec.Limits.RealTime, t.live.describe())
+		}
 		return t.stop(Error, "", "real-time limit %v reached at step %d (raise limits.real_time)", t.spec.Limits.RealTime, t.steps)
+	}
+	if n := t.spec.Limits.LivelockSteps; n > 0 && t.live.still >= n {
+		return t.stop(Livelock, "", "%s (limits.livelock_steps)", t.live.describe())
 	}
 	if len(st.Spinning) > 0 {
 		if t.spinning++; t.spinning >= 3 {
@@ -578,18 +588,29 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		}
 		ready = kept
 	}
+	var fs []*sched.Op
+	if t.faults != nil && (len(ready) > 0 || t.faults.Spread()) {
+		// (Not in a lull without spread: the offer's draws, and so the
+		// schedule, stay those of eager placement.)
+		fs = t.faults.Offer(now, t.targets(st))
+	}
 	if len(ready) == 0 {
-		return t.wait(st)
+		// In a lull, a spread injection whose trigger the clock reached is
+		// taken there; anything else waits for ops to run beside.
+		next, wakes := t.nextWake(st)
+		inj := t.faults.InLull(fs, next, wakes)
+		if inj == nil {
+			return t.wait(st)
+		}
+		fs = []*sched.Op{inj}
 	}
 	t.graceSpent = 0
 	choices := ready
 	if adv := t.timing.advance(ready, t.starts.deadlines(st.Deadlines), now); adv != nil {
 		choices = append(ready[:len(ready):len(ready)], adv)
 	}
-	if t.faults != nil {
-		if fs := t.faults.Offer(now, t.targets(st)); len(fs) > 0 {
-			choices = append(choices[:len(choices):len(choices)], fs...)
-		}
+	if len(fs) > 0 {
+		choices = append(choices[:len(choices):len(choices)], fs...)
 	}
 	if x, ok := t.p.strategy.(sched.Extender); ok {
 		// explain's forced decisions: an advance or fault the offers above
@@ -655,28 +676,14 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	t.pending = op
 	t.imm = t.p.immediate != nil && t.p.immediate()
 	t.steps++
+	t.live.step(op, now)
 	return tracer.Action{Release: op.ID}, nil
 }
 
 // wait moves the clock when nothing can run: to the next deadline, or ends
 // the trial when there is none (deadlock) or it lies past the limit.
 func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
-	now := t.clk.Now()
-	// The deadlines of held ops passed already (they were enabled); their
-	// holds end at holdEnd. Any other passed deadline is a timed wait the
-	// next settle wakes.
-	next, ok := nextDeadline(st, len(st.Enabled) > 0)
-	if at, start := t.starts.next(); start && (!ok || at < next) {
-		next, ok = at, true
-	}
-	if end, held := t.timing.holdEnd(now); held && (!ok || end < next) {
-		next, ok = end, true
-	}
-	if t.faults != nil {
-		if end, held := t.faults.Deadline(now); held && (!ok || end < next) {
-			next, ok = end, true
-		}
-	}
+	next, ok := t.nextWake(st)
 	if !ok {
 		// Nothing can run and nothing will wake: a deadlock, unless a
 		// thread is still on its way to a gated syscall (starting, or
@@ -712,6 +719,28 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 	t.clk.AdvanceTo(next)
 	t.graceSpent = 0
 	return tracer.Action{}, nil
+}
+
+// nextWake is the virtual time the clock moves to when nothing can run: the
+// earliest deadline, node start, end of a hold or fault deadline.
+func (t *Trial) nextWake(st *tracer.State) (time.Duration, bool) {
+	now := t.clk.Now()
+	// The deadlines of held ops passed already (they were enabled); their
+	// holds end at holdEnd. Any other passed deadline is a timed wait the
+	// next settle wakes.
+	next, ok := nextDeadline(st, len(st.Enabled) > 0)
+	if at, start := t.starts.next(); start && (!ok || at < next) {
+		next, ok = at, true
+	}
+	if end, held := t.timing.holdEnd(now); held && (!ok || end < next) {
+		next, ok = end, true
+	}
+	if t.faults != nil {
+		if end, held := t.faults.Deadline(now); held && (!ok || end < next) {
+			next, ok = end, true
+		}
+	}
+	return next, ok
 }
 
 // quiet begins the fault plan's quiet period: heal, restart the crashed,

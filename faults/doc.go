@@ -3,6 +3,8 @@
 // holds, heal, pause, clock) may happen to which nodes, within what budget and virtual-time window, and what each chosen fault
 // holds back. Faults are ops like any other: they are offered beside the
 // enabled ops, chosen by the strategy, recorded in the trace and replayed.
+// When each injection may first be offered is drawn from the seed over the
+// window (Triggers), so that faults spread over it whatever the strategy.
 //
 // It decides nothing about ptrace, namespaces or processes: the engine
 // applies a chosen fault's Effect through the tracer and netns, and runs the

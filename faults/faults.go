@@ -28,6 +28,12 @@ type Plan struct {
 	// offered again, so the system can recover before its clients' final
 	// checks.
 	From, Until time.Duration
+	// Spread places the injections over [From, Until): each gets a
+	// trigger drawn from the seed and is offered only from then on (see
+	// Triggers). Without it (a spec without faults.until, whose window
+	// ends at the virtual-time limit, far past most runs) injections are
+	// offered from From on.
+	Spread bool
 	// MaxPause bounds a pause.
 	MaxPause time.Duration
 	// MaxOutage bounds how long a crashed node stays down and a partition
@@ -36,8 +42,16 @@ type Plan struct {
 	// outlast the system's own timeouts (an election, a lease).
 	MaxOutage time.Duration
 	// MaxClockJump bounds a clock fault: a node's wall clock jumps by up
-	// to this much, forward or back.
+	// to this much, in ClockDirection.
 	MaxClockJump time.Duration
+	// ClockDirection is which way a clock jump goes (and whether a drift
+	// runs fast or slow); the zero value is both ways, with even odds.
+	ClockDirection Direction
+	// KeepClock, when set, leaves a node's wall clock where its clock
+	// jumps put it when the quiet period begins. By default the quiet
+	// period sets it back, which is itself a jump the other way (a
+	// backward jump's undo is a forward jump).
+	KeepClock bool
 	// MaxDrift bounds a drift fault, in parts per million: a node's wall
 	// clock runs fast or slow by up to this rate.
 	MaxDrift int64
@@ -58,6 +72,29 @@ type Plan struct {
 	// outside Nodes (a client) connected to exactly one of Nodes stands on
 	// its side of the cut.
 	Follow bool
+}
+
+// Direction is which way a clock fault moves a node's wall clock.
+type Direction uint8
+
+const (
+	Both Direction = iota
+	Forward
+	Backward
+)
+
+var directionNames = [...]string{Both: "both", Forward: "forward", Backward: "backward"}
+
+func (d Direction) String() string { return directionNames[d] }
+
+// ParseDirection is the inverse of Direction.String.
+func ParseDirection(s string) (Direction, bool) {
+	for d, n := range directionNames {
+		if n == s {
+			return Direction(d), true
+		}
+	}
+	return Both, false
 }
 
 // side is what a partition that cuts off node isolates: its group, or the
@@ -160,16 +197,53 @@ type Injector struct {
 	// keyed like recov.
 	until  map[string]time.Duration
 	nextID uint64
+	// triggers are the virtual times from which each injection of the
+	// budget may be offered, in order (see Triggers).
+	triggers []time.Duration
 }
 
 // New starts a trial's injector; all lists every node of the cluster.
 func New(plan Plan, all []string, seed int64) *Injector {
-	return &Injector{
+	in := &Injector{
 		plan: plan, all: all, budget: plan.Budget,
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x6661756c7473)), // "faults"
 		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{}, drifts: map[string]bool{},
 		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase, held: map[string]time.Duration{},
 	}
+	if plan.Spread {
+		in.triggers = Triggers(plan.Budget, plan.From, plan.Until, seed, 0x74726967676572) // "trigger"
+	}
+	return in
+}
+
+// Triggers draws n virtual times uniformly in [from, until) from a stream
+// of the seed of its own (stream), sorted: the k-th injection (or delay)
+// of a trial is offered only from the k-th trigger on. Offered from the
+// window's start, an op is taken within a few steps by every
+// priority-based strategy (its priority soon beats the ops around it), so
+// every fault would land at the start of its window; a trigger spreads
+// them over it whatever the strategy. Times are whole microseconds, so
+// traces show them plainly.
+func Triggers(n int, from, until time.Duration, seed int64, stream uint64) []time.Duration {
+	if n <= 0 || until <= from {
+		return nil
+	}
+	r := rand.New(rand.NewPCG(uint64(seed), stream))
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = (from + time.Duration(r.Int64N(int64(until-from)))).Truncate(time.Microsecond)
+		out[i] = max(out[i], from)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// trigger is when the next injection of the budget may be offered.
+func (in *Injector) trigger() time.Duration {
+	if k := in.plan.Budget - in.budget; k >= 0 && k < len(in.triggers) {
+		return in.triggers[k]
+	}
+	return in.plan.From
 }
 
 // Crashed reports whether a node is down because of an injected crash: its
@@ -189,7 +263,7 @@ func (in *Injector) op(kind sched.Kind, node, object string) *sched.Op {
 func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 	in.socks, in.dgrams, in.conns, in.peers = tg.Socks, tg.Datagrams, tg.Conns, tg.Peers
 	var out []*sched.Op
-	if !in.quiet && in.budget > 0 && now >= in.plan.From && now < in.plan.Until {
+	if !in.quiet && in.budget > 0 && now >= in.trigger() && now < in.plan.Until {
 		if in.offer == nil || !in.possible(in.offer) {
 			in.offer = in.draw()
 		}
@@ -206,6 +280,36 @@ func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 		out = append(out, in.recovery(sched.Heal, in.cut.name))
 	}
 	return out
+}
+
+// Spread reports whether injections are placed at triggers (Plan.Spread).
+func (in *Injector) Spread() bool { return in.plan.Spread }
+
+// InLull returns the injection among offers to take alone when nothing
+// else can run (the clock jumped to its trigger), or nil: only a spread
+// plan's, so that a fault lands at its trigger and not at the next burst
+// of ops. A cut of the network (partition, oneway, link, bipartition) or
+// a hold acts on messages in flight, and in a lull there are none: it
+// waits to be offered among the next burst's ops, unless the clock's next
+// wake (next, when wakes) is not before the quiet period.
+// Recoveries too wait for ops to run beside. A nil Injector offers
+// nothing.
+func (in *Injector) InLull(offers []*sched.Op, next time.Duration, wakes bool) *sched.Op {
+	if in == nil || !in.plan.Spread || in.offer == nil {
+		return nil
+	}
+	switch in.offer.Kind {
+	case sched.Partition, sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
+		if wakes && next < in.plan.Until {
+			return nil
+		}
+	}
+	for _, o := range offers {
+		if o == in.offer {
+			return o
+		}
+	}
+	return nil
 }
 
 func (in *Injector) recovery(kind sched.Kind, node string) *sched.Op {
@@ -293,9 +397,13 @@ func (in *Injector) detail(o *sched.Op) {
 		return
 	}
 	if c.kind == sched.ClockJump {
-		// Either way.
 		d := in.upTo(in.plan.MaxClockJump)
-		if in.r.IntN(2) == 0 {
+		switch in.plan.ClockDirection {
+		case Both:
+			if in.r.IntN(2) == 0 {
+				d = -d
+			}
+		case Backward:
 			d = -d
 		}
 		o.Delay = int64(d)
@@ -303,7 +411,12 @@ func (in *Injector) detail(o *sched.Op) {
 	if c.kind == sched.ClockDrift {
 		m := in.plan.MaxDrift
 		ppm := m/10 + in.r.Int64N(m-m/10+1)
-		if in.r.IntN(2) == 0 {
+		switch in.plan.ClockDirection {
+		case Both:
+			if in.r.IntN(2) == 0 {
+				ppm = -ppm
+			}
+		case Backward: // a clock that runs slow
 			ppm = -ppm
 		}
 		o.Delay = ppm
@@ -359,9 +472,10 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 		in.crashed[o.Node] = true
 		in.until["restart:"+o.Node] = now + time.Duration(o.Delay)
 	case sched.Pause:
+		// The pause's end is not written into the op: the offered op of a
+		// replay has none, and would not match.
 		in.budget--
 		in.paused[o.Node] = now + time.Duration(o.Delay)
-		o.At = int64(now) + o.Delay
 	case sched.Partition:
 		in.budget--
 		side := in.follow(in.plan.side(o.Node))
@@ -438,7 +552,7 @@ func (in *Injector) Recover() []Effect {
 		if in.drifts[n] {
 			out = append(out, Effect{Kind: sched.ClockDrift, Node: n})
 		}
-		if d := in.skew[n]; d != 0 {
+		if d := in.skew[n]; d != 0 && !in.plan.KeepClock {
 			out = append(out, Effect{Kind: sched.ClockJump, Node: n, Shift: -d})
 		}
 	}
@@ -493,12 +607,15 @@ func addrNode(s string, nodeOf func(netip.Addr) string) string {
 	return nodeOf(ap.Addr().Unmap())
 }
 
-// Deadline is the earliest end of a pause in force, or the start of the
-// quiet period while faults are in force: the clock may jump there when
-// nothing else can run.
+// Deadline is the earliest end of a pause in force, the next injection's
+// trigger, or the start of the quiet period while faults are in force: the
+// clock may jump there when nothing else can run.
 func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 	var d time.Duration
 	ok := false
+	if tr := in.trigger(); !in.quiet && in.budget > 0 && tr > now && tr < in.plan.Until {
+		d, ok = tr, true
+	}
 	for _, end := range in.paused {
 		if end > now && (!ok || end < d) {
 			d, ok = end, true

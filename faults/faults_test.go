@@ -24,7 +24,7 @@ func addrs(a netip.Addr) string {
 // The injection on offer stays the same op until chosen, its kind and
 // target come from the seed, and the budget ends the offers.
 func TestOfferAndBudget(t *testing.T) {
-	in := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, 1)
+	in := newEager(plan(sched.Crash, sched.Partition, sched.Pause), nodes, 1)
 	a := in.Offer(0, Targets{})
 	if len(a) != 1 || a[0].LPID != "fault" || !a[0].Kind.IsFault() {
 		t.Fatalf("offer %v", a)
@@ -43,9 +43,9 @@ func TestOfferAndBudget(t *testing.T) {
 	kinds := map[sched.Kind]bool{}
 	targets := map[string]bool{}
 	for seed := int64(0); seed < 60; seed++ {
-		o := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, Targets{})[0]
+		o := newEager(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, Targets{})[0]
 		kinds[o.Kind], targets[o.Node] = true, true
-		if again := New(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, Targets{})[0]; *again != *o {
+		if again := newEager(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, Targets{})[0]; *again != *o {
 			t.Fatalf("seed %d: %v then %v", seed, o, again)
 		}
 	}
@@ -57,7 +57,7 @@ func TestOfferAndBudget(t *testing.T) {
 func TestWindow(t *testing.T) {
 	p := plan(sched.Crash)
 	p.From, p.Until = 100*ms, 200*ms
-	in := New(p, nodes, 1)
+	in := newEager(p, nodes, 1)
 	for _, tt := range []struct {
 		now  time.Duration
 		want int
@@ -73,7 +73,7 @@ func TestWindow(t *testing.T) {
 func TestCrashRestartQuiet(t *testing.T) {
 	p := plan(sched.Crash)
 	p.Budget = 2
-	in := New(p, nodes, 3)
+	in := newEager(p, nodes, 3)
 	c := in.Offer(0, Targets{})[0]
 	e, err := in.Chose(c, 0)
 	if err != nil || e.Kind != sched.Crash || !in.Crashed(c.Node) {
@@ -106,7 +106,7 @@ func TestCrashRestartQuiet(t *testing.T) {
 // A partition holds deliveries and connects across the cut, both ways, and
 // nothing else; a pause holds its node's own ops until it ends.
 func TestHolds(t *testing.T) {
-	in := New(plan(sched.Partition), nodes, 1)
+	in := newEager(plan(sched.Partition), nodes, 1)
 	part := &sched.Op{ID: 1 << 60, LPID: "fault", Kind: sched.Partition, Node: "s1", Object: "node:s1"}
 	e, err := in.Chose(part, 0)
 	if err != nil || len(e.Cut) != 1 || e.Cut[0] != "s1" || len(e.Rest) != 3 {
@@ -140,7 +140,7 @@ func TestHolds(t *testing.T) {
 		t.Fatal("healed, still held")
 	}
 
-	in = New(plan(sched.Pause), nodes, 1)
+	in = newEager(plan(sched.Pause), nodes, 1)
 	pause := in.Offer(0, Targets{})[0]
 	if pause.Delay < int64(100*ms) || pause.Delay > int64(time.Second) {
 		t.Fatalf("pause of %v, want 100ms..1s", time.Duration(pause.Delay))
@@ -168,7 +168,7 @@ func TestOutage(t *testing.T) {
 	for _, kind := range []sched.Kind{sched.Crash, sched.Partition} {
 		p := plan(kind)
 		p.MaxOutage = 2 * time.Second
-		in := New(p, nodes, 5)
+		in := newEager(p, nodes, 5)
 		o := in.Offer(100*ms, Targets{})[0]
 		d := time.Duration(o.Delay)
 		if d < 200*ms || d > 2*time.Second {
@@ -195,7 +195,7 @@ func TestOutage(t *testing.T) {
 func TestPartitionGroup(t *testing.T) {
 	p := plan(sched.Partition)
 	p.Groups = [][]string{{"s1", "client"}}
-	in := New(p, nodes, 1)
+	in := newEager(p, nodes, 1)
 	part := &sched.Op{ID: 1 << 60, LPID: "fault", Kind: sched.Partition, Node: "s1", Object: "node:s1", Delay: int64(time.Second)}
 	e, err := in.Chose(part, 0)
 	if err != nil || len(e.Cut) != 2 || e.Cut[0] != "s1" || e.Cut[1] != "client" || len(e.Rest) != 2 {
@@ -235,12 +235,12 @@ func TestReset(t *testing.T) {
 		{Node: "s1", Object: "sock:s1/0/fd6", Conn: "10.0.0.1:7000>10.0.0.4:40002"},
 		{Node: "s2", Object: "sock:s2/0/fd5", Conn: "10.0.0.2:7000>10.0.0.4:40003"},
 	}
-	if o := New(plan(sched.Reset), nodes, 1).Offer(0, Targets{}); len(o) != 0 {
+	if o := newEager(plan(sched.Reset), nodes, 1).Offer(0, Targets{}); len(o) != 0 {
 		t.Fatalf("reset offered with no connection: %v", o)
 	}
 	picked := map[string]bool{}
 	for seed := int64(0); seed < 40; seed++ {
-		in := New(plan(sched.Reset), nodes, seed)
+		in := newEager(plan(sched.Reset), nodes, seed)
 		o := in.Offer(0, Targets{Socks: socks})
 		if len(o) != 1 || o[0].Kind != sched.Reset {
 			t.Fatalf("seed %d: offer %v", seed, o)
@@ -250,7 +250,7 @@ func TestReset(t *testing.T) {
 			t.Fatalf("seed %d: %+v names no socket of its node", seed, *o[0])
 		}
 		picked[o[0].Object] = true
-		if again := New(plan(sched.Reset), nodes, seed).Offer(0, Targets{Socks: socks})[0]; *again != *o[0] {
+		if again := newEager(plan(sched.Reset), nodes, seed).Offer(0, Targets{Socks: socks})[0]; *again != *o[0] {
 			t.Fatalf("seed %d: %v then %v", seed, o[0], again)
 		}
 		// The socket closes: the offer moves to another one.
@@ -278,7 +278,7 @@ func TestDriftBounds(t *testing.T) {
 	p.MaxDrift = 50_000
 	signs := map[bool]bool{}
 	for seed := int64(0); seed < 40; seed++ {
-		in := New(p, nodes, seed)
+		in := newEager(p, nodes, seed)
 		o := in.Offer(0, Targets{})[0]
 		if a := max(o.Delay, -o.Delay); a < 5_000 || a > 50_000 {
 			t.Fatalf("seed %d: drift %d ppm outside 5000-50000", seed, o.Delay)
@@ -296,7 +296,137 @@ func TestDriftBounds(t *testing.T) {
 	if len(signs) != 2 {
 		t.Fatal("drifts went one way only")
 	}
-	if o := New(plan(sched.ClockDrift), nodes, 1).Offer(0, Targets{}); len(o) != 0 {
+	if o := newEager(plan(sched.ClockDrift), nodes, 1).Offer(0, Targets{}); len(o) != 0 {
 		t.Fatalf("drift offered with no bound: %v", o)
+	}
+}
+
+// newEager is New with every trigger at the window's start, for tests of
+// what happens once an injection is offered.
+func newEager(plan Plan, all []string, seed int64) *Injector {
+	in := New(plan, all, seed)
+	in.triggers = nil
+	return in
+}
+
+// Each injection is offered only from its trigger on, the triggers spread
+// over the window, and the next trigger is a deadline the clock may jump
+// to.
+func TestTriggers(t *testing.T) {
+	p := plan(sched.Crash)
+	p.From, p.Until, p.Budget, p.Spread = time.Second, 11*time.Second, 2, true
+	if in := New(plan(sched.Crash), nodes, 1); len(in.triggers) != 0 || len(in.Offer(0, Targets{})) != 1 {
+		t.Fatalf("a plan not spread has triggers %v", in.triggers)
+	}
+	var tenths [10]int
+	const trials = 2000
+	for seed := int64(0); seed < trials; seed++ {
+		in := New(p, nodes, seed)
+		for k := 0; k < 2; k++ {
+			tr := in.trigger()
+			if tr < p.From || tr >= p.Until {
+				t.Fatalf("seed %d: trigger %v outside [%v, %v)", seed, tr, p.From, p.Until)
+			}
+			if d, ok := in.Deadline(tr - 1); !ok || d != tr {
+				t.Fatalf("seed %d: deadline %v %v before trigger %v", seed, d, ok, tr)
+			}
+			if tr > p.From {
+				if o := in.Offer(tr-1, Targets{}); len(o) != 0 {
+					t.Fatalf("seed %d: offered %v before trigger %v", seed, o, tr)
+				}
+			}
+			o := in.Offer(tr, Targets{})
+			if len(o) != 1 {
+				t.Fatalf("seed %d: no offer at trigger %v", seed, tr)
+			}
+			if _, err := in.Chose(o[0], tr); err != nil {
+				t.Fatal(err)
+			}
+			tenths[int((tr-p.From)*10/(p.Until-p.From))]++
+			if again := New(p, nodes, seed).triggers[k]; again != tr {
+				t.Fatalf("seed %d: trigger %v then %v", seed, tr, again)
+			}
+			in.Recover()
+			in.quiet = false // keep injecting for the test
+		}
+	}
+	for i, n := range tenths {
+		if n > 2*trials/5 || n < 2*trials/20 {
+			t.Errorf("tenth %d of the window holds %d of %d injections: %v", i, n, 2*trials, tenths)
+		}
+	}
+}
+
+// A clock fault goes the way the plan says; the quiet period sets the
+// clock back unless told to keep it.
+func TestClockDirection(t *testing.T) {
+	for _, tt := range []struct {
+		dir        Direction
+		keep       bool
+		fwd, bwd   bool // seen
+		wantUndone bool
+	}{
+		{Both, false, true, true, true},
+		{Forward, false, true, false, true},
+		{Backward, true, false, true, false},
+	} {
+		p := plan(sched.ClockJump, sched.ClockDrift)
+		p.MaxClockJump, p.MaxDrift, p.ClockDirection, p.KeepClock = time.Second, 1000, tt.dir, tt.keep
+		fwd, bwd := false, false
+		for seed := int64(0); seed < 50; seed++ {
+			in := newEager(p, nodes, seed)
+			o := in.Offer(0, Targets{})[0]
+			if o.Delay > 0 {
+				fwd = true
+			} else {
+				bwd = true
+			}
+			if _, err := in.Chose(o, 0); err != nil {
+				t.Fatal(err)
+			}
+			undone := false
+			for _, e := range in.Recover() {
+				undone = undone || e.Kind == sched.ClockJump
+			}
+			if o.Kind == sched.ClockJump && undone != tt.wantUndone {
+				t.Errorf("%v keep=%v: quiet period undid the jump: %v", tt.dir, tt.keep, undone)
+			}
+		}
+		if fwd != tt.fwd || bwd != tt.bwd {
+			t.Errorf("%v: forward seen %v, backward seen %v", tt.dir, fwd, bwd)
+		}
+	}
+}
+
+// In a lull, a spread injection is taken at its trigger; a partition waits
+// for the next burst unless the quiet period comes first; an unspread plan
+// and recoveries wait.
+func TestInLull(t *testing.T) {
+	for _, tt := range []struct {
+		kind   sched.Kind
+		spread bool
+		next   time.Duration
+		wakes  bool
+		take   bool
+	}{
+		{sched.Crash, true, 3 * time.Second, true, true},
+		{sched.Pause, true, 0, false, true},
+		{sched.Crash, false, 3 * time.Second, true, false},
+		{sched.Partition, true, 3 * time.Second, true, false},
+		{sched.Partition, true, 20 * time.Second, true, true},
+		{sched.Partition, true, 0, false, true},
+	} {
+		p := plan(tt.kind)
+		p.Spread = tt.spread
+		in := New(p, nodes, 1)
+		at := p.Until - 1
+		offers := in.Offer(at, Targets{})
+		if got := in.InLull(offers, tt.next, tt.wakes); (got != nil) != tt.take {
+			t.Errorf("%v spread=%v next=%v: took %v, want %v", tt.kind, tt.spread, tt.next, got, tt.take)
+		}
+	}
+	var none *Injector
+	if none.InLull(nil, 0, false) != nil {
+		t.Error("a nil injector offered something")
 	}
 }

@@ -192,6 +192,10 @@ func (o *Op) String() string {
 	if o.Kind == Advance {
 		s += fmt.Sprintf(" by=%v to=%v", time.Duration(o.Delay), time.Duration(o.At))
 	}
+	if o.Kind.IsFault() && o.Object != "" {
+		// Two faults of one kind differ only in their target.
+		s += " " + o.Object
+	}
 	return s
 }
 
@@ -216,7 +220,4 @@ func processOf(lpid string) string {
 // goroutine or task, so on Go and the JVM they differ between runs of the
 // same schedule; ports chosen by the kernel differ too, so peers are not
 // compared.
-func SameOnProcess(a, b *Op) bool {
-	return a.Process() == b.Process() && a.Kind == b.Kind && a.Site == b.Site && a.Object == b.Object &&
-		a.Syscall == b.Syscall && a.At == b.At
-}
+func SameOnProcess(a, b *Op) bool { return Differs(a, b, true) == "" }

@@ -16,7 +16,8 @@ const (
 	VTimeLimit    OutcomeKind = "virtual-time-limit"
 	StepLimit     OutcomeKind = "step-limit"
 	CheckerFailed OutcomeKind = "checker-failed"
-	// Livelock: a thread kept running without reaching a gated syscall.
+	// Livelock: a thread kept running without reaching a gated syscall, or
+	// ops kept flowing while virtual time stood still (limits.livelock_steps).
 	Livelock OutcomeKind = "livelock"
 	// Diverged: a replay met an op other than the recorded one.
 	Diverged OutcomeKind = "diverged"

@@ -326,10 +326,7 @@ func (r *Replay) Reset(seed int64, stepsHint int) {
 // same says whether an enabled op is the recorded one. IDs are
 // deterministic, but identity is checked on what a run cannot change by
 // accident: the thread, what it does, where from and on what.
-func same(a *Op, b *Op) bool {
-	return a.LPID == b.LPID && a.Kind == b.Kind && a.Site == b.Site && a.Object == b.Object && a.Syscall == b.Syscall &&
-		a.At == b.At
-}
+func same(a *Op, b *Op) bool { return Differs(a, b, false) == "" }
 
 // Ready reports whether the next recorded decision can be made among
 // enabled (or the records have run out): a replay that finds its op
@@ -369,6 +366,20 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 	}
 	want := &r.records[r.step].Op
 	r.step++
+	i, err := r.find(want, enabled)
+	if err != nil {
+		return 0, err
+	}
+	// What the op carries must be what was recorded too: a byte count or
+	// peer that differs is another exchange under the same call.
+	if d := ValuesDiffer(want, enabled[i]); d != "" {
+		return 0, fmt.Errorf("diverged at step %d: %s (expected %s, got %s)", r.step, d, want.String(), enabled[i].String())
+	}
+	return i, nil
+}
+
+// find is the index of the enabled op that is the recorded one.
+func (r *Replay) find(want *Op, enabled []*Op) (int, error) {
 	for i, o := range enabled {
 		if o.ID == want.ID && same(o, want) {
 			return i, nil
@@ -391,7 +402,11 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 	for _, o := range enabled {
 		got = append(got, o.String())
 	}
-	return 0, fmt.Errorf("diverged at step %d: expected %s, got %s", r.step, want.String(), strings.Join(got, "; "))
+	why := ""
+	if c := closest(want, enabled); c != nil {
+		why = " (closest differs in " + Differs(want, c, false) + ")"
+	}
+	return 0, fmt.Errorf("diverged at step %d: expected %s, got %s%s", r.step, want.String(), strings.Join(got, "; "), why)
 }
 
 // ReplayTail releases, after a replayed trace's last decision, the ops a

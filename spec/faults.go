@@ -32,12 +32,13 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if _, isNull := n.(*ast.NullNode); isNull {
 		return nil
 	}
-	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups", "max_hold", "target")
+	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups", "max_hold", "target", "clock_direction", "undo_clock", "spread")
 	if err != nil {
 		return err
 	}
 	plan := faults.Plan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, MaxHold: time.Second, Until: s.Limits.VirtualTime}
-	var untilNode, nodesNode, kindsNode ast.Node
+	var untilNode, nodesNode, kindsNode, spreadNode ast.Node
+	spread := true
 	haveKinds := false
 	for _, q := range fp {
 		f := "faults." + q.key
@@ -120,6 +121,27 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			if plan.Probe, err = d.target(q.value, f, s); err != nil {
 				return err
 			}
+		case "clock_direction":
+			v, err := d.str(q.value, f)
+			if err != nil {
+				return err
+			}
+			dir, ok := faults.ParseDirection(v)
+			if !ok {
+				return d.errf(q.value, f, "unknown direction %q (want forward, backward or both)", v)
+			}
+			plan.ClockDirection = dir
+		case "spread":
+			if spread, err = d.boolean(q.value, f); err != nil {
+				return err
+			}
+			spreadNode = q.value
+		case "undo_clock":
+			undo, err := d.boolean(q.value, f)
+			if err != nil {
+				return err
+			}
+			plan.KeepClock = !undo
 		case "max_drift":
 			if plan.MaxDrift, err = d.rate(q.value, f); err != nil {
 				return err
@@ -133,6 +155,10 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if !haveKinds {
 		return d.errf(n, "faults.kinds", "missing")
 	}
+	if spread && spreadNode != nil && untilNode == nil {
+		return d.errf(spreadNode, "faults.spread", "needs faults.until: the window ends at limits.virtual_time (%v), past most runs", s.Limits.VirtualTime)
+	}
+	plan.Spread = spread && untilNode != nil
 	if untilNode != nil && plan.Until <= plan.From {
 		return d.errf(untilNode, "faults.until", "%v is not after faults.from (%v)", plan.Until, plan.From)
 	}

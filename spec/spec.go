@@ -67,6 +67,9 @@ type Spec struct {
 		VirtualTime time.Duration
 		Steps       int
 		RealTime    time.Duration
+		// LivelockSteps bounds the ops released while virtual time stands
+		// still: past it the trial ends as a livelock (engine.Livelock).
+		LivelockSteps int
 		// DeadlockGrace is the real time lockstep keeps watching a state
 		// with nothing enabled and no deadline before it calls it a
 		// deadlock: threads still starting or runnable on a loaded machine
@@ -101,6 +104,11 @@ type Spec struct {
 		// that seed a random generator with the time draw the same numbers
 		// on every node (Raft members then time out together forever).
 		Skew time.Duration
+		// From and Until are the delay window: the k-th delay of a trial
+		// is offered only once virtual time passes its trigger, drawn from
+		// the seed uniformly in [From, Until). Until 0 means no spread:
+		// delays are offered from From on (see delayWindow for defaults).
+		From, Until time.Duration
 	}
 	// Trace says what a trace keeps (spec section `trace`).
 	Trace struct {
@@ -643,10 +651,11 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	s.Checker.Timeout = 30 * time.Second
 	s.Time.Epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.Limits.DeadlockGrace = DefaultDeadlockGrace
+	s.Limits.LivelockSteps = DefaultLivelockSteps
 	s.Time.Delays = DefaultDelays
 	s.Time.MaxDelay = DefaultMaxDelay
 	s.Trace.Data = DefaultTraceData
-	var nodesNode, checkerNode, subnetNode, faultsNode ast.Node
+	var nodesNode, checkerNode, subnetNode, faultsNode, timeUntil ast.Node
 	haveName := false
 	pctNode := ast.Node(nil)
 	for _, p := range pairs {
@@ -732,7 +741,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 			}
 			s.Trials = int(v)
 		case "limits":
-			lp, err := d.fields(p.value, "limits", "virtual_time", "steps", "real_time", "deadlock_grace")
+			lp, err := d.fields(p.value, "limits", "virtual_time", "steps", "real_time", "deadlock_grace", "livelock_steps")
 			if err != nil {
 				return err
 			}
@@ -749,6 +758,10 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 					}
 				case "deadlock_grace":
 					if s.Limits.DeadlockGrace, err = d.duration(q.value, f, true, time.Minute); err != nil {
+						return err
+					}
+				case "livelock_steps":
+					if s.Limits.LivelockSteps, err = d.count(q.value, f, maxSteps); err != nil {
 						return err
 					}
 				case "steps":
@@ -782,7 +795,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 				s.Trace.Data = int(v)
 			}
 		case "time":
-			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay", "tick", "skew")
+			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay", "tick", "skew", "from", "until")
 			if err != nil {
 				return err
 			}
@@ -823,6 +836,15 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 					if s.Time.MaxDelay, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
 						return err
 					}
+				case "from":
+					if s.Time.From, err = d.duration(q.value, f, true, maxVirtualTime); err != nil {
+						return err
+					}
+				case "until":
+					if s.Time.Until, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
+						return err
+					}
+					timeUntil = q.value
 				}
 			}
 		}
@@ -853,6 +875,9 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 		if err := d.faults(faultsNode, s); err != nil {
 			return err
 		}
+	}
+	if err := d.delayWindow(timeUntil, s); err != nil {
+		return err
 	}
 	if checkerNode != nil {
 		if err := d.checker(checkerNode, s); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -285,4 +286,17 @@ func handlesSignal(pid int, sig syscall.Signal) bool {
 		}
 	}
 	return false
+}
+
+// name is the thread's name (/proc/TID/comm): as quiescence's stat reads
+// keep it, or read now when none has yet.
+func (th *thread) name() string {
+	if th.comm == "" {
+		b, err := readSmall("/proc/" + strconv.Itoa(th.tid) + "/comm")
+		if err != nil {
+			return ""
+		}
+		th.comm = strings.TrimSpace(string(b))
+	}
+	return th.comm
 }

@@ -515,7 +515,11 @@ func (t *Tracer) snapshot() State {
 			st.Enabled = append(st.Enabled, &p.op)
 		}
 		if p.deadline >= 0 && p.deadline < never {
-			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind, Op: p.op.ID})
+			d := Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind, Op: p.op.ID}
+			if p.op.Kind == sched.Sleep {
+				d.Thread = p.th.name()
+			}
+			st.Deadlines = append(st.Deadlines, d)
 		}
 	}
 	clear(ops)
@@ -530,7 +534,7 @@ func (t *Tracer) snapshot() State {
 	st.Deadlines = append(st.Deadlines, t.timerDeadlines()...)
 	for _, th := range t.threads {
 		if th.state == tsTimedWait && !th.interrupted {
-			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: t.syscallName(th.waitNr), Kind: sched.Sleep})
+			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: t.syscallName(th.waitNr), Kind: sched.Sleep, Thread: th.name()})
 		}
 	}
 	sort.Slice(st.Deadlines, func(i, j int) bool {

@@ -199,6 +199,10 @@ type Deadline struct {
 	// Op is the ID of the pending op that waits, 0 for a timed futex wait
 	// or a timer (no op).
 	Op uint64
+	// Thread is the waiting thread's name (/proc/…/comm) for sleeps and
+	// timed futex waits, which tells a runtime's housekeeping threads (a
+	// JVM's "VM Periodic Tas") from the program's own; "" otherwise.
+	Thread string
 }
 
 // Released is the result of releasing one op.

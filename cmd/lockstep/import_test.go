@@ -31,7 +31,7 @@ const composeFile = `services:
 volumes:
   data: {}
 x-lockstep:
-  faults: {kinds: [crash], budget: 1, from: 450ms, until: 5s}
+  faults: {kinds: [crash], budget: 1, from: 450ms, until: 5s, spread: false}
   time: {delays: 0}
   limits: {virtual_time: 30s, real_time: 60s}
 `

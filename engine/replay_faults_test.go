@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
+)
+
+// tcpNodes are two echo servers and two clients that make a round trip
+// every 20 ms: what crash, partition, pause, clock, drift and reset act on.
+const tcpNodes = `nodes:
+  - name: s1
+    role: server
+    command: ["%[1]s/pingpong_server", "7000"]
+    ready: {listen: 7000}
+  - name: s2
+    role: server
+    command: ["%[1]s/pingpong_server", "7000"]
+    ready: {listen: 7000}
+  - name: c1
+    role: client
+    command: ["%[1]s/tick_client", "s1", "7000", "20", "20"]
+  - name: c2
+    role: client
+    command: ["%[1]s/tick_client", "s2", "7000", "20", "20"]
+`
+
+// udpNodes are two UDP echo servers and their clients, for drops.
+const udpNodes = `nodes:
+  - name: s1
+    role: server
+    command: ["%[1]s/udp_echo", "7000"]
+  - name: s2
+    role: server
+    command: ["%[1]s/udp_echo", "7000"]
+  - name: c1
+    role: client
+    start_delay: 10ms
+    command: ["%[1]s/udp_client", "s1", "7000", "8"]
+  - name: c2
+    role: client
+    start_delay: 10ms
+    command: ["%[1]s/udp_client", "s2", "7000", "8"]
+`
+
+// Every fault kind's trace replays to the same ops and outcome, one fault
+// alone and two back to back (in consecutive steps: both triggers fall in
+// one idle stretch of the clock, so each is taken as soon as offered).
+func TestReplayEveryFault(t *testing.T) {
+	requireTrials(t)
+	bin := repoPath("testdata", "bin", "c")
+	if _, err := os.Stat(filepath.Join(bin, "tick_client")); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	for _, kind := range []string{"crash", "partition", "oneway", "link", "bipartition", "hold", "pause", "clock", "drift", "reset", "drop"} {
+		for _, budget := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s-%d", kind, budget), func(t *testing.T) {
+				nodes, window := tcpNodes, "from: 50ms\n  until: 51ms"
+				switch kind {
+				case "drop":
+					// The datagrams are in flight at 10 ms only.
+					nodes, window = udpNodes, "from: 10ms\n  until: 2s\n  spread: false"
+				case "hold":
+					// A hold needs bytes waiting, never there in a lull: it
+					// joins a burst of round trips (every 20 ms).
+					window = "from: 50ms\n  until: 200ms"
+				}
+				dir := t.TempDir()
+				path := filepath.Join(dir, kind+".yaml")
+				kinds := kind
+				if budget == 2 && kind != "crash" && kind != "pause" && kind != "clock" && kind != "drift" && kind != "drop" && kind != "hold" {
+					// One cut at a time, and a reset ends its client: the
+					// second fault is of another kind.
+					kinds += ", pause"
+				}
+				text := fmt.Sprintf("name: replay-%s\n%sfaults:\n  kinds: [%s]\n  nodes: [s1, s2]\n  budget: %d\n  %s\n  max_outage: 30ms\n  max_pause: 30ms\ntime: {delays: 0}\nlimits: {virtual_time: 30s, real_time: 30s}\n",
+					kind, fmt.Sprintf(nodes, bin), kinds, budget, window)
+				if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				sp, err := spec.Load(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				trials := 4
+				if kind == "reset" && budget == 2 {
+					// A reset ends its client's trial: only a pause drawn
+					// first makes a pair (half the draws).
+					trials = 8
+				}
+				sum, err := Run(t.Context(), sp, RunOptions{Trials: trials, Strategy: "pos", OutDir: filepath.Join(dir, "out"), TraceAll: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := sched.ParseKind(kind)
+				replayed, backToBack := 0, 0
+				for _, r := range sum.Results {
+					if r.Outcome.Kind == Error {
+						t.Fatalf("trial %d: %v", r.Index, r.Outcome)
+					}
+					var steps []int
+					of := false
+					for i, rec := range traceRecords(t, r) {
+						if k := rec.Op.Kind; k.IsFault() && k != sched.Restart && k != sched.Heal && !rec.Auto {
+							steps = append(steps, i)
+							of = of || k == want
+						}
+					}
+					if !of {
+						continue
+					}
+					if len(steps) == 2 && steps[1] == steps[0]+1 {
+						// Consecutive steps: the second fault's offer came
+						// right after the first was applied.
+						backToBack++
+					}
+					rr, err := Replay(t.Context(), r.TracePath, filepath.Join(dir, "replay"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !rr.Same {
+						t.Errorf("trial %d (faults at steps %v, %v): replay differs: %s; %v", r.Index, steps, r.Outcome.Kind, rr.Diff, rr.Trial.Outcome)
+					}
+					replayed++
+				}
+				if replayed == 0 {
+					t.Fatalf("no trial injected a %s: %v", kind, sum.ByKind)
+				}
+				if budget == 2 && kind != "drop" && kind != "hold" && backToBack == 0 {
+					t.Errorf("no trial injected two faults (%s) back to back", kinds)
+				}
+				t.Logf("%d traces with %s replayed (%d back to back); outcomes %v", replayed, kind, backToBack, sum.ByKind)
+			})
+		}
+	}
+}
+
+// A trace whose byte count was edited does not replay: the divergence
+// names the field (issue 36: replay compares byte counts and peers).
+func TestReplayEditedBytes(t *testing.T) {
+	requireTrials(t)
+	sum := runFaultSpec(t, "restart-data", 1, true)
+	r := sum.Results[0]
+	b, err := os.ReadFile(r.TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first send of 8 bytes now says 9.
+	lines := strings.Split(string(b), "\n")
+	edited := false
+	for i, l := range lines {
+		if strings.Contains(l, `"kind":"send"`) && strings.Contains(l, `"bytes":8`) {
+			lines[i] = strings.Replace(l, `"bytes":8`, `"bytes":9`, 1)
+			edited = true
+			break
+		}
+	}
+	if !edited {
+		t.Fatal("no send of 8 bytes in the trace")
+	}
+	path := filepath.Join(t.TempDir(), "edited.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := Replay(t.Context(), path, filepath.Join(t.TempDir(), "replay"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr.Same {
+		t.Fatal("a trace with an edited byte count replayed as the same")
+	}
+	if got := rr.Trial.Outcome; got.Kind != Diverged || !strings.Contains(got.Detail, "bytes: expected 9, got 8") {
+		t.Fatalf("want a divergence naming bytes, got %v (%s)", got, rr.Diff)
+	}
+}

@@ -1,0 +1,101 @@
+package sched
+
+import (
+	"fmt"
+	"time"
+)
+
+// opField is one field of an Op that a replay compares, with how to show
+// its value.
+type opField struct {
+	name string
+	get  func(*Op) string
+}
+
+func str(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+// identity are the fields that say which op an op is (same); values are
+// what a released op carried (Values).
+var (
+	identity = []opField{
+		{"lpid", func(o *Op) string { return str(o.LPID) }},
+		{"kind", func(o *Op) string { return o.Kind.String() }},
+		{"site", func(o *Op) string { return str(o.Site) }},
+		{"object", func(o *Op) string { return str(o.Object) }},
+		{"syscall", func(o *Op) string { return str(o.Syscall) }},
+		// The target of an advance op; other kinds leave it out (a pause's
+		// end was written into At by traces of lockstep before 0.2).
+		{"at", func(o *Op) string {
+			if o.Kind != Advance {
+				return ""
+			}
+			return time.Duration(o.At).String()
+		}},
+	}
+	values = []opField{
+		{"bytes", func(o *Op) string { return fmt.Sprint(o.Bytes) }},
+		{"peer", func(o *Op) string { return str(o.Peer) }},
+	}
+)
+
+// Differs names the first identity field in which a and b differ, with
+// both values ("object: expected node:s1, got node:s2"), or "" when they
+// are the same op. lpid is left out when sameProcess is set (a Go or JVM
+// op may run on another thread of its process).
+func Differs(want, got *Op, sameProcess bool) string {
+	for _, f := range identity {
+		if sameProcess && f.name == "lpid" {
+			if want.Process() != got.Process() {
+				return fmt.Sprintf("process: expected %s, got %s", want.Process(), got.Process())
+			}
+			continue
+		}
+		if w, g := f.get(want), f.get(got); w != g {
+			return fmt.Sprintf("%s: expected %s, got %s", f.name, w, g)
+		}
+	}
+	return ""
+}
+
+// ValuesDiffer names the first of the byte count and the peer in which a
+// released op differs from the recorded one, or "". Fault ops are named by
+// their identity alone.
+func ValuesDiffer(want, got *Op) string {
+	if want.Kind.IsFault() {
+		// A fault's peer is written for show (a partition's cut side).
+		return ""
+	}
+	for _, f := range values {
+		if w, g := f.get(want), f.get(got); w != g {
+			return fmt.Sprintf("%s: expected %s, got %s", f.name, w, g)
+		}
+	}
+	return ""
+}
+
+// closest is the enabled op most like want, to name what differs when
+// none is the same: one of its thread, else of its process, else of its
+// kind, else the first.
+func closest(want *Op, enabled []*Op) *Op {
+	if len(enabled) == 0 {
+		return nil
+	}
+	for _, match := range []func(*Op) bool{
+		func(o *Op) bool { return o.LPID == want.LPID && o.Kind == want.Kind },
+		func(o *Op) bool { return o.LPID == want.LPID },
+		func(o *Op) bool { return o.Process() == want.Process() && o.Kind == want.Kind },
+		func(o *Op) bool { return o.Kind == want.Kind },
+	} {
+		for _, o := range enabled {
+			if match(o) {
+				return o
+			}
+		}
+	}
+	return enabled[0]
+}
