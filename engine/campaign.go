@@ -197,7 +197,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	cpus := quietestFirst(allowedCPUs(), rtThreadsByCPU())
 	js := make([]*job, jobs)
 	for i := range js {
-		j, err := newJob(ctx, sp, cpus[i%len(cpus)], opts.OutDir, opts.Logger)
+		j, err := newJob(ctx, sp, cpus[i%len(cpus)], jobs, opts.OutDir, opts.Logger)
 		if err != nil {
 			for _, o := range js[:i] {
 				o.close()

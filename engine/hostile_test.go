@@ -27,7 +27,7 @@ func TestHostilePrograms(t *testing.T) {
 		{"bomb", Pass, "", map[string]string{"client.out": "bomb of 511 processes done"}},
 		{"daemon", Pass, "", map[string]string{"client.out": "daemonized"}},
 		{"chain", Pass, "", map[string]string{"client.out": "end of the chain"}},
-		{"crash", ClientFailed, "segmentation fault", nil},
+		{"crash", ClientFailed, "was killed by SIGSEGV", nil},
 		{"closefds", Pass, "", map[string]string{"client.out": "closing everything"}},
 		{"sockets", Pass, "", map[string]string{"client.out": "10000 sockets open"}},
 		{"portclash", NodeCrashed, "server/0 exited with code 1", map[string]string{"server.err": "second listener: Address already in use"}},

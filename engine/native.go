@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/spec"
+	"golang.org/x/sys/unix"
 )
 
 // Hang is a native trial's clients still running when its time limit
@@ -54,10 +56,18 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 			f.Close()
 		}
 	}()
+	// The same limits as under lockstep (see limits.go).
+	base := j.limitEvents()
+	caps := newOutputCaps()
+	defer caps.close()
 	outcome := func(k OutcomeKind, node, format string, args ...any) (*TrialResult, error) {
 		res.Outcome = Outcome{Kind: k, Node: node, Detail: fmt.Sprintf(format, args...)}
 		if err := j.cluster.Reset(ctx); err != nil {
 			return nil, fmt.Errorf("resetting the network after trial %d: %w", index, err)
+		}
+		caps.close()
+		if notes := j.limitNotes(base, caps, oomTold(res.Outcome)); len(notes) > 0 && k != Pass {
+			res.Outcome.Detail = withNotes(res.Outcome.Detail, notes)
 		}
 		if res.Outcome.Kind == Pass && len(sp.Checker.Command) > 0 {
 			if err := j.runChecker(ctx, res); err != nil {
@@ -110,16 +120,20 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		files = append(files, cg)
-		out, err := os.Create(filepath.Join(res.Dir, n.Name+".out"))
+		// Appended to, so that outputCaps can cut them back (see there).
+		out, err := appendFile(filepath.Join(res.Dir, n.Name+".out"))
 		if err != nil {
 			return nil, err
 		}
-		errf, err := os.Create(filepath.Join(res.Dir, n.Name+".err"))
+		errf, err := appendFile(filepath.Join(res.Dir, n.Name+".err"))
 		if err != nil {
 			out.Close()
 			return nil, err
 		}
 		files = append(files, out, errf)
+		lim := j.limits.nodes[n.Name]
+		caps.add(out.Name(), n.Name, "stdout", lim.output)
+		caps.add(errf.Name(), n.Name, "stderr", lim.output)
 		// ip netns exec enters the namespace and bind-mounts its hosts file,
 		// as the tracer's helper does; the child is born in the node's cgroup
 		// so Reset kills all it leaves behind.
@@ -128,6 +142,14 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd()), Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			return outcome(Error, n.Name, "starting node %s: %v", n.Name, err)
+		}
+		// Where the host keeps memory and pids in cgroup v1, the node joins
+		// those just after it starts (`ip netns exec` forks nothing before
+		// it execs the program).
+		for _, cg := range cn.LimitCgroups {
+			if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+				return outcome(Error, n.Name, "moving node %s into cgroup %s: %v", n.Name, cg, err)
+			}
 		}
 		if n.Role == spec.RoleClient {
 			clients++
@@ -155,19 +177,15 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 				}
 			}
 			failed := e.state == nil || !e.state.Success()
-			desc := "exited"
-			if e.state != nil {
-				desc = e.state.String()
-			} else if e.err != nil {
-				desc = e.err.Error()
-			}
+			ed := nativeExit(e.node, e.state, e.err)
+			text := j.exitText(role, ed, j.limitsSince(base, e.node))
 			switch {
 			case role == spec.RoleClient && failed:
-				return outcome(ClientFailed, e.node, "client %s %s", e.node, desc)
+				return outcome(ClientFailed, e.node, "%s", text)
 			case role == spec.RoleClient:
 				clients--
 			default:
-				return outcome(NodeCrashed, e.node, "node %s %s", e.node, desc)
+				return outcome(NodeCrashed, e.node, "%s", text)
 			}
 		case <-deadline.C:
 			return outcome(Hang, "", "clients still running after %v", limit)
@@ -176,6 +194,31 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		}
 	}
 	return outcome(Pass, "", "")
+}
+
+// nativeExit words a native node's exit as a clause, as tracer.Exit does:
+// "db1 exited with code 1", "db1 was killed by SIGKILL".
+func nativeExit(node string, st *os.ProcessState, err error) exitDesc {
+	ed := exitDesc{node: node, lpid: node}
+	switch {
+	case st == nil && err != nil:
+		ed.text = fmt.Sprintf("%s could not be waited for: %v", node, err)
+	case st == nil:
+		ed.text = node + " exited"
+	default:
+		ws, _ := st.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			ed.signal = ws.Signal()
+			name := unix.SignalName(ed.signal)
+			if name == "" {
+				name = fmt.Sprintf("signal %d", int(ed.signal))
+			}
+			ed.text = fmt.Sprintf("%s was killed by %s", node, name)
+		} else {
+			ed.text = fmt.Sprintf("%s exited with code %d", node, st.ExitCode())
+		}
+	}
+	return ed
 }
 
 var errNotReady = errors.New("not ready in time")

@@ -99,7 +99,7 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 			return nil, fmt.Errorf("replaying into %s would delete the trace %s: choose another output directory", outDir, tracePath)
 		}
 	}
-	j, err := newJob(ctx, sp, quietestFirst(allowedCPUs(), rtThreadsByCPU())[0], outDir, nil)
+	j, err := newJob(ctx, sp, quietestFirst(allowedCPUs(), rtThreadsByCPU())[0], 1, outDir, nil)
 	if err != nil {
 		return nil, err
 	}

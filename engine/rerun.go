@@ -47,7 +47,7 @@ func NewRerunner(ctx context.Context, tr *sched.Trace, outDir string) (*Rerunner
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	j, err := newJob(ctx, sp, quietestFirst(allowedCPUs(), rtThreadsByCPU())[0], out, log)
+	j, err := newJob(ctx, sp, quietestFirst(allowedCPUs(), rtThreadsByCPU())[0], 1, out, log)
 	if err != nil {
 		return nil, err
 	}

@@ -66,14 +66,28 @@ type job struct {
 	images  *tracer.Images
 	log     *slog.Logger
 	outDir  string
+	// limits are the nodes' resource limits; jobs is how many jobs the
+	// campaign runs, whose clusters share the host.
+	limits *campaignLimits
+	jobs   int
 }
 
-func newJob(ctx context.Context, sp *spec.Spec, cpu int, outDir string, log *slog.Logger) (*job, error) {
+// newJob builds a job's network and zygote; its nodes' limits are
+// derived from the host for a campaign of jobs jobs.
+func newJob(ctx context.Context, sp *spec.Spec, cpu, jobs int, outDir string, log *slog.Logger) (*job, error) {
 	names := make([]string, len(sp.Nodes))
 	for i, n := range sp.Nodes {
 		names[i] = n.Name
 	}
-	cl, err := netns.New(ctx, netns.Config{Subnet: sp.Network.Subnet, Nodes: names})
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	host, err := readHost()
+	if err != nil {
+		return nil, fmt.Errorf("sizing the nodes' limits: %w", err)
+	}
+	lim := resolveLimits(sp, host, jobs)
+	cl, err := netns.New(ctx, netns.Config{Subnet: sp.Network.Subnet, Nodes: names, Limits: lim.netnsLimits(), Total: lim.total})
 	if err != nil {
 		return nil, fmt.Errorf("building the network: %w", err)
 	}
@@ -82,7 +96,7 @@ func newJob(ctx context.Context, sp *spec.Spec, cpu int, outDir string, log *slo
 		cl.Close()
 		return nil, err
 	}
-	return &job{spec: sp, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z, images: tracer.NewImages()}, nil
+	return &job{spec: sp, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z, images: tracer.NewImages(), limits: lim, jobs: max(jobs, 1)}, nil
 }
 
 func (j *job) close() error {
@@ -153,6 +167,10 @@ type Trial struct {
 	imm     bool
 	outcome *Outcome
 	live    livelock
+	// limitBase are the nodes' limit counters when the trial began;
+	// outCaps keeps their output files at their caps.
+	limitBase map[string]netns.LimitEvents
+	outCaps   *outputCaps
 }
 
 // isHost reports whether a node of the cluster has the address.
@@ -235,9 +253,13 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		nodes:   map[netip.Addr]string{},
 		clients: map[string]bool{},
 		timing:  newTiming(sp.Time.Delays, sp.Time.MaxDelay, p.seed),
+		// Read before any node starts: the counters only grow.
+		limitBase: j.limitEvents(),
+		outCaps:   newOutputCaps(),
 	}
 	t.timing.place(sp.Time.From, sp.Time.Until, p.seed)
 	defer t.closeFiles()
+	defer t.outCaps.close()
 	names := make([]string, len(sp.Nodes))
 	for i, n := range sp.Nodes {
 		names[i] = n.Name
@@ -283,7 +305,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		}
 		if err != nil {
 			res.Outcome = Outcome{Kind: Error, Detail: fmt.Sprintf("starting node %s: %v", n.Name, err), Node: n.Name}
-			return j.finish(ctx, tr, res, p, clk, start)
+			return j.finish(ctx, tr, res, p, clk, start, t)
 		}
 	}
 
@@ -303,7 +325,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	res.Outcome = *t.outcome
 	res.Outcome.Steps = t.steps
 	res.Outcome.VTime = clk.Now()
-	return j.finish(ctx, tr, res, p, clk, start)
+	return j.finish(ctx, tr, res, p, clk, start, t)
 }
 
 func (t *Trial) closeFiles() {
@@ -335,8 +357,11 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 		return nil, err
 	}
 	t.files = append(t.files, out, errf)
+	lim := t.j.limits.nodes[n.Name]
+	t.outCaps.add(out.Name(), n.Name, "stdout", lim.output)
+	t.outCaps.add(errf.Name(), n.Name, "stderr", lim.output)
 	cn := t.j.cluster.Node(n.Name)
-	sb := &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps, Trial: t.res.Dir}
+	sb := &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps, Trial: t.res.Dir, TmpfsSize: lim.tmpfs}
 	if n.Image != nil {
 		sb.Root, env = imageRoot(t.res.Dir, n), imageNodeEnv(env)
 	} else {
@@ -344,7 +369,7 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 	}
 	return &tracer.LaunchConfig{
 		Node: n.Name, Addr: cn.Addr, Argv: argv, Env: env, Dir: wd,
-		Netns: cn.NetnsPath, HostsFile: cn.HostsFile, Cgroup: cn.CgroupDir,
+		Netns: cn.NetnsPath, HostsFile: cn.HostsFile, Cgroup: cn.CgroupDir, LimitCgroups: cn.LimitCgroups,
 		Stdout: out, Stderr: errf,
 		// Pids the node sees are then the same in every run (replay).
 		PIDNamespace: true,
@@ -357,6 +382,12 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 
 func (t *Trial) set(k OutcomeKind, node, format string, args ...any) {
 	t.outcome = &Outcome{Kind: k, Node: node, Detail: fmt.Sprintf(format, args...)}
+}
+
+// exitText words a node's first process's end as a failure (see
+// job.exitText).
+func (t *Trial) exitText(e tracer.Exit) string {
+	return t.j.exitText(t.role(e.Node), exitDesc{node: e.Node, lpid: e.LPID, text: e.String(), signal: e.Signal}, t.j.limitsSince(t.limitBase, e.Node))
 }
 
 // stop ends the trial with an outcome.
@@ -527,11 +558,11 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		case t.faults != nil && t.faults.Crashed(e.Node):
 			// The injected crash, not a bug.
 		case t.role(e.Node) == spec.RoleClient && failed:
-			t.set(ClientFailed, e.Node, "client %s", e.String())
+			t.set(ClientFailed, e.Node, "%s", t.exitText(e))
 		case t.role(e.Node) == spec.RoleClient:
 			delete(t.clients, e.Node)
 		case failed:
-			t.set(NodeCrashed, e.Node, "node %s", e.String())
+			t.set(NodeCrashed, e.Node, "%s", t.exitText(e))
 		}
 	}
 	if t.outcome != nil {
@@ -786,7 +817,7 @@ func (j *job) dumpThreads(tr *tracer.Tracer, dir string) {
 }
 
 // finish tears the trial down, runs the checker and writes the trace.
-func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p trialParams, clk *vclock.Clock, start time.Time) (*TrialResult, error) {
+func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p trialParams, clk *vclock.Clock, start time.Time, t *Trial) (*TrialResult, error) {
 	res.Stats = tr.Stats()
 	switch res.Outcome.Kind {
 	case Deadlock, VTimeLimit, StepLimit, Livelock, Error:
@@ -802,6 +833,15 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 	tr.Close()
 	res.Teardown = time.Since(t0)
 	res.NodesCPU += j.nodesCPU()
+	// The nodes are gone: their output is final, their limits' counters too.
+	t.outCaps.close()
+	if notes := j.limitNotes(t.limitBase, t.outCaps, oomTold(res.Outcome)); len(notes) > 0 {
+		if res.Outcome.Kind == Pass {
+			j.log.Warn("nodes reached their limits in a passing trial", "trial", res.Index, "limits", strings.Join(notes, "; "))
+		} else {
+			res.Outcome.Detail = withNotes(res.Outcome.Detail, notes)
+		}
+	}
 	if j.track != nil {
 		evs, err := j.track.take(j)
 		if err != nil {

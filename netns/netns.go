@@ -53,6 +53,11 @@ type Config struct {
 	Nodes []string
 	// CgroupRoot is the cgroup v2 mount; "" means DefaultCgroupRoot.
 	CgroupRoot string
+	// Limits are each node's, by name (none when absent); Total bounds
+	// all the cluster's nodes together (memory and pids), in the cgroup
+	// that holds theirs.
+	Limits map[string]Limits
+	Total  Limits
 }
 
 // Node is one node's slice of the network.
@@ -63,7 +68,13 @@ type Node struct {
 	NetnsPath string // bind mount of the namespace, for setns
 	HostsFile string // to bind-mount over /etc/hosts
 	CgroupDir string // the node's cgroup v2 directory
-	hostVeth  string
+	// LimitCgroups are the node's cgroups in v1 hierarchies (memory,
+	// pids) where this host keeps those controllers; its processes join
+	// them beside CgroupDir.
+	LimitCgroups []string
+	hostVeth     string
+	limitV1      map[string]string // controller -> v1 directory
+	limitV2      map[string]bool   // controllers enforced in CgroupDir
 
 	diagMu sync.Mutex
 	diag   *sockdiag.Sock // opened in the namespace on first use (Listens)
@@ -78,6 +89,7 @@ type Cluster struct {
 	bridge   string
 	runDir   string
 	cgParent string
+	limits   *limitCgroups
 	fw       firewall
 }
 
@@ -117,7 +129,7 @@ func validate(cfg *Config) error {
 	}
 	// A subnet that overlaps the host's own addresses or routes would make
 	// cluster traffic ambiguous.
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V4)
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, netlink.FAMILY_V4) })
 	if err != nil {
 		return fmt.Errorf("listing host addresses: %w", err)
 	}
@@ -187,6 +199,13 @@ func New(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err := os.Mkdir(c.cgParent, 0o755); err != nil {
 		return nil, fmt.Errorf("creating cgroup %s: %w", c.cgParent, err)
 	}
+	wantCPU := false
+	for _, l := range cfg.Limits {
+		wantCPU = wantCPU || l.CPUWeight > 0
+	}
+	if err := c.setupLimits(cgRoot, cfg.Total, cfg.Total != (Limits{}) || len(cfg.Limits) > 0, wantCPU); err != nil {
+		return nil, err
+	}
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: c.bridge}}
 	if err := netlink.LinkAdd(br); err != nil {
 		return nil, fmt.Errorf("creating bridge %s: %w", c.bridge, err)
@@ -211,6 +230,9 @@ func New(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		c.nodes = append(c.nodes, n)
 		c.byName[name] = n
 		if err := c.addNode(n, br); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+		if err := c.limits.addNode(n, cfg.Limits[name]); err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
 	}
@@ -586,6 +608,7 @@ func (c *Cluster) Reset(ctx context.Context) error {
 	for {
 		pids := c.members()
 		if len(pids) == 0 {
+			c.resetPeaks()
 			return c.clearSockets()
 		}
 		for _, pid := range pids {

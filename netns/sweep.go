@@ -117,7 +117,7 @@ func Sweep(ctx context.Context, all bool) ([]Leftover, error) {
 			add(e.Name(), "netns "+e.Name())
 		}
 	}
-	links, err := netlink.LinkList()
+	links, err := linkList()
 	if err != nil {
 		return nil, fmt.Errorf("listing links: %w", err)
 	}
@@ -134,7 +134,7 @@ func Sweep(ctx context.Context, all bool) ([]Leftover, error) {
 			add(e.Name(), "dir "+filepath.Join(EtcNetns, e.Name()))
 		}
 	}
-	for _, root := range []string{DefaultCgroupRoot, "/sys/fs/cgroup"} {
+	for _, root := range cgroupRoots {
 		ents, err := os.ReadDir(root)
 		if err != nil {
 			continue
@@ -166,7 +166,7 @@ func Sweep(ctx context.Context, all bool) ([]Leftover, error) {
 // killPrefix kills every process in a run's cgroups or namespaces.
 func killPrefix(prefix string) {
 	c := &Cluster{prefix: prefix}
-	for _, root := range []string{DefaultCgroupRoot, "/sys/fs/cgroup"} {
+	for _, root := range cgroupRoots {
 		parent := filepath.Join(root, "lockstep-"+prefix)
 		ents, err := os.ReadDir(parent)
 		if err != nil {
@@ -201,9 +201,9 @@ func killPrefix(prefix string) {
 // gone already. It keeps going past errors and returns them all.
 func removeObjects(prefix string) []error {
 	var errs []error
-	links, err := netlink.LinkList()
+	links, err := linkList()
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("listing links: %w", err))
 	}
 	// Host-side veths first (each takes its peer along), then the bridge.
 	sort.Slice(links, func(i, j int) bool {
@@ -241,7 +241,7 @@ func removeObjects(prefix string) []error {
 			}
 		}
 	}
-	for _, root := range []string{DefaultCgroupRoot, "/sys/fs/cgroup"} {
+	for _, root := range cgroupRoots {
 		parent := filepath.Join(root, "lockstep-"+prefix)
 		ents, err := os.ReadDir(parent)
 		if err != nil {

@@ -17,7 +17,7 @@ func failingSummary() *engine.Summary {
 	pass := &engine.TrialResult{Index: 0, Outcome: engine.Outcome{Kind: engine.Pass}}
 	fail := func(i int, k engine.OutcomeKind) *engine.TrialResult {
 		return &engine.TrialResult{Index: i, Dir: "/o/" + string(rune('0'+i)), TracePath: "/o/" + string(rune('0'+i)) + "/trace.jsonl",
-			Outcome: engine.Outcome{Kind: k, Detail: "node server/0 killed by aborted", Node: "server", Steps: 18, VTime: 2 * time.Second}}
+			Outcome: engine.Outcome{Kind: k, Detail: "node server/0 was killed by SIGABRT", Node: "server", Steps: 18, VTime: 2 * time.Second}}
 	}
 	f1, f2 := fail(1, engine.NodeCrashed), fail(3, engine.Deadlock)
 	return &engine.Summary{Spec: &spec.Spec{Name: "demo"}, Strategy: "pos", Trials: 4, Failures: 2, Duration: 1500 * time.Millisecond,
@@ -77,7 +77,7 @@ func TestJUnit(t *testing.T) {
 	if cs[0].Name != "demo (pos)" || cs[0].Time != 1.5 || f == nil || cs[0].Error != nil {
 		t.Fatalf("failing case: %+v", cs[0])
 	}
-	for _, w := range []string{"2 of 4 trials failed", "trial 1: node-crashed: node server/0 killed by aborted", "trace: /o/1/trace.jsonl"} {
+	for _, w := range []string{"2 of 4 trials failed", "trial 1: node-crashed: node server/0 was killed by SIGABRT", "trace: /o/1/trace.jsonl"} {
 		if !strings.Contains(f.Message, w) {
 			t.Errorf("failure message %q lacks %q", f.Message, w)
 		}
@@ -112,7 +112,7 @@ func TestJSON(t *testing.T) {
 	if got.ByKind["pass"] != 2 || got.ByKind["node-crashed"] != 1 || got.ByKind["deadlock"] != 1 || len(got.ByKind) != 3 {
 		t.Errorf("by kind %v", got.ByKind)
 	}
-	want := JSONTrial{Index: 1, Kind: "node-crashed", Detail: "node server/0 killed by aborted", Node: "server", Steps: 18, VTime: 2e9, Trace: "/o/1/trace.jsonl", Dir: "/o/1"}
+	want := JSONTrial{Index: 1, Kind: "node-crashed", Detail: "node server/0 was killed by SIGABRT", Node: "server", Steps: 18, VTime: 2e9, Trace: "/o/1/trace.jsonl", Dir: "/o/1"}
 	if got.First == nil || *got.First != want {
 		t.Errorf("first failure %+v, want %+v", got.First, want)
 	}

@@ -75,6 +75,9 @@ type Spec struct {
 		// deadlock: threads still starting or runnable on a loaded machine
 		// may yet reach a gated syscall.
 		DeadlockGrace time.Duration
+		// Node bounds every node's resources (limits.node); each node's
+		// own Limits override it field by field (see NodeLimits).
+		Node NodeLimits
 	}
 	Checker struct {
 		Command []string // unexpanded
@@ -149,6 +152,8 @@ type Node struct {
 	// Caps are capabilities the node keeps beside tracer.DefaultCaps
 	// (spec: capabilities: [NET_ADMIN]).
 	Caps []int
+	// Limits override limits.node for this node (spec: limits: {...}).
+	Limits NodeLimits
 	// Lines of the node and of its fields, for errors found after decoding.
 	line, cmdLine, workdirLine, delayLine, imageLine int
 	envLines                                         map[string]int
@@ -741,7 +746,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 			}
 			s.Trials = int(v)
 		case "limits":
-			lp, err := d.fields(p.value, "limits", "virtual_time", "steps", "real_time", "deadlock_grace", "livelock_steps")
+			lp, err := d.fields(p.value, "limits", "virtual_time", "steps", "real_time", "deadlock_grace", "livelock_steps", "node")
 			if err != nil {
 				return err
 			}
@@ -762,6 +767,10 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 					}
 				case "livelock_steps":
 					if s.Limits.LivelockSteps, err = d.count(q.value, f, maxSteps); err != nil {
+						return err
+					}
+				case "node":
+					if s.Limits.Node, err = d.nodeLimits(q.value, f); err != nil {
 						return err
 					}
 				case "steps":
@@ -962,7 +971,7 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 	seen := map[string]int{}
 	for i, v := range seq.Values {
 		path := fmt.Sprintf("nodes[%d]", i)
-		np, err := d.fields(v, path, "name", "role", "command", "env", "workdir", "start_delay", "ready", "capabilities", "image", "entrypoint")
+		np, err := d.fields(v, path, "name", "role", "command", "env", "workdir", "start_delay", "ready", "capabilities", "image", "entrypoint", "limits")
 		if err != nil {
 			return err
 		}
@@ -1035,6 +1044,10 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 				ns.delayLine = lineOf(q.value)
 			case "ready":
 				if ns.ReadyPort, err = d.ready(q.value, f); err != nil {
+					return err
+				}
+			case "limits":
+				if ns.Limits, err = d.nodeLimits(q.value, f); err != nil {
 					return err
 				}
 			case "capabilities":

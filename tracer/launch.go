@@ -188,9 +188,12 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 			t.log.Warn("threads not serialized: replays of multi-threaded runtimes may diverge", "node", cfg.Node, "err", err)
 		}
 	}
-	if cfg.Cgroup != "" {
-		if err := os.WriteFile(cfg.Cgroup+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
-			return abort(fmt.Errorf("moving node %s into cgroup %s: %w", cfg.Node, cfg.Cgroup, err))
+	for _, cg := range append([]string{cfg.Cgroup}, cfg.LimitCgroups...) {
+		if cg == "" {
+			continue
+		}
+		if err := os.WriteFile(cg+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
+			return abort(fmt.Errorf("moving node %s into cgroup %s: %w", cfg.Node, cg, err))
 		}
 	}
 	ni := t.node(cfg)

@@ -112,8 +112,12 @@ type LaunchConfig struct {
 	// filesystems, /proc and capabilities.
 	Sandbox *Sandbox
 	Cgroup  string // cgroup v2 directory to join when set
-	Stdout  *os.File
-	Stderr  *os.File
+	// LimitCgroups are cgroup v1 directories (memory, pids) the node's
+	// first process joins as well, where the host keeps those controllers
+	// out of cgroup v2: its limits.
+	LimitCgroups []string
+	Stdout       *os.File
+	Stderr       *os.File
 	// NoFilter runs the program traced but without the seccomp filter
 	// (benchmark baseline for launch costs only).
 	NoFilter bool
@@ -139,11 +143,23 @@ type Exit struct {
 	Signal syscall.Signal
 }
 
+// String words the exit as a clause: "db1/0 was killed by SIGKILL",
+// "db1/0 exited with code 1".
 func (e Exit) String() string {
 	if e.Signal != 0 {
-		return fmt.Sprintf("%s killed by %v", e.LPID, e.Signal)
+		return fmt.Sprintf("%s was killed by %s", e.LPID, signalName(e.Signal))
 	}
 	return fmt.Sprintf("%s exited with code %d", e.LPID, e.Code)
+}
+
+// signalName is a signal's name (SIGKILL), or its number when it has none:
+// syscall.Signal's String is a description ("killed"), which read "killed
+// by killed".
+func signalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(s))
 }
 
 // State is what Settle found at a quiescent point.

@@ -36,6 +36,12 @@ type Sandbox struct {
 	// Root, when set, is an image's filesystem the node sees as / in
 	// place of the host's (see Root).
 	Root *Root
+	// TmpfsSize bounds each of the node's own tmpfs mounts (the scratch
+	// that holds its /tmp's writes, /var/tmp, /dev/shm) in bytes; 0 leaves
+	// the kernel's default, half the host's memory each. A full one fails
+	// the node's writes with ENOSPC; its pages count against the node's
+	// memory limit too.
+	TmpfsSize int64
 }
 
 // TrialPath is where a sandboxed node sees Sandbox.Trial.

@@ -121,6 +121,7 @@ type spawnSpec struct {
 	// host's /dev, set aside at hostDev), a devpts of its own, a private
 	// /dev/shm and the usual links: the host's disks are out of reach.
 	tmpfs, scratch                  *byte
+	tmpfsOpts                       *byte // "size=N" (Sandbox.TmpfsSize), nil: the default
 	dirs                            []*byte
 	privTmp                         bool
 	upper, work, overlay, tmp       *byte
@@ -333,6 +334,9 @@ func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
 	s.rwAttr = mountAttr{clr: unix.MOUNT_ATTR_RDONLY}
 	s.slash, s.procSys, s.proc, s.proc0 = cstr("/"), cstr("/proc/sys"), cstr("proc"), cstr("/proc")
 	s.tmpfs, s.scratch = cstr("tmpfs"), cstr(sandboxScratch)
+	if sb.TmpfsSize > 0 {
+		s.tmpfsOpts = cstr("size=" + strconv.FormatInt(sb.TmpfsSize, 10))
+	}
 	if clockFd >= 0 {
 		s.clock, s.hasClock = uintptr(clockFd), true
 	}
@@ -358,6 +362,9 @@ func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
 		s.trial, s.trialAt = cstr(sb.Trial), cstr(TrialPath)
 	}
 	s.setPrivateDev()
+	if sb.TmpfsSize > 0 {
+		s.devOpts = cstr("mode=755,size=" + strconv.FormatInt(sb.TmpfsSize, 10))
+	}
 	return nil
 }
 
@@ -415,7 +422,7 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 			return stepProc, e
 		}
 	}
-	if e := mnt(s.tmpfs, s.scratch, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, nil); e != 0 {
+	if e := mnt(s.tmpfs, s.scratch, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, s.tmpfsOpts); e != 0 {
 		return stepPrivateTmp, e
 	}
 	for _, d := range s.dirs {
@@ -427,7 +434,7 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 		return stepPrivateDev, e
 	}
 	if s.varTmp != nil {
-		if e := mnt(s.tmpfs, s.varTmp, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, nil); e != 0 {
+		if e := mnt(s.tmpfs, s.varTmp, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, s.tmpfsOpts); e != 0 {
 			return stepPrivateTmp, e
 		}
 	}
@@ -510,7 +517,7 @@ func privateDev(s *spawnSpec) syscall.Errno {
 	if _, _, e := syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(s.devShm)), 0o1777, 0); e != 0 {
 		return e
 	}
-	if e := mnt(s.tmpfs, s.devShm, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, nil); e != 0 {
+	if e := mnt(s.tmpfs, s.devShm, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, s.tmpfsOpts); e != 0 {
 		return e
 	}
 	for i := range s.links {

@@ -1,0 +1,333 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/netns"
+	"github.com/lockstep-dev/lockstep/spec"
+)
+
+// Host shares and floors of the default limits (docs/spec.md, "Resource
+// limits"). A campaign's nodes together may use 3/4 of the host's memory
+// and half its pids, split evenly between its jobs, so that whatever they
+// do the host keeps room for itself and for lockstep; within that, each
+// node gets an even share of its job's, or the floor when that is more,
+// so that one JVM among many still starts.
+const (
+	hostMemoryShare   = 0.75
+	hostPidsShare     = 0.5
+	nodeMemoryFloor   = 1 << 30
+	nodePidsFloor     = 1024
+	defaultOutputCap  = 64 << 20
+	tmpfsMemoryShare  = 4 // a node's tmpfs default: its memory limit over this
+	outputCheckPeriod = 50 * time.Millisecond
+)
+
+// nodeLimit is one node's limits, resolved.
+type nodeLimit struct {
+	cg            netns.Limits
+	tmpfs, output int64
+	// memorySet, pidsSet: the spec chose them (a text names the field).
+	memorySet, pidsSet bool
+}
+
+// campaignLimits are the limits of every node of a campaign and what its
+// jobs' clusters may use together.
+type campaignLimits struct {
+	total netns.Limits // per job's cluster
+	nodes map[string]nodeLimit
+}
+
+// hostResources is what the defaults are derived from.
+type hostResources struct {
+	memory int64
+	pidMax int
+}
+
+func readHost() (hostResources, error) {
+	mem, err := netns.HostMemory()
+	if err != nil {
+		return hostResources{}, err
+	}
+	pm, err := netns.HostPidMax()
+	if err != nil {
+		return hostResources{}, err
+	}
+	return hostResources{memory: mem, pidMax: pm}, nil
+}
+
+// resolveLimits fills the spec's limits with defaults derived from host
+// for a campaign of jobs jobs.
+func resolveLimits(sp *spec.Spec, host hostResources, jobs int) *campaignLimits {
+	jobs = max(jobs, 1)
+	n := int64(max(len(sp.Nodes), 1))
+	memShare := int64(float64(host.memory)*hostMemoryShare) / int64(jobs)
+	pidShare := int(float64(host.pidMax)*hostPidsShare) / jobs
+	cl := &campaignLimits{
+		total: netns.Limits{Memory: memShare, Pids: pidShare},
+		nodes: map[string]nodeLimit{},
+	}
+	defMem := min(memShare, max(memShare/n, nodeMemoryFloor))
+	defPids := min(pidShare, max(pidShare/int(n), nodePidsFloor))
+	for _, node := range sp.Nodes {
+		l := sp.NodeLimits(node.Name)
+		nl := nodeLimit{
+			cg:        netns.Limits{Memory: l.Memory, Pids: l.Pids, CPUWeight: l.CPUWeight},
+			tmpfs:     l.Tmpfs,
+			output:    l.Output,
+			memorySet: l.Memory != 0,
+			pidsSet:   l.Pids != 0,
+		}
+		if nl.cg.Memory == 0 {
+			nl.cg.Memory = defMem
+		}
+		if nl.cg.Pids == 0 {
+			nl.cg.Pids = defPids
+		}
+		if nl.tmpfs == 0 {
+			nl.tmpfs = max(nl.cg.Memory/tmpfsMemoryShare, 1<<20)
+		}
+		if nl.output == 0 {
+			nl.output = defaultOutputCap
+		}
+		cl.nodes[node.Name] = nl
+	}
+	return cl
+}
+
+// netnsLimits are the per-node cgroup limits for netns.Config.
+func (cl *campaignLimits) netnsLimits() map[string]netns.Limits {
+	out := map[string]netns.Limits{}
+	for name, l := range cl.nodes {
+		out[name] = l.cg
+	}
+	return out
+}
+
+// limitEvents reads every node's limit counters.
+func (j *job) limitEvents() map[string]netns.LimitEvents {
+	out := map[string]netns.LimitEvents{}
+	for _, n := range j.spec.Nodes {
+		if cn := j.cluster.Node(n.Name); cn != nil {
+			out[n.Name] = cn.LimitEvents()
+		}
+	}
+	return out
+}
+
+// limitsSince are the limit events of node since the trial began.
+func (j *job) limitsSince(base map[string]netns.LimitEvents, node string) netns.LimitEvents {
+	cn := j.cluster.Node(node)
+	if cn == nil {
+		return netns.LimitEvents{}
+	}
+	return cn.LimitEvents().Sub(base[node])
+}
+
+// oomText says which memory limit the OOM killer enforced on a node: its
+// own when its use reached it, else the one its trial's nodes share.
+func (j *job) oomText(node string, ev netns.LimitEvents) string {
+	l := j.limits.nodes[node]
+	if ev.MemoryMax > 0 || j.limits.total.Memory == 0 {
+		field := "limits.node.memory, by default an even share of the host's memory"
+		if l.memorySet {
+			field = "limits.node.memory"
+		}
+		return fmt.Sprintf("at its %s memory limit (%s)", spec.FormatSize(l.cg.Memory), field)
+	}
+	split := ""
+	if j.jobs > 1 {
+		split = fmt.Sprintf(", split between %d jobs", j.jobs)
+	}
+	return fmt.Sprintf("at the %s memory limit the trial's nodes share (3/4 of the host's memory%s)", spec.FormatSize(j.limits.total.Memory), split)
+}
+
+// oomTold is the node whose OOM kill an outcome already names.
+func oomTold(o Outcome) map[string]bool {
+	return map[string]bool{o.Node: strings.Contains(o.Detail, " was killed by the OOM killer ")}
+}
+
+// exitText words a node's first process's end as the failure of a
+// client or server: an OOM kill says so, with the limit.
+func (j *job) exitText(role spec.Role, e exitDesc, ev netns.LimitEvents) string {
+	who := "node"
+	if role == spec.RoleClient {
+		who = "client"
+	}
+	if e.signal == syscall.SIGKILL && ev.OOMKills > 0 {
+		return fmt.Sprintf("%s %s was killed by the OOM killer %s", who, e.lpid, j.oomText(e.node, ev))
+	}
+	return fmt.Sprintf("%s %s", who, e.text)
+}
+
+// exitDesc is what exitText needs of a tracer.Exit or a native exit.
+type exitDesc struct {
+	node, lpid, text string
+	signal           syscall.Signal
+}
+
+// limitNotes are sentences naming the limits each node reached during
+// the trial (memory, pids, output), for its outcome.
+//
+// told are nodes whose OOM kill the outcome already names (exitText).
+func (j *job) limitNotes(base map[string]netns.LimitEvents, out *outputCaps, told map[string]bool) []string {
+	var notes []string
+	for _, n := range j.spec.Nodes {
+		ev := j.limitsSince(base, n.Name)
+		l := j.limits.nodes[n.Name]
+		switch {
+		case ev.OOMKills == 1 && told[n.Name]:
+		case ev.OOMKills > 0:
+			notes = append(notes, fmt.Sprintf("the OOM killer killed %d of node %s's processes %s", ev.OOMKills, n.Name, j.oomText(n.Name, ev)))
+		case ev.MemoryMax > 0:
+			// The kernel reclaimed enough (page cache) to stay under it.
+			notes = append(notes, fmt.Sprintf("node %s's memory use reached its %s limit (limits.node.memory)", n.Name, spec.FormatSize(l.cg.Memory)))
+		}
+		if ev.PidsMax > 0 {
+			times := ""
+			if ev.PidsMax > 1 {
+				times = fmt.Sprintf(" %d times", ev.PidsMax)
+			}
+			notes = append(notes, fmt.Sprintf("node %s reached its limit of %d processes and threads (limits.node.pids)%s", n.Name, l.cg.Pids, times))
+		}
+		for _, f := range out.truncated(n.Name) {
+			notes = append(notes, fmt.Sprintf("node %s's %s passed its %s output limit and was cut there (limits.node.output)", n.Name, f, spec.FormatSize(l.output)))
+		}
+	}
+	return notes
+}
+
+// withNotes appends limit notes to an outcome's detail, as sentences.
+func withNotes(detail string, notes []string) string {
+	if len(notes) == 0 {
+		return detail
+	}
+	s := strings.Join(notes, "; ")
+	if detail == "" {
+		return capitalize(s)
+	}
+	return detail + "; " + s
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// outputCaps keeps each node's stdout and stderr files in the trial's
+// directory at most their cap: the files are opened O_APPEND, so cutting
+// one back (every outputCheckPeriod, and once more when the nodes are
+// gone) makes the node's next write land at the cap again, and the file
+// never grows by more than what a node writes in one period. The node's
+// descriptors stay files, so writing to them costs and behaves the same.
+type outputCaps struct {
+	mu    sync.Mutex
+	files map[string]capped // by path
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+type capped struct {
+	node, name string
+	cap        int64
+	cut        bool
+}
+
+func newOutputCaps() *outputCaps {
+	oc := &outputCaps{files: map[string]capped{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go oc.watch()
+	return oc
+}
+
+// add caps a node's output file at path (name: "stdout" or "stderr").
+func (oc *outputCaps) add(path, node, name string, cap int64) {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if _, ok := oc.files[path]; !ok {
+		oc.files[path] = capped{node: node, name: name, cap: cap}
+	}
+}
+
+func (oc *outputCaps) watch() {
+	defer close(oc.done)
+	tick := time.NewTicker(outputCheckPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-oc.stop:
+			return
+		case <-tick.C:
+			oc.trim(false)
+		}
+	}
+}
+
+// trim cuts every file past its cap back to it; at the end it also
+// notes the cut at the end of the file.
+func (oc *outputCaps) trim(final bool) {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	for path, c := range oc.files {
+		fi, err := os.Stat(path)
+		if err != nil || fi.Size() <= c.cap {
+			continue
+		}
+		if os.Truncate(path, c.cap) == nil {
+			c.cut = true
+			oc.files[path] = c
+		}
+	}
+	if !final {
+		return
+	}
+	for path, c := range oc.files {
+		if !c.cut {
+			continue
+		}
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			fmt.Fprintf(f, "\n[lockstep: node %s's %s was cut here at its %s output limit (limits.node.output)]\n", c.node, c.name, spec.FormatSize(c.cap))
+			f.Close()
+		}
+	}
+}
+
+// close stops the watch and trims once more: call it once the nodes'
+// processes are gone.
+func (oc *outputCaps) close() {
+	if oc == nil {
+		return
+	}
+	select {
+	case <-oc.stop:
+		return
+	default:
+	}
+	close(oc.stop)
+	<-oc.done
+	oc.trim(true)
+}
+
+// truncated names node's files that were cut ("stdout", "stderr").
+func (oc *outputCaps) truncated(node string) []string {
+	if oc == nil {
+		return nil
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	var out []string
+	for _, c := range oc.files {
+		if c.node == node && c.cut {
+			out = append(out, c.name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
