@@ -21,11 +21,15 @@ import (
 
 // RunOptions override the spec for one campaign.
 type RunOptions struct {
-	Trials      int    // 0: the spec's
-	Strategy    string // "": the spec's
-	Seed        *int64 // nil: the spec's
-	Jobs        int    // parallel trials, each with its own network; 0 = 1
-	OutDir      string
+	Trials   int    // 0: the spec's
+	Strategy string // "": the spec's
+	Seed     *int64 // nil: the spec's
+	Jobs     int    // parallel trials, each with its own network; 0 = 1
+	OutDir   string
+	// Replace lets an OutDir given explicitly that holds a previous run's
+	// trials be cleared of them; without it such a directory is refused
+	// (ErrOutHoldsRun). The default directory is always replaced.
+	Replace     bool
 	StopOnFirst bool
 	TraceAll    bool
 	History     string // history file for "+" strategies ("" = spec's, or none)
@@ -145,6 +149,9 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	// a position is the trial's index.
 	n := sh.Size(trials)
 	jobs := min(max(opts.Jobs, 1), max(n, 1))
+	// A shard's directory (OUT/shard-I-of-N) is lockstep's own, as the
+	// default is: a job engine that retries a shard starts it over there.
+	explicitOut := opts.OutDir != "" && !sharded
 	if opts.OutDir == "" {
 		opts.OutDir = filepath.Join("lockstep-out", sp.Name)
 	}
@@ -155,6 +162,14 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
 	opts.OutDir = out
+	lock, err := lockOut(out)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.unlock()
+	if err := prepareOut(out, explicitOut, opts.Replace); err != nil {
+		return nil, err
+	}
 	scheme, err := conflict.ParseScheme(sp.Scheduler.Conflict.Scheme)
 	if err != nil {
 		return nil, err

@@ -410,7 +410,9 @@ func TestRerunSameDirectory(t *testing.T) {
 	var runs [2]*Summary
 	var outputs [2][]string
 	for i := range runs {
-		if runs[i], err = Run(context.Background(), sp, RunOptions{Trials: 3, OutDir: out, TraceAll: true}); err != nil {
+		// The second run replaces the first (--replace): without it, a
+		// directory holding a run is refused (TestPrepareOut).
+		if runs[i], err = Run(context.Background(), sp, RunOptions{Trials: 3, OutDir: out, TraceAll: true, Replace: i > 0}); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range runs[i].Results {

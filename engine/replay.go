@@ -99,6 +99,12 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 			return nil, fmt.Errorf("replaying into %s would delete the trace %s: choose another output directory", outDir, tracePath)
 		}
 	}
+	// Two replays into one directory would clear each other's trial.
+	lock, err := lockOut(outDir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.unlock()
 	j, err := newJob(ctx, sp, quietestFirst(allowedCPUs(), rtThreadsByCPU())[0], 1, outDir, nil)
 	if err != nil {
 		return nil, err

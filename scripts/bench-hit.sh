@@ -24,7 +24,7 @@ specs=(testdata/bugs/*/spec.yaml)
 status=0
 for f in testdata/bugs/*/spec-fixed.yaml; do
   name=$(basename "$(dirname "$f")")
-  if ./bin/lockstep run -q -n "$trials" -j "$jobs" -s pos -o "$out/fixed/$name" "$f" >"$out/fixed-$name.txt"; then
+  if ./bin/lockstep run -q -n "$trials" -j "$jobs" -s pos --replace -o "$out/fixed/$name" "$f" >"$out/fixed-$name.txt"; then
     echo "| $name | 0 / $trials |" >>"$out/table.md"
   else
     status=1

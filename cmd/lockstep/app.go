@@ -137,7 +137,8 @@ func runCmd() *cli.Command {
 			&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "random, pct, pos or pos*, with an optional + (default: the spec's)"},
 			&cli.Int64Flag{Name: "seed", Usage: "campaign seed (default: the spec's)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "trials run in parallel, each in its own network"},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: lockstep-out/NAME)"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: lockstep-out/NAME, replaced by each run); one holding a previous run is refused"},
+			&cli.BoolFlag{Name: "replace", Usage: "remove the previous run's trials from --out first"},
 			&cli.BoolFlag{Name: "stop-on-first", Usage: "stop at the first failing trial"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "write a trace for every trial, not only failing ones"},
 			&cli.StringFlag{Name: "history", Usage: "conflict history file for + strategies (read and updated)"},
@@ -168,7 +169,7 @@ func runCmd() *cli.Command {
 			}
 			opts := engine.RunOptions{
 				Trials: c.Int("trials"), Strategy: c.String("strategy"), Jobs: c.Int("jobs"),
-				OutDir: out, StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"),
+				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"),
 				History: c.String("history"), Native: c.Bool("native"), NativeLimit: c.Duration("native-limit"),
 			}
 			if c.IsSet("seed") {

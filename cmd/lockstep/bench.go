@@ -65,7 +65,7 @@ func benchCmd() *cli.Command {
 					}
 					sum, err := engine.Run(c.Context, s, engine.RunOptions{
 						Trials: trials, Strategy: st, Jobs: jobs, Native: st == "native",
-						OutDir: filepath.Join(out, "runs", s.Name, strings.ReplaceAll(st, "*", "star")),
+						OutDir: filepath.Join(out, "runs", s.Name, strings.ReplaceAll(st, "*", "star")), Replace: true,
 					})
 					if err != nil {
 						if sig := interruption(c.Context); sig != nil {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/report"
 	"github.com/lockstep-dev/lockstep/tracer"
@@ -429,5 +431,37 @@ nodes:
 	if sum.Spec != "reports" || sum.Trials != 2 || sum.Failures != 2 || sum.ByKind["client-failed"] != 2 || sum.First == nil ||
 		sum.First.Trace != trace || sum.First.Kind != "client-failed" || sum.Duration <= 0 {
 		t.Errorf("json summary %s", j)
+	}
+}
+
+// TestOutInUse: `run --out DIR` refuses a DIR holding a previous run
+// (pointing at --replace) and a DIR another campaign holds, each with exit
+// status 2 and one line, before any network is built.
+func TestOutInUse(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(spec, []byte("name: t\nnodes:\n  - {name: c, role: client, command: [/bin/true]}\n"), 0o644)
+
+	prev := filepath.Join(dir, "prev")
+	os.MkdirAll(filepath.Join(prev, "trials", "00000"), 0o755)
+	code, _, stderr := runCLI(t, "run", spec, "-q", "--out", prev)
+	if want := "lockstep: output directory " + prev + " holds a previous run (its trials/): choose another --out, or pass --replace to remove that run first\n"; code != 2 || stderr != want {
+		t.Errorf("previous run: exit %d, stderr %q, want 2 and %q", code, stderr, want)
+	}
+
+	busy := filepath.Join(dir, "busy")
+	os.MkdirAll(busy, 0o755)
+	f, err := os.OpenFile(filepath.Join(busy, ".lockstep.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("4242\n")
+	code, _, stderr = runCLI(t, "run", spec, "-q", "--out", busy)
+	if want := "lockstep: output directory " + busy + ": in use by another lockstep campaign (pid 4242): give each campaign its own --out\n"; code != 2 || stderr != want {
+		t.Errorf("busy: exit %d, stderr %q, want 2 and %q", code, stderr, want)
 	}
 }

@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockName is the lock file of an output directory: a campaign holds an
+// exclusive flock on it while it writes there, so that a second one
+// pointed at the same directory fails at once instead of mixing its
+// trials with the first's (and blaming a node for what followed).
+const lockName = ".lockstep.lock"
+
+// ErrOutInUse: another lockstep process holds the output directory.
+var ErrOutInUse = errors.New("in use by another lockstep campaign")
+
+// ErrOutHoldsRun: the output directory holds a previous run's trials.
+var ErrOutHoldsRun = errors.New("holds a previous run")
+
+// outLock is a held output directory.
+type outLock struct{ f *os.File }
+
+// lockOut creates dir if needed and takes its lock.
+func lockOut(dir string) (*outLock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	path := filepath.Join(dir, lockName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("output directory %s: %w", dir, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder := ""
+		if b, rerr := os.ReadFile(path); rerr == nil {
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+				holder = fmt.Sprintf(" (pid %d)", pid)
+			}
+		}
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("output directory %s: %w%s: give each campaign its own --out", dir, ErrOutInUse, holder)
+		}
+		return nil, fmt.Errorf("locking output directory %s: %w", dir, err)
+	}
+	// Who holds it, for the message a second campaign gets.
+	f.Truncate(0)
+	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return &outLock{f: f}, nil
+}
+
+// unlock releases the directory (the lock file stays: removing it would
+// race with a campaign opening it).
+func (l *outLock) unlock() {
+	if l != nil && l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+}
+
+// prepareOut readies a locked output directory for a campaign. A previous
+// run's trials there are refused when the directory was given explicitly
+// (a user's --out), unless replace says to remove them; lockstep's own
+// default directory is replaced. Either way no trial of an earlier run is
+// left to mix with this one's.
+func prepareOut(dir string, explicit, replace bool) error {
+	trials := filepath.Join(dir, "trials")
+	if _, err := os.Lstat(trials); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if explicit && !replace {
+		return fmt.Errorf("output directory %s %w (its trials/): choose another --out, or pass --replace to remove that run first", dir, ErrOutHoldsRun)
+	}
+	if err := os.RemoveAll(trials); err != nil {
+		return fmt.Errorf("removing the previous run's trials from %s: %w", dir, err)
+	}
+	return nil
+}
