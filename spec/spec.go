@@ -249,10 +249,13 @@ func (e *Error) Error() string {
 	if e.Line > 0 {
 		loc += fmt.Sprintf(":%d", e.Line)
 	}
+	msg := loc + ": " + e.Msg
 	if e.Field != "" {
-		return loc + ": " + e.Field + ": " + e.Msg
+		msg = loc + ": " + e.Field + ": " + e.Msg
 	}
-	return loc + ": " + e.Msg
+	// A byte order mark inside the file (one at its start is dropped)
+	// would print as nothing and puzzle the reader.
+	return strings.ReplaceAll(msg, "\ufeff", "")
 }
 
 // Load reads and validates a spec file.
@@ -340,8 +343,12 @@ func parse(path string, data []byte, hostNets func() ([]netip.Prefix, error)) (*
 		return nil, err
 	}
 	s.Dir = filepath.Dir(abs)
+	data = stripBOM(data) // the digest above is of the file as it is
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &Error{File: path, Msg: "empty spec"}
+	}
+	if depth, line := nestingDepth(data, maxNesting); line != 0 {
+		return nil, &Error{File: path, Line: line, Msg: fmt.Sprintf("nested more than %d levels deep (%d here): a spec needs a handful", maxNesting, depth)}
 	}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
