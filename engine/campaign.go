@@ -35,7 +35,7 @@ type RunOptions struct {
 	History     string // history file for "+" strategies ("" = spec's, or none)
 	// Native runs the trials without lockstep (no tracer, real time) for
 	// the baseline hit ratio; a trial whose clients outlive NativeLimit
-	// (default 5s) is a hang.
+	// (default: the spec's limits.real_time) is a hang.
 	Native      bool
 	NativeLimit time.Duration
 	Logger      *slog.Logger
@@ -193,7 +193,9 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	if opts.Native {
 		strategy, plus, hist = "native", false, nil
 		if opts.NativeLimit <= 0 {
-			opts.NativeLimit = 5 * time.Second
+			// The spec's own wall-clock guard: a fixed 5 s called every
+			// trial of a 10 s client a hang.
+			opts.NativeLimit = sp.Limits.RealTime
 		}
 	} else if _, err := newStrategy(sp, strategy, nil); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,5 +196,24 @@ func TestExitTexts(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckerEnd: a checker's failure reads as a sentence.
+func TestCheckerEnd(t *testing.T) {
+	exit1 := exec.Command("sh", "-c", "exit 1")
+	err1 := exit1.Run()
+	missing := exec.Command("/no/such/checker").Run()
+	for _, tc := range []struct {
+		err, ctxErr error
+		want        string
+	}{
+		{err1, nil, "checker check.sh exited with code 1"},
+		{errors.New("signal: killed"), context.DeadlineExceeded, "checker check.sh did not finish within its 30s timeout (checker.timeout)"},
+		{missing, nil, "checker check.sh could not run: fork/exec /no/such/checker: no such file or directory"},
+	} {
+		if got := checkerEnd("check.sh", tc.err, tc.ctxErr, 30*time.Second); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
 	}
 }

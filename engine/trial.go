@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -889,13 +890,26 @@ func (j *job) runChecker(ctx context.Context, res *TrialResult) error {
 	out, err := cmd.CombinedOutput()
 	os.WriteFile(filepath.Join(res.Dir, "checker.out"), out, 0o644)
 	if err != nil {
-		last := lastLine(out)
-		if last != "" {
-			return fmt.Errorf("checker %s: %v: %s", filepath.Base(argv[0]), err, last)
+		what := checkerEnd(filepath.Base(argv[0]), err, ctx.Err(), j.spec.Checker.Timeout)
+		if last := lastLine(out); last != "" {
+			return fmt.Errorf("%s: %s", what, last)
 		}
-		return fmt.Errorf("checker %s: %v", filepath.Base(argv[0]), err)
+		return errors.New(what)
 	}
 	return nil
+}
+
+// checkerEnd words how a checker failed as a clause: "checker check.sh
+// exited with code 1", "... did not finish within its 30s timeout".
+func checkerEnd(name string, err, ctxErr error, timeout time.Duration) string {
+	var ee *exec.ExitError
+	switch {
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		return fmt.Sprintf("checker %s did not finish within its %v timeout (checker.timeout)", name, timeout)
+	case errors.As(err, &ee):
+		return "checker " + nativeExit(name, ee.ProcessState, nil).text
+	}
+	return fmt.Sprintf("checker %s could not run: %v", name, err)
 }
 
 func lastLine(b []byte) string {

@@ -145,7 +145,7 @@ func runCmd() *cli.Command {
 			&cli.BoolFlag{Name: "stats", Usage: "print conflict-prediction accuracy (+ strategies)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 			&cli.BoolFlag{Name: "native", Usage: "run without lockstep (same network, real time, no tracer): the baseline hit ratio"},
-			&cli.DurationFlag{Name: "native-limit", Value: 5 * time.Second, Usage: "with --native: clients still running after this are a hang"},
+			&cli.DurationFlag{Name: "native-limit", Usage: "with --native: clients still running after this are a hang (default: the spec's limits.real_time)"},
 			&cli.StringFlag{Name: "junit", Usage: "also write the result as JUnit XML to `FILE` (a test case per campaign)"},
 			&cli.StringFlag{Name: "json", Usage: "also write the summary as JSON to `FILE`"},
 			shardFlag, shardEnvFlag,
