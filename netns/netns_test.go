@@ -406,7 +406,7 @@ func objects(t *testing.T) []string {
 			out = append(out, "netns "+e.Name())
 		}
 	}
-	links, err := netlink.LinkList()
+	links, err := linkList() // retried when another campaign's change interrupts the dump
 	if err != nil {
 		t.Fatal(err)
 	}
