@@ -171,6 +171,7 @@ func (s *spawnSpec) setImageRoot(sb *Sandbox, clockFd int) error {
 		s.trial, s.trialAt = cstr(sb.Trial), cstr(at[TrialPath])
 	}
 	s.setPrivateDev()
+	s.sizeTmpfs(sb.TmpfsSize)
 	s.moveDevInto(at["/dev"])
 	return nil
 }
@@ -225,7 +226,7 @@ func imageMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 	if e := setattr(s.procSys, 0, &s.roAttr); e != 0 {
 		return stepReadOnly, e
 	}
-	if e := mnt(s.tmpfs, s.scratch, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, nil); e != 0 {
+	if e := mnt(s.tmpfs, s.scratch, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, s.tmpfsOpts); e != 0 {
 		return stepPrivateDev, e
 	}
 	for _, d := range s.dirs {

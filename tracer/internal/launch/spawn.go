@@ -334,9 +334,6 @@ func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
 	s.rwAttr = mountAttr{clr: unix.MOUNT_ATTR_RDONLY}
 	s.slash, s.procSys, s.proc, s.proc0 = cstr("/"), cstr("/proc/sys"), cstr("proc"), cstr("/proc")
 	s.tmpfs, s.scratch = cstr("tmpfs"), cstr(sandboxScratch)
-	if sb.TmpfsSize > 0 {
-		s.tmpfsOpts = cstr("size=" + strconv.FormatInt(sb.TmpfsSize, 10))
-	}
 	if clockFd >= 0 {
 		s.clock, s.hasClock = uintptr(clockFd), true
 	}
@@ -362,9 +359,7 @@ func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
 		s.trial, s.trialAt = cstr(sb.Trial), cstr(TrialPath)
 	}
 	s.setPrivateDev()
-	if sb.TmpfsSize > 0 {
-		s.devOpts = cstr("mode=755,size=" + strconv.FormatInt(sb.TmpfsSize, 10))
-	}
+	s.sizeTmpfs(sb.TmpfsSize)
 	return nil
 }
 
@@ -387,6 +382,16 @@ func (s *spawnSpec) setPrivateTmp(writable []string) {
 			s.dirs = append(s.dirs, at)
 		}
 	}
+}
+
+// sizeTmpfs bounds the node's own tmpfs mounts (Sandbox.TmpfsSize): the
+// scratch, /var/tmp, /dev and /dev/shm. Call it after setPrivateDev.
+func (s *spawnSpec) sizeTmpfs(size int64) {
+	if size <= 0 {
+		return
+	}
+	n := strconv.FormatInt(size, 10)
+	s.tmpfsOpts, s.devOpts = cstr("size="+n), cstr("mode=755,size="+n)
 }
 
 // setPrivateDev prepares the node's /dev: the host's is set aside in the
