@@ -2,48 +2,38 @@ package etcd_test
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"
-	"github.com/lockstep-dev/lockstep/spec"
-	"github.com/lockstep-dev/lockstep/tracer"
 )
 
-func TestMain(m *testing.M) {
-	tracer.MaybeRunZygote()
-	testutil.LeakCheckMain(m)
-}
+func TestMain(m *testing.M) { extest.Main(m) }
 
 const etcdBin = "/usr/bin/etcd"
-
-// here is this example's folder, wherever the test runs from.
-func here() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
-}
 
 // buildClient builds the example's client where spec.yaml expects it
 // ({{dir}}/bin/etcdclient); Go's build cache makes this quick when nothing changed.
 func buildClient(t testing.TB) {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(goBin, "build", "-o", filepath.Join(here(), "bin", "etcdclient"), ".")
-	cmd.Dir = filepath.Join(here(), "client")
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	here := extest.Dir()
+	if out, err := extest.GoBuild(filepath.Join(here, "client"), filepath.Join(here, "bin", "etcdclient")); err != nil {
 		t.Fatalf("building the client: %v\n%s", err, out)
 	}
+}
+
+// requireEtcd skips unless Debian's etcd is installed and this process may
+// run lockstep's trials, and builds the client.
+func requireEtcd(t *testing.T) {
+	t.Helper()
+	extest.RequireInstalled(t, "etcd", "apt-get install etcd-server etcd-client, or examples/etcd/run.sh", etcdBin)
+	extest.RequirePrivileges(t)
+	buildClient(t)
 }
 
 // A few trials of the example: three etcd members that the scheduler
@@ -52,18 +42,8 @@ func buildClient(t testing.TB) {
 // acknowledged write is missing or a read is stale, which etcd 3.4 must
 // not do, and a lockstep error is lockstep's bug.
 func TestEtcdUnderFaults(t *testing.T) {
-	if _, err := os.Stat(etcdBin); errors.Is(err, os.ErrNotExist) {
-		t.Skipf("%s not installed (apt-get install etcd-server etcd-client, or examples/etcd/run.sh): skipping the etcd example", etcdBin)
-	}
-	testutil.RequireNetns(t)
-	testutil.RequirePtrace(t)
-	testutil.RequireCgroup2(t, testutil.CgroupRoot)
-	buildClient(t)
-
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	requireEtcd(t)
+	sp := extest.LoadSpec(t, "spec.yaml")
 	const trials = 3
 	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: true})
 	if err != nil {
@@ -101,18 +81,8 @@ func TestEtcdUnderFaults(t *testing.T) {
 // else ran, fixed the order in which a crashed member's connections end
 // and gave nodes the same paths in a replay as in the run.
 func TestEtcdReplays(t *testing.T) {
-	if _, err := os.Stat(etcdBin); errors.Is(err, os.ErrNotExist) {
-		t.Skipf("%s not installed (apt-get install etcd-server etcd-client, or examples/etcd/run.sh): skipping the etcd example", etcdBin)
-	}
-	testutil.RequireNetns(t)
-	testutil.RequirePtrace(t)
-	testutil.RequireCgroup2(t, testutil.CgroupRoot)
-	buildClient(t)
-
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	requireEtcd(t)
+	sp := extest.LoadSpec(t, "spec.yaml")
 	sp.Scheduler.Seed = 11
 	const trials = 3
 	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: true})
@@ -152,10 +122,7 @@ func BenchmarkEtcdTrial(b *testing.B) {
 	testutil.RequireNetns(b)
 	testutil.RequirePtrace(b)
 	buildClient(b)
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	sp := extest.LoadSpec(b, "spec.yaml")
 	sp.Faults.Budget = 0
 	trialbench.Run(b, sp)
 }

@@ -3,25 +3,13 @@ package images_test
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/engine"
-	"github.com/lockstep-dev/lockstep/internal/testutil"
-	"github.com/lockstep-dev/lockstep/spec"
-	"github.com/lockstep-dev/lockstep/tracer"
+	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 )
 
-func TestMain(m *testing.M) {
-	tracer.MaybeRunZygote()
-	testutil.LeakCheckMain(m)
-}
-
-func here() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
-}
+func TestMain(m *testing.M) { extest.Main(m) }
 
 // requireImages skips unless build.sh has put the example's images in
 // podman's store (building them takes minutes: not part of make test).
@@ -32,9 +20,7 @@ func requireImages(t *testing.T) {
 			t.Skipf("image %s not in podman's store (examples/images/build.sh builds it): skipping the images example", name)
 		}
 	}
-	testutil.RequireNetns(t)
-	testutil.RequirePtrace(t)
-	testutil.RequireCgroup2(t, testutil.CgroupRoot)
+	extest.RequirePrivileges(t)
 }
 
 // One trial from spec.yaml and one from compose.yaml, the same system:
@@ -44,10 +30,7 @@ func TestRedisFromImages(t *testing.T) {
 	requireImages(t)
 	for _, file := range []string{"spec.yaml", "compose.yaml"} {
 		t.Run(file, func(t *testing.T) {
-			sp, err := spec.Load(filepath.Join(here(), file))
-			if err != nil {
-				t.Fatal(err)
-			}
+			sp := extest.LoadSpec(t, file)
 			sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 1, OutDir: t.TempDir(), TraceAll: true})
 			if err != nil {
 				t.Fatal(err)

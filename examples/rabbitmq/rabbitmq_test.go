@@ -2,47 +2,26 @@ package rabbitmq_test
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
-	"github.com/lockstep-dev/lockstep/internal/testutil"
-	"github.com/lockstep-dev/lockstep/spec"
-	"github.com/lockstep-dev/lockstep/tracer"
 )
 
-func TestMain(m *testing.M) {
-	tracer.MaybeRunZygote()
-	testutil.LeakCheckMain(m)
-}
-
-// here is this example's folder, wherever the test runs from.
-func here() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
-}
+func TestMain(m *testing.M) { extest.Main(m) }
 
 // requireRabbitMQ skips unless Debian's rabbitmq-server is installed and
 // this process may run lockstep's trials, and builds the AMQP client.
 func requireRabbitMQ(tb testing.TB) {
 	tb.Helper()
-	for _, f := range []string{"/usr/lib/rabbitmq/bin/rabbitmq-server", "/usr/lib/rabbitmq/bin/rabbitmqctl"} {
-		if _, err := os.Stat(f); errors.Is(err, os.ErrNotExist) {
-			tb.Skipf("%s not installed (apt-get install rabbitmq-server, or examples/rabbitmq/run.sh): skipping the RabbitMQ example", f)
-		}
-	}
-	testutil.RequireNetns(tb)
-	testutil.RequirePtrace(tb)
-	testutil.RequireCgroup2(tb, testutil.CgroupRoot)
-	if out, err := exec.Command("make", "-s", "-C", filepath.Join(here(), "amqp")).CombinedOutput(); err != nil {
-		tb.Fatalf("building the AMQP client: %v\n%s", err, out)
-	}
+	extest.RequireInstalled(tb, "RabbitMQ", "apt-get install rabbitmq-server, or examples/rabbitmq/run.sh",
+		"/usr/lib/rabbitmq/bin/rabbitmq-server", "/usr/lib/rabbitmq/bin/rabbitmqctl")
+	extest.RequirePrivileges(tb)
+	extest.Make(tb, "the AMQP client", filepath.Join(extest.Dir(), "amqp"))
 }
 
 // One trial of the example: the client joins r2 to r1's cluster with
@@ -58,10 +37,7 @@ func TestRabbitMQCluster(t *testing.T) {
 	if os.Getenv("LOCKSTEP_RABBITMQ") == "" {
 		t.Skip("set LOCKSTEP_RABBITMQ=1 to run a RabbitMQ trial (minutes; examples/rabbitmq/README.md)")
 	}
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := extest.LoadSpec(t, "spec.yaml")
 	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 1, OutDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +62,6 @@ func TestRabbitMQCluster(t *testing.T) {
 // lockstep, alternately (see trialbench).
 func BenchmarkRabbitMQTrial(b *testing.B) {
 	requireRabbitMQ(b)
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	sp := extest.LoadSpec(b, "spec.yaml")
 	trialbench.Run(b, sp)
 }

@@ -3,30 +3,17 @@ package raft_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
-	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"
-	"github.com/lockstep-dev/lockstep/spec"
-	"github.com/lockstep-dev/lockstep/tracer"
 )
 
-func TestMain(m *testing.M) {
-	tracer.MaybeRunZygote()
-	testutil.LeakCheckMain(m)
-}
-
-// here is this example's folder, wherever the test runs from.
-func here() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
-}
+func TestMain(m *testing.M) { extest.Main(m) }
 
 // buildRaftex builds the members' and client's program where spec.yaml
 // expects it ({{dir}}/bin/raftex). It is a module of its own (raftex/go.mod),
@@ -34,25 +21,13 @@ func here() string {
 // fetches raft from the Go module proxy.
 func buildRaftex(t testing.TB) {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(goBin, "build", "-o", filepath.Join(here(), "bin", "raftex"), ".")
-	cmd.Dir = filepath.Join(here(), "raftex")
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	here := extest.Dir()
+	if out, err := extest.GoBuild(filepath.Join(here, "raftex"), filepath.Join(here, "bin", "raftex")); err != nil {
 		if strings.Contains(string(out), "proxy.golang.org") || strings.Contains(string(out), "dial tcp") {
 			t.Skipf("building raftex needs github.com/hashicorp/raft from the Go module proxy, which is out of reach: %s", out)
 		}
 		t.Fatalf("building raftex: %v\n%s", err, out)
 	}
-}
-
-func requirePrivileges(t testing.TB) {
-	testutil.RequireNetns(t)
-	testutil.RequirePtrace(t)
-	testutil.RequireCgroup2(t, testutil.CgroupRoot)
 }
 
 // A few trials of the example, each replayed: three raft members that the
@@ -62,14 +37,11 @@ func requirePrivileges(t testing.TB) {
 // the client's liveness or safety check, never a lockstep error. Every
 // trace, passing or failing, must replay to the same ops and outcome.
 func TestRaftTrialsReplay(t *testing.T) {
-	requirePrivileges(t)
+	extest.RequirePrivileges(t)
 	buildRaftex(t)
 	// spec-partition.yaml: spec.yaml without pauses, whose traces do not
 	// replay yet (see README.md).
-	sp, err := spec.Load(filepath.Join(here(), "spec-partition.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := extest.LoadSpec(t, "spec-partition.yaml")
 	const trials = 2
 	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: true})
 	if err != nil {
@@ -117,12 +89,9 @@ func TestRaftTrialsReplay(t *testing.T) {
 // ever matching. The client's liveness check sees its commit index stay
 // behind. POS (seed 1) finds it in the second trial.
 func TestRaftSnapshotLivelockFound(t *testing.T) {
-	requirePrivileges(t)
+	extest.RequirePrivileges(t)
 	buildRaftex(t)
-	sp, err := spec.Load(filepath.Join(here(), "spec-livelock.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := extest.LoadSpec(t, "spec-livelock.yaml")
 	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 12, OutDir: t.TempDir(), StopOnFirst: true})
 	if err != nil {
 		t.Fatal(err)
@@ -173,12 +142,9 @@ func replay(t *testing.T, trace string) string {
 // BenchmarkRaftTrial: one trial of the example without faults natively
 // (real time) and one under lockstep, alternately (see trialbench).
 func BenchmarkRaftTrial(b *testing.B) {
-	requirePrivileges(b)
+	extest.RequirePrivileges(b)
 	buildRaftex(b)
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	sp := extest.LoadSpec(b, "spec.yaml")
 	sp.Faults.Budget = 0
 	trialbench.Run(b, sp)
 }

@@ -2,46 +2,25 @@ package redis_test
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
-	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"
-	"github.com/lockstep-dev/lockstep/spec"
-	"github.com/lockstep-dev/lockstep/tracer"
 )
 
-func TestMain(m *testing.M) {
-	tracer.MaybeRunZygote()
-	testutil.LeakCheckMain(m)
-}
-
-// here is this example's folder, wherever the test runs from.
-func here() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
-}
+func TestMain(m *testing.M) { extest.Main(m) }
 
 func requireRedis(t testing.TB) {
 	t.Helper()
-	for _, bin := range []string{"/usr/bin/redis-server", "/usr/bin/redis-sentinel"} {
-		if _, err := os.Stat(bin); errors.Is(err, os.ErrNotExist) {
-			t.Skipf("%s not installed (apt-get install redis-server redis-sentinel, or examples/redis/run.sh): skipping the Redis example", bin)
-		}
-	}
-	testutil.RequireNetns(t)
-	testutil.RequirePtrace(t)
-	testutil.RequireCgroup2(t, testutil.CgroupRoot)
-	if out, err := exec.Command("make", "-s", "-C", filepath.Join(here(), "..", "..", "testdata", "workload")).CombinedOutput(); err != nil {
-		t.Fatalf("building the workload client: %v\n%s", err, out)
-	}
+	extest.RequireInstalled(t, "Redis", "apt-get install redis-server redis-sentinel, or examples/redis/run.sh",
+		"/usr/bin/redis-server", "/usr/bin/redis-sentinel")
+	extest.RequirePrivileges(t)
+	extest.Make(t, "the workload client", filepath.Join(extest.Dir(), "..", "..", "testdata", "workload"))
 }
 
 // Two trials of the example: each either passes or ends not-linearizable,
@@ -51,10 +30,7 @@ func requireRedis(t testing.TB) {
 // failing trace replays.
 func TestRedisSentinelLosesWrites(t *testing.T) {
 	requireRedis(t)
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := extest.LoadSpec(t, "spec.yaml")
 	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
 	if err != nil {
 		t.Fatal(err)
@@ -115,10 +91,7 @@ func TestRedisSentinelLosesWrites(t *testing.T) {
 // partitions', not the workload's or lockstep's.
 func TestRedisSentinelWithoutFaultsPasses(t *testing.T) {
 	requireRedis(t)
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := extest.LoadSpec(t, "spec.yaml")
 	sp.Faults.Budget = 0
 	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 1, OutDir: t.TempDir()})
 	if err != nil {
@@ -136,10 +109,7 @@ func TestRedisSentinelWithoutFaultsPasses(t *testing.T) {
 // alternately (see trialbench).
 func BenchmarkRedisTrial(b *testing.B) {
 	requireRedis(b)
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	sp := extest.LoadSpec(b, "spec.yaml")
 	sp.Faults.Budget = 0
 	trialbench.Run(b, sp)
 }

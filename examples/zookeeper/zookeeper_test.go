@@ -2,46 +2,28 @@ package zookeeper_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
-	"github.com/lockstep-dev/lockstep/internal/testutil"
-	"github.com/lockstep-dev/lockstep/spec"
-	"github.com/lockstep-dev/lockstep/tracer"
 )
 
-func TestMain(m *testing.M) {
-	tracer.MaybeRunZygote()
-	testutil.LeakCheckMain(m)
-}
-
-// here is this example's folder, wherever the test runs from.
-func here() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
-}
+func TestMain(m *testing.M) { extest.Main(m) }
 
 // requireZooKeeper skips unless Debian's zookeeper package (its scripts,
 // its jar, the JVM its zkEnv.sh names) is installed and this process may
 // run lockstep's trials.
 func requireZooKeeper(tb testing.TB) {
 	tb.Helper()
-	for _, f := range []string{"/usr/share/zookeeper/bin/zkEnv.sh", "/usr/share/zookeeper/bin/zkCli.sh",
-		"/usr/share/java/zookeeper.jar", "/usr/bin/java"} {
-		if _, err := os.Stat(f); errors.Is(err, os.ErrNotExist) {
-			tb.Skipf("%s not installed (apt-get install zookeeper, or examples/zookeeper/run.sh): skipping the ZooKeeper example", f)
-		}
-	}
-	testutil.RequireNetns(tb)
-	testutil.RequirePtrace(tb)
-	testutil.RequireCgroup2(tb, testutil.CgroupRoot)
+	extest.RequireInstalled(tb, "ZooKeeper", "apt-get install zookeeper, or examples/zookeeper/run.sh",
+		"/usr/share/zookeeper/bin/zkEnv.sh", "/usr/share/zookeeper/bin/zkCli.sh",
+		"/usr/share/java/zookeeper.jar", "/usr/bin/java")
+	extest.RequirePrivileges(tb)
 }
 
 // A few trials of the example: three ZooKeeper members elect a leader, and
@@ -52,10 +34,7 @@ func requireZooKeeper(tb testing.TB) {
 // bug.
 func TestZooKeeperEnsemble(t *testing.T) {
 	requireZooKeeper(t)
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := extest.LoadSpec(t, "spec.yaml")
 	const trials = 3
 	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir()})
 	if err != nil {
@@ -91,9 +70,6 @@ func TestZooKeeperEnsemble(t *testing.T) {
 // lockstep, alternately (see trialbench).
 func BenchmarkZooKeeperTrial(b *testing.B) {
 	requireZooKeeper(b)
-	sp, err := spec.Load(filepath.Join(here(), "spec.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	sp := extest.LoadSpec(b, "spec.yaml")
 	trialbench.Run(b, sp)
 }

@@ -1,0 +1,85 @@
+package extest
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/spec"
+	"github.com/lockstep-dev/lockstep/tracer"
+)
+
+// Main is an example's TestMain: a test binary is also the tracer's zygote,
+// and no test may leave a node behind.
+func Main(m *testing.M) {
+	tracer.MaybeRunZygote()
+	testutil.LeakCheckMain(m)
+}
+
+// Dir is the folder of the calling test's source file: the example's
+// folder, wherever the test runs from.
+func Dir() string {
+	return callerDir()
+}
+
+// callerDir is the folder of the file that called the exported function
+// that calls it.
+func callerDir() string {
+	_, file, _, _ := runtime.Caller(2)
+	return filepath.Dir(file)
+}
+
+// LoadSpec loads the spec file name of the calling test's example.
+func LoadSpec(tb testing.TB, name string) *spec.Spec {
+	tb.Helper()
+	sp, err := spec.Load(filepath.Join(callerDir(), name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sp
+}
+
+// RequirePrivileges skips unless this process may run lockstep's trials:
+// network namespaces, ptrace and a cgroup v2 hierarchy.
+func RequirePrivileges(tb testing.TB) {
+	tb.Helper()
+	testutil.RequireNetns(tb)
+	testutil.RequirePtrace(tb)
+	testutil.RequireCgroup2(tb, testutil.CgroupRoot)
+}
+
+// RequireInstalled skips the example unless every one of files exists;
+// install says how to install them.
+func RequireInstalled(tb testing.TB, example, install string, files ...string) {
+	tb.Helper()
+	for _, f := range files {
+		if _, err := os.Stat(f); errors.Is(err, os.ErrNotExist) {
+			tb.Skipf("%s not installed (%s): skipping the %s example", f, install, example)
+		}
+	}
+}
+
+// GoBuild builds the Go module in src into out, outside any go.work (an
+// example's program is a module of its own), and returns go's output.
+func GoBuild(src, out string) ([]byte, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(goBin, "build", "-o", out, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	return cmd.CombinedOutput()
+}
+
+// Make runs make in dir, failing the test with what it printed.
+func Make(tb testing.TB, what, dir string) {
+	tb.Helper()
+	if out, err := exec.Command("make", "-s", "-C", dir).CombinedOutput(); err != nil {
+		tb.Fatalf("building %s: %v\n%s", what, err, out)
+	}
+}
