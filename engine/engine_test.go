@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 
@@ -17,18 +16,14 @@ func TestMain(m *testing.M) {
 	testutil.LeakCheckMain(m)
 }
 
-func repoPath(parts ...string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(append([]string{filepath.Dir(file), ".."}, parts...)...)
-}
+// repoPath keeps the name the engine's many tests call.
+func repoPath(parts ...string) string { return testutil.RepoPath(parts...) }
 
 func requireTrials(t *testing.T) { skipUnlessTrials(t) }
 
 func skipUnlessTrials(tb testing.TB) {
 	tb.Helper()
-	testutil.RequireNetns(tb)
-	testutil.RequirePtrace(tb)
-	testutil.RequireCgroup2(tb, testutil.CgroupRoot)
+	testutil.RequireTrials(tb)
 	testutil.RequireBinary(tb, repoPath("testdata", "bin", "demo", "lockserver"))
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
 
 // triggering is, per bug of testdata/bugs, the racing pairs its README
@@ -78,7 +80,7 @@ func TestExplainBugSuite(t *testing.T) {
 	var table []string
 	hits := 0
 	for bug := range triggering {
-		specPath := repoPath("testdata", "bugs", bug, "spec.yaml")
+		specPath := testutil.RepoPath("testdata", "bugs", bug, "spec.yaml")
 		if _, err := os.Stat(specPath); err != nil {
 			t.Errorf("%s: %v", bug, err)
 			continue

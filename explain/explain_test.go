@@ -3,7 +3,6 @@ package explain
 import (
 	"context"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -20,17 +19,10 @@ func TestMain(m *testing.M) {
 	testutil.LeakCheckMain(m)
 }
 
-func repoPath(parts ...string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(append([]string{filepath.Dir(file), ".."}, parts...)...)
-}
-
 func requireTrials(tb testing.TB) {
 	tb.Helper()
-	testutil.RequireNetns(tb)
-	testutil.RequirePtrace(tb)
-	testutil.RequireCgroup2(tb, testutil.CgroupRoot)
-	testutil.RequireBinary(tb, repoPath("testdata", "bin", "demo", "lockserver"))
+	testutil.RequireTrials(tb)
+	testutil.RequireBinary(tb, testutil.RepoPath("testdata", "bin", "demo", "lockserver"))
 }
 
 // firstFailure runs a spec under POS, seed 1, until its first failure and
@@ -59,7 +51,7 @@ func firstFailure(t *testing.T, specPath string) string {
 // are named; the probability curve rises to 1 at the end.
 func TestExplainDemo(t *testing.T) {
 	requireTrials(t)
-	trace := firstFailure(t, repoPath("testdata", "demo", "demo.yaml"))
+	trace := firstFailure(t, testutil.RepoPath("testdata", "demo", "demo.yaml"))
 	out := t.TempDir()
 	ex, err := Explain(context.Background(), trace, Options{Out: out, Budget: 2 * time.Minute, Continuations: 4})
 	if err != nil {

@@ -3,6 +3,8 @@ package explain
 import (
 	"strconv"
 	"testing"
+
+	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
 
 func TestDemangleRust(t *testing.T) {
@@ -24,7 +26,7 @@ func TestDemangleRust(t *testing.T) {
 // TestSymbolizeDemo: the demo's call sites come back as the C source's
 // function and line, from its DWARF.
 func TestSymbolizeDemo(t *testing.T) {
-	bin := repoPath("testdata", "bin", "demo", "demoproc")
+	bin := testutil.RepoPath("testdata", "bin", "demo", "demoproc")
 	s := &symbolizer{paths: map[string]string{"demoproc": bin}, mods: map[string]*module{}}
 	m := s.module("demoproc")
 	if m == nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -22,19 +21,12 @@ func TestMain(m *testing.M) {
 	testutil.LeakCheckMain(m)
 }
 
-func repoPath(parts ...string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(append([]string{filepath.Dir(file), ".."}, parts...)...)
-}
-
 // demo loads the bundled demo, skipping when trials cannot run here.
 func demo(t *testing.T) *spec.Spec {
 	t.Helper()
-	testutil.RequireNetns(t)
-	testutil.RequirePtrace(t)
-	testutil.RequireCgroup2(t, testutil.CgroupRoot)
-	testutil.RequireBinary(t, repoPath("testdata", "bin", "demo", "lockserver"))
-	sp, err := spec.Load(repoPath("testdata", "demo", "demo.yaml"))
+	testutil.RequireTrials(t)
+	testutil.RequireBinary(t, testutil.RepoPath("testdata", "bin", "demo", "lockserver"))
+	sp, err := spec.Load(testutil.RepoPath("testdata", "demo", "demo.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,9 +216,7 @@ nodes:
 
 func requireTrials(t *testing.T) {
 	t.Helper()
-	testutil.RequireNetns(t)
-	testutil.RequirePtrace(t)
-	testutil.RequireCgroup2(t, testutil.CgroupRoot)
+	testutil.RequireTrials(t)
 }
 
 // buildLockstep builds the command into a temporary directory.

@@ -32,7 +32,7 @@ func buildClient(t testing.TB) {
 func requireEtcd(t *testing.T) {
 	t.Helper()
 	extest.RequireInstalled(t, "etcd", "apt-get install etcd-server etcd-client, or examples/etcd/run.sh", etcdBin)
-	extest.RequirePrivileges(t)
+	testutil.RequireTrials(t)
 	buildClient(t)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
+	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
 
 func TestMain(m *testing.M) { extest.Main(m) }
@@ -20,7 +21,7 @@ func requireImages(t *testing.T) {
 			t.Skipf("image %s not in podman's store (examples/images/build.sh builds it): skipping the images example", name)
 		}
 	}
-	extest.RequirePrivileges(t)
+	testutil.RequireTrials(t)
 }
 
 // One trial from spec.yaml and one from compose.yaml, the same system:

@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
+	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
 
 func TestMain(m *testing.M) { extest.Main(m) }
@@ -20,7 +21,7 @@ func requireRabbitMQ(tb testing.TB) {
 	tb.Helper()
 	extest.RequireInstalled(tb, "RabbitMQ", "apt-get install rabbitmq-server, or examples/rabbitmq/run.sh",
 		"/usr/lib/rabbitmq/bin/rabbitmq-server", "/usr/lib/rabbitmq/bin/rabbitmqctl")
-	extest.RequirePrivileges(tb)
+	testutil.RequireTrials(tb)
 	extest.Make(tb, "the AMQP client", filepath.Join(extest.Dir(), "amqp"))
 }
 

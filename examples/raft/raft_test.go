@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
+	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -37,7 +38,7 @@ func buildRaftex(t testing.TB) {
 // the client's liveness or safety check, never a lockstep error. Every
 // trace, passing or failing, must replay to the same ops and outcome.
 func TestRaftTrialsReplay(t *testing.T) {
-	extest.RequirePrivileges(t)
+	testutil.RequireTrials(t)
 	buildRaftex(t)
 	// spec-partition.yaml: spec.yaml without pauses, whose traces do not
 	// replay yet (see README.md).
@@ -89,7 +90,7 @@ func TestRaftTrialsReplay(t *testing.T) {
 // ever matching. The client's liveness check sees its commit index stay
 // behind. POS (seed 1) finds it in the second trial.
 func TestRaftSnapshotLivelockFound(t *testing.T) {
-	extest.RequirePrivileges(t)
+	testutil.RequireTrials(t)
 	buildRaftex(t)
 	sp := extest.LoadSpec(t, "spec-livelock.yaml")
 	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 12, OutDir: t.TempDir(), StopOnFirst: true})
@@ -142,7 +143,7 @@ func replay(t *testing.T, trace string) string {
 // BenchmarkRaftTrial: one trial of the example without faults natively
 // (real time) and one under lockstep, alternately (see trialbench).
 func BenchmarkRaftTrial(b *testing.B) {
-	extest.RequirePrivileges(b)
+	testutil.RequireTrials(b)
 	buildRaftex(b)
 	sp := extest.LoadSpec(b, "spec.yaml")
 	sp.Faults.Budget = 0

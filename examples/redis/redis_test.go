@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
+	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -19,7 +20,7 @@ func requireRedis(t testing.TB) {
 	t.Helper()
 	extest.RequireInstalled(t, "Redis", "apt-get install redis-server redis-sentinel, or examples/redis/run.sh",
 		"/usr/bin/redis-server", "/usr/bin/redis-sentinel")
-	extest.RequirePrivileges(t)
+	testutil.RequireTrials(t)
 	extest.Make(t, "the workload client", filepath.Join(extest.Dir(), "..", "..", "testdata", "workload"))
 }
 

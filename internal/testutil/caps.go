@@ -90,3 +90,19 @@ func RequireBinary(tb testing.TB, path string) {
 		tb.Skipf("skipping: %s not built or not installed (run `make testdata`)", path)
 	}
 }
+
+// RequireTrials skips the test unless this process may run lockstep's
+// trials: network namespaces, ptrace and lockstep's cgroup v2 hierarchy.
+func RequireTrials(tb testing.TB) {
+	tb.Helper()
+	RequireNetns(tb)
+	RequirePtrace(tb)
+	RequireCgroup2(tb, CgroupRoot)
+}
+
+// RepoPath is a path in the repository, wherever the test runs from: the
+// packages' tests share its testdata.
+func RepoPath(parts ...string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(append([]string{filepath.Dir(file), "..", ".."}, parts...)...)
+}

@@ -43,15 +43,6 @@ func LoadSpec(tb testing.TB, name string) *spec.Spec {
 	return sp
 }
 
-// RequirePrivileges skips unless this process may run lockstep's trials:
-// network namespaces, ptrace and a cgroup v2 hierarchy.
-func RequirePrivileges(tb testing.TB) {
-	tb.Helper()
-	testutil.RequireNetns(tb)
-	testutil.RequirePtrace(tb)
-	testutil.RequireCgroup2(tb, testutil.CgroupRoot)
-}
-
 // RequireInstalled skips the example unless every one of files exists;
 // install says how to install them.
 func RequireInstalled(tb testing.TB, example, install string, files ...string) {
