@@ -211,7 +211,7 @@ func runCmd() *cli.Command {
 				return withCIReports(c, &exitError{code: 2, err: err}, report.Campaign{Spec: sp.Name, Summary: sum, Err: err})
 			}
 			if opts.Shard.Count > 0 {
-				return shardDone(c, sum, start)
+				return shardDone(c, sum, opts.OutDir, start)
 			}
 			report.WriteSummary(c.App.Writer, sum, c.Bool("stats"))
 			if b := c.Duration("explain"); b > 0 && sum.First != nil && sum.First.TracePath != "" {
@@ -233,10 +233,7 @@ func runStatus(ctx context.Context, sum *engine.Summary) error {
 	case sum.Failures > 0:
 		return &exitError{code: 1}
 	case sum.Interrupted:
-		if sig := interruption(ctx); sig != nil {
-			return sig
-		}
-		return &exitError{code: 130, err: errors.New("interrupted")}
+		return interruptedStatus(ctx)
 	case sum.Errors > 0:
 		return &exitError{code: 2, err: fmt.Errorf("%d trial(s) ended in a lockstep error", sum.Errors)}
 	}
@@ -250,6 +247,40 @@ func interruption(ctx context.Context) error {
 		return in
 	}
 	return nil
+}
+
+// interruptedStatus is the exit status of a command stopped before its end:
+// 128+N when signal N stopped it, else 130.
+func interruptedStatus(ctx context.Context) error {
+	if sig := interruption(ctx); sig != nil {
+		return sig
+	}
+	return &exitError{code: 130, err: errors.New("interrupted")}
+}
+
+// traceFailed is the exit status of a command that could not work on its
+// trace: the signal's when one stopped it, else the input's fault.
+func traceFailed(ctx context.Context, err error) error {
+	if sig := interruption(ctx); sig != nil {
+		return sig
+	}
+	return badInput(err)
+}
+
+// traceArgs reads the one TRACE argument (a trace, or the trial directory
+// that holds it) and --out of a command that works on a trace, both made
+// absolute.
+func traceArgs(c *cli.Context) (trace, out string, err error) {
+	if c.NArg() != 1 {
+		return "", "", badInput(fmt.Errorf("%s: want exactly one TRACE argument", c.Command.Name))
+	}
+	if trace, err = absPath(traceFile(c.Args().First())); err != nil {
+		return "", "", badInput(err)
+	}
+	if out, err = absPath(c.String("out")); err != nil {
+		return "", "", badInput(err)
+	}
+	return trace, out, nil
 }
 
 // absPath makes a path from the command line absolute: nodes run in their
@@ -341,23 +372,13 @@ func replayCmd() *cli.Command {
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: beside the trace)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return badInput(errors.New("replay: want exactly one TRACE argument"))
-			}
-			trace, err := absPath(traceFile(c.Args().First()))
+			trace, out, err := traceArgs(c)
 			if err != nil {
-				return badInput(err)
-			}
-			out, err := absPath(c.String("out"))
-			if err != nil {
-				return badInput(err)
+				return err
 			}
 			rr, err := engine.Replay(c.Context, trace, out)
 			if err != nil {
-				if sig := interruption(c.Context); sig != nil {
-					return sig
-				}
-				return badInput(err)
+				return traceFailed(c.Context, err)
 			}
 			fmt.Fprintf(c.App.Writer, "replayed %d ops: %v\n", len(rr.Trial.Records), rr.Trial.Outcome)
 			if !rr.Same {

@@ -100,10 +100,7 @@ func benchCmd() *cli.Command {
 				return err
 			}
 			if stopped {
-				if sig := interruption(c.Context); sig != nil {
-					return sig
-				}
-				return &exitError{code: 130, err: errors.New("interrupted")}
+				return interruptedStatus(c.Context)
 			}
 			return nil
 		},

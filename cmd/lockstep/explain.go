@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,16 +31,9 @@ func explainCmd() *cli.Command {
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log every run"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return badInput(errors.New("explain: want exactly one TRACE argument"))
-			}
-			trace, err := absPath(traceFile(c.Args().First()))
+			trace, out, err := traceArgs(c)
 			if err != nil {
-				return badInput(err)
-			}
-			out, err := absPath(c.String("out"))
-			if err != nil {
-				return badInput(err)
+				return err
 			}
 			opts := explain.Options{Budget: c.Duration("budget"), Out: out, Continuations: c.Int("continuations")}
 			if opts.Continuations == 0 {
@@ -52,10 +44,7 @@ func explainCmd() *cli.Command {
 			}
 			ex, err := explain.Explain(c.Context, trace, opts)
 			if err != nil {
-				if sig := interruption(c.Context); sig != nil {
-					return sig
-				}
-				return badInput(err)
+				return traceFailed(c.Context, err)
 			}
 			explain.WriteText(c.App.Writer, ex)
 			if p := c.String("json"); p != "" {

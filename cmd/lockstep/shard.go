@@ -45,8 +45,8 @@ func shardRun(c *cli.Context, sp *spec.Spec, opts *engine.RunOptions) error {
 // shardDone writes a shard's result for the merge and says what the shard
 // found. Its exit status says whether it ran, not what it found (a job
 // engine would retry a shard that exits 1): merge's status says that.
-func shardDone(c *cli.Context, sum *engine.Summary, start time.Time) error {
-	dir := outDirOf(c, sum)
+// dir is the shard's output directory, as shardRun chose it.
+func shardDone(c *cli.Context, sum *engine.Summary, dir string, start time.Time) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -60,22 +60,9 @@ func shardDone(c *cli.Context, sum *engine.Summary, start time.Time) error {
 		return err
 	}
 	if sum.Interrupted {
-		if sig := interruption(c.Context); sig != nil {
-			return sig
-		}
-		return &exitError{code: 130, err: errors.New("interrupted")}
+		return interruptedStatus(c.Context)
 	}
 	return nil
-}
-
-// outDirOf is the shard's output directory, as shardRun chose it.
-func outDirOf(c *cli.Context, sum *engine.Summary) string {
-	out := c.String("out")
-	if out == "" {
-		out = filepath.Join("lockstep-out", sum.Spec.Name)
-	}
-	abs, _ := filepath.Abs(filepath.Join(out, shard.DirName(sum.Shard)))
-	return abs
 }
 
 func mergeCmd() *cli.Command {
