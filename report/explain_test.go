@@ -2,14 +2,11 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // demoExplained is what lockstep explain found in the demo's failure
@@ -32,10 +29,7 @@ func demoExplained() Explained {
 // line through one point per prefix), the racing ops highlighted and the
 // ops outside the causal slice greyed out, and the data of each message.
 func TestHTMLExplainedInChromium(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (Debian: apt-get install chromium); skipping the browser test")
-	}
+	chromium := requireChromium(t)
 	tr := loadTrace(t, "testdata/demo-minimized.trace.jsonl")
 	ex := demoExplained()
 	var page bytes.Buffer
@@ -47,24 +41,7 @@ func TestHTMLExplainedInChromium(t *testing.T) {
 	if err := os.WriteFile(path, page.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) []byte {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		profile, err := os.MkdirTemp(dir, "profile")
-		if err != nil {
-			t.Fatal(err)
-		}
-		args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-			"--user-data-dir=" + profile}, append(args, "file://"+path)...)
-		var stdout, stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, chromium, args...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
-		}
-		return stdout.Bytes()
-	}
+	run := func(args ...string) []byte { return chromium(path, args...) }
 	shot := filepath.Join(dir, "demo.png")
 	run("--screenshot="+shot, "--window-size=1400,1000")
 	if out := os.Getenv("LOCKSTEP_SCREENSHOT_EXPLAIN"); out != "" {

@@ -256,34 +256,14 @@ func TestHTMLEscapes(t *testing.T) {
 // per node, one mark per op, the arrows and the outcome, with the page's
 // script run.
 func TestHTMLInChromium(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (Debian: apt-get install chromium); skipping the browser test")
-	}
+	chromium := requireChromium(t)
 	tr := loadTrace(t, "testdata/locks-1.trace.jsonl")
 	dir := t.TempDir()
 	page := filepath.Join(dir, "locks-1.html")
 	if err := os.WriteFile(page, renderHTML(t, tr), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) []byte {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		profile, err := os.MkdirTemp(dir, "profile")
-		if err != nil {
-			t.Fatal(err)
-		}
-		args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-			"--user-data-dir=" + profile}, append(args, "file://"+page)...)
-		cmd := exec.CommandContext(ctx, chromium, args...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
-		}
-		return stdout.Bytes()
-	}
+	run := func(args ...string) []byte { return chromium(page, args...) }
 
 	shot := filepath.Join(dir, "locks-1.png")
 	run("--screenshot="+shot, "--window-size=1400,1000")
@@ -302,6 +282,31 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	if want := strconv.Itoa(d.arrows["msg"] + d.arrows["consume"] + d.arrows["cause"] + d.arrows["inflight"]); d.scriptOK != want {
 		t.Errorf("the page's script counted %q arrows, want %s", d.scriptOK, want)
+	}
+}
+
+// requireChromium skips the test unless Chromium is installed, and returns
+// what runs it headless, in a profile of its own, on the page at path with
+// args, and returns what it printed.
+func requireChromium(t *testing.T) func(path string, args ...string) []byte {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (Debian: apt-get install chromium); skipping the browser test")
+	}
+	return func(path string, args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+			"--user-data-dir=" + t.TempDir()}, append(args, "file://"+path)...)
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, chromium, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
+		}
+		return stdout.Bytes()
 	}
 }
 
