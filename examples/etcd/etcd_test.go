@@ -1,7 +1,6 @@
 package etcd_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,10 +44,7 @@ func TestEtcdUnderFaults(t *testing.T) {
 	requireEtcd(t)
 	sp := extest.LoadSpec(t, "spec.yaml")
 	const trials = 3
-	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: trials, TraceAll: true})
 	injected := 0
 	for _, r := range sum.Results {
 		if r.Outcome.Kind != engine.Pass {
@@ -85,10 +81,7 @@ func TestEtcdReplays(t *testing.T) {
 	sp := extest.LoadSpec(t, "spec.yaml")
 	sp.Scheduler.Seed = 11
 	const trials = 3
-	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: trials, TraceAll: true})
 	faults := 0
 	for _, r := range sum.Results {
 		tr, err := engine.LoadTrace(r.TracePath)
@@ -100,10 +93,7 @@ func TestEtcdReplays(t *testing.T) {
 				faults++
 			}
 		}
-		rr, err := engine.Replay(context.Background(), r.TracePath, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
+		rr := extest.Replay(t, r.TracePath)
 		if !rr.Same {
 			t.Errorf("trial %d (%d steps, %v): replay: %s", r.Index, len(tr.Records), r.Outcome.Kind, rr.Diff)
 		}

@@ -1,7 +1,6 @@
 package images_test
 
 import (
-	"context"
 	"os/exec"
 	"testing"
 
@@ -32,18 +31,12 @@ func TestRedisFromImages(t *testing.T) {
 	for _, file := range []string{"spec.yaml", "compose.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			sp := extest.LoadSpec(t, file)
-			sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 1, OutDir: t.TempDir(), TraceAll: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			sum := extest.Run(t, sp, engine.RunOptions{Trials: 1, TraceAll: true})
 			r := sum.Results[0]
 			if k := r.Outcome.Kind; k != engine.Pass && k != engine.NotLinearizable {
 				t.Fatalf("trial 0: %v", r.Outcome)
 			}
-			rr, err := engine.Replay(context.Background(), r.TracePath, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
+			rr := extest.Replay(t, r.TracePath)
 			if !rr.Same {
 				t.Fatalf("replay of trial 0 (%s) differs: %s", r.Outcome.Kind, rr.Diff)
 			}

@@ -1,7 +1,6 @@
 package rabbitmq_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,10 +38,7 @@ func TestRabbitMQCluster(t *testing.T) {
 		t.Skip("set LOCKSTEP_RABBITMQ=1 to run a RabbitMQ trial (minutes; examples/rabbitmq/README.md)")
 	}
 	sp := extest.LoadSpec(t, "spec.yaml")
-	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 1, OutDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 1})
 	for _, r := range sum.Results {
 		out, _ := os.ReadFile(filepath.Join(r.Dir, "client.out"))
 		cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))

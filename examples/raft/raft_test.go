@@ -1,7 +1,6 @@
 package raft_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,10 +43,7 @@ func TestRaftTrialsReplay(t *testing.T) {
 	// replay yet (see README.md).
 	sp := extest.LoadSpec(t, "spec-partition.yaml")
 	const trials = 2
-	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir(), TraceAll: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: trials, TraceAll: true})
 	faults := 0
 	for _, r := range sum.Results {
 		out, _ := os.ReadFile(filepath.Join(r.Dir, "client.out"))
@@ -93,10 +89,7 @@ func TestRaftSnapshotLivelockFound(t *testing.T) {
 	testutil.RequireTrials(t)
 	buildRaftex(t)
 	sp := extest.LoadSpec(t, "spec-livelock.yaml")
-	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 12, OutDir: t.TempDir(), StopOnFirst: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 12, StopOnFirst: true})
 	r := sum.First
 	if r == nil {
 		t.Fatalf("no failure in %d trials of spec-livelock.yaml (outcomes %v)", sum.Trials, sum.ByKind)
@@ -109,10 +102,7 @@ func TestRaftSnapshotLivelockFound(t *testing.T) {
 	// Not asserted: on this trace a replay now and then parts ways at a
 	// member's Go sysmon sleep in the liveness check's last second (see
 	// README.md, left for the tracer); TestRaftTrialsReplay asserts replays.
-	rr, err := engine.Replay(context.Background(), r.TracePath, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rr := extest.Replay(t, r.TracePath)
 	t.Logf("replay of trial %d: same %v %s", r.Index, rr.Same, rr.Diff)
 }
 
@@ -125,10 +115,7 @@ func replay(t *testing.T, trace string) string {
 	t.Helper()
 	var diffs []string
 	for range 2 {
-		rr, err := engine.Replay(context.Background(), trace, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
+		rr := extest.Replay(t, trace)
 		if rr.Same {
 			if len(diffs) > 0 {
 				t.Logf("the first replay parted ways (%s); the second matched", diffs[0])

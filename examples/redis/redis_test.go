@@ -32,10 +32,7 @@ func requireRedis(t testing.TB) {
 func TestRedisSentinelLosesWrites(t *testing.T) {
 	requireRedis(t)
 	sp := extest.LoadSpec(t, "spec.yaml")
-	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 2, TraceAll: true})
 	lost := 0
 	for _, r := range sum.Results {
 		tr, err := engine.LoadTrace(r.TracePath)
@@ -94,10 +91,7 @@ func TestRedisSentinelWithoutFaultsPasses(t *testing.T) {
 	requireRedis(t)
 	sp := extest.LoadSpec(t, "spec.yaml")
 	sp.Faults.Budget = 0
-	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: 1, OutDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 1})
 	for _, r := range sum.Results {
 		if r.Outcome.Kind != engine.Pass {
 			t.Errorf("trial %d without faults: %v", r.Index, r.Outcome)

@@ -1,7 +1,6 @@
 package zookeeper_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,10 +36,7 @@ func TestZooKeeperEnsemble(t *testing.T) {
 	requireZooKeeper(t)
 	sp := extest.LoadSpec(t, "spec.yaml")
 	const trials = 3
-	sum, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, OutDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: trials})
 	for _, r := range sum.Results {
 		out, _ := os.ReadFile(filepath.Join(r.Dir, "client.out"))
 		if r.Outcome.Kind != engine.Pass {

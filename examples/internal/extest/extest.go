@@ -1,6 +1,7 @@
 package extest
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
@@ -73,4 +75,29 @@ func Make(tb testing.TB, what, dir string) {
 	if out, err := exec.Command("make", "-s", "-C", dir).CombinedOutput(); err != nil {
 		tb.Fatalf("building %s: %v\n%s", what, err, out)
 	}
+}
+
+// Run runs sp's trials with opts, into a temporary directory unless opts
+// names one, failing the test when the campaign cannot run.
+func Run(tb testing.TB, sp *spec.Spec, opts engine.RunOptions) *engine.Summary {
+	tb.Helper()
+	if opts.OutDir == "" {
+		opts.OutDir = tb.TempDir()
+	}
+	sum, err := engine.Run(context.Background(), sp, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sum
+}
+
+// Replay replays trace into a temporary directory, failing the test when
+// it cannot run.
+func Replay(tb testing.TB, trace string) *engine.ReplayResult {
+	tb.Helper()
+	rr, err := engine.Replay(context.Background(), trace, tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rr
 }
