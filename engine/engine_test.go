@@ -23,8 +23,7 @@ func requireTrials(t *testing.T) { skipUnlessTrials(t) }
 
 func skipUnlessTrials(tb testing.TB) {
 	tb.Helper()
-	testutil.RequireTrials(tb)
-	testutil.RequireBinary(tb, repoPath("testdata", "bin", "demo", "lockserver"))
+	testutil.RequireDemo(tb)
 }
 
 func loadDemo(t *testing.T, name string) *spec.Spec {

@@ -76,7 +76,7 @@ func TestExplainBugSuite(t *testing.T) {
 	if os.Getenv("LOCKSTEP_EXPLAIN_BUGS") == "" {
 		t.Skip("set LOCKSTEP_EXPLAIN_BUGS=1 to explain the whole bug suite (minutes of trials)")
 	}
-	requireTrials(t)
+	testutil.RequireDemo(t)
 	var table []string
 	hits := 0
 	for bug := range triggering {

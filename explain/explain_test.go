@@ -19,12 +19,6 @@ func TestMain(m *testing.M) {
 	testutil.LeakCheckMain(m)
 }
 
-func requireTrials(tb testing.TB) {
-	tb.Helper()
-	testutil.RequireTrials(tb)
-	testutil.RequireBinary(tb, testutil.RepoPath("testdata", "bin", "demo", "lockserver"))
-}
-
 // firstFailure runs a spec under POS, seed 1, until its first failure and
 // returns its trace.
 func firstFailure(t *testing.T, specPath string) string {
@@ -50,7 +44,7 @@ func firstFailure(t *testing.T, specPath string) string {
 // first) passes; the minimized trace replays; the messages and call sites
 // are named; the probability curve rises to 1 at the end.
 func TestExplainDemo(t *testing.T) {
-	requireTrials(t)
+	testutil.RequireDemo(t)
 	trace := firstFailure(t, testutil.RepoPath("testdata", "demo", "demo.yaml"))
 	out := t.TempDir()
 	ex, err := Explain(context.Background(), trace, Options{Out: out, Budget: 2 * time.Minute, Continuations: 4})

@@ -24,8 +24,7 @@ func TestMain(m *testing.M) {
 // demo loads the bundled demo, skipping when trials cannot run here.
 func demo(t *testing.T) *spec.Spec {
 	t.Helper()
-	testutil.RequireTrials(t)
-	testutil.RequireBinary(t, testutil.RepoPath("testdata", "bin", "demo", "lockserver"))
+	testutil.RequireDemo(t)
 	sp, err := spec.Load(testutil.RepoPath("testdata", "demo", "demo.yaml"))
 	if err != nil {
 		t.Fatal(err)

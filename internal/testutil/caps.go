@@ -106,3 +106,11 @@ func RepoPath(parts ...string) string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(append([]string{filepath.Dir(file), "..", ".."}, parts...)...)
 }
+
+// RequireDemo skips the test unless it may run trials of the bundled demo:
+// RequireTrials, and the demo's programs built (make testdata).
+func RequireDemo(tb testing.TB) {
+	tb.Helper()
+	RequireTrials(tb)
+	RequireBinary(tb, RepoPath("testdata", "bin", "demo", "lockserver"))
+}
