@@ -66,7 +66,13 @@ func TestHostilePrograms(t *testing.T) {
 		// the virtual clock, not as a deadlock.
 		{"timedwait", Pass, "", map[string]string{"client.out": "sigtimedwait: Resource temporarily unavailable after 30s\n" +
 			"semtimedop: Resource temporarily unavailable after 30s\n" +
-			"mq_timedreceive: Connection timed out after 30s\nfutex_waitv: Connection timed out after 30s\n"}},
+			"mq_timedreceive: Connection timed out after 30s\nfutex_waitv: Connection timed out after 30s\n" +
+			"futex lock_pi: Connection timed out after 30s\nfutex lock_pi2: Connection timed out after 30s\n" +
+			"futex wait_requeue_pi: Connection timed out after 30s\n" +
+			// recvmmsg's timeout counts virtual time too: past it, the
+			// call returns with one datagram of two; within it, the time
+			// left is written back.
+			"recvmmsg past its timeout: 1 after 31s, 0s left\nrecvmmsg within its timeout: 1 after 30s, 30s left\n"}},
 		// Told: the ways around the gate on a socket fail with the errno
 		// a program falls back on; what goes through the gate still does.
 		{"bypass", Pass, "", map[string]string{"client.out": "sendfile to the socket: Invalid argument\n" +

@@ -41,6 +41,10 @@ type pendingOp struct {
 	pollReady bool
 	// byBooks: pollReady came from lockstep's books (known), not a poll.
 	byBooks bool
+	// mmsgEnd is the virtual time at which a recvmmsg's timeout ends;
+	// mmsgTimed says it has one (releaseMmsgTimeout).
+	mmsgEnd   int64
+	mmsgTimed bool
 }
 
 func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64) *pendingOp {
@@ -221,6 +225,8 @@ func (t *Tracer) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
 		return a[3]&unix.MSG_DONTWAIT != 0
 	case unix.SYS_RECVMSG:
 		return a[2]&unix.MSG_DONTWAIT != 0
+	case unix.SYS_RECVMMSG:
+		return a[3]&unix.MSG_DONTWAIT != 0
 	}
 	return false
 }
@@ -549,6 +555,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		} else {
 			ids, data := t.consume(p, avail)
 			r.Causes, r.Data = append(r.Causes, ids...), data
+			t.releaseMmsgTimeout(p)
 		}
 		t.cont(th, 0)
 	case sched.Accept:
@@ -736,4 +743,43 @@ func (t *Tracer) nothingToRead(p *pendingOp, avail int) bool {
 	fds := []unix.PollFd{{Fd: int32(p.fi.dup), Events: unix.POLLIN | unix.POLLRDHUP}}
 	n, err := unix.Poll(fds, 0)
 	return err == nil && (n == 0 || fds[0].Revents&(unix.POLLIN|unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) == 0)
+}
+
+// takeMmsgTimeout notes when the timeout of a recvmmsg (its fifth
+// argument) ends on the virtual clock. The kernel checks that timeout only
+// after each datagram it receives, so it does not bound the wait for the
+// first one (the op's), only how many datagrams the call takes once
+// released (releaseMmsgTimeout).
+func (t *Tracer) takeMmsgTimeout(po *pendingOp) {
+	if po.nr != unix.SYS_RECVMMSG || po.args[4] == 0 || t.opts.Clock == nil {
+		return
+	}
+	ns, ok := t.readTimespec(po.th.tid, po.args[4])
+	if !ok {
+		return // the kernel answers EFAULT or EINVAL at once
+	}
+	t.stats.TimedWaits++
+	po.mmsgEnd, po.mmsgTimed = t.now()+ns, true
+}
+
+// releaseMmsgTimeout hands a recvmmsg released with datagrams to read the
+// virtual time its timeout has left, as the kernel would have found it
+// after the first datagram. Run out: the timespec is zeroed, and the
+// kernel returns after one datagram and writes zero back. Time left: the
+// call runs without a timeout (it takes no real time to read what is
+// queued) and the timespec holds what is left, as the kernel writes it
+// back on success.
+func (t *Tracer) releaseMmsgTimeout(p *pendingOp) {
+	if !p.mmsgTimed {
+		return
+	}
+	th := p.th
+	left := max(p.mmsgEnd-t.now(), 0)
+	var b [16]byte
+	putTimespec(b[:], left)
+	if ptrace.WriteMem(th.tid, p.args[4], b[:]) != nil || left == 0 {
+		return
+	}
+	th.regs.SetArg(4, 0)
+	ptrace.SetRegs(th.tid, &th.regs)
 }

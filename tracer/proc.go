@@ -91,6 +91,10 @@ type thread struct {
 	waitNr       int
 	waitAddr     uint64
 	waitExpired  unix.Errno
+	// waitRequeued: a FUTEX_WAIT_REQUEUE_PI, which, interrupted once
+	// requeued onto the PI lock, answers EAGAIN where its timeout would
+	// have answered ETIMEDOUT.
+	waitRequeued bool
 	interrupted  bool
 	// changingSockOpts: resumed into a change of a socket's blocking mode
 	// or receive timeout, not seen since (onSockOptsChange).

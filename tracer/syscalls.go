@@ -242,6 +242,7 @@ func (t *Tracer) onRecv(th *thread, nr int, a [6]uint64) bool {
 	po.op.Bytes = int(a[2])
 	po.immediate = t.nonblocking(fi, nr, a)
 	t.sockTimeout(po)
+	t.takeMmsgTimeout(po)
 	if nr == unix.SYS_RECVMSG || nr == unix.SYS_READV {
 		po.op.Bytes = 0
 	}

@@ -108,9 +108,14 @@ func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
 	switch cmd {
 	case futexWait:
 		deadline = t.now() + abs
-	case futexWaitBitset:
+	case futexWaitBitset, futexLockPI, futexLockPI2, futexWaitReqPI:
+		// Absolute timeouts: LOCK_PI's always on CLOCK_REALTIME, the
+		// others' on CLOCK_MONOTONIC unless FUTEX_CLOCK_REALTIME. A PI
+		// lock interrupted at its deadline gives up the wait as a timeout
+		// does (the kernel answers ERESTARTNOINTR, finishTimedWait
+		// ETIMEDOUT).
 		clk := int32(unix.CLOCK_MONOTONIC)
-		if a[1]&256 != 0 { // FUTEX_CLOCK_REALTIME
+		if cmd == futexLockPI || a[1]&256 != 0 { // FUTEX_CLOCK_REALTIME
 			clk = unix.CLOCK_REALTIME
 		}
 		vnow, _ := t.readClock(th.proc.node, clk)
@@ -118,7 +123,11 @@ func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
 	default:
 		return false
 	}
-	return t.takeTimeout(th, unix.SYS_FUTEX, a, 3, deadline, unix.ETIMEDOUT)
+	if !t.takeTimeout(th, unix.SYS_FUTEX, a, 3, deadline, unix.ETIMEDOUT) {
+		return false
+	}
+	th.waitRequeued = cmd == futexWaitReqPI
+	return true
 }
 
 // takeTimeout lets the wait at th proceed without the timeout in argument
@@ -135,6 +144,7 @@ func (t *Tracer) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline 
 	}
 	th.waitDeadline = deadline
 	th.waitNr, th.waitAddr, th.waitExpired = nr, a[0], expired
+	th.waitRequeued = false
 	th.interrupted = false
 	t.setState(th, tsTimedWait)
 	if err := ptrace.Cont(th.tid, 0); err != nil {
@@ -265,7 +275,10 @@ func splitFields(s string) []string {
 const (
 	futexCmdMask    = 0x7f // FUTEX_CMD_MASK without PRIVATE and CLOCK_REALTIME
 	futexWait       = 0
+	futexLockPI     = 6
 	futexWaitBitset = 9
+	futexWaitReqPI  = 11 // FUTEX_WAIT_REQUEUE_PI
+	futexLockPI2    = 13
 )
 
 const (
@@ -279,8 +292,9 @@ const (
 func (t *Tracer) finishTimedWait(th *thread) {
 	th.interrupted = false
 	if err := ptrace.GetRegs(th.tid, &th.regs); err == nil && th.regs.Syscall() == th.waitNr {
-		switch -th.regs.Result() {
-		case errRestartSys, errRestartNoIntr, errRestartNoHand, errRestartBlock, int64(unix.EINTR):
+		switch r := -th.regs.Result(); {
+		case r == errRestartSys, r == errRestartNoIntr, r == errRestartNoHand, r == errRestartBlock, r == int64(unix.EINTR),
+			th.waitRequeued && r == int64(unix.EAGAIN):
 			th.regs.SetResult(-int64(th.waitExpired))
 			ptrace.SetRegs(th.tid, &th.regs)
 		}

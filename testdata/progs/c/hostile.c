@@ -29,9 +29,11 @@
  *                        and writes to the clock page (descriptor 1023)
  *   sched                scheduling policy, affinity and priority changes
  *   async                io_uring and Linux AIO
- *   timedwait SECONDS    sigtimedwait, semtimedop, mq_timedreceive and
- *                        futex_waitv, each timing out after SECONDS, with
- *                        the time they took on the monotonic clock
+ *   timedwait SECONDS    sigtimedwait, semtimedop, mq_timedreceive,
+ *                        futex_waitv and futex's PI locks, each timing
+ *                        out after SECONDS, with the time they took on
+ *                        the monotonic clock; recvmmsg's timeout passed
+ *                        and not (pi_waits, mmsg_waits)
  *   bypass HOST PORT     connected to an echo server: sendfile, splice,
  *                        pwritev2 and preadv2 on the socket, TCP Fast
  *                        Open; then an echo through write and read
@@ -117,6 +119,75 @@ static int unix_at(const char *dir, int type, struct sockaddr_un *a)
 	a->sun_family = AF_UNIX;
 	snprintf(a->sun_path, sizeof a->sun_path, "%s/sock", dir);
 	return socket(AF_UNIX, type, 0);
+}
+
+/* pi_waits times out on a PI lock another process holds: FUTEX_LOCK_PI
+ * (absolute, CLOCK_REALTIME), FUTEX_LOCK_PI2 (absolute, CLOCK_MONOTONIC)
+ * and FUTEX_WAIT_REQUEUE_PI waiting to be moved onto it. */
+static void pi_waits(long secs)
+{
+	uint32_t *w = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t owner = fork();
+	if (owner == 0) {
+		pause();
+		_exit(0);
+	}
+	w[0] = owner, w[1] = 0;
+	struct timespec abs;
+	clock_gettime(CLOCK_REALTIME, &abs);
+	abs.tv_sec += secs;
+	double t0 = mono();
+	timed("futex lock_pi", syscall(SYS_futex, &w[0], FUTEX_LOCK_PI, 0, &abs, NULL, 0), t0);
+	clock_gettime(CLOCK_MONOTONIC, &abs);
+	abs.tv_sec += secs;
+	t0 = mono();
+	timed("futex lock_pi2", syscall(SYS_futex, &w[0], 13 /* FUTEX_LOCK_PI2 */, 0, &abs, NULL, 0), t0);
+	clock_gettime(CLOCK_MONOTONIC, &abs);
+	abs.tv_sec += secs;
+	t0 = mono();
+	timed("futex wait_requeue_pi", syscall(SYS_futex, &w[1], FUTEX_WAIT_REQUEUE_PI, 0, &abs, &w[0], 0), t0);
+	kill(owner, SIGKILL);
+	waitpid(owner, NULL, 0);
+}
+
+/* mmsg_waits receives with recvmmsg's timeout a datagram a child sends
+ * after a sleep: past the timeout (the call returns with the one
+ * datagram, though it asked for two, and nothing left), then within it
+ * (MSG_WAITFORONE; the time left written back). */
+static void mmsg_waits(long secs)
+{
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof a;
+	bind(s, (struct sockaddr *)&a, sizeof a);
+	getsockname(s, (struct sockaddr *)&a, &alen);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	struct {
+		long after, timeout;
+		int flags;
+		const char *what;
+	} cases[] = {
+		{ secs + 1, secs, 0, "recvmmsg past its timeout" },
+		{ secs, 2 * secs, MSG_WAITFORONE, "recvmmsg within its timeout" },
+	};
+	for (int i = 0; i < 2; i++) {
+		pid_t kid = fork();
+		if (kid == 0) {
+			sleep(cases[i].after);
+			sendto(s, "x", 1, 0, (struct sockaddr *)&a, sizeof a);
+			_exit(0);
+		}
+		char buf[2][8];
+		struct iovec iov[2] = { { buf[0], 8 }, { buf[1], 8 } };
+		struct mmsghdr m[2] = { { .msg_hdr = { .msg_iov = &iov[0], .msg_iovlen = 1 } },
+					{ .msg_hdr = { .msg_iov = &iov[1], .msg_iovlen = 1 } } };
+		struct timespec to = { cases[i].timeout, 0 };
+		double t0 = mono();
+		int n = recvmmsg(s, m, 2, cases[i].flags, &to);
+		printf("%s: %d after %.0fs, %.0fs left\n", cases[i].what, n, mono() - t0, to.tv_sec + to.tv_nsec / 1e9);
+		waitpid(kid, NULL, 0);
+	}
+	close(s);
 }
 
 static int probes(const char *mode, int argc, char **argv)
@@ -231,6 +302,8 @@ static int probes(const char *mode, int argc, char **argv)
 		abs.tv_sec += secs;
 		t0 = mono();
 		timed("futex_waitv", syscall(SYS_futex_waitv, &w, 1, 0, &abs, CLOCK_MONOTONIC), t0);
+		pi_waits(secs);
+		mmsg_waits(secs);
 		return 0;
 	}
 	if (!strcmp(mode, "bypass") && argc == 4) {

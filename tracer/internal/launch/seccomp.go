@@ -60,7 +60,10 @@ const newNamespaces = unix.CLONE_NEWUSER | unix.CLONE_NEWNET
 const (
 	futexCmdMask    = 0x7f // FUTEX_CMD_MASK without PRIVATE and CLOCK_REALTIME
 	futexWait       = 0
+	futexLockPI     = 6
 	futexWaitBitset = 9
+	futexWaitReqPI  = 11 // FUTEX_WAIT_REQUEUE_PI
+	futexLockPI2    = 13
 	auditArchX86_64 = 0xc000003e
 	// x32Bit marks a syscall of the x32 ABI (__X32_SYSCALL_BIT), which
 	// the kernel takes on the x86-64 entry with the x86-64 audit arch.
@@ -180,7 +183,7 @@ func errno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
 //     EOPNOTSUPP for TCP Fast Open, a connect hidden in a send (what a
 //     kernel with Fast Open disabled answers);
 //   - RET_TRACE for the gated syscalls, for futex waits that carry a
-//     timeout (the JVM's and Go's timed waits), and for the calls that
+//     timeout (the JVM's and Go's timed waits, and PI locks'), and for the calls that
 //     change a socket's blocking mode, receive timeout or low-water mark
 //     (fcntl F_SETFL, ioctl FIONBIO, setsockopt SO_RCVTIMEO and
 //     SO_RCVLOWAT);
@@ -201,12 +204,16 @@ func Filter(gated []uint32) []unix.SockFilter {
 	// futex first: the most frequent syscall of threaded runtimes whose
 	// answer reads an argument (the kernel cannot cache it), so it should
 	// not walk the lists below. It stops for op & mask in {WAIT,
-	// WAIT_BITSET} with a timeout pointer != 0.
+	// WAIT_BITSET, LOCK_PI, LOCK_PI2, WAIT_REQUEUE_PI} (every command
+	// that waits with a timeout) with a timeout pointer != 0.
 	p.jeq(unix.SYS_FUTEX, "", "notfutex")
 	p.stmt(ldw, offArg1)
 	p.stmt(andk, futexCmdMask)
 	p.jeq(futexWait, "futextimeout", "")
-	p.jeq(futexWaitBitset, "futextimeout", "futexallow")
+	p.jeq(futexWaitBitset, "futextimeout", "")
+	p.jeq(futexLockPI, "futextimeout", "")
+	p.jeq(futexLockPI2, "futextimeout", "")
+	p.jeq(futexWaitReqPI, "futextimeout", "futexallow")
 	p.label("futextimeout")
 	p.stmt(ldw, offArg3)
 	p.jeq(0, "", "futextrace") // low half non-zero
