@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/spec"
@@ -101,6 +104,18 @@ func resolveLimits(sp *spec.Spec, host hostResources, jobs int) *campaignLimits 
 	return cl
 }
 
+// tmpfsWatch names the nodes whose tmpfs mounts a trial watches, with
+// their cgroup and size.
+func (j *job) tmpfsWatch() map[string]tmpfsOf {
+	out := map[string]tmpfsOf{}
+	for _, n := range j.spec.Nodes {
+		if cn := j.cluster.Node(n.Name); cn != nil && cn.CgroupDir != "" {
+			out[n.Name] = tmpfsOf{cgroup: cn.CgroupDir, size: j.limits.nodes[n.Name].tmpfs}
+		}
+	}
+	return out
+}
+
 // netnsLimits are the per-node cgroup limits for netns.Config.
 func (cl *campaignLimits) netnsLimits() map[string]netns.Limits {
 	out := map[string]netns.Limits{}
@@ -173,7 +188,7 @@ type exitDesc struct {
 }
 
 // limitNotes are sentences naming the limits each node reached during
-// the trial (memory, pids, output), for its outcome.
+// the trial (memory, pids, output, tmpfs), for its outcome.
 //
 // told are nodes whose OOM kill the outcome already names (exitText).
 func (j *job) limitNotes(base map[string]netns.LimitEvents, out *outputCaps, told map[string]bool) []string {
@@ -198,6 +213,9 @@ func (j *job) limitNotes(base map[string]netns.LimitEvents, out *outputCaps, tol
 		}
 		for _, f := range out.truncated(n.Name) {
 			notes = append(notes, fmt.Sprintf("node %s's %s passed its %s output limit and was cut there (limits.node.output)", n.Name, f, spec.FormatSize(l.output)))
+		}
+		for _, m := range out.fullTmpfs(n.Name) {
+			notes = append(notes, fmt.Sprintf("node %s's %s was full at its %s limit (limits.node.tmpfs)", n.Name, m, spec.FormatSize(l.tmpfs)))
 		}
 	}
 	return notes
@@ -228,12 +246,29 @@ func capitalize(s string) string {
 // gone) makes the node's next write land at the cap again, and the file
 // never grows by more than what a node writes in one period. The node's
 // descriptors stay files, so writing to them costs and behaves the same.
+//
+// The same watch notes which of the nodes' own tmpfs mounts it finds full
+// (checkTmpfs): a node writing there gets ENOSPC, and its outcome says why.
 type outputCaps struct {
 	mu    sync.Mutex
 	files map[string]capped // by path
 	stop  chan struct{}
 	done  chan struct{}
+	// tmpfs: the nodes whose mounts to watch, by node, with their size
+	// (nil: none, as natively, where a node's /tmp is the host's);
+	// full: the mounts found full, by node.
+	tmpfs map[string]tmpfsOf
+	full  map[string][]string
 }
+
+// tmpfsOf is how to look at one node's tmpfs mounts.
+type tmpfsOf struct {
+	cgroup string // the node's cgroup v2 directory (its processes)
+	size   int64
+}
+
+// nodeTmpfs are the node's own tmpfs mounts that limits.node.tmpfs sizes.
+func nodeTmpfs() []string { return []string{"/tmp", "/var/tmp", "/dev/shm"} }
 
 type capped struct {
 	node, name string
@@ -241,10 +276,81 @@ type capped struct {
 	cut        bool
 }
 
-func newOutputCaps() *outputCaps {
-	oc := &outputCaps{files: map[string]capped{}, stop: make(chan struct{}), done: make(chan struct{})}
+// newOutputCaps starts the watch; tmpfs names the nodes whose tmpfs
+// mounts it checks (nil: none).
+func newOutputCaps(tmpfs map[string]tmpfsOf) *outputCaps {
+	oc := &outputCaps{files: map[string]capped{}, stop: make(chan struct{}), done: make(chan struct{}),
+		tmpfs: tmpfs, full: map[string][]string{}}
 	go oc.watch()
 	return oc
+}
+
+// checkTmpfs notes each node's tmpfs mounts that are full (no block or no
+// inode left), seen through /proc/PID/root of one of the node's processes
+// (its mount namespace). A mount counts only if it is the node's own: a
+// tmpfs of the node's size. Call it while the nodes run: a mount is gone
+// with its node's last process.
+func (oc *outputCaps) checkTmpfs() {
+	for node, tf := range oc.tmpfs {
+		pid := firstProc(tf.cgroup)
+		if pid == "" {
+			continue
+		}
+		for _, m := range nodeTmpfs() {
+			var st unix.Statfs_t
+			// /tmp is an overlay on the host's whose writes land in the
+			// node's scratch tmpfs: its statfs is the scratch's.
+			if unix.Statfs("/proc/"+pid+"/root"+m, &st) != nil || st.Type != unix.TMPFS_MAGIC && st.Type != unix.OVERLAYFS_SUPER_MAGIC {
+				continue
+			}
+			page := int64(os.Getpagesize())
+			if int64(st.Blocks)*st.Bsize != (tf.size+page-1)/page*page {
+				continue
+			}
+			if st.Bavail == 0 || st.Files > 0 && st.Ffree == 0 {
+				oc.noteFull(node, m)
+			}
+		}
+	}
+}
+
+func (oc *outputCaps) noteFull(node, mount string) {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	if !slices.Contains(oc.full[node], mount) {
+		oc.full[node] = append(oc.full[node], mount)
+	}
+}
+
+// fullTmpfs names node's tmpfs mounts that were seen full, in
+// nodeTmpfs's order.
+func (oc *outputCaps) fullTmpfs(node string) []string {
+	if oc == nil {
+		return nil
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	var out []string
+	for _, m := range nodeTmpfs() {
+		if slices.Contains(oc.full[node], m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// firstProc is the first process listed in a cgroup ("" when none).
+func firstProc(cgroup string) string {
+	f, err := os.Open(cgroup + "/cgroup.procs")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if sc.Scan() {
+		return strings.TrimSpace(sc.Text())
+	}
+	return ""
 }
 
 // add caps a node's output file at path (name: "stdout" or "stderr").
@@ -266,6 +372,7 @@ func (oc *outputCaps) watch() {
 			return
 		case <-tick.C:
 			oc.trim(false)
+			oc.checkTmpfs()
 		}
 	}
 }

@@ -41,17 +41,23 @@ func TestLimitsHog(t *testing.T) {
 			if native {
 				lpid = "client"
 			}
-			for _, want := range []string{
+			wants := []string{
 				"client " + lpid + " was killed by the OOM killer at its 128 MiB memory limit (limits.node.memory)",
 				"node client reached its limit of 32 processes and threads (limits.node.pids)",
 				"node client's stdout passed its 1 MiB output limit and was cut there (limits.node.output)",
-			} {
+			}
+			if !native {
+				wants = append(wants, "node client's /tmp was full at its 8 MiB limit (limits.node.tmpfs)",
+					"node client's /var/tmp was full at its 8 MiB limit (limits.node.tmpfs)",
+					"node client's /dev/shm was full at its 8 MiB limit (limits.node.tmpfs)")
+			}
+			for _, want := range wants {
 				if r.Outcome.Kind != ClientFailed || !strings.Contains(r.Outcome.Detail, want) {
 					t.Errorf("outcome %v, want client-failed with %q", r.Outcome, want)
 				}
 			}
 			errOut, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
-			wants := []string{"threads: ", "then Resource temporarily unavailable", "output: 16 MiB written"}
+			wants = []string{"threads: ", "then Resource temporarily unavailable", "output: 16 MiB written"}
 			if !native {
 				wants = append(wants, "fill /tmp/hog: 8 MiB, then No space left on device", "fill /dev/shm/hog: 8 MiB, then No space left on device",
 					"fill /var/tmp/hog: 8 MiB, then No space left on device")
@@ -132,7 +138,7 @@ func TestResolveLimits(t *testing.T) {
 func TestOutputCaps(t *testing.T) {
 	dir := t.TempDir()
 	big, small := filepath.Join(dir, "n.out"), filepath.Join(dir, "n.err")
-	oc := newOutputCaps()
+	oc := newOutputCaps(nil)
 	oc.add(big, "n", "stdout", 64<<10)
 	oc.add(small, "n", "stderr", 64<<10)
 	f, err := appendFile(big)

@@ -58,7 +58,7 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 	}()
 	// The same limits as under lockstep (see limits.go).
 	base := j.limitEvents()
-	caps := newOutputCaps()
+	caps := newOutputCaps(nil) // a native node's /tmp is the host's
 	defer caps.close()
 	outcome := func(k OutcomeKind, node, format string, args ...any) (*TrialResult, error) {
 		res.Outcome = Outcome{Kind: k, Node: node, Detail: fmt.Sprintf(format, args...)}

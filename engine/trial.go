@@ -256,7 +256,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		timing:  newTiming(sp.Time.Delays, sp.Time.MaxDelay, p.seed),
 		// Read before any node starts: the counters only grow.
 		limitBase: j.limitEvents(),
-		outCaps:   newOutputCaps(),
+		outCaps:   newOutputCaps(j.tmpfsWatch()),
 	}
 	t.timing.place(sp.Time.From, sp.Time.Until, p.seed)
 	defer t.closeFiles()
@@ -827,6 +827,9 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 		// here (see tracer.DumpThreads).
 		j.dumpThreads(tr, res.Dir)
 	}
+	// Once more while the nodes' mounts are there: the watch may not have
+	// looked since a node filled one.
+	t.outCaps.checkTmpfs()
 	t0 := time.Now()
 	if err := tr.KillAll(); err != nil {
 		return nil, err
