@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -248,7 +249,8 @@ func capitalize(s string) string {
 // descriptors stay files, so writing to them costs and behaves the same.
 //
 // The same watch notes which of the nodes' own tmpfs mounts it finds full
-// (checkTmpfs): a node writing there gets ENOSPC, and its outcome says why.
+// (pinTmpfs, checkTmpfs): a node writing there gets ENOSPC, and its
+// outcome says why.
 type outputCaps struct {
 	mu    sync.Mutex
 	files map[string]capped // by path
@@ -258,6 +260,7 @@ type outputCaps struct {
 	// (nil: none, as natively, where a node's /tmp is the host's);
 	// full: the mounts found full, by node.
 	tmpfs map[string]tmpfsOf
+	pins  map[tmpfsPin]int // open descriptors of the mounts
 	full  map[string][]string
 }
 
@@ -280,45 +283,83 @@ type capped struct {
 // mounts it checks (nil: none).
 func newOutputCaps(tmpfs map[string]tmpfsOf) *outputCaps {
 	oc := &outputCaps{files: map[string]capped{}, stop: make(chan struct{}), done: make(chan struct{}),
-		tmpfs: tmpfs, full: map[string][]string{}}
+		tmpfs: tmpfs, pins: map[tmpfsPin]int{}, full: map[string][]string{}}
 	go oc.watch()
 	return oc
 }
 
-// checkTmpfs notes each node's tmpfs mounts that are full (no block or no
-// inode left), seen through /proc/PID/root of one of the node's processes
-// (its mount namespace). A mount counts only if it is the node's own: a
-// tmpfs of the node's size. Call it while the nodes run: a mount is gone
-// with its node's last process.
-func (oc *outputCaps) checkTmpfs() {
-	for node, tf := range oc.tmpfs {
-		pid := firstProc(tf.cgroup)
-		if pid == "" {
+// pinTmpfs opens the node's own tmpfs mounts through /proc/PID/root of
+// one of its processes (its mount namespace) and keeps them open: a node
+// killed by the OOM killer takes its mounts with it, and the open
+// descriptors keep them for checkTmpfs. A mount counts only if it is the
+// node's own, a tmpfs of the node's size (/tmp is an overlay on the
+// host's whose writes land in the node's scratch tmpfs: its statfs is
+// the scratch's); a mount already pinned is kept once.
+func (oc *outputCaps) pinTmpfs(node string, pid int) {
+	tf, ok := oc.tmpfs[node]
+	if !ok || pid <= 0 {
+		return
+	}
+	page := int64(os.Getpagesize())
+	for _, m := range nodeTmpfs() {
+		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/root"+m, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
 			continue
 		}
-		for _, m := range nodeTmpfs() {
-			var st unix.Statfs_t
-			// /tmp is an overlay on the host's whose writes land in the
-			// node's scratch tmpfs: its statfs is the scratch's.
-			if unix.Statfs("/proc/"+pid+"/root"+m, &st) != nil || st.Type != unix.TMPFS_MAGIC && st.Type != unix.OVERLAYFS_SUPER_MAGIC {
-				continue
-			}
-			page := int64(os.Getpagesize())
-			if int64(st.Blocks)*st.Bsize != (tf.size+page-1)/page*page {
-				continue
-			}
-			if st.Bavail == 0 || st.Files > 0 && st.Ffree == 0 {
-				oc.noteFull(node, m)
-			}
+		var st unix.Statfs_t
+		var sst unix.Stat_t
+		if unix.Fstatfs(fd, &st) != nil || st.Type != unix.TMPFS_MAGIC && st.Type != unix.OVERLAYFS_SUPER_MAGIC ||
+			int64(st.Blocks)*st.Bsize != (tf.size+page-1)/page*page || unix.Fstat(fd, &sst) != nil {
+			unix.Close(fd)
+			continue
+		}
+		key := tmpfsPin{node: node, mount: m, dev: sst.Dev}
+		oc.mu.Lock()
+		if _, ok := oc.pins[key]; ok {
+			unix.Close(fd)
+		} else {
+			oc.pins[key] = fd
+		}
+		oc.mu.Unlock()
+	}
+}
+
+// tmpfsPin is one pinned mount of a node (a restarted node has new ones).
+type tmpfsPin struct {
+	node, mount string
+	dev         uint64
+}
+
+// pinRunning pins the mounts of every node that has a process.
+func (oc *outputCaps) pinRunning() {
+	for node, tf := range oc.tmpfs {
+		if pid, err := strconv.Atoi(firstProc(tf.cgroup)); err == nil {
+			oc.pinTmpfs(node, pid)
 		}
 	}
 }
 
-func (oc *outputCaps) noteFull(node, mount string) {
+// checkTmpfs notes the pinned mounts that are full: no block or no inode
+// left.
+func (oc *outputCaps) checkTmpfs() {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	if !slices.Contains(oc.full[node], mount) {
-		oc.full[node] = append(oc.full[node], mount)
+	for key, fd := range oc.pins {
+		var st unix.Statfs_t
+		if unix.Fstatfs(fd, &st) == nil && (st.Bavail == 0 || st.Files > 0 && st.Ffree == 0) &&
+			!slices.Contains(oc.full[key.node], key.mount) {
+			oc.full[key.node] = append(oc.full[key.node], key.mount)
+		}
+	}
+}
+
+// unpinTmpfs lets the nodes' mounts go.
+func (oc *outputCaps) unpinTmpfs() {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	for key, fd := range oc.pins {
+		unix.Close(fd)
+		delete(oc.pins, key)
 	}
 }
 
@@ -372,6 +413,7 @@ func (oc *outputCaps) watch() {
 			return
 		case <-tick.C:
 			oc.trim(false)
+			oc.pinRunning()
 			oc.checkTmpfs()
 		}
 	}
@@ -420,6 +462,8 @@ func (oc *outputCaps) close() {
 	close(oc.stop)
 	<-oc.done
 	oc.trim(true)
+	oc.checkTmpfs()
+	oc.unpinTmpfs()
 }
 
 // truncated names node's files that were cut ("stdout", "stderr").

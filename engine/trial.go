@@ -301,8 +301,10 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		cfg, err := t.launchConfig(n)
 		if err == nil {
 			t0 := time.Now()
-			_, err = tr.Launch(*cfg)
+			var pid int
+			pid, err = tr.Launch(*cfg)
 			res.Launch += time.Since(t0)
+			t.outCaps.pinTmpfs(n.Name, pid)
 		}
 		if err != nil {
 			res.Outcome = Outcome{Kind: Error, Detail: fmt.Sprintf("starting node %s: %v", n.Name, err), Node: n.Name}
@@ -827,9 +829,6 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 		// here (see tracer.DumpThreads).
 		j.dumpThreads(tr, res.Dir)
 	}
-	// Once more while the nodes' mounts are there: the watch may not have
-	// looked since a node filled one.
-	t.outCaps.checkTmpfs()
 	t0 := time.Now()
 	if err := tr.KillAll(); err != nil {
 		return nil, err
