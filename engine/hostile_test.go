@@ -69,6 +69,8 @@ func TestHostilePrograms(t *testing.T) {
 			"mq_timedreceive: Connection timed out after 30s\nfutex_waitv: Connection timed out after 30s\n" +
 			"futex lock_pi: Connection timed out after 30s\nfutex lock_pi2: Connection timed out after 30s\n" +
 			"futex wait_requeue_pi: Connection timed out after 30s\n" +
+			"futex lock_pi held, past its deadline: Connection timed out after 0s\n" +
+			"futex lock_pi free, past its deadline: returned after 0s\n" +
 			// recvmmsg's timeout counts virtual time too: past it, the
 			// call returns with one datagram of two; within it, the time
 			// left is written back.

@@ -123,6 +123,12 @@ func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
 	default:
 		return false
 	}
+	if cmd != futexWait && cmd != futexWaitBitset {
+		// A PI lock past its deadline still takes a free lock (the kernel
+		// tries before it looks at the timeout): it goes into the kernel
+		// and is interrupted at once if it waits.
+		deadline = max(deadline, t.now()+1)
+	}
 	if !t.takeTimeout(th, unix.SYS_FUTEX, a, 3, deadline, unix.ETIMEDOUT) {
 		return false
 	}

@@ -123,7 +123,8 @@ static int unix_at(const char *dir, int type, struct sockaddr_un *a)
 
 /* pi_waits times out on a PI lock another process holds: FUTEX_LOCK_PI
  * (absolute, CLOCK_REALTIME), FUTEX_LOCK_PI2 (absolute, CLOCK_MONOTONIC)
- * and FUTEX_WAIT_REQUEUE_PI waiting to be moved onto it. */
+ * and FUTEX_WAIT_REQUEUE_PI waiting to be moved onto it; then LOCK_PI past
+ * its deadline, held (times out at once) and free (takes it). */
 static void pi_waits(long secs)
 {
 	uint32_t *w = mmap(NULL, 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -146,6 +147,13 @@ static void pi_waits(long secs)
 	abs.tv_sec += secs;
 	t0 = mono();
 	timed("futex wait_requeue_pi", syscall(SYS_futex, &w[1], FUTEX_WAIT_REQUEUE_PI, 0, &abs, &w[0], 0), t0);
+	/* Past its deadline, a PI lock still takes a free lock. */
+	struct timespec past = { 0, 0 };
+	t0 = mono();
+	timed("futex lock_pi held, past its deadline", syscall(SYS_futex, &w[0], FUTEX_LOCK_PI, 0, &past, NULL, 0), t0);
+	w[1] = 0;
+	t0 = mono();
+	timed("futex lock_pi free, past its deadline", syscall(SYS_futex, &w[1], FUTEX_LOCK_PI, 0, &past, NULL, 0), t0);
 	kill(owner, SIGKILL);
 	waitpid(owner, NULL, 0);
 }
