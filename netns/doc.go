@@ -1,7 +1,8 @@
 // Package netns builds a trial's private network: one network namespace per
 // node, a bridge and one veth pair per node, addresses from the spec's
 // subnet, static neighbour entries so the first packet is not lost to ARP,
-// a hosts file per node, and a cgroup v2 directory per node for the eBPF
+// links waited for until the kernel has them up (nor is it lost to a
+// device without its queue), a hosts file per node, and a cgroup v2 directory per node for the eBPF
 // hooks. It partitions and heals node sets through package bpf's firewall,
 // and sweeps what a killed run left behind.
 //

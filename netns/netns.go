@@ -251,12 +251,81 @@ func New(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			return nil, fmt.Errorf("node %s: %w", n.Name, err)
 		}
 	}
+	if err := c.waitLinks(ctx); err != nil {
+		return nil, err
+	}
 	fw, err := newFirewall(c.cgParent)
 	if err != nil {
 		return nil, err
 	}
 	c.fw = fw
 	return c, ctx.Err()
+}
+
+// linkWait bounds the wait for the kernel to take the cluster's links up.
+const linkWait = 30 * time.Second
+
+// waitLinks returns once every node's veth pair is up at both ends and its
+// bridge port forwards. A link set up is not yet usable: the kernel's
+// link watcher, a work item that runs at most once a second and later on a
+// loaded machine, gives the device its queue (until then every packet it
+// sends is silently dropped) and lets the bridge port forward. A datagram
+// delivered in that window was lost, so whether a trial's first messages
+// arrived depended on timing (a replay's fresh cluster lost one its trace
+// had delivered).
+func (c *Cluster) waitLinks(ctx context.Context) error {
+	deadline := time.Now().Add(linkWait)
+	for _, n := range c.nodes {
+		for {
+			ready, err := c.linkReady(n)
+			if err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+			if ready {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("node %s: link %s not up after %v", n.Name, n.hostVeth, linkWait)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// linkReady says whether n's eth0 and its host end are operationally up
+// and the host end's bridge port forwards.
+func (c *Cluster) linkReady(n *Node) (bool, error) {
+	host, err := netlink.LinkByName(n.hostVeth)
+	if err != nil {
+		return false, err
+	}
+	if host.Attrs().OperState != netlink.OperUp {
+		return false, nil
+	}
+	// 3 is BR_STATE_FORWARDING; a /sys of another namespace has no such file.
+	if b, err := os.ReadFile("/sys/class/net/" + n.hostVeth + "/brport/state"); err == nil && strings.TrimSpace(string(b)) != "3" {
+		return false, nil
+	}
+	ns, err := vns.GetFromPath(n.NetnsPath)
+	if err != nil {
+		return false, err
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return false, err
+	}
+	defer h.Close()
+	eth, err := h.LinkByName("eth0")
+	if err != nil {
+		return false, err
+	}
+	return eth.Attrs().OperState == netlink.OperUp, nil
 }
 
 func cgroupRoot(root string) (string, error) {

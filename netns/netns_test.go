@@ -714,3 +714,45 @@ func TestSetupFailureCleansUp(t *testing.T) {
 		t.Errorf("run directory left behind: %v", err)
 	}
 }
+
+// A cluster is usable when New returns: every link is up at both ends (a
+// device the kernel has not yet given its queue drops what it sends, with
+// no error), so the very first datagram between two nodes arrives. A
+// replay's fresh cluster lost a trial's first datagram this way.
+func TestLinksUpWhenNewReturns(t *testing.T) {
+	requireNet(t)
+	for i := range 5 {
+		c := newCluster(t, "a", "b")
+		for _, n := range c.nodes {
+			if ready, err := c.linkReady(n); err != nil || !ready {
+				t.Fatalf("cluster %d: node %s's link not up when New returned (err %v)", i, n.Name, err)
+			}
+		}
+		a, b := c.Node("a"), c.Node("b")
+		var rx *net.UDPConn
+		if err := b.Do(func() (err error) {
+			rx, err = net.ListenUDP("udp4", &net.UDPAddr{Port: 7000})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Do(func() error {
+			tx, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: b.Addr.AsSlice(), Port: 7000})
+			if err != nil {
+				return err
+			}
+			defer tx.Close()
+			_, err = tx.Write([]byte("first"))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		rx.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 16)
+		n, err := rx.Read(buf)
+		rx.Close()
+		if err != nil || string(buf[:n]) != "first" {
+			t.Fatalf("cluster %d: the first datagram from a to b did not arrive: %q, %v", i, buf[:n], err)
+		}
+	}
+}
