@@ -39,18 +39,19 @@ func TestVforkWait(t *testing.T) {
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
 	th := &thread{tid: cmd.Process.Pid, proc: &process{pid: cmd.Process.Pid}}
-	for i := 0; ; i++ {
-		if s, _, ok := th.kernelState(); ok && s == 'D' {
-			break
-		}
+	// The parent sleeps uninterruptibly for a moment before it vforks too
+	// (paging its image in on a loaded machine): look until it is in the
+	// vfork wait for its child, which lasts the child's 3 s.
+	for i := 0; !th.inVforkWait(); i++ {
 		if i == 200 {
-			t.Fatal("the vfork parent never slept uninterruptibly")
+			s, _, _ := th.kernelState()
+			w, _ := readSmall("/proc/" + strconv.Itoa(th.tid) + "/wchan")
+			t.Fatalf("a vfork parent waiting for its child (state %c, wait channel %q) is not seen as one", s, w)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !th.inVforkWait() {
-		w, _ := readSmall("/proc/" + strconv.Itoa(th.tid) + "/wchan")
-		t.Errorf("a vfork parent waiting for its child (wait channel %q) is not seen as one", w)
+	if s, _, ok := th.kernelState(); !ok || s != 'D' {
+		t.Errorf("a vfork parent seen in its wait sleeps in state %c, want D", s)
 	}
 	sleeper := exec.Command("sleep", "3")
 	if err := sleeper.Start(); err != nil {
