@@ -71,6 +71,8 @@ type job struct {
 	// campaign runs, whose clusters share the host.
 	limits *campaignLimits
 	jobs   int
+	// faults is the spec's fault plan for package faults.
+	faults faults.Plan
 }
 
 // newJob builds a job's network and zygote; its nodes' limits are
@@ -82,6 +84,10 @@ func newJob(ctx context.Context, sp *spec.Spec, cpu, jobs int, outDir string, lo
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	plan, err := faultPlan(sp.Faults)
+	if err != nil {
+		return nil, err
 	}
 	host, err := readHost()
 	if err != nil {
@@ -97,7 +103,7 @@ func newJob(ctx context.Context, sp *spec.Spec, cpu, jobs int, outDir string, lo
 		cl.Close()
 		return nil, err
 	}
-	return &job{spec: sp, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z, images: tracer.NewImages(), limits: lim, jobs: max(jobs, 1)}, nil
+	return &job{spec: sp, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z, images: tracer.NewImages(), limits: lim, jobs: max(jobs, 1), faults: plan}, nil
 }
 
 func (j *job) close() error {
@@ -243,7 +249,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		Logger:     j.log,
 		Zygote:     j.zygote,
 		Images:     j.images,
-		Socks:      slices.Contains(sp.Faults.Kinds, sched.Reset) || sp.Faults.Follow,
+		Socks:      slices.Contains(j.faults.Kinds, sched.Reset) || j.faults.Follow,
 		Serialize:  true,
 	})
 	defer tr.Close()
@@ -270,11 +276,11 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			t.clients[n.Name] = true
 		}
 	}
-	if sp.Faults.Enabled() {
-		t.faults = faults.New(sp.Faults, names, p.seed)
-		t.drops = slices.Contains(sp.Faults.Kinds, sched.Drop)
-		t.holds = slices.Contains(sp.Faults.Kinds, sched.Hold)
-		if len(sp.Faults.Probe) > 0 {
+	if j.faults.Enabled() {
+		t.faults = faults.New(j.faults, names, p.seed)
+		t.drops = slices.Contains(j.faults.Kinds, sched.Drop)
+		t.holds = slices.Contains(j.faults.Kinds, sched.Hold)
+		if len(j.faults.Probe) > 0 {
 			t.faults.Aim = t.aimer()
 		}
 	}

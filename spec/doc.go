@@ -8,4 +8,10 @@
 // package must not start processes, touch namespaces or run trials: that
 // is package engine's job. Expanding a node's command templates for a
 // trial is pure and lives here.
+//
+// spec is data: it imports none of the packages that act on a spec
+// (tracer, netns, sched, faults, conflict, history). The words it shares
+// with them (strategies, schemes, fault kinds, models, capabilities) it
+// checks itself (vocab.go), and the engine maps them onto those packages'
+// options.
 package spec

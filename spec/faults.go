@@ -9,13 +9,104 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/lockstep-dev/lockstep/faults"
-	"github.com/lockstep-dev/lockstep/sched"
 )
 
-// faultKinds are the injections a spec may name.
-var faultKinds = map[string]sched.Kind{"crash": sched.Crash, "partition": sched.Partition, "pause": sched.Pause, "clock": sched.ClockJump, "drift": sched.ClockDrift, "reset": sched.Reset, "drop": sched.Drop,
-	"oneway": sched.OneWay, "link": sched.Link, "bipartition": sched.Bipartition, "bridge": sched.Bipartition, "hold": sched.Hold}
+// FaultPlan is the spec's faults section (docs/spec.md, "Faults"): which
+// faults may be injected, where, when and how hard. The engine makes a
+// faults.Plan of it; the zero value injects nothing.
+type FaultPlan struct {
+	// Kinds are the injections offered, each once, in the spec's order.
+	// Recoveries (restart, heal) follow them.
+	Kinds []FaultKind
+	// Nodes may be crashed, paused or cut off (faults.nodes; the servers
+	// by default).
+	Nodes []string
+	// Budget is the number of injections per trial.
+	Budget int
+	// From and Until bound the virtual time in which injections happen;
+	// the quiet period starts at Until.
+	From, Until time.Duration
+	// Spread draws each injection's trigger in [From, Until) from the
+	// seed (set when the spec has faults.until and faults.spread is not
+	// false).
+	Spread bool
+	// MaxPause, MaxOutage, MaxClockJump and MaxHold bound a pause, an
+	// outage (crash or cut until its recovery), a clock jump and a hold.
+	MaxPause, MaxOutage, MaxClockJump, MaxHold time.Duration
+	// ClockDirection is which way clock faults go; "" is both.
+	ClockDirection ClockDirection
+	// KeepClock leaves jumped clocks where they are in the quiet period
+	// (faults.undo_clock: false).
+	KeepClock bool
+	// MaxDrift bounds a drift fault, in parts per million.
+	MaxDrift int64
+	// Groups are nodes that stay on one side of every cut.
+	Groups [][]string
+	// Shapes are the bipartition shapes drawn (ShapeIsolate, ShapeMinority,
+	// ShapeBridge).
+	Shapes []string
+	// Probe, when set, is the command that names the node each injection
+	// aims at (faults.target.probe).
+	Probe []string
+	// Follow makes groups follow their node (faults.groups: follow).
+	Follow bool
+}
+
+// Enabled reports whether the plan injects anything.
+func (p FaultPlan) Enabled() bool { return p.Budget > 0 && len(p.Kinds) > 0 && len(p.Nodes) > 0 }
+
+// FaultKind is a fault a spec may name in faults.kinds. Its value is the
+// name of the scheduler's op kind it becomes (sched.ParseKind).
+type FaultKind string
+
+// The fault kinds, in the docs' order.
+const (
+	FaultCrash       FaultKind = "crash"
+	FaultPartition   FaultKind = "partition"
+	FaultOneWay      FaultKind = "oneway"
+	FaultLink        FaultKind = "link"
+	FaultBipartition FaultKind = "bipartition"
+	FaultHold        FaultKind = "hold"
+	FaultPause       FaultKind = "pause"
+	FaultClock       FaultKind = "clock"
+	FaultDrift       FaultKind = "drift"
+	FaultReset       FaultKind = "reset"
+	FaultDrop        FaultKind = "drop"
+)
+
+// FaultKinds lists every kind a spec may name.
+func FaultKinds() []FaultKind {
+	kinds := make([]FaultKind, 0, len(faultKinds))
+	for _, k := range faultKinds {
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// Bipartition shapes (FaultPlan.Shapes), as package faults draws them.
+const (
+	ShapeIsolate  = "isolate"
+	ShapeMinority = "minority"
+	ShapeBridge   = "bridge"
+)
+
+// ClockDirection is which way a clock fault moves a node's wall clock
+// (faults.clock_direction).
+type ClockDirection string
+
+const (
+	ClockBoth     ClockDirection = "both"
+	ClockForward  ClockDirection = "forward"
+	ClockBackward ClockDirection = "backward"
+)
+
+// faultKinds are the injections a spec may name: bridge is a bipartition
+// of the bridge shape alone.
+var faultKinds = map[string]FaultKind{"crash": FaultCrash, "partition": FaultPartition, "pause": FaultPause, "clock": FaultClock, "drift": FaultDrift, "reset": FaultReset, "drop": FaultDrop,
+	"oneway": FaultOneWay, "link": FaultLink, "bipartition": FaultBipartition, "bridge": FaultBipartition, "hold": FaultHold}
 
 // faultNames lists the kinds for error messages, in the docs' order.
 const faultNames = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset or drop"
@@ -36,7 +127,7 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if err != nil {
 		return err
 	}
-	plan := faults.Plan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, MaxHold: time.Second, Until: s.Limits.VirtualTime}
+	plan := FaultPlan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, MaxHold: time.Second, Until: s.Limits.VirtualTime}
 	var untilNode, nodesNode, kindsNode, spreadNode ast.Node
 	spread := true
 	haveKinds := false
@@ -58,10 +149,10 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 				}
 				switch name {
 				case "bipartition":
-					plan.Shapes = []string{faults.ShapeIsolate, faults.ShapeMinority, faults.ShapeBridge}
+					plan.Shapes = []string{ShapeIsolate, ShapeMinority, ShapeBridge}
 				case "bridge":
-					if !slices.Contains(plan.Shapes, faults.ShapeBridge) {
-						plan.Shapes = append(plan.Shapes, faults.ShapeBridge)
+					if !slices.Contains(plan.Shapes, ShapeBridge) {
+						plan.Shapes = append(plan.Shapes, ShapeBridge)
 					}
 				}
 				if !slices.Contains(plan.Kinds, k) {
@@ -126,8 +217,8 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			if err != nil {
 				return err
 			}
-			dir, ok := faults.ParseDirection(v)
-			if !ok {
+			dir := ClockDirection(v)
+			if dir != ClockForward && dir != ClockBackward && dir != ClockBoth {
 				return d.errf(q.value, f, "unknown direction %q (want forward, backward or both)", v)
 			}
 			plan.ClockDirection = dir
@@ -190,7 +281,7 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 
 // netFaults checks that the plan's nodes can take its network faults: a
 // link needs two sides, a bridge three (a group is one side).
-func (d *decoder) netFaults(kinds ast.Node, plan faults.Plan) error {
+func (d *decoder) netFaults(kinds ast.Node, plan FaultPlan) error {
 	sides := map[string]bool{}
 	for _, n := range plan.Nodes {
 		side := n
@@ -202,9 +293,9 @@ func (d *decoder) netFaults(kinds ast.Node, plan faults.Plan) error {
 		sides[side] = true
 	}
 	switch {
-	case slices.Contains(plan.Kinds, sched.Link) && len(sides) < 2:
+	case slices.Contains(plan.Kinds, FaultLink) && len(sides) < 2:
 		return d.errf(kinds, "faults.kinds", "link needs two of faults.nodes in different groups, got %d", len(sides))
-	case slices.Equal(plan.Shapes, []string{faults.ShapeBridge}) && len(sides) < 3:
+	case slices.Equal(plan.Shapes, []string{ShapeBridge}) && len(sides) < 3:
 		return d.errf(kinds, "faults.kinds", "bridge needs three of faults.nodes in different groups, got %d", len(sides))
 	}
 	return nil

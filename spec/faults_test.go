@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // TestSpecNetworkFaults: the network fault kinds and their fields decode
@@ -26,20 +24,20 @@ faults:
 `
 	for _, tc := range []struct {
 		name, faults string
-		kinds        []sched.Kind
+		kinds        []FaultKind
 		shapes       []string
 		maxHold      time.Duration
 		probe        []string
 		follow       bool
 	}{
-		{"oneway", "  kinds: [oneway]\n", []sched.Kind{sched.OneWay}, nil, time.Second, nil, false},
-		{"link", "  kinds: [link]\n", []sched.Kind{sched.Link}, nil, time.Second, nil, false},
-		{"bipartition", "  kinds: [bipartition]\n", []sched.Kind{sched.Bipartition}, []string{"isolate", "minority", "bridge"}, time.Second, nil, false},
-		{"bridge", "  kinds: [bridge]\n", []sched.Kind{sched.Bipartition}, []string{"bridge"}, time.Second, nil, false},
-		{"bridge and bipartition", "  kinds: [bridge, bipartition]\n", []sched.Kind{sched.Bipartition}, []string{"isolate", "minority", "bridge"}, time.Second, nil, false},
-		{"hold", "  kinds: [hold]\n  max_hold: 300ms\n", []sched.Kind{sched.Hold}, nil, 300 * time.Millisecond, nil, false},
-		{"probe", "  kinds: [crash, link]\n  target:\n    probe: [/bin/sh, -c, \"echo s2\"]\n", []sched.Kind{sched.Crash, sched.Link}, nil, time.Second, []string{"/bin/sh", "-c", "echo s2"}, false},
-		{"follow", "  kinds: [partition]\n  groups: follow\n", []sched.Kind{sched.Partition}, nil, time.Second, nil, true},
+		{"oneway", "  kinds: [oneway]\n", []FaultKind{FaultOneWay}, nil, time.Second, nil, false},
+		{"link", "  kinds: [link]\n", []FaultKind{FaultLink}, nil, time.Second, nil, false},
+		{"bipartition", "  kinds: [bipartition]\n", []FaultKind{FaultBipartition}, []string{"isolate", "minority", "bridge"}, time.Second, nil, false},
+		{"bridge", "  kinds: [bridge]\n", []FaultKind{FaultBipartition}, []string{"bridge"}, time.Second, nil, false},
+		{"bridge and bipartition", "  kinds: [bridge, bipartition]\n", []FaultKind{FaultBipartition}, []string{"isolate", "minority", "bridge"}, time.Second, nil, false},
+		{"hold", "  kinds: [hold]\n  max_hold: 300ms\n", []FaultKind{FaultHold}, nil, 300 * time.Millisecond, nil, false},
+		{"probe", "  kinds: [crash, link]\n  target:\n    probe: [/bin/sh, -c, \"echo s2\"]\n", []FaultKind{FaultCrash, FaultLink}, nil, time.Second, []string{"/bin/sh", "-c", "echo s2"}, false},
+		{"follow", "  kinds: [partition]\n  groups: follow\n", []FaultKind{FaultPartition}, nil, time.Second, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Parse("s.yaml", []byte(nodes+tc.faults))

@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-
-	"github.com/lockstep-dev/lockstep/history"
 )
 
 // DefaultHistoryFile is the file each client writes in its {{tmp}} unless
@@ -19,7 +17,7 @@ const DefaultHistoryFile = "history.jsonl"
 //
 // checker.timeout (Spec.Checker.Timeout) bounds the check.
 type HistoryCheck struct {
-	Model   string // one of history.ModelNames
+	Model   string // one of ModelNames
 	History string // a file name, relative to each node's {{tmp}}
 }
 
@@ -38,7 +36,7 @@ func (d *decoder) checkerModel(n ast.Node, pairs []kv) (*HistoryCheck, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := history.NewModel(v); err != nil {
+			if err := checkModel(v); err != nil {
 				return nil, d.errf(q.value, f, "%v", err)
 			}
 			hc.Model, haveModel = v, true

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/compose"
 	"github.com/lockstep-dev/lockstep/image"
-	"github.com/lockstep-dev/lockstep/tracer"
+	"github.com/lockstep-dev/lockstep/internal/execpath"
 )
 
 // Image is an image node's image (spec: image:), read and unpacked when
@@ -127,8 +127,7 @@ func (im *Image) checkProgram(argv, env []string, wd string) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("image %s has neither an entrypoint nor a command: set command", im.Ref)
 	}
-	r := tracer.Root{Lower: im.Root}
-	if _, err := r.LookPath(argv[0], wd, env); err != nil {
+	if _, err := execpath.Find(argv[0], wd, env, im.Root); err != nil {
 		return fmt.Errorf("program %q: %v", argv[0], err)
 	}
 	return nil

@@ -26,11 +26,6 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 	"github.com/lockstep-dev/lockstep/compose"
-	"github.com/lockstep-dev/lockstep/conflict"
-	"github.com/lockstep-dev/lockstep/faults"
-	"github.com/lockstep-dev/lockstep/netns"
-	"github.com/lockstep-dev/lockstep/sched"
-	"github.com/lockstep-dev/lockstep/tracer"
 )
 
 // Role says whether a node's exit ends the trial.
@@ -87,7 +82,7 @@ type Spec struct {
 	}
 	checkerLine int
 	// Faults is the fault plan; its zero value injects nothing.
-	Faults faults.Plan
+	Faults FaultPlan
 	Time   struct {
 		Epoch time.Time
 		// Delays is the budget of advance ops per trial: how many times the
@@ -149,7 +144,7 @@ type Node struct {
 	// ReadyPort, when set, holds back the nodes after this one in the spec
 	// until this node listens on that TCP port (spec: ready: {listen: PORT}).
 	ReadyPort uint16
-	// Caps are capabilities the node keeps beside tracer.DefaultCaps
+	// Caps are capabilities the node keeps beside the sandbox's default ones
 	// (spec: capabilities: [NET_ADMIN]).
 	Caps []int
 	// Limits override limits.node for this node (spec: limits: {...}).
@@ -641,8 +636,7 @@ func (d *decoder) strings(n ast.Node, field string) ([]string, error) {
 }
 
 var (
-	nameRE  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-	stackRE = regexp.MustCompile(`^(pid|proc)\+stack:([1-9][0-9]?)$`)
+	nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 )
 
 func (d *decoder) spec(root ast.Node, s *Spec) error {
@@ -651,7 +645,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 		return err
 	}
 	// Defaults.
-	s.Network.Subnet = netns.DefaultSubnet
+	s.Network.Subnet = DefaultSubnet
 	s.Scheduler.Strategy = "pos"
 	s.Scheduler.Seed = 1
 	s.Scheduler.Conflict.Scheme = "proc+pc"
@@ -720,7 +714,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 					if s.Scheduler.Strategy, err = d.str(q.value, f); err != nil {
 						return err
 					}
-					if _, serr := sched.New(s.Scheduler.Strategy, sched.Params{}); serr != nil {
+					if serr := checkStrategy(s.Scheduler.Strategy); serr != nil {
 						return d.errf(q.value, f, "%v", serr)
 					}
 				case "seed":
@@ -917,11 +911,7 @@ func (d *decoder) conflict(n ast.Node, s *Spec) error {
 			if err != nil {
 				return err
 			}
-			if v != "pc" && v != "pid+pc" && v != "proc+pc" && !stackRE.MatchString(v) {
-				return d.errf(q.value, f, "unknown scheme %q (want pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K)", v)
-			}
-			// The conflict package has the last word on K.
-			if _, err := conflict.ParseScheme(v); err != nil {
+			if err := checkScheme(v); err != nil {
 				return d.errf(q.value, f, "%v", err)
 			}
 			s.Scheduler.Conflict.Scheme = v
@@ -991,7 +981,7 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 				if ns.Name, err = d.str(q.value, f); err != nil {
 					return err
 				}
-				if !netns.ValidHostName(ns.Name) {
+				if !ValidHostName(ns.Name) {
 					return d.errf(q.value, f, "%q is not a valid host name (letters, digits and inner dashes, at most 63)", ns.Name)
 				}
 				if prev, dup := seen[ns.Name]; dup {
@@ -1063,7 +1053,7 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 					return err
 				}
 				for _, name := range names {
-					c, err := tracer.ParseCap(name)
+					c, err := ParseCap(name)
 					if err != nil {
 						return d.errf(q.value, f, "%v", err)
 					}

@@ -3,8 +3,6 @@ package spec
 import (
 	"testing"
 	"time"
-
-	"github.com/lockstep-dev/lockstep/faults"
 )
 
 // The placement, clock-direction and livelock fields decode to what
@@ -22,7 +20,7 @@ limits: {virtual_time: 60s}
 	type want struct {
 		spread      bool
 		from, until time.Duration // the delay window
-		dir         faults.Direction
+		dir         ClockDirection
 		keep        bool
 		livelock    int
 	}
@@ -37,8 +35,8 @@ limits: {virtual_time: 60s}
 		{"spread: false keeps delays unspread", "faults: {kinds: [crash], until: 5s, spread: false}\n", want{livelock: DefaultLivelockSteps}},
 		{"an explicit delay window wins", "faults: {kinds: [crash], until: 5s}\ntime: {from: 2s, until: 3s}\n", want{spread: true, from: 2 * time.Second, until: 3 * time.Second, livelock: DefaultLivelockSteps}},
 		{"time.from alone gates without spreading", "time: {from: 2s}\n", want{from: 2 * time.Second, livelock: DefaultLivelockSteps}},
-		{"clock forward, kept", "faults: {kinds: [clock], clock_direction: forward, undo_clock: false}\n", want{dir: faults.Forward, keep: true, livelock: DefaultLivelockSteps}},
-		{"clock backward", "faults: {kinds: [clock], clock_direction: backward, undo_clock: true}\n", want{dir: faults.Backward, livelock: DefaultLivelockSteps}},
+		{"clock forward, kept", "faults: {kinds: [clock], clock_direction: forward, undo_clock: false}\n", want{dir: ClockForward, keep: true, livelock: DefaultLivelockSteps}},
+		{"clock backward", "faults: {kinds: [clock], clock_direction: backward, undo_clock: true}\n", want{dir: ClockBackward, livelock: DefaultLivelockSteps}},
 		{"livelock bound", "limits: {virtual_time: 60s, livelock_steps: 500}\n", want{livelock: 500}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,10 +32,6 @@ type Zygote = launch.Zygote
 // DefaultCaps are the capabilities a sandboxed node keeps.
 func DefaultCaps() []int { return launch.DefaultCaps() }
 
-// ParseCap reads a capability name, with or without its CAP_ prefix, in any
-// case.
-func ParseCap(name string) (int, error) { return launch.ParseCap(name) }
-
 // StartZygote starts a zygote: lockstep re-executed in zygote mode (the
 // binary must call MaybeRunZygote first thing in main).
 func StartZygote() (*Zygote, error) { return launch.StartZygote() }

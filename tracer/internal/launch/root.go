@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/execpath"
 )
 
 // Root is an image's filesystem that a sandboxed node sees as its / in
@@ -66,45 +67,7 @@ func (r *Root) inRoot(path string) (string, error) {
 // changes: through PATH from env when it has no slash, from dir when it
 // is relative. It returns the path inside the image.
 func (r *Root) LookPath(argv0, dir string, env []string) (string, error) {
-	var cands []string
-	switch {
-	case strings.Contains(argv0, "/"):
-		p := argv0
-		if !filepath.IsAbs(p) {
-			if dir == "" {
-				dir = "/"
-			}
-			p = filepath.Join(dir, p)
-		}
-		cands = []string{p}
-	default:
-		path := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-		for _, e := range env {
-			if v, ok := strings.CutPrefix(e, "PATH="); ok {
-				path = v
-			}
-		}
-		for _, d := range filepath.SplitList(path) {
-			if filepath.IsAbs(d) {
-				cands = append(cands, filepath.Join(d, argv0))
-			}
-		}
-	}
-	for _, c := range cands {
-		for _, layer := range []string{r.Upper, r.Lower} {
-			if layer == "" {
-				continue
-			}
-			p, err := securejoin.SecureJoin(layer, c)
-			if err != nil {
-				continue
-			}
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-				return c, nil
-			}
-		}
-	}
-	return "", errors.New("not found in the image")
+	return execpath.Find(argv0, dir, env, r.Upper, r.Lower)
 }
 
 // setImageRoot prepares a sandbox on an image root (see Root); it

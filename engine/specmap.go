@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
+)
+
+// The spec is data: package spec checks its words without importing the
+// packages that act on them, and here they become those packages' values.
+// The strategy and signature-scheme names go on as strings (sched.New and
+// conflict.ParseScheme read them); TestSpecVocabulary checks that every
+// word the spec accepts is taken.
+
+// faultPlan is the fault plan of a spec's faults section.
+func faultPlan(p spec.FaultPlan) (faults.Plan, error) {
+	plan := faults.Plan{
+		Nodes: p.Nodes, Budget: p.Budget, From: p.From, Until: p.Until, Spread: p.Spread,
+		MaxPause: p.MaxPause, MaxOutage: p.MaxOutage, MaxClockJump: p.MaxClockJump, MaxHold: p.MaxHold,
+		KeepClock: p.KeepClock, MaxDrift: p.MaxDrift, Groups: p.Groups, Shapes: p.Shapes,
+		Probe: p.Probe, Follow: p.Follow,
+	}
+	for _, k := range p.Kinds {
+		kind, err := faultKind(k)
+		if err != nil {
+			return faults.Plan{}, err
+		}
+		plan.Kinds = append(plan.Kinds, kind)
+	}
+	if p.ClockDirection != "" {
+		dir, ok := faults.ParseDirection(string(p.ClockDirection))
+		if !ok {
+			return faults.Plan{}, fmt.Errorf("spec: unknown clock direction %q", p.ClockDirection)
+		}
+		plan.ClockDirection = dir
+	}
+	return plan, nil
+}
+
+// faultKind is the op kind of a spec's fault kind: the kind of that name.
+func faultKind(k spec.FaultKind) (sched.Kind, error) {
+	kind, err := sched.ParseKind(string(k))
+	if err != nil || !kind.IsFault() || !slices.Contains(spec.FaultKinds(), k) {
+		return sched.KindInvalid, fmt.Errorf("spec: fault kind %q is no fault the scheduler knows", k)
+	}
+	return kind, nil
+}

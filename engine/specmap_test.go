@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/conflict"
+	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/history"
+	"github.com/lockstep-dev/lockstep/netns"
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
+)
+
+// TestSpecVocabulary: every word package spec accepts without importing
+// the runtime packages is one those packages take, so a spec that loads
+// never fails later in the engine.
+func TestSpecVocabulary(t *testing.T) {
+	for _, name := range spec.Strategies() {
+		for _, n := range []string{name, name + "+"} {
+			if _, err := sched.New(n, sched.Params{}); err != nil {
+				t.Errorf("strategy %q: %v", n, err)
+			}
+		}
+	}
+	schemes := []string{"pc", "pid+pc", "proc+pc"}
+	for k := 1; k <= 16; k++ {
+		schemes = append(schemes, fmt.Sprintf("pid+stack:%d", k), fmt.Sprintf("proc+stack:%d", k))
+	}
+	for _, s := range schemes {
+		if _, err := conflict.ParseScheme(s); err != nil {
+			t.Errorf("scheme %q: %v", s, err)
+		}
+	}
+	if _, err := conflict.ParseScheme("pid+stack:17"); err == nil {
+		t.Error("conflict takes pid+stack:17, which spec refuses")
+	}
+	if got, want := spec.ModelNames(), history.ModelNames(); !slices.Equal(got, want) {
+		t.Errorf("spec's models %v, history's %v", got, want)
+	}
+	for _, m := range spec.ModelNames() {
+		if _, err := history.NewModel(m); err != nil {
+			t.Errorf("model %q: %v", m, err)
+		}
+	}
+	for _, k := range spec.FaultKinds() {
+		if _, err := faultKind(k); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, d := range []spec.ClockDirection{spec.ClockBoth, spec.ClockForward, spec.ClockBackward} {
+		if got, ok := faults.ParseDirection(string(d)); !ok || got.String() != string(d) {
+			t.Errorf("clock direction %q: %v, %v", d, got, ok)
+		}
+	}
+	if spec.ShapeIsolate != faults.ShapeIsolate || spec.ShapeMinority != faults.ShapeMinority || spec.ShapeBridge != faults.ShapeBridge {
+		t.Error("spec's bipartition shapes are not package faults'")
+	}
+	if spec.DefaultSubnet != netns.DefaultSubnet {
+		t.Errorf("spec's default subnet %v, netns's %v", spec.DefaultSubnet, netns.DefaultSubnet)
+	}
+	for _, h := range []string{"s1", "Server-1", strings.Repeat("a", 63), strings.Repeat("a", 64), "s1-", "-s1", "s_1", "s1.local", ""} {
+		if spec.ValidHostName(h) != netns.ValidHostName(h) {
+			t.Errorf("host name %q: spec says %v, netns %v", h, spec.ValidHostName(h), netns.ValidHostName(h))
+		}
+	}
+}
+
+// TestFaultPlan: a spec's faults section becomes the same faults.Plan
+// that package spec used to build itself.
+func TestFaultPlan(t *testing.T) {
+	const nodes = `name: t
+nodes:
+  - {name: s1, command: ["/bin/true"]}
+  - {name: s2, command: ["/bin/true"]}
+  - {name: s3, command: ["/bin/true"]}
+  - {name: c1, role: client, command: ["/bin/true"]}
+limits: {virtual_time: 60s}
+`
+	defaults := faults.Plan{Nodes: []string{"s1", "s2", "s3"}, Budget: 1, Until: time.Minute, MaxPause: time.Second,
+		MaxOutage: 2 * time.Second, MaxClockJump: 10 * time.Second, MaxHold: time.Second, MaxDrift: 100_000}
+	with := func(f func(*faults.Plan)) faults.Plan {
+		p := defaults
+		f(&p)
+		return p
+	}
+	for _, tc := range []struct {
+		name, faults string
+		want         faults.Plan
+	}{
+		{"none", "", faults.Plan{}},
+		{"defaults", "faults: {kinds: [crash]}", with(func(p *faults.Plan) { p.Kinds = []sched.Kind{sched.Crash} })},
+		{"kinds in order, once", "faults: {kinds: [drift, clock, crash, bridge, bipartition, oneway, link, hold, pause, reset, drop, partition, crash]}",
+			with(func(p *faults.Plan) {
+				p.Kinds = []sched.Kind{sched.ClockDrift, sched.ClockJump, sched.Crash, sched.Bipartition, sched.OneWay, sched.Link,
+					sched.Hold, sched.Pause, sched.Reset, sched.Drop, sched.Partition}
+				p.Shapes = []string{faults.ShapeIsolate, faults.ShapeMinority, faults.ShapeBridge}
+			})},
+		{"bridge alone", "faults: {kinds: [bridge]}", with(func(p *faults.Plan) {
+			p.Kinds, p.Shapes = []sched.Kind{sched.Bipartition}, []string{faults.ShapeBridge}
+		})},
+		{"every field", `faults:
+  kinds: [clock, partition]
+  nodes: [s1, s2]
+  budget: 3
+  from: 1s
+  until: 20s
+  max_pause: 2s
+  max_outage: 4s
+  max_clock_jump: 30s
+  max_drift: 5%
+  max_hold: 500ms
+  clock_direction: backward
+  undo_clock: false
+  groups: [[s1, c1]]
+  target: {probe: [/bin/echo, s1]}
+`, faults.Plan{Kinds: []sched.Kind{sched.ClockJump, sched.Partition}, Nodes: []string{"s1", "s2"}, Budget: 3,
+			From: time.Second, Until: 20 * time.Second, Spread: true, MaxPause: 2 * time.Second, MaxOutage: 4 * time.Second,
+			MaxClockJump: 30 * time.Second, MaxDrift: 50_000, MaxHold: 500 * time.Millisecond, ClockDirection: faults.Backward,
+			KeepClock: true, Groups: [][]string{{"s1", "c1"}}, Probe: []string{"/bin/echo", "s1"}}},
+		{"follow, unspread", "faults: {kinds: [oneway], groups: follow, until: 9s, spread: false, clock_direction: forward}",
+			with(func(p *faults.Plan) {
+				p.Kinds, p.Follow, p.Until, p.ClockDirection = []sched.Kind{sched.OneWay}, true, 9*time.Second, faults.Forward
+			})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp, err := spec.Parse("s.yaml", []byte(nodes+tc.faults+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := faultPlan(sp.Faults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "none" {
+				if got.Enabled() {
+					t.Fatalf("plan %+v is enabled", got)
+				}
+				return
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("plan\n  got  %+v\n  want %+v", got, tc.want)
+			}
+		})
+	}
+	if _, err := faultPlan(spec.FaultPlan{Kinds: []spec.FaultKind{"restart"}}); err == nil {
+		t.Error("restart, no fault a spec may name, made a plan")
+	}
+	if _, err := faultPlan(spec.FaultPlan{Kinds: []spec.FaultKind{"send"}}); err == nil {
+		t.Error("send, an op kind that is no fault, made a plan")
+	}
+}

@@ -1,0 +1,98 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestVocabulary: the words spec checks itself (strategies, schemes,
+// models, capabilities, clock directions, fault kinds, host names), each
+// accepted or refused with its one-line file:line: field: error. The
+// engine's TestSpecVocabulary checks that the runtime packages take every
+// word accepted here.
+func TestVocabulary(t *testing.T) {
+	const nodes = `name: t
+nodes:
+  - name: %s
+    command: ["/bin/true"]%s
+  - name: c1
+    role: client
+    command: ["/bin/true"]
+`
+	spec := func(name, node, rest string) string { return fmt.Sprintf(nodes, name, node) + rest }
+	sched := func(strategy, scheme string) string {
+		return spec("s1", "", fmt.Sprintf("scheduler:\n  strategy: %q\n  conflict:\n    scheme: %q\n", strategy, scheme))
+	}
+	for _, tc := range []struct {
+		name, yaml string
+		wantErr    string // "" for none
+	}{
+		{"random", sched("random", "pc"), ""},
+		{"rw", sched("rw", "proc+pc"), ""},
+		{"pct+", sched("pct+", "pid+pc"), ""},
+		{"pos*+", sched("pos*+", "proc+stack:1"), ""},
+		{"pid+stack:16", sched("pos", "pid+stack:16"), ""},
+		{"unknown strategy", sched("dfs+", "pc"), `s.yaml:9: scheduler.strategy: unknown strategy "dfs+" (want one of random, pct, pos, pos*, with optional +)`},
+		{"strategy with two plus", sched("pos++", "pc"), `s.yaml:9: scheduler.strategy: unknown strategy "pos++" (want one of random, pct, pos, pos*, with optional +)`},
+		{"strategy in capitals", sched("POS", "pc"), `s.yaml:9: scheduler.strategy: unknown strategy "POS" (want one of random, pct, pos, pos*, with optional +)`},
+		{"K above 16", sched("pos", "proc+stack:17"), `s.yaml:11: scheduler.conflict.scheme: signature scheme "proc+stack:17": K must be an integer from 1 to 16`},
+		{"K of 99", sched("pos", "pid+stack:99"), `s.yaml:11: scheduler.conflict.scheme: signature scheme "pid+stack:99": K must be an integer from 1 to 16`},
+		{"K of 0", sched("pos", "pid+stack:0"), `s.yaml:11: scheduler.conflict.scheme: unknown scheme "pid+stack:0" (want pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K)`},
+		{"K of 100", sched("pos", "pid+stack:100"), `s.yaml:11: scheduler.conflict.scheme: unknown scheme "pid+stack:100" (want pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K)`},
+		{"scheme without pid", sched("pos", "stack:3"), `s.yaml:11: scheduler.conflict.scheme: unknown scheme "stack:3" (want pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K)`},
+		{"model", spec("s1", "", "checker:\n  model: kv\n"), ""},
+		{"unknown model", spec("s1", "", "checker:\n  model: queue\n"), `s.yaml:9: checker.model: unknown model "queue" (want register, kv, set)`},
+		{"capabilities", spec("s1", "\n    capabilities: [net_admin, CAP_SYS_TIME, BPF]", ""), ""},
+		{"unknown capability", spec("s1", "\n    capabilities: [NET_ADMIN, FLY]", ""), `s.yaml:5: nodes[0].capabilities: unknown capability "FLY"`},
+		{"clock direction", spec("s1", "", "faults: {kinds: [clock], clock_direction: both}\n"), ""},
+		{"unknown clock direction", spec("s1", "", "faults: {kinds: [clock], clock_direction: up}\n"), `s.yaml:8: faults.clock_direction: unknown direction "up" (want forward, backward or both)`},
+		{"every fault kind", spec("s1", "", "faults: {kinds: [crash, partition, oneway, pause, clock, drift, reset, drop, hold]}\n"), ""},
+		{"restart is no fault to name", spec("s1", "", "faults: {kinds: [restart]}\n"), `s.yaml:8: faults.kinds: unknown fault "restart" (want crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset or drop; restart and heal follow them)`},
+		{"host name of 63", spec(strings.Repeat("a", 63), "", ""), ""},
+		{"host name with capitals", spec("Server1", "", ""), ""},
+		{"host name ending in a dash", spec("s1-", "", ""), `s.yaml:3: nodes[0].name: "s1-" is not a valid host name (letters, digits and inner dashes, at most 63)`},
+		{"host name with a dot", spec("s1.local", "", ""), `s.yaml:3: nodes[0].name: "s1.local" is not a valid host name (letters, digits and inner dashes, at most 63)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("s.yaml", []byte(tc.yaml))
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
+				t.Fatalf("error\n  got  %v\n  want %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestParseCap reads names with and without CAP_, in any case.
+func TestParseCap(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{{"NET_ADMIN", unix.CAP_NET_ADMIN, true}, {"cap_sys_time", unix.CAP_SYS_TIME, true}, {"CAP_BPF", unix.CAP_BPF, true}, {"FLY", 0, false}} {
+		got, err := ParseCap(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseCap(%q) = %d, %v", tc.in, got, err)
+		}
+	}
+}
+
+// TestFaultPlanKinds: bridge is a bipartition of the bridge shape, and
+// each kind is listed once.
+func TestFaultKinds(t *testing.T) {
+	kinds := FaultKinds()
+	if len(kinds) != len(faultKinds)-1 || !slices.IsSorted(kinds) {
+		t.Fatalf("FaultKinds() = %v", kinds)
+	}
+	for name, k := range faultKinds {
+		if name != string(k) && name != "bridge" {
+			t.Errorf("keyword %q names kind %q: only bridge may differ", name, k)
+		}
+	}
+}
