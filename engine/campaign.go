@@ -46,69 +46,6 @@ type RunOptions struct {
 	Shard Shard
 }
 
-// Shard is one part of a campaign split over processes or machines: the
-// trials whose index is Index modulo Count. Each keeps its index and its
-// seed, so the shards of a campaign together run the trials one process
-// would. Interleaving (rather than ranges) gives every shard early and
-// late trials alike.
-//
-// A "+" strategy learns from the trials before it; a shard learns only
-// from its own (in its own order, batch by batch as a whole campaign
-// does), so its schedules match one process's only with Count 1. Other
-// strategies' trials are the same trial for trial.
-type Shard struct{ Index, Count int }
-
-// String is the shard as --shard takes it, I/N.
-func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
-
-// Size is how many of a campaign's trials are the shard's.
-func (s Shard) Size(trials int) int {
-	if trials <= s.Index {
-		return 0
-	}
-	return (trials-s.Index-1)/s.Count + 1
-}
-
-// Trial is the campaign index of the shard's pos-th trial.
-func (s Shard) Trial(pos int) int { return pos*s.Count + s.Index }
-
-// Summary is what a campaign found.
-type Summary struct {
-	Spec     *spec.Spec
-	Strategy string
-	Seed     int64 // the campaign's
-	// Planned is the campaign's number of trials, all shards together;
-	// Trials the number this run finished.
-	Planned  int
-	Shard    Shard // zero when the campaign ran whole
-	Trials   int
-	Failures int
-	ByKind   map[OutcomeKind]int
-	First    *TrialResult // first failing trial by index
-	Results  []*TrialResult
-	Duration time.Duration
-	Errors   int
-	// FirstError is the first trial, by index, that ended in a lockstep
-	// error: its Outcome says why.
-	FirstError *TrialResult
-	// Interrupted is set when the campaign's context was cancelled (Ctrl-C):
-	// the summary covers the trials that finished before.
-	Interrupted bool
-	// Stats is the conflict-prediction accuracy per trial, for --stats.
-	Stats []conflict.Stats
-	// History is the conflict history at the end ("+" strategies): what
-	// it was loaded with and what the trials taught it.
-	History *conflict.History
-}
-
-// HitRatio is failing trials over trials.
-func (s *Summary) HitRatio() float64 {
-	if s.Trials == 0 {
-		return 0
-	}
-	return float64(s.Failures) / float64(s.Trials)
-}
-
 // historyBatch is how many trials share one frozen view of the history
 // table: trial i learns from every trial of earlier batches. A fixed batch
 // keeps results identical whatever --jobs is.
@@ -140,7 +77,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	sh := opts.Shard
 	sharded := sh.Count > 0
 	if !sharded {
-		sh = Shard{0, 1}
+		sh = Shard{Index: 0, Count: 1}
 	}
 	if sh.Index < 0 || sh.Index >= sh.Count {
 		return nil, fmt.Errorf("shard %v: the index must be between 0 and %d", sh, sh.Count-1)
@@ -206,7 +143,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	}
 	start := time.Now()
 	if n == 0 {
-		return sum.finish(start, false), nil
+		return finish(sum, start, false), nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -345,7 +282,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	}
 	switch {
 	case interrupted():
-		return sum.finish(start, true), nil
+		return finish(sum, start, true), nil
 	case err != nil:
 		return nil, err
 	}
@@ -419,29 +356,11 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 			return nil, fmt.Errorf("saving history: %w", err)
 		}
 	}
-	return sum.finish(start, interrupted()), nil
+	return finish(sum, start, interrupted()), nil
 }
 
-// Add counts one finished trial; trials come in index order.
-func (s *Summary) Add(r *TrialResult) {
-	s.Results = append(s.Results, r)
-	s.Trials++
-	s.ByKind[r.Outcome.Kind]++
-	if r.Outcome.Kind == Error {
-		s.Errors++
-		if s.FirstError == nil {
-			s.FirstError = r
-		}
-	}
-	if r.Outcome.Kind.IsFailure() {
-		s.Failures++
-		if s.First == nil || r.Index < s.First.Index {
-			s.First = r
-		}
-	}
-}
-
-func (s *Summary) finish(start time.Time, interrupted bool) *Summary {
+// finish closes a campaign's summary.
+func finish(s *Summary, start time.Time, interrupted bool) *Summary {
 	s.Duration = time.Since(start)
 	s.Interrupted = interrupted
 	return s

@@ -68,18 +68,6 @@ func (t *tracker) take(j *job) ([]bpf.Event, error) {
 
 func (t *tracker) close() error { return t.ct.Close() }
 
-// ConntrackStats says how the kernel's view of a trial's bytes compared
-// with lockstep's own accounting.
-type ConntrackStats struct {
-	Recvs     int // recv records with data
-	Matched   int // ... that found their kernel record
-	Disagreed int // ... whose causes differed from lockstep's accounting
-	// First describes the first disagreement: the recv, its connection
-	// and both lists of deliveries, so that one seen is one that can be
-	// looked into.
-	First string `json:",omitempty"`
-}
-
 // joinConntrack gives every recv record its result (bytes consumed) and
 // its causes (the deliveries whose bytes it consumed) from the kernel's
 // records: lockstep's own writes of each delivery are EvSend events of

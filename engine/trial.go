@@ -19,7 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/sched"
@@ -30,31 +29,6 @@ import (
 
 // Version is written into trace headers.
 const Version = "0.1.0"
-
-// TrialResult is what one trial produced.
-type TrialResult struct {
-	Index     int
-	Seed      int64
-	Outcome   Outcome
-	Dir       string // the trial's directory (node output)
-	TracePath string // "" when no trace was written
-	Records   []sched.Record
-	Duration  time.Duration
-	Stats     tracer.Stats
-	// Launch, Teardown and Reset are the real time spent starting nodes,
-	// killing them and resetting the network; with Stats' settle, decide
-	// and release times they account for Duration (--stats prints them).
-	Launch, Teardown, Reset time.Duration
-	// NodesCPU is the CPU time the nodes' processes used (their cgroups'
-	// usage): what of the wait for quiescence was the programs' own work.
-	NodesCPU time.Duration
-	// Conntrack compares the kernel's byte records with lockstep's
-	// accounting (zero when connection tracking is unavailable).
-	Conntrack ConntrackStats
-	// Conflict is how well the conflict history predicted this trial's
-	// conflicts ("+" strategies; nil otherwise).
-	Conflict *conflict.Stats
-}
 
 // job is one worker of a campaign: its own network and CPU, reused across
 // the trials it runs.

@@ -7,7 +7,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/result"
+	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // Campaign is one `lockstep run` as CI sees it: the spec it ran and either
@@ -15,7 +16,7 @@ import (
 // the trials finished before).
 type Campaign struct {
 	Spec    string // the spec's name, or its path when it could not be read
-	Summary *engine.Summary
+	Summary *result.Summary
 	Err     error
 }
 
@@ -90,7 +91,7 @@ func WriteJUnit(w io.Writer, campaigns []Campaign) error {
 			if e.TracePath != "" {
 				msg += "; trace: " + e.TracePath
 			}
-			jc.Error = &junitProblem{Type: string(engine.Error), Message: msg}
+			jc.Error = &junitProblem{Type: string(sched.Error), Message: msg}
 		}
 		suite.Tests++
 		suite.Time += jc.Time
@@ -116,7 +117,7 @@ func WriteJUnit(w io.Writer, campaigns []Campaign) error {
 }
 
 // failingTraces lists every failing trial with its trace, one a line.
-func failingTraces(s *engine.Summary) string {
+func failingTraces(s *result.Summary) string {
 	var out string
 	for _, r := range s.Results {
 		if r.Outcome.Kind.IsFailure() {
@@ -158,7 +159,7 @@ type JSONTrial struct {
 	Dir   string `json:"dir,omitempty"`
 }
 
-func jsonTrial(r *engine.TrialResult) *JSONTrial {
+func jsonTrial(r *result.TrialResult) *JSONTrial {
 	if r == nil {
 		return nil
 	}

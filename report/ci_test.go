@@ -9,29 +9,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/result"
+	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
-func failingSummary() *engine.Summary {
-	pass := &engine.TrialResult{Index: 0, Outcome: engine.Outcome{Kind: engine.Pass}}
-	fail := func(i int, k engine.OutcomeKind) *engine.TrialResult {
-		return &engine.TrialResult{Index: i, Dir: "/o/" + string(rune('0'+i)), TracePath: "/o/" + string(rune('0'+i)) + "/trace.jsonl",
-			Outcome: engine.Outcome{Kind: k, Detail: "node server/0 was killed by SIGABRT", Node: "server", Steps: 18, VTime: 2 * time.Second}}
+func failingSummary() *result.Summary {
+	pass := &result.TrialResult{Index: 0, Outcome: sched.Outcome{Kind: sched.Pass}}
+	fail := func(i int, k sched.OutcomeKind) *result.TrialResult {
+		return &result.TrialResult{Index: i, Dir: "/o/" + string(rune('0'+i)), TracePath: "/o/" + string(rune('0'+i)) + "/trace.jsonl",
+			Outcome: sched.Outcome{Kind: k, Detail: "node server/0 was killed by SIGABRT", Node: "server", Steps: 18, VTime: 2 * time.Second}}
 	}
-	f1, f2 := fail(1, engine.NodeCrashed), fail(3, engine.Deadlock)
-	return &engine.Summary{Spec: &spec.Spec{Name: "demo"}, Strategy: "pos", Trials: 4, Failures: 2, Duration: 1500 * time.Millisecond,
-		ByKind: map[engine.OutcomeKind]int{engine.Pass: 2, engine.NodeCrashed: 1, engine.Deadlock: 1},
-		First:  f1, Results: []*engine.TrialResult{pass, f1, fail(2, engine.Pass), f2}}
+	f1, f2 := fail(1, sched.NodeCrashed), fail(3, sched.Deadlock)
+	return &result.Summary{Spec: &spec.Spec{Name: "demo"}, Strategy: "pos", Trials: 4, Failures: 2, Duration: 1500 * time.Millisecond,
+		ByKind: map[sched.OutcomeKind]int{sched.Pass: 2, sched.NodeCrashed: 1, sched.Deadlock: 1},
+		First:  f1, Results: []*result.TrialResult{pass, f1, fail(2, sched.Pass), f2}}
 }
 
 // TestJUnit parses the XML back: a test case per campaign, failing with
 // the first failure's outcome and trace, in error for lockstep errors.
 func TestJUnit(t *testing.T) {
-	passing := &engine.Summary{Spec: &spec.Spec{Name: "fixed"}, Strategy: "pct", Trials: 10, Duration: time.Second,
-		ByKind: map[engine.OutcomeKind]int{engine.Pass: 10}}
-	erring := &engine.Summary{Spec: &spec.Spec{Name: "odd"}, Strategy: "pos", Trials: 3, Errors: 1, Duration: time.Second,
-		FirstError: &engine.TrialResult{Index: 2, Dir: "/e/2", Outcome: engine.Outcome{Kind: engine.Error, Node: "db", Detail: "starting node db: exec format error"}}}
+	passing := &result.Summary{Spec: &spec.Spec{Name: "fixed"}, Strategy: "pct", Trials: 10, Duration: time.Second,
+		ByKind: map[sched.OutcomeKind]int{sched.Pass: 10}}
+	erring := &result.Summary{Spec: &spec.Spec{Name: "odd"}, Strategy: "pos", Trials: 3, Errors: 1, Duration: time.Second,
+		FirstError: &result.TrialResult{Index: 2, Dir: "/e/2", Outcome: sched.Outcome{Kind: sched.Error, Node: "db", Detail: "starting node db: exec format error"}}}
 	var b bytes.Buffer
 	err := WriteJUnit(&b, []Campaign{
 		{Spec: "demo", Summary: failingSummary()},

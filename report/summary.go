@@ -6,7 +6,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/result"
+	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // maxListed is how many failing traces the summary lists.
@@ -15,7 +16,7 @@ const maxListed = 10
 // WriteSummary prints a campaign's summary: trials, failures by kind, the
 // first failure and the failing traces, the first lockstep error and, with
 // stats, the conflict-prediction accuracy and where real time went.
-func WriteSummary(w io.Writer, s *engine.Summary, stats bool) {
+func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 	if s.Interrupted {
 		fmt.Fprintf(w, "interrupted: the summary covers the %d trials finished before\n", s.Trials)
 	}
@@ -23,7 +24,7 @@ func WriteSummary(w io.Writer, s *engine.Summary, stats bool) {
 		s.Spec.Name, s.Strategy, s.Trials, s.Duration.Round(time.Millisecond), float64(s.Trials)/s.Duration.Minutes())
 	fmt.Fprintf(w, "failures: %d (hit ratio %.4f)\n", s.Failures, s.HitRatio())
 	for _, k := range sortedKinds(s.ByKind) {
-		fmt.Fprintf(w, "  %-20s %d\n", k, s.ByKind[engine.OutcomeKind(k)])
+		fmt.Fprintf(w, "  %-20s %d\n", k, s.ByKind[sched.OutcomeKind(k)])
 	}
 	if s.First != nil {
 		fmt.Fprintf(w, "first failure: trial %d: %v\n", s.First.Index, s.First.Outcome)
@@ -64,7 +65,7 @@ func WriteSummary(w io.Writer, s *engine.Summary, stats bool) {
 
 // sortedKinds lists a by-kind count's kinds in name order, for output that
 // does not depend on map order.
-func sortedKinds(m map[engine.OutcomeKind]int) []string {
+func sortedKinds(m map[sched.OutcomeKind]int) []string {
 	kinds := make([]string, 0, len(m))
 	for k := range m {
 		kinds = append(kinds, string(k))
@@ -75,7 +76,7 @@ func sortedKinds(m map[engine.OutcomeKind]int) []string {
 
 // writeStats prints --stats: conflict-prediction accuracy, the real time
 // per trial by phase, stops per trial and the eBPF connection records.
-func writeStats(w io.Writer, s *engine.Summary) {
+func writeStats(w io.Writer, s *result.Summary) {
 	if len(s.Stats) > 0 {
 		fmt.Fprintln(w, "conflict prediction (per trial, mean):")
 		var ops, conf, fn, fp float64
@@ -88,7 +89,7 @@ func writeStats(w io.Writer, s *engine.Summary) {
 		n := float64(len(s.Stats))
 		fmt.Fprintf(w, "  ops %.1f  conflicting %.1f  false negatives %.2f  false positives %.1f\n", ops/n, conf/n, fn/n, fp/n)
 	}
-	var ct engine.ConntrackStats
+	var ct result.ConntrackStats
 	for _, r := range s.Results {
 		ct.Recvs += r.Conntrack.Recvs
 		ct.Matched += r.Conntrack.Matched

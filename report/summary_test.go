@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -8,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -17,24 +18,24 @@ import (
 // traces, and says when it covers an interrupted campaign.
 func TestSummary(t *testing.T) {
 	sp := &spec.Spec{Name: "s"}
-	fail := func(i int) *engine.TrialResult {
-		return &engine.TrialResult{Index: i, Outcome: engine.Outcome{Kind: engine.Deadlock}, TracePath: fmt.Sprintf("/o/%d/trace.jsonl", i)}
+	fail := func(i int) *result.TrialResult {
+		return &result.TrialResult{Index: i, Outcome: sched.Outcome{Kind: sched.Deadlock}, TracePath: fmt.Sprintf("/o/%d/trace.jsonl", i)}
 	}
 	for _, tc := range []struct {
 		name    string
-		sum     engine.Summary
+		sum     result.Summary
 		want    []string
 		notWant []string
 	}{
-		{"error cause", engine.Summary{Trials: 2, Errors: 1, FirstError: &engine.TrialResult{Index: 1, Dir: "/o/1", TracePath: "/o/1/trace.jsonl",
-			Outcome: engine.Outcome{Kind: engine.Error, Node: "db", Detail: "starting node db: exec format error"}}},
+		{"error cause", result.Summary{Trials: 2, Errors: 1, FirstError: &result.TrialResult{Index: 1, Dir: "/o/1", TracePath: "/o/1/trace.jsonl",
+			Outcome: sched.Outcome{Kind: sched.Error, Node: "db", Detail: "starting node db: exec format error"}}},
 			[]string{"lockstep errors: 1; first: trial 1, node db: starting node db: exec format error\n", "  trace: /o/1/trace.jsonl\n"},
 			[]string{"interrupted"}},
-		{"failing traces", engine.Summary{Trials: 12, Failures: 12, First: fail(0), Results: []*engine.TrialResult{
+		{"failing traces", result.Summary{Trials: 12, Failures: 12, First: fail(0), Results: []*result.TrialResult{
 			fail(0), fail(1), fail(2), fail(3), fail(4), fail(5), fail(6), fail(7), fail(8), fail(9), fail(10), fail(11)}},
 			[]string{"failing traces:\n  trial 0 deadlock: /o/0/trace.jsonl\n", "  trial 9 deadlock: /o/9/trace.jsonl\n  and 2 more\n"},
 			[]string{"/o/10/", "lockstep errors"}},
-		{"interrupted", engine.Summary{Trials: 3, Interrupted: true},
+		{"interrupted", result.Summary{Trials: 3, Interrupted: true},
 			[]string{"interrupted: the summary covers the 3 trials finished before\n"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,11 +59,11 @@ func TestSummary(t *testing.T) {
 // TestSummaryExact pins the summary's whole text, by kind in name order,
 // and the --stats lines computed from the trials' figures.
 func TestSummaryExact(t *testing.T) {
-	first := &engine.TrialResult{Index: 2, Dir: "/o/2", TracePath: "/o/2/trace.jsonl",
-		Outcome: engine.Outcome{Kind: engine.Deadlock, Detail: "nothing enabled", Steps: 7, VTime: time.Second}, Duration: 30 * time.Millisecond}
-	pass := &engine.TrialResult{Index: 0, Outcome: engine.Outcome{Kind: engine.Pass}, Duration: 10 * time.Millisecond}
-	s := &engine.Summary{Spec: &spec.Spec{Name: "demo"}, Strategy: "pos", Trials: 2, Failures: 1, Duration: 2 * time.Second,
-		ByKind: map[engine.OutcomeKind]int{engine.Pass: 1, engine.Deadlock: 1}, First: first, Results: []*engine.TrialResult{pass, first}}
+	first := &result.TrialResult{Index: 2, Dir: "/o/2", TracePath: "/o/2/trace.jsonl",
+		Outcome: sched.Outcome{Kind: sched.Deadlock, Detail: "nothing enabled", Steps: 7, VTime: time.Second}, Duration: 30 * time.Millisecond}
+	pass := &result.TrialResult{Index: 0, Outcome: sched.Outcome{Kind: sched.Pass}, Duration: 10 * time.Millisecond}
+	s := &result.Summary{Spec: &spec.Spec{Name: "demo"}, Strategy: "pos", Trials: 2, Failures: 1, Duration: 2 * time.Second,
+		ByKind: map[sched.OutcomeKind]int{sched.Pass: 1, sched.Deadlock: 1}, First: first, Results: []*result.TrialResult{pass, first}}
 	want := `spec demo, strategy pos: 2 trials in 2s (60.0 trials/min)
 failures: 1 (hit ratio 0.5000)
   deadlock             1
@@ -106,7 +107,12 @@ func TestWriteTrace(t *testing.T) {
 
 func loadTrace(t *testing.T, path string) *sched.Trace {
 	t.Helper()
-	tr, err := engine.LoadTrace(path)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr, err := sched.ReadTrace(bufio.NewReader(f))
 	if err != nil {
 		t.Fatal(err)
 	}

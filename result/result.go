@@ -1,0 +1,130 @@
+package result
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/conflict"
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
+	"github.com/lockstep-dev/lockstep/tracer/stats"
+)
+
+// Shard is one part of a campaign split over processes or machines: the
+// trials whose index is Index modulo Count. Each keeps its index and its
+// seed, so the shards of a campaign together run the trials one process
+// would. Interleaving (rather than ranges) gives every shard early and
+// late trials alike.
+//
+// A "+" strategy learns from the trials before it; a shard learns only
+// from its own (in its own order, batch by batch as a whole campaign
+// does), so its schedules match one process's only with Count 1. Other
+// strategies' trials are the same trial for trial.
+type Shard struct{ Index, Count int }
+
+// String is the shard as --shard takes it, I/N.
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Size is how many of a campaign's trials are the shard's.
+func (s Shard) Size(trials int) int {
+	if trials <= s.Index {
+		return 0
+	}
+	return (trials-s.Index-1)/s.Count + 1
+}
+
+// Trial is the campaign index of the shard's pos-th trial.
+func (s Shard) Trial(pos int) int { return pos*s.Count + s.Index }
+
+// Summary is what a campaign found.
+type Summary struct {
+	Spec     *spec.Spec
+	Strategy string
+	Seed     int64 // the campaign's
+	// Planned is the campaign's number of trials, all shards together;
+	// Trials the number this run finished.
+	Planned  int
+	Shard    Shard // zero when the campaign ran whole
+	Trials   int
+	Failures int
+	ByKind   map[sched.OutcomeKind]int
+	First    *TrialResult // first failing trial by index
+	Results  []*TrialResult
+	Duration time.Duration
+	Errors   int
+	// FirstError is the first trial, by index, that ended in a lockstep
+	// error: its Outcome says why.
+	FirstError *TrialResult
+	// Interrupted is set when the campaign's context was cancelled (Ctrl-C):
+	// the summary covers the trials that finished before.
+	Interrupted bool
+	// Stats is the conflict-prediction accuracy per trial, for --stats.
+	Stats []conflict.Stats
+	// History is the conflict history at the end ("+" strategies): what
+	// it was loaded with and what the trials taught it.
+	History *conflict.History
+}
+
+// HitRatio is failing trials over trials.
+func (s *Summary) HitRatio() float64 {
+	if s.Trials == 0 {
+		return 0
+	}
+	return float64(s.Failures) / float64(s.Trials)
+}
+
+// Add counts one finished trial; trials come in index order.
+func (s *Summary) Add(r *TrialResult) {
+	s.Results = append(s.Results, r)
+	s.Trials++
+	s.ByKind[r.Outcome.Kind]++
+	if r.Outcome.Kind == sched.Error {
+		s.Errors++
+		if s.FirstError == nil {
+			s.FirstError = r
+		}
+	}
+	if r.Outcome.Kind.IsFailure() {
+		s.Failures++
+		if s.First == nil || r.Index < s.First.Index {
+			s.First = r
+		}
+	}
+}
+
+// TrialResult is what one trial produced.
+type TrialResult struct {
+	Index     int
+	Seed      int64
+	Outcome   sched.Outcome
+	Dir       string // the trial's directory (node output)
+	TracePath string // "" when no trace was written
+	Records   []sched.Record
+	Duration  time.Duration
+	Stats     stats.Trial
+	// Launch, Teardown and Reset are the real time spent starting nodes,
+	// killing them and resetting the network; with Stats' settle, decide
+	// and release times they account for Duration (--stats prints them).
+	Launch, Teardown, Reset time.Duration
+	// NodesCPU is the CPU time the nodes' processes used (their cgroups'
+	// usage): what of the wait for quiescence was the programs' own work.
+	NodesCPU time.Duration
+	// Conntrack compares the kernel's byte records with lockstep's
+	// accounting (zero when connection tracking is unavailable).
+	Conntrack ConntrackStats
+	// Conflict is how well the conflict history predicted this trial's
+	// conflicts ("+" strategies; nil otherwise).
+	Conflict *conflict.Stats
+}
+
+// ConntrackStats says how the kernel's view of a trial's bytes compared
+// with lockstep's own accounting.
+type ConntrackStats struct {
+	Recvs     int // recv records with data
+	Matched   int // ... that found their kernel record
+	Disagreed int // ... whose causes differed from lockstep's accounting
+	// First describes the first disagreement: the recv, its connection
+	// and both lists of deliveries, so that one seen is one that can be
+	// looked into.
+	First string `json:",omitempty"`
+}
