@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,6 +79,12 @@ const replayTailMax = 100
 
 // Replay re-runs the trial a trace describes, forcing its decisions.
 func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error) {
+	return ReplayLogged(ctx, tracePath, outDir, nil)
+}
+
+// ReplayLogged is Replay with the engine's and the tracer's log going to
+// log (nil: none).
+func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logger) (*ReplayResult, error) {
 	tr, err := LoadTrace(tracePath)
 	if err != nil {
 		return nil, err
@@ -105,7 +112,7 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 		return nil, err
 	}
 	defer lock.unlock()
-	j, err := newJob(ctx, sp, quietestFirst(allowedCPUs(), rtThreadsByCPU())[0], 1, outDir, nil)
+	j, err := newJob(ctx, sp, quietestFirst(allowedCPUs(), rtThreadsByCPU())[0], 1, outDir, log)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,8 @@ type Rerunner struct {
 
 // NewRerunner loads the trace's spec, checks that it did not change, and
 // builds a network for the runs; their trial directories go under outDir.
-func NewRerunner(ctx context.Context, tr *sched.Trace, outDir string) (*Rerunner, error) {
+// log (nil: warnings to stderr) gets the engine's and the tracer's log.
+func NewRerunner(ctx context.Context, tr *sched.Trace, outDir string, log *slog.Logger) (*Rerunner, error) {
 	sp, err := spec.Load(tr.Header.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("loading the trace's spec: %w", err)
@@ -46,7 +47,9 @@ func NewRerunner(ctx context.Context, tr *sched.Trace, outDir string) (*Rerunner
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	j, err := newJob(ctx, sp, quietestFirst(allowedCPUs(), rtThreadsByCPU())[0], 1, out, log)
 	if err != nil {
 		return nil, err

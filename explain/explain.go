@@ -212,7 +212,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 			return nil, fmt.Errorf("explaining into %s would delete the trace %s: choose another output directory", opts.Out, path)
 		}
 	}
-	rr, err := engine.NewRerunner(ctx, tr, filepath.Join(opts.Out, "runs"))
+	rr, err := engine.NewRerunner(ctx, tr, filepath.Join(opts.Out, "runs"), opts.Logger)
 	if err != nil {
 		return nil, err
 	}

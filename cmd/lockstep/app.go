@@ -49,14 +49,21 @@ func runApp(ctx context.Context, app *cli.App, args []string) error {
 // interspersed moves a command's flags that follow its positional
 // arguments in front of them: urfave/cli v2 stops reading flags at the
 // first positional argument. A flag's value goes with it; everything after
-// "--" stays positional.
+// "--" stays positional. A global flag (--log-level, -v) given among the
+// command's moves in front of the command, where urfave/cli reads it.
 func interspersed(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
-	// Global flags (--help, --version) come before the command's name.
+	globalTakes := takesValue(app.Flags)
+	// Global flags (--help, --version, --log-level LEVEL) come before the
+	// command's name.
 	i := 1
 	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !hasValue && globalTakes[name] {
+			i++
+		}
 		i++
 	}
 	if i >= len(args) {
@@ -66,14 +73,9 @@ func interspersed(app *cli.App, args []string) []string {
 	if cmd == nil {
 		return args
 	}
-	takesValue := map[string]bool{}
-	for _, f := range cmd.Flags {
-		tv, ok := f.(interface{ TakesValue() bool })
-		for _, name := range f.Names() {
-			takesValue[name] = ok && tv.TakesValue()
-		}
-	}
-	out := append([]string(nil), args[:i+1]...)
+	takes := takesValue(cmd.Flags)
+	global := append([]string(nil), args[1:i]...)
+	out := []string{args[i]}
 	var pos []string
 	rest := args[i+1:]
 	for k := 0; k < len(rest); k++ {
@@ -83,11 +85,17 @@ func interspersed(app *cli.App, args []string) []string {
 			pos = append(pos, rest[k:]...)
 			k = len(rest)
 		case len(a) > 1 && a[0] == '-':
-			out = append(out, a)
 			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			if !hasValue && takesValue[name] && k+1 < len(rest) {
+			_, own := takes[name]
+			_, isGlobal := globalTakes[name]
+			to := &out
+			if !own && isGlobal {
+				to = &global
+			}
+			*to = append(*to, a)
+			if !hasValue && (takes[name] || !own && globalTakes[name]) && k+1 < len(rest) {
 				k++
-				out = append(out, rest[k])
+				*to = append(*to, rest[k])
 			}
 		default:
 			pos = append(pos, a)
@@ -97,7 +105,19 @@ func interspersed(app *cli.App, args []string) []string {
 		// Keep later arguments that look like flags positional.
 		out = append(out, "--")
 	}
-	return append(out, pos...)
+	return append(append(append([]string{args[0]}, global...), out...), pos...)
+}
+
+// takesValue says, for each name of flags, whether the flag takes a value.
+func takesValue(flags []cli.Flag) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range flags {
+		tv, ok := f.(interface{ TakesValue() bool })
+		for _, name := range f.Names() {
+			m[name] = ok && tv.TakesValue()
+		}
+	}
+	return m
 }
 
 func newApp() *cli.App {
@@ -109,6 +129,17 @@ func newApp() *cli.App {
 		Writer:          os.Stdout,
 		ErrWriter:       os.Stderr,
 		ExitErrHandler:  func(*cli.Context, error) {},
+		// -v is --verbose; the version is --version or the version command.
+		HideVersion: true,
+		Flags:       []cli.Flag{logLevelFlag, verboseFlag, &cli.BoolFlag{Name: "version", Usage: "print the version"}},
+		Before:      checkLogFlags,
+		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				fmt.Fprintln(c.App.Writer, "lockstep version", version)
+				return nil
+			}
+			return cli.ShowAppHelp(c)
+		},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return badInput(err)
 		},
@@ -171,6 +202,7 @@ func runCmd() *cli.Command {
 				Trials: c.Int("trials"), Strategy: c.String("strategy"), Jobs: c.Int("jobs"),
 				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"),
 				History: c.String("history"), Native: c.Bool("native"), NativeLimit: c.Duration("native-limit"),
+				Logger: logger(c, c.App.ErrWriter),
 			}
 			if c.IsSet("seed") {
 				s := c.Int64("seed")
@@ -376,7 +408,7 @@ func replayCmd() *cli.Command {
 			if err != nil {
 				return err
 			}
-			rr, err := engine.Replay(c.Context, trace, out)
+			rr, err := engine.ReplayLogged(c.Context, trace, out, logger(c, c.App.ErrWriter))
 			if err != nil {
 				return traceFailed(c.Context, err)
 			}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -28,19 +26,16 @@ func explainCmd() *cli.Command {
 			&cli.IntFlag{Name: "continuations", Value: explain.DefaultContinuations, Usage: "runs per prefix for the probability curve (0: no curve)"},
 			&cli.StringFlag{Name: "json", Usage: "also write the explanation as JSON to `FILE`"},
 			&cli.StringFlag{Name: "html", Usage: "also write the minimized trace's diagram, with the races highlighted and the probability curve, to `FILE`"},
-			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log every run"},
 		},
 		Action: func(c *cli.Context) error {
 			trace, out, err := traceArgs(c)
 			if err != nil {
 				return err
 			}
-			opts := explain.Options{Budget: c.Duration("budget"), Out: out, Continuations: c.Int("continuations")}
+			// -v (global, also after the command) logs every run.
+			opts := explain.Options{Budget: c.Duration("budget"), Out: out, Continuations: c.Int("continuations"), Logger: logger(c, c.App.ErrWriter)}
 			if opts.Continuations == 0 {
 				opts.Continuations = -1
-			}
-			if c.Bool("verbose") {
-				opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
 			ex, err := explain.Explain(c.Context, trace, opts)
 			if err != nil {
@@ -102,7 +97,7 @@ func htmlNotes(ex *explain.Explanation) report.Explained {
 // campaign's result stands.
 func explainFirst(c *cli.Context, trace string, budget time.Duration) {
 	fmt.Fprintln(c.App.Writer)
-	ex, err := explain.Explain(c.Context, trace, explain.Options{Budget: budget, Out: filepath.Join(filepath.Dir(trace), "explain")})
+	ex, err := explain.Explain(c.Context, trace, explain.Options{Budget: budget, Out: filepath.Join(filepath.Dir(trace), "explain"), Logger: logger(c, c.App.ErrWriter)})
 	if err != nil {
 		fmt.Fprintf(c.App.Writer, "no explanation of the first failure: %v\n", err)
 		return

@@ -106,6 +106,12 @@ func TestInterspersed(t *testing.T) {
 		{"bench --from-csv x.csv y.csv -o dir", "bench --from-csv -o dir -- x.csv y.csv"},
 		{"run spec.yaml --trials", "run --trials -- spec.yaml"},
 		{"--version", "--version"},
+		{"--log-level debug run spec.yaml", "--log-level debug run -- spec.yaml"},
+		{"-v run spec.yaml -n 2", "-v run -n 2 -- spec.yaml"},
+		{"run spec.yaml -v --trials 5", "-v run --trials 5 -- spec.yaml"},
+		{"explain t.jsonl -v --budget 1m", "-v explain --budget 1m -- t.jsonl"},
+		{"replay --log-level info t.jsonl -o o", "--log-level info replay -o o -- t.jsonl"},
+		{"--log-level=warn show t.jsonl --log-level=error", "--log-level=warn --log-level=error show -- t.jsonl"},
 		{"nosuch a --b", "nosuch a --b"},
 		{"clean --all", "clean --all"},
 	} {
