@@ -189,6 +189,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		firstErr  error
 		stop      bool
 		stepsHint int
+		expect    Windows
 		frozen    sched.Predictor
 		frozenFor = -1
 	)
@@ -198,7 +199,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		if err != nil {
 			return nil, err
 		}
-		tp := trialParams{index: i, seed: TrialSeed(seed, i), strategy: strat, stepsHint: stepsHint,
+		tp := trialParams{index: i, seed: TrialSeed(seed, i), strategy: strat, stepsHint: stepsHint, expect: expect,
 			traceAll: opts.TraceAll, scheme: scheme.String(), frames: scheme.Frames()}
 		if im, ok := strat.(interface{ LastImmediate() bool }); ok {
 			tp.immediate = im.LastImmediate
@@ -292,6 +293,10 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		return nil, fmt.Errorf("stopped after trial 0, where node %s could not start: %s (output in %s)", o.Node, o.Detail, r0.Dir)
 	}
 	stepsHint = max(r0.Outcome.Steps, 1)
+	// Trial 0's windows are every other trial's expected lengths, for
+	// step triggers: whatever the jobs, shards and order, a seed's
+	// schedule is the same.
+	expect = r0.Windows
 	if r0.Index == sh.Trial(0) {
 		next = 1
 		record(0, r0)

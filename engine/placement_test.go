@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -144,4 +145,100 @@ func TestStartupSleepDelay(t *testing.T) {
 	if !rr.Same {
 		t.Fatalf("replay differs: %s", rr.Diff)
 	}
+}
+
+// A burst of ops at one virtual instant (testdata/bugs/gproc-3: the
+// client's session at 50 ms) is reached by step triggers, drawn over the
+// window's steps in trial 0: the bug is found with the default spread, the
+// schedule of each seed is the same whatever --jobs and --shard (trial 0's
+// windows, not the trials run before, give the expected steps), and a
+// failing trace replays from its header alone.
+func TestStepTriggers(t *testing.T) {
+	requireTrials(t)
+	if _, err := os.Stat(repoPath("testdata", "bin", "bugs", "gproc-3", "gproc3")); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	sp, err := spec.Load(repoPath("testdata", "bugs", "gproc-3", "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sp.Faults.Spread {
+		t.Fatal("gproc-3's faults are not spread")
+	}
+	const trials = 16
+	// schedule is each trial's outcome and the steps and times of its
+	// faults, by trial index.
+	schedule := func(opts RunOptions) map[int]string {
+		opts.Trials, opts.Strategy, opts.OutDir, opts.TraceAll = trials, "pos", t.TempDir(), true
+		sum, err := Run(t.Context(), sp, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int]string{}
+		for _, r := range sum.Results {
+			s := fmt.Sprintf("%s/%d", r.Outcome.Kind, r.Outcome.Steps)
+			for _, rec := range traceRecords(t, r) {
+				if rec.Op.Kind.IsFault() {
+					s += fmt.Sprintf(" %v@%d,%v,%s", rec.Op.Kind, rec.Step, time.Duration(rec.VTime), rec.Trigger)
+				}
+			}
+			out[r.Index] = s
+		}
+		return out
+	}
+	one := schedule(RunOptions{Jobs: 1})
+	// Half the triggers are steps: about half the trials crash the leader
+	// inside the session (with time triggers alone, 1 in 11 did).
+	failed, byStep := 0, 0
+	for _, s := range one {
+		if strings.HasPrefix(s, string(Deadlock)) {
+			failed++
+			if strings.Contains(s, ",step") {
+				byStep++
+			}
+		}
+	}
+	if byStep == 0 {
+		t.Errorf("no failing trial's crash came at a step trigger: %v", one)
+	}
+	if failed < trials/4 {
+		t.Errorf("%d of %d trials failed, want at least %d: %v", failed, trials, trials/4, one)
+	}
+	for name, opts := range map[string]RunOptions{
+		"jobs 2":    {Jobs: 2},
+		"shard 1/2": {Shard: Shard{Index: 1, Count: 2}},
+	} {
+		got := schedule(opts)
+		for i, s := range got {
+			if s != one[i] {
+				t.Errorf("%s: trial %d: %s, with one job %s", name, i, s, one[i])
+			}
+		}
+	}
+
+	// With the default spread (time and steps), found in a few trials;
+	// the trace says what its step triggers were drawn over.
+	out := t.TempDir()
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 40, Strategy: "pos", OutDir: out, StopOnFirst: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.First == nil {
+		t.Fatalf("no failure in %d trials: %v", sum.Trials, sum.ByKind)
+	}
+	tr, err := LoadTrace(sum.First.TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.First.Index > 0 && tr.Header.FaultSteps == 0 {
+		t.Fatalf("trial %d's trace has no expected fault window steps", sum.First.Index)
+	}
+	rr, err := Replay(t.Context(), sum.First.TracePath, filepath.Join(out, "replay"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rr.Same {
+		t.Fatalf("replay of trial %d differs: %s", sum.First.Index, rr.Diff)
+	}
+	t.Logf("%d of %d trials failed (%d at a step trigger); first failure at trial %d (fault window of %d steps expected): %v", failed, trials, byStep, sum.First.Index, tr.Header.FaultSteps, sum.First.Outcome)
 }

@@ -27,6 +27,7 @@ func writeTrace(path string, sp *spec.Spec, res *TrialResult, p trialParams, clk
 		Version: Version, Spec: absSpec, SpecDigest: sp.Digest, Trial: res.Index, Seed: res.Seed,
 		Strategy: p.strategy.Name(), Scheme: p.scheme, Epoch: sp.Time.Epoch.UnixNano(),
 		Delays: sp.Time.Delays, MaxDelay: int64(sp.Time.MaxDelay), Tick: int64(sp.Time.Tick),
+		FaultSteps: p.expect.Faults, DelaySteps: p.expect.Delays,
 	}); err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 	defer j.close()
 	tail := sched.NewReplayTail(replayTailMax)
 	strat := sched.NewReplay(tr, tail)
-	p := trialParams{index: tr.Header.Trial, seed: tr.Header.Seed, strategy: strat, traceAll: true, scheme: tr.Header.Scheme, frames: 1}
+	p := trialParams{index: tr.Header.Trial, seed: tr.Header.Seed, strategy: strat, traceAll: true, scheme: tr.Header.Scheme, frames: 1, expect: headerWindows(tr.Header)}
 	if tr.Header.Epoch != 0 {
 		sp.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()
 	}

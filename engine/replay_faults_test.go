@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
@@ -176,5 +178,84 @@ func TestReplayEditedBytes(t *testing.T) {
 	}
 	if got := rr.Trial.Outcome; got.Kind != Diverged || !strings.Contains(got.Detail, "bytes: expected 9, got 8") {
 		t.Fatalf("want a divergence naming bytes, got %v (%s)", got, rr.Diff)
+	}
+}
+
+// threeNodes are three echo servers, each with a client making a round
+// trip every 20 ms: room for two cuts that share no link.
+const threeNodes = tcpNodes + `  - name: s3
+    role: server
+    command: ["%[1]s/pingpong_server", "7000"]
+    ready: {listen: 7000}
+  - name: c3
+    role: client
+    command: ["%[1]s/tick_client", "s3", "7000", "20", "20"]
+`
+
+// With faults.overlap, two faults are in force at once — two cuts, or a
+// hold beside a cut — each healed on its own, and the traces replay.
+func TestReplayOverlappingFaults(t *testing.T) {
+	requireTrials(t)
+	bin := repoPath("testdata", "bin", "c")
+	if _, err := os.Stat(filepath.Join(bin, "tick_client")); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	for _, kinds := range []string{"link, partition, oneway", "link, hold"} {
+		t.Run(strings.ReplaceAll(kinds, ", ", "+"), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "overlap.yaml")
+			text := fmt.Sprintf("name: overlap\n%sfaults:\n  kinds: [%s]\n  nodes: [s1, s2, s3]\n  budget: 2\n  overlap: 2\n  from: 50ms\n  until: 200ms\n  max_outage: 100ms\n  max_hold: 100ms\ntime: {delays: 0}\nlimits: {virtual_time: 30s, real_time: 30s}\n",
+				fmt.Sprintf(threeNodes, bin), kinds)
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sp, err := spec.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := Run(t.Context(), sp, RunOptions{Trials: 8, Strategy: "pos", OutDir: filepath.Join(dir, "out"), TraceAll: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			together := 0
+			for _, r := range sum.Results {
+				if r.Outcome.Kind == Error {
+					t.Fatalf("trial %d: %v", r.Index, r.Outcome)
+				}
+				// Two faults are together in force when the second comes
+				// before the first one's end: a cut's heal, a hold's
+				// delay after it.
+				cuts, most := 0, 0
+				var holds []time.Duration // ends of the holds in force
+				for _, rec := range traceRecords(t, r) {
+					now := time.Duration(rec.VTime)
+					holds = slices.DeleteFunc(holds, func(end time.Duration) bool { return end <= now })
+					switch rec.Op.Kind {
+					case sched.Heal:
+						cuts--
+					case sched.Hold:
+						holds = append(holds, now+time.Duration(rec.Op.Delay))
+					case sched.Link, sched.Partition, sched.OneWay:
+						cuts++
+					}
+					most = max(most, cuts+len(holds))
+				}
+				if most < 2 {
+					continue
+				}
+				together++
+				rr, err := Replay(t.Context(), r.TracePath, filepath.Join(dir, "replay"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !rr.Same {
+					t.Errorf("trial %d (two faults in force): replay differs: %s; %v", r.Index, rr.Diff, rr.Trial.Outcome)
+				}
+			}
+			if together == 0 {
+				t.Fatalf("no trial had two faults in force at once: %v", sum.ByKind)
+			}
+			t.Logf("%d of %d trials had two faults in force at once, and replayed; outcomes %v", together, sum.Trials, sum.ByKind)
+		})
 	}
 }

@@ -61,7 +61,7 @@ func NewRerunner(ctx context.Context, tr *sched.Trace, outDir string, log *slog.
 // fails or keepTrace is set (TrialResult.TracePath).
 func (r *Rerunner) Run(ctx context.Context, strat sched.Strategy, keepTrace bool) (*TrialResult, error) {
 	h := r.Trace.Header
-	p := trialParams{index: h.Trial, seed: h.Seed, strategy: strat, traceAll: keepTrace, scheme: h.Scheme, frames: 1}
+	p := trialParams{index: h.Trial, seed: h.Seed, strategy: strat, traceAll: keepTrace, scheme: h.Scheme, frames: 1, expect: headerWindows(h)}
 	return r.j.runTrial(ctx, p)
 }
 

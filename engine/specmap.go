@@ -21,8 +21,13 @@ func faultPlan(p spec.FaultPlan) (faults.Plan, error) {
 		Nodes: p.Nodes, Budget: p.Budget, From: p.From, Until: p.Until, Spread: p.Spread,
 		MaxPause: p.MaxPause, MaxOutage: p.MaxOutage, MaxClockJump: p.MaxClockJump, MaxHold: p.MaxHold,
 		KeepClock: p.KeepClock, MaxDrift: p.MaxDrift, Groups: p.Groups, Shapes: p.Shapes,
-		Probe: p.Probe, Follow: p.Follow,
+		Probe: p.Probe, Follow: p.Follow, Overlap: p.Overlap,
 	}
+	by, err := spreadBy(p.By)
+	if err != nil {
+		return faults.Plan{}, err
+	}
+	plan.By = by
 	for _, k := range p.Kinds {
 		kind, err := faultKind(k)
 		if err != nil {
@@ -38,6 +43,18 @@ func faultPlan(p spec.FaultPlan) (faults.Plan, error) {
 		plan.ClockDirection = dir
 	}
 	return plan, nil
+}
+
+// spreadBy is what a spread field's triggers are drawn over.
+func spreadBy(s spec.SpreadBy) (faults.By, error) {
+	if s == spec.SpreadEither {
+		return faults.ByBoth, nil
+	}
+	by, ok := faults.ParseBy(string(s))
+	if !ok {
+		return faults.ByBoth, fmt.Errorf("spec: unknown spread %q", s)
+	}
+	return by, nil
 }
 
 // faultKind is the op kind of a spec's fault kind: the kind of that name.

@@ -57,6 +57,11 @@ func TestSpecVocabulary(t *testing.T) {
 			t.Errorf("clock direction %q: %v, %v", d, got, ok)
 		}
 	}
+	for _, s := range []spec.SpreadBy{spec.SpreadEither, spec.SpreadTime, spec.SpreadSteps} {
+		if _, err := spreadBy(s); err != nil {
+			t.Error(err)
+		}
+	}
 	if spec.ShapeIsolate != faults.ShapeIsolate || spec.ShapeMinority != faults.ShapeMinority || spec.ShapeBridge != faults.ShapeBridge {
 		t.Error("spec's bipartition shapes are not package faults'")
 	}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
@@ -41,10 +42,13 @@ type timing struct {
 	// net holds the LPIDs that have run a network op: their sleeps are the
 	// application's; other threads' sleeps are a runtime's housekeeping.
 	net map[string]bool
-	// spent, from and triggers place the delays (see placement.go).
-	spent    int
-	from     time.Duration
-	triggers []time.Duration
+	// from, placer and step place the delays (see placement.go).
+	from   time.Duration
+	placer *faults.Placer
+	now    time.Duration // at the last observe
+	step   int
+	// trigger is the kind of the trigger the last delay used.
+	trigger string
 }
 
 func newTiming(budget int, maxDelay time.Duration, seed int64) *timing {
@@ -184,7 +188,10 @@ func (t *timing) advance(ready []*sched.Op, deadlines []tracer.Deadline, now tim
 // chose applies a chosen advance op: every ready op is held until its target.
 func (t *timing) chose(adv *sched.Op, ready []*sched.Op) {
 	t.budget--
-	t.spent++
+	t.trigger = ""
+	if t.placer != nil {
+		t.trigger = t.placer.Take(t.now, t.step)
+	}
 	t.offer = nil
 	for _, o := range ready {
 		t.held[o.ID] = time.Duration(adv.At)

@@ -47,6 +47,8 @@ type job struct {
 	jobs   int
 	// faults is the spec's fault plan for package faults.
 	faults faults.Plan
+	// delayBy is what the delays' triggers are drawn over (time.spread).
+	delayBy faults.By
 }
 
 // newJob builds a job's network and zygote; its nodes' limits are
@@ -60,6 +62,10 @@ func newJob(ctx context.Context, sp *spec.Spec, cpu, jobs int, outDir string, lo
 		log = slog.New(slog.DiscardHandler)
 	}
 	plan, err := faultPlan(sp.Faults)
+	if err != nil {
+		return nil, err
+	}
+	delayBy, err := spreadBy(sp.Time.By)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +83,7 @@ func newJob(ctx context.Context, sp *spec.Spec, cpu, jobs int, outDir string, lo
 		cl.Close()
 		return nil, err
 	}
-	return &job{spec: sp, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z, images: tracer.NewImages(), limits: lim, jobs: max(jobs, 1), faults: plan}, nil
+	return &job{spec: sp, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z, images: tracer.NewImages(), limits: lim, jobs: max(jobs, 1), faults: plan, delayBy: delayBy}, nil
 }
 
 func (j *job) close() error {
@@ -91,7 +97,10 @@ type trialParams struct {
 	seed      int64
 	strategy  sched.Strategy
 	stepsHint int
-	traceAll  bool
+	// expect is the steps the fault and delay windows are expected to
+	// hold (trial 0's Windows; zero in trial 0 itself).
+	expect   Windows
+	traceAll bool
 	// plus reports whether the last decision of a "+" strategy released an
 	// op at once (nil when the strategy is not a "+" variant).
 	immediate func() bool
@@ -238,7 +247,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		limitBase: j.limitEvents(),
 		outCaps:   newOutputCaps(j.tmpfsWatch()),
 	}
-	t.timing.place(sp.Time.From, sp.Time.Until, p.seed)
+	t.timing.place(sp.Time.From, sp.Time.Until, j.delayBy, p.expect.Delays, p.seed)
 	defer t.closeFiles()
 	defer t.outCaps.close()
 	names := make([]string, len(sp.Nodes))
@@ -251,7 +260,9 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		}
 	}
 	if j.faults.Enabled() {
-		t.faults = faults.New(j.faults, names, p.seed)
+		plan := j.faults
+		plan.Expect = p.expect.Faults
+		t.faults = faults.New(plan, names, p.seed)
 		t.drops = slices.Contains(j.faults.Kinds, sched.Drop)
 		t.holds = slices.Contains(j.faults.Kinds, sched.Hold)
 		if len(j.faults.Probe) > 0 {
@@ -308,6 +319,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	res.Outcome = *t.outcome
 	res.Outcome.Steps = t.steps
 	res.Outcome.VTime = clk.Now()
+	res.Windows = Windows{Faults: t.faults.WindowSteps(t.steps), Delays: t.timing.windowSteps(t.steps)}
 	return j.finish(ctx, tr, res, p, clk, start, t)
 }
 
@@ -592,6 +604,9 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	if t.steps >= t.spec.Limits.Steps {
 		return t.stop(StepLimit, "", "step limit %d reached", t.spec.Limits.Steps)
 	}
+	// The placers count the steps since their windows opened.
+	t.timing.observe(now, t.steps)
+	t.faults.Observe(now, t.steps)
 	if t.faults != nil && t.faults.Quiet(now) {
 		return t.quiet()
 	}
@@ -674,8 +689,9 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	op := choices[i]
 	switch {
 	case op.Kind == sched.Advance:
-		t.record(*op, false)
 		t.timing.chose(op, ready)
+		t.record(*op, false)
+		t.res.Records[len(t.res.Records)-1].Trigger = t.timing.trigger
 		return tracer.Action{}, nil
 	case op.Kind.IsFault():
 		e, err := t.faults.Chose(op, now)
@@ -688,6 +704,7 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 			rec.Peer = strings.Join(e.Cut, ",")
 		}
 		t.record(rec, false)
+		t.res.Records[len(t.res.Records)-1].Trigger = t.faults.Trigger()
 		return t.applyFault(e)
 	}
 	t.pending = op

@@ -4,7 +4,9 @@
 // holds back. Faults are ops like any other: they are offered beside the
 // enabled ops, chosen by the strategy, recorded in the trace and replayed.
 // When each injection may first be offered is drawn from the seed over the
-// window (Triggers), so that faults spread over it whatever the strategy.
+// window, a virtual time or a step of it (Placer), so that faults spread
+// over it whatever the strategy, bursts of ops at one virtual instant
+// included.
 //
 // It decides nothing about ptrace, namespaces or processes: the engine
 // applies a chosen fault's Effect through the tracer and netns, and runs the

@@ -30,10 +30,17 @@ type Plan struct {
 	From, Until time.Duration
 	// Spread places the injections over [From, Until): each gets a
 	// trigger drawn from the seed and is offered only from then on (see
-	// Triggers). Without it (a spec without faults.until, whose window
+	// Placer). Without it (a spec without faults.until, whose window
 	// ends at the virtual-time limit, far past most runs) injections are
 	// offered from From on.
 	Spread bool
+	// By is what the triggers are drawn over: the window's virtual time,
+	// its steps, or either with even odds (the default).
+	By By
+	// Expect is the steps the window is expected to hold, over which step
+	// triggers are drawn: the engine sets it from its campaign's trial 0
+	// (0 there: every trigger is a time).
+	Expect int
 	// MaxPause bounds a pause.
 	MaxPause time.Duration
 	// MaxOutage bounds how long a crashed node stays down and a partition
@@ -68,6 +75,13 @@ type Plan struct {
 	// Probe, when set, aims each injection at the node it names, run at the
 	// moment of the injection (see Injector.Aim).
 	Probe []string
+	// Overlap is how many network cuts (partition, oneway, link,
+	// bipartition) may be in force at once, each healed on its own; 0 or
+	// 1: one at a time. Cuts in force together never share a link (a pair
+	// of nodes), so each puts up and takes down its own firewall rules.
+	// Other faults overlap whatever it says: pauses, holds and crashes of
+	// different nodes, clock faults.
+	Overlap int
 	// Follow makes groups follow their node: at each injection, a node
 	// outside Nodes (a client) connected to exactly one of Nodes stands on
 	// its side of the cut.
@@ -174,7 +188,7 @@ type Injector struct {
 	budget int
 
 	crashed map[string]bool
-	cut     *netCut                  // the network cut in force, nil when healed
+	cuts    []*netCut                // the network cuts in force, in the order made
 	held    map[string]time.Duration // connection direction → end of its hold
 	paused  map[string]time.Duration // node → end of its pause
 	skew    map[string]time.Duration // node → how far its wall clock was moved
@@ -197,9 +211,12 @@ type Injector struct {
 	// keyed like recov.
 	until  map[string]time.Duration
 	nextID uint64
-	// triggers are the virtual times from which each injection of the
-	// budget may be offered, in order (see Triggers).
-	triggers []time.Duration
+	// place holds the injections' triggers (nil when not spread).
+	place *Placer
+	// step is the trial's step count at the last Observe.
+	step int
+	// trigger is the kind of the trigger the last injection used.
+	trigger string
 }
 
 // New starts a trial's injector; all lists every node of the cluster.
@@ -211,39 +228,38 @@ func New(plan Plan, all []string, seed int64) *Injector {
 		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase, held: map[string]time.Duration{},
 	}
 	if plan.Spread {
-		in.triggers = Triggers(plan.Budget, plan.From, plan.Until, seed, 0x74726967676572) // "trigger"
+		in.place = NewPlacer(plan.Budget, plan.From, plan.Until, plan.By, plan.Expect, seed, 0x74726967676572) // "trigger"
 	}
 	return in
 }
 
-// Triggers draws n virtual times uniformly in [from, until) from a stream
-// of the seed of its own (stream), sorted: the k-th injection (or delay)
-// of a trial is offered only from the k-th trigger on. Offered from the
-// window's start, an op is taken within a few steps by every
-// priority-based strategy (its priority soon beats the ops around it), so
-// every fault would land at the start of its window; a trigger spreads
-// them over it whatever the strategy. Times are whole microseconds, so
-// traces show them plainly.
-func Triggers(n int, from, until time.Duration, seed int64, stream uint64) []time.Duration {
-	if n <= 0 || until <= from {
-		return nil
+// Observe tells the injector the trial's step count at now; the engine
+// calls it at every decision, before Offer.
+func (in *Injector) Observe(now time.Duration, step int) {
+	if in == nil {
+		return
 	}
-	r := rand.New(rand.NewPCG(uint64(seed), stream))
-	out := make([]time.Duration, n)
-	for i := range out {
-		out[i] = (from + time.Duration(r.Int64N(int64(until-from)))).Truncate(time.Microsecond)
-		out[i] = max(out[i], from)
+	in.step = step
+	if in.place != nil {
+		in.place.Observe(now, step)
 	}
-	slices.Sort(out)
-	return out
 }
 
-// trigger is when the next injection of the budget may be offered.
-func (in *Injector) trigger() time.Duration {
-	if k := in.plan.Budget - in.budget; k >= 0 && k < len(in.triggers) {
-		return in.triggers[k]
+// WindowSteps is how many steps the window held up to step (Placer.Steps),
+// 0 when the plan is not spread.
+func (in *Injector) WindowSteps(step int) int {
+	if in == nil || in.place == nil {
+		return 0
 	}
-	return in.plan.From
+	return in.place.Steps(step)
+}
+
+// due says whether the next injection of the budget may be offered at now.
+func (in *Injector) due(now time.Duration) bool {
+	if in.place == nil {
+		return now >= in.plan.From
+	}
+	return in.place.Due(now, in.step)
 }
 
 // Crashed reports whether a node is down because of an injected crash: its
@@ -263,8 +279,8 @@ func (in *Injector) op(kind sched.Kind, node, object string) *sched.Op {
 func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 	in.socks, in.dgrams, in.conns, in.peers = tg.Socks, tg.Datagrams, tg.Conns, tg.Peers
 	var out []*sched.Op
-	if !in.quiet && in.budget > 0 && now >= in.trigger() && now < in.plan.Until {
-		if in.offer == nil || !in.possible(in.offer) {
+	if !in.quiet && in.budget > 0 && in.due(now) && now < in.plan.Until {
+		if in.offer == nil || !in.possible(in.offer) || in.offerCut != nil && in.clashes(in.offerCut) {
 			in.offer = in.draw()
 		}
 		if in.offer != nil {
@@ -276,8 +292,10 @@ func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 			out = append(out, in.recovery(sched.Restart, n))
 		}
 	}
-	if in.cut != nil && now >= in.until["heal:"+in.cut.name] {
-		out = append(out, in.recovery(sched.Heal, in.cut.name))
+	for _, c := range in.cuts {
+		if now >= in.until["heal:"+c.name] {
+			out = append(out, in.recovery(sched.Heal, c.name))
+		}
 	}
 	return out
 }
@@ -336,7 +354,7 @@ func (in *Injector) possible(o *sched.Op) bool {
 	case sched.ClockDrift:
 		return !in.crashed[o.Node] && in.plan.MaxDrift > 0
 	case sched.Partition:
-		return in.cut == nil
+		return in.cutRoom() && !in.clashes(in.partitionCut(o.Node))
 	case sched.Reset:
 		if in.crashed[o.Node] {
 			return false
@@ -385,6 +403,12 @@ func (in *Injector) draw() *sched.Op {
 	c := cs[in.r.IntN(len(cs))]
 	o := in.op(c.kind, c.node, "node:"+c.node)
 	in.detail(o)
+	if in.offerCut != nil && in.clashes(in.offerCut) {
+		// Drawn across a link a cut in force holds: drawn again at the
+		// next step.
+		in.offerCut = nil
+		return nil
+	}
 	return o
 }
 
@@ -458,6 +482,7 @@ func (in *Injector) detail(o *sched.Op) {
 
 // Chose applies a chosen fault op at now and returns what the engine must do.
 func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
+	in.trigger = ""
 	if o.Object == probeObject && o.Node == "" {
 		if err := in.aim(o); err != nil {
 			return Effect{}, err
@@ -468,41 +493,46 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 	case sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
 		in.choseNet(o, now, &e)
 	case sched.Crash:
-		in.budget--
+		in.spend(now)
 		in.crashed[o.Node] = true
 		in.until["restart:"+o.Node] = now + time.Duration(o.Delay)
 	case sched.Pause:
 		// The pause's end is not written into the op: the offered op of a
 		// replay has none, and would not match.
-		in.budget--
+		in.spend(now)
 		in.paused[o.Node] = now + time.Duration(o.Delay)
 	case sched.Partition:
-		in.budget--
-		side := in.follow(in.plan.side(o.Node))
-		in.cut = &netCut{name: strings.Join(side, ","), a: side, b: in.others(side)}
-		e.Cut, e.Rest = in.cut.a, in.cut.b
-		in.until["heal:"+in.cut.name] = now + time.Duration(o.Delay)
+		in.spend(now)
+		c := in.partitionCut(o.Node)
+		in.cuts = append(in.cuts, c)
+		e.Cut, e.Rest = c.a, c.b
+		in.until["heal:"+c.name] = now + time.Duration(o.Delay)
 	case sched.ClockJump:
-		in.budget--
+		in.spend(now)
 		e.Shift = time.Duration(o.Delay)
 		in.skew[o.Node] += e.Shift
 	case sched.ClockDrift:
-		in.budget--
+		in.spend(now)
 		e.Drift = o.Delay
 		in.drifts[o.Node] = true
 	case sched.Reset:
-		in.budget--
+		in.spend(now)
 		e.Sock = o.Object
 	case sched.Drop:
-		in.budget--
+		in.spend(now)
 		e.Datagram = uint64(o.Delay)
 	case sched.Restart:
 		delete(in.crashed, o.Node)
 		delete(in.recov, "restart:"+o.Node)
 		delete(in.until, "restart:"+o.Node)
 	case sched.Heal:
-		e.Cut, e.Rest, e.OneWay = in.cut.a, in.cut.b, in.cut.oneway
-		in.cut = nil
+		i := slices.IndexFunc(in.cuts, func(c *netCut) bool { return c.name == o.Node })
+		if i < 0 {
+			return e, fmt.Errorf("faults: heal of %s, which is not in force", o.Node)
+		}
+		c := in.cuts[i]
+		e.Cut, e.Rest, e.OneWay = c.a, c.b, c.oneway
+		in.cuts = slices.Delete(in.cuts, i, i+1)
 		delete(in.recov, "heal:"+o.Node)
 		delete(in.until, "heal:"+o.Node)
 	default:
@@ -536,10 +566,10 @@ func (in *Injector) Recover() []Effect {
 	in.quiet = true
 	in.offer = nil
 	var out []Effect
-	if in.cut != nil {
-		out = append(out, Effect{Kind: sched.Heal, Node: in.cut.name, Cut: in.cut.a, Rest: in.cut.b, OneWay: in.cut.oneway})
-		in.cut = nil
+	for _, c := range in.cuts {
+		out = append(out, Effect{Kind: sched.Heal, Node: c.name, Cut: c.a, Rest: c.b, OneWay: c.oneway})
 	}
+	in.cuts = nil
 	in.offerCut = nil
 	clear(in.held)
 	for _, n := range in.all {
@@ -578,7 +608,7 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 	if o.Kind == sched.Deliver && len(in.held) > 0 && in.heldConn(o.Conn, now) {
 		return true
 	}
-	if in.cut == nil {
+	if len(in.cuts) == 0 {
 		return false
 	}
 	switch o.Kind {
@@ -587,14 +617,14 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 		if !ok {
 			return false
 		}
-		return in.cut.blocks(addrNode(src, nodeOf), addrNode(dst, nodeOf))
+		return in.blocks(addrNode(src, nodeOf), addrNode(dst, nodeOf))
 	case sched.Connect:
 		// A non-blocking connect goes: its SYN is lost in the cut and the
 		// program's own timeout (a poll's) runs in virtual time. A
 		// connection opens across no cut, even a one-way one: its
 		// handshake needs both ways.
 		peer := addrNode(o.Peer, nodeOf)
-		return !o.NonBlocking && (in.cut.blocks(o.Node, peer) || in.cut.blocks(peer, o.Node))
+		return !o.NonBlocking && (in.blocks(o.Node, peer) || in.blocks(peer, o.Node))
 	}
 	return false
 }
@@ -613,8 +643,10 @@ func addrNode(s string, nodeOf func(netip.Addr) string) string {
 func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 	var d time.Duration
 	ok := false
-	if tr := in.trigger(); !in.quiet && in.budget > 0 && tr > now && tr < in.plan.Until {
-		d, ok = tr, true
+	if in.place != nil && !in.quiet && in.budget > 0 {
+		if tr, next := in.place.Next(now); next && tr < in.plan.Until {
+			d, ok = tr, true
+		}
 	}
 	for _, end := range in.paused {
 		if end > now && (!ok || end < d) {
@@ -631,7 +663,7 @@ func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 			d, ok = end, true
 		}
 	}
-	if !in.quiet && (in.cut != nil || len(in.crashed) > 0) && in.plan.Until > now && (!ok || in.plan.Until < d) {
+	if !in.quiet && (len(in.cuts) > 0 || len(in.crashed) > 0) && in.plan.Until > now && (!ok || in.plan.Until < d) {
 		d, ok = in.plan.Until, true
 	}
 	return d, ok
@@ -641,3 +673,18 @@ func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 func (in *Injector) upTo(m time.Duration) time.Duration {
 	return (m/10 + time.Duration(in.r.Int64N(int64(m-m/10)+1))).Truncate(time.Millisecond)
 }
+
+// spend counts an injection chosen at now against the budget and consumes
+// its trigger.
+func (in *Injector) spend(now time.Duration) {
+	in.budget--
+	in.trigger = ""
+	if in.place != nil {
+		in.trigger = in.place.Take(now, in.step)
+	}
+}
+
+// Trigger is the kind of trigger ("time", "step") the injection chosen
+// last used, "" when the plan is not spread or the last fault op chosen
+// was no injection.
+func (in *Injector) Trigger() string { return in.trigger }

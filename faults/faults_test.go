@@ -305,7 +305,7 @@ func TestDriftBounds(t *testing.T) {
 // what happens once an injection is offered.
 func newEager(plan Plan, all []string, seed int64) *Injector {
 	in := New(plan, all, seed)
-	in.triggers = nil
+	in.place = nil
 	return in
 }
 
@@ -315,15 +315,16 @@ func newEager(plan Plan, all []string, seed int64) *Injector {
 func TestTriggers(t *testing.T) {
 	p := plan(sched.Crash)
 	p.From, p.Until, p.Budget, p.Spread = time.Second, 11*time.Second, 2, true
-	if in := New(plan(sched.Crash), nodes, 1); len(in.triggers) != 0 || len(in.Offer(0, Targets{})) != 1 {
-		t.Fatalf("a plan not spread has triggers %v", in.triggers)
+	if in := New(plan(sched.Crash), nodes, 1); in.place != nil || len(in.Offer(0, Targets{})) != 1 {
+		t.Fatalf("a plan not spread has triggers %v", in.place)
 	}
 	var tenths [10]int
 	const trials = 2000
 	for seed := int64(0); seed < trials; seed++ {
 		in := New(p, nodes, seed)
 		for k := 0; k < 2; k++ {
-			tr := in.trigger()
+			times, _ := in.place.Pending()
+			tr := times[0]
 			if tr < p.From || tr >= p.Until {
 				t.Fatalf("seed %d: trigger %v outside [%v, %v)", seed, tr, p.From, p.Until)
 			}
@@ -343,7 +344,7 @@ func TestTriggers(t *testing.T) {
 				t.Fatal(err)
 			}
 			tenths[int((tr-p.From)*10/(p.Until-p.From))]++
-			if again := New(p, nodes, seed).triggers[k]; again != tr {
+			if again, _ := New(p, nodes, seed).place.Pending(); again[k] != tr {
 				t.Fatalf("seed %d: trigger %v then %v", seed, tr, again)
 			}
 			in.Recover()

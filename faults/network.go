@@ -84,11 +84,11 @@ func (p Plan) shapes() []string {
 func (in *Injector) possibleNet(k sched.Kind, node string) bool {
 	switch k {
 	case sched.OneWay:
-		return in.cut == nil && len(in.others(in.plan.side(node))) > 0
+		return in.cutRoom() && len(in.others(in.plan.side(node))) > 0
 	case sched.Link:
-		return in.cut == nil && len(in.plan.units()) >= 2
+		return in.cutRoom() && len(in.plan.units()) >= 2
 	case sched.Bipartition:
-		return in.cut == nil && len(in.plan.shapes()) > 0
+		return in.cutRoom() && len(in.plan.shapes()) > 0
 	case sched.Hold:
 		return in.plan.MaxHold > 0 && slices.ContainsFunc(in.conns, func(c Conn) bool {
 			return (c.From == node || c.To == node) && !in.holding(c.Conn)
@@ -231,19 +231,36 @@ func (in *Injector) ordered(nodes []string) []string {
 
 // choseNet applies a chosen network fault.
 func (in *Injector) choseNet(o *sched.Op, now time.Duration, e *Effect) {
-	in.budget--
+	in.spend(now)
 	if o.Kind == sched.Hold {
 		in.held[o.Conn] = now + time.Duration(o.Delay)
 		return
 	}
-	in.cut, in.offerCut = in.offerCut, nil
-	in.settle(in.cut)
-	o.Peer = "cuts " + in.cut.name
-	if o.Kind == sched.Bipartition {
-		o.Peer = in.cut.shape + " " + in.cut.name
+	c := in.offerCut
+	in.offerCut = nil
+	base := *c
+	in.settle(c)
+	if in.clashes(c) {
+		// Who follows whom changed since the draw: the cut keeps its
+		// own nodes, so it shares no link with a cut in force.
+		follow := in.plan.Follow
+		in.plan.Follow, c = false, &base
+		in.settle(c)
+		in.plan.Follow = follow
 	}
-	e.Cut, e.Rest, e.OneWay = in.cut.a, in.cut.b, in.cut.oneway
-	in.until["heal:"+in.cut.name] = now + time.Duration(o.Delay)
+	if in.clashes(c) {
+		// A probe aimed it at a node whose links another cut holds:
+		// it cuts nothing rather than take another's links down with it.
+		o.Peer = "cuts nothing: " + c.name + " shares a link with a cut in force"
+		return
+	}
+	in.cuts = append(in.cuts, c)
+	o.Peer = "cuts " + c.name
+	if o.Kind == sched.Bipartition {
+		o.Peer = c.shape + " " + c.name
+	}
+	e.Cut, e.Rest, e.OneWay = c.a, c.b, c.oneway
+	in.until["heal:"+c.name] = now + time.Duration(o.Delay)
 }
 
 // heldConn reports whether a hold in force holds a delivery on conn at now.
@@ -257,4 +274,52 @@ func (in *Injector) heldConn(conn string, now time.Duration) bool {
 	}
 	delete(in.held, conn)
 	return false
+}
+
+// cutRoom says whether another cut may be put up (Plan.Overlap).
+func (in *Injector) cutRoom() bool { return len(in.cuts) < max(in.plan.Overlap, 1) }
+
+// partitionCut is the cut a partition around node makes now: its side
+// (with the nodes that follow it) against all others.
+func (in *Injector) partitionCut(node string) *netCut {
+	side := in.follow(in.plan.side(node))
+	return &netCut{name: strings.Join(side, ","), a: side, b: in.others(side)}
+}
+
+// blocks reports whether a cut in force stops the messages from src to dst.
+func (in *Injector) blocks(src, dst string) bool {
+	for _, c := range in.cuts {
+		if c.blocks(src, dst) {
+			return true
+		}
+	}
+	return false
+}
+
+// clashes reports whether cut c, settled now, would share a link (a pair
+// of nodes, either way) with a cut in force: cuts in force together never
+// do (Plan.Overlap).
+func (in *Injector) clashes(c *netCut) bool {
+	if len(in.cuts) == 0 {
+		return false
+	}
+	p := *c
+	if p.name == "" {
+		in.settle(&p)
+	}
+	for _, k := range in.cuts {
+		for _, x := range p.a {
+			for _, y := range p.b {
+				if k.links(x, y) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// links reports whether the cut stands between x and y, either way.
+func (c *netCut) links(x, y string) bool {
+	return slices.Contains(c.a, x) && slices.Contains(c.b, y) || slices.Contains(c.a, y) && slices.Contains(c.b, x)
 }

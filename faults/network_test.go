@@ -299,3 +299,84 @@ func TestFollow(t *testing.T) {
 		}
 	}
 }
+
+// With overlap 2, two cuts are in force at once: they never share a link,
+// each blocks its own pairs, each is healed on its own after its outage,
+// and the quiet period heals what is left. With the default, the second
+// waits for the first's heal.
+func TestOverlappingCuts(t *testing.T) {
+	for seed := int64(0); seed < 40; seed++ {
+		p := plan(sched.Link, sched.OneWay, sched.Partition)
+		p.Budget, p.Overlap, p.MaxOutage = 2, 2, 100*ms
+		in := New(p, nodes, seed)
+		_, e1 := inject(t, in, 0, Targets{})
+		offer := in.Offer(ms, Targets{})
+		for step := 2; len(offer) == 0 && step < 50; step++ {
+			offer = in.Offer(time.Duration(step)*ms, Targets{}) // drawn again after a clash
+		}
+		if len(offer) != 1 {
+			t.Fatalf("seed %d: no second cut offered beside %+v: %v", seed, e1, offer)
+		}
+		e2, err := in.Chose(offer[0], 50*ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(in.cuts) != 2 {
+			t.Fatalf("seed %d: %d cuts in force after %+v and %+v", seed, len(in.cuts), e1, e2)
+		}
+		for _, x := range e2.Cut {
+			for _, y := range e2.Rest {
+				if in.cuts[0].links(x, y) {
+					t.Fatalf("seed %d: cuts %s and %s share %s-%s", seed, in.cuts[0].name, in.cuts[1].name, x, y)
+				}
+			}
+		}
+		cutBy := func(c *netCut, pair string) bool {
+			a, b, _ := strings.Cut(pair, ">")
+			return c.blocks(a, b)
+		}
+		first, second := in.cuts[0], in.cuts[1]
+		for pair, ok := range flows(in, 60*ms, nodes) {
+			if want := !cutBy(first, pair) && !cutBy(second, pair); ok != want {
+				t.Fatalf("seed %d: %s flows %v under %s and %s", seed, pair, ok, first.name, second.name)
+			}
+		}
+		// Heal the first cut once its outage is over: the second holds on.
+		var heal *sched.Op
+		for _, o := range in.Offer(time.Second, Targets{}) {
+			if o.Kind == sched.Heal && o.Node == first.name {
+				heal = o
+			}
+		}
+		if heal == nil {
+			t.Fatalf("seed %d: no heal of %s offered", seed, first.name)
+		}
+		h, err := in.Chose(heal, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(h.Cut, first.a) || h.OneWay != first.oneway {
+			t.Fatalf("seed %d: heal %+v of %s", seed, h, first.name)
+		}
+		for pair, ok := range flows(in, time.Second, nodes) {
+			if want := !cutBy(second, pair); ok != want {
+				t.Fatalf("seed %d: after healing %s, %s flows %v under %s", seed, first.name, pair, ok, second.name)
+			}
+		}
+		if r := in.Recover(); len(r) != 1 || r[0].Kind != sched.Heal || r[0].Node != second.name {
+			t.Fatalf("seed %d: quiet period %+v, want the heal of %s", seed, r, second.name)
+		}
+		if len(in.cuts) != 0 {
+			t.Fatalf("seed %d: cuts in force after the quiet period", seed)
+		}
+
+		p.Overlap = 0
+		in = New(p, nodes, seed)
+		inject(t, in, 0, Targets{})
+		for _, o := range in.Offer(ms, Targets{}) {
+			if o.Kind != sched.Heal {
+				t.Fatalf("seed %d: overlap 1 offers %v beside a cut in force", seed, o)
+			}
+		}
+	}
+}

@@ -109,12 +109,22 @@ type TrialResult struct {
 	// NodesCPU is the CPU time the nodes' processes used (their cgroups'
 	// usage): what of the wait for quiescence was the programs' own work.
 	NodesCPU time.Duration
+	// Windows are the steps the fault and delay windows held: trial 0's
+	// are what the campaign's other trials draw step triggers over.
+	Windows Windows
 	// Conntrack compares the kernel's byte records with lockstep's
 	// accounting (zero when connection tracking is unavailable).
 	Conntrack ConntrackStats
 	// Conflict is how well the conflict history predicted this trial's
 	// conflicts ("+" strategies; nil otherwise).
 	Conflict *conflict.Stats
+}
+
+// Windows are the steps a trial's fault and delay windows held (or are
+// expected to hold): from the first step the clock stood in the window to
+// the first past it.
+type Windows struct {
+	Faults, Delays int
 }
 
 // ConntrackStats says how the kernel's view of a trial's bytes compared

@@ -21,6 +21,12 @@ type Header struct {
 	MaxDelay int64 `json:"max_delay"`
 	// Tick is the virtual time each released op took (spec time.tick, ns).
 	Tick int64 `json:"tick,omitempty"`
+	// FaultSteps and DelaySteps are the steps the fault and delay windows
+	// were expected to hold, over which the trial drew its step triggers
+	// (its campaign's trial 0's): a replay draws the same ones without
+	// running trial 0. 0 (trial 0, older traces): every trigger a time.
+	FaultSteps int `json:"fault_steps,omitempty"`
+	DelaySteps int `json:"delay_steps,omitempty"`
 }
 
 // Record is one released op.
@@ -48,6 +54,10 @@ type Record struct {
 	// recoveries of a fault plan's quiet period. Replay does not ask for
 	// them; they recur at the same point.
 	Auto bool `json:"auto,omitempty"`
+	// Trigger is what let an injection or a delay be offered, for a
+	// spread plan: "time" or "step" (its trigger's kind); empty otherwise.
+	// Replay does not compare it: the same decisions fire the same ones.
+	Trigger string `json:"trigger,omitempty"`
 }
 
 // Entry is one line of a trace file.

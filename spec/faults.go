@@ -30,6 +30,12 @@ type FaultPlan struct {
 	// seed (set when the spec has faults.until and faults.spread is not
 	// false).
 	Spread bool
+	// By is what the triggers are drawn over (faults.spread: true, time
+	// or steps).
+	By SpreadBy
+	// Overlap is how many network cuts may be in force at once
+	// (faults.overlap; 0 or 1: one at a time).
+	Overlap int
 	// MaxPause, MaxOutage, MaxClockJump and MaxHold bound a pause, an
 	// outage (crash or cut until its recovery), a clock jump and a hold.
 	MaxPause, MaxOutage, MaxClockJump, MaxHold time.Duration
@@ -123,7 +129,7 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if _, isNull := n.(*ast.NullNode); isNull {
 		return nil
 	}
-	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups", "max_hold", "target", "clock_direction", "undo_clock", "spread")
+	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups", "max_hold", "target", "clock_direction", "undo_clock", "spread", "overlap")
 	if err != nil {
 		return err
 	}
@@ -223,10 +229,19 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			}
 			plan.ClockDirection = dir
 		case "spread":
-			if spread, err = d.boolean(q.value, f); err != nil {
+			if spread, plan.By, err = d.spread(q.value, f); err != nil {
 				return err
 			}
 			spreadNode = q.value
+		case "overlap":
+			v, err := d.integer(q.value, f)
+			if err != nil {
+				return err
+			}
+			if v < 1 || v > 10 {
+				return d.errf(q.value, f, "must be between 1 and 10, got %d", v)
+			}
+			plan.Overlap = int(v)
 		case "undo_clock":
 			undo, err := d.boolean(q.value, f)
 			if err != nil {

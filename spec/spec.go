@@ -107,6 +107,9 @@ type Spec struct {
 		// the seed uniformly in [From, Until). Until 0 means no spread:
 		// delays are offered from From on (see delayWindow for defaults).
 		From, Until time.Duration
+		// By is what the delays' triggers are drawn over (time.spread):
+		// the window's virtual time, its steps, or either (the default).
+		By SpreadBy
 	}
 	// Trace says what a trace keeps (spec section `trace`).
 	Trace struct {
@@ -661,7 +664,8 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	s.Time.Delays = DefaultDelays
 	s.Time.MaxDelay = DefaultMaxDelay
 	s.Trace.Data = DefaultTraceData
-	var nodesNode, checkerNode, subnetNode, faultsNode, timeUntil ast.Node
+	var nodesNode, checkerNode, subnetNode, faultsNode, timeUntil, timeSpreadNode ast.Node
+	timeSpread := true
 	haveName := false
 	pctNode := ast.Node(nil)
 	for _, p := range pairs {
@@ -805,7 +809,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 				s.Trace.Data = int(v)
 			}
 		case "time":
-			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay", "tick", "skew", "from", "until")
+			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay", "tick", "skew", "from", "until", "spread")
 			if err != nil {
 				return err
 			}
@@ -855,6 +859,11 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 						return err
 					}
 					timeUntil = q.value
+				case "spread":
+					if timeSpread, s.Time.By, err = d.spread(q.value, f); err != nil {
+						return err
+					}
+					timeSpreadNode = q.value
 				}
 			}
 		}
@@ -888,6 +897,12 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	}
 	if err := d.delayWindow(timeUntil, s); err != nil {
 		return err
+	}
+	if !timeSpread {
+		if timeUntil != nil {
+			return d.errf(timeSpreadNode, "time.spread", "is false, but time.until sets a delay window")
+		}
+		s.Time.Until = 0 // offered from time.from on, even with spread faults
 	}
 	if checkerNode != nil {
 		if err := d.checker(checkerNode, s); err != nil {

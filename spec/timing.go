@@ -4,6 +4,17 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
+// SpreadBy is what a spread field draws triggers over (faults.spread,
+// time.spread): the window's virtual time or its steps, either with even
+// odds (SpreadEither, true in the spec), or one of them.
+type SpreadBy string
+
+const (
+	SpreadEither SpreadBy = ""
+	SpreadTime   SpreadBy = "time"
+	SpreadSteps  SpreadBy = "steps"
+)
+
 // DefaultLivelockSteps bounds the ops a trial releases while virtual time
 // stands still (limits.livelock_steps). Real exchanges between timers are
 // a few hundred ops; a bulk transfer of a few megabytes a few thousand.
@@ -30,6 +41,19 @@ func (d *decoder) delayWindow(until ast.Node, s *Spec) error {
 		return d.errf(until, "time.until", "%v is past limits.virtual_time (%v)", s.Time.Until, s.Limits.VirtualTime)
 	}
 	return nil
+}
+
+// spread decodes a spread field (faults.spread, time.spread): true (a
+// trigger per op, over the window's time or its steps), false (none),
+// time or steps (every trigger over that).
+func (d *decoder) spread(n ast.Node, field string) (bool, SpreadBy, error) {
+	if v, ok := n.(*ast.BoolNode); ok {
+		return v.Value, SpreadEither, nil
+	}
+	if v, ok := n.(*ast.StringNode); ok && (SpreadBy(v.Value) == SpreadTime || SpreadBy(v.Value) == SpreadSteps) {
+		return true, SpreadBy(v.Value), nil
+	}
+	return false, SpreadEither, d.errf(n, field, "must be true, false, time or steps, got %s", describe(n))
 }
 
 // boolean decodes true or false.

@@ -23,6 +23,7 @@ limits: {virtual_time: 60s}
 		dir         ClockDirection
 		keep        bool
 		livelock    int
+		by, delayBy SpreadBy
 	}
 	for _, tt := range []struct {
 		name string
@@ -37,6 +38,9 @@ limits: {virtual_time: 60s}
 		{"time.from alone gates without spreading", "time: {from: 2s}\n", want{from: 2 * time.Second, livelock: DefaultLivelockSteps}},
 		{"clock forward, kept", "faults: {kinds: [clock], clock_direction: forward, undo_clock: false}\n", want{dir: ClockForward, keep: true, livelock: DefaultLivelockSteps}},
 		{"clock backward", "faults: {kinds: [clock], clock_direction: backward, undo_clock: true}\n", want{dir: ClockBackward, livelock: DefaultLivelockSteps}},
+		{"faults spread over steps", "faults: {kinds: [crash], until: 5s, spread: steps}\n", want{spread: true, until: 5 * time.Second, livelock: DefaultLivelockSteps, by: SpreadSteps}},
+		{"faults spread over time, delays over steps", "faults: {kinds: [crash], until: 5s, spread: time}\ntime: {spread: steps}\n", want{spread: true, until: 5 * time.Second, livelock: DefaultLivelockSteps, by: SpreadTime, delayBy: SpreadSteps}},
+		{"time.spread: false keeps delays unspread", "faults: {kinds: [crash], until: 5s}\ntime: {spread: false}\n", want{spread: true, livelock: DefaultLivelockSteps}},
 		{"livelock bound", "limits: {virtual_time: 60s, livelock_steps: 500}\n", want{livelock: 500}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,7 +52,7 @@ limits: {virtual_time: 60s}
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := want{s.Faults.Spread, s.Time.From, s.Time.Until, s.Faults.ClockDirection, s.Faults.KeepClock, s.Limits.LivelockSteps}
+			got := want{s.Faults.Spread, s.Time.From, s.Time.Until, s.Faults.ClockDirection, s.Faults.KeepClock, s.Limits.LivelockSteps, s.Faults.By, s.Time.By}
 			if got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
