@@ -4,16 +4,6 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// SpreadBy is what a spread field draws triggers over (faults.spread,
-// time.spread): the window's virtual time or its steps, either with even
-// odds (SpreadEither, true in the spec), or one of them.
-type SpreadBy string
-
-const (
-	SpreadEither SpreadBy = ""
-	SpreadTime   SpreadBy = "time"
-	SpreadSteps  SpreadBy = "steps"
-)
 
 // DefaultLivelockSteps bounds the ops a trial releases while virtual time
 // stands still (limits.livelock_steps). Real exchanges between timers are

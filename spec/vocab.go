@@ -111,3 +111,14 @@ func ParseCap(name string) (int, error) {
 	}
 	return c, nil
 }
+
+// SpreadBy is what a spread field draws triggers over (faults.spread,
+// time.spread): the window's virtual time or its steps, either with even
+// odds (SpreadEither, true in the spec), or one of them.
+type SpreadBy string
+
+const (
+	SpreadEither SpreadBy = ""
+	SpreadTime   SpreadBy = "time"
+	SpreadSteps  SpreadBy = "steps"
+)
