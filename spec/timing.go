@@ -4,7 +4,6 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-
 // DefaultLivelockSteps bounds the ops a trial releases while virtual time
 // stands still (limits.livelock_steps). Real exchanges between timers are
 // a few hundred ops; a bulk transfer of a few megabytes a few thousand.
