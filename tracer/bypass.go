@@ -27,7 +27,7 @@ func (t *Tracer) onSocketSplice(th *thread, nr int, a [6]uint64) bool {
 		fds = [2]int{int(a[0]), int(a[2])} // splice(in, off, out, off, ...)
 	}
 	for _, fd := range fds {
-		if t.toOtherNode(t.fdOf(th.proc, fd)) {
+		if t.pt.toOtherNode(th.proc.fdOf(fd)) {
 			t.refuse(th, nr, unix.EINVAL, "fd "+strconv.Itoa(fd)+" is a socket to another node")
 			return true
 		}
@@ -38,7 +38,7 @@ func (t *Tracer) onSocketSplice(th *thread, nr int, a [6]uint64) bool {
 // onVectorIO refuses preadv2 and pwritev2 on a socket to another node
 // with EOPNOTSUPP: readv and writev, which the gate sees, do the same.
 func (t *Tracer) onVectorIO(th *thread, nr int, a [6]uint64) bool {
-	if !t.toOtherNode(t.fdOf(th.proc, int(a[0]))) {
+	if !t.pt.toOtherNode(th.proc.fdOf(int(a[0]))) {
 		return false
 	}
 	t.refuse(th, nr, unix.EOPNOTSUPP, "fd "+strconv.Itoa(int(a[0]))+" is a socket to another node")
@@ -47,8 +47,8 @@ func (t *Tracer) onVectorIO(th *thread, nr int, a [6]uint64) bool {
 
 // toOtherNode reports whether fi is an internet socket whose peer lockstep
 // gates, or whose peer it cannot tell (not connected yet).
-func (t *Tracer) toOtherNode(fi *fdInfo) bool {
-	return fi.kind == fdInet && (!fi.peer.IsValid() || t.gated(fi.peer.Addr()))
+func (pt *procTable) toOtherNode(fi *fdInfo) bool {
+	return fi.kind == fdInet && (!fi.peer.IsValid() || pt.gated(fi.peer.Addr()))
 }
 
 // refuse fails the syscall th stopped at with errno, and says so.
@@ -64,7 +64,7 @@ func (t *Tracer) refuse(th *thread, nr int, errno unix.Errno, why string) {
 // shares), the host's or another campaign's. Abstract addresses are
 // per-namespace already; a path that names no socket is the kernel's to
 // answer.
-func (t *Tracer) foreignUnix(th *thread, addr, length uint64) (string, bool) {
+func (pt *procTable) foreignUnix(th *thread, addr, length uint64) (string, bool) {
 	if addr == 0 || length <= 2 {
 		return "", false
 	}
@@ -81,10 +81,10 @@ func (t *Tracer) foreignUnix(th *thread, addr, length uint64) (string, bool) {
 		}
 	}
 	var st unix.Stat_t
-	if !t.statIn(th.proc.pid, path, &st) || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+	if !statIn(th.proc.pid, path, &st) || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
 		return path, false
 	}
-	d, err := t.diagFor(th.proc.node)
+	d, err := th.proc.node.diagFor()
 	if err != nil {
 		return path, false
 	}
@@ -94,7 +94,7 @@ func (t *Tracer) foreignUnix(th *thread, addr, length uint64) (string, bool) {
 
 // statIn stats path as process pid sees it: from its root or working
 // directory, in its mount namespace.
-func (t *Tracer) statIn(pid int, path string, st *unix.Stat_t) bool {
+func statIn(pid int, path string, st *unix.Stat_t) bool {
 	base, how := "/proc/"+strconv.Itoa(pid)+"/cwd", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC}
 	if path[0] == '/' {
 		base, how.Resolve = "/proc/"+strconv.Itoa(pid)+"/root", unix.RESOLVE_IN_ROOT
@@ -116,7 +116,7 @@ func (t *Tracer) statIn(pid int, path string, st *unix.Stat_t) bool {
 // another namespace with ECONNREFUSED, as two hosts sharing a filesystem
 // would answer: the socket file is there, its socket is not.
 func (t *Tracer) onUnixConnect(th *thread, nr int, addr, length uint64) bool {
-	path, foreign := t.foreignUnix(th, addr, length)
+	path, foreign := t.pt.foreignUnix(th, addr, length)
 	if !foreign {
 		return false
 	}

@@ -56,7 +56,7 @@ func (t *Tracer) untilWall(ni *nodeInfo, id int32, abs, vnow int64) int64 {
 //
 // Precondition: runs on the tracer thread.
 func (t *Tracer) driftClock(node string, ppm int64) {
-	ni := t.nodes[node]
+	ni := t.pt.nodes[node]
 	if ni == nil {
 		return
 	}
@@ -73,7 +73,7 @@ func (t *Tracer) driftClock(node string, ppm int64) {
 //
 // Precondition: runs on the tracer thread.
 func (t *Tracer) shiftClock(node string, d time.Duration) {
-	if ni := t.nodes[node]; ni != nil {
+	if ni := t.pt.nodes[node]; ni != nil {
 		ni.clockOffset += d
 	}
 }

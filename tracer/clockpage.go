@@ -210,7 +210,7 @@ func (t *Tracer) publishClocks() {
 		return
 	}
 	now := t.opts.Clock.Now()
-	for _, ni := range t.nodeList {
+	for _, ni := range t.pt.nodeList {
 		pg := ni.clockPage
 		off := t.wallOffset(ni)
 		if pg == nil || (pg.published && pg.now == now && pg.offset == off) {

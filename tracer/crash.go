@@ -15,7 +15,7 @@ import (
 //
 // Precondition: runs on the tracer thread.
 func (t *Tracer) crashNode(name string) {
-	ni := t.nodes[name]
+	ni := t.pt.nodes[name]
 	if ni == nil {
 		return
 	}

@@ -118,7 +118,7 @@ func (t *Tracer) capture(p *pendingOp) (int64, error) {
 	d := &pendingOp{seq: t.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, buf: data, conn: c, sendID: p.op.ID}}
 	d.op = sched.Op{
 		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site,
-		Object: t.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
+		Object: t.pt.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
 		Syscall: "deliver",
 	}
 	d.causes = []uint64{p.op.ID}
@@ -311,11 +311,11 @@ func (t *Tracer) roomFor(c *conn, n int) bool {
 	}
 	// lockstep's count of the bytes read can fall short (a recv with
 	// MSG_WAITALL reads on past what was there): ask the receiving socket.
-	rn := t.byAddr[c.dst.Addr().Unmap()]
+	rn := t.pt.byAddr[c.dst.Addr().Unmap()]
 	if rn == nil {
 		return true
 	}
-	d, err := t.diagFor(rn)
+	d, err := rn.diagFor()
 	if err != nil {
 		return true
 	}
@@ -346,11 +346,11 @@ const (
 // bytes delivered and not read, then whether the sending socket holds the
 // rest back for want of window.
 func (t *Tracer) flowOf(c *conn) flow {
-	rn := t.byAddr[c.dst.Addr().Unmap()]
+	rn := t.pt.byAddr[c.dst.Addr().Unmap()]
 	if rn == nil || !c.src.IsValid() {
 		return flowArrived // not a node's: nothing to wait for
 	}
-	d, err := t.diagFor(rn)
+	d, err := rn.diagFor()
 	if err != nil {
 		return flowArrived
 	}
@@ -364,8 +364,8 @@ func (t *Tracer) flowOf(c *conn) flow {
 	if uint64(rq) >= c.sent-c.consumed {
 		return flowArrived
 	}
-	if sn := t.byAddr[c.src.Addr().Unmap()]; sn != nil {
-		if sd, err := t.diagFor(sn); err == nil {
+	if sn := t.pt.byAddr[c.src.Addr().Unmap()]; sn != nil {
+		if sd, err := sn.diagFor(); err == nil {
 			if s, err := sd.Sending(c.src, c.dst); err == nil && s.WindowFull() {
 				return flowHeld
 			}
@@ -405,11 +405,11 @@ func (t *Tracer) resetFlow(c *conn) flow {
 	if reset(c.dup) {
 		return flowArrived // the reset came back already
 	}
-	sn := t.byAddr[c.src.Addr().Unmap()]
+	sn := t.pt.byAddr[c.src.Addr().Unmap()]
 	if sn == nil {
 		return flowArrived
 	}
-	sd, err := t.diagFor(sn)
+	sd, err := sn.diagFor()
 	if err != nil {
 		return flowArrived
 	}
@@ -504,7 +504,7 @@ func (t *Tracer) heldSettled() bool {
 }
 
 // diagFor returns the sock_diag socket in the node's network namespace.
-func (t *Tracer) diagFor(ni *nodeInfo) (*sockdiag.Sock, error) {
+func (ni *nodeInfo) diagFor() (*sockdiag.Sock, error) {
 	if ni.diag != nil {
 		return ni.diag, nil
 	}
@@ -592,7 +592,7 @@ func (t *Tracer) consume(p *pendingOp, avail int) ([]uint64, []byte) {
 		return nil, nil
 	}
 	want := uint64(avail)
-	room, known := t.recvRoom(p)
+	room, known := p.recvRoom()
 	if known && room < want {
 		want = room
 	}
@@ -649,7 +649,7 @@ func (t *Tracer) consume(p *pendingOp, avail int) ([]uint64, []byte) {
 // size, or for readv and recvmsg the sum of its iovecs' (read from the
 // stopped tracee: counting everything waiting instead made a server
 // reading pipelined commands into small buffers seem to read them all).
-func (t *Tracer) recvRoom(p *pendingOp) (uint64, bool) {
+func (p *pendingOp) recvRoom() (uint64, bool) {
 	a := p.args
 	iov, iovcnt := a[1], a[2]
 	switch p.nr {
@@ -776,7 +776,7 @@ func (t *Tracer) abortCutConnects(healed map[[2]netip.Addr]bool) {
 			keep = append(keep, cc) // across another cut, still in force
 			continue
 		}
-		d, err := t.diagFor(cc.node)
+		d, err := cc.node.diagFor()
 		if err != nil {
 			continue
 		}
@@ -807,9 +807,9 @@ func (t *Tracer) flushAcks(crosses func(a, b netip.Addr) bool) {
 		local, remote netip.AddrPort
 	}
 	var waiting []owed
-	for _, name := range slices.Sorted(maps.Keys(t.nodes)) {
-		ni := t.nodes[name]
-		d, err := t.diagFor(ni)
+	for _, name := range slices.Sorted(maps.Keys(t.pt.nodes)) {
+		ni := t.pt.nodes[name]
+		d, err := ni.diagFor()
 		if err != nil {
 			continue
 		}
@@ -824,7 +824,7 @@ func (t *Tracer) flushAcks(crosses func(a, b netip.Addr) bool) {
 			if s, err := d.Sending(c.Local, c.Remote); err != nil || s.Unacked == 0 {
 				continue
 			}
-			if fd := t.sockDup(c.Remote, c.Local); fd >= 0 {
+			if fd := t.pt.sockDup(c.Remote, c.Local); fd >= 0 {
 				unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1)
 			}
 			waiting = append(waiting, owed{d, c.Local, c.Remote})
@@ -847,8 +847,8 @@ func (t *Tracer) flushAcks(crosses func(a, b netip.Addr) bool) {
 
 // sockDup returns lockstep's duplicate of the TCP socket with these
 // addresses, -1 when it holds none.
-func (t *Tracer) sockDup(local, remote netip.AddrPort) int {
-	for _, p := range t.procs {
+func (pt *procTable) sockDup(local, remote netip.AddrPort) int {
+	for _, p := range pt.procs {
 		for _, fi := range p.fds {
 			// fdInfo addresses are unmapped already (fds.go).
 			if fi.kind != fdInet || fi.dup < 0 || fi.peer != remote || fi.local.Port() != local.Port() {

@@ -40,7 +40,7 @@ func (t *Tracer) dropDatagram(id uint64) error {
 
 // dgramDest is where a send on a datagram socket goes: the address the call
 // names, else the socket's peer.
-func (t *Tracer) dgramDest(th *thread, fi *fdInfo, nr int, a [6]uint64) netip.AddrPort {
+func (th *thread) dgramDest(fi *fdInfo, nr int, a [6]uint64) netip.AddrPort {
 	switch nr {
 	case unix.SYS_SENDTO:
 		if a[4] != 0 {
@@ -66,20 +66,20 @@ func (t *Tracer) dgramDest(th *thread, fi *fdInfo, nr int, a [6]uint64) netip.Ad
 func (t *Tracer) dgramGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
 	switch nr {
 	case unix.SYS_WRITE, unix.SYS_WRITEV, unix.SYS_SENDTO, unix.SYS_SENDMSG:
-		d := t.dgramDest(th, fi, nr, a)
-		return d.IsValid() && t.gated(d.Addr().Unmap())
+		d := th.dgramDest(fi, nr, a)
+		return d.IsValid() && t.pt.gated(d.Addr().Unmap())
 	case unix.SYS_READ, unix.SYS_READV, unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
 		if fi.peer.IsValid() {
-			return t.gated(fi.peer.Addr().Unmap())
+			return t.pt.gated(fi.peer.Addr().Unmap())
 		}
 		if !fi.local.IsValid() || fi.local.Port() == 0 {
-			t.refreshSock(th.proc, -1, fi) // bound since it was classified?
+			th.proc.refreshSock(-1, fi) // bound since it was classified?
 		}
 		if !fi.local.IsValid() || fi.local.Port() == 0 {
 			return false
 		}
 		a := fi.local.Addr().Unmap()
-		return a.IsUnspecified() || t.gated(a)
+		return a.IsUnspecified() || t.pt.gated(a)
 	}
 	return false
 }
@@ -88,7 +88,7 @@ func (t *Tracer) dgramGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
 // op; the send returns its length, as a UDP send does at once.
 func (t *Tracer) captureDgram(p *pendingOp) (int64, error) {
 	fi := p.fi
-	dst := t.dgramDest(p.th, fi, p.nr, p.args)
+	dst := p.th.dgramDest(fi, p.nr, p.args)
 	if fi.dup < 0 || !dst.IsValid() {
 		return 0, errors.New("datagram with no destination")
 	}
@@ -106,12 +106,12 @@ func (t *Tracer) captureDgram(p *pendingOp) (int64, error) {
 		return 0, err
 	}
 	unix.CloseOnExec(fd)
-	key := t.dgramSource(p.th.proc, fi).String() + ">" + dst.String()
+	key := p.th.proc.dgramSource(fi).String() + ">" + dst.String()
 	t.seq++
 	d := &pendingOp{seq: t.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}}
 	d.op = sched.Op{
 		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site,
-		Object: t.inbox(dst.Addr()), Peer: dst.String(), Conn: key, Bytes: len(data),
+		Object: t.pt.inbox(dst.Addr()), Peer: dst.String(), Conn: key, Bytes: len(data),
 		Syscall: DatagramSyscall,
 	}
 	d.causes = []uint64{p.op.ID}
@@ -121,7 +121,7 @@ func (t *Tracer) captureDgram(p *pendingOp) (int64, error) {
 
 // dgramSource is the address a datagram leaves from: the socket's, or the
 // node's when the socket is bound to the wildcard address.
-func (t *Tracer) dgramSource(p *process, fi *fdInfo) netip.AddrPort {
+func (p *process) dgramSource(fi *fdInfo) netip.AddrPort {
 	if fi.local.Addr().IsUnspecified() && p.node.addr.IsValid() {
 		return netip.AddrPortFrom(p.node.addr, fi.local.Port())
 	}
@@ -135,7 +135,7 @@ func (t *Tracer) dgramSource(p *process, fi *fdInfo) netip.AddrPort {
 func (t *Tracer) deliverDgram(p *pendingOp) (Released, error) {
 	dg := p.chunk.dg
 	r := Released{Causes: p.causes}
-	recv := t.dgramReceiver(dg.dst)
+	recv := t.pt.dgramReceiver(dg.dst)
 	before := rmemAlloc(recv)
 	var to unix.Sockaddr
 	if a := dg.dst.Addr().Unmap(); a.Is4() {
@@ -175,12 +175,12 @@ func (t *Tracer) dropDgram(p *pendingOp) {
 
 // dgramReceiver finds lockstep's duplicate of the datagram socket that
 // would receive at dst, -1 when it knows none.
-func (t *Tracer) dgramReceiver(dst netip.AddrPort) int {
-	ni := t.byAddr[dst.Addr().Unmap()]
+func (pt *procTable) dgramReceiver(dst netip.AddrPort) int {
+	ni := pt.byAddr[dst.Addr().Unmap()]
 	if ni == nil {
 		return -1
 	}
-	for _, p := range t.procs {
+	for _, p := range pt.procs {
 		if p.node != ni || p.exited {
 			continue
 		}

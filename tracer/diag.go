@@ -77,7 +77,7 @@ func (t *Tracer) netSettled() bool {
 			}
 		}
 		w.sent = true
-		d, err := t.diagFor(w.node)
+		d, err := w.node.diagFor()
 		if err != nil {
 			continue
 		}
@@ -104,7 +104,7 @@ func (t *Tracer) finHeld(w finWait) bool {
 	if w.closer == nil {
 		return false
 	}
-	d, err := t.diagFor(w.closer)
+	d, err := w.closer.diagFor()
 	if err != nil {
 		return false
 	}
@@ -120,7 +120,7 @@ func (t *Tracer) finHeld(w finWait) bool {
 // cost the whole finWaitLimit for nothing; netSettled keeps looking until
 // it is sent, or until nothing holds the socket (unheld).
 func (t *Tracer) finSent(w finWait) (bool, uint32) {
-	d, err := t.diagFor(w.closer)
+	d, err := w.closer.diagFor()
 	if err != nil {
 		return true, 0
 	}
@@ -149,7 +149,7 @@ func (t *Tracer) unheld(w finWait, ino uint32) bool {
 		return true // no file any more: an orphan on its way out
 	}
 	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
-	for _, p := range t.procs {
+	for _, p := range t.pt.procs {
 		if p.node == w.closer && !p.exited && holds(p.pid, want) {
 			return false
 		}
@@ -186,13 +186,13 @@ func (t *Tracer) expectFin(local, peer netip.AddrPort) {
 	if !peer.IsValid() || !local.IsValid() || local.Port() == 0 {
 		return
 	}
-	ni := t.byAddr[peer.Addr().Unmap()]
+	ni := t.pt.byAddr[peer.Addr().Unmap()]
 	if ni == nil {
 		return
 	}
 	t.stats.FinWaits++
 	t.finWaits = append(t.finWaits, finWait{
-		closer: t.byAddr[local.Addr().Unmap()], node: ni,
+		closer: t.pt.byAddr[local.Addr().Unmap()], node: ni,
 		local: peer, remote: local, until: time.Now().Add(finWaitLimit),
 	})
 }

@@ -21,7 +21,7 @@ import (
 func (t *Tracer) DumpThreads(w io.Writer) error {
 	var lines []string
 	if err := t.do(func() {
-		for _, th := range t.threads {
+		for _, th := range t.pt.threads {
 			lines = append(lines, th.describe(t.syscallName))
 		}
 	}); err != nil {

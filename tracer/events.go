@@ -80,10 +80,10 @@ func (t *Tracer) collect() int {
 // killed; a SIGKILL one tracee sends another while every thread is held is
 // seen at the next wait, which the release of any op that resumes a
 // thread brings.
-func (t *Tracer) quiet() bool { return !t.expect && t.nHeld() == len(t.threads) }
+func (t *Tracer) quiet() bool { return !t.expect && t.pt.nHeld() == len(t.pt.threads) }
 
 func (t *Tracer) cont(th *thread, sig int) {
-	t.setState(th, tsRunning)
+	t.pt.setState(th, tsRunning)
 	t.resumed = true
 	if err := ptrace.Cont(th.tid, sig); err != nil && err != unix.ESRCH {
 		t.log.Warn("resuming thread", "thread", th.String(), "err", err)
@@ -100,7 +100,7 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 		}
 		return
 	}
-	th := t.threads[tid]
+	th := t.pt.threads[tid]
 	if th == nil {
 		if st.Gone() {
 			return // a thread that vanished during exec, or a reaped helper
@@ -108,7 +108,7 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 		// A new thread whose stop arrived before its parent's clone event:
 		// hold it until the parent names it.
 		th = &thread{tid: tid, state: tsHeld, heldStatus: true}
-		t.addThread(th)
+		t.pt.addThread(th)
 		return
 	}
 	t.sockOptsChanged(th)
@@ -147,7 +147,7 @@ func (t *Tracer) onEventStop(th *thread, sig syscall.Signal) {
 	case th.state == tsNew || th.state == tsHeld:
 		// The initial stop of a new thread under PTRACE_SEIZE.
 		if th.proc == nil {
-			t.setState(th, tsHeld)
+			t.pt.setState(th, tsHeld)
 			th.heldStatus = true
 			return
 		}
@@ -160,7 +160,7 @@ func (t *Tracer) onEventStop(th *thread, sig syscall.Signal) {
 	case sig == unix.SIGSTOP || sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU:
 		// Group-stop: keep it stopped as the signal wants, but listening so
 		// SIGCONT and events still reach us.
-		t.setState(th, tsGroupStop)
+		t.pt.setState(th, tsGroupStop)
 		ptrace.Listen(th.tid)
 	default:
 		t.cont(th, 0)
@@ -175,10 +175,10 @@ func (t *Tracer) onClone(parent *thread) {
 	}
 	tid := int(msg)
 	p := parent.proc
-	child := t.threads[tid]
+	child := t.pt.threads[tid]
 	if child == nil {
 		child = &thread{tid: tid, state: tsNew}
-		t.addThread(child)
+		t.pt.addThread(child)
 	}
 	tgid, err := tgidOf(tid)
 	if err == nil && tgid == p.pid {
@@ -198,7 +198,7 @@ func (t *Tracer) onClone(parent *thread) {
 		np.nthreads = 1
 		child.proc = np
 		child.lpid = np.lpidFor(0)
-		t.procs[tid] = np
+		t.pt.procs[tid] = np
 	}
 	child.proc.threads[tid] = child
 	child.firstCause = parent.lastOp
@@ -209,7 +209,7 @@ func (t *Tracer) onClone(parent *thread) {
 		return
 	}
 	// Hold the parent until the child's first stop: see contCloned.
-	t.setState(parent, tsHeld)
+	t.pt.setState(parent, tsHeld)
 	child.heldParent = parent
 }
 
@@ -220,7 +220,7 @@ func (t *Tracer) onClone(parent *thread) {
 // M gets which memory) depend on whether lockstep saw the child's stop
 // before the parent's event, which timing decides.
 func (t *Tracer) contCloned(parent, child *thread) {
-	if parent != nil && t.threads[parent.tid] == parent {
+	if parent != nil && t.pt.threads[parent.tid] == parent {
 		t.cont(parent, 0)
 	}
 	t.cont(child, 0)
@@ -231,7 +231,7 @@ func (t *Tracer) onExec(th *thread) {
 	former, _ := ptrace.EventMsg(th.tid)
 	if int(former) != th.tid {
 		// A non-leader thread exec'd and took over the leader's tid.
-		if old := t.threads[int(former)]; old != nil {
+		if old := t.pt.threads[int(former)]; old != nil {
 			t.dropThread(old)
 		}
 	}
@@ -308,7 +308,7 @@ func (t *Tracer) dropThread(th *thread) {
 	if th.pending != nil {
 		t.dropPending(th.pending)
 	}
-	if parent := th.heldParent; parent != nil && t.threads[parent.tid] == parent && parent.state == tsHeld {
+	if parent := th.heldParent; parent != nil && t.pt.threads[parent.tid] == parent && parent.state == tsHeld {
 		// Gone before its first stop: its parent waited for it in vain.
 		th.heldParent = nil
 		t.cont(parent, 0)
@@ -317,7 +317,7 @@ func (t *Tracer) dropThread(th *thread) {
 	if th.proc != nil {
 		th.proc.node.stir()
 	}
-	t.removeThread(th)
+	t.pt.removeThread(th)
 	if th.proc != nil {
 		delete(th.proc.threads, th.tid)
 	}
@@ -339,7 +339,7 @@ func (t *Tracer) noteDying(p *process) {
 		if s, _, ok := o.kernelState(); ok && (s == 't' || s == 'T') {
 			continue
 		}
-		t.setState(o, tsRunning)
+		t.pt.setState(o, tsRunning)
 		t.expect = true
 	}
 }
@@ -386,7 +386,7 @@ func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 		unix.Close(p.pidfd)
 		p.pidfd = 0
 	}
-	delete(t.procs, p.pid)
+	delete(t.pt.procs, p.pid)
 }
 
 func (t *Tracer) killAll() {
@@ -417,11 +417,11 @@ func (t *Tracer) killAll() {
 			break
 		}
 	}
-	for tid, th := range t.threads {
+	for tid, th := range t.pt.threads {
 		th.closeThreadFiles()
-		delete(t.threads, tid)
+		delete(t.pt.threads, tid)
 	}
-	t.nState = [numStates]int{}
+	t.pt.nState = [numStates]int{}
 	t.pruneTimers() // every owner is gone: closes lockstep's timerfd duplicates
 }
 
@@ -458,17 +458,17 @@ func (t *Tracer) emulateTSC(th *thread) bool {
 func (t *Tracer) killAndReap(match func(*process) bool) int {
 	alive := func() int {
 		n := 0
-		for _, p := range t.procs {
+		for _, p := range t.pt.procs {
 			if match(p) {
 				n++
 			}
 		}
 		return n
 	}
-	for _, pid := range slices.Sorted(maps.Keys(t.procs)) {
-		if match(t.procs[pid]) {
+	for _, pid := range slices.Sorted(maps.Keys(t.pt.procs)) {
+		if match(t.pt.procs[pid]) {
 			t.expect = true
-			t.stirAll()
+			t.pt.stirAll()
 			unix.Kill(pid, unix.SIGKILL)
 		}
 	}
@@ -477,10 +477,10 @@ func (t *Tracer) killAndReap(match func(*process) bool) int {
 		if t.drain(true) == 0 {
 			pause(100 * time.Microsecond)
 		}
-		for pid, p := range t.procs {
+		for pid, p := range t.pt.procs {
 			// A process whose threads all left without a leader report.
 			if match(p) && len(p.threads) == 0 && unix.Kill(p.pid, 0) == unix.ESRCH {
-				delete(t.procs, pid)
+				delete(t.pt.procs, pid)
 			}
 		}
 	}

@@ -69,13 +69,13 @@ func (f *fdInfo) inKey() string  { return f.named().in }
 func (f *fdInfo) peerString() string { return f.named().addr }
 
 // fdOf returns the cached info for fd, classifying it on first use.
-func (t *Tracer) fdOf(p *process, fd int) *fdInfo {
+func (p *process) fdOf(fd int) *fdInfo {
 	if fd < 0 {
 		return &fdInfo{kind: fdUnknown, dup: -1}
 	}
 	if fi, ok := p.fds[fd]; ok {
 		if fi.kind == fdInet && !fi.peer.IsValid() && !fi.listening {
-			t.refreshSock(p, fd, fi)
+			p.refreshSock(fd, fi)
 		}
 		return fi
 	}
@@ -87,7 +87,7 @@ func (t *Tracer) fdOf(p *process, fd int) *fdInfo {
 		// Not cached: the fd may not exist yet.
 		return fi
 	case strings.HasPrefix(target, "socket:"):
-		t.classifySocket(p, fd, fi)
+		p.classifySocket(fd, fi)
 	case target == "/dev/urandom" || target == "/dev/random":
 		fi.kind = fdRandom
 	default:
@@ -106,7 +106,7 @@ func readlink(path string) (string, error) {
 	return string(buf[:n]), nil
 }
 
-func (t *Tracer) dupFd(p *process, fd int) int {
+func (p *process) dupFd(fd int) int {
 	if p.pidfd <= 0 {
 		return -1
 	}
@@ -118,9 +118,9 @@ func (t *Tracer) dupFd(p *process, fd int) int {
 	return d
 }
 
-func (t *Tracer) classifySocket(p *process, fd int, fi *fdInfo) {
+func (p *process) classifySocket(fd int, fi *fdInfo) {
 	fi.kind = fdUnix
-	d := t.dupFd(p, fd)
+	d := p.dupFd(fd)
 	if d < 0 {
 		return
 	}
@@ -132,10 +132,10 @@ func (t *Tracer) classifySocket(p *process, fd int, fi *fdInfo) {
 	fi.kind = fdInet
 	fi.dup = d
 	fi.sockType, _ = unix.GetsockoptInt(d, unix.SOL_SOCKET, unix.SO_TYPE)
-	t.refreshSock(p, fd, fi)
+	p.refreshSock(fd, fi)
 }
 
-func (t *Tracer) refreshSock(p *process, fd int, fi *fdInfo) {
+func (p *process) refreshSock(fd int, fi *fdInfo) {
 	if fi.dup < 0 {
 		return
 	}
@@ -162,7 +162,7 @@ func sockaddrToAddrPort(sa unix.Sockaddr) netip.AddrPort {
 
 // forgetFd drops the cache entry for fd. Lockstep's duplicate is kept open
 // by the caller when captured bytes still wait for delivery.
-func (t *Tracer) forgetFd(p *process, fd int) *fdInfo {
+func (p *process) forgetFd(fd int) *fdInfo {
 	fi := p.fds[fd]
 	delete(p.fds, fd)
 	return fi

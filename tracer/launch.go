@@ -111,17 +111,17 @@ func resolveProgram(argv0, dir string) (string, error) {
 }
 
 // node returns the launched node's state, made on its first launch.
-func (t *Tracer) node(cfg LaunchConfig) *nodeInfo {
-	ni := t.nodes[cfg.Node]
+func (pt *procTable) node(cfg LaunchConfig) *nodeInfo {
+	ni := pt.nodes[cfg.Node]
 	if ni == nil {
-		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns, clockOffset: cfg.ClockOffset, idx: len(t.nodes)}
-		if t.opts.Random != nil {
-			ni.rand = t.opts.Random(cfg.Node)
+		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns, clockOffset: cfg.ClockOffset, idx: len(pt.nodes)}
+		if pt.opts.Random != nil {
+			ni.rand = pt.opts.Random(cfg.Node)
 		}
-		t.nodes[cfg.Node] = ni
-		t.nodeList = append(t.nodeList, ni)
+		pt.nodes[cfg.Node] = ni
+		pt.nodeList = append(pt.nodeList, ni)
 		if cfg.Addr.IsValid() {
-			t.byAddr[cfg.Addr] = ni
+			pt.byAddr[cfg.Addr] = ni
 		}
 	}
 	return ni
@@ -142,7 +142,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	}
 	if cfg.Sandbox != nil && t.opts.Clock != nil && !t.opts.ClockSyscalls {
 		// Handed down as a descriptor (see Sandbox).
-		pg, err := t.nodeClockPage(t.node(cfg))
+		pg, err := t.nodeClockPage(t.pt.node(cfg))
 		if err != nil {
 			return 0, fmt.Errorf("the clock page of node %s: %w", cfg.Node, err)
 		}
@@ -192,7 +192,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 			return abort(fmt.Errorf("moving node %s into cgroup %s: %w", cfg.Node, cg, err))
 		}
 	}
-	ni := t.node(cfg)
+	ni := t.pt.node(cfg)
 	ni.openCPUStat(cfg.Cgroup)
 	ni.stir()
 	p := &process{pid: pid, site: callsite.Process{Pid: pid}, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}
@@ -206,11 +206,11 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	th.lpid = p.lpidFor(0)
 	p.threads[pid] = th
 	p.nthreads = 1
-	t.procs[pid] = p
-	t.addThread(th)
+	t.pt.procs[pid] = p
+	t.pt.addThread(th)
 	if err := sp.Release(); err != nil {
 		t.dropThread(th)
-		delete(t.procs, pid)
+		delete(t.pt.procs, pid)
 		return abort(fmt.Errorf("releasing %s: %w", cfg.Argv[0], err))
 	}
 	// Run until the helper has exec'd the target or died.

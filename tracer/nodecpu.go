@@ -101,8 +101,8 @@ func (ni *nodeInfo) stir() {
 
 // stirAll is stir for every node (faults, launches, clock changes: what
 // they wake is not worked out).
-func (t *Tracer) stirAll() {
-	for _, ni := range t.nodeList {
+func (pt *procTable) stirAll() {
+	for _, ni := range pt.nodeList {
 		ni.stir()
 	}
 }
@@ -127,7 +127,7 @@ func (t *Tracer) stirOp(p *pendingOp) {
 		}
 	case sched.Deliver:
 		if p.chunk != nil && p.chunk.conn != nil {
-			t.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
+			t.pt.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
 			return
 		}
 	}
@@ -137,11 +137,11 @@ func (t *Tracer) stirOp(p *pendingOp) {
 // stirPeer stirs the node at the other end of p's socket.
 func (t *Tracer) stirPeer(p *pendingOp) {
 	if p.fi != nil && p.fi.peer.IsValid() {
-		t.byAddr[p.fi.peer.Addr().Unmap()].stir()
+		t.pt.byAddr[p.fi.peer.Addr().Unmap()].stir()
 	}
 	// A datagram, a connect, an unconnected socket: the peer is in the
 	// op's name only.
 	if ap, err := netip.ParseAddrPort(p.op.Peer); err == nil {
-		t.byAddr[ap.Addr().Unmap()].stir()
+		t.pt.byAddr[ap.Addr().Unmap()].stir()
 	}
 }

@@ -65,7 +65,7 @@ func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64)
 		p.causes = append(p.causes, th.firstCause)
 		th.firstCause = 0
 	}
-	t.setState(th, tsGated)
+	t.pt.setState(th, tsGated)
 	th.pending = p
 	t.fresh = append(t.fresh, p)
 	t.stats.Ops++
@@ -103,10 +103,10 @@ func (t *Tracer) fake(th *thread, ret int64) {
 	t.cont(th, 0)
 }
 
-func (t *Tracer) gated(a netip.Addr) bool { return t.opts.Gated(a.Unmap()) }
+func (pt *procTable) gated(a netip.Addr) bool { return pt.opts.Gated(a.Unmap()) }
 
-func (t *Tracer) inbox(a netip.Addr) string {
-	if n := t.byAddr[a.Unmap()]; n != nil {
+func (pt *procTable) inbox(a netip.Addr) string {
+	if n := pt.byAddr[a.Unmap()]; n != nil {
 		return n.inbox()
 	}
 	return "inbox:" + a.String()
@@ -129,7 +129,7 @@ func addrString(ap netip.AddrPort) string {
 
 // listenKey names a listener by the node's address even when it is bound to
 // the wildcard address, so that connects and accepts agree.
-func (t *Tracer) listenKey(p *process, fi *fdInfo) string {
+func (p *process) listenKey(fi *fdInfo) string {
 	a := fi.local.Addr()
 	if a.IsUnspecified() && p.node.addr.IsValid() {
 		a = p.node.addr
@@ -143,7 +143,7 @@ func (t *Tracer) sockGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
 		return nr != unix.SYS_SENDMMSG && t.dgramGated(th, fi, nr, a)
 	}
 	if fi.peer.IsValid() {
-		return t.gated(fi.peer.Addr())
+		return t.pt.gated(fi.peer.Addr())
 	}
 	return false
 }
@@ -236,9 +236,9 @@ func (t *Tracer) addProbe(po *pendingOp, fd int, ev int16) {
 		return
 	}
 	p := po.th.proc
-	fi := t.fdOf(p, fd)
+	fi := p.fdOf(fd)
 	if fi.dup < 0 {
-		fi.dup = t.dupFd(p, fd)
+		fi.dup = p.dupFd(fd)
 	}
 	if fi.dup < 0 {
 		return
@@ -546,9 +546,9 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		}
 		avail, ok := t.unread(p)
 		if !ok {
-			avail = t.queued(p)
+			avail = p.queued()
 		}
-		if t.nothingToRead(p, avail) {
+		if p.nothingToRead(avail) {
 			// A non-blocking read released with nothing queued and no FIN:
 			// it returns EAGAIN and moves no bytes (the kernel records none).
 			r.Result = -int64(unix.EAGAIN)
@@ -587,7 +587,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		}
 		t.cont(th, 0)
 	case sched.Close:
-		fi := t.forgetFd(th.proc, p.fd)
+		fi := th.proc.forgetFd(p.fd)
 		t.releaseDup(fi)
 		if fi != nil {
 			t.expectFin(fi.local, fi.peer)
@@ -652,11 +652,11 @@ func (t *Tracer) finishConnect(th *thread) {
 		return
 	}
 	local := netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
-	ni := t.byAddr[cw.peer.Addr().Unmap()]
+	ni := t.pt.byAddr[cw.peer.Addr().Unmap()]
 	if ni == nil {
 		return
 	}
-	d, err := t.diagFor(ni)
+	d, err := ni.diagFor()
 	if err != nil {
 		return
 	}
@@ -723,7 +723,7 @@ func (e errUnknownOp) Error() string {
 // queued returns the bytes waiting in the stream socket a recv reads
 // from, -1 when that is not known (not a stream socket lockstep holds a
 // duplicate of, or the ioctl failed).
-func (t *Tracer) queued(p *pendingOp) int {
+func (p *pendingOp) queued() int {
 	if p.fi == nil || p.fi.dup < 0 || p.fi.sockType != unix.SOCK_STREAM {
 		return -1
 	}
@@ -736,7 +736,7 @@ func (t *Tracer) queued(p *pendingOp) int {
 
 // nothingToRead reports whether a stream socket's recv, about to run, will
 // find neither bytes nor end of stream; avail is what queued returned.
-func (t *Tracer) nothingToRead(p *pendingOp, avail int) bool {
+func (p *pendingOp) nothingToRead(avail int) bool {
 	if avail != 0 {
 		return false
 	}

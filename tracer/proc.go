@@ -43,10 +43,10 @@ const (
 )
 
 // setState moves th to s, keeping Tracer.nState.
-func (t *Tracer) setState(th *thread, s threadState) {
-	if t.threads[th.tid] == th {
-		t.nState[th.state]--
-		t.nState[s]++
+func (pt *procTable) setState(th *thread, s threadState) {
+	if pt.threads[th.tid] == th {
+		pt.nState[th.state]--
+		pt.nState[s]++
 	}
 	th.state = s
 	if th.proc != nil {
@@ -55,25 +55,25 @@ func (t *Tracer) setState(th *thread, s threadState) {
 }
 
 // addThread makes th one of t.threads.
-func (t *Tracer) addThread(th *thread) {
-	t.threads[th.tid] = th
-	t.nState[th.state]++
+func (pt *procTable) addThread(th *thread) {
+	pt.threads[th.tid] = th
+	pt.nState[th.state]++
 }
 
 // removeThread drops th from t.threads.
-func (t *Tracer) removeThread(th *thread) {
-	if t.threads[th.tid] == th {
-		t.nState[th.state]--
-		delete(t.threads, th.tid)
+func (pt *procTable) removeThread(th *thread) {
+	if pt.threads[th.tid] == th {
+		pt.nState[th.state]--
+		delete(pt.threads, th.tid)
 	}
 }
 
 // nHeld is how many threads lockstep holds at a syscall.
-func (t *Tracer) nHeld() int { return t.nState[tsGated] + t.nState[tsAlone] }
+func (pt *procTable) nHeld() int { return pt.nState[tsGated] + pt.nState[tsAlone] }
 
 // running is how many threads lockstep let run (or that are starting).
-func (t *Tracer) running() int {
-	return t.nState[tsRunning] + t.nState[tsNew] + t.nState[tsTimedWait]
+func (pt *procTable) running() int {
+	return pt.nState[tsRunning] + pt.nState[tsNew] + pt.nState[tsTimedWait]
 }
 
 // thread is one traced task.

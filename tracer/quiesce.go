@@ -42,7 +42,7 @@ func (t *Tracer) settle(ctx context.Context) (State, error) {
 		if err := t.waitQuiescent(ctx); err != nil {
 			return State{}, err
 		}
-		th := t.nextAlone()
+		th := t.pt.nextAlone()
 		if th == nil {
 			break
 		}
@@ -61,7 +61,7 @@ func (t *Tracer) settle(ctx context.Context) (State, error) {
 // them, alone; it is not an op, and the schedule does not see it.
 func (t *Tracer) onAlone(th *thread, _ int, _ [6]uint64) bool {
 	t.stats.Alone++
-	t.setState(th, tsAlone)
+	t.pt.setState(th, tsAlone)
 	return true
 }
 
@@ -93,9 +93,9 @@ func isFile(pid, fd int) bool {
 
 // nextAlone returns the held disk syscall to run next, the lowest LPID's,
 // or nil.
-func (t *Tracer) nextAlone() *thread {
+func (pt *procTable) nextAlone() *thread {
 	var first *thread
-	for _, th := range t.threads {
+	for _, th := range pt.threads {
 		if th.state == tsAlone && (first == nil || th.lpid < first.lpid) {
 			first = th
 		}
@@ -141,7 +141,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			kernelSince, dueSince = time.Time{}, time.Time{}
 			continue
 		}
-		if t.running() == 0 && t.netSettled() {
+		if t.pt.running() == 0 && t.netSettled() {
 			return nil
 		}
 		if spins >= 16 {
@@ -188,7 +188,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			// CPU starved an exiting node past the grace period).
 			busy := map[int]uint64{}
 			var due []string
-			for _, th := range t.threads {
+			for _, th := range t.pt.threads {
 				if th.state != tsRunning {
 					continue
 				}
@@ -225,7 +225,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			}
 			for tid, c := range busy {
 				if c-runnableCPU[tid] >= uint64(t.opts.Grace/4) {
-					t.spinning = append(t.spinning, t.threads[tid].lpid)
+					t.spinning = append(t.spinning, t.pt.threads[tid].lpid)
 				}
 			}
 			if len(t.spinning) == 0 && len(busy) > 0 && starvedRounds < maxStarvedRounds {
@@ -276,11 +276,11 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 // has not run since they were last seen asleep are not read again
 // (nodecpu.go).
 func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
-	for _, ni := range t.nodeList {
+	for _, ni := range t.pt.nodeList {
 		ni.readCPU()
 	}
-	now := make(map[int]uint64, len(t.nodes))
-	for _, th := range t.threads {
+	now := make(map[int]uint64, len(t.pt.nodes))
+	for _, th := range t.pt.threads {
 		if th.state != tsRunning && th.state != tsTimedWait && th.state != tsNew {
 			continue
 		}
@@ -324,7 +324,7 @@ func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
 			now[th.tid] = c
 		}
 	}
-	for _, ni := range t.nodeList {
+	for _, ni := range t.pt.nodeList {
 		if ni.cpu.ok {
 			now[-1-ni.idx] = ni.cpu.usage
 			ni.cpu.asleepAt, ni.cpu.asleepOK = ni.cpu.usage, true
@@ -388,7 +388,7 @@ const kernelWaitLimit = time.Minute
 // each with its syscall.
 func (t *Tracer) inKernelSleep() []string {
 	var out []string
-	for _, th := range t.threads {
+	for _, th := range t.pt.threads {
 		if th.state != tsRunning && th.state != tsNew && th.state != tsTimedWait {
 			continue
 		}
@@ -476,11 +476,11 @@ func (t *Tracer) numberFresh() {
 }
 
 func (t *Tracer) snapshot() State {
-	st := State{Live: len(t.threads), ClockReads: t.stats.ClockReads}
+	st := State{Live: len(t.pt.threads), ClockReads: t.stats.ClockReads}
 	st.Exits, t.exits = t.exits, nil
 	st.Spinning = append([]string(nil), t.spinning...)
 	if t.opts.Socks {
-		st.Socks = t.socks()
+		st.Socks = t.pt.socks()
 	}
 	ids := t.idsBuf[:0]
 	for id := range t.pending {
@@ -525,14 +525,14 @@ func (t *Tracer) snapshot() State {
 	clear(ops)
 	t.pendingBuf = ops[:0]
 	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
-		for _, th := range t.threads {
+		for _, th := range t.pt.threads {
 			ks, _, _ := th.kernelState()
 			sc, _ := readSmall("/proc/" + strconv.Itoa(th.tid) + "/syscall")
 			t.log.Debug("nothing enabled", "thread", th.String(), "state", th.state, "kernel", string(ks), "syscall", sc)
 		}
 	}
 	st.Deadlines = append(st.Deadlines, t.timerDeadlines()...)
-	for _, th := range t.threads {
+	for _, th := range t.pt.threads {
 		if th.state == tsTimedWait && !th.interrupted {
 			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: t.syscallName(th.waitNr), Kind: sched.Sleep, Thread: th.name()})
 		}
@@ -552,7 +552,7 @@ func (t *Tracer) snapshot() State {
 	} else if len(st.Enabled) == 0 {
 		// A deadlock candidate (rare): worth a look at each thread.
 		st.Unsettled = t.unsettled()
-		st.AllHeld = t.allHeld()
+		st.AllHeld = t.pt.allHeld()
 	}
 	return st
 }
@@ -623,13 +623,13 @@ func (t *Tracer) blockingWait(d time.Duration) bool {
 }
 
 // allHeld reports whether every live thread is stopped by lockstep.
-func (t *Tracer) allHeld() bool {
-	for _, th := range t.threads {
+func (pt *procTable) allHeld() bool {
+	for _, th := range pt.threads {
 		if th.state != tsGated && th.state != tsGroupStop {
 			return false
 		}
 	}
-	return len(t.threads) > 0
+	return len(pt.threads) > 0
 }
 
 // unsettled names the threads not known to be blocked, each with what it
@@ -639,7 +639,7 @@ func (t *Tracer) allHeld() bool {
 // progress on its own.
 func (t *Tracer) unsettled() []string {
 	var out []string
-	for _, th := range t.threads {
+	for _, th := range t.pt.threads {
 		var why string
 		switch th.state {
 		case tsGated, tsGroupStop:

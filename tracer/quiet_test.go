@@ -56,18 +56,18 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 		steps++
 		f.step = steps
 		var count [numStates]int
-		for _, th := range tr.threads {
+		for _, th := range tr.pt.threads {
 			count[th.state]++
 		}
-		if count != tr.nState {
-			fail("state counts %v, threads' states %v", tr.nState, count)
+		if count != tr.pt.nState {
+			fail("state counts %v, threads' states %v", tr.pt.nState, count)
 		}
 		if tr.quiet() {
 			quietSteps++
 			// Peek (WNOWAIT) at what a wait for each tracee would have
 			// returned (not P_ALL: it sees the children of every thread of
 			// this test binary, such as other tests' commands).
-			for tid := range tr.threads {
+			for tid := range tr.pt.threads {
 				var info unix.Siginfo
 				err := unix.Waitid(unix.P_PID, tid, &info, unix.WEXITED|unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT|unix.WALL, nil)
 				if err == nil && info.Signo != 0 {

@@ -29,9 +29,9 @@ type Sock struct {
 // share it.
 //
 // Precondition: runs on the tracer thread.
-func (t *Tracer) socks() []Sock {
-	ps := make([]*process, 0, len(t.procs))
-	for _, p := range t.procs {
+func (pt *procTable) socks() []Sock {
+	ps := make([]*process, 0, len(pt.procs))
+	for _, p := range pt.procs {
 		if !p.exited {
 			ps = append(ps, p)
 		}
@@ -74,13 +74,13 @@ func (t *Tracer) socks() []Sock {
 //
 // Precondition: runs on the tracer thread.
 func (t *Tracer) resetSock(object string) error {
-	socks := t.socks()
+	socks := t.pt.socks()
 	i := slices.IndexFunc(socks, func(s Sock) bool { return s.Object == object })
 	if i < 0 {
 		return fmt.Errorf("reset: no connected socket %s", object)
 	}
 	s := socks[i]
-	ni := t.nodes[s.Node]
+	ni := t.pt.nodes[s.Node]
 	localS, peerS, _ := strings.Cut(s.Conn, ">")
 	local, err1 := netip.ParseAddrPort(localS)
 	peer, err2 := netip.ParseAddrPort(peerS)
@@ -102,7 +102,7 @@ func (t *Tracer) resetSock(object string) error {
 			t.closeConn(c)
 		}
 	}
-	d, err := t.diagFor(ni)
+	d, err := ni.diagFor()
 	if err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
@@ -113,7 +113,7 @@ func (t *Tracer) resetSock(object string) error {
 		return fmt.Errorf("reset %s: %w", s.Conn, err)
 	}
 	t.stats.Resets++
-	if pn := t.byAddr[peer.Addr().Unmap()]; pn != nil {
+	if pn := t.pt.byAddr[peer.Addr().Unmap()]; pn != nil {
 		t.finWaits = append(t.finWaits, finWait{node: pn, local: peer, remote: local, until: time.Now().Add(finWaitLimit)})
 	}
 	return nil

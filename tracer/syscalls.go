@@ -157,9 +157,9 @@ func (t *Tracer) onSeccomp(th *thread) {
 	if th.state == tsTimedWait {
 		th.interrupted = false
 	}
-	t.setState(th, tsGated)
+	t.pt.setState(th, tsGated)
 	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
-		t.setState(th, tsRunning)
+		t.pt.setState(th, tsRunning)
 		return
 	}
 	nr := th.regs.Syscall()
@@ -226,7 +226,7 @@ func (t *Tracer) onGetrandom(th *thread, _ int, a [6]uint64) bool {
 func (t *Tracer) onRecv(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
-	fi := t.fdOf(p, fd)
+	fi := p.fdOf(fd)
 	if fi.kind == fdRandom && nr == unix.SYS_READ && p.rand != nil {
 		t.fakeRandom(th, a[1], a[2])
 		return true
@@ -254,7 +254,7 @@ func (t *Tracer) onRecv(th *thread, nr int, a [6]uint64) bool {
 func (t *Tracer) onSend(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
-	fi := t.fdOf(p, fd)
+	fi := p.fdOf(fd)
 	if fi.kind == fdUnix && nr != unix.SYS_WRITE && nr != unix.SYS_WRITEV {
 		return t.onUnixSend(th, nr, a)
 	}
@@ -266,8 +266,8 @@ func (t *Tracer) onSend(th *thread, nr int, a [6]uint64) bool {
 	po.op.Peer = fi.peerString()
 	po.op.Conn = fi.outKey()
 	if fi.sockType == unix.SOCK_DGRAM {
-		d := t.dgramDest(th, fi, nr, a)
-		po.op.Peer, po.op.Conn = d.String(), t.dgramSource(p, fi).String()+">"+d.String()
+		d := th.dgramDest(fi, nr, a)
+		po.op.Peer, po.op.Conn = d.String(), p.dgramSource(fi).String()+">"+d.String()
 	}
 	if fi.peer.IsValid() {
 		po.op.Object = "" // enqueuing is local; the delivery touches the inbox
@@ -284,22 +284,22 @@ func (t *Tracer) onClose(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
 	fi := p.fds[fd]
-	if fi != nil && fi.kind == fdInet && (fi.listening || (fi.peer.IsValid() && t.gated(fi.peer.Addr()))) {
+	if fi != nil && fi.kind == fdInet && (fi.listening || (fi.peer.IsValid() && t.pt.gated(fi.peer.Addr()))) {
 		po := t.newPending(th, sched.Close, nr, a)
 		po.fd, po.fi = fd, fi
 		po.op.Peer = addrString(fi.peer)
 		po.op.Conn = fi.outKey()
 		return true
 	}
-	t.releaseDup(t.forgetFd(p, fd))
+	t.releaseDup(p.forgetFd(fd))
 	return false
 }
 
 // onShutdown makes shutting down a connection to another node an op.
 func (t *Tracer) onShutdown(th *thread, nr int, a [6]uint64) bool {
 	fd := int(a[0])
-	fi := t.fdOf(th.proc, fd)
-	if fi.kind != fdInet || !fi.peer.IsValid() || !t.gated(fi.peer.Addr()) {
+	fi := th.proc.fdOf(fd)
+	if fi.kind != fdInet || !fi.peer.IsValid() || !t.pt.gated(fi.peer.Addr()) {
 		return false
 	}
 	po := t.newPending(th, sched.Shutdown, nr, a)
@@ -312,7 +312,7 @@ func (t *Tracer) onShutdown(th *thread, nr int, a [6]uint64) bool {
 // onDup forgets what the target descriptor of dup2/dup3 was.
 func (t *Tracer) onDup(th *thread, _ int, a [6]uint64) bool {
 	if int(a[1]) != int(a[0]) {
-		t.releaseDup(t.forgetFd(th.proc, int(a[1])))
+		t.releaseDup(th.proc.forgetFd(int(a[1])))
 	}
 	return false
 }
@@ -322,7 +322,7 @@ func (t *Tracer) onCloseRange(th *thread, _ int, a [6]uint64) bool {
 	p := th.proc
 	for fd := range p.fds {
 		if uint64(fd) >= a[0] && uint64(fd) <= a[1] {
-			t.releaseDup(t.forgetFd(p, fd))
+			t.releaseDup(p.forgetFd(fd))
 		}
 	}
 	return false
@@ -335,11 +335,11 @@ func (t *Tracer) onConnect(th *thread, nr int, a [6]uint64) bool {
 	if fam == unix.AF_UNIX {
 		return t.onUnixConnect(th, nr, a[1], a[2])
 	}
-	if (fam != unix.AF_INET && fam != unix.AF_INET6) || !t.gated(ap.Addr()) {
+	if (fam != unix.AF_INET && fam != unix.AF_INET6) || !t.pt.gated(ap.Addr()) {
 		return false
 	}
 	fd := int(a[0])
-	fi := t.fdOf(th.proc, fd)
+	fi := th.proc.fdOf(fd)
 	po := t.newPending(th, sched.Connect, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Peer = ap.String()
@@ -359,13 +359,13 @@ func (t *Tracer) onConnect(th *thread, nr int, a [6]uint64) bool {
 func (t *Tracer) onAccept(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
-	fi := t.fdOf(p, fd)
+	fi := p.fdOf(fd)
 	if fi.kind != fdInet {
 		return false
 	}
 	po := t.newPending(th, sched.Accept, nr, a)
 	po.fd, po.fi = fd, fi
-	po.op.Object = "listen:" + t.listenKey(p, fi)
+	po.op.Object = "listen:" + p.listenKey(fi)
 	po.immediate = t.sockOptsOf(fi).nonblock
 	t.sockTimeout(po)
 	return true

@@ -172,7 +172,7 @@ func (t *Tracer) removeTimer(v *vtimer) {
 // exec). Checking lazily spares hooks in close, dup2 and exec.
 func (t *Tracer) timerLive(v *vtimer) bool {
 	p := v.proc
-	if p.exited || t.procs[p.pid] != p {
+	if p.exited || t.pt.procs[p.pid] != p {
 		return false
 	}
 	switch v.kind {
@@ -191,7 +191,7 @@ func (t *Tracer) pruneTimers() {
 		return
 	}
 	for p := range t.timers.signalled {
-		if p.exited || t.procs[p.pid] != p {
+		if p.exited || t.pt.procs[p.pid] != p {
 			delete(t.timers.signalled, p)
 		}
 	}
@@ -505,7 +505,7 @@ func (t *Tracer) onTimerfdSettime(th *thread, a [6]uint64) bool {
 	}
 	v := t.findTimer(p, kindTimerfd, int64(fd))
 	if v == nil {
-		dup := t.dupFd(p, fd)
+		dup := p.dupFd(fd)
 		if dup < 0 {
 			return false
 		}
@@ -640,7 +640,7 @@ func (t *Tracer) onTimerCreate(th *thread, a [6]uint64) bool {
 				return t.answer(th, unix.EINVAL)
 			}
 		case sigevSignal | sigevThreadID:
-			if other := t.threads[v.tid]; v.signo < 1 || v.signo > 64 || other == nil || other.proc != p {
+			if other := t.pt.threads[v.tid]; v.signo < 1 || v.signo > 64 || other == nil || other.proc != p {
 				return t.answer(th, unix.EINVAL)
 			}
 		default:
@@ -757,7 +757,7 @@ func (t *Tracer) interruptedBySignal(p *pendingOp) bool {
 		delete(t.timers.signalled, th.proc) // taken meanwhile
 		return false
 	}
-	blocked, ok := t.waitMask(p)
+	blocked, ok := p.waitMask()
 	if !ok {
 		blocked = statusMask(b, "SigBlk:")
 	}
@@ -771,7 +771,7 @@ func (t *Tracer) interruptedBySignal(p *pendingOp) bool {
 // waitMask reads the signal mask a wait installs for its duration
 // (pselect6, ppoll, epoll_pwait's sigmask argument); false when the call
 // has none, and the thread's own mask holds.
-func (t *Tracer) waitMask(p *pendingOp) (uint64, bool) {
+func (p *pendingOp) waitMask() (uint64, bool) {
 	var at uint64
 	switch p.nr {
 	case unix.SYS_PSELECT6:

@@ -251,16 +251,12 @@ type Tracer struct {
 	done  chan struct{}
 
 	// Everything below is owned by the tracer thread.
+	pt *procTable // nodes, processes, threads and their descriptors
 	vdso *vdsoEntries           // the vDSO's clock entry points, found at the first exec
 	cut  map[[2]netip.Addr]bool // address pairs a partition separates
 	// cutConnects are non-blocking connects released into a partition.
 	cutConnects []cutConnect
 	finsHeld    []*conn // connections whose FIN waits for a heal
-	nodes       map[string]*nodeInfo
-	nodeList    []*nodeInfo // nodes in launch order, for the loops run per op
-	byAddr      map[netip.Addr]*nodeInfo
-	threads     map[int]*thread
-	procs       map[int]*process
 	pending     map[uint64]*pendingOp
 	fresh       []*pendingOp
 	nextID      uint64
@@ -283,10 +279,8 @@ type Tracer struct {
 	bufs         bufPool     // capture buffers
 	timers       *timerTable // virtual kernel timers (timers.go), made on first use
 
-	// nState counts the threads in t.threads in each state (setState,
-	// addThread, removeThread); expect says an event may come even when
-	// every thread is held (see collect).
-	nState [numStates]int
+	// expect says an event may come even when every thread is held (see
+	// collect).
 	expect bool
 	// switches is the tracer thread's involuntary context switches at its
 	// last yield (see nothingRan).
@@ -383,10 +377,6 @@ func New(opts Options) *Tracer {
 		calls:       make(chan func()),
 		quit:        make(chan struct{}),
 		done:        make(chan struct{}),
-		nodes:       map[string]*nodeInfo{},
-		byAddr:      map[netip.Addr]*nodeInfo{},
-		threads:     map[int]*thread{},
-		procs:       map[int]*process{},
 		pending:     map[uint64]*pendingOp{},
 		conns:       map[string]*conn{},
 		connects:    map[string][]uint64{},
@@ -394,6 +384,7 @@ func New(opts Options) *Tracer {
 		gates:       gateTable(),
 		selfPid:     os.Getpid(),
 	}
+	t.pt = newProcTable(&t.opts, t.log, &t.stats)
 	t.filter = launch.Filter(filteredSyscalls(t.gates))
 	go t.loop()
 	return t
@@ -419,7 +410,7 @@ func (t *Tracer) loop() {
 	unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
 	defer close(t.done)
 	defer func() {
-		for _, ni := range t.nodeList {
+		for _, ni := range t.pt.nodeList {
 			if ni.diag != nil {
 				ni.diag.Close()
 			}
@@ -497,7 +488,7 @@ func (t *Tracer) Release(id uint64) (Released, error) {
 	var err error
 	if e := t.do(func() {
 		t.pollGen++ // the caller may have done anything since Settle
-		t.stirAll()
+		t.pt.stirAll()
 		r, err = t.release(id)
 	}); e != nil {
 		return r, e
@@ -513,7 +504,7 @@ func (t *Tracer) KillAll() error {
 // Kill kills every process of one node (a crash).
 func (t *Tracer) Kill(node string) error {
 	return t.do(func() {
-		for _, p := range t.procs {
+		for _, p := range t.pt.procs {
 			if p.node.name == node {
 				t.expect = true
 				p.node.stir()
@@ -620,7 +611,7 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			if a.Crash != "" || len(a.Clocks) > 0 || len(a.Drifts) > 0 || len(a.Cuts) > 0 || a.Reset != "" || a.Drop != 0 || a.Launch != nil {
 				t.pollGen++ // the readiness polled for st may have changed
 				t.netGen++
-				t.stirAll()
+				t.pt.stirAll()
 			}
 			if a.Crash != "" {
 				t.crashNode(a.Crash)

@@ -152,9 +152,9 @@ func (t *Tracer) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline 
 	th.waitNr, th.waitAddr, th.waitExpired = nr, a[0], expired
 	th.waitRequeued = false
 	th.interrupted = false
-	t.setState(th, tsTimedWait)
+	t.pt.setState(th, tsTimedWait)
 	if err := ptrace.Cont(th.tid, 0); err != nil {
-		t.setState(th, tsRunning)
+		t.pt.setState(th, tsRunning)
 	}
 	return true
 }
@@ -170,7 +170,7 @@ func (t *Tracer) wakeDueTimedWaits() {
 	}
 	now := t.now()
 	var first *thread
-	for _, th := range t.threads {
+	for _, th := range t.pt.threads {
 		if th.state != tsTimedWait || th.waitDeadline > now {
 			continue
 		}
@@ -186,13 +186,13 @@ func (t *Tracer) wakeDueTimedWaits() {
 		return
 	}
 	if !first.inWait() {
-		t.setState(first, tsRunning) // woken meanwhile
+		t.pt.setState(first, tsRunning) // woken meanwhile
 		return
 	}
 	first.interrupted = true
 	if err := ptrace.Interrupt(first.tid); err != nil {
 		first.interrupted = false
-		t.setState(first, tsRunning)
+		t.pt.setState(first, tsRunning)
 	}
 }
 

@@ -1,0 +1,34 @@
+package tracer
+
+import (
+	"log/slog"
+	"net/netip"
+)
+
+// procTable owns the nodes, the traced processes and threads, and the
+// processes' descriptors: who exists and in what state. It knows nothing of
+// ops, deliveries or time.
+type procTable struct {
+	opts  *Options
+	log   *slog.Logger
+	stats *Stats
+
+	nodes    map[string]*nodeInfo
+	nodeList []*nodeInfo // nodes in launch order, for the loops run per op
+	byAddr   map[netip.Addr]*nodeInfo
+	threads  map[int]*thread
+	procs    map[int]*process
+	// nState counts the threads in threads in each state (setState,
+	// addThread, removeThread).
+	nState [numStates]int
+}
+
+func newProcTable(opts *Options, log *slog.Logger, stats *Stats) *procTable {
+	return &procTable{
+		opts: opts, log: log, stats: stats,
+		nodes:   map[string]*nodeInfo{},
+		byAddr:  map[netip.Addr]*nodeInfo{},
+		threads: map[int]*thread{},
+		procs:   map[int]*process{},
+	}
+}
