@@ -251,7 +251,7 @@ type Tracer struct {
 	done  chan struct{}
 
 	// Everything below is owned by the tracer thread.
-	pt *procTable // nodes, processes, threads and their descriptors
+	pt   *procTable             // nodes, processes, threads and their descriptors
 	vdso *vdsoEntries           // the vDSO's clock entry points, found at the first exec
 	cut  map[[2]netip.Addr]bool // address pairs a partition separates
 	// cutConnects are non-blocking connects released into a partition.
