@@ -54,7 +54,7 @@ func (pt *procTable) toOtherNode(fi *fdInfo) bool {
 // refuse fails the syscall th stopped at with errno, and says so.
 func (t *Tracer) refuse(th *thread, nr int, errno unix.Errno, why string) {
 	t.log.Warn("refused a syscall that would bypass the schedule", "node", th.proc.node.name, "thread", th.String(),
-		"syscall", t.syscallName(nr), "why", why, "errno", errno.Error())
+		"syscall", t.ops.syscallName(nr), "why", why, "errno", errno.Error())
 	t.fake(th, -int64(errno))
 }
 

@@ -25,18 +25,18 @@ func (t *Tracer) crashNode(name string) {
 	// which sends its FIN (maybeFinishConn): sent now, the firewall would
 	// drop it and the kernel retransmit it after the heal whenever its
 	// real-time timer said.
-	for _, key := range slices.Sorted(maps.Keys(t.conns)) {
-		c := t.conns[key]
+	for _, key := range slices.Sorted(maps.Keys(t.net.conns)) {
+		c := t.net.conns[key]
 		if c.src.Addr().Unmap() != ni.addr || c.dup < 0 {
 			continue
 		}
 		c.closing = true
-		t.dropQueue(c)
-		t.maybeFinishConn(c)
+		t.net.dropQueue(c)
+		t.net.maybeFinishConn(c)
 	}
-	for _, p := range t.pending {
+	for _, p := range t.ops.pending {
 		if p.chunk != nil && p.chunk.dg != nil && p.op.Node == name {
-			t.dropDgram(p) // a dead host's unsent datagrams are lost too
+			t.net.dropDgram(p) // a dead host's unsent datagrams are lost too
 		}
 	}
 	if n := t.killAndReap(func(p *process) bool { return p.node == ni }); n > 0 {

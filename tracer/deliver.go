@@ -58,11 +58,11 @@ type deliveredRange struct {
 
 // head copies the first Options.Data bytes of b: what a record keeps of
 // a message. Nil when the spec keeps none.
-func (t *Tracer) head(b []byte) []byte {
-	if t.opts.Data <= 0 || len(b) == 0 {
+func (nw *network) head(b []byte) []byte {
+	if nw.opts.Data <= 0 || len(b) == 0 {
 		return nil
 	}
-	return append([]byte(nil), b[:min(len(b), t.opts.Data)]...)
+	return append([]byte(nil), b[:min(len(b), nw.opts.Data)]...)
 }
 
 // chunk is the payload of one deliver op: bytes of a connection's stream,
@@ -82,20 +82,20 @@ const maxCapture = 1 << 20
 
 // freshData is the head of the message the last capture queued: what a
 // captured send sent.
-func (t *Tracer) freshData() []byte {
-	if n := len(t.fresh); n > 0 && t.fresh[n-1].chunk != nil {
-		return t.head(t.fresh[n-1].chunk.data)
+func (nw *network) freshData() []byte {
+	if n := len(nw.ops.fresh); n > 0 && nw.ops.fresh[n-1].chunk != nil {
+		return nw.head(nw.ops.fresh[n-1].chunk.data)
 	}
 	return nil
 }
 
 // capture copies a send's bytes out of the tracee and queues a deliver op.
-func (t *Tracer) capture(p *pendingOp) (int64, error) {
+func (nw *network) capture(p *pendingOp) (int64, error) {
 	fi := p.fi
 	if fi.dup < 0 || !fi.peer.IsValid() {
 		return 0, errors.New("socket not connected")
 	}
-	data, err := t.payload(p)
+	data, err := nw.payload(p)
 	if err != nil {
 		return 0, err
 	}
@@ -103,7 +103,7 @@ func (t *Tracer) capture(p *pendingOp) (int64, error) {
 		return 0, nil
 	}
 	key := fi.outKey()
-	c := t.conns[key]
+	c := nw.conns[key]
 	if c == nil || c.dup < 0 {
 		// New, or the 4-tuple of a closed connection reused.
 		d, err := unix.Dup(fi.dup)
@@ -112,36 +112,36 @@ func (t *Tracer) capture(p *pendingOp) (int64, error) {
 		}
 		unix.CloseOnExec(d)
 		c = &conn{key: key, dup: d, src: fi.local, dst: fi.peer}
-		t.conns[key] = c
+		nw.conns[key] = c
 	}
-	t.seq++
-	d := &pendingOp{seq: t.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, buf: data, conn: c, sendID: p.op.ID}}
+	nw.ops.seq++
+	d := &pendingOp{seq: nw.ops.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, buf: data, conn: c, sendID: p.op.ID}}
 	d.op = sched.Op{
 		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site,
-		Object: t.pt.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
+		Object: nw.pt.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
 		Syscall: "deliver",
 	}
 	d.causes = []uint64{p.op.ID}
 	c.queue = append(c.queue, d)
 	c.queued += len(data)
-	t.fresh = append(t.fresh, d)
+	nw.ops.fresh = append(nw.ops.fresh, d)
 	return int64(len(data)), nil
 }
 
 // payload copies the bytes a send would send out of the tracee, into a
 // buffer of t.bufs.
-func (t *Tracer) payload(p *pendingOp) ([]byte, error) {
+func (nw *network) payload(p *pendingOp) ([]byte, error) {
 	th, a := p.th, p.args
 	switch p.nr {
 	case unix.SYS_WRITE, unix.SYS_SENDTO:
-		data := t.bufs.get(int(min(a[2], maxCapture)))
+		data := nw.bufs.get(int(min(a[2], maxCapture)))
 		if err := ptrace.ReadMem(th.tid, a[1], data); err != nil {
-			t.bufs.put(data)
+			nw.bufs.put(data)
 			return nil, err
 		}
 		return data, nil
 	case unix.SYS_WRITEV:
-		return t.gather(th.tid, a[1], a[2])
+		return nw.gather(th.tid, a[1], a[2])
 	case unix.SYS_SENDMSG:
 		var hdr [56]byte
 		if err := ptrace.ReadMem(th.tid, a[1], hdr[:]); err != nil {
@@ -153,14 +153,14 @@ func (t *Tracer) payload(p *pendingOp) ([]byte, error) {
 		if controllen != 0 {
 			return nil, errors.New("sendmsg with ancillary data")
 		}
-		return t.gather(th.tid, iov, iovlen)
+		return nw.gather(th.tid, iov, iovlen)
 	}
 	return nil, errors.New("unsupported send syscall")
 }
 
 // gather copies the bytes an iovec array names (up to maxCapture) in one
 // read.
-func (t *Tracer) gather(pid int, iovAddr, iovcnt uint64) ([]byte, error) {
+func (nw *network) gather(pid int, iovAddr, iovcnt uint64) ([]byte, error) {
 	if iovcnt > 1024 {
 		return nil, errors.New("too many iovecs")
 	}
@@ -179,9 +179,9 @@ func (t *Tracer) gather(pid int, iovAddr, iovcnt uint64) ([]byte, error) {
 		segs = append(segs, unix.RemoteIovec{Base: uintptr(base), Len: int(l)})
 		total += int(l)
 	}
-	out := t.bufs.get(total)
+	out := nw.bufs.get(total)
 	if err := ptrace.ReadMemVec(pid, out, segs); err != nil {
-		t.bufs.put(out)
+		nw.bufs.put(out)
 		return nil, err
 	}
 	return out, nil
@@ -238,7 +238,7 @@ func (bp *bufPool) put(b []byte) {
 }
 
 // deliver writes a queued chunk into the real connection.
-func (t *Tracer) deliver(p *pendingOp) (Released, error) {
+func (nw *network) deliver(p *pendingOp) (Released, error) {
 	c := p.chunk.conn
 	r := Released{Causes: p.causes}
 	if len(c.queue) == 0 || c.queue[0] != p {
@@ -254,16 +254,16 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 		// The connection broke (reset by a crashed peer): the bytes are
 		// lost as they would be on a real network; the sender learns of it
 		// on its next call.
-		t.netGen++
+		nw.netGen++
 		r.Result = -int64(err.(unix.Errno))
-		t.bufs.put(p.chunk.buf)
-		t.maybeFinishConn(c)
+		nw.bufs.put(p.chunk.buf)
+		nw.maybeFinishConn(c)
 		return r, nil
 	}
-	t.stats.Deliveries++
+	nw.stats.Deliveries++
 	r.Result = int64(n)
 	if n > 0 {
-		r.Data = t.head(p.chunk.data[:n])
+		r.Data = nw.head(p.chunk.data[:n])
 		c.delivered = append(c.delivered, deliveredRange{start: c.sent, end: c.sent + uint64(n), id: p.op.ID, head: r.Data})
 		if c.owed != 0 && c.sent < c.owedUntil {
 			r.Completes = c.owed
@@ -272,30 +272,30 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 			}
 		}
 		c.sent += uint64(n)
-		t.awaitArrival(c)
+		nw.awaitArrival(c)
 		if !c.acked {
 			// Not known to sit in a live socket: the receiver may be gone
 			// and answer with a reset, an error for the sender (known).
-			t.netGen++
+			nw.netGen++
 		}
 	}
 	if n < len(p.chunk.data) {
 		// The rest waits for room: it becomes a new op at the head.
 		c.blocked = true
-		t.seq++
-		rest := &pendingOp{seq: t.seq, fd: -1, deadline: -1, chunk: &chunk{data: p.chunk.data[n:], buf: p.chunk.buf, conn: c, sendID: p.chunk.sendID}}
+		nw.ops.seq++
+		rest := &pendingOp{seq: nw.ops.seq, fd: -1, deadline: -1, chunk: &chunk{data: p.chunk.data[n:], buf: p.chunk.buf, conn: c, sendID: p.chunk.sendID}}
 		rest.op = p.op
 		rest.op.ID = 0
 		rest.op.Bytes = len(rest.chunk.data)
 		rest.causes = p.causes
 		c.queue = append([]*pendingOp{rest}, c.queue...)
 		c.queued += len(rest.chunk.data)
-		t.fresh = append(t.fresh, rest)
+		nw.ops.fresh = append(nw.ops.fresh, rest)
 	} else {
 		c.blocked = false
-		t.bufs.put(p.chunk.buf)
+		nw.bufs.put(p.chunk.buf)
 	}
-	t.maybeFinishConn(c)
+	nw.maybeFinishConn(c)
 	return r, nil
 }
 
@@ -304,14 +304,14 @@ func (t *Tracer) deliver(p *pendingOp) (Released, error) {
 // (the receiver's buffer; a delivery into an empty one always fits). The
 // cap, not the kernel's buffers, decides, so that it does not depend on
 // how far the kernel's autotuning has grown them.
-func (t *Tracer) roomFor(c *conn, n int) bool {
-	limit := uint64(t.opts.DeliverCap)
+func (nw *network) roomFor(c *conn, n int) bool {
+	limit := uint64(nw.opts.DeliverCap)
 	if c.consumed >= c.sent || c.sent-c.consumed+uint64(n) <= limit {
 		return true // (a recv with MSG_WAITALL has claimed bytes not sent yet)
 	}
 	// lockstep's count of the bytes read can fall short (a recv with
 	// MSG_WAITALL reads on past what was there): ask the receiving socket.
-	rn := t.pt.byAddr[c.dst.Addr().Unmap()]
+	rn := nw.pt.byAddr[c.dst.Addr().Unmap()]
 	if rn == nil {
 		return true
 	}
@@ -345,8 +345,8 @@ const (
 // flowOf looks at both ends of c: the receiving socket's queue against the
 // bytes delivered and not read, then whether the sending socket holds the
 // rest back for want of window.
-func (t *Tracer) flowOf(c *conn) flow {
-	rn := t.pt.byAddr[c.dst.Addr().Unmap()]
+func (nw *network) flowOf(c *conn) flow {
+	rn := nw.pt.byAddr[c.dst.Addr().Unmap()]
 	if rn == nil || !c.src.IsValid() {
 		return flowArrived // not a node's: nothing to wait for
 	}
@@ -356,7 +356,7 @@ func (t *Tracer) flowOf(c *conn) flow {
 	}
 	rq, err := d.RQueue(c.dst, c.src)
 	if errors.Is(err, sockdiag.ErrNoSocket) {
-		return t.resetFlow(c)
+		return nw.resetFlow(c)
 	}
 	if err != nil {
 		return flowArrived // not a socket sock_diag can see
@@ -364,7 +364,7 @@ func (t *Tracer) flowOf(c *conn) flow {
 	if uint64(rq) >= c.sent-c.consumed {
 		return flowArrived
 	}
-	if sn := t.pt.byAddr[c.src.Addr().Unmap()]; sn != nil {
+	if sn := nw.pt.byAddr[c.src.Addr().Unmap()]; sn != nil {
 		if sd, err := sn.diagFor(); err == nil {
 			if s, err := sd.Sending(c.src, c.dst); err == nil && s.WindowFull() {
 				return flowHeld
@@ -376,7 +376,7 @@ func (t *Tracer) flowOf(c *conn) flow {
 		// bytes unread, or gone): the rest is lost, as on a real network.
 		// Without this a Redis primary's deliveries to clients that had
 		// left were waited for until the polls ran out, 150 ms each.
-		t.netGen++
+		nw.netGen++
 		return flowArrived
 	}
 	return flowMoving
@@ -398,14 +398,14 @@ func reset(fd int) bool {
 // the namespaces in softirq as the bytes did; without this wait, whether the
 // sender's next poll saw its connection reset depended on timing (etcd
 // members writing to a restarted peer after a heal).
-func (t *Tracer) resetFlow(c *conn) flow {
-	if t.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
+func (nw *network) resetFlow(c *conn) flow {
+	if nw.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
 		return flowArrived // the partition drops them: nothing comes back
 	}
 	if reset(c.dup) {
 		return flowArrived // the reset came back already
 	}
-	sn := t.pt.byAddr[c.src.Addr().Unmap()]
+	sn := nw.pt.byAddr[c.src.Addr().Unmap()]
 	if sn == nil {
 		return flowArrived
 	}
@@ -427,7 +427,7 @@ func (t *Tracer) resetFlow(c *conn) flow {
 // delivery would depend on timing, and the same seed could give another
 // schedule. Held bytes move when the receiver reads: netSettled watches
 // them until they have arrived or are held again.
-func (t *Tracer) awaitArrival(c *conn) {
+func (nw *network) awaitArrival(c *conn) {
 	c.acked = false
 	if outq, err := unix.IoctlGetInt(c.dup, unix.SIOCOUTQ); err == nil && outq == 0 {
 		c.acked = true
@@ -439,30 +439,30 @@ func (t *Tracer) awaitArrival(c *conn) {
 	}
 	var w inFlight
 	for {
-		switch t.flowOf(c) {
+		switch nw.flowOf(c) {
 		case flowArrived:
-			t.stats.ArrivalPolls += w.polls
+			nw.stats.ArrivalPolls += w.polls
 			return
 		case flowHeld:
-			t.stats.ArrivalPolls += w.polls
-			t.stats.WindowFull++
-			t.hold(c)
+			nw.stats.ArrivalPolls += w.polls
+			nw.stats.WindowFull++
+			nw.hold(c)
 			return
 		}
 		if !w.again() {
 			break
 		}
 	}
-	t.stats.ArrivalsLate++
-	t.log.Debug("delivered bytes did not arrive", "conn", c.key, "want", c.sent-c.consumed)
+	nw.stats.ArrivalsLate++
+	nw.log.Debug("delivered bytes did not arrive", "conn", c.key, "want", c.sent-c.consumed)
 }
 
 // hold records that c's sending socket holds delivered bytes back for want
 // of window.
-func (t *Tracer) hold(c *conn) {
+func (nw *network) hold(c *conn) {
 	c.movingSince = time.Time{}
-	if !slices.Contains(t.held, c) {
-		t.held = append(t.held, c)
+	if !slices.Contains(nw.held, c) {
+		nw.held = append(nw.held, c)
 	}
 }
 
@@ -471,18 +471,18 @@ func (t *Tracer) hold(c *conn) {
 // they are held again. It reports whether none is moving; one that keeps
 // moving past finWaitLimit is no longer watched, and one across a
 // partition is not waited for.
-func (t *Tracer) heldSettled() bool {
+func (nw *network) heldSettled() bool {
 	settled := true
-	keep := t.held[:0]
-	for _, c := range t.held {
-		if t.conns[c.key] != c {
+	keep := nw.held[:0]
+	for _, c := range nw.held {
+		if nw.conns[c.key] != c {
 			continue // forgotten: its sockets are gone
 		}
-		if t.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
+		if nw.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
 			keep = append(keep, c) // nothing crosses a partition: no wait
 			continue
 		}
-		switch t.flowOf(c) {
+		switch nw.flowOf(c) {
 		case flowArrived:
 			continue
 		case flowHeld:
@@ -491,15 +491,15 @@ func (t *Tracer) heldSettled() bool {
 			if c.movingSince.IsZero() {
 				c.movingSince = time.Now()
 			} else if time.Since(c.movingSince) > finWaitLimit {
-				t.log.Debug("held bytes did not arrive", "conn", c.key, "want", c.sent-c.consumed)
+				nw.log.Debug("held bytes did not arrive", "conn", c.key, "want", c.sent-c.consumed)
 				continue
 			}
 			settled = false
 		}
 		keep = append(keep, c)
 	}
-	clear(t.held[len(keep):])
-	t.held = keep
+	clear(nw.held[len(keep):])
+	nw.held = keep
 	return settled
 }
 
@@ -518,49 +518,49 @@ func (ni *nodeInfo) diagFor() (*sockdiag.Sock, error) {
 
 // maybeFinishConn applies a deferred shutdown or close once the queue is
 // empty.
-func (t *Tracer) maybeFinishConn(c *conn) {
+func (nw *network) maybeFinishConn(c *conn) {
 	if len(c.queue) > 0 {
 		return
 	}
-	if (c.shutWr || c.closing) && t.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
-		if !slices.Contains(t.finsHeld, c) {
-			t.finsHeld = append(t.finsHeld, c)
+	if (c.shutWr || c.closing) && nw.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
+		if !slices.Contains(nw.finsHeld, c) {
+			nw.finsHeld = append(nw.finsHeld, c)
 		}
 		return
 	}
 	if c.shutWr {
 		unix.Shutdown(c.dup, unix.SHUT_WR)
 		c.shutWr = false
-		t.netGen++ // a FIN
+		nw.netGen++ // a FIN
 	}
 	if c.closing {
-		t.closeConn(c)
+		nw.closeConn(c)
 	}
 }
 
 // dropQueue drops the bytes waiting for delivery on c.
-func (t *Tracer) dropQueue(c *conn) {
+func (nw *network) dropQueue(c *conn) {
 	for _, p := range c.queue {
-		t.dropPending(p)
+		nw.ops.dropPending(p)
 	}
 	c.queue = nil
 }
 
-func (t *Tracer) closeConn(c *conn) {
-	t.netGen++ // a FIN, or a reset
-	t.dropQueue(c)
+func (nw *network) closeConn(c *conn) {
+	nw.netGen++ // a FIN, or a reset
+	nw.dropQueue(c)
 	if c.dup >= 0 {
 		unix.Close(c.dup)
 		c.dup = -1
 		if c.closing {
 			// The tracee closed first; this was the last holder.
-			t.expectFin(c.src, c.dst)
+			nw.expectFin(c.src, c.dst)
 		}
 	}
 	// What was delivered but not yet read still names its sends: the
 	// receiver's recvs need it for their causes, past the sender's close.
 	if len(c.delivered) == 0 {
-		delete(t.conns, c.key)
+		delete(nw.conns, c.key)
 	}
 }
 
@@ -569,13 +569,13 @@ func (t *Tracer) closeConn(c *conn) {
 // on the connection is one it delivered (none was sent natively), and
 // all it delivered arrived (acked). ok is false otherwise, or when none
 // are known to wait.
-func (t *Tracer) unread(p *pendingOp) (n int, ok bool) {
+func (nw *network) unread(p *pendingOp) (n int, ok bool) {
 	if p.fi == nil || p.fi.dup < 0 || p.fi.sockType != unix.SOCK_STREAM {
 		return 0, false
 	}
 	key := p.fi.inKey()
-	c := t.conns[key]
-	if c == nil || !c.acked || t.nativeSends[key] || c.sent <= c.consumed {
+	c := nw.conns[key]
+	if c == nil || !c.acked || nw.nativeSends[key] || c.sent <= c.consumed {
 		return 0, false
 	}
 	return int(c.sent - c.consumed), true
@@ -583,11 +583,11 @@ func (t *Tracer) unread(p *pendingOp) (n int, ok bool) {
 
 // consume works out which deliveries a recv about to run will read: the
 // bytes waiting in the socket, up to the amount asked for.
-func (t *Tracer) consume(p *pendingOp, avail int) ([]uint64, []byte) {
+func (nw *network) consume(p *pendingOp, avail int) ([]uint64, []byte) {
 	if p.fi == nil || avail <= 0 {
 		return nil, nil
 	}
-	c := t.conns[p.fi.inKey()]
+	c := nw.conns[p.fi.inKey()]
 	if c == nil || p.fi.dup < 0 {
 		return nil, nil
 	}
@@ -618,7 +618,7 @@ func (t *Tracer) consume(p *pendingOp, avail int) ([]uint64, []byte) {
 	for _, d := range c.delivered {
 		if d.end > from && d.start < to {
 			ids = append(ids, d.id)
-			if whole && len(data) < t.opts.Data {
+			if whole && len(data) < nw.opts.Data {
 				// The bytes of this range the recv reads, as far as its
 				// head holds them.
 				lo, hi := max(from, d.start)-d.start, min(to, d.end)-d.start
@@ -636,11 +636,11 @@ func (t *Tracer) consume(p *pendingOp, avail int) ([]uint64, []byte) {
 		c.delivered = keep
 		c.consumed = to
 		if c.dup < 0 && len(keep) == 0 {
-			delete(t.conns, c.key) // closed and all read
+			delete(nw.conns, c.key) // closed and all read
 		}
 	}
-	if len(data) > t.opts.Data {
-		data = data[:t.opts.Data]
+	if len(data) > nw.opts.Data {
+		data = data[:nw.opts.Data]
 	}
 	return ids, data
 }
@@ -680,13 +680,13 @@ func (p *pendingOp) recvRoom() (uint64, bool) {
 	return n, true
 }
 
-func (t *Tracer) popConnect(listener string) uint64 {
-	q := t.connects[listener]
+func (nw *network) popConnect(listener string) uint64 {
+	q := nw.connects[listener]
 	if len(q) == 0 {
 		return 0
 	}
 	id := q[0]
-	t.connects[listener] = q[1:]
+	nw.connects[listener] = q[1:]
 	return id
 }
 
@@ -694,9 +694,9 @@ func (t *Tracer) popConnect(listener string) uint64 {
 // across it (see Cut).
 //
 // Precondition: runs on the tracer thread.
-func (t *Tracer) applyCut(c Cut) error {
-	if t.cut == nil {
-		t.cut = map[[2]netip.Addr]bool{}
+func (nw *network) applyCut(c Cut) error {
+	if nw.cut == nil {
+		nw.cut = map[[2]netip.Addr]bool{}
 	}
 	pairs := func(f func([2]netip.Addr)) {
 		for _, a := range c.A {
@@ -711,37 +711,37 @@ func (t *Tracer) applyCut(c Cut) error {
 	if !c.Heal {
 		cutting := map[[2]netip.Addr]bool{}
 		pairs(func(p [2]netip.Addr) { cutting[p] = true })
-		t.flushAcks(func(a, b netip.Addr) bool { return cutting[[2]netip.Addr{a, b}] })
+		nw.flushAcks(func(a, b netip.Addr) bool { return cutting[[2]netip.Addr{a, b}] })
 		if c.Close != nil {
 			if err := c.Close(); err != nil {
 				return err
 			}
 		}
-		pairs(func(p [2]netip.Addr) { t.cut[p] = true })
+		pairs(func(p [2]netip.Addr) { nw.cut[p] = true })
 		return nil
 	}
 	// A connect either way across a one-way cut was one into it.
 	healed := map[[2]netip.Addr]bool{}
 	pairs(func(p [2]netip.Addr) { healed[p], healed[[2]netip.Addr{p[1], p[0]}] = true, true })
-	t.abortCutConnects(healed)
+	nw.abortCutConnects(healed)
 	if c.Open != nil {
 		if err := c.Open(); err != nil {
 			return err
 		}
 	}
-	pairs(func(p [2]netip.Addr) { delete(t.cut, p) })
-	held := t.finsHeld
-	t.finsHeld = nil
+	pairs(func(p [2]netip.Addr) { delete(nw.cut, p) })
+	held := nw.finsHeld
+	nw.finsHeld = nil
 	for _, conn := range held {
-		t.maybeFinishConn(conn)
+		nw.maybeFinishConn(conn)
 	}
 	return nil
 }
 
 // cutBetween reports whether a cut in force stops a connection between a
 // and b from opening: its handshake needs both ways.
-func (t *Tracer) cutBetween(a, b netip.Addr) bool {
-	return t.cut[[2]netip.Addr{a, b}] || t.cut[[2]netip.Addr{b, a}]
+func (nw *network) cutBetween(a, b netip.Addr) bool {
+	return nw.cut[[2]netip.Addr{a, b}] || nw.cut[[2]netip.Addr{b, a}]
 }
 
 // cutConnect is a non-blocking connect released into a partition.
@@ -752,7 +752,7 @@ type cutConnect struct {
 
 // noteCutConnect remembers a connect whose SYN the partition drops, by
 // the address bindEphemeral gave its socket.
-func (t *Tracer) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort) {
+func (nw *network) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort) {
 	local := fi.local
 	if local.Port() == 0 {
 		return // the kernel picks the port at the connect: no name to find it by
@@ -761,7 +761,7 @@ func (t *Tracer) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort) {
 		// Bound to the wildcard: the connect takes the node's address.
 		local = netip.AddrPortFrom(ni.addr.Unmap(), local.Port())
 	}
-	t.cutConnects = append(t.cutConnects, cutConnect{node: ni, local: local, peer: peer})
+	nw.cutConnects = append(nw.cutConnects, cutConnect{node: ni, local: local, peer: peer})
 }
 
 // abortCutConnects ends, at a heal, the connects still waiting for an
@@ -769,9 +769,9 @@ func (t *Tracer) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort) {
 // after a second or more of real time and complete the connection at a
 // moment no schedule fixes. The program sees the attempt fail
 // (ECONNABORTED), as one whose SYN retries ran out, and dials again.
-func (t *Tracer) abortCutConnects(healed map[[2]netip.Addr]bool) {
-	keep := t.cutConnects[:0]
-	for _, cc := range t.cutConnects {
+func (nw *network) abortCutConnects(healed map[[2]netip.Addr]bool) {
+	keep := nw.cutConnects[:0]
+	for _, cc := range nw.cutConnects {
 		if !healed[[2]netip.Addr{cc.local.Addr().Unmap(), cc.peer.Addr().Unmap()}] {
 			keep = append(keep, cc) // across another cut, still in force
 			continue
@@ -782,11 +782,11 @@ func (t *Tracer) abortCutConnects(healed map[[2]netip.Addr]bool) {
 		}
 		if _, state, err := d.Lookup(cc.local, cc.peer); err == nil && state == tcpSynSent {
 			if err := d.Destroy(cc.local, cc.peer); err != nil {
-				t.log.Warn("aborting a connect made into a partition", "node", cc.node.name, "local", cc.local, "peer", cc.peer, "err", err)
+				nw.log.Warn("aborting a connect made into a partition", "node", cc.node.name, "local", cc.local, "peer", cc.peer, "err", err)
 			}
 		}
 	}
-	t.cutConnects = keep
+	nw.cutConnects = keep
 }
 
 // flushAcks runs before a partition's firewall goes up. A receiver
@@ -801,14 +801,14 @@ func (t *Tracer) abortCutConnects(healed map[[2]netip.Addr]bool) {
 // the ACKs are waited for.
 //
 // Precondition: runs on the tracer thread.
-func (t *Tracer) flushAcks(crosses func(a, b netip.Addr) bool) {
+func (nw *network) flushAcks(crosses func(a, b netip.Addr) bool) {
 	type owed struct {
 		d             *sockdiag.Sock
 		local, remote netip.AddrPort
 	}
 	var waiting []owed
-	for _, name := range slices.Sorted(maps.Keys(t.pt.nodes)) {
-		ni := t.pt.nodes[name]
+	for _, name := range slices.Sorted(maps.Keys(nw.pt.nodes)) {
+		ni := nw.pt.nodes[name]
 		d, err := ni.diagFor()
 		if err != nil {
 			continue
@@ -824,7 +824,7 @@ func (t *Tracer) flushAcks(crosses func(a, b netip.Addr) bool) {
 			if s, err := d.Sending(c.Local, c.Remote); err != nil || s.Unacked == 0 {
 				continue
 			}
-			if fd := t.pt.sockDup(c.Remote, c.Local); fd >= 0 {
+			if fd := nw.pt.sockDup(c.Remote, c.Local); fd >= 0 {
 				unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1)
 			}
 			waiting = append(waiting, owed{d, c.Local, c.Remote})
@@ -842,7 +842,7 @@ func (t *Tracer) flushAcks(crosses func(a, b netip.Addr) bool) {
 			unix.Nanosleep(&unix.Timespec{Nsec: 10000}, nil)
 		}
 	}
-	t.stats.AcksLate += uint64(len(waiting))
+	nw.stats.AcksLate += uint64(len(waiting))
 }
 
 // sockDup returns lockstep's duplicate of the TCP socket with these

@@ -28,13 +28,13 @@ const DatagramSyscall = "datagram"
 // dropDatagram discards the pending datagram deliver op id (a drop fault).
 //
 // Precondition: runs on the tracer thread.
-func (t *Tracer) dropDatagram(id uint64) error {
-	p := t.pending[id]
+func (nw *network) dropDatagram(id uint64) error {
+	p := nw.ops.pending[id]
 	if p == nil || p.chunk == nil || p.chunk.dg == nil {
 		return fmt.Errorf("drop: no datagram in flight with id %d", id)
 	}
-	t.dropDgram(p)
-	t.stats.Drops++
+	nw.dropDgram(p)
+	nw.stats.Drops++
 	return nil
 }
 
@@ -63,14 +63,14 @@ func (th *thread) dgramDest(fi *fdInfo, nr int, a [6]uint64) netip.AddrPort {
 // schedule: a send to a gated address; a receive on a socket connected to
 // a gated address, or bound to a node's or the wildcard address (what it
 // receives then comes only from lockstep's deliveries).
-func (t *Tracer) dgramGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
+func (nw *network) dgramGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
 	switch nr {
 	case unix.SYS_WRITE, unix.SYS_WRITEV, unix.SYS_SENDTO, unix.SYS_SENDMSG:
 		d := th.dgramDest(fi, nr, a)
-		return d.IsValid() && t.pt.gated(d.Addr().Unmap())
+		return d.IsValid() && nw.pt.gated(d.Addr().Unmap())
 	case unix.SYS_READ, unix.SYS_READV, unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
 		if fi.peer.IsValid() {
-			return t.pt.gated(fi.peer.Addr().Unmap())
+			return nw.pt.gated(fi.peer.Addr().Unmap())
 		}
 		if !fi.local.IsValid() || fi.local.Port() == 0 {
 			th.proc.refreshSock(-1, fi) // bound since it was classified?
@@ -79,27 +79,27 @@ func (t *Tracer) dgramGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
 			return false
 		}
 		a := fi.local.Addr().Unmap()
-		return a.IsUnspecified() || t.pt.gated(a)
+		return a.IsUnspecified() || nw.pt.gated(a)
 	}
 	return false
 }
 
 // captureDgram takes a datagram out of the sender and queues its deliver
 // op; the send returns its length, as a UDP send does at once.
-func (t *Tracer) captureDgram(p *pendingOp) (int64, error) {
+func (nw *network) captureDgram(p *pendingOp) (int64, error) {
 	fi := p.fi
 	dst := p.th.dgramDest(fi, p.nr, p.args)
 	if fi.dup < 0 || !dst.IsValid() {
 		return 0, errors.New("datagram with no destination")
 	}
-	data, err := t.payload(p)
+	data, err := nw.payload(p)
 	if err != nil {
 		return 0, err
 	}
 	if fi.local.Port() == 0 {
 		// Bind now, as the kernel's send would have: the receiver's reply
 		// must find the sender's port before lockstep delivers.
-		t.bindEphemeral(p.th.proc.node, fi)
+		nw.bindEphemeral(p.th.proc.node, fi)
 	}
 	fd, err := unix.Dup(fi.dup)
 	if err != nil {
@@ -107,15 +107,15 @@ func (t *Tracer) captureDgram(p *pendingOp) (int64, error) {
 	}
 	unix.CloseOnExec(fd)
 	key := p.th.proc.dgramSource(fi).String() + ">" + dst.String()
-	t.seq++
-	d := &pendingOp{seq: t.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}}
+	nw.ops.seq++
+	d := &pendingOp{seq: nw.ops.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}}
 	d.op = sched.Op{
 		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site,
-		Object: t.pt.inbox(dst.Addr()), Peer: dst.String(), Conn: key, Bytes: len(data),
+		Object: nw.pt.inbox(dst.Addr()), Peer: dst.String(), Conn: key, Bytes: len(data),
 		Syscall: DatagramSyscall,
 	}
 	d.causes = []uint64{p.op.ID}
-	t.fresh = append(t.fresh, d)
+	nw.ops.fresh = append(nw.ops.fresh, d)
 	return int64(len(data)), nil
 }
 
@@ -132,10 +132,10 @@ func (p *process) dgramSource(fi *fdInfo) netip.AddrPort {
 // receiving socket (so whether the receiver's recv is enabled does not
 // depend on timing). Its loss, if the receiver has no socket there, is
 // UDP's.
-func (t *Tracer) deliverDgram(p *pendingOp) (Released, error) {
+func (nw *network) deliverDgram(p *pendingOp) (Released, error) {
 	dg := p.chunk.dg
 	r := Released{Causes: p.causes}
-	recv := t.pt.dgramReceiver(dg.dst)
+	recv := nw.pt.dgramReceiver(dg.dst)
 	before := rmemAlloc(recv)
 	var to unix.Sockaddr
 	if a := dg.dst.Addr().Unmap(); a.Is4() {
@@ -150,9 +150,9 @@ func (t *Tracer) deliverDgram(p *pendingOp) (Released, error) {
 		r.Result = -int64(err.(unix.Errno))
 		return r, nil
 	}
-	t.stats.Deliveries++
+	nw.stats.Deliveries++
 	r.Result = int64(len(p.chunk.data))
-	r.Data = t.head(p.chunk.data)
+	r.Data = nw.head(p.chunk.data)
 	if recv >= 0 {
 		for i := 0; i < arrivalPolls; i++ {
 			if rmemAlloc(recv) != before {
@@ -165,12 +165,12 @@ func (t *Tracer) deliverDgram(p *pendingOp) (Released, error) {
 }
 
 // dropDgram forgets a datagram that will never be sent.
-func (t *Tracer) dropDgram(p *pendingOp) {
+func (nw *network) dropDgram(p *pendingOp) {
 	if dg := p.chunk.dg; dg.fd >= 0 {
 		unix.Close(dg.fd)
 		dg.fd = -1
 	}
-	t.dropPending(p)
+	nw.ops.dropPending(p)
 }
 
 // dgramReceiver finds lockstep's duplicate of the datagram socket that

@@ -39,29 +39,29 @@ type finWait struct {
 // long enough, or waits behind bytes held back for want of window),
 // dropping those that arrived, and whether bytes once held back have
 // arrived or are held again (heldSettled).
-func (t *Tracer) netSettled() bool {
-	settled := len(t.held) == 0 || t.heldSettled()
-	keep := t.finWaits[:0]
-	for _, w := range t.finWaits {
+func (nw *network) netSettled() bool {
+	settled := len(nw.held) == 0 || nw.heldSettled()
+	keep := nw.finWaits[:0]
+	for _, w := range nw.finWaits {
 		if time.Now().After(w.until) {
 			if !w.sent {
 				continue // never sent: nothing was waited for
 			}
-			t.stats.FinWaitsExpired++
+			nw.stats.FinWaitsExpired++
 			// It may still come, at a moment only a poll can see: the
 			// books (known) leave that connection's recvs to polls.
-			if t.lateFins == nil {
-				t.lateFins = map[string]bool{}
+			if nw.lateFins == nil {
+				nw.lateFins = map[string]bool{}
 			}
-			t.lateFins[w.remote.String()+">"+w.local.String()] = true
+			nw.lateFins[w.remote.String()+">"+w.local.String()] = true
 			continue
 		}
-		if t.cut[[2]netip.Addr{w.remote.Addr().Unmap(), w.local.Addr().Unmap()}] {
+		if nw.cut[[2]netip.Addr{w.remote.Addr().Unmap(), w.local.Addr().Unmap()}] {
 			continue // the partition drops it
 		}
 		if w.closer != nil && !w.releasing {
-			if sent, ino := t.finSent(w); !sent {
-				if !t.unheld(w, ino) {
+			if sent, ino := nw.finSent(w); !sent {
+				if !nw.unheld(w, ino) {
 					// Not sent yet: another descriptor still holds the
 					// socket (a forked child's, a dup's, lockstep's own
 					// with bytes to deliver), or the closing thread has not
@@ -86,7 +86,7 @@ func (t *Tracer) netSettled() bool {
 			continue
 		}
 		keep = append(keep, w)
-		if t.finHeld(w) {
+		if nw.finHeld(w) {
 			// Queued behind bytes the peer has no room for: it goes when
 			// the peer reads. Waiting for it is not waiting in vain.
 			keep[len(keep)-1].until = time.Now().Add(finWaitLimit)
@@ -94,13 +94,13 @@ func (t *Tracer) netSettled() bool {
 		}
 		settled = false
 	}
-	t.finWaits = keep
+	nw.finWaits = keep
 	return settled
 }
 
 // finHeld reports whether the closing side holds its FIN (and bytes before
 // it) back because the peer's window is full.
-func (t *Tracer) finHeld(w finWait) bool {
+func (nw *network) finHeld(w finWait) bool {
 	if w.closer == nil {
 		return false
 	}
@@ -119,7 +119,7 @@ func (t *Tracer) finHeld(w finWait) bool {
 // expects the FIN again when it lets go). Waiting for the peer then would
 // cost the whole finWaitLimit for nothing; netSettled keeps looking until
 // it is sent, or until nothing holds the socket (unheld).
-func (t *Tracer) finSent(w finWait) (bool, uint32) {
+func (nw *network) finSent(w finWait) (bool, uint32) {
 	d, err := w.closer.diagFor()
 	if err != nil {
 		return true, 0
@@ -141,15 +141,15 @@ func (t *Tracer) finSent(w finWait) (bool, uint32) {
 // On a loaded CPU either took hundreds of milliseconds, and a state taken
 // meanwhile depended on the load. ino is the socket file's inode, as
 // finSent found it.
-func (t *Tracer) unheld(w finWait, ino uint32) bool {
-	if c := t.conns[w.remote.String()+">"+w.local.String()]; c != nil && c.dup >= 0 {
+func (nw *network) unheld(w finWait, ino uint32) bool {
+	if c := nw.conns[w.remote.String()+">"+w.local.String()]; c != nil && c.dup >= 0 {
 		return false
 	}
 	if ino == 0 {
 		return true // no file any more: an orphan on its way out
 	}
 	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
-	for _, p := range t.pt.procs {
+	for _, p := range nw.pt.procs {
 		if p.node == w.closer && !p.exited && holds(p.pid, want) {
 			return false
 		}
@@ -182,17 +182,17 @@ const (
 
 // expectFin records that closing or shutting down the socket with this
 // local and peer address may send a FIN to another node.
-func (t *Tracer) expectFin(local, peer netip.AddrPort) {
+func (nw *network) expectFin(local, peer netip.AddrPort) {
 	if !peer.IsValid() || !local.IsValid() || local.Port() == 0 {
 		return
 	}
-	ni := t.pt.byAddr[peer.Addr().Unmap()]
+	ni := nw.pt.byAddr[peer.Addr().Unmap()]
 	if ni == nil {
 		return
 	}
-	t.stats.FinWaits++
-	t.finWaits = append(t.finWaits, finWait{
-		closer: t.pt.byAddr[local.Addr().Unmap()], node: ni,
+	nw.stats.FinWaits++
+	nw.finWaits = append(nw.finWaits, finWait{
+		closer: nw.pt.byAddr[local.Addr().Unmap()], node: ni,
 		local: peer, remote: local, until: time.Now().Add(finWaitLimit),
 	})
 }

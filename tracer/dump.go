@@ -22,7 +22,7 @@ func (t *Tracer) DumpThreads(w io.Writer) error {
 	var lines []string
 	if err := t.do(func() {
 		for _, th := range t.pt.threads {
-			lines = append(lines, th.describe(t.syscallName))
+			lines = append(lines, th.describe(t.ops.syscallName))
 		}
 	}); err != nil {
 		return err

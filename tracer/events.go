@@ -49,7 +49,7 @@ func (t *Tracer) handleTimed(tid int, st ptrace.Status) {
 		// An exit, a clone, an exec or a signal may have others behind it.
 		t.expect = true
 		// And may close sockets (an exit, an exec), or run a handler.
-		t.netGen++
+		t.net.netGen++
 	}
 	t.handle(tid, st)
 	t.stats.HandleTime += time.Since(t0)
@@ -111,7 +111,7 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 		t.pt.addThread(th)
 		return
 	}
-	t.sockOptsChanged(th)
+	t.pt.sockOptsChanged(th)
 	sig := st.Signal()
 	switch st.Kind() {
 	case ptrace.Exited, ptrace.Killed:
@@ -241,7 +241,7 @@ func (t *Tracer) onExec(th *thread) {
 		}
 	}
 	if th.pending != nil {
-		t.dropPending(th.pending)
+		t.ops.dropPending(th.pending)
 	}
 	p.threads = map[int]*thread{th.tid: th}
 	p.nthreads = 1
@@ -304,9 +304,9 @@ func (t *Tracer) inject(th *thread, nr uint64, args ...uint64) (int64, error) {
 }
 
 func (t *Tracer) dropThread(th *thread) {
-	t.sockOptsChanged(th)
+	t.pt.sockOptsChanged(th)
 	if th.pending != nil {
-		t.dropPending(th.pending)
+		t.ops.dropPending(th.pending)
 	}
 	if parent := th.heldParent; parent != nil && t.pt.threads[parent.tid] == parent && parent.state == tsHeld {
 		// Gone before its first stop: its parent waited for it in vain.
@@ -377,8 +377,8 @@ func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 	// Its sockets close with it (when no other process shares them): the
 	// FINs are in flight now.
 	for _, fi := range p.fds {
-		if fi.kind == fdInet && t.conns[fi.outKey()] == nil {
-			t.expectFin(fi.local, fi.peer)
+		if fi.kind == fdInet && t.net.conns[fi.outKey()] == nil {
+			t.net.expectFin(fi.local, fi.peer)
 		}
 	}
 	t.forgetAllFds(p)
@@ -391,25 +391,25 @@ func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 
 func (t *Tracer) killAll() {
 	t.killAndReap(func(*process) bool { return true })
-	for _, p := range t.fresh {
+	for _, p := range t.ops.fresh {
 		if p.chunk != nil && p.chunk.dg != nil {
-			t.dropDgram(p)
+			t.net.dropDgram(p)
 		}
 	}
-	for id, p := range t.pending {
+	for id, p := range t.ops.pending {
 		if p.chunk != nil && p.chunk.dg != nil {
-			t.dropDgram(p)
+			t.net.dropDgram(p)
 		}
 		p.dropped = true
-		delete(t.pending, id)
+		delete(t.ops.pending, id)
 	}
-	for _, c := range t.conns {
+	for _, c := range t.net.conns {
 		c.queue = nil
-		t.closeConn(c)
+		t.net.closeConn(c)
 	}
-	clear(t.conns)
-	t.held = nil
-	t.fresh = t.fresh[:0]
+	clear(t.net.conns)
+	t.net.held = nil
+	t.ops.fresh = t.ops.fresh[:0]
 	// Reap anything else this thread started.
 	for {
 		pid, _, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.NoHang)

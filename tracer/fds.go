@@ -172,22 +172,22 @@ func (p *process) forgetFd(fd int) *fdInfo {
 // may be a connection's last reference, and its FIN leaves now.
 func (t *Tracer) forgetAllFds(p *process) {
 	for _, fd := range slices.Sorted(maps.Keys(p.fds)) {
-		t.releaseDup(p.fds[fd])
+		t.net.releaseDup(p.fds[fd])
 		delete(p.fds, fd)
 	}
 }
 
 // releaseDup closes lockstep's duplicate unless a connection still needs it
 // to deliver queued bytes.
-func (t *Tracer) releaseDup(fi *fdInfo) {
+func (nw *network) releaseDup(fi *fdInfo) {
 	if fi == nil {
 		return
 	}
-	t.netGen++ // the socket may close: a FIN, or a reset
+	nw.netGen++ // the socket may close: a FIN, or a reset
 	if fi.kind == fdInet && fi.peer.IsValid() {
-		if c := t.conns[fi.outKey()]; c != nil {
+		if c := nw.conns[fi.outKey()]; c != nil {
 			c.closing = true
-			t.maybeFinishConn(c)
+			nw.maybeFinishConn(c)
 		}
 	}
 	if fi.dup >= 0 {
@@ -234,7 +234,7 @@ const (
 // same seed would not see the same ports. Counted per node in the order
 // of the schedule, they are the same in every run of it; namespaces start
 // each trial without sockets (netns.Cluster.Reset), so they are free.
-func (t *Tracer) bindEphemeral(ni *nodeInfo, fi *fdInfo) {
+func (nw *network) bindEphemeral(ni *nodeInfo, fi *fdInfo) {
 	sa, err := unix.Getsockname(fi.dup)
 	if err != nil {
 		return
@@ -263,7 +263,7 @@ func (t *Tracer) bindEphemeral(ni *nodeInfo, fi *fdInfo) {
 		}
 	}
 	if err != nil {
-		t.log.Debug("binding an ephemeral port; the kernel picks one", "node", ni.name, "err", err)
+		nw.log.Debug("binding an ephemeral port; the kernel picks one", "node", ni.name, "err", err)
 		return
 	}
 	if sa, err := unix.Getsockname(fi.dup); err == nil {

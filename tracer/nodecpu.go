@@ -114,7 +114,7 @@ func (pt *procTable) stirAll() {
 // sleepers); a delivery reaches its receiver; a recv may open the window
 // of a sender blocked in a send that ran natively; a connect, a close or a
 // shutdown reaches the peer.
-func (t *Tracer) stirOp(p *pendingOp) {
+func (nw *network) stirOp(p *pendingOp) {
 	if p.th != nil && p.th.proc != nil {
 		p.th.proc.node.stir()
 	}
@@ -122,26 +122,26 @@ func (t *Tracer) stirOp(p *pendingOp) {
 	case sched.Send, sched.Accept, sched.Poll, sched.Sleep:
 		return
 	case sched.Recv:
-		if p.fi == nil || !t.nativeSends[p.fi.inKey()] {
+		if p.fi == nil || !nw.nativeSends[p.fi.inKey()] {
 			return
 		}
 	case sched.Deliver:
 		if p.chunk != nil && p.chunk.conn != nil {
-			t.pt.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
+			nw.pt.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
 			return
 		}
 	}
-	t.stirPeer(p)
+	nw.stirPeer(p)
 }
 
 // stirPeer stirs the node at the other end of p's socket.
-func (t *Tracer) stirPeer(p *pendingOp) {
+func (nw *network) stirPeer(p *pendingOp) {
 	if p.fi != nil && p.fi.peer.IsValid() {
-		t.pt.byAddr[p.fi.peer.Addr().Unmap()].stir()
+		nw.pt.byAddr[p.fi.peer.Addr().Unmap()].stir()
 	}
 	// A datagram, a connect, an unconnected socket: the peer is in the
 	// op's name only.
 	if ap, err := netip.ParseAddrPort(p.op.Peer); err == nil {
-		t.pt.byAddr[ap.Addr().Unmap()].stir()
+		nw.pt.byAddr[ap.Addr().Unmap()].stir()
 	}
 }

@@ -47,35 +47,35 @@ type pendingOp struct {
 	mmsgTimed bool
 }
 
-func (t *Tracer) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64) *pendingOp {
-	t.seq++
-	p := &pendingOp{th: th, nr: nr, args: args, fd: -1, deadline: -1, seq: t.seq}
+func (ot *opTable) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64) *pendingOp {
+	ot.seq++
+	p := &pendingOp{th: th, nr: nr, args: args, fd: -1, deadline: -1, seq: ot.seq}
 	p.op = sched.Op{
 		Node: th.proc.node.name, LPID: th.lpid, Kind: kind,
-		Syscall: t.syscallName(nr),
+		Syscall: ot.syscallName(nr),
 	}
 	if th.comm == "" {
 		th.readState(false) // once; quiescence's reads keep it current
 	}
 	p.op.Thread = th.comm
 	t0 := time.Now()
-	p.op.Site = t.sites.Site(&th.proc.site, th.regs.SP(), th.regs.FP(), t.opts.SiteFrames)
-	t.stats.SiteTime += time.Since(t0)
+	p.op.Site = ot.sites.Site(&th.proc.site, th.regs.SP(), th.regs.FP(), ot.opts.SiteFrames)
+	ot.stats.SiteTime += time.Since(t0)
 	if th.firstCause != 0 {
 		p.causes = append(p.causes, th.firstCause)
 		th.firstCause = 0
 	}
-	t.pt.setState(th, tsGated)
+	ot.pt.setState(th, tsGated)
 	th.pending = p
-	t.fresh = append(t.fresh, p)
-	t.stats.Ops++
+	ot.fresh = append(ot.fresh, p)
+	ot.stats.Ops++
 	return p
 }
 
-func (t *Tracer) dropPending(p *pendingOp) {
+func (ot *opTable) dropPending(p *pendingOp) {
 	p.dropped = true
 	if p.op.ID != 0 {
-		delete(t.pending, p.op.ID)
+		delete(ot.pending, p.op.ID)
 	}
 	if p.th != nil && p.th.pending == p {
 		p.th.pending = nil
@@ -138,12 +138,12 @@ func (p *process) listenKey(fi *fdInfo) string {
 }
 
 // sockGated says whether a socket call talks to another node.
-func (t *Tracer) sockGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
+func (nw *network) sockGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
 	if fi.sockType == unix.SOCK_DGRAM {
-		return nr != unix.SYS_SENDMMSG && t.dgramGated(th, fi, nr, a)
+		return nr != unix.SYS_SENDMMSG && nw.dgramGated(th, fi, nr, a)
 	}
 	if fi.peer.IsValid() {
-		return t.pt.gated(fi.peer.Addr())
+		return nw.pt.gated(fi.peer.Addr())
 	}
 	return false
 }
@@ -164,14 +164,14 @@ type sockOpts struct {
 
 // sockOptsOf returns fi's blocking mode, receive timeout and low-water
 // mark.
-func (t *Tracer) sockOptsOf(fi *fdInfo) sockOpts {
+func (pt *procTable) sockOptsOf(fi *fdInfo) sockOpts {
 	if fi.dup < 0 {
 		return sockOpts{}
 	}
-	if fi.opts.gen == t.sockOptsGen && t.changingSockOpts == 0 {
+	if fi.opts.gen == pt.sockOptsGen && pt.changingSockOpts == 0 {
 		return fi.opts
 	}
-	o := sockOpts{gen: t.sockOptsGen}
+	o := sockOpts{gen: pt.sockOptsGen}
 	if fl, err := unix.FcntlInt(uintptr(fi.dup), unix.F_GETFL, 0); err == nil {
 		o.nonblock = fl&unix.O_NONBLOCK != 0
 	}
@@ -179,12 +179,12 @@ func (t *Tracer) sockOptsOf(fi *fdInfo) sockOpts {
 		o.rcvTimeo = tv.Sec*1e9 + tv.Usec*1e3
 	}
 	o.rcvLowat = 1
-	if t.opts.Capture && fi.sockType == unix.SOCK_STREAM {
+	if pt.opts.Capture && fi.sockType == unix.SOCK_STREAM {
 		if n, err := unix.GetsockoptInt(fi.dup, unix.SOL_SOCKET, unix.SO_RCVLOWAT); err == nil {
 			o.rcvLowat = n
 		}
 	}
-	if t.changingSockOpts == 0 {
+	if pt.changingSockOpts == 0 {
 		// While a change is under way (stopped at, or resumed into, and
 		// not yet seen again) what was read may be from before it.
 		fi.opts = o
@@ -198,26 +198,26 @@ func (t *Tracer) sockOptsOf(fi *fdInfo) sockOpts {
 // description with others) no longer holds, nor does what it reads until
 // the thread is seen again, the call done (handle).
 func (t *Tracer) onSockOptsChange(th *thread, _ int, _ [6]uint64) bool {
-	t.sockOptsGen++
+	t.pt.sockOptsGen++
 	if !th.changingSockOpts {
 		th.changingSockOpts = true
-		t.changingSockOpts++
+		t.pt.changingSockOpts++
 	}
 	return false
 }
 
 // sockOptsChanged ends th's change of socket settings (it stopped again,
 // or is gone).
-func (t *Tracer) sockOptsChanged(th *thread) {
+func (pt *procTable) sockOptsChanged(th *thread) {
 	if th.changingSockOpts {
 		th.changingSockOpts = false
-		t.changingSockOpts--
-		t.sockOptsGen++
+		pt.changingSockOpts--
+		pt.sockOptsGen++
 	}
 }
 
-func (t *Tracer) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
-	if t.sockOptsOf(fi).nonblock {
+func (pt *procTable) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
+	if pt.sockOptsOf(fi).nonblock {
 		return true
 	}
 	switch nr {
@@ -267,7 +267,7 @@ func readyFd(fd int, ev int16) bool {
 // polls appends to fds what p's readiness depends on: the descriptors
 // enabled polls for it, and for a captured send the error check its
 // release makes.
-func (t *Tracer) polls(fds []unix.PollFd, p *pendingOp) []unix.PollFd {
+func (ot *opTable) polls(fds []unix.PollFd, p *pendingOp) []unix.PollFd {
 	switch p.op.Kind {
 	case sched.Deliver:
 		if c := p.chunk.conn; c != nil && c.blocked && c.dup >= 0 && len(c.queue) > 0 && c.queue[0] == p {
@@ -294,21 +294,21 @@ func (t *Tracer) polls(fds []unix.PollFd, p *pendingOp) []unix.PollFd {
 // op, each a microsecond or two. The answers hold until pollGen moves: for
 // enabled in this state, and for the release that follows it when nothing
 // else was done in between (no tracee runs meanwhile).
-func (t *Tracer) pollPending(ops []*pendingOp) {
-	t.pollGen++
-	fds, spans := t.pollFds[:0], t.pollSpans[:0]
+func (ot *opTable) pollPending(ops []*pendingOp) {
+	ot.pollGen++
+	fds, spans := ot.pollFds[:0], ot.pollSpans[:0]
 	for _, p := range ops {
-		if r, ok := t.known(p); ok && !t.noBooks {
-			p.polled, p.pollReady, p.byBooks = t.pollGen, r, true
+		if r, ok := ot.net.known(p); ok && !ot.noBooks {
+			p.polled, p.pollReady, p.byBooks = ot.pollGen, r, true
 			continue
 		}
 		p.byBooks = false
 		start := len(fds)
-		if fds = t.polls(fds, p); len(fds) > start {
+		if fds = ot.polls(fds, p); len(fds) > start {
 			spans = append(spans, pollSpan{p: p, start: start, end: len(fds)})
 		}
 	}
-	t.pollFds, t.pollSpans = fds, spans
+	ot.pollFds, ot.pollSpans = fds, spans
 	if len(fds) == 0 {
 		return
 	}
@@ -320,9 +320,9 @@ func (t *Tracer) pollPending(ops []*pendingOp) {
 				ok = ok || f.Revents != 0
 			}
 		}
-		s.p.polled, s.p.pollReady = t.pollGen, ok
+		s.p.polled, s.p.pollReady = ot.pollGen, ok
 		if err == nil {
-			t.notePolled(s.p, ok)
+			ot.net.notePolled(s.p, ok)
 		}
 	}
 	clear(spans) // drop the references to the ops
@@ -339,9 +339,9 @@ func (t *Tracer) pollPending(ops []*pendingOp) {
 // while netGen does not move (calm). Where the kernel's timing decides (a
 // delivery not acknowledged, a FIN waited for in vain) and after a step
 // that released nothing (Run), polls answer.
-func (t *Tracer) known(p *pendingOp) (ready, ok bool) {
+func (nw *network) known(p *pendingOp) (ready, ok bool) {
 	fi := p.fi
-	if fi == nil || fi.dup < 0 || fi.sockType != unix.SOCK_STREAM || !t.opts.Capture {
+	if fi == nil || fi.dup < 0 || fi.sockType != unix.SOCK_STREAM || !nw.opts.Capture {
 		return false, false
 	}
 	switch p.op.Kind {
@@ -349,27 +349,27 @@ func (t *Tracer) known(p *pendingOp) (ready, ok bool) {
 		if p.immediate {
 			return false, false // polls nothing
 		}
-		if n, ok := t.unread(p); ok && n > 0 {
-			if n < t.sockOptsOf(fi).rcvLowat {
+		if n, ok := nw.unread(p); ok && n > 0 {
+			if n < nw.pt.sockOptsOf(fi).rcvLowat {
 				return false, false // poll says when, as it did before
 			}
 			return true, true
 		}
 		key := fi.inKey()
-		if fi.calmRecv != t.netGen || t.nativeSends[key] || t.lateFins[key] {
+		if fi.calmRecv != nw.netGen || nw.nativeSends[key] || nw.lateFins[key] {
 			return false, false
 		}
-		if c := t.conns[key]; c != nil && (!c.acked || c.sent != c.consumed) {
+		if c := nw.conns[key]; c != nil && (!c.acked || c.sent != c.consumed) {
 			return false, false
 		}
 		return false, true
 	case sched.Send:
-		if c := t.conns[fi.outKey()]; c != nil && !c.acked {
+		if c := nw.conns[fi.outKey()]; c != nil && !c.acked {
 			// Its last delivery was not acknowledged: a reset may be on
 			// its way back, when is the kernel's to say.
 			return false, false
 		}
-		if fi.calmRecv == t.netGen || fi.calmSend == t.netGen {
+		if fi.calmRecv == nw.netGen || fi.calmSend == nw.netGen {
 			return false, true
 		}
 	}
@@ -377,7 +377,7 @@ func (t *Tracer) known(p *pendingOp) (ready, ok bool) {
 }
 
 // notePolled records what a poll found of p's socket for known.
-func (t *Tracer) notePolled(p *pendingOp, ready bool) {
+func (nw *network) notePolled(p *pendingOp, ready bool) {
 	fi := p.fi
 	if ready || fi == nil || fi.sockType != unix.SOCK_STREAM {
 		return
@@ -385,10 +385,10 @@ func (t *Tracer) notePolled(p *pendingOp, ready bool) {
 	switch p.op.Kind {
 	case sched.Recv:
 		if !p.immediate {
-			fi.calmRecv = t.netGen // POLLIN: neither bytes, nor an end, nor an error
+			fi.calmRecv = nw.netGen // POLLIN: neither bytes, nor an end, nor an error
 		}
 	case sched.Send:
-		fi.calmSend = t.netGen // POLLERR|POLLHUP
+		fi.calmSend = nw.netGen // POLLERR|POLLHUP
 	}
 }
 
@@ -398,22 +398,22 @@ type pollSpan struct {
 }
 
 // batched returns this state's batched answer for p, if it has one.
-func (t *Tracer) batched(p *pendingOp) (ready, ok bool) {
-	return p.pollReady, p.polled != 0 && p.polled == t.pollGen
+func (ot *opTable) batched(p *pendingOp) (ready, ok bool) {
+	return p.pollReady, p.polled != 0 && p.polled == ot.pollGen
 }
 
 // readyOp says whether p's descriptor fd is ready for ev: this state's
 // batched answer when there is one, else a poll of its own.
-func (t *Tracer) readyOp(p *pendingOp, fd int, ev int16) bool {
-	if r, ok := t.batched(p); ok {
+func (ot *opTable) readyOp(p *pendingOp, fd int, ev int16) bool {
+	if r, ok := ot.batched(p); ok {
 		return r
 	}
 	return readyFd(fd, ev)
 }
 
 // readyProbe is readyOp for a poll-family op's descriptors.
-func (t *Tracer) readyProbe(p *pendingOp) bool {
-	if r, ok := t.batched(p); ok {
+func (ot *opTable) readyProbe(p *pendingOp) bool {
+	if r, ok := ot.batched(p); ok {
 		return r
 	}
 	return ready(p.probe)
@@ -433,10 +433,10 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 		if len(c.queue) == 0 || c.queue[0] != p {
 			return false
 		}
-		if c.blocked && !t.readyOp(p, c.dup, unix.POLLOUT) {
+		if c.blocked && !t.ops.readyOp(p, c.dup, unix.POLLOUT) {
 			return false
 		}
-		return t.roomFor(c, len(p.chunk.data))
+		return t.net.roomFor(c, len(p.chunk.data))
 	case sched.Connect:
 		return p.deadline < 0 || p.deadline <= t.now()
 	case sched.Close, sched.Shutdown:
@@ -448,14 +448,14 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 		if p.deadline >= 0 && p.deadline <= t.now() {
 			return true // SO_RCVTIMEO expired
 		}
-		return p.fi != nil && t.readyOp(p, p.fi.dup, unix.POLLIN)
+		return p.fi != nil && t.ops.readyOp(p, p.fi.dup, unix.POLLIN)
 	case sched.Send:
-		if c := t.conns[p.fi.outKey()]; c != nil && c.queued >= t.opts.DeliverCap {
+		if c := t.net.conns[p.fi.outKey()]; c != nil && c.queued >= t.opts.DeliverCap {
 			return false
 		}
 		return true
 	case sched.Poll:
-		if p.immediate || t.readyProbe(p) {
+		if p.immediate || t.ops.readyProbe(p) {
 			return true
 		}
 		return p.deadline >= 0 && p.deadline <= t.now()
@@ -467,17 +467,17 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 
 // release lets one pending op proceed.
 func (t *Tracer) release(id uint64) (Released, error) {
-	p := t.pending[id]
+	p := t.ops.pending[id]
 	if p == nil {
 		return Released{}, errUnknownOp(id)
 	}
-	delete(t.pending, id)
-	t.stirOp(p)
+	delete(t.ops.pending, id)
+	t.net.stirOp(p)
 	if p.op.Kind == sched.Deliver {
 		if p.chunk.dg != nil {
-			return t.deliverDgram(p)
+			return t.net.deliverDgram(p)
 		}
-		return t.deliver(p)
+		return t.net.deliver(p)
 	}
 	th := p.th
 	th.pending = nil
@@ -488,13 +488,13 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		// A recv's bytes are in the books; a poll and a sleep change no
 		// socket; a send moves netGen below unless captured.
 	default:
-		t.netGen++
+		t.net.netGen++
 	}
 	switch p.op.Kind {
 	case sched.Sleep:
 		t.releaseSleep(p)
 	case sched.Poll:
-		if !p.immediate && p.deadline >= 0 && p.deadline <= t.now() && !t.readyProbe(p) {
+		if !p.immediate && p.deadline >= 0 && p.deadline <= t.now() && !t.ops.readyProbe(p) {
 			t.timeoutPoll(th, p)
 			return r, nil
 		}
@@ -504,23 +504,23 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		// kernel (ECONNRESET, EPIPE): let it, rather than capture bytes no
 		// one can receive.
 		if t.opts.Capture && p.fi.sockType == unix.SOCK_DGRAM {
-			n, err := t.captureDgram(p)
+			n, err := t.net.captureDgram(p)
 			if err == nil {
 				r.Result = n
 				if n > 0 {
-					r.Data = t.freshData()
+					r.Data = t.net.freshData()
 				}
 				t.fake(th, n)
 				return r, nil
 			}
 			t.log.Warn("capturing datagram, sending it natively", "op", p.op.String(), "err", err)
 		}
-		if t.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG && !t.readyOp(p, p.fi.dup, unix.POLLERR|unix.POLLHUP) {
-			n, err := t.capture(p)
+		if t.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG && !t.ops.readyOp(p, p.fi.dup, unix.POLLERR|unix.POLLHUP) {
+			n, err := t.net.capture(p)
 			if err == nil {
 				r.Result = n
 				if n > 0 {
-					r.Data = t.freshData()
+					r.Data = t.net.freshData()
 				}
 				t.fake(th, n)
 				return r, nil
@@ -529,13 +529,13 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		}
 		// Natively its bytes reach the peer now, and the sender may block
 		// until the peer reads (see stirOp).
-		t.netGen++
-		t.stirPeer(p)
+		t.net.netGen++
+		t.net.stirPeer(p)
 		if p.fi.peer.IsValid() {
-			if t.nativeSends == nil {
-				t.nativeSends = map[string]bool{}
+			if t.net.nativeSends == nil {
+				t.net.nativeSends = map[string]bool{}
 			}
-			t.nativeSends[p.fi.outKey()] = true
+			t.net.nativeSends[p.fi.outKey()] = true
 		}
 		t.cont(th, 0)
 	case sched.Recv:
@@ -544,7 +544,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			r.Result = -int64(unix.EAGAIN)
 			return r, nil
 		}
-		avail, ok := t.unread(p)
+		avail, ok := t.net.unread(p)
 		if !ok {
 			avail = p.queued()
 		}
@@ -553,7 +553,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			// it returns EAGAIN and moves no bytes (the kernel records none).
 			r.Result = -int64(unix.EAGAIN)
 		} else {
-			ids, data := t.consume(p, avail)
+			ids, data := t.net.consume(p, avail)
 			r.Causes, r.Data = append(r.Causes, ids...), data
 			t.releaseMmsgTimeout(p)
 		}
@@ -563,7 +563,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			t.fake(th, -int64(unix.EAGAIN))
 			return r, nil
 		}
-		if c := t.popConnect(p.op.Object); c != 0 {
+		if c := t.net.popConnect(p.op.Object); c != 0 {
 			r.Causes = append(r.Causes, c)
 		}
 		t.cont(th, 0)
@@ -573,14 +573,14 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			r.Result = -int64(unix.EHOSTUNREACH)
 			return r, nil
 		}
-		t.connects[p.op.Object] = append(t.connects[p.op.Object], id)
+		t.net.connects[p.op.Object] = append(t.net.connects[p.op.Object], id)
 		if p.fi != nil && p.fi.dup >= 0 {
-			t.bindEphemeral(th.proc.node, p.fi)
+			t.net.bindEphemeral(th.proc.node, p.fi)
 			peer, _ := netip.ParseAddrPort(p.op.Peer)
-			if t.cutBetween(th.proc.node.addr.Unmap(), peer.Addr().Unmap()) {
+			if t.net.cutBetween(th.proc.node.addr.Unmap(), peer.Addr().Unmap()) {
 				// Its SYN goes into the partition's firewall: nothing to
 				// wait for; the heal ends the attempt (see applyCut).
-				t.noteCutConnect(th.proc.node, p.fi, peer)
+				t.net.noteCutConnect(th.proc.node, p.fi, peer)
 			} else {
 				th.connecting = &connectWait{fi: p.fi, peer: peer, since: time.Now()}
 			}
@@ -588,14 +588,14 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		t.cont(th, 0)
 	case sched.Close:
 		fi := th.proc.forgetFd(p.fd)
-		t.releaseDup(fi)
+		t.net.releaseDup(fi)
 		if fi != nil {
-			t.expectFin(fi.local, fi.peer)
+			t.net.expectFin(fi.local, fi.peer)
 		}
 		t.cont(th, 0)
 	case sched.Shutdown:
 		how := int(p.args[1])
-		if c := t.conns[p.fi.outKey()]; c != nil && len(c.queue) > 0 && how != unix.SHUT_RD {
+		if c := t.net.conns[p.fi.outKey()]; c != nil && len(c.queue) > 0 && how != unix.SHUT_RD {
 			// The FIN must follow the queued data: shut down our duplicate
 			// once drained and let the tracee's call succeed now.
 			c.shutWr = true
@@ -629,7 +629,7 @@ const connectWaitLimit = 200 * time.Millisecond
 // until the connection exists on both ends, so that whether the peer's
 // accept (or the caller's poll for writability) is enabled does not depend
 // on timing.
-func (t *Tracer) finishConnect(th *thread) {
+func (nw *network) finishConnect(th *thread) {
 	cw := th.connecting
 	th.connecting = nil
 	fds := []unix.PollFd{{Fd: int32(cw.fi.dup), Events: unix.POLLOUT}}
@@ -652,7 +652,7 @@ func (t *Tracer) finishConnect(th *thread) {
 		return
 	}
 	local := netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
-	ni := t.pt.byAddr[cw.peer.Addr().Unmap()]
+	ni := nw.pt.byAddr[cw.peer.Addr().Unmap()]
 	if ni == nil {
 		return
 	}
@@ -673,7 +673,7 @@ func (t *Tracer) sockTimeout(po *pendingOp) {
 	if po.immediate || t.opts.Clock == nil || po.fi == nil || po.fi.dup < 0 {
 		return
 	}
-	if d := t.sockOptsOf(po.fi).rcvTimeo; d > 0 {
+	if d := t.pt.sockOptsOf(po.fi).rcvTimeo; d > 0 {
 		po.deadline = t.now() + d
 	}
 }
@@ -682,7 +682,7 @@ func (t *Tracer) sockTimeout(po *pendingOp) {
 // timeout passed with nothing to read: the kernel would return EAGAIN.
 func (t *Tracer) timedOut(p *pendingOp) bool {
 	return !p.immediate && p.deadline >= 0 && p.deadline <= t.now() &&
-		(p.fi == nil || !t.readyOp(p, p.fi.dup, unix.POLLIN))
+		(p.fi == nil || !t.ops.readyOp(p, p.fi.dup, unix.POLLIN))
 }
 
 // timeoutPoll makes a poll-family call return "timed out" without waiting.

@@ -21,6 +21,11 @@ type procTable struct {
 	// nState counts the threads in threads in each state (setState,
 	// addThread, removeThread).
 	nState [numStates]int
+	// sockOptsGen numbers the settings fdInfo.opts caches (see sockOpts);
+	// changingSockOpts counts threads between the stop at a change of
+	// them and their next event.
+	sockOptsGen      uint64
+	changingSockOpts int
 }
 
 func newProcTable(opts *Options, log *slog.Logger, stats *Stats) *procTable {
@@ -30,5 +35,7 @@ func newProcTable(opts *Options, log *slog.Logger, stats *Stats) *procTable {
 		byAddr:  map[netip.Addr]*nodeInfo{},
 		threads: map[int]*thread{},
 		procs:   map[int]*process{},
+		// An fdInfo's zero sockOpts were never read.
+		sockOptsGen: 1,
 	}
 }

@@ -48,7 +48,7 @@ func (t *Tracer) settle(ctx context.Context) (State, error) {
 		}
 		t.allow(th)
 	}
-	t.numberFresh()
+	t.ops.numberFresh()
 	return t.snapshot(), nil
 }
 
@@ -141,7 +141,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			kernelSince, dueSince = time.Time{}, time.Time{}
 			continue
 		}
-		if t.pt.running() == 0 && t.netSettled() {
+		if t.pt.running() == 0 && t.net.netSettled() {
 			return nil
 		}
 		if spins >= 16 {
@@ -149,7 +149,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			// no CPU time used in between: nobody can wake them but us.
 			asleep, now := t.sleepCheck()
 			if asleep {
-				if confirmed && sameCPU(cpu, now) && t.netSettled() {
+				if confirmed && sameCPU(cpu, now) && t.net.netSettled() {
 					return nil
 				}
 				confirmed, cpu = true, now
@@ -420,7 +420,7 @@ func (t *Tracer) sleepingIn(th *thread) string {
 	if err != nil {
 		return ""
 	}
-	return t.syscallName(nr)
+	return t.ops.syscallName(nr)
 }
 
 // leaderWaiting reports whether th, a zombie, is a thread group's leader
@@ -457,22 +457,22 @@ func sameCPU(a, b map[int]uint64) bool {
 // numberFresh gives the ops that appeared since the last quiescent point
 // their IDs, in LPID order so that numbering does not depend on the order
 // in which the kernel reported the stops.
-func (t *Tracer) numberFresh() {
-	slices.SortStableFunc(t.fresh, func(a, b *pendingOp) int {
+func (ot *opTable) numberFresh() {
+	slices.SortStableFunc(ot.fresh, func(a, b *pendingOp) int {
 		if c := strings.Compare(a.op.LPID, b.op.LPID); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.seq, b.seq)
 	})
-	for _, p := range t.fresh {
+	for _, p := range ot.fresh {
 		if p.dropped {
 			continue
 		}
-		t.nextID++
-		p.op.ID = t.nextID
-		t.pending[p.op.ID] = p
+		ot.nextID++
+		p.op.ID = ot.nextID
+		ot.pending[p.op.ID] = p
 	}
-	t.fresh = t.fresh[:0]
+	ot.fresh = ot.fresh[:0]
 }
 
 func (t *Tracer) snapshot() State {
@@ -482,19 +482,19 @@ func (t *Tracer) snapshot() State {
 	if t.opts.Socks {
 		st.Socks = t.pt.socks()
 	}
-	ids := t.idsBuf[:0]
-	for id := range t.pending {
+	ids := t.ops.idsBuf[:0]
+	for id := range t.ops.pending {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	t.idsBuf = ids
-	ops := t.pendingBuf[:0]
+	t.ops.idsBuf = ids
+	ops := t.ops.pendingBuf[:0]
 	for _, id := range ids {
-		ops = append(ops, t.pending[id])
+		ops = append(ops, t.ops.pending[id])
 	}
-	t.noBooks = t.pollAll
-	t.pollPending(ops)
-	t.noBooks, t.pollAll = false, false
+	t.ops.noBooks = t.ops.pollAll
+	t.ops.pollPending(ops)
+	t.ops.noBooks, t.ops.pollAll = false, false
 	st.Pending = make([]*sched.Op, 0, len(ops))
 	st.Enabled = make([]*sched.Op, 0, len(ops))
 	enabled := t.enabledOps(ops)
@@ -502,9 +502,9 @@ func (t *Tracer) snapshot() State {
 		// Before time moves or a deadlock is called, the kernel's word
 		// rather than the books' (known): they miss what no op of
 		// lockstep's brings, such as bytes a tracee spliced into a socket.
-		t.noBooks = true
-		t.pollPending(ops)
-		t.noBooks = false
+		t.ops.noBooks = true
+		t.ops.pollPending(ops)
+		t.ops.noBooks = false
 		if enabled = t.enabledOps(ops); slices.Contains(enabled, true) {
 			t.stats.BooksMissed++
 		}
@@ -523,7 +523,7 @@ func (t *Tracer) snapshot() State {
 		}
 	}
 	clear(ops)
-	t.pendingBuf = ops[:0]
+	t.ops.pendingBuf = ops[:0]
 	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
 		for _, th := range t.pt.threads {
 			ks, _, _ := th.kernelState()
@@ -534,7 +534,7 @@ func (t *Tracer) snapshot() State {
 	st.Deadlines = append(st.Deadlines, t.timerDeadlines()...)
 	for _, th := range t.pt.threads {
 		if th.state == tsTimedWait && !th.interrupted {
-			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: t.syscallName(th.waitNr), Kind: sched.Sleep, Thread: th.name()})
+			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: t.ops.syscallName(th.waitNr), Kind: sched.Sleep, Thread: th.name()})
 		}
 	}
 	sort.Slice(st.Deadlines, func(i, j int) bool {
@@ -560,11 +560,11 @@ func (t *Tracer) snapshot() State {
 // enabledOps says which of ops are enabled, in a buffer reused by the
 // next call.
 func (t *Tracer) enabledOps(ops []*pendingOp) []bool {
-	en := t.enabledBuf[:0]
+	en := t.ops.enabledBuf[:0]
 	for _, p := range ops {
 		en = append(en, t.enabled(p))
 	}
-	t.enabledBuf = en
+	t.ops.enabledBuf = en
 	return en
 }
 
@@ -652,7 +652,7 @@ func (t *Tracer) unsettled() []string {
 		case tsNew, tsHeld:
 			why = "starting"
 		case tsAlone:
-			why = "held at " + t.syscallName(th.regs.Syscall())
+			why = "held at " + t.ops.syscallName(th.regs.Syscall())
 		default:
 			s, _, ok := th.kernelState()
 			switch {

@@ -174,15 +174,15 @@ func (f *stepFailures) report(t *testing.T) {
 // enabled makes of each; it returns how many answers it compared and how
 // many of them were the books'.
 func checkBatched(tr *Tracer, fail func(format string, a ...any)) (polled, books int) {
-	for _, p := range tr.pending {
-		if p.polled != tr.pollGen || p.polled == 0 {
+	for _, p := range tr.ops.pending {
+		if p.polled != tr.ops.pollGen || p.polled == 0 {
 			continue
 		}
 		polled++
 		if p.byBooks {
 			books++
 		}
-		if fds := tr.polls(nil, p); len(fds) > 0 {
+		if fds := tr.ops.polls(nil, p); len(fds) > 0 {
 			if alone := ready(fds); alone != p.pollReady {
 				fail("%s: ready %v from the batched poll (books: %v), %v from its own", p.op.String(), p.pollReady, p.byBooks, alone)
 			}

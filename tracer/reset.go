@@ -73,14 +73,14 @@ func (pt *procTable) socks() []Sock {
 // not depend on timing.
 //
 // Precondition: runs on the tracer thread.
-func (t *Tracer) resetSock(object string) error {
-	socks := t.pt.socks()
+func (nw *network) resetSock(object string) error {
+	socks := nw.pt.socks()
 	i := slices.IndexFunc(socks, func(s Sock) bool { return s.Object == object })
 	if i < 0 {
 		return fmt.Errorf("reset: no connected socket %s", object)
 	}
 	s := socks[i]
-	ni := t.pt.nodes[s.Node]
+	ni := nw.pt.nodes[s.Node]
 	localS, peerS, _ := strings.Cut(s.Conn, ">")
 	local, err1 := netip.ParseAddrPort(localS)
 	peer, err2 := netip.ParseAddrPort(peerS)
@@ -88,18 +88,18 @@ func (t *Tracer) resetSock(object string) error {
 		return fmt.Errorf("reset: bad connection %q", s.Conn)
 	}
 	for _, key := range []string{s.Conn, peerS + ">" + localS} {
-		c := t.conns[key]
+		c := nw.conns[key]
 		if c == nil {
 			continue
 		}
 		for _, p := range c.queue {
-			t.dropPending(p)
+			nw.ops.dropPending(p)
 		}
 		c.queue, c.queued, c.blocked = nil, 0, false
 		// Its FIN, if a partition held it, is moot.
-		t.finsHeld = slices.DeleteFunc(t.finsHeld, func(x *conn) bool { return x == c })
+		nw.finsHeld = slices.DeleteFunc(nw.finsHeld, func(x *conn) bool { return x == c })
 		if c.closing {
-			t.closeConn(c)
+			nw.closeConn(c)
 		}
 	}
 	d, err := ni.diagFor()
@@ -112,9 +112,9 @@ func (t *Tracer) resetSock(object string) error {
 		}
 		return fmt.Errorf("reset %s: %w", s.Conn, err)
 	}
-	t.stats.Resets++
-	if pn := t.pt.byAddr[peer.Addr().Unmap()]; pn != nil {
-		t.finWaits = append(t.finWaits, finWait{node: pn, local: peer, remote: local, until: time.Now().Add(finWaitLimit)})
+	nw.stats.Resets++
+	if pn := nw.pt.byAddr[peer.Addr().Unmap()]; pn != nil {
+		nw.finWaits = append(nw.finWaits, finWait{node: pn, local: peer, remote: local, until: time.Now().Add(finWaitLimit)})
 	}
 	return nil
 }

@@ -136,8 +136,8 @@ func filteredSyscalls(gates map[int]gate) []uint32 {
 	return nrs
 }
 
-func (t *Tracer) syscallName(nr int) string {
-	if g, ok := t.gates[nr]; ok {
+func (ot *opTable) syscallName(nr int) string {
+	if g, ok := ot.gates[nr]; ok {
 		return g.name
 	}
 	if name, ok := ungatedNames[nr]; ok {
@@ -152,7 +152,7 @@ func (t *Tracer) syscallName(nr int) string {
 func (t *Tracer) onSeccomp(th *thread) {
 	t.stats.Stops++
 	if th.connecting != nil {
-		t.finishConnect(th)
+		t.net.finishConnect(th)
 	}
 	if th.state == tsTimedWait {
 		th.interrupted = false
@@ -231,16 +231,16 @@ func (t *Tracer) onRecv(th *thread, nr int, a [6]uint64) bool {
 		t.fakeRandom(th, a[1], a[2])
 		return true
 	}
-	if fi.kind != fdInet || !t.sockGated(th, fi, nr, a) {
+	if fi.kind != fdInet || !t.net.sockGated(th, fi, nr, a) {
 		return false
 	}
-	po := t.newPending(th, sched.Recv, nr, a)
+	po := t.ops.newPending(th, sched.Recv, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Object = p.node.inbox()
 	po.op.Peer = fi.peerString()
 	po.op.Conn = fi.inKey()
 	po.op.Bytes = int(a[2])
-	po.immediate = t.nonblocking(fi, nr, a)
+	po.immediate = t.pt.nonblocking(fi, nr, a)
 	t.sockTimeout(po)
 	t.takeMmsgTimeout(po)
 	if nr == unix.SYS_RECVMSG || nr == unix.SYS_READV {
@@ -258,10 +258,10 @@ func (t *Tracer) onSend(th *thread, nr int, a [6]uint64) bool {
 	if fi.kind == fdUnix && nr != unix.SYS_WRITE && nr != unix.SYS_WRITEV {
 		return t.onUnixSend(th, nr, a)
 	}
-	if fi.kind != fdInet || !t.sockGated(th, fi, nr, a) {
+	if fi.kind != fdInet || !t.net.sockGated(th, fi, nr, a) {
 		return false
 	}
-	po := t.newPending(th, sched.Send, nr, a)
+	po := t.ops.newPending(th, sched.Send, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Peer = fi.peerString()
 	po.op.Conn = fi.outKey()
@@ -285,13 +285,13 @@ func (t *Tracer) onClose(th *thread, nr int, a [6]uint64) bool {
 	fd := int(a[0])
 	fi := p.fds[fd]
 	if fi != nil && fi.kind == fdInet && (fi.listening || (fi.peer.IsValid() && t.pt.gated(fi.peer.Addr()))) {
-		po := t.newPending(th, sched.Close, nr, a)
+		po := t.ops.newPending(th, sched.Close, nr, a)
 		po.fd, po.fi = fd, fi
 		po.op.Peer = addrString(fi.peer)
 		po.op.Conn = fi.outKey()
 		return true
 	}
-	t.releaseDup(p.forgetFd(fd))
+	t.net.releaseDup(p.forgetFd(fd))
 	return false
 }
 
@@ -302,7 +302,7 @@ func (t *Tracer) onShutdown(th *thread, nr int, a [6]uint64) bool {
 	if fi.kind != fdInet || !fi.peer.IsValid() || !t.pt.gated(fi.peer.Addr()) {
 		return false
 	}
-	po := t.newPending(th, sched.Shutdown, nr, a)
+	po := t.ops.newPending(th, sched.Shutdown, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Peer = addrString(fi.peer)
 	po.op.Conn = fi.outKey()
@@ -312,7 +312,7 @@ func (t *Tracer) onShutdown(th *thread, nr int, a [6]uint64) bool {
 // onDup forgets what the target descriptor of dup2/dup3 was.
 func (t *Tracer) onDup(th *thread, _ int, a [6]uint64) bool {
 	if int(a[1]) != int(a[0]) {
-		t.releaseDup(th.proc.forgetFd(int(a[1])))
+		t.net.releaseDup(th.proc.forgetFd(int(a[1])))
 	}
 	return false
 }
@@ -322,7 +322,7 @@ func (t *Tracer) onCloseRange(th *thread, _ int, a [6]uint64) bool {
 	p := th.proc
 	for fd := range p.fds {
 		if uint64(fd) >= a[0] && uint64(fd) <= a[1] {
-			t.releaseDup(p.forgetFd(fd))
+			t.net.releaseDup(p.forgetFd(fd))
 		}
 	}
 	return false
@@ -340,11 +340,11 @@ func (t *Tracer) onConnect(th *thread, nr int, a [6]uint64) bool {
 	}
 	fd := int(a[0])
 	fi := th.proc.fdOf(fd)
-	po := t.newPending(th, sched.Connect, nr, a)
+	po := t.ops.newPending(th, sched.Connect, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Peer = ap.String()
 	po.op.Object = "listen:" + ap.String()
-	po.immediate = t.sockOptsOf(fi).nonblock
+	po.immediate = t.pt.sockOptsOf(fi).nonblock
 	po.op.NonBlocking = po.immediate
 	if t.opts.Host != nil && !t.opts.Host(ap.Addr().Unmap()) {
 		po.silent = true
@@ -363,10 +363,10 @@ func (t *Tracer) onAccept(th *thread, nr int, a [6]uint64) bool {
 	if fi.kind != fdInet {
 		return false
 	}
-	po := t.newPending(th, sched.Accept, nr, a)
+	po := t.ops.newPending(th, sched.Accept, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Object = "listen:" + p.listenKey(fi)
-	po.immediate = t.sockOptsOf(fi).nonblock
+	po.immediate = t.pt.sockOptsOf(fi).nonblock
 	t.sockTimeout(po)
 	return true
 }
@@ -415,7 +415,7 @@ func (t *Tracer) readTimespec(pid int, addr uint64) (int64, bool) {
 // onPoll turns a poll-family call into an op with a probe set and deadline.
 func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
-	po := t.newPending(th, sched.Poll, nr, a)
+	po := t.ops.newPending(th, sched.Poll, nr, a)
 	po.op.Object = "inbox:" + p.node.name
 	var timeout int64 = -1 // ns, -1 infinite
 	switch nr {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 	"github.com/lockstep-dev/lockstep/sched"
-	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
 	"github.com/lockstep-dev/lockstep/tracer/internal/launch"
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 	"github.com/lockstep-dev/lockstep/tracer/stats"
@@ -241,42 +240,28 @@ type Released struct {
 // Tracer traces process trees. Create it with New; all methods may be called
 // from any goroutine, one at a time.
 type Tracer struct {
-	opts Options
-	// seq orders ops within a quiescent round (pendingOp.seq); per tracer,
-	// since the tracers of concurrent jobs run at once.
-	seq   uint64
+	opts  Options
 	log   *slog.Logger
 	calls chan func()
 	quit  chan struct{}
 	done  chan struct{}
 
 	// Everything below is owned by the tracer thread.
-	pt   *procTable             // nodes, processes, threads and their descriptors
-	vdso *vdsoEntries           // the vDSO's clock entry points, found at the first exec
-	cut  map[[2]netip.Addr]bool // address pairs a partition separates
-	// cutConnects are non-blocking connects released into a partition.
-	cutConnects []cutConnect
-	finsHeld    []*conn // connections whose FIN waits for a heal
-	pending     map[uint64]*pendingOp
-	fresh       []*pendingOp
-	nextID      uint64
-	exits       []Exit
-	conns       map[string]*conn
-	connects    map[string][]uint64 // released connects per listener, for accept causes
-	sites       *callsite.Cache
-	gates       map[int]gate
-	filter      []unix.SockFilter // the seccomp program, from gates
-	selfPid     int
-	stats       Stats
-	spinning    []string
+	exits    []Exit
+	pt       *procTable   // nodes, processes, threads and their descriptors
+	ops      *opTable     // pending ops and their readiness
+	net      *network     // connections, bytes in flight, datagrams, FINs, cuts
+	vdso     *vdsoEntries // the vDSO's clock entry points, found at the first exec
+	gates    map[int]gate
+	filter   []unix.SockFilter // the seccomp program, from gates
+	selfPid  int
+	stats    Stats
+	spinning []string
 	// sentinel is a paused child of the tracer thread; stopping it wakes a
 	// blocking wait4 when no tracee will report (see blockingWait).
 	sentinel     int
-	sentinelPipe *os.File // the sentinel's stdin, never written
-	alarm        *alarm   // stops the sentinel when a blocking wait ends
-	finWaits     []finWait
-	held         []*conn     // connections whose sender holds delivered bytes back for want of window
-	bufs         bufPool     // capture buffers
+	sentinelPipe *os.File    // the sentinel's stdin, never written
+	alarm        *alarm      // stops the sentinel when a blocking wait ends
 	timers       *timerTable // virtual kernel timers (timers.go), made on first use
 
 	// expect says an event may come even when every thread is held (see
@@ -287,32 +272,6 @@ type Tracer struct {
 	switches int64
 	// resumed says cont let a thread go since the last settle.
 	resumed bool
-	// pollGen numbers the batched readiness polls (pollPending); the
-	// buffers are reused from state to state.
-	pollGen    uint64
-	pollFds    []unix.PollFd
-	pollSpans  []pollSpan
-	pendingBuf []*pendingOp
-	idsBuf     []uint64
-	enabledBuf []bool
-	// nativeSends names the connections (by their sender's key) on which
-	// a send ran natively (see stirOp).
-	nativeSends map[string]bool
-	// sockOptsGen numbers the settings fdInfo.opts caches (see sockOpts);
-	// changingSockOpts counts threads between the stop at a change of
-	// them and their next event.
-	sockOptsGen      uint64
-	changingSockOpts int
-	// netGen numbers the spans in which no socket can have gained an end
-	// of stream, an error or bytes lockstep's books miss (see known);
-	// noBooks makes pollPending ask the kernel for every op.
-	netGen  uint64
-	noBooks bool
-	// pollAll makes the next state's readiness all polls (see Run).
-	pollAll bool
-	// lateFins names the connections (by their receiver's inKey) whose FIN
-	// lockstep stopped waiting for (netSettled).
-	lateFins map[string]bool
 }
 
 // Stats counts what the tracer did, for benchmarks and reports. It lives
@@ -370,21 +329,18 @@ func New(opts Options) *Tracer {
 		opts.Gated = func(a netip.Addr) bool { return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() }
 	}
 	t := &Tracer{
-		opts:        opts,
-		sockOptsGen: 1, // an fdInfo's zero sockOpts were never read
-		netGen:      1, // nor was a zero calmRecv or calmSend
-		log:         opts.Logger,
-		calls:       make(chan func()),
-		quit:        make(chan struct{}),
-		done:        make(chan struct{}),
-		pending:     map[uint64]*pendingOp{},
-		conns:       map[string]*conn{},
-		connects:    map[string][]uint64{},
-		sites:       callsite.NewCache(),
-		gates:       gateTable(),
-		selfPid:     os.Getpid(),
+		opts:    opts,
+		log:     opts.Logger,
+		calls:   make(chan func()),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		gates:   gateTable(),
+		selfPid: os.Getpid(),
 	}
 	t.pt = newProcTable(&t.opts, t.log, &t.stats)
+	t.ops = newOpTable(&t.opts, t.log, &t.stats, t.pt, t.gates)
+	t.net = newNetwork(&t.opts, t.log, &t.stats, t.pt, t.ops)
+	t.ops.net = t.net
 	t.filter = launch.Filter(filteredSyscalls(t.gates))
 	go t.loop()
 	return t
@@ -487,7 +443,7 @@ func (t *Tracer) Release(id uint64) (Released, error) {
 	var r Released
 	var err error
 	if e := t.do(func() {
-		t.pollGen++ // the caller may have done anything since Settle
+		t.ops.pollGen++ // the caller may have done anything since Settle
 		t.pt.stirAll()
 		r, err = t.release(id)
 	}); e != nil {
@@ -607,10 +563,10 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			// A step that releases nothing waits for something to change
 			// (a replay whose op is not there yet, a jump of time): the
 			// next state asks the kernel rather than the books (known).
-			t.pollAll = a.Release == 0
+			t.ops.pollAll = a.Release == 0
 			if a.Crash != "" || len(a.Clocks) > 0 || len(a.Drifts) > 0 || len(a.Cuts) > 0 || a.Reset != "" || a.Drop != 0 || a.Launch != nil {
-				t.pollGen++ // the readiness polled for st may have changed
-				t.netGen++
+				t.ops.pollGen++ // the readiness polled for st may have changed
+				t.net.netGen++
 				t.pt.stirAll()
 			}
 			if a.Crash != "" {
@@ -623,17 +579,17 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 				t.driftClock(node, ppm)
 			}
 			for _, c := range a.Cuts {
-				if err = t.applyCut(c); err != nil {
+				if err = t.net.applyCut(c); err != nil {
 					return
 				}
 			}
 			if a.Reset != "" {
-				if err = t.resetSock(a.Reset); err != nil {
+				if err = t.net.resetSock(a.Reset); err != nil {
 					return
 				}
 			}
 			if a.Drop != 0 {
-				if err = t.dropDatagram(a.Drop); err != nil {
+				if err = t.net.dropDatagram(a.Drop); err != nil {
 					return
 				}
 			}

@@ -37,7 +37,7 @@ func (t *Tracer) onSleep(th *thread, nr int, a [6]uint64) bool {
 	if !ok {
 		return false // let the kernel report EFAULT/EINVAL
 	}
-	po := t.newPending(th, sched.Sleep, nr, a)
+	po := t.ops.newPending(th, sched.Sleep, nr, a)
 	po.deadline = t.now() + max(rel, 0)
 	return true
 }
