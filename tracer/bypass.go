@@ -55,7 +55,7 @@ func (pt *procTable) toOtherNode(fi *fdInfo) bool {
 func (t *Tracer) refuse(th *thread, nr int, errno unix.Errno, why string) {
 	t.log.Warn("refused a syscall that would bypass the schedule", "node", th.proc.node.name, "thread", th.String(),
 		"syscall", t.ops.syscallName(nr), "why", why, "errno", errno.Error())
-	t.fake(th, -int64(errno))
+	th.fake(-int64(errno))
 }
 
 // foreignUnix reports whether the Unix socket address at addr names a

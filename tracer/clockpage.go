@@ -307,7 +307,7 @@ func (pg *clockPage) inherited(pid int) bool {
 //
 // Precondition: runs on the tracer thread; th is stopped.
 func (t *Tracer) mapFd(th *thread, fd int) (uint64, error) {
-	addr, err := t.inject(th, unix.SYS_MMAP, 0, clockPageSize, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_SHARED, uint64(fd), 0)
+	addr, err := th.inject(unix.SYS_MMAP, 0, clockPageSize, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_SHARED, uint64(fd), 0)
 	if err != nil {
 		return 0, err
 	}
@@ -337,7 +337,7 @@ func (t *Tracer) mapInto(th *thread, path string) (uint64, error) {
 	}
 	defer ptrace.WriteMem(th.tid, scratch, saved)
 	cwd := int64(unix.AT_FDCWD)
-	fd, err := t.inject(th, unix.SYS_OPENAT, uint64(cwd), scratch, unix.O_RDONLY|unix.O_CLOEXEC)
+	fd, err := th.inject(unix.SYS_OPENAT, uint64(cwd), scratch, unix.O_RDONLY|unix.O_CLOEXEC)
 	if err != nil {
 		return 0, err
 	}
@@ -345,7 +345,7 @@ func (t *Tracer) mapInto(th *thread, path string) (uint64, error) {
 		return 0, fmt.Errorf("opening %s in the tracee: %w", path, unix.Errno(-fd))
 	}
 	addr, err := t.mapFd(th, int(fd))
-	if _, cerr := t.inject(th, unix.SYS_CLOSE, uint64(fd)); err == nil {
+	if _, cerr := th.inject(unix.SYS_CLOSE, uint64(fd)); err == nil {
 		err = cerr
 	}
 	return addr, err

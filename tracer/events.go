@@ -82,11 +82,14 @@ func (t *Tracer) collect() int {
 // thread brings.
 func (t *Tracer) quiet() bool { return !t.expect && t.pt.nHeld() == len(t.pt.threads) }
 
-func (t *Tracer) cont(th *thread, sig int) {
-	t.pt.setState(th, tsRunning)
-	t.resumed = true
+// cont resumes th, delivering sig unless it is 0.
+//
+// Precondition: runs on the tracer thread; th is stopped.
+func (th *thread) cont(sig int) {
+	th.tab.setState(th, tsRunning)
+	th.tab.resumed = true
 	if err := ptrace.Cont(th.tid, sig); err != nil && err != unix.ESRCH {
-		t.log.Warn("resuming thread", "thread", th.String(), "err", err)
+		th.tab.log.Warn("resuming thread", "thread", th.String(), "err", err)
 	}
 }
 
@@ -107,7 +110,7 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 		}
 		// A new thread whose stop arrived before its parent's clone event:
 		// hold it until the parent names it.
-		th = &thread{tid: tid, state: tsHeld, heldStatus: true}
+		th = &thread{tab: t.pt, tid: tid, state: tsHeld, heldStatus: true}
 		t.pt.addThread(th)
 		return
 	}
@@ -125,7 +128,7 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 	case ptrace.EventStop:
 		t.onEventStop(th, sig)
 	case ptrace.SyscallTrap:
-		t.cont(th, 0)
+		th.cont(0)
 	default:
 		switch {
 		case sig == unix.SIGSEGV && t.opts.Clock != nil && t.emulateTSC(th):
@@ -137,7 +140,7 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 		default:
 			// Signal-delivery stop: hand the signal on (the JVM relies on
 			// SIGSEGV, programs on SIGTERM handlers).
-			t.cont(th, int(sig))
+			th.cont(int(sig))
 		}
 	}
 }
@@ -163,21 +166,21 @@ func (t *Tracer) onEventStop(th *thread, sig syscall.Signal) {
 		t.pt.setState(th, tsGroupStop)
 		ptrace.Listen(th.tid)
 	default:
-		t.cont(th, 0)
+		th.cont(0)
 	}
 }
 
 func (t *Tracer) onClone(parent *thread) {
 	msg, err := ptrace.EventMsg(parent.tid)
 	if err != nil {
-		t.cont(parent, 0)
+		parent.cont(0)
 		return
 	}
 	tid := int(msg)
 	p := parent.proc
 	child := t.pt.threads[tid]
 	if child == nil {
-		child = &thread{tid: tid, state: tsNew}
+		child = &thread{tab: t.pt, tid: tid, state: tsNew}
 		t.pt.addThread(child)
 	}
 	tgid, err := tgidOf(tid)
@@ -221,9 +224,9 @@ func (t *Tracer) onClone(parent *thread) {
 // before the parent's event, which timing decides.
 func (t *Tracer) contCloned(parent, child *thread) {
 	if parent != nil && t.pt.threads[parent.tid] == parent {
-		t.cont(parent, 0)
+		parent.cont(0)
 	}
-	t.cont(child, 0)
+	child.cont(0)
 }
 
 func (t *Tracer) onExec(th *thread) {
@@ -256,7 +259,7 @@ func (t *Tracer) onExec(th *thread) {
 			t.log.Warn("hiding vDSO", "thread", th.String(), "err", err)
 		}
 		// execve clears the rdtsc trap, so set it in the new image.
-		if ret, err := t.inject(th, unix.SYS_PRCTL, unix.PR_SET_TSC, unix.PR_TSC_SIGSEGV); err != nil || ret != 0 {
+		if ret, err := th.inject(unix.SYS_PRCTL, unix.PR_SET_TSC, unix.PR_TSC_SIGSEGV); err != nil || ret != 0 {
 			t.log.Warn("trapping rdtsc", "thread", th.String(), "ret", ret, "err", err)
 		}
 		// Where the hypervisor ignores that trap, the image's own reads are
@@ -270,7 +273,7 @@ func (t *Tracer) onExec(th *thread) {
 			t.log.Warn("seeding AT_RANDOM", "thread", th.String(), "err", err)
 		}
 	}
-	t.cont(th, 0)
+	th.cont(0)
 }
 
 // seedAuxvRandom replaces the 16 random bytes the kernel gives a new image
@@ -299,7 +302,7 @@ func (t *Tracer) seedAuxvRandom(th *thread) error {
 // inject makes a stopped thread execute one syscall (see ptrace.Inject).
 //
 // Precondition: runs on the tracer thread; th is in a ptrace stop.
-func (t *Tracer) inject(th *thread, nr uint64, args ...uint64) (int64, error) {
+func (th *thread) inject(nr uint64, args ...uint64) (int64, error) {
 	return ptrace.Inject(th.tid, nr, args...)
 }
 
@@ -311,7 +314,7 @@ func (t *Tracer) dropThread(th *thread) {
 	if parent := th.heldParent; parent != nil && t.pt.threads[parent.tid] == parent && parent.state == tsHeld {
 		// Gone before its first stop: its parent waited for it in vain.
 		th.heldParent = nil
-		t.cont(parent, 0)
+		parent.cont(0)
 	}
 	th.closeThreadFiles()
 	if th.proc != nil {
@@ -446,7 +449,7 @@ func (t *Tracer) emulateTSC(th *thread) bool {
 		return false
 	}
 	t.stats.TSCReads++
-	t.cont(th, 0)
+	th.cont(0)
 	return true
 }
 

@@ -202,7 +202,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		p.rand = t.opts.Random(ni.name + "/" + p.forkPath)
 	}
 	p.pidfd, _ = unix.PidfdOpen(pid, 0)
-	th := &thread{tid: pid, proc: p, state: tsRunning}
+	th := &thread{tab: t.pt, tid: pid, proc: p, state: tsRunning}
 	th.lpid = p.lpidFor(0)
 	p.threads[pid] = th
 	p.nthreads = 1

@@ -83,13 +83,13 @@ func (ot *opTable) dropPending(p *pendingOp) {
 }
 
 // allow resumes a stopped thread into its real syscall.
-func (t *Tracer) allow(th *thread) {
-	t.stats.Released++
-	t.cont(th, 0)
+func (th *thread) allow() {
+	th.tab.stats.Released++
+	th.cont(0)
 }
 
 // fake skips the syscall and makes it return ret.
-func (t *Tracer) fake(th *thread, ret int64) {
+func (th *thread) fake(ret int64) {
 	th.regs.Skip(ret)
 	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
 		// ESRCH: another thread's exit_group took this one down while it
@@ -98,9 +98,9 @@ func (t *Tracer) fake(th *thread, ret int64) {
 		if err == unix.ESRCH {
 			lvl = slog.LevelDebug
 		}
-		t.log.Log(context.Background(), lvl, "faking syscall result", "thread", th.String(), "err", err)
+		th.tab.log.Log(context.Background(), lvl, "faking syscall result", "thread", th.String(), "err", err)
 	}
-	t.cont(th, 0)
+	th.cont(0)
 }
 
 func (pt *procTable) gated(a netip.Addr) bool { return pt.opts.Gated(a.Unmap()) }
@@ -498,7 +498,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			t.timeoutPoll(th, p)
 			return r, nil
 		}
-		t.cont(th, 0)
+		th.cont(0)
 	case sched.Send:
 		// A socket that was reset or fully shut down fails the send in the
 		// kernel (ECONNRESET, EPIPE): let it, rather than capture bytes no
@@ -510,7 +510,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 				if n > 0 {
 					r.Data = t.net.freshData()
 				}
-				t.fake(th, n)
+				th.fake(n)
 				return r, nil
 			}
 			t.log.Warn("capturing datagram, sending it natively", "op", p.op.String(), "err", err)
@@ -522,7 +522,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 				if n > 0 {
 					r.Data = t.net.freshData()
 				}
-				t.fake(th, n)
+				th.fake(n)
 				return r, nil
 			}
 			t.log.Warn("capturing send, running it natively", "op", p.op.String(), "err", err)
@@ -537,10 +537,10 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			}
 			t.net.nativeSends[p.fi.outKey()] = true
 		}
-		t.cont(th, 0)
+		th.cont(0)
 	case sched.Recv:
 		if t.timedOut(p) {
-			t.fake(th, -int64(unix.EAGAIN))
+			th.fake(-int64(unix.EAGAIN))
 			r.Result = -int64(unix.EAGAIN)
 			return r, nil
 		}
@@ -557,19 +557,19 @@ func (t *Tracer) release(id uint64) (Released, error) {
 			r.Causes, r.Data = append(r.Causes, ids...), data
 			t.releaseMmsgTimeout(p)
 		}
-		t.cont(th, 0)
+		th.cont(0)
 	case sched.Accept:
 		if t.timedOut(p) {
-			t.fake(th, -int64(unix.EAGAIN))
+			th.fake(-int64(unix.EAGAIN))
 			return r, nil
 		}
 		if c := t.net.popConnect(p.op.Object); c != 0 {
 			r.Causes = append(r.Causes, c)
 		}
-		t.cont(th, 0)
+		th.cont(0)
 	case sched.Connect:
 		if p.silent {
-			t.fake(th, -int64(unix.EHOSTUNREACH))
+			th.fake(-int64(unix.EHOSTUNREACH))
 			r.Result = -int64(unix.EHOSTUNREACH)
 			return r, nil
 		}
@@ -585,26 +585,26 @@ func (t *Tracer) release(id uint64) (Released, error) {
 				th.connecting = &connectWait{fi: p.fi, peer: peer, since: time.Now()}
 			}
 		}
-		t.cont(th, 0)
+		th.cont(0)
 	case sched.Close:
 		fi := th.proc.forgetFd(p.fd)
 		t.net.releaseDup(fi)
 		if fi != nil {
 			t.net.expectFin(fi.local, fi.peer)
 		}
-		t.cont(th, 0)
+		th.cont(0)
 	case sched.Shutdown:
 		how := int(p.args[1])
 		if c := t.net.conns[p.fi.outKey()]; c != nil && len(c.queue) > 0 && how != unix.SHUT_RD {
 			// The FIN must follow the queued data: shut down our duplicate
 			// once drained and let the tracee's call succeed now.
 			c.shutWr = true
-			t.fake(th, 0)
+			th.fake(0)
 			return r, nil
 		}
-		t.cont(th, 0)
+		th.cont(0)
 	default:
-		t.cont(th, 0)
+		th.cont(0)
 	}
 	return r, nil
 }
@@ -711,7 +711,7 @@ func (t *Tracer) timeoutPoll(th *thread, p *pendingOp) {
 			ptrace.WriteMem(th.tid, a[4], make([]byte, 16)) // Linux updates the timeout
 		}
 	}
-	t.fake(th, 0)
+	th.fake(0)
 }
 
 type errUnknownOp uint64
@@ -754,7 +754,7 @@ func (t *Tracer) takeMmsgTimeout(po *pendingOp) {
 	if po.nr != unix.SYS_RECVMMSG || po.args[4] == 0 || t.opts.Clock == nil {
 		return
 	}
-	ns, ok := t.readTimespec(po.th.tid, po.args[4])
+	ns, ok := readTimespec(po.th.tid, po.args[4])
 	if !ok {
 		return // the kernel answers EFAULT or EINVAL at once
 	}

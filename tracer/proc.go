@@ -77,7 +77,12 @@ func (pt *procTable) running() int {
 }
 
 // thread is one traced task.
+//
+// A stopped thread is the handle a stop's handler works through: it reads
+// and sets the thread's registers and memory, injects syscalls and resumes
+// it (cont, allow, fake), keeping its table's books.
 type thread struct {
+	tab   *procTable // the table the thread is in
 	tid   int
 	proc  *process
 	lpid  string

@@ -26,6 +26,8 @@ type procTable struct {
 	// them and their next event.
 	sockOptsGen      uint64
 	changingSockOpts int
+	// resumed says cont let a thread go since the last settle.
+	resumed bool
 }
 
 func newProcTable(opts *Options, log *slog.Logger, stats *Stats) *procTable {

@@ -46,7 +46,7 @@ func (t *Tracer) settle(ctx context.Context) (State, error) {
 		if th == nil {
 			break
 		}
-		t.allow(th)
+		th.allow()
 	}
 	t.ops.numberFresh()
 	return t.snapshot(), nil
@@ -75,7 +75,7 @@ func (t *Tracer) onAlone(th *thread, _ int, _ [6]uint64) bool {
 func (t *Tracer) onDiskSync(th *thread, nr int, a [6]uint64) bool {
 	if nr == unix.SYS_SYNC || isFile(th.proc.pid, int(a[0])) {
 		t.stats.DiskSyncs++
-		t.fake(th, 0)
+		th.fake(0)
 		return true
 	}
 	return t.onAlone(th, nr, a)
@@ -123,7 +123,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 	// When threads were first found due to move (runnable without CPU, or
 	// with an exit or stop not yet reported) past the grace period.
 	var dueSince time.Time
-	if t.resumed && t.opts.Serialize && t.opts.CPU >= 0 {
+	if t.pt.resumed && t.opts.Serialize && t.opts.CPU >= 0 {
 		// The threads just resumed have not run: they wait behind the
 		// tracer in its CPU's round-robin queue. Let them before asking
 		// the kernel for their stops, which would find none.
@@ -131,7 +131,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		t.stats.SettleYield += time.Since(t0)
 	}
-	t.resumed = false
+	t.pt.resumed = false
 	for spins := 0; ; spins++ {
 		if n := t.collect(); n > 0 {
 			lastProgress = time.Now()

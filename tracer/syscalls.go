@@ -166,7 +166,7 @@ func (t *Tracer) onSeccomp(th *thread) {
 	if g, ok := t.gates[nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(t, th, nr, th.regs.Args()) {
 		return
 	}
-	t.allow(th)
+	th.allow()
 }
 
 // onClockGettime answers clock_gettime from virtual time.
@@ -181,7 +181,7 @@ func (t *Tracer) onClockGettime(th *thread, _ int, a [6]uint64) bool {
 		putTimespec(b[:], ns)
 		ptrace.WriteMem(th.tid, a[1], b[:])
 	}
-	t.fake(th, 0)
+	th.fake(0)
 	return true
 }
 
@@ -195,7 +195,7 @@ func (t *Tracer) onGettimeofday(th *thread, _ int, a [6]uint64) bool {
 		binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9/1e3))
 		ptrace.WriteMem(th.tid, a[0], b[:])
 	}
-	t.fake(th, 0)
+	th.fake(0)
 	return true
 }
 
@@ -208,7 +208,7 @@ func (t *Tracer) onTime(th *thread, _ int, a [6]uint64) bool {
 		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
 		ptrace.WriteMem(th.tid, a[0], b[:])
 	}
-	t.fake(th, ns/1e9)
+	th.fake(ns / 1e9)
 	return true
 }
 
@@ -385,10 +385,10 @@ func (t *Tracer) fakeRandom(th *thread, buf, count uint64) {
 	b := make([]byte, n)
 	io.ReadFull(th.proc.rand, b)
 	if err := ptrace.WriteMem(th.tid, buf, b); err != nil {
-		t.fake(th, -int64(unix.EFAULT))
+		th.fake(-int64(unix.EFAULT))
 		return
 	}
-	t.fake(th, int64(n))
+	th.fake(int64(n))
 }
 
 func putTimespec(b []byte, ns int64) {
@@ -396,7 +396,7 @@ func putTimespec(b []byte, ns int64) {
 	binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9))
 }
 
-func (t *Tracer) readTimespec(pid int, addr uint64) (int64, bool) {
+func readTimespec(pid int, addr uint64) (int64, bool) {
 	var b [16]byte
 	if ptrace.ReadMem(pid, addr, b[:]) != nil {
 		return 0, false
@@ -437,7 +437,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
 				timeout = int64(ms) * 1e6
 			}
 		} else if a[2] != 0 {
-			if ns, ok := t.readTimespec(th.tid, a[2]); ok {
+			if ns, ok := readTimespec(th.tid, a[2]); ok {
 				timeout = ns
 			}
 		}
@@ -470,7 +470,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
 					usec := int64(binary.LittleEndian.Uint64(b[8:]))
 					timeout = sec*1e9 + usec*1e3
 				}
-			} else if ns, ok := t.readTimespec(th.tid, a[4]); ok {
+			} else if ns, ok := readTimespec(th.tid, a[4]); ok {
 				timeout = ns
 			}
 		}
@@ -478,7 +478,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
 		t.addProbe(po, int(a[0]), unix.POLLIN)
 		if nr == unix.SYS_EPOLL_PWAIT2 {
 			if a[3] != 0 {
-				if ns, ok := t.readTimespec(th.tid, a[3]); ok {
+				if ns, ok := readTimespec(th.tid, a[3]); ok {
 					timeout = ns
 				}
 			}

@@ -462,9 +462,9 @@ func (t *Tracer) arm(v *vtimer, s spec, abs bool) {
 // answer fakes a timer call's result: 0, or -errno.
 func (t *Tracer) answer(th *thread, errno unix.Errno) bool {
 	if errno != 0 {
-		t.fake(th, -int64(errno))
+		th.fake(-int64(errno))
 	} else {
-		t.fake(th, 0)
+		th.fake(0)
 	}
 	return true
 }
@@ -556,7 +556,7 @@ func (t *Tracer) onAlarm(th *thread, a [6]uint64) bool {
 	secs := int64(uint32(a[0]))
 	t.arm(v, spec{value: secs * 1e9}, false)
 	v.alarm = true
-	t.fake(th, old)
+	th.fake(old)
 	return true
 }
 
@@ -697,7 +697,7 @@ func (t *Tracer) onTimerGetoverrun(th *thread, a [6]uint64) bool {
 	if v == nil {
 		return false
 	}
-	t.fake(th, int64(v.overrun))
+	th.fake(int64(v.overrun))
 	return true
 }
 
@@ -817,7 +817,7 @@ func statusMask(status, field string) uint64 {
 func (t *Tracer) releaseSleep(p *pendingOp) {
 	left := p.deadline - t.now()
 	if left <= 0 {
-		t.fake(p.th, 0)
+		p.th.fake(0)
 		return
 	}
 	rem := uint64(0)
@@ -832,5 +832,5 @@ func (t *Tracer) releaseSleep(p *pendingOp) {
 		putTimespec(b[:], left)
 		ptrace.WriteMem(p.th.tid, rem, b[:])
 	}
-	t.fake(p.th, -int64(unix.EINTR))
+	p.th.fake(-int64(unix.EINTR))
 }

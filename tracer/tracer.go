@@ -270,8 +270,6 @@ type Tracer struct {
 	// switches is the tracer thread's involuntary context switches at its
 	// last yield (see nothingRan).
 	switches int64
-	// resumed says cont let a thread go since the last settle.
-	resumed bool
 }
 
 // Stats counts what the tracer did, for benchmarks and reports. It lives

@@ -305,6 +305,6 @@ func (t *Tracer) emulatePatchedTSC(th *thread) bool {
 		return false
 	}
 	t.stats.TSCReads++
-	t.cont(th, 0)
+	th.cont(0)
 	return true
 }

@@ -23,13 +23,13 @@ func (t *Tracer) onSleep(th *thread, nr int, a [6]uint64) bool {
 	var ok bool
 	switch nr {
 	case unix.SYS_NANOSLEEP:
-		rel, ok = t.readTimespec(th.tid, a[0])
+		rel, ok = readTimespec(th.tid, a[0])
 	case unix.SYS_CLOCK_NANOSLEEP:
 		vnow, virt := t.readClock(th.proc.node, int32(a[0]))
 		if !virt {
 			return false
 		}
-		rel, ok = t.readTimespec(th.tid, a[2])
+		rel, ok = readTimespec(th.tid, a[2])
 		if ok && a[1]&1 != 0 { // TIMER_ABSTIME
 			rel = t.untilWall(th.proc.node, int32(a[0]), rel, vnow)
 		}
@@ -77,7 +77,7 @@ func (t *Tracer) onTimedWait(th *thread, nr int, a [6]uint64) bool {
 	if a[w.timeout] == 0 {
 		return false // untimed
 	}
-	ns, ok := t.readTimespec(th.tid, a[w.timeout])
+	ns, ok := readTimespec(th.tid, a[w.timeout])
 	if !ok {
 		return false // let the kernel report EFAULT/EINVAL
 	}
@@ -100,7 +100,7 @@ func (t *Tracer) onTimedWait(th *thread, nr int, a [6]uint64) bool {
 // only waits that carry one).
 func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
 	cmd := a[1] & futexCmdMask
-	abs, ok := t.readTimespec(th.tid, a[3])
+	abs, ok := readTimespec(th.tid, a[3])
 	if !ok {
 		return false
 	}
@@ -141,7 +141,7 @@ func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
 func (t *Tracer) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline int64, expired unix.Errno) bool {
 	t.stats.TimedWaits++
 	if deadline <= t.now() {
-		t.fake(th, -int64(expired))
+		th.fake(-int64(expired))
 		return true
 	}
 	th.regs.SetArg(arg, 0) // the timeout
@@ -305,5 +305,5 @@ func (t *Tracer) finishTimedWait(th *thread) {
 			ptrace.SetRegs(th.tid, &th.regs)
 		}
 	}
-	t.cont(th, 0)
+	th.cont(0)
 }
