@@ -393,7 +393,7 @@ type stopsOnlyResult struct {
 //
 // Precondition: the calling goroutine is locked to its OS thread.
 func stopsOnlyRun(server, client LaunchConfig) (r stopsOnlyResult) {
-	filter := launch.Filter(filteredSyscalls(gateTable()))
+	filter := launch.Filter(filteredSyscalls(newTracer(Options{}).gates))
 	start := func(cfg LaunchConfig) (int, error) {
 		sp, err := launch.Spawn(launch.Config{Path: cfg.Argv[0], Argv: cfg.Argv, Env: cfg.Env,
 			Netns: cfg.Netns, HostsFile: cfg.HostsFile,

@@ -18,18 +18,18 @@ func realtimeClock(id int32) bool {
 
 // readClock answers a node's clock read: the virtual clock, plus the node's
 // wall-clock offset for realtime clocks.
-func (t *Tracer) readClock(ni *nodeInfo, id int32) (int64, bool) {
-	ns, ok := t.opts.Clock.Read(id)
+func (vt *vtime) readClock(ni *nodeInfo, id int32) (int64, bool) {
+	ns, ok := vt.opts.Clock.Read(id)
 	if ok && ni != nil && realtimeClock(id) {
-		ns += int64(t.wallOffset(ni))
+		ns += int64(vt.wallOffset(ni))
 	}
 	return ns, ok
 }
 
 // wallOffset is how far the node's wall clock is from the virtual clock
 // now: its skew and jumps, plus what its drift gained since it began.
-func (t *Tracer) wallOffset(ni *nodeInfo) time.Duration {
-	return ni.clockOffset + ni.driftGain + Drifted(time.Duration(t.now()-ni.driftFrom), ni.drift)
+func (vt *vtime) wallOffset(ni *nodeInfo) time.Duration {
+	return ni.clockOffset + ni.driftGain + Drifted(time.Duration(vt.now()-ni.driftFrom), ni.drift)
 }
 
 // Drifted is what a clock running ppm parts per million fast (slow when
@@ -42,7 +42,7 @@ func Drifted(d time.Duration, ppm int64) time.Duration {
 // untilWall is the virtual time until a node's clock id reads abs (an
 // absolute deadline), given that it reads vnow now: a drifting wall clock
 // gets there sooner or later than the virtual clock.
-func (t *Tracer) untilWall(ni *nodeInfo, id int32, abs, vnow int64) int64 {
+func (vt *vtime) untilWall(ni *nodeInfo, id int32, abs, vnow int64) int64 {
 	rel := abs - vnow
 	if ni == nil || ni.drift == 0 || !realtimeClock(id) || rel <= 0 {
 		return rel
@@ -55,25 +55,25 @@ func (t *Tracer) untilWall(ni *nodeInfo, id int32, abs, vnow int64) int64 {
 // disciplined again would.
 //
 // Precondition: runs on the tracer thread.
-func (t *Tracer) driftClock(node string, ppm int64) {
-	ni := t.pt.nodes[node]
+func (vt *vtime) driftClock(node string, ppm int64) {
+	ni := vt.pt.nodes[node]
 	if ni == nil {
 		return
 	}
 	if ppm == 0 {
 		ni.driftGain = 0
 	} else {
-		ni.driftGain += Drifted(time.Duration(t.now()-ni.driftFrom), ni.drift)
+		ni.driftGain += Drifted(time.Duration(vt.now()-ni.driftFrom), ni.drift)
 	}
-	ni.drift, ni.driftFrom = ppm, t.now()
+	ni.drift, ni.driftFrom = ppm, vt.now()
 }
 
 // shiftClock moves a node's wall clock by d (a clock fault); its monotonic
 // clocks are untouched, as NTP stepping a host's clock would leave them.
 //
 // Precondition: runs on the tracer thread.
-func (t *Tracer) shiftClock(node string, d time.Duration) {
-	if ni := t.pt.nodes[node]; ni != nil {
+func (vt *vtime) shiftClock(node string, d time.Duration) {
+	if ni := vt.pt.nodes[node]; ni != nil {
 		ni.clockOffset += d
 	}
 }

@@ -26,7 +26,7 @@ func TestDrift(t *testing.T) {
 			t.Errorf("Drifted(%v, %d) = %v, want %v", tt.d, tt.ppm, got, tt.want)
 		}
 	}
-	tr := &Tracer{}
+	tr := &vtime{}
 	fast := &nodeInfo{drift: 250_000} // 25 % fast
 	for _, tt := range []struct {
 		ni   *nodeInfo

@@ -158,7 +158,7 @@ type clockPage struct {
 // clock ids the Clock answers.
 //
 // Precondition: runs on the tracer thread.
-func (t *Tracer) newClockPage() (*clockPage, error) {
+func (vt *vtime) newClockPage() (*clockPage, error) {
 	fd, err := unix.MemfdCreate("lockstep-clock", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if errors.Is(err, unix.EINVAL) { // kernels before 6.3 know no MFD_EXEC
 		fd, err = unix.MemfdCreate("lockstep-clock", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
@@ -179,7 +179,7 @@ func (t *Tracer) newClockPage() (*clockPage, error) {
 	copy(mem[pageGettimeofdayAt:], pageGettimeofday)
 	copy(mem[pageTimeAt:], pageTime)
 	for id := int32(0); id < pageClockIDs; id++ {
-		if _, ok := t.opts.Clock.Read(id); ok {
+		if _, ok := vt.opts.Clock.Read(id); ok {
 			mem[pageServed+id] = 1
 		}
 	}
@@ -193,7 +193,7 @@ func (t *Tracer) newClockPage() (*clockPage, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("sealing the clock page: %w", err)
 	}
-	return &clockPage{fd: fd, mem: mem, path: fmt.Sprintf("/proc/%d/fd/%d", t.selfPid, fd)}, nil
+	return &clockPage{fd: fd, mem: mem, path: fmt.Sprintf("/proc/%d/fd/%d", vt.selfPid, fd)}, nil
 }
 
 func (pg *clockPage) close() {
@@ -205,14 +205,14 @@ func (pg *clockPage) close() {
 //
 // Precondition: runs on the tracer thread, with no tracee running user code
 // that could read a value being replaced.
-func (t *Tracer) publishClocks() {
-	if t.opts.Clock == nil {
+func (vt *vtime) publishClocks() {
+	if vt.opts.Clock == nil {
 		return
 	}
-	now := t.opts.Clock.Now()
-	for _, ni := range t.pt.nodeList {
+	now := vt.opts.Clock.Now()
+	for _, ni := range vt.pt.nodeList {
 		pg := ni.clockPage
-		off := t.wallOffset(ni)
+		off := vt.wallOffset(ni)
 		if pg == nil || (pg.published && pg.now == now && pg.offset == off) {
 			continue
 		}
@@ -220,7 +220,7 @@ func (t *Tracer) publishClocks() {
 			if pg.mem[pageServed+id] == 0 {
 				continue
 			}
-			ns, _ := t.readClock(ni, id)
+			ns, _ := vt.readClock(ni, id)
 			storeU64(pg.mem[pageValues+8*id:], uint64(ns))
 		}
 		pg.published, pg.now, pg.offset = true, now, off
@@ -231,7 +231,7 @@ func (t *Tracer) publishClocks() {
 // exec'd and points its vDSO's clock entries at it.
 //
 // Precondition: runs on the tracer thread; th is at its exec stop.
-func (t *Tracer) mapClockPage(th *thread) error {
+func (vt *vtime) mapClockPage(th *thread) error {
 	_, base, err := auxvEntry(th, atSysinfoEhdr)
 	if err != nil {
 		return err
@@ -239,22 +239,22 @@ func (t *Tracer) mapClockPage(th *thread) error {
 	if base == 0 {
 		return errNoVDSO
 	}
-	if t.vdso == nil {
+	if vt.vdso == nil {
 		e, err := ownVDSO()
 		if err != nil {
 			return err
 		}
-		t.vdso = &e
+		vt.vdso = &e
 	}
-	pg, err := t.nodeClockPage(th.proc.node)
+	pg, err := vt.nodeClockPage(th.proc.node)
 	if err != nil {
 		return err
 	}
 	var addr uint64
 	if pg.inherited(th.proc.pid) {
-		addr, err = t.mapFd(th, launch.ClockPageFd)
+		addr, err = vt.mapFd(th, launch.ClockPageFd)
 	} else {
-		addr, err = t.mapInto(th, pg.path)
+		addr, err = vt.mapInto(th, pg.path)
 	}
 	if err != nil {
 		return err
@@ -263,9 +263,9 @@ func (t *Tracer) mapClockPage(th *thread) error {
 		at   uint64
 		code []byte
 	}
-	patches := []patch{{t.vdso.clockGettime, jumpTo(addr + pageClockGettimeAt)}, {t.vdso.getrandom, enosys}}
+	patches := []patch{{vt.vdso.clockGettime, jumpTo(addr + pageClockGettimeAt)}, {vt.vdso.getrandom, enosys}}
 	if pg.mem[pageServed+unix.CLOCK_REALTIME] != 0 {
-		patches = append(patches, patch{t.vdso.gettimeofday, jumpTo(addr + pageGettimeofdayAt)}, patch{t.vdso.time, jumpTo(addr + pageTimeAt)})
+		patches = append(patches, patch{vt.vdso.gettimeofday, jumpTo(addr + pageGettimeofdayAt)}, patch{vt.vdso.time, jumpTo(addr + pageTimeAt)})
 	}
 	for _, p := range patches {
 		if p.at == 0 {
@@ -281,14 +281,14 @@ func (t *Tracer) mapClockPage(th *thread) error {
 // nodeClockPage returns the node's page, made on first use.
 //
 // Precondition: runs on the tracer thread.
-func (t *Tracer) nodeClockPage(ni *nodeInfo) (*clockPage, error) {
+func (vt *vtime) nodeClockPage(ni *nodeInfo) (*clockPage, error) {
 	if ni.clockPage == nil {
-		pg, err := t.newClockPage()
+		pg, err := vt.newClockPage()
 		if err != nil {
 			return nil, err
 		}
 		ni.clockPage = pg
-		t.publishClocks()
+		vt.publishClocks()
 	}
 	return ni.clockPage, nil
 }
@@ -306,7 +306,7 @@ func (pg *clockPage) inherited(pid int) bool {
 // mapFd makes th map its descriptor fd read+exec, and returns the address.
 //
 // Precondition: runs on the tracer thread; th is stopped.
-func (t *Tracer) mapFd(th *thread, fd int) (uint64, error) {
+func (vt *vtime) mapFd(th *thread, fd int) (uint64, error) {
 	addr, err := th.inject(unix.SYS_MMAP, 0, clockPageSize, unix.PROT_READ|unix.PROT_EXEC, unix.MAP_SHARED, uint64(fd), 0)
 	if err != nil {
 		return 0, err
@@ -320,7 +320,7 @@ func (t *Tracer) mapFd(th *thread, fd int) (uint64, error) {
 // mapInto makes th open path and map it read+exec, and returns the address.
 //
 // Precondition: runs on the tracer thread; th is stopped.
-func (t *Tracer) mapInto(th *thread, path string) (uint64, error) {
+func (vt *vtime) mapInto(th *thread, path string) (uint64, error) {
 	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
 		return 0, err
 	}
@@ -344,7 +344,7 @@ func (t *Tracer) mapInto(th *thread, path string) (uint64, error) {
 	if fd < 0 {
 		return 0, fmt.Errorf("opening %s in the tracee: %w", path, unix.Errno(-fd))
 	}
-	addr, err := t.mapFd(th, int(fd))
+	addr, err := vt.mapFd(th, int(fd))
 	if _, cerr := th.inject(unix.SYS_CLOSE, uint64(fd)); err == nil {
 		err = cerr
 	}
@@ -409,13 +409,13 @@ func hideVDSO(th *thread) error {
 // become syscalls.
 //
 // Precondition: runs on the tracer thread; th is at its exec stop.
-func (t *Tracer) clockReadsWithoutStops(th *thread) error {
-	if !t.opts.ClockSyscalls {
-		err := t.mapClockPage(th)
+func (vt *vtime) clockReadsWithoutStops(th *thread) error {
+	if !vt.opts.ClockSyscalls {
+		err := vt.mapClockPage(th)
 		if err == nil || errors.Is(err, errNoVDSO) {
 			return nil
 		}
-		t.log.Debug("clock page unavailable; clock reads will stop", "thread", th.String(), "err", err)
+		vt.log.Debug("clock page unavailable; clock reads will stop", "thread", th.String(), "err", err)
 	}
 	return hideVDSO(th)
 }

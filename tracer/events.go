@@ -47,7 +47,7 @@ func (t *Tracer) handleTimed(tid int, st ptrace.Status) {
 	t0 := time.Now()
 	if st.Kind() != ptrace.SeccompStop {
 		// An exit, a clone, an exec or a signal may have others behind it.
-		t.expect = true
+		t.pt.expect = true
 		// And may close sockets (an exit, an exec), or run a handler.
 		t.net.netGen++
 	}
@@ -64,7 +64,7 @@ func (t *Tracer) collect() int {
 	for !t.quiet() {
 		tid, st, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.NoHang)
 		if err != nil || tid <= 0 {
-			t.expect = false
+			t.pt.expect = false
 			return n
 		}
 		n++
@@ -80,7 +80,7 @@ func (t *Tracer) collect() int {
 // killed; a SIGKILL one tracee sends another while every thread is held is
 // seen at the next wait, which the release of any op that resumes a
 // thread brings.
-func (t *Tracer) quiet() bool { return !t.expect && t.pt.nHeld() == len(t.pt.threads) }
+func (t *Tracer) quiet() bool { return !t.pt.expect && t.pt.nHeld() == len(t.pt.threads) }
 
 // cont resumes th, delivering sig unless it is 0.
 //
@@ -131,9 +131,9 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 		th.cont(0)
 	default:
 		switch {
-		case sig == unix.SIGSEGV && t.opts.Clock != nil && t.emulateTSC(th):
+		case sig == unix.SIGSEGV && t.opts.Clock != nil && t.vt.emulateTSC(th):
 			// rdtsc answered from virtual time.
-		case sig == unix.SIGILL && t.opts.Clock != nil && t.emulatePatchedTSC(th):
+		case sig == unix.SIGILL && t.opts.Clock != nil && t.vt.emulatePatchedTSC(th):
 			// A rewritten rdtsc, likewise.
 		case th.proc != nil && th.proc.nsInit && t.initSignal(th, sig):
 			// Killed for a signal a traced namespace init cannot die of.
@@ -159,7 +159,7 @@ func (t *Tracer) onEventStop(th *thread, sig syscall.Signal) {
 		th.heldParent = nil
 		t.contCloned(parent, th)
 	case th.state == tsTimedWait && th.interrupted:
-		t.finishTimedWait(th)
+		t.vt.finishTimedWait(th)
 	case sig == unix.SIGSTOP || sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU:
 		// Group-stop: keep it stopped as the signal wants, but listening so
 		// SIGCONT and events still reach us.
@@ -255,7 +255,7 @@ func (t *Tracer) onExec(th *thread) {
 	t.forgetAllFds(p)
 	p.site.Forget()
 	if t.opts.Clock != nil {
-		if err := t.clockReadsWithoutStops(th); err != nil {
+		if err := t.vt.clockReadsWithoutStops(th); err != nil {
 			t.log.Warn("hiding vDSO", "thread", th.String(), "err", err)
 		}
 		// execve clears the rdtsc trap, so set it in the new image.
@@ -264,7 +264,7 @@ func (t *Tracer) onExec(th *thread) {
 		}
 		// Where the hypervisor ignores that trap, the image's own reads are
 		// rewritten (tsc.go).
-		if n, err := t.patchTSC(th); err != nil {
+		if n, err := t.vt.patchTSC(th); err != nil {
 			t.log.Warn("rewriting rdtsc", "thread", th.String(), "rewritten", n, "err", err)
 		}
 	}
@@ -343,7 +343,7 @@ func (t *Tracer) noteDying(p *process) {
 			continue
 		}
 		t.pt.setState(o, tsRunning)
-		t.expect = true
+		t.pt.expect = true
 	}
 }
 
@@ -362,7 +362,7 @@ func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 	if pp := p.parent; pp != nil && !pp.exited {
 		// Reaped by lockstep, it is its parent's to wait for now: the
 		// kernel sends the parent SIGCHLD, which may end a gated wait.
-		t.noteSignal(pp, int(unix.SIGCHLD))
+		t.vt.noteSignal(pp, int(unix.SIGCHLD))
 	}
 	for _, other := range p.threads {
 		t.dropThread(other)
@@ -425,7 +425,7 @@ func (t *Tracer) killAll() {
 		delete(t.pt.threads, tid)
 	}
 	t.pt.nState = [numStates]int{}
-	t.pruneTimers() // every owner is gone: closes lockstep's timerfd duplicates
+	t.vt.pruneTimers() // every owner is gone: closes lockstep's timerfd duplicates
 }
 
 // tscBase makes the virtual time-stamp counter start well above zero, as a
@@ -434,7 +434,7 @@ const tscBase = uint64(3600e9)
 
 // emulateTSC answers a faulting rdtsc or rdtscp (PR_TSC_SIGSEGV) from
 // virtual time. It reports false for any other SIGSEGV.
-func (t *Tracer) emulateTSC(th *thread) bool {
+func (vt *vtime) emulateTSC(th *thread) bool {
 	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
 		return false
 	}
@@ -442,13 +442,13 @@ func (t *Tracer) emulateTSC(th *thread) bool {
 	if ptrace.ReadMem(th.tid, th.regs.PC(), code[:]) != nil {
 		return false
 	}
-	if !th.regs.EmulateTSC(code, tscBase+uint64(t.opts.Clock.Now())) {
+	if !th.regs.EmulateTSC(code, tscBase+uint64(vt.opts.Clock.Now())) {
 		return false
 	}
 	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
 		return false
 	}
-	t.stats.TSCReads++
+	vt.stats.TSCReads++
 	th.cont(0)
 	return true
 }
@@ -470,7 +470,7 @@ func (t *Tracer) killAndReap(match func(*process) bool) int {
 	}
 	for _, pid := range slices.Sorted(maps.Keys(t.pt.procs)) {
 		if match(t.pt.procs[pid]) {
-			t.expect = true
+			t.pt.expect = true
 			t.pt.stirAll()
 			unix.Kill(pid, unix.SIGKILL)
 		}

@@ -25,7 +25,7 @@ import (
 // differences, in ns per call.
 func BenchmarkFilterCost(b *testing.B) {
 	prog := bin(b, "c", "syscall_cost")
-	filter := launch.Filter(filteredSyscalls(gateTable()))
+	filter := launch.Filter(filteredSyscalls(newTracer(Options{}).gates))
 	const calls, reps = 200_000, 15
 	run := func(f []unix.SockFilter) map[string]float64 {
 		out, err := os.CreateTemp(b.TempDir(), "cost")

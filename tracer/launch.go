@@ -142,7 +142,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	}
 	if cfg.Sandbox != nil && t.opts.Clock != nil && !t.opts.ClockSyscalls {
 		// Handed down as a descriptor (see Sandbox).
-		pg, err := t.nodeClockPage(t.pt.node(cfg))
+		pg, err := t.vt.nodeClockPage(t.pt.node(cfg))
 		if err != nil {
 			return 0, fmt.Errorf("the clock page of node %s: %w", cfg.Node, err)
 		}

@@ -421,7 +421,7 @@ func (ot *opTable) readyProbe(p *pendingOp) bool {
 
 // enabled says whether releasing p now would not block.
 func (t *Tracer) enabled(p *pendingOp) bool {
-	if t.interruptedBySignal(p) {
+	if t.vt.interruptedBySignal(p) {
 		return true
 	}
 	switch p.op.Kind {
@@ -438,14 +438,14 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 		}
 		return t.net.roomFor(c, len(p.chunk.data))
 	case sched.Connect:
-		return p.deadline < 0 || p.deadline <= t.now()
+		return p.deadline < 0 || p.deadline <= t.vt.now()
 	case sched.Close, sched.Shutdown:
 		return true
 	case sched.Accept, sched.Recv:
 		if p.immediate {
 			return true
 		}
-		if p.deadline >= 0 && p.deadline <= t.now() {
+		if p.deadline >= 0 && p.deadline <= t.vt.now() {
 			return true // SO_RCVTIMEO expired
 		}
 		return p.fi != nil && t.ops.readyOp(p, p.fi.dup, unix.POLLIN)
@@ -458,9 +458,9 @@ func (t *Tracer) enabled(p *pendingOp) bool {
 		if p.immediate || t.ops.readyProbe(p) {
 			return true
 		}
-		return p.deadline >= 0 && p.deadline <= t.now()
+		return p.deadline >= 0 && p.deadline <= t.vt.now()
 	case sched.Sleep:
-		return p.deadline <= t.now()
+		return p.deadline <= t.vt.now()
 	}
 	return true
 }
@@ -492,9 +492,9 @@ func (t *Tracer) release(id uint64) (Released, error) {
 	}
 	switch p.op.Kind {
 	case sched.Sleep:
-		t.releaseSleep(p)
+		t.vt.releaseSleep(p)
 	case sched.Poll:
-		if !p.immediate && p.deadline >= 0 && p.deadline <= t.now() && !t.ops.readyProbe(p) {
+		if !p.immediate && p.deadline >= 0 && p.deadline <= t.vt.now() && !t.ops.readyProbe(p) {
 			t.timeoutPoll(th, p)
 			return r, nil
 		}
@@ -555,7 +555,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		} else {
 			ids, data := t.net.consume(p, avail)
 			r.Causes, r.Data = append(r.Causes, ids...), data
-			t.releaseMmsgTimeout(p)
+			t.vt.releaseMmsgTimeout(p)
 		}
 		th.cont(0)
 	case sched.Accept:
@@ -669,19 +669,19 @@ func (nw *network) finishConnect(th *thread) {
 
 // sockTimeout gives a blocking recv or accept the virtual deadline of its
 // socket's SO_RCVTIMEO (options belong to the socket, not the descriptor).
-func (t *Tracer) sockTimeout(po *pendingOp) {
-	if po.immediate || t.opts.Clock == nil || po.fi == nil || po.fi.dup < 0 {
+func (vt *vtime) sockTimeout(po *pendingOp) {
+	if po.immediate || vt.opts.Clock == nil || po.fi == nil || po.fi.dup < 0 {
 		return
 	}
-	if d := t.pt.sockOptsOf(po.fi).rcvTimeo; d > 0 {
-		po.deadline = t.now() + d
+	if d := vt.pt.sockOptsOf(po.fi).rcvTimeo; d > 0 {
+		po.deadline = vt.now() + d
 	}
 }
 
 // timedOut says whether a recv or accept is released because its socket
 // timeout passed with nothing to read: the kernel would return EAGAIN.
 func (t *Tracer) timedOut(p *pendingOp) bool {
-	return !p.immediate && p.deadline >= 0 && p.deadline <= t.now() &&
+	return !p.immediate && p.deadline >= 0 && p.deadline <= t.vt.now() &&
 		(p.fi == nil || !t.ops.readyOp(p, p.fi.dup, unix.POLLIN))
 }
 
@@ -750,16 +750,16 @@ func (p *pendingOp) nothingToRead(avail int) bool {
 // after each datagram it receives, so it does not bound the wait for the
 // first one (the op's), only how many datagrams the call takes once
 // released (releaseMmsgTimeout).
-func (t *Tracer) takeMmsgTimeout(po *pendingOp) {
-	if po.nr != unix.SYS_RECVMMSG || po.args[4] == 0 || t.opts.Clock == nil {
+func (vt *vtime) takeMmsgTimeout(po *pendingOp) {
+	if po.nr != unix.SYS_RECVMMSG || po.args[4] == 0 || vt.opts.Clock == nil {
 		return
 	}
 	ns, ok := readTimespec(po.th.tid, po.args[4])
 	if !ok {
 		return // the kernel answers EFAULT or EINVAL at once
 	}
-	t.stats.TimedWaits++
-	po.mmsgEnd, po.mmsgTimed = t.now()+ns, true
+	vt.stats.TimedWaits++
+	po.mmsgEnd, po.mmsgTimed = vt.now()+ns, true
 }
 
 // releaseMmsgTimeout hands a recvmmsg released with datagrams to read the
@@ -769,12 +769,12 @@ func (t *Tracer) takeMmsgTimeout(po *pendingOp) {
 // call runs without a timeout (it takes no real time to read what is
 // queued) and the timespec holds what is left, as the kernel writes it
 // back on success.
-func (t *Tracer) releaseMmsgTimeout(p *pendingOp) {
+func (vt *vtime) releaseMmsgTimeout(p *pendingOp) {
 	if !p.mmsgTimed {
 		return
 	}
 	th := p.th
-	left := max(p.mmsgEnd-t.now(), 0)
+	left := max(p.mmsgEnd-vt.now(), 0)
 	var b [16]byte
 	putTimespec(b[:], left)
 	if ptrace.WriteMem(th.tid, p.args[4], b[:]) != nil || left == 0 {

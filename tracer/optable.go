@@ -40,9 +40,9 @@ type opTable struct {
 	pollAll bool
 }
 
-func newOpTable(opts *Options, log *slog.Logger, stats *Stats, pt *procTable, gates map[int]gate) *opTable {
+func newOpTable(opts *Options, log *slog.Logger, stats *Stats, pt *procTable) *opTable {
 	return &opTable{
-		opts: opts, log: log, stats: stats, pt: pt, gates: gates,
+		opts: opts, log: log, stats: stats, pt: pt,
 		pending: map[uint64]*pendingOp{},
 		sites:   callsite.NewCache(),
 	}

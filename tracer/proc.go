@@ -264,7 +264,7 @@ func (t *Tracer) initSignal(th *thread, sig syscall.Signal) bool {
 		return false
 	}
 	th.proc.fatal = sig
-	t.expect = true
+	t.pt.expect = true
 	th.proc.node.stir()
 	unix.Kill(th.proc.pid, unix.SIGKILL)
 	return true

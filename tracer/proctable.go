@@ -26,6 +26,9 @@ type procTable struct {
 	// them and their next event.
 	sockOptsGen      uint64
 	changingSockOpts int
+	// expect says an event may come even when every thread is held (see
+	// collect).
+	expect bool
 	// resumed says cont let a thread go since the last settle.
 	resumed bool
 }

@@ -34,8 +34,8 @@ func (t *Tracer) Settle(ctx context.Context) (State, error) {
 }
 
 func (t *Tracer) settle(ctx context.Context) (State, error) {
-	if !t.fireDueTimer() {
-		t.wakeDueTimedWaits()
+	if !t.vt.fireDueTimer() {
+		t.vt.wakeDueTimedWaits()
 	}
 	for {
 		t.spinning = t.spinning[:0]
@@ -531,7 +531,7 @@ func (t *Tracer) snapshot() State {
 			t.log.Debug("nothing enabled", "thread", th.String(), "state", th.state, "kernel", string(ks), "syscall", sc)
 		}
 	}
-	st.Deadlines = append(st.Deadlines, t.timerDeadlines()...)
+	st.Deadlines = append(st.Deadlines, t.vt.timerDeadlines()...)
 	for _, th := range t.pt.threads {
 		if th.state == tsTimedWait && !th.interrupted {
 			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: t.ops.syscallName(th.waitNr), Kind: sched.Sleep, Thread: th.name()})

@@ -23,7 +23,7 @@ type gate struct {
 	argRule bool
 	// handle answers the stop, releases it or makes it a pending op, and
 	// reports true; false lets the syscall run natively.
-	handle func(t *Tracer, th *thread, nr int, a [6]uint64) bool
+	handle func(th *thread, nr int, a [6]uint64) bool
 }
 
 // gateTable returns the syscalls that stop under the tracer; every other syscall
@@ -36,91 +36,90 @@ type gate struct {
 // cache. Gates with argRule stop only for the arguments the filter's own
 // rule for them names (futex: waits with a timeout).
 //
-// A function, not a package variable, because the handlers name syscalls
-// through the table (an initialization cycle otherwise).
-func gateTable() map[int]gate {
+// The handlers are bound to the parts of t that own what they change.
+func gateTable(t *Tracer) map[int]gate {
 	return map[int]gate{
-		unix.SYS_READ:            {name: "read", handle: (*Tracer).onRecv},
-		unix.SYS_READV:           {name: "readv", handle: (*Tracer).onRecv},
-		unix.SYS_RECVFROM:        {name: "recvfrom", handle: (*Tracer).onRecv},
-		unix.SYS_RECVMSG:         {name: "recvmsg", handle: (*Tracer).onRecv},
-		unix.SYS_RECVMMSG:        {name: "recvmmsg", handle: (*Tracer).onRecv},
-		unix.SYS_WRITE:           {name: "write", handle: (*Tracer).onSend},
-		unix.SYS_WRITEV:          {name: "writev", handle: (*Tracer).onSend},
-		unix.SYS_SENDTO:          {name: "sendto", handle: (*Tracer).onSend},
-		unix.SYS_SENDMSG:         {name: "sendmsg", handle: (*Tracer).onSend},
-		unix.SYS_SENDMMSG:        {name: "sendmmsg", handle: (*Tracer).onSend},
-		unix.SYS_CLOSE:           {name: "close", handle: (*Tracer).onClose},
-		unix.SYS_SHUTDOWN:        {name: "shutdown", handle: (*Tracer).onShutdown},
-		unix.SYS_CONNECT:         {name: "connect", handle: (*Tracer).onConnect},
-		unix.SYS_ACCEPT:          {name: "accept", handle: (*Tracer).onAccept},
-		unix.SYS_ACCEPT4:         {name: "accept4", handle: (*Tracer).onAccept},
-		unix.SYS_POLL:            {name: "poll", handle: (*Tracer).onPoll},
-		unix.SYS_PPOLL:           {name: "ppoll", handle: (*Tracer).onPoll},
-		unix.SYS_SELECT:          {name: "select", handle: (*Tracer).onPoll},
-		unix.SYS_PSELECT6:        {name: "pselect6", handle: (*Tracer).onPoll},
-		unix.SYS_EPOLL_WAIT:      {name: "epoll_wait", handle: (*Tracer).onPoll},
-		unix.SYS_EPOLL_PWAIT:     {name: "epoll_pwait", handle: (*Tracer).onPoll},
-		unix.SYS_EPOLL_PWAIT2:    {name: "epoll_pwait2", handle: (*Tracer).onPoll},
-		unix.SYS_NANOSLEEP:       {name: "nanosleep", clock: true, handle: (*Tracer).onSleep},
-		unix.SYS_CLOCK_NANOSLEEP: {name: "clock_nanosleep", clock: true, handle: (*Tracer).onSleep},
-		unix.SYS_FUTEX:           {name: "futex", clock: true, argRule: true, handle: (*Tracer).onFutex},
+		unix.SYS_READ:            {name: "read", handle: t.onRecv},
+		unix.SYS_READV:           {name: "readv", handle: t.onRecv},
+		unix.SYS_RECVFROM:        {name: "recvfrom", handle: t.onRecv},
+		unix.SYS_RECVMSG:         {name: "recvmsg", handle: t.onRecv},
+		unix.SYS_RECVMMSG:        {name: "recvmmsg", handle: t.onRecv},
+		unix.SYS_WRITE:           {name: "write", handle: t.onSend},
+		unix.SYS_WRITEV:          {name: "writev", handle: t.onSend},
+		unix.SYS_SENDTO:          {name: "sendto", handle: t.onSend},
+		unix.SYS_SENDMSG:         {name: "sendmsg", handle: t.onSend},
+		unix.SYS_SENDMMSG:        {name: "sendmmsg", handle: t.onSend},
+		unix.SYS_CLOSE:           {name: "close", handle: t.onClose},
+		unix.SYS_SHUTDOWN:        {name: "shutdown", handle: t.onShutdown},
+		unix.SYS_CONNECT:         {name: "connect", handle: t.onConnect},
+		unix.SYS_ACCEPT:          {name: "accept", handle: t.onAccept},
+		unix.SYS_ACCEPT4:         {name: "accept4", handle: t.onAccept},
+		unix.SYS_POLL:            {name: "poll", handle: t.onPoll},
+		unix.SYS_PPOLL:           {name: "ppoll", handle: t.onPoll},
+		unix.SYS_SELECT:          {name: "select", handle: t.onPoll},
+		unix.SYS_PSELECT6:        {name: "pselect6", handle: t.onPoll},
+		unix.SYS_EPOLL_WAIT:      {name: "epoll_wait", handle: t.onPoll},
+		unix.SYS_EPOLL_PWAIT:     {name: "epoll_pwait", handle: t.onPoll},
+		unix.SYS_EPOLL_PWAIT2:    {name: "epoll_pwait2", handle: t.onPoll},
+		unix.SYS_NANOSLEEP:       {name: "nanosleep", clock: true, handle: t.vt.onSleep},
+		unix.SYS_CLOCK_NANOSLEEP: {name: "clock_nanosleep", clock: true, handle: t.vt.onSleep},
+		unix.SYS_FUTEX:           {name: "futex", clock: true, argRule: true, handle: t.vt.onFutex},
 		// Other timed waits (waits.go's timedWaits), untimed ones run as
 		// they are.
-		unix.SYS_RT_SIGTIMEDWAIT: {name: "rt_sigtimedwait", clock: true, handle: (*Tracer).onTimedWait},
-		unix.SYS_SEMTIMEDOP:      {name: "semtimedop", clock: true, handle: (*Tracer).onTimedWait},
-		unix.SYS_MQ_TIMEDRECEIVE: {name: "mq_timedreceive", clock: true, handle: (*Tracer).onTimedWait},
-		unix.SYS_MQ_TIMEDSEND:    {name: "mq_timedsend", clock: true, handle: (*Tracer).onTimedWait},
-		unix.SYS_FUTEX_WAITV:     {name: "futex_waitv", clock: true, handle: (*Tracer).onTimedWait},
-		unix.SYS_CLOCK_GETTIME:   {name: "clock_gettime", clock: true, handle: (*Tracer).onClockGettime},
-		unix.SYS_GETTIMEOFDAY:    {name: "gettimeofday", clock: true, handle: (*Tracer).onGettimeofday},
-		unix.SYS_TIME:            {name: "time", clock: true, handle: (*Tracer).onTime},
-		unix.SYS_GETRANDOM:       {name: "getrandom", handle: (*Tracer).onGetrandom},
+		unix.SYS_RT_SIGTIMEDWAIT: {name: "rt_sigtimedwait", clock: true, handle: t.vt.onTimedWait},
+		unix.SYS_SEMTIMEDOP:      {name: "semtimedop", clock: true, handle: t.vt.onTimedWait},
+		unix.SYS_MQ_TIMEDRECEIVE: {name: "mq_timedreceive", clock: true, handle: t.vt.onTimedWait},
+		unix.SYS_MQ_TIMEDSEND:    {name: "mq_timedsend", clock: true, handle: t.vt.onTimedWait},
+		unix.SYS_FUTEX_WAITV:     {name: "futex_waitv", clock: true, handle: t.vt.onTimedWait},
+		unix.SYS_CLOCK_GETTIME:   {name: "clock_gettime", clock: true, handle: t.vt.onClockGettime},
+		unix.SYS_GETTIMEOFDAY:    {name: "gettimeofday", clock: true, handle: t.vt.onGettimeofday},
+		unix.SYS_TIME:            {name: "time", clock: true, handle: t.vt.onTime},
+		unix.SYS_GETRANDOM:       {name: "getrandom", handle: t.onGetrandom},
 		// Virtual kernel timers (timers.go). timerfd_create is not gated: a
 		// timerfd's clock is read from /proc/PID/fdinfo when it is first armed.
-		unix.SYS_TIMERFD_SETTIME:  {name: "timerfd_settime", clock: true, handle: timerGate((*Tracer).onTimerfdSettime)},
-		unix.SYS_TIMERFD_GETTIME:  {name: "timerfd_gettime", clock: true, handle: timerGate((*Tracer).onTimerfdGettime)},
-		unix.SYS_ALARM:            {name: "alarm", clock: true, handle: timerGate((*Tracer).onAlarm)},
-		unix.SYS_SETITIMER:        {name: "setitimer", clock: true, handle: timerGate((*Tracer).onSetitimer)},
-		unix.SYS_GETITIMER:        {name: "getitimer", clock: true, handle: timerGate((*Tracer).onGetitimer)},
-		unix.SYS_TIMER_CREATE:     {name: "timer_create", clock: true, handle: timerGate((*Tracer).onTimerCreate)},
-		unix.SYS_TIMER_SETTIME:    {name: "timer_settime", clock: true, handle: timerGate((*Tracer).onTimerSettime)},
-		unix.SYS_TIMER_GETTIME:    {name: "timer_gettime", clock: true, handle: timerGate((*Tracer).onTimerGettime)},
-		unix.SYS_TIMER_GETOVERRUN: {name: "timer_getoverrun", clock: true, handle: timerGate((*Tracer).onTimerGetoverrun)},
-		unix.SYS_TIMER_DELETE:     {name: "timer_delete", clock: true, handle: timerGate((*Tracer).onTimerDelete)},
+		unix.SYS_TIMERFD_SETTIME:  {name: "timerfd_settime", clock: true, handle: timerGate(t.vt.onTimerfdSettime)},
+		unix.SYS_TIMERFD_GETTIME:  {name: "timerfd_gettime", clock: true, handle: timerGate(t.vt.onTimerfdGettime)},
+		unix.SYS_ALARM:            {name: "alarm", clock: true, handle: timerGate(t.vt.onAlarm)},
+		unix.SYS_SETITIMER:        {name: "setitimer", clock: true, handle: timerGate(t.vt.onSetitimer)},
+		unix.SYS_GETITIMER:        {name: "getitimer", clock: true, handle: timerGate(t.vt.onGetitimer)},
+		unix.SYS_TIMER_CREATE:     {name: "timer_create", clock: true, handle: timerGate(t.vt.onTimerCreate)},
+		unix.SYS_TIMER_SETTIME:    {name: "timer_settime", clock: true, handle: timerGate(t.vt.onTimerSettime)},
+		unix.SYS_TIMER_GETTIME:    {name: "timer_gettime", clock: true, handle: timerGate(t.vt.onTimerGettime)},
+		unix.SYS_TIMER_GETOVERRUN: {name: "timer_getoverrun", clock: true, handle: timerGate(t.vt.onTimerGetoverrun)},
+		unix.SYS_TIMER_DELETE:     {name: "timer_delete", clock: true, handle: timerGate(t.vt.onTimerDelete)},
 		// Syscalls that may sleep on the disk run while nothing else does.
-		unix.SYS_FSYNC:           {name: "fsync", handle: (*Tracer).onDiskSync},
-		unix.SYS_FDATASYNC:       {name: "fdatasync", handle: (*Tracer).onDiskSync},
-		unix.SYS_SYNC_FILE_RANGE: {name: "sync_file_range", handle: (*Tracer).onDiskSync},
-		unix.SYS_SYNCFS:          {name: "syncfs", handle: (*Tracer).onDiskSync},
-		unix.SYS_SYNC:            {name: "sync", handle: (*Tracer).onDiskSync},
-		unix.SYS_MSYNC:           {name: "msync", handle: (*Tracer).onAlone},
-		unix.SYS_FALLOCATE:       {name: "fallocate", handle: (*Tracer).onAlone},
-		unix.SYS_FTRUNCATE:       {name: "ftruncate", handle: (*Tracer).onAlone},
-		unix.SYS_TRUNCATE:        {name: "truncate", handle: (*Tracer).onAlone},
-		unix.SYS_RENAME:          {name: "rename", handle: (*Tracer).onAlone},
-		unix.SYS_RENAMEAT:        {name: "renameat", handle: (*Tracer).onAlone},
-		unix.SYS_RENAMEAT2:       {name: "renameat2", handle: (*Tracer).onAlone},
+		unix.SYS_FSYNC:           {name: "fsync", handle: t.onDiskSync},
+		unix.SYS_FDATASYNC:       {name: "fdatasync", handle: t.onDiskSync},
+		unix.SYS_SYNC_FILE_RANGE: {name: "sync_file_range", handle: t.onDiskSync},
+		unix.SYS_SYNCFS:          {name: "syncfs", handle: t.onDiskSync},
+		unix.SYS_SYNC:            {name: "sync", handle: t.onDiskSync},
+		unix.SYS_MSYNC:           {name: "msync", handle: t.onAlone},
+		unix.SYS_FALLOCATE:       {name: "fallocate", handle: t.onAlone},
+		unix.SYS_FTRUNCATE:       {name: "ftruncate", handle: t.onAlone},
+		unix.SYS_TRUNCATE:        {name: "truncate", handle: t.onAlone},
+		unix.SYS_RENAME:          {name: "rename", handle: t.onAlone},
+		unix.SYS_RENAMEAT:        {name: "renameat", handle: t.onAlone},
+		unix.SYS_RENAMEAT2:       {name: "renameat2", handle: t.onAlone},
 		// Ways around the gate, refused on sockets (bypass.go).
-		unix.SYS_SPLICE:   {name: "splice", handle: (*Tracer).onSocketSplice},
-		unix.SYS_SENDFILE: {name: "sendfile", handle: (*Tracer).onSocketSplice},
-		unix.SYS_PREADV2:  {name: "preadv2", handle: (*Tracer).onVectorIO},
-		unix.SYS_PWRITEV2: {name: "pwritev2", handle: (*Tracer).onVectorIO},
+		unix.SYS_SPLICE:   {name: "splice", handle: t.onSocketSplice},
+		unix.SYS_SENDFILE: {name: "sendfile", handle: t.onSocketSplice},
+		unix.SYS_PREADV2:  {name: "preadv2", handle: t.onVectorIO},
+		unix.SYS_PWRITEV2: {name: "pwritev2", handle: t.onVectorIO},
 		// Changes to the fd table that would make the fd kind cache stale.
-		unix.SYS_DUP2:        {name: "dup2", handle: (*Tracer).onDup},
-		unix.SYS_DUP3:        {name: "dup3", handle: (*Tracer).onDup},
-		unix.SYS_CLOSE_RANGE: {name: "close_range", handle: (*Tracer).onCloseRange},
+		unix.SYS_DUP2:        {name: "dup2", handle: t.onDup},
+		unix.SYS_DUP3:        {name: "dup3", handle: t.onDup},
+		unix.SYS_CLOSE_RANGE: {name: "close_range", handle: t.onCloseRange},
 		// Changes to what sockOpts caches; the filter stops these three
 		// only for F_SETFL, FIONBIO, SO_RCVTIMEO and SO_RCVLOWAT.
-		unix.SYS_FCNTL:      {name: "fcntl", argRule: true, handle: (*Tracer).onSockOptsChange},
-		unix.SYS_IOCTL:      {name: "ioctl", argRule: true, handle: (*Tracer).onSockOptsChange},
-		unix.SYS_SETSOCKOPT: {name: "setsockopt", argRule: true, handle: (*Tracer).onSockOptsChange},
+		unix.SYS_FCNTL:      {name: "fcntl", argRule: true, handle: t.onSockOptsChange},
+		unix.SYS_IOCTL:      {name: "ioctl", argRule: true, handle: t.onSockOptsChange},
+		unix.SYS_SETSOCKOPT: {name: "setsockopt", argRule: true, handle: t.onSockOptsChange},
 	}
 }
 
 // timerGate adapts a timer handler, which needs no syscall number.
-func timerGate(h func(t *Tracer, th *thread, a [6]uint64) bool) func(*Tracer, *thread, int, [6]uint64) bool {
-	return func(t *Tracer, th *thread, _ int, a [6]uint64) bool { return h(t, th, a) }
+func timerGate(h func(th *thread, a [6]uint64) bool) func(*thread, int, [6]uint64) bool {
+	return func(th *thread, _ int, a [6]uint64) bool { return h(th, a) }
 }
 
 // filteredSyscalls lists the gates the seccomp filter stops unconditionally,
@@ -163,19 +162,19 @@ func (t *Tracer) onSeccomp(th *thread) {
 		return
 	}
 	nr := th.regs.Syscall()
-	if g, ok := t.gates[nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(t, th, nr, th.regs.Args()) {
+	if g, ok := t.gates[nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(th, nr, th.regs.Args()) {
 		return
 	}
 	th.allow()
 }
 
 // onClockGettime answers clock_gettime from virtual time.
-func (t *Tracer) onClockGettime(th *thread, _ int, a [6]uint64) bool {
-	ns, ok := t.readClock(th.proc.node, int32(a[0]))
+func (vt *vtime) onClockGettime(th *thread, _ int, a [6]uint64) bool {
+	ns, ok := vt.readClock(th.proc.node, int32(a[0]))
 	if !ok {
 		return false
 	}
-	t.stats.ClockReads++
+	vt.stats.ClockReads++
 	if a[1] != 0 {
 		var b [16]byte
 		putTimespec(b[:], ns)
@@ -186,9 +185,9 @@ func (t *Tracer) onClockGettime(th *thread, _ int, a [6]uint64) bool {
 }
 
 // onGettimeofday answers gettimeofday from the virtual wall clock.
-func (t *Tracer) onGettimeofday(th *thread, _ int, a [6]uint64) bool {
-	t.stats.ClockReads++
-	ns, _ := t.readClock(th.proc.node, unix.CLOCK_REALTIME)
+func (vt *vtime) onGettimeofday(th *thread, _ int, a [6]uint64) bool {
+	vt.stats.ClockReads++
+	ns, _ := vt.readClock(th.proc.node, unix.CLOCK_REALTIME)
 	if a[0] != 0 {
 		var b [16]byte
 		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
@@ -200,9 +199,9 @@ func (t *Tracer) onGettimeofday(th *thread, _ int, a [6]uint64) bool {
 }
 
 // onTime answers time from the virtual wall clock.
-func (t *Tracer) onTime(th *thread, _ int, a [6]uint64) bool {
-	t.stats.ClockReads++
-	ns, _ := t.readClock(th.proc.node, unix.CLOCK_REALTIME)
+func (vt *vtime) onTime(th *thread, _ int, a [6]uint64) bool {
+	vt.stats.ClockReads++
+	ns, _ := vt.readClock(th.proc.node, unix.CLOCK_REALTIME)
 	if a[0] != 0 {
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
@@ -241,8 +240,8 @@ func (t *Tracer) onRecv(th *thread, nr int, a [6]uint64) bool {
 	po.op.Conn = fi.inKey()
 	po.op.Bytes = int(a[2])
 	po.immediate = t.pt.nonblocking(fi, nr, a)
-	t.sockTimeout(po)
-	t.takeMmsgTimeout(po)
+	t.vt.sockTimeout(po)
+	t.vt.takeMmsgTimeout(po)
 	if nr == unix.SYS_RECVMSG || nr == unix.SYS_READV {
 		po.op.Bytes = 0
 	}
@@ -349,7 +348,7 @@ func (t *Tracer) onConnect(th *thread, nr int, a [6]uint64) bool {
 	if t.opts.Host != nil && !t.opts.Host(ap.Addr().Unmap()) {
 		po.silent = true
 		if !po.immediate && t.opts.Clock != nil {
-			po.deadline = t.now() + int64(silentConnect)
+			po.deadline = t.vt.now() + int64(silentConnect)
 		}
 	}
 	return true
@@ -367,14 +366,14 @@ func (t *Tracer) onAccept(th *thread, nr int, a [6]uint64) bool {
 	po.fd, po.fi = fd, fi
 	po.op.Object = "listen:" + p.listenKey(fi)
 	po.immediate = t.pt.sockOptsOf(fi).nonblock
-	t.sockTimeout(po)
+	t.vt.sockTimeout(po)
 	return true
 }
 
 // onFutex takes over a timed futex wait's timeout (the filter stops only
 // waits that carry one).
-func (t *Tracer) onFutex(th *thread, _ int, a [6]uint64) bool {
-	return t.onFutexWait(th, a)
+func (vt *vtime) onFutex(th *thread, _ int, a [6]uint64) bool {
+	return vt.onFutexWait(th, a)
 }
 
 func (t *Tracer) fakeRandom(th *thread, buf, count uint64) {
@@ -490,7 +489,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
 	case timeout == 0:
 		po.immediate = true
 	case timeout > 0 && t.opts.Clock != nil:
-		po.deadline = t.now() + timeout
+		po.deadline = t.vt.now() + timeout
 	case timeout > 0:
 		// Without virtual time a timeout is real; let it count as ready so
 		// lockstep never blocks on it.

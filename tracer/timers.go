@@ -131,29 +131,29 @@ type timerTable struct {
 	signalled map[*process]uint64
 }
 
-func (t *Tracer) timerTab() *timerTable {
-	if t.timers == nil {
-		t.timers = &timerTable{nextID: map[*process]int32{}}
+func (vt *vtime) timerTab() *timerTable {
+	if vt.timers == nil {
+		vt.timers = &timerTable{nextID: map[*process]int32{}}
 	}
-	return t.timers
+	return vt.timers
 }
 
-func (t *Tracer) findTimer(p *process, kind timerKind, key int64) *vtimer {
-	if t.timers == nil {
+func (vt *vtime) findTimer(p *process, kind timerKind, key int64) *vtimer {
+	if vt.timers == nil {
 		return nil
 	}
-	for _, v := range t.timers.all {
-		if v.proc == p && v.kind == kind && v.key() == key && t.timerLive(v) {
+	for _, v := range vt.timers.all {
+		if v.proc == p && v.kind == kind && v.key() == key && vt.timerLive(v) {
 			return v
 		}
 	}
 	return nil
 }
 
-func (t *Tracer) addTimer(v *vtimer) { tab := t.timerTab(); tab.all = append(tab.all, v) }
+func (vt *vtime) addTimer(v *vtimer) { tab := vt.timerTab(); tab.all = append(tab.all, v) }
 
-func (t *Tracer) removeTimer(v *vtimer) {
-	tab := t.timerTab()
+func (vt *vtime) removeTimer(v *vtimer) {
+	tab := vt.timerTab()
 	for i, o := range tab.all {
 		if o == v {
 			tab.all = append(tab.all[:i], tab.all[i+1:]...)
@@ -170,34 +170,34 @@ func (t *Tracer) removeTimer(v *vtimer) {
 // lives, a POSIX timer was not deleted by an exec, and a timerfd's number
 // still names the same open file (not closed, replaced by dup2, or closed on
 // exec). Checking lazily spares hooks in close, dup2 and exec.
-func (t *Tracer) timerLive(v *vtimer) bool {
+func (vt *vtime) timerLive(v *vtimer) bool {
 	p := v.proc
-	if p.exited || t.pt.procs[p.pid] != p {
+	if p.exited || vt.pt.procs[p.pid] != p {
 		return false
 	}
 	switch v.kind {
 	case kindPosix:
 		return p.execs == v.execs
 	case kindTimerfd:
-		r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(t.selfPid), uintptr(p.pid), kcmpFile, uintptr(v.dup), uintptr(v.fd), 0)
+		r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(vt.selfPid), uintptr(p.pid), kcmpFile, uintptr(v.dup), uintptr(v.fd), 0)
 		return errno == 0 && r == 0
 	}
 	return true
 }
 
 // pruneTimers drops timers whose owner or file is gone.
-func (t *Tracer) pruneTimers() {
-	if t.timers == nil {
+func (vt *vtime) pruneTimers() {
+	if vt.timers == nil {
 		return
 	}
-	for p := range t.timers.signalled {
-		if p.exited || t.pt.procs[p.pid] != p {
-			delete(t.timers.signalled, p)
+	for p := range vt.timers.signalled {
+		if p.exited || vt.pt.procs[p.pid] != p {
+			delete(vt.timers.signalled, p)
 		}
 	}
-	for i := 0; i < len(t.timers.all); {
-		if v := t.timers.all[i]; !t.timerLive(v) {
-			t.removeTimer(v)
+	for i := 0; i < len(vt.timers.all); {
+		if v := vt.timers.all[i]; !vt.timerLive(v) {
+			vt.removeTimer(v)
 			continue
 		}
 		i++
@@ -205,13 +205,13 @@ func (t *Tracer) pruneTimers() {
 }
 
 // timerDeadlines lists the armed timers' expiries for State.Deadlines.
-func (t *Tracer) timerDeadlines() []Deadline {
-	t.pruneTimers()
-	if t.timers == nil {
+func (vt *vtime) timerDeadlines() []Deadline {
+	vt.pruneTimers()
+	if vt.timers == nil {
 		return nil
 	}
 	var out []Deadline
-	for _, v := range t.timers.all {
+	for _, v := range vt.timers.all {
 		if v.armed {
 			out = append(out, Deadline{At: time.Duration(v.expiry), Node: v.proc.node.name, LPID: v.lpid, What: v.what()})
 		}
@@ -223,14 +223,14 @@ func (t *Tracer) timerDeadlines() []Deadline {
 // (ties by owner, kind and ID) and reports whether it fired one. One per
 // quiescent point, as wakeDueTimedWaits does: two signals sent at once
 // would race, and which handler ran first would depend on timing.
-func (t *Tracer) fireDueTimer() bool {
-	if t.timers == nil || t.opts.Clock == nil {
+func (vt *vtime) fireDueTimer() bool {
+	if vt.timers == nil || vt.opts.Clock == nil {
 		return false
 	}
-	t.pruneTimers()
-	now := t.now()
+	vt.pruneTimers()
+	now := vt.now()
 	var due []*vtimer
-	for _, v := range t.timers.all {
+	for _, v := range vt.timers.all {
 		if v.armed && v.expiry <= now {
 			due = append(due, v)
 		}
@@ -270,17 +270,17 @@ func (t *Tracer) fireDueTimer() bool {
 		}
 		v.ticks = cur + uint64(n)
 		if err := setTicks(v.dup, v.ticks); err != nil {
-			t.expireNow(v, err)
+			vt.expireNow(v, err)
 		}
 	case kindItimer:
-		t.expect = true
+		vt.pt.expect = true
 		v.proc.node.stir()
 		if err := unix.Kill(v.proc.pid, unix.SIGALRM); err != nil {
-			t.log.Debug("sending SIGALRM", "proc", v.proc.String(), "err", err)
+			vt.log.Debug("sending SIGALRM", "proc", v.proc.String(), "err", err)
 		}
-		t.noteSignal(v.proc, int(unix.SIGALRM))
+		vt.noteSignal(v.proc, int(unix.SIGALRM))
 	case kindPosix:
-		t.firePosix(v, n)
+		vt.firePosix(v, n)
 	}
 	return true
 }
@@ -289,10 +289,10 @@ func (t *Tracer) fireDueTimer() bool {
 // (CONFIG_CHECKPOINT_RESTORE): arm the real timer to expire at once and wait
 // until it has, so that readiness is settled before quiescence. The count a
 // read sees is then 1, however many periods passed.
-func (t *Tracer) expireNow(v *vtimer, why error) {
-	t.log.Debug("setting timerfd ticks; arming it for 1ns instead", "lpid", v.lpid, "fd", v.fd, "err", why)
+func (vt *vtime) expireNow(v *vtimer, why error) {
+	vt.log.Debug("setting timerfd ticks; arming it for 1ns instead", "lpid", v.lpid, "fd", v.fd, "err", why)
 	if err := unix.TimerfdSettime(v.dup, 0, &unix.ItimerSpec{Value: unix.Timespec{Nsec: 1}}, nil); err != nil {
-		t.log.Warn("firing timerfd", "lpid", v.lpid, "fd", v.fd, "err", err)
+		vt.log.Warn("firing timerfd", "lpid", v.lpid, "fd", v.fd, "err", err)
 		return
 	}
 	v.ticks = 1
@@ -307,7 +307,7 @@ func (t *Tracer) expireNow(v *vtimer, why error) {
 
 // firePosix queues a POSIX timer's signal as the kernel would: not again
 // while the previous one is still queued (that counts as an overrun).
-func (t *Tracer) firePosix(v *vtimer, n int64) {
+func (vt *vtime) firePosix(v *vtimer, n int64) {
 	if v.notify == sigevNone {
 		return
 	}
@@ -326,12 +326,12 @@ func (t *Tracer) firePosix(v *vtimer, n int64) {
 	binary.LittleEndian.PutUint32(info[16:], uint32(v.id))      // si_timerid
 	binary.LittleEndian.PutUint32(info[20:], uint32(v.overrun)) // si_overrun
 	binary.LittleEndian.PutUint64(info[24:], v.value)           // si_value
-	t.expect = true
+	vt.pt.expect = true
 	v.proc.node.stir()
 	if err := queueSignal(v.proc.pid, tid, int(v.signo), &info); err != nil {
-		t.log.Debug("queueing timer signal", "lpid", v.lpid, "signal", v.signo, "err", err)
+		vt.log.Debug("queueing timer signal", "lpid", v.lpid, "signal", v.signo, "err", err)
 	}
-	t.noteSignal(v.proc, int(v.signo))
+	vt.noteSignal(v.proc, int(v.signo))
 }
 
 func clampOverrun(n int64) int32 {
@@ -430,7 +430,7 @@ func writeSpec(pid int, addr uint64, s spec, usec bool) error {
 }
 
 // current is what a get call reports: the interval and the time left.
-func (t *Tracer) current(v *vtimer) spec {
+func (vt *vtime) current(v *vtimer) spec {
 	if v == nil || !v.armed {
 		if v != nil {
 			return spec{interval: v.interval}
@@ -439,12 +439,12 @@ func (t *Tracer) current(v *vtimer) spec {
 	}
 	// A due timer not yet fired still has a moment left, as in the kernel
 	// between expiry and its handler.
-	return spec{interval: v.interval, value: max(v.expiry-t.now(), 1)}
+	return spec{interval: v.interval, value: max(v.expiry-vt.now(), 1)}
 }
 
 // arm sets a timer from a set call's new value; abs makes the value a
 // reading of the timer's clock.
-func (t *Tracer) arm(v *vtimer, s spec, abs bool) {
+func (vt *vtime) arm(v *vtimer, s spec, abs bool) {
 	v.interval = s.interval
 	if s.value == 0 {
 		v.armed = false
@@ -452,15 +452,15 @@ func (t *Tracer) arm(v *vtimer, s spec, abs bool) {
 	}
 	rel := s.value
 	if abs {
-		vnow, _ := t.readClock(v.proc.node, v.clock)
-		rel = t.untilWall(v.proc.node, v.clock, s.value, vnow)
+		vnow, _ := vt.readClock(v.proc.node, v.clock)
+		rel = vt.untilWall(v.proc.node, v.clock, s.value, vnow)
 	}
 	v.armed = true
-	v.expiry = t.now() + max(rel, 0)
+	v.expiry = vt.now() + max(rel, 0)
 }
 
 // answer fakes a timer call's result: 0, or -errno.
-func (t *Tracer) answer(th *thread, errno unix.Errno) bool {
+func (vt *vtime) answer(th *thread, errno unix.Errno) bool {
 	if errno != 0 {
 		th.fake(-int64(errno))
 	} else {
@@ -489,7 +489,7 @@ func timerfdClock(pid, fd int) (int32, bool) {
 }
 
 // timerfd_settime(fd, flags, new, old)
-func (t *Tracer) onTimerfdSettime(th *thread, a [6]uint64) bool {
+func (vt *vtime) onTimerfdSettime(th *thread, a [6]uint64) bool {
 	p, fd := th.proc, int(a[0])
 	clk, ok := timerfdClock(p.pid, fd)
 	if !ok {
@@ -501,48 +501,48 @@ func (t *Tracer) onTimerfdSettime(th *thread, a [6]uint64) bool {
 	}
 	s, errno := readSpec(th.tid, a[2], false)
 	if errno != 0 {
-		return t.answer(th, errno)
+		return vt.answer(th, errno)
 	}
-	v := t.findTimer(p, kindTimerfd, int64(fd))
+	v := vt.findTimer(p, kindTimerfd, int64(fd))
 	if v == nil {
 		dup := p.dupFd(fd)
 		if dup < 0 {
 			return false
 		}
 		v = &vtimer{kind: kindTimerfd, proc: p, fd: fd, dup: dup, clock: vclk}
-		t.addTimer(v)
+		vt.addTimer(v)
 	}
-	if a[3] != 0 && writeSpec(th.tid, a[3], t.current(v), false) != nil {
-		return t.answer(th, unix.EFAULT)
+	if a[3] != 0 && writeSpec(th.tid, a[3], vt.current(v), false) != nil {
+		return vt.answer(th, unix.EFAULT)
 	}
 	// Setting a timerfd discards expirations not yet read: disarming the
 	// kernel's (never armed) timer through the duplicate resets its count.
 	if err := unix.TimerfdSettime(v.dup, 0, &unix.ItimerSpec{}, nil); err != nil {
-		t.log.Warn("resetting timerfd count", "lpid", th.lpid, "fd", fd, "err", err)
+		vt.log.Warn("resetting timerfd count", "lpid", th.lpid, "fd", fd, "err", err)
 	}
 	v.ticks = 0
 	v.lpid = th.lpid
-	t.arm(v, s, a[1]&tfdTimerAbstime != 0)
-	return t.answer(th, 0)
+	vt.arm(v, s, a[1]&tfdTimerAbstime != 0)
+	return vt.answer(th, 0)
 }
 
 // timerfd_gettime(fd, cur)
-func (t *Tracer) onTimerfdGettime(th *thread, a [6]uint64) bool {
-	v := t.findTimer(th.proc, kindTimerfd, int64(int(a[0])))
+func (vt *vtime) onTimerfdGettime(th *thread, a [6]uint64) bool {
+	v := vt.findTimer(th.proc, kindTimerfd, int64(int(a[0])))
 	if v == nil {
 		return false // never armed through lockstep: the kernel's answer is right
 	}
-	if writeSpec(th.tid, a[1], t.current(v), false) != nil {
-		return t.answer(th, unix.EFAULT)
+	if writeSpec(th.tid, a[1], vt.current(v), false) != nil {
+		return vt.answer(th, unix.EFAULT)
 	}
-	return t.answer(th, 0)
+	return vt.answer(th, 0)
 }
 
-func (t *Tracer) itimer(th *thread) *vtimer {
-	v := t.findTimer(th.proc, kindItimer, 0)
+func (vt *vtime) itimer(th *thread) *vtimer {
+	v := vt.findTimer(th.proc, kindItimer, 0)
 	if v == nil {
 		v = &vtimer{kind: kindItimer, proc: th.proc, dup: -1}
-		t.addTimer(v)
+		vt.addTimer(v)
 	}
 	v.lpid = th.lpid
 	return v
@@ -550,11 +550,11 @@ func (t *Tracer) itimer(th *thread) *vtimer {
 
 // alarm(seconds): returns the seconds left of the previous alarm, rounded
 // as the kernel does (to nearest, and never 0 for a pending one).
-func (t *Tracer) onAlarm(th *thread, a [6]uint64) bool {
-	v := t.itimer(th)
-	old := alarmSeconds(t.current(v).value)
+func (vt *vtime) onAlarm(th *thread, a [6]uint64) bool {
+	v := vt.itimer(th)
+	old := alarmSeconds(vt.current(v).value)
 	secs := int64(uint32(a[0]))
-	t.arm(v, spec{value: secs * 1e9}, false)
+	vt.arm(v, spec{value: secs * 1e9}, false)
 	v.alarm = true
 	th.fake(old)
 	return true
@@ -571,7 +571,7 @@ func alarmSeconds(left int64) int64 {
 }
 
 // setitimer(which, new, old); only ITIMER_REAL is virtual.
-func (t *Tracer) onSetitimer(th *thread, a [6]uint64) bool {
+func (vt *vtime) onSetitimer(th *thread, a [6]uint64) bool {
 	if a[0] != unix.ITIMER_REAL {
 		return false
 	}
@@ -579,27 +579,27 @@ func (t *Tracer) onSetitimer(th *thread, a [6]uint64) bool {
 	if a[1] != 0 { // a NULL new value disarms, as Linux allows
 		var errno unix.Errno
 		if s, errno = readSpec(th.tid, a[1], true); errno != 0 {
-			return t.answer(th, errno)
+			return vt.answer(th, errno)
 		}
 	}
-	v := t.itimer(th)
-	if a[2] != 0 && writeSpec(th.tid, a[2], roundUsec(t.current(v)), true) != nil {
-		return t.answer(th, unix.EFAULT)
+	v := vt.itimer(th)
+	if a[2] != 0 && writeSpec(th.tid, a[2], roundUsec(vt.current(v)), true) != nil {
+		return vt.answer(th, unix.EFAULT)
 	}
-	t.arm(v, s, false)
+	vt.arm(v, s, false)
 	v.alarm = false
-	return t.answer(th, 0)
+	return vt.answer(th, 0)
 }
 
 // getitimer(which, cur)
-func (t *Tracer) onGetitimer(th *thread, a [6]uint64) bool {
+func (vt *vtime) onGetitimer(th *thread, a [6]uint64) bool {
 	if a[0] != unix.ITIMER_REAL {
 		return false
 	}
-	if writeSpec(th.tid, a[1], roundUsec(t.current(t.findTimer(th.proc, kindItimer, 0))), true) != nil {
-		return t.answer(th, unix.EFAULT)
+	if writeSpec(th.tid, a[1], roundUsec(vt.current(vt.findTimer(th.proc, kindItimer, 0))), true) != nil {
+		return vt.answer(th, unix.EFAULT)
 	}
-	return t.answer(th, 0)
+	return vt.answer(th, 0)
 }
 
 // roundUsec rounds a time left up to whole microseconds: an armed itimer
@@ -612,20 +612,20 @@ func roundUsec(s spec) spec {
 }
 
 // timer_create(clockid, sevp, timerid)
-func (t *Tracer) onTimerCreate(th *thread, a [6]uint64) bool {
+func (vt *vtime) onTimerCreate(th *thread, a [6]uint64) bool {
 	clk, ok := virtualClock(int32(a[0]))
 	if !ok {
 		return false // CPU-time clocks and invalid ones: the kernel's
 	}
 	p := th.proc
-	tab := t.timerTab()
+	tab := vt.timerTab()
 	id := posixIDBase + tab.nextID[p]
 	v := &vtimer{kind: kindPosix, proc: p, lpid: th.lpid, id: id, execs: p.execs, dup: -1, clock: clk,
 		notify: sigevSignal, signo: int32(unix.SIGALRM), value: uint64(id)}
 	if a[1] != 0 {
 		var ev [20]byte
 		if ptrace.ReadMem(th.tid, a[1], ev[:]) != nil {
-			return t.answer(th, unix.EFAULT)
+			return vt.answer(th, unix.EFAULT)
 		}
 		v.value = binary.LittleEndian.Uint64(ev[0:])
 		v.signo = int32(binary.LittleEndian.Uint32(ev[8:]))
@@ -637,63 +637,63 @@ func (t *Tracer) onTimerCreate(th *thread, a [6]uint64) bool {
 			// At the syscall, SIGEV_THREAD is a plain signal (glibc runs
 			// the thread itself, through SIGEV_THREAD_ID).
 			if v.signo < 1 || v.signo > 64 {
-				return t.answer(th, unix.EINVAL)
+				return vt.answer(th, unix.EINVAL)
 			}
 		case sigevSignal | sigevThreadID:
-			if other := t.pt.threads[v.tid]; v.signo < 1 || v.signo > 64 || other == nil || other.proc != p {
-				return t.answer(th, unix.EINVAL)
+			if other := vt.pt.threads[v.tid]; v.signo < 1 || v.signo > 64 || other == nil || other.proc != p {
+				return vt.answer(th, unix.EINVAL)
 			}
 		default:
-			return t.answer(th, unix.EINVAL)
+			return vt.answer(th, unix.EINVAL)
 		}
 	}
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(id))
 	if ptrace.WriteMem(th.tid, a[2], b[:]) != nil {
-		return t.answer(th, unix.EFAULT)
+		return vt.answer(th, unix.EFAULT)
 	}
 	tab.nextID[p]++
-	t.addTimer(v)
-	return t.answer(th, 0)
+	vt.addTimer(v)
+	return vt.answer(th, 0)
 }
 
-func (t *Tracer) posixTimer(th *thread, id uint64) *vtimer {
-	return t.findTimer(th.proc, kindPosix, int64(int32(id)))
+func (vt *vtime) posixTimer(th *thread, id uint64) *vtimer {
+	return vt.findTimer(th.proc, kindPosix, int64(int32(id)))
 }
 
 // timer_settime(timerid, flags, new, old)
-func (t *Tracer) onTimerSettime(th *thread, a [6]uint64) bool {
-	v := t.posixTimer(th, a[0])
+func (vt *vtime) onTimerSettime(th *thread, a [6]uint64) bool {
+	v := vt.posixTimer(th, a[0])
 	if v == nil {
 		return false // a kernel timer (CPU clock) or no timer: the kernel's
 	}
 	s, errno := readSpec(th.tid, a[2], false)
 	if errno != 0 {
-		return t.answer(th, errno)
+		return vt.answer(th, errno)
 	}
-	if a[3] != 0 && writeSpec(th.tid, a[3], t.current(v), false) != nil {
-		return t.answer(th, unix.EFAULT)
+	if a[3] != 0 && writeSpec(th.tid, a[3], vt.current(v), false) != nil {
+		return vt.answer(th, unix.EFAULT)
 	}
 	v.overrun = 0
-	t.arm(v, s, a[1]&tfdTimerAbstime != 0)
-	return t.answer(th, 0)
+	vt.arm(v, s, a[1]&tfdTimerAbstime != 0)
+	return vt.answer(th, 0)
 }
 
 // timer_gettime(timerid, cur)
-func (t *Tracer) onTimerGettime(th *thread, a [6]uint64) bool {
-	v := t.posixTimer(th, a[0])
+func (vt *vtime) onTimerGettime(th *thread, a [6]uint64) bool {
+	v := vt.posixTimer(th, a[0])
 	if v == nil {
 		return false
 	}
-	if writeSpec(th.tid, a[1], t.current(v), false) != nil {
-		return t.answer(th, unix.EFAULT)
+	if writeSpec(th.tid, a[1], vt.current(v), false) != nil {
+		return vt.answer(th, unix.EFAULT)
 	}
-	return t.answer(th, 0)
+	return vt.answer(th, 0)
 }
 
 // timer_getoverrun(timerid)
-func (t *Tracer) onTimerGetoverrun(th *thread, a [6]uint64) bool {
-	v := t.posixTimer(th, a[0])
+func (vt *vtime) onTimerGetoverrun(th *thread, a [6]uint64) bool {
+	v := vt.posixTimer(th, a[0])
 	if v == nil {
 		return false
 	}
@@ -702,13 +702,13 @@ func (t *Tracer) onTimerGetoverrun(th *thread, a [6]uint64) bool {
 }
 
 // timer_delete(timerid)
-func (t *Tracer) onTimerDelete(th *thread, a [6]uint64) bool {
-	v := t.posixTimer(th, a[0])
+func (vt *vtime) onTimerDelete(th *thread, a [6]uint64) bool {
+	v := vt.posixTimer(th, a[0])
 	if v == nil {
 		return false
 	}
-	t.removeTimer(v)
-	return t.answer(th, 0)
+	vt.removeTimer(v)
+	return vt.answer(th, 0)
 }
 
 // A timer's signal must reach a thread that waits in a gated call. The
@@ -724,8 +724,8 @@ func (t *Tracer) onTimerDelete(th *thread, a [6]uint64) bool {
 // RabbitMQ's command line stalled for good when its helper exited.
 
 // noteSignal records that sig was sent to p (by a timer, or the kernel).
-func (t *Tracer) noteSignal(p *process, sig int) {
-	tab := t.timerTab()
+func (vt *vtime) noteSignal(p *process, sig int) {
+	tab := vt.timerTab()
 	if tab.signalled == nil {
 		tab.signalled = map[*process]uint64{}
 	}
@@ -734,8 +734,8 @@ func (t *Tracer) noteSignal(p *process, sig int) {
 
 // interruptedBySignal reports whether a gated wait would be interrupted by
 // a signal lockstep knows was sent (noteSignal) and is now pending for it.
-func (t *Tracer) interruptedBySignal(p *pendingOp) bool {
-	if t.timers == nil || len(t.timers.signalled) == 0 || p.th == nil || p.th.proc == nil {
+func (vt *vtime) interruptedBySignal(p *pendingOp) bool {
+	if vt.timers == nil || len(vt.timers.signalled) == 0 || p.th == nil || p.th.proc == nil {
 		return false
 	}
 	switch p.op.Kind {
@@ -744,7 +744,7 @@ func (t *Tracer) interruptedBySignal(p *pendingOp) bool {
 		return false
 	}
 	th := p.th
-	sent := t.timers.signalled[th.proc]
+	sent := vt.timers.signalled[th.proc]
 	if sent == 0 {
 		return false
 	}
@@ -754,7 +754,7 @@ func (t *Tracer) interruptedBySignal(p *pendingOp) bool {
 	}
 	pnd := statusMask(b, "SigPnd:") | statusMask(b, "ShdPnd:")
 	if pnd&sent == 0 {
-		delete(t.timers.signalled, th.proc) // taken meanwhile
+		delete(vt.timers.signalled, th.proc) // taken meanwhile
 		return false
 	}
 	blocked, ok := p.waitMask()
@@ -814,8 +814,8 @@ func statusMask(status, field string) uint64 {
 
 // releaseSleep ends a sleep op: at its deadline it returns 0; released
 // early (a timer signal is pending) it returns EINTR with the time left.
-func (t *Tracer) releaseSleep(p *pendingOp) {
-	left := p.deadline - t.now()
+func (vt *vtime) releaseSleep(p *pendingOp) {
+	left := p.deadline - vt.now()
 	if left <= 0 {
 		p.th.fake(0)
 		return

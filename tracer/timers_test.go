@@ -258,7 +258,7 @@ func TestTimerfdFallbackExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
-	tr := &Tracer{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	tr := &vtime{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	tr.expireNow(&vtimer{kind: kindTimerfd, fd: fd, dup: fd}, unix.ENOTTY)
 	if !readyFd(fd, unix.POLLIN) {
 		t.Fatal("timerfd not readable after expireNow")

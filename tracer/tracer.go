@@ -248,25 +248,20 @@ type Tracer struct {
 
 	// Everything below is owned by the tracer thread.
 	exits    []Exit
-	pt       *procTable   // nodes, processes, threads and their descriptors
-	ops      *opTable     // pending ops and their readiness
-	net      *network     // connections, bytes in flight, datagrams, FINs, cuts
-	vdso     *vdsoEntries // the vDSO's clock entry points, found at the first exec
+	pt       *procTable // nodes, processes, threads and their descriptors
+	ops      *opTable   // pending ops and their readiness
+	net      *network   // connections, bytes in flight, datagrams, FINs, cuts
+	vt       *vtime     // virtual time: clocks, sleeps, timed waits, kernel timers
 	gates    map[int]gate
 	filter   []unix.SockFilter // the seccomp program, from gates
-	selfPid  int
 	stats    Stats
 	spinning []string
 	// sentinel is a paused child of the tracer thread; stopping it wakes a
 	// blocking wait4 when no tracee will report (see blockingWait).
 	sentinel     int
-	sentinelPipe *os.File    // the sentinel's stdin, never written
-	alarm        *alarm      // stops the sentinel when a blocking wait ends
-	timers       *timerTable // virtual kernel timers (timers.go), made on first use
+	sentinelPipe *os.File // the sentinel's stdin, never written
+	alarm        *alarm   // stops the sentinel when a blocking wait ends
 
-	// expect says an event may come even when every thread is held (see
-	// collect).
-	expect bool
 	// switches is the tracer thread's involuntary context switches at its
 	// last yield (see nothingRan).
 	switches int64
@@ -326,21 +321,28 @@ func New(opts Options) *Tracer {
 	if opts.Gated == nil {
 		opts.Gated = func(a netip.Addr) bool { return a.IsValid() && !a.IsLoopback() && !a.IsUnspecified() }
 	}
+	t := newTracer(opts)
+	go t.loop()
+	return t
+}
+
+// newTracer makes a Tracer's parts, without its thread.
+func newTracer(opts Options) *Tracer {
 	t := &Tracer{
-		opts:    opts,
-		log:     opts.Logger,
-		calls:   make(chan func()),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-		gates:   gateTable(),
-		selfPid: os.Getpid(),
+		opts:  opts,
+		log:   opts.Logger,
+		calls: make(chan func()),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
 	}
 	t.pt = newProcTable(&t.opts, t.log, &t.stats)
-	t.ops = newOpTable(&t.opts, t.log, &t.stats, t.pt, t.gates)
+	t.ops = newOpTable(&t.opts, t.log, &t.stats, t.pt)
 	t.net = newNetwork(&t.opts, t.log, &t.stats, t.pt, t.ops)
 	t.ops.net = t.net
+	t.vt = newVtime(&t.opts, t.log, &t.stats, t.pt, t.ops)
+	t.gates = gateTable(t)
+	t.ops.gates = t.gates
 	t.filter = launch.Filter(filteredSyscalls(t.gates))
-	go t.loop()
 	return t
 }
 
@@ -460,7 +462,7 @@ func (t *Tracer) Kill(node string) error {
 	return t.do(func() {
 		for _, p := range t.pt.procs {
 			if p.node.name == node {
-				t.expect = true
+				t.pt.expect = true
 				p.node.stir()
 				unix.Kill(p.pid, unix.SIGKILL)
 			}
@@ -543,7 +545,7 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			var st State
 			// Time moves only in Step (or before Run), while every tracee
 			// is stopped: publish it before any resumes.
-			t.publishClocks()
+			t.vt.publishClocks()
 			t0 := time.Now()
 			st, err = t.settle(ctx)
 			t1 := time.Now()
@@ -571,10 +573,10 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 				t.crashNode(a.Crash)
 			}
 			for node, d := range a.Clocks {
-				t.shiftClock(node, d)
+				t.vt.shiftClock(node, d)
 			}
 			for node, ppm := range a.Drifts {
-				t.driftClock(node, ppm)
+				t.vt.driftClock(node, ppm)
 			}
 			for _, c := range a.Cuts {
 				if err = t.net.applyCut(c); err != nil {
@@ -591,7 +593,7 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 					return
 				}
 			}
-			t.publishClocks()
+			t.vt.publishClocks()
 			if a.Launch != nil {
 				cfg, path, lerr := prepareLaunch(*a.Launch, t.opts.CPU >= 0)
 				pid := 0

@@ -257,10 +257,10 @@ var tscPatch = [3]byte{0x0f, 0x0b, 0x90}
 // exec'd and records where they are. It returns how many it rewrote.
 //
 // Precondition: runs on the tracer thread; th is at its exec stop.
-func (t *Tracer) patchTSC(th *thread) (int, error) {
+func (vt *vtime) patchTSC(th *thread) (int, error) {
 	p := th.proc
 	p.tscSites = nil
-	im := t.opts.Images.lookup("/proc/" + strconv.Itoa(p.pid) + "/exe")
+	im := vt.opts.Images.lookup("/proc/" + strconv.Itoa(p.pid) + "/exe")
 	if im.err != nil {
 		return 0, im.err
 	}
@@ -289,7 +289,7 @@ func (t *Tracer) patchTSC(th *thread) (int, error) {
 
 // emulatePatchedTSC answers the SIGILL of a counter read patchTSC rewrote
 // from virtual time. It reports false for any other SIGILL.
-func (t *Tracer) emulatePatchedTSC(th *thread) bool {
+func (vt *vtime) emulatePatchedTSC(th *thread) bool {
 	if th.proc == nil || len(th.proc.tscSites) == 0 {
 		return false
 	}
@@ -300,11 +300,11 @@ func (t *Tracer) emulatePatchedTSC(th *thread) bool {
 	if !ok {
 		return false
 	}
-	th.regs.AnswerTSC(tscBase+uint64(t.opts.Clock.Now()), uint64(size))
+	th.regs.AnswerTSC(tscBase+uint64(vt.opts.Clock.Now()), uint64(size))
 	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
 		return false
 	}
-	t.stats.TSCReads++
+	vt.stats.TSCReads++
 	th.cont(0)
 	return true
 }

@@ -16,29 +16,29 @@ import (
 // never is a deadline so far away that the clock never jumps to it.
 const never = int64(1) << 62
 
-func (t *Tracer) now() int64 { return int64(t.opts.Clock.Now()) }
+func (vt *vtime) now() int64 { return int64(vt.opts.Clock.Now()) }
 
-func (t *Tracer) onSleep(th *thread, nr int, a [6]uint64) bool {
+func (vt *vtime) onSleep(th *thread, nr int, a [6]uint64) bool {
 	var rel int64
 	var ok bool
 	switch nr {
 	case unix.SYS_NANOSLEEP:
 		rel, ok = readTimespec(th.tid, a[0])
 	case unix.SYS_CLOCK_NANOSLEEP:
-		vnow, virt := t.readClock(th.proc.node, int32(a[0]))
+		vnow, virt := vt.readClock(th.proc.node, int32(a[0]))
 		if !virt {
 			return false
 		}
 		rel, ok = readTimespec(th.tid, a[2])
 		if ok && a[1]&1 != 0 { // TIMER_ABSTIME
-			rel = t.untilWall(th.proc.node, int32(a[0]), rel, vnow)
+			rel = vt.untilWall(th.proc.node, int32(a[0]), rel, vnow)
 		}
 	}
 	if !ok {
 		return false // let the kernel report EFAULT/EINVAL
 	}
-	po := t.ops.newPending(th, sched.Sleep, nr, a)
-	po.deadline = t.now() + max(rel, 0)
+	po := vt.ops.newPending(th, sched.Sleep, nr, a)
+	po.deadline = vt.now() + max(rel, 0)
 	return true
 }
 
@@ -72,7 +72,7 @@ var timedWaits = map[int]timedWait{
 func realtime([6]uint64) int32 { return unix.CLOCK_REALTIME }
 
 // onTimedWait takes over the timeout of a timedWaits syscall.
-func (t *Tracer) onTimedWait(th *thread, nr int, a [6]uint64) bool {
+func (vt *vtime) onTimedWait(th *thread, nr int, a [6]uint64) bool {
 	w := timedWaits[nr]
 	if a[w.timeout] == 0 {
 		return false // untimed
@@ -84,21 +84,21 @@ func (t *Tracer) onTimedWait(th *thread, nr int, a [6]uint64) bool {
 	if w.abs == nil && ns == 0 {
 		return false // a poll: it answers at once in the kernel
 	}
-	deadline := t.now() + ns
+	deadline := vt.now() + ns
 	if w.abs != nil {
 		clk := w.abs(a)
-		vnow, virt := t.readClock(th.proc.node, clk)
+		vnow, virt := vt.readClock(th.proc.node, clk)
 		if !virt {
 			return false
 		}
-		deadline = t.now() + t.untilWall(th.proc.node, clk, ns, vnow)
+		deadline = vt.now() + vt.untilWall(th.proc.node, clk, ns, vnow)
 	}
-	return t.takeTimeout(th, nr, a, w.timeout, deadline, w.expired)
+	return vt.takeTimeout(th, nr, a, w.timeout, deadline, w.expired)
 }
 
 // onFutexWait takes over the timeout of a futex wait (the filter stops
 // only waits that carry one).
-func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
+func (vt *vtime) onFutexWait(th *thread, a [6]uint64) bool {
 	cmd := a[1] & futexCmdMask
 	abs, ok := readTimespec(th.tid, a[3])
 	if !ok {
@@ -107,7 +107,7 @@ func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
 	var deadline int64
 	switch cmd {
 	case futexWait:
-		deadline = t.now() + abs
+		deadline = vt.now() + abs
 	case futexWaitBitset, futexLockPI, futexLockPI2, futexWaitReqPI:
 		// Absolute timeouts: LOCK_PI's always on CLOCK_REALTIME, the
 		// others' on CLOCK_MONOTONIC unless FUTEX_CLOCK_REALTIME. A PI
@@ -118,8 +118,8 @@ func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
 		if cmd == futexLockPI || a[1]&256 != 0 { // FUTEX_CLOCK_REALTIME
 			clk = unix.CLOCK_REALTIME
 		}
-		vnow, _ := t.readClock(th.proc.node, clk)
-		deadline = t.now() + t.untilWall(th.proc.node, clk, abs, vnow)
+		vnow, _ := vt.readClock(th.proc.node, clk)
+		deadline = vt.now() + vt.untilWall(th.proc.node, clk, abs, vnow)
 	default:
 		return false
 	}
@@ -127,9 +127,9 @@ func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
 		// A PI lock past its deadline still takes a free lock (the kernel
 		// tries before it looks at the timeout): it goes into the kernel
 		// and is interrupted at once if it waits.
-		deadline = max(deadline, t.now()+1)
+		deadline = max(deadline, vt.now()+1)
 	}
-	if !t.takeTimeout(th, unix.SYS_FUTEX, a, 3, deadline, unix.ETIMEDOUT) {
+	if !vt.takeTimeout(th, unix.SYS_FUTEX, a, 3, deadline, unix.ETIMEDOUT) {
 		return false
 	}
 	th.waitRequeued = cmd == futexWaitReqPI
@@ -138,9 +138,9 @@ func (t *Tracer) onFutexWait(th *thread, a [6]uint64) bool {
 
 // takeTimeout lets the wait at th proceed without the timeout in argument
 // arg, to be interrupted at deadline; one already due answers expired.
-func (t *Tracer) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline int64, expired unix.Errno) bool {
-	t.stats.TimedWaits++
-	if deadline <= t.now() {
+func (vt *vtime) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline int64, expired unix.Errno) bool {
+	vt.stats.TimedWaits++
+	if deadline <= vt.now() {
 		th.fake(-int64(expired))
 		return true
 	}
@@ -152,9 +152,9 @@ func (t *Tracer) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline 
 	th.waitNr, th.waitAddr, th.waitExpired = nr, a[0], expired
 	th.waitRequeued = false
 	th.interrupted = false
-	t.pt.setState(th, tsTimedWait)
+	vt.pt.setState(th, tsTimedWait)
 	if err := ptrace.Cont(th.tid, 0); err != nil {
-		t.pt.setState(th, tsRunning)
+		vt.pt.setState(th, tsRunning)
 	}
 	return true
 }
@@ -164,13 +164,13 @@ func (t *Tracer) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline 
 // instant (the JVM's threads often are) would otherwise race on the
 // runtime's untimed locks, and which of them won would depend on timing;
 // the next settle wakes the next one.
-func (t *Tracer) wakeDueTimedWaits() {
-	if t.opts.Clock == nil {
+func (vt *vtime) wakeDueTimedWaits() {
+	if vt.opts.Clock == nil {
 		return
 	}
-	now := t.now()
+	now := vt.now()
 	var first *thread
-	for _, th := range t.pt.threads {
+	for _, th := range vt.pt.threads {
 		if th.state != tsTimedWait || th.waitDeadline > now {
 			continue
 		}
@@ -186,13 +186,13 @@ func (t *Tracer) wakeDueTimedWaits() {
 		return
 	}
 	if !first.inWait() {
-		t.pt.setState(first, tsRunning) // woken meanwhile
+		vt.pt.setState(first, tsRunning) // woken meanwhile
 		return
 	}
 	first.interrupted = true
 	if err := ptrace.Interrupt(first.tid); err != nil {
 		first.interrupted = false
-		t.pt.setState(first, tsRunning)
+		vt.pt.setState(first, tsRunning)
 	}
 }
 
@@ -295,7 +295,7 @@ const (
 )
 
 // finishTimedWait completes an interrupted timed wait as a timeout.
-func (t *Tracer) finishTimedWait(th *thread) {
+func (vt *vtime) finishTimedWait(th *thread) {
 	th.interrupted = false
 	if err := ptrace.GetRegs(th.tid, &th.regs); err == nil && th.regs.Syscall() == th.waitNr {
 		switch r := -th.regs.Result(); {
