@@ -21,14 +21,14 @@ import (
 // net package and Java's transferTo fall back to reads and writes, which
 // the gate sees. (tee and vmsplice reach pipes only; copy_file_range
 // regular files only.)
-func (t *Tracer) onSocketSplice(th *thread, nr int, a [6]uint64) bool {
+func (sk *sockets) onSocketSplice(th *thread, nr int, a [6]uint64) bool {
 	fds := [2]int{int(a[0]), int(a[1])} // sendfile(out, in, ...)
 	if nr == unix.SYS_SPLICE {
 		fds = [2]int{int(a[0]), int(a[2])} // splice(in, off, out, off, ...)
 	}
 	for _, fd := range fds {
-		if t.pt.toOtherNode(th.proc.fdOf(fd)) {
-			t.refuse(th, nr, unix.EINVAL, "fd "+strconv.Itoa(fd)+" is a socket to another node")
+		if sk.pt.toOtherNode(th.proc.fdOf(fd)) {
+			sk.refuse(th, nr, unix.EINVAL, "fd "+strconv.Itoa(fd)+" is a socket to another node")
 			return true
 		}
 	}
@@ -37,11 +37,11 @@ func (t *Tracer) onSocketSplice(th *thread, nr int, a [6]uint64) bool {
 
 // onVectorIO refuses preadv2 and pwritev2 on a socket to another node
 // with EOPNOTSUPP: readv and writev, which the gate sees, do the same.
-func (t *Tracer) onVectorIO(th *thread, nr int, a [6]uint64) bool {
-	if !t.pt.toOtherNode(th.proc.fdOf(int(a[0]))) {
+func (sk *sockets) onVectorIO(th *thread, nr int, a [6]uint64) bool {
+	if !sk.pt.toOtherNode(th.proc.fdOf(int(a[0]))) {
 		return false
 	}
-	t.refuse(th, nr, unix.EOPNOTSUPP, "fd "+strconv.Itoa(int(a[0]))+" is a socket to another node")
+	sk.refuse(th, nr, unix.EOPNOTSUPP, "fd "+strconv.Itoa(int(a[0]))+" is a socket to another node")
 	return true
 }
 
@@ -52,9 +52,9 @@ func (pt *procTable) toOtherNode(fi *fdInfo) bool {
 }
 
 // refuse fails the syscall th stopped at with errno, and says so.
-func (t *Tracer) refuse(th *thread, nr int, errno unix.Errno, why string) {
-	t.log.Warn("refused a syscall that would bypass the schedule", "node", th.proc.node.name, "thread", th.String(),
-		"syscall", t.ops.syscallName(nr), "why", why, "errno", errno.Error())
+func (sk *sockets) refuse(th *thread, nr int, errno unix.Errno, why string) {
+	sk.log.Warn("refused a syscall that would bypass the schedule", "node", th.proc.node.name, "thread", th.String(),
+		"syscall", sk.ops.syscallName(nr), "why", why, "errno", errno.Error())
 	th.fake(-int64(errno))
 }
 
@@ -115,27 +115,27 @@ func statIn(pid int, path string, st *unix.Stat_t) bool {
 // onUnixConnect refuses a connect, or a datagram sent, to a Unix socket of
 // another namespace with ECONNREFUSED, as two hosts sharing a filesystem
 // would answer: the socket file is there, its socket is not.
-func (t *Tracer) onUnixConnect(th *thread, nr int, addr, length uint64) bool {
-	path, foreign := t.pt.foreignUnix(th, addr, length)
+func (sk *sockets) onUnixConnect(th *thread, nr int, addr, length uint64) bool {
+	path, foreign := sk.pt.foreignUnix(th, addr, length)
 	if !foreign {
 		return false
 	}
-	t.refuse(th, nr, unix.ECONNREFUSED, "the socket "+path+" is not the node's")
+	sk.refuse(th, nr, unix.ECONNREFUSED, "the socket "+path+" is not the node's")
 	return true
 }
 
 // onUnixSend refuses a datagram that sendto, sendmsg or sendmmsg (any of
 // its messages) addresses to a Unix socket of another namespace.
-func (t *Tracer) onUnixSend(th *thread, nr int, a [6]uint64) bool {
+func (sk *sockets) onUnixSend(th *thread, nr int, a [6]uint64) bool {
 	switch nr {
 	case unix.SYS_SENDTO:
-		return a[4] != 0 && t.onUnixConnect(th, nr, a[4], a[5])
+		return a[4] != 0 && sk.onUnixConnect(th, nr, a[4], a[5])
 	case unix.SYS_SENDMSG:
-		return t.onUnixMsg(th, nr, a[1])
+		return sk.onUnixMsg(th, nr, a[1])
 	case unix.SYS_SENDMMSG:
 		const sizeofMmsghdr = 64 // struct msghdr, then msg_len and padding
 		for i := uint64(0); i < min(a[2], 1024); i++ {
-			if t.onUnixMsg(th, nr, a[1]+i*sizeofMmsghdr) {
+			if sk.onUnixMsg(th, nr, a[1]+i*sizeofMmsghdr) {
 				return true
 			}
 		}
@@ -144,11 +144,11 @@ func (t *Tracer) onUnixSend(th *thread, nr int, a [6]uint64) bool {
 }
 
 // onUnixMsg is onUnixConnect for the address a struct msghdr at hdr names.
-func (t *Tracer) onUnixMsg(th *thread, nr int, hdr uint64) bool {
+func (sk *sockets) onUnixMsg(th *thread, nr int, hdr uint64) bool {
 	var b [16]byte // msg_name, msg_namelen
 	if ptrace.ReadMem(th.tid, hdr, b[:]) != nil {
 		return false
 	}
 	name, length := binary.NativeEndian.Uint64(b[:]), uint64(binary.NativeEndian.Uint32(b[8:]))
-	return name != 0 && t.onUnixConnect(th, nr, name, length)
+	return name != 0 && sk.onUnixConnect(th, nr, name, length)
 }

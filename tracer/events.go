@@ -24,7 +24,7 @@ func (p *process) lpidFor(index int) string {
 
 // drain handles every event already waiting. With block false and nothing
 // waiting it returns 0 at once.
-func (t *Tracer) drain(nohang bool) int {
+func (q *quiescence) drain(nohang bool) int {
 	n := 0
 	flags := ptrace.Tracees
 	if nohang {
@@ -36,39 +36,39 @@ func (t *Tracer) drain(nohang bool) int {
 			return n
 		}
 		n++
-		t.handleTimed(tid, st)
+		q.handleTimed(tid, st)
 		flags |= ptrace.NoHang
 	}
 }
 
 // handleTimed is handle, timed for Stats.HandleTime; an event other than a
 // syscall stop makes the next collect ask the kernel again.
-func (t *Tracer) handleTimed(tid int, st ptrace.Status) {
+func (q *quiescence) handleTimed(tid int, st ptrace.Status) {
 	t0 := time.Now()
 	if st.Kind() != ptrace.SeccompStop {
 		// An exit, a clone, an exec or a signal may have others behind it.
-		t.pt.expect = true
+		q.pt.expect = true
 		// And may close sockets (an exit, an exec), or run a handler.
-		t.net.netGen++
+		q.net.netGen++
 	}
-	t.handle(tid, st)
-	t.stats.HandleTime += time.Since(t0)
+	q.handle(tid, st)
+	q.stats.HandleTime += time.Since(t0)
 }
 
 // collect handles the events waiting, like drain(true), but asks the
 // kernel only while one may be there (see quiet): most ops end with every
 // thread stopped by lockstep, and the wait4 that would confirm nothing
 // came is a syscall per op.
-func (t *Tracer) collect() int {
+func (q *quiescence) collect() int {
 	n := 0
-	for !t.quiet() {
+	for !q.quiet() {
 		tid, st, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.NoHang)
 		if err != nil || tid <= 0 {
-			t.pt.expect = false
+			q.pt.expect = false
 			return n
 		}
 		n++
-		t.handleTimed(tid, st)
+		q.handleTimed(tid, st)
 	}
 	return n
 }
@@ -80,7 +80,7 @@ func (t *Tracer) collect() int {
 // killed; a SIGKILL one tracee sends another while every thread is held is
 // seen at the next wait, which the release of any op that resumes a
 // thread brings.
-func (t *Tracer) quiet() bool { return !t.pt.expect && t.pt.nHeld() == len(t.pt.threads) }
+func (q *quiescence) quiet() bool { return !q.pt.expect && q.pt.nHeld() == len(q.pt.threads) }
 
 // cont resumes th, delivering sig unless it is 0.
 //
@@ -95,11 +95,11 @@ func (th *thread) cont(sig int) {
 
 // handle dispatches one wait status.
 func (t *Tracer) handle(tid int, st ptrace.Status) {
-	if tid == t.sentinel {
+	if tid == t.q.sentinel {
 		if st.Stopped() {
 			unix.Kill(tid, unix.SIGCONT)
 		} else {
-			t.sentinel = 0
+			t.q.sentinel = 0
 		}
 		return
 	}
@@ -477,7 +477,7 @@ func (t *Tracer) killAndReap(match func(*process) bool) int {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for alive() > 0 && time.Now().Before(deadline) {
-		if t.drain(true) == 0 {
+		if t.q.drain(true) == 0 {
 			pause(100 * time.Microsecond)
 		}
 		for pid, p := range t.pt.procs {

@@ -219,7 +219,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		if time.Now().After(deadline) {
 			return pid, fmt.Errorf("launching %s: it did not exec within 10s", cfg.Argv[0])
 		}
-		if n := t.drain(true); n == 0 {
+		if n := t.q.drain(true); n == 0 {
 			pause(50 * time.Microsecond)
 		}
 	}

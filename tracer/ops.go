@@ -197,11 +197,11 @@ func (pt *procTable) sockOptsOf(fi *fdInfo) sockOpts {
 // this alone. What lockstep read of any socket's (the fd may share a
 // description with others) no longer holds, nor does what it reads until
 // the thread is seen again, the call done (handle).
-func (t *Tracer) onSockOptsChange(th *thread, _ int, _ [6]uint64) bool {
-	t.pt.sockOptsGen++
+func (pt *procTable) onSockOptsChange(th *thread, _ int, _ [6]uint64) bool {
+	pt.sockOptsGen++
 	if !th.changingSockOpts {
 		th.changingSockOpts = true
-		t.pt.changingSockOpts++
+		pt.changingSockOpts++
 	}
 	return false
 }
@@ -231,7 +231,7 @@ func (pt *procTable) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
 	return false
 }
 
-func (t *Tracer) addProbe(po *pendingOp, fd int, ev int16) {
+func (po *pendingOp) addProbe(fd int, ev int16) {
 	if fd < 0 {
 		return
 	}
@@ -495,7 +495,7 @@ func (t *Tracer) release(id uint64) (Released, error) {
 		t.vt.releaseSleep(p)
 	case sched.Poll:
 		if !p.immediate && p.deadline >= 0 && p.deadline <= t.vt.now() && !t.ops.readyProbe(p) {
-			t.timeoutPoll(th, p)
+			th.timeoutPoll(p)
 			return r, nil
 		}
 		th.cont(0)
@@ -686,7 +686,7 @@ func (t *Tracer) timedOut(p *pendingOp) bool {
 }
 
 // timeoutPoll makes a poll-family call return "timed out" without waiting.
-func (t *Tracer) timeoutPoll(th *thread, p *pendingOp) {
+func (th *thread) timeoutPoll(p *pendingOp) {
 	a := p.args
 	switch p.nr {
 	case unix.SYS_POLL, unix.SYS_PPOLL:

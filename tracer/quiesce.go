@@ -38,8 +38,8 @@ func (t *Tracer) settle(ctx context.Context) (State, error) {
 		t.vt.wakeDueTimedWaits()
 	}
 	for {
-		t.spinning = t.spinning[:0]
-		if err := t.waitQuiescent(ctx); err != nil {
+		t.q.spinning = t.q.spinning[:0]
+		if err := t.q.waitQuiescent(ctx); err != nil {
 			return State{}, err
 		}
 		th := t.pt.nextAlone()
@@ -59,9 +59,9 @@ func (t *Tracer) settle(ctx context.Context) (State, error) {
 // schedule: a Go member of etcd woke a thread, went into fallocate, and that
 // thread ran first in some runs and second in others. Held, it runs after
 // them, alone; it is not an op, and the schedule does not see it.
-func (t *Tracer) onAlone(th *thread, _ int, _ [6]uint64) bool {
-	t.stats.Alone++
-	t.pt.setState(th, tsAlone)
+func (q *quiescence) onAlone(th *thread, _ int, _ [6]uint64) bool {
+	q.stats.Alone++
+	q.pt.setState(th, tsAlone)
 	return true
 }
 
@@ -72,13 +72,13 @@ func (t *Tracer) onAlone(th *thread, _ int, _ [6]uint64) bool {
 // disk's real time, during which no other thread may run (onAlone): etcd's
 // trials took half as long again when every fdatasync ran alone. A call on
 // something that is not a file runs as it is, alone, for its errors.
-func (t *Tracer) onDiskSync(th *thread, nr int, a [6]uint64) bool {
+func (q *quiescence) onDiskSync(th *thread, nr int, a [6]uint64) bool {
 	if nr == unix.SYS_SYNC || isFile(th.proc.pid, int(a[0])) {
-		t.stats.DiskSyncs++
+		q.stats.DiskSyncs++
 		th.fake(0)
 		return true
 	}
-	return t.onAlone(th, nr, a)
+	return q.onAlone(th, nr, a)
 }
 
 // isFile reports whether the process's descriptor fd names a file or a
@@ -109,7 +109,7 @@ func (pt *procTable) nextAlone() *thread {
 const maxStarvedRounds = 4
 
 // waitQuiescent returns when no thread can make progress without lockstep.
-func (t *Tracer) waitQuiescent(ctx context.Context) error {
+func (q *quiescence) waitQuiescent(ctx context.Context) error {
 	lastProgress := time.Now()
 	// CPU time (ns) of threads found runnable when the grace period ran
 	// out, and how many more periods starved ones have been watched.
@@ -123,17 +123,17 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 	// When threads were first found due to move (runnable without CPU, or
 	// with an exit or stop not yet reported) past the grace period.
 	var dueSince time.Time
-	if t.pt.resumed && t.opts.Serialize && t.opts.CPU >= 0 {
+	if q.pt.resumed && q.opts.Serialize && q.opts.CPU >= 0 {
 		// The threads just resumed have not run: they wait behind the
 		// tracer in its CPU's round-robin queue. Let them before asking
 		// the kernel for their stops, which would find none.
 		t0 := time.Now()
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		t.stats.SettleYield += time.Since(t0)
+		q.stats.SettleYield += time.Since(t0)
 	}
-	t.pt.resumed = false
+	q.pt.resumed = false
 	for spins := 0; ; spins++ {
-		if n := t.collect(); n > 0 {
+		if n := q.collect(); n > 0 {
 			lastProgress = time.Now()
 			confirmed = false
 			spins = 0
@@ -141,15 +141,15 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			kernelSince, dueSince = time.Time{}, time.Time{}
 			continue
 		}
-		if t.pt.running() == 0 && t.net.netSettled() {
+		if q.pt.running() == 0 && q.net.netSettled() {
 			return nil
 		}
 		if spins >= 16 {
 			// Every running thread asleep in the kernel twice in a row with
 			// no CPU time used in between: nobody can wake them but us.
-			asleep, now := t.sleepCheck()
+			asleep, now := q.sleepCheck()
 			if asleep {
-				if confirmed && sameCPU(cpu, now) && t.net.netSettled() {
+				if confirmed && sameCPU(cpu, now) && q.net.netSettled() {
 					return nil
 				}
 				confirmed, cpu = true, now
@@ -160,13 +160,13 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if time.Since(lastProgress) > t.opts.Grace {
+		if time.Since(lastProgress) > q.opts.Grace {
 			// A thread in uninterruptible sleep (a fork copying its
 			// parent, disk I/O) neither spins nor starves: the kernel will
 			// let it go on. Waiting for it keeps the schedule from
 			// depending on how long the kernel took; past kernelWaitLimit
 			// lockstep cannot tell what it waits for, and says so.
-			if slow := t.inKernelSleep(); len(slow) > 0 {
+			if slow := q.inKernelSleep(); len(slow) > 0 {
 				if kernelSince.IsZero() {
 					kernelSince = time.Now()
 				}
@@ -188,7 +188,7 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			// CPU starved an exiting node past the grace period).
 			busy := map[int]uint64{}
 			var due []string
-			for _, th := range t.pt.threads {
+			for _, th := range q.pt.threads {
 				if th.state != tsRunning {
 					continue
 				}
@@ -224,30 +224,30 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 				continue
 			}
 			for tid, c := range busy {
-				if c-runnableCPU[tid] >= uint64(t.opts.Grace/4) {
-					t.spinning = append(t.spinning, t.pt.threads[tid].lpid)
+				if c-runnableCPU[tid] >= uint64(q.opts.Grace/4) {
+					q.spinning = append(q.spinning, q.pt.threads[tid].lpid)
 				}
 			}
-			if len(t.spinning) == 0 && len(busy) > 0 && starvedRounds < maxStarvedRounds {
+			if len(q.spinning) == 0 && len(busy) > 0 && starvedRounds < maxStarvedRounds {
 				starvedRounds++
 				runnableCPU, lastProgress = busy, time.Now()
 				continue
 			}
-			if len(t.spinning) == 0 && len(busy) > 0 {
-				t.stats.Starved++
+			if len(q.spinning) == 0 && len(busy) > 0 {
+				q.stats.Starved++
 			}
-			sort.Strings(t.spinning)
+			sort.Strings(q.spinning)
 			return nil
 		}
-		t.stats.SettleSpins++
+		q.stats.SettleSpins++
 		t0 := time.Now()
 		switch {
 		case spins < 16:
 			// Most released threads reach their next gated syscall within
 			// microseconds: yielding catches them without a timer.
 			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-			t.stats.SettleYield += time.Since(t0)
-			if t.nothingRan() {
+			q.stats.SettleYield += time.Since(t0)
+			if q.nothingRan() {
 				// Nothing else could run on this CPU: the threads lockstep
 				// let run sleep (or run elsewhere); look at them now rather
 				// than yield fifteen more times.
@@ -255,11 +255,11 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 			}
 		case confirmed:
 			pause(20 * time.Microsecond)
-			t.stats.SettleConfirm += time.Since(t0)
+			q.stats.SettleConfirm += time.Since(t0)
 		default:
 			wd := time.Duration(1<<min(spins/16, 5)) * 100 * time.Microsecond
-			woke := t.blockingWait(wd)
-			t.stats.SettleBlocked += time.Since(t0)
+			woke := q.blockingWait(wd)
+			q.stats.SettleBlocked += time.Since(t0)
 			if woke {
 				lastProgress = time.Now()
 				confirmed = false
@@ -275,12 +275,12 @@ func (t *Tracer) waitQuiescent(ctx context.Context) error {
 // (keyed -1-idx), one per thread for the others. Threads of a node that
 // has not run since they were last seen asleep are not read again
 // (nodecpu.go).
-func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
-	for _, ni := range t.pt.nodeList {
+func (q *quiescence) sleepCheck() (bool, map[int]uint64) {
+	for _, ni := range q.pt.nodeList {
 		ni.readCPU()
 	}
-	now := make(map[int]uint64, len(t.pt.nodes))
-	for _, th := range t.pt.threads {
+	now := make(map[int]uint64, len(q.pt.nodes))
+	for _, th := range q.pt.threads {
 		if th.state != tsRunning && th.state != tsTimedWait && th.state != tsNew {
 			continue
 		}
@@ -297,7 +297,7 @@ func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
 			ni = th.proc.node
 		}
 		if ni.asleepSince() {
-			t.stats.SleepersSkipped++
+			q.stats.SleepersSkipped++
 			continue
 		}
 		// The node's count stands for its threads' CPU times.
@@ -324,7 +324,7 @@ func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
 			now[th.tid] = c
 		}
 	}
-	for _, ni := range t.pt.nodeList {
+	for _, ni := range q.pt.nodeList {
 		if ni.cpu.ok {
 			now[-1-ni.idx] = ni.cpu.usage
 			ni.cpu.asleepAt, ni.cpu.asleepOK = ni.cpu.usage, true
@@ -339,16 +339,16 @@ func (t *Tracer) sleepCheck() (bool, map[int]uint64) {
 // tracee is pinned to the tracer's CPU in the same round-robin queue
 // (Serialize) does that mean no tracee was runnable; otherwise it reports
 // false.
-func (t *Tracer) nothingRan() bool {
-	if !t.opts.Serialize || t.opts.CPU < 0 {
+func (q *quiescence) nothingRan() bool {
+	if !q.opts.Serialize || q.opts.CPU < 0 {
 		return false
 	}
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
 		return false
 	}
-	same := ru.Nivcsw == t.switches
-	t.switches = ru.Nivcsw
+	same := ru.Nivcsw == q.switches
+	q.switches = ru.Nivcsw
 	return same
 }
 
@@ -386,9 +386,9 @@ const kernelWaitLimit = time.Minute
 // inKernelSleep names the threads lockstep let run that are in
 // uninterruptible sleep other than a vfork parent's wait for its child,
 // each with its syscall.
-func (t *Tracer) inKernelSleep() []string {
+func (q *quiescence) inKernelSleep() []string {
 	var out []string
-	for _, th := range t.pt.threads {
+	for _, th := range q.pt.threads {
 		if th.state != tsRunning && th.state != tsNew && th.state != tsTimedWait {
 			continue
 		}
@@ -396,7 +396,7 @@ func (t *Tracer) inKernelSleep() []string {
 			continue
 		}
 		what := th.String()
-		if name := t.sleepingIn(th); name != "" {
+		if name := q.sleepingIn(th); name != "" {
 			what += " in " + name
 		}
 		out = append(out, what)
@@ -407,7 +407,7 @@ func (t *Tracer) inKernelSleep() []string {
 
 // sleepingIn names the syscall th is in, from /proc; "" when it runs in
 // user space or is gone.
-func (t *Tracer) sleepingIn(th *thread) string {
+func (q *quiescence) sleepingIn(th *thread) string {
 	sc, err := readSmall("/proc/" + strconv.Itoa(th.tid) + "/syscall")
 	if err != nil {
 		return ""
@@ -420,7 +420,7 @@ func (t *Tracer) sleepingIn(th *thread) string {
 	if err != nil {
 		return ""
 	}
-	return t.ops.syscallName(nr)
+	return q.ops.syscallName(nr)
 }
 
 // leaderWaiting reports whether th, a zombie, is a thread group's leader
@@ -478,7 +478,7 @@ func (ot *opTable) numberFresh() {
 func (t *Tracer) snapshot() State {
 	st := State{Live: len(t.pt.threads), ClockReads: t.stats.ClockReads}
 	st.Exits, t.exits = t.exits, nil
-	st.Spinning = append([]string(nil), t.spinning...)
+	st.Spinning = append([]string(nil), t.q.spinning...)
 	if t.opts.Socks {
 		st.Socks = t.pt.socks()
 	}
@@ -551,7 +551,7 @@ func (t *Tracer) snapshot() State {
 		st.NextDeadline, st.HasDeadline = st.Deadlines[0].At, true
 	} else if len(st.Enabled) == 0 {
 		// A deadlock candidate (rare): worth a look at each thread.
-		st.Unsettled = t.unsettled()
+		st.Unsettled = t.q.unsettled()
 		st.AllHeld = t.pt.allHeld()
 	}
 	return st
@@ -568,31 +568,31 @@ func (t *Tracer) enabledOps(ops []*pendingOp) []bool {
 	return en
 }
 
-func (t *Tracer) startSentinel() {
+func (q *quiescence) startSentinel() {
 	pid, keep, err := launch.ForkSentinel()
 	if err != nil {
-		t.log.Warn("starting the sentinel process; falling back to polling", "err", err)
+		q.log.Warn("starting the sentinel process; falling back to polling", "err", err)
 		return
 	}
-	t.sentinel, t.sentinelPipe = pid, keep
-	if t.alarm, err = newAlarm(pid); err != nil {
-		t.log.Warn("starting the sentinel's alarm; falling back to Go timers", "err", err)
+	q.sentinel, q.sentinelPipe = pid, keep
+	if q.alarm, err = newAlarm(pid); err != nil {
+		q.log.Warn("starting the sentinel's alarm; falling back to Go timers", "err", err)
 	}
 }
 
-func (t *Tracer) stopSentinel() {
-	if t.alarm != nil {
-		t.alarm.close()
-		t.alarm = nil
+func (q *quiescence) stopSentinel() {
+	if q.alarm != nil {
+		q.alarm.close()
+		q.alarm = nil
 	}
-	if t.sentinel > 0 {
-		unix.Kill(t.sentinel, unix.SIGKILL)
-		ptrace.Wait(t.sentinel, 0)
-		t.sentinel = 0
+	if q.sentinel > 0 {
+		unix.Kill(q.sentinel, unix.SIGKILL)
+		ptrace.Wait(q.sentinel, 0)
+		q.sentinel = 0
 	}
-	if t.sentinelPipe != nil {
-		t.sentinelPipe.Close()
-		t.sentinelPipe = nil
+	if q.sentinelPipe != nil {
+		q.sentinelPipe.Close()
+		q.sentinelPipe = nil
 	}
 }
 
@@ -601,15 +601,15 @@ func (t *Tracer) stopSentinel() {
 // for the CPU; the sentinel's stop bounds it when every running thread went
 // to sleep in the kernel and nothing will report. It reports whether a
 // tracee event was handled.
-func (t *Tracer) blockingWait(d time.Duration) bool {
-	if t.sentinel <= 0 {
+func (q *quiescence) blockingWait(d time.Duration) bool {
+	if q.sentinel <= 0 {
 		pause(d)
-		return t.drain(true) > 0
+		return q.drain(true) > 0
 	}
-	sentinel := t.sentinel
-	if t.alarm != nil {
-		t.alarm.arm(d)
-		defer t.alarm.disarm()
+	sentinel := q.sentinel
+	if q.alarm != nil {
+		q.alarm.arm(d)
+		defer q.alarm.disarm()
 	} else {
 		timer := time.AfterFunc(d, func() { unix.Kill(sentinel, unix.SIGSTOP) })
 		defer timer.Stop()
@@ -618,7 +618,7 @@ func (t *Tracer) blockingWait(d time.Duration) bool {
 	if err != nil || tid <= 0 {
 		return false
 	}
-	t.handleTimed(tid, st)
+	q.handleTimed(tid, st)
 	return tid != sentinel
 }
 
@@ -637,9 +637,9 @@ func (pt *procTable) allHeld() bool {
 // lockstep owns, or asleep in the kernel (a futex, a pipe) waits for
 // something; one that is starting, runnable or in disk I/O may still make
 // progress on its own.
-func (t *Tracer) unsettled() []string {
+func (q *quiescence) unsettled() []string {
 	var out []string
-	for _, th := range t.pt.threads {
+	for _, th := range q.pt.threads {
 		var why string
 		switch th.state {
 		case tsGated, tsGroupStop:
@@ -652,7 +652,7 @@ func (t *Tracer) unsettled() []string {
 		case tsNew, tsHeld:
 			why = "starting"
 		case tsAlone:
-			why = "held at " + t.ops.syscallName(th.regs.Syscall())
+			why = "held at " + q.ops.syscallName(th.regs.Syscall())
 		default:
 			s, _, ok := th.kernelState()
 			switch {
@@ -665,7 +665,7 @@ func (t *Tracer) unsettled() []string {
 			default:
 				why = "runnable"
 			}
-			if name := t.sleepingIn(th); name != "" {
+			if name := q.sleepingIn(th); name != "" {
 				why += " in " + name
 			}
 		}

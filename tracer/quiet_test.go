@@ -62,7 +62,7 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 		if count != tr.pt.nState {
 			fail("state counts %v, threads' states %v", tr.pt.nState, count)
 		}
-		if tr.quiet() {
+		if tr.q.quiet() {
 			quietSteps++
 			// Peek (WNOWAIT) at what a wait for each tracee would have
 			// returned (not P_ALL: it sees the children of every thread of

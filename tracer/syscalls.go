@@ -39,28 +39,28 @@ type gate struct {
 // The handlers are bound to the parts of t that own what they change.
 func gateTable(t *Tracer) map[int]gate {
 	return map[int]gate{
-		unix.SYS_READ:            {name: "read", handle: t.onRecv},
-		unix.SYS_READV:           {name: "readv", handle: t.onRecv},
-		unix.SYS_RECVFROM:        {name: "recvfrom", handle: t.onRecv},
-		unix.SYS_RECVMSG:         {name: "recvmsg", handle: t.onRecv},
-		unix.SYS_RECVMMSG:        {name: "recvmmsg", handle: t.onRecv},
-		unix.SYS_WRITE:           {name: "write", handle: t.onSend},
-		unix.SYS_WRITEV:          {name: "writev", handle: t.onSend},
-		unix.SYS_SENDTO:          {name: "sendto", handle: t.onSend},
-		unix.SYS_SENDMSG:         {name: "sendmsg", handle: t.onSend},
-		unix.SYS_SENDMMSG:        {name: "sendmmsg", handle: t.onSend},
-		unix.SYS_CLOSE:           {name: "close", handle: t.onClose},
-		unix.SYS_SHUTDOWN:        {name: "shutdown", handle: t.onShutdown},
-		unix.SYS_CONNECT:         {name: "connect", handle: t.onConnect},
-		unix.SYS_ACCEPT:          {name: "accept", handle: t.onAccept},
-		unix.SYS_ACCEPT4:         {name: "accept4", handle: t.onAccept},
-		unix.SYS_POLL:            {name: "poll", handle: t.onPoll},
-		unix.SYS_PPOLL:           {name: "ppoll", handle: t.onPoll},
-		unix.SYS_SELECT:          {name: "select", handle: t.onPoll},
-		unix.SYS_PSELECT6:        {name: "pselect6", handle: t.onPoll},
-		unix.SYS_EPOLL_WAIT:      {name: "epoll_wait", handle: t.onPoll},
-		unix.SYS_EPOLL_PWAIT:     {name: "epoll_pwait", handle: t.onPoll},
-		unix.SYS_EPOLL_PWAIT2:    {name: "epoll_pwait2", handle: t.onPoll},
+		unix.SYS_READ:            {name: "read", handle: t.sk.onRecv},
+		unix.SYS_READV:           {name: "readv", handle: t.sk.onRecv},
+		unix.SYS_RECVFROM:        {name: "recvfrom", handle: t.sk.onRecv},
+		unix.SYS_RECVMSG:         {name: "recvmsg", handle: t.sk.onRecv},
+		unix.SYS_RECVMMSG:        {name: "recvmmsg", handle: t.sk.onRecv},
+		unix.SYS_WRITE:           {name: "write", handle: t.sk.onSend},
+		unix.SYS_WRITEV:          {name: "writev", handle: t.sk.onSend},
+		unix.SYS_SENDTO:          {name: "sendto", handle: t.sk.onSend},
+		unix.SYS_SENDMSG:         {name: "sendmsg", handle: t.sk.onSend},
+		unix.SYS_SENDMMSG:        {name: "sendmmsg", handle: t.sk.onSend},
+		unix.SYS_CLOSE:           {name: "close", handle: t.sk.onClose},
+		unix.SYS_SHUTDOWN:        {name: "shutdown", handle: t.sk.onShutdown},
+		unix.SYS_CONNECT:         {name: "connect", handle: t.sk.onConnect},
+		unix.SYS_ACCEPT:          {name: "accept", handle: t.sk.onAccept},
+		unix.SYS_ACCEPT4:         {name: "accept4", handle: t.sk.onAccept},
+		unix.SYS_POLL:            {name: "poll", handle: t.sk.onPoll},
+		unix.SYS_PPOLL:           {name: "ppoll", handle: t.sk.onPoll},
+		unix.SYS_SELECT:          {name: "select", handle: t.sk.onPoll},
+		unix.SYS_PSELECT6:        {name: "pselect6", handle: t.sk.onPoll},
+		unix.SYS_EPOLL_WAIT:      {name: "epoll_wait", handle: t.sk.onPoll},
+		unix.SYS_EPOLL_PWAIT:     {name: "epoll_pwait", handle: t.sk.onPoll},
+		unix.SYS_EPOLL_PWAIT2:    {name: "epoll_pwait2", handle: t.sk.onPoll},
 		unix.SYS_NANOSLEEP:       {name: "nanosleep", clock: true, handle: t.vt.onSleep},
 		unix.SYS_CLOCK_NANOSLEEP: {name: "clock_nanosleep", clock: true, handle: t.vt.onSleep},
 		unix.SYS_FUTEX:           {name: "futex", clock: true, argRule: true, handle: t.vt.onFutex},
@@ -74,7 +74,7 @@ func gateTable(t *Tracer) map[int]gate {
 		unix.SYS_CLOCK_GETTIME:   {name: "clock_gettime", clock: true, handle: t.vt.onClockGettime},
 		unix.SYS_GETTIMEOFDAY:    {name: "gettimeofday", clock: true, handle: t.vt.onGettimeofday},
 		unix.SYS_TIME:            {name: "time", clock: true, handle: t.vt.onTime},
-		unix.SYS_GETRANDOM:       {name: "getrandom", handle: t.onGetrandom},
+		unix.SYS_GETRANDOM:       {name: "getrandom", handle: (*thread).onGetrandom},
 		// Virtual kernel timers (timers.go). timerfd_create is not gated: a
 		// timerfd's clock is read from /proc/PID/fdinfo when it is first armed.
 		unix.SYS_TIMERFD_SETTIME:  {name: "timerfd_settime", clock: true, handle: timerGate(t.vt.onTimerfdSettime)},
@@ -88,32 +88,32 @@ func gateTable(t *Tracer) map[int]gate {
 		unix.SYS_TIMER_GETOVERRUN: {name: "timer_getoverrun", clock: true, handle: timerGate(t.vt.onTimerGetoverrun)},
 		unix.SYS_TIMER_DELETE:     {name: "timer_delete", clock: true, handle: timerGate(t.vt.onTimerDelete)},
 		// Syscalls that may sleep on the disk run while nothing else does.
-		unix.SYS_FSYNC:           {name: "fsync", handle: t.onDiskSync},
-		unix.SYS_FDATASYNC:       {name: "fdatasync", handle: t.onDiskSync},
-		unix.SYS_SYNC_FILE_RANGE: {name: "sync_file_range", handle: t.onDiskSync},
-		unix.SYS_SYNCFS:          {name: "syncfs", handle: t.onDiskSync},
-		unix.SYS_SYNC:            {name: "sync", handle: t.onDiskSync},
-		unix.SYS_MSYNC:           {name: "msync", handle: t.onAlone},
-		unix.SYS_FALLOCATE:       {name: "fallocate", handle: t.onAlone},
-		unix.SYS_FTRUNCATE:       {name: "ftruncate", handle: t.onAlone},
-		unix.SYS_TRUNCATE:        {name: "truncate", handle: t.onAlone},
-		unix.SYS_RENAME:          {name: "rename", handle: t.onAlone},
-		unix.SYS_RENAMEAT:        {name: "renameat", handle: t.onAlone},
-		unix.SYS_RENAMEAT2:       {name: "renameat2", handle: t.onAlone},
+		unix.SYS_FSYNC:           {name: "fsync", handle: t.q.onDiskSync},
+		unix.SYS_FDATASYNC:       {name: "fdatasync", handle: t.q.onDiskSync},
+		unix.SYS_SYNC_FILE_RANGE: {name: "sync_file_range", handle: t.q.onDiskSync},
+		unix.SYS_SYNCFS:          {name: "syncfs", handle: t.q.onDiskSync},
+		unix.SYS_SYNC:            {name: "sync", handle: t.q.onDiskSync},
+		unix.SYS_MSYNC:           {name: "msync", handle: t.q.onAlone},
+		unix.SYS_FALLOCATE:       {name: "fallocate", handle: t.q.onAlone},
+		unix.SYS_FTRUNCATE:       {name: "ftruncate", handle: t.q.onAlone},
+		unix.SYS_TRUNCATE:        {name: "truncate", handle: t.q.onAlone},
+		unix.SYS_RENAME:          {name: "rename", handle: t.q.onAlone},
+		unix.SYS_RENAMEAT:        {name: "renameat", handle: t.q.onAlone},
+		unix.SYS_RENAMEAT2:       {name: "renameat2", handle: t.q.onAlone},
 		// Ways around the gate, refused on sockets (bypass.go).
-		unix.SYS_SPLICE:   {name: "splice", handle: t.onSocketSplice},
-		unix.SYS_SENDFILE: {name: "sendfile", handle: t.onSocketSplice},
-		unix.SYS_PREADV2:  {name: "preadv2", handle: t.onVectorIO},
-		unix.SYS_PWRITEV2: {name: "pwritev2", handle: t.onVectorIO},
+		unix.SYS_SPLICE:   {name: "splice", handle: t.sk.onSocketSplice},
+		unix.SYS_SENDFILE: {name: "sendfile", handle: t.sk.onSocketSplice},
+		unix.SYS_PREADV2:  {name: "preadv2", handle: t.sk.onVectorIO},
+		unix.SYS_PWRITEV2: {name: "pwritev2", handle: t.sk.onVectorIO},
 		// Changes to the fd table that would make the fd kind cache stale.
-		unix.SYS_DUP2:        {name: "dup2", handle: t.onDup},
-		unix.SYS_DUP3:        {name: "dup3", handle: t.onDup},
-		unix.SYS_CLOSE_RANGE: {name: "close_range", handle: t.onCloseRange},
+		unix.SYS_DUP2:        {name: "dup2", handle: t.sk.onDup},
+		unix.SYS_DUP3:        {name: "dup3", handle: t.sk.onDup},
+		unix.SYS_CLOSE_RANGE: {name: "close_range", handle: t.sk.onCloseRange},
 		// Changes to what sockOpts caches; the filter stops these three
 		// only for F_SETFL, FIONBIO, SO_RCVTIMEO and SO_RCVLOWAT.
-		unix.SYS_FCNTL:      {name: "fcntl", argRule: true, handle: t.onSockOptsChange},
-		unix.SYS_IOCTL:      {name: "ioctl", argRule: true, handle: t.onSockOptsChange},
-		unix.SYS_SETSOCKOPT: {name: "setsockopt", argRule: true, handle: t.onSockOptsChange},
+		unix.SYS_FCNTL:      {name: "fcntl", argRule: true, handle: t.pt.onSockOptsChange},
+		unix.SYS_IOCTL:      {name: "ioctl", argRule: true, handle: t.pt.onSockOptsChange},
+		unix.SYS_SETSOCKOPT: {name: "setsockopt", argRule: true, handle: t.pt.onSockOptsChange},
 	}
 }
 
@@ -212,36 +212,36 @@ func (vt *vtime) onTime(th *thread, _ int, a [6]uint64) bool {
 }
 
 // onGetrandom fills the buffer from the process's seeded stream.
-func (t *Tracer) onGetrandom(th *thread, _ int, a [6]uint64) bool {
+func (th *thread) onGetrandom(_ int, a [6]uint64) bool {
 	if th.proc.rand == nil {
 		return false
 	}
-	t.fakeRandom(th, a[0], a[1])
+	th.fakeRandom(a[0], a[1])
 	return true
 }
 
 // onRecv makes a receive from another node's connection (or a datagram
 // socket) an op; a read of the random device is answered from the seed.
-func (t *Tracer) onRecv(th *thread, nr int, a [6]uint64) bool {
+func (sk *sockets) onRecv(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
 	fi := p.fdOf(fd)
 	if fi.kind == fdRandom && nr == unix.SYS_READ && p.rand != nil {
-		t.fakeRandom(th, a[1], a[2])
+		th.fakeRandom(a[1], a[2])
 		return true
 	}
-	if fi.kind != fdInet || !t.net.sockGated(th, fi, nr, a) {
+	if fi.kind != fdInet || !sk.net.sockGated(th, fi, nr, a) {
 		return false
 	}
-	po := t.ops.newPending(th, sched.Recv, nr, a)
+	po := sk.ops.newPending(th, sched.Recv, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Object = p.node.inbox()
 	po.op.Peer = fi.peerString()
 	po.op.Conn = fi.inKey()
 	po.op.Bytes = int(a[2])
-	po.immediate = t.pt.nonblocking(fi, nr, a)
-	t.vt.sockTimeout(po)
-	t.vt.takeMmsgTimeout(po)
+	po.immediate = sk.pt.nonblocking(fi, nr, a)
+	sk.vt.sockTimeout(po)
+	sk.vt.takeMmsgTimeout(po)
 	if nr == unix.SYS_RECVMSG || nr == unix.SYS_READV {
 		po.op.Bytes = 0
 	}
@@ -250,17 +250,17 @@ func (t *Tracer) onRecv(th *thread, nr int, a [6]uint64) bool {
 
 // onSend makes a send on another node's connection (or a datagram socket)
 // an op.
-func (t *Tracer) onSend(th *thread, nr int, a [6]uint64) bool {
+func (sk *sockets) onSend(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
 	fi := p.fdOf(fd)
 	if fi.kind == fdUnix && nr != unix.SYS_WRITE && nr != unix.SYS_WRITEV {
-		return t.onUnixSend(th, nr, a)
+		return sk.onUnixSend(th, nr, a)
 	}
-	if fi.kind != fdInet || !t.net.sockGated(th, fi, nr, a) {
+	if fi.kind != fdInet || !sk.net.sockGated(th, fi, nr, a) {
 		return false
 	}
-	po := t.ops.newPending(th, sched.Send, nr, a)
+	po := sk.ops.newPending(th, sched.Send, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Peer = fi.peerString()
 	po.op.Conn = fi.outKey()
@@ -279,29 +279,29 @@ func (t *Tracer) onSend(th *thread, nr int, a [6]uint64) bool {
 
 // onClose makes closing a listener or a connection to another node an op
 // (its FIN is a message); any other close only updates the fd cache.
-func (t *Tracer) onClose(th *thread, nr int, a [6]uint64) bool {
+func (sk *sockets) onClose(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
 	fi := p.fds[fd]
-	if fi != nil && fi.kind == fdInet && (fi.listening || (fi.peer.IsValid() && t.pt.gated(fi.peer.Addr()))) {
-		po := t.ops.newPending(th, sched.Close, nr, a)
+	if fi != nil && fi.kind == fdInet && (fi.listening || (fi.peer.IsValid() && sk.pt.gated(fi.peer.Addr()))) {
+		po := sk.ops.newPending(th, sched.Close, nr, a)
 		po.fd, po.fi = fd, fi
 		po.op.Peer = addrString(fi.peer)
 		po.op.Conn = fi.outKey()
 		return true
 	}
-	t.net.releaseDup(p.forgetFd(fd))
+	sk.net.releaseDup(p.forgetFd(fd))
 	return false
 }
 
 // onShutdown makes shutting down a connection to another node an op.
-func (t *Tracer) onShutdown(th *thread, nr int, a [6]uint64) bool {
+func (sk *sockets) onShutdown(th *thread, nr int, a [6]uint64) bool {
 	fd := int(a[0])
 	fi := th.proc.fdOf(fd)
-	if fi.kind != fdInet || !fi.peer.IsValid() || !t.pt.gated(fi.peer.Addr()) {
+	if fi.kind != fdInet || !fi.peer.IsValid() || !sk.pt.gated(fi.peer.Addr()) {
 		return false
 	}
-	po := t.ops.newPending(th, sched.Shutdown, nr, a)
+	po := sk.ops.newPending(th, sched.Shutdown, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Peer = addrString(fi.peer)
 	po.op.Conn = fi.outKey()
@@ -309,19 +309,19 @@ func (t *Tracer) onShutdown(th *thread, nr int, a [6]uint64) bool {
 }
 
 // onDup forgets what the target descriptor of dup2/dup3 was.
-func (t *Tracer) onDup(th *thread, _ int, a [6]uint64) bool {
+func (sk *sockets) onDup(th *thread, _ int, a [6]uint64) bool {
 	if int(a[1]) != int(a[0]) {
-		t.net.releaseDup(th.proc.forgetFd(int(a[1])))
+		sk.net.releaseDup(th.proc.forgetFd(int(a[1])))
 	}
 	return false
 }
 
 // onCloseRange forgets the descriptors close_range closes.
-func (t *Tracer) onCloseRange(th *thread, _ int, a [6]uint64) bool {
+func (sk *sockets) onCloseRange(th *thread, _ int, a [6]uint64) bool {
 	p := th.proc
 	for fd := range p.fds {
 		if uint64(fd) >= a[0] && uint64(fd) <= a[1] {
-			t.net.releaseDup(p.forgetFd(fd))
+			sk.net.releaseDup(p.forgetFd(fd))
 		}
 	}
 	return false
@@ -329,44 +329,44 @@ func (t *Tracer) onCloseRange(th *thread, _ int, a [6]uint64) bool {
 
 // onConnect makes a connect to another node (or to an address on the
 // subnet that no node has) an op.
-func (t *Tracer) onConnect(th *thread, nr int, a [6]uint64) bool {
+func (sk *sockets) onConnect(th *thread, nr int, a [6]uint64) bool {
 	fam, ap := decodeSockaddr(th.tid, a[1], a[2])
 	if fam == unix.AF_UNIX {
-		return t.onUnixConnect(th, nr, a[1], a[2])
+		return sk.onUnixConnect(th, nr, a[1], a[2])
 	}
-	if (fam != unix.AF_INET && fam != unix.AF_INET6) || !t.pt.gated(ap.Addr()) {
+	if (fam != unix.AF_INET && fam != unix.AF_INET6) || !sk.pt.gated(ap.Addr()) {
 		return false
 	}
 	fd := int(a[0])
 	fi := th.proc.fdOf(fd)
-	po := t.ops.newPending(th, sched.Connect, nr, a)
+	po := sk.ops.newPending(th, sched.Connect, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Peer = ap.String()
 	po.op.Object = "listen:" + ap.String()
-	po.immediate = t.pt.sockOptsOf(fi).nonblock
+	po.immediate = sk.pt.sockOptsOf(fi).nonblock
 	po.op.NonBlocking = po.immediate
-	if t.opts.Host != nil && !t.opts.Host(ap.Addr().Unmap()) {
+	if sk.opts.Host != nil && !sk.opts.Host(ap.Addr().Unmap()) {
 		po.silent = true
-		if !po.immediate && t.opts.Clock != nil {
-			po.deadline = t.vt.now() + int64(silentConnect)
+		if !po.immediate && sk.opts.Clock != nil {
+			po.deadline = sk.vt.now() + int64(silentConnect)
 		}
 	}
 	return true
 }
 
 // onAccept makes an accept on an internet socket an op.
-func (t *Tracer) onAccept(th *thread, nr int, a [6]uint64) bool {
+func (sk *sockets) onAccept(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
 	fi := p.fdOf(fd)
 	if fi.kind != fdInet {
 		return false
 	}
-	po := t.ops.newPending(th, sched.Accept, nr, a)
+	po := sk.ops.newPending(th, sched.Accept, nr, a)
 	po.fd, po.fi = fd, fi
 	po.op.Object = "listen:" + p.listenKey(fi)
-	po.immediate = t.pt.sockOptsOf(fi).nonblock
-	t.vt.sockTimeout(po)
+	po.immediate = sk.pt.sockOptsOf(fi).nonblock
+	sk.vt.sockTimeout(po)
 	return true
 }
 
@@ -376,7 +376,7 @@ func (vt *vtime) onFutex(th *thread, _ int, a [6]uint64) bool {
 	return vt.onFutexWait(th, a)
 }
 
-func (t *Tracer) fakeRandom(th *thread, buf, count uint64) {
+func (th *thread) fakeRandom(buf, count uint64) {
 	n := count
 	if n > 1<<20 {
 		n = 1 << 20
@@ -412,9 +412,9 @@ func readTimespec(pid int, addr uint64) (int64, bool) {
 }
 
 // onPoll turns a poll-family call into an op with a probe set and deadline.
-func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
+func (sk *sockets) onPoll(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
-	po := t.ops.newPending(th, sched.Poll, nr, a)
+	po := sk.ops.newPending(th, sched.Poll, nr, a)
 	po.op.Object = "inbox:" + p.node.name
 	var timeout int64 = -1 // ns, -1 infinite
 	switch nr {
@@ -428,7 +428,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
 			for i := 0; i < n; i++ {
 				fd := int(int32(binary.LittleEndian.Uint32(buf[8*i:])))
 				ev := int16(binary.LittleEndian.Uint16(buf[8*i+4:]))
-				t.addProbe(po, fd, ev)
+				po.addProbe(fd, ev)
 			}
 		}
 		if nr == unix.SYS_POLL {
@@ -457,7 +457,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
 			}
 			for fd := 0; fd < nfds; fd++ {
 				if buf[fd/8]&(1<<(fd%8)) != 0 {
-					t.addProbe(po, fd, events[s])
+					po.addProbe(fd, events[s])
 				}
 			}
 		}
@@ -474,7 +474,7 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
 			}
 		}
 	default: // epoll family: the epoll fd is readable when events are ready
-		t.addProbe(po, int(a[0]), unix.POLLIN)
+		po.addProbe(int(a[0]), unix.POLLIN)
 		if nr == unix.SYS_EPOLL_PWAIT2 {
 			if a[3] != 0 {
 				if ns, ok := readTimespec(th.tid, a[3]); ok {
@@ -488,8 +488,8 @@ func (t *Tracer) onPoll(th *thread, nr int, a [6]uint64) bool {
 	switch {
 	case timeout == 0:
 		po.immediate = true
-	case timeout > 0 && t.opts.Clock != nil:
-		po.deadline = t.vt.now() + timeout
+	case timeout > 0 && sk.opts.Clock != nil:
+		po.deadline = sk.vt.now() + timeout
 	case timeout > 0:
 		// Without virtual time a timeout is real; let it count as ready so
 		// lockstep never blocks on it.

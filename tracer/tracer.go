@@ -247,24 +247,16 @@ type Tracer struct {
 	done  chan struct{}
 
 	// Everything below is owned by the tracer thread.
-	exits    []Exit
-	pt       *procTable // nodes, processes, threads and their descriptors
-	ops      *opTable   // pending ops and their readiness
-	net      *network   // connections, bytes in flight, datagrams, FINs, cuts
-	vt       *vtime     // virtual time: clocks, sleeps, timed waits, kernel timers
-	gates    map[int]gate
-	filter   []unix.SockFilter // the seccomp program, from gates
-	stats    Stats
-	spinning []string
-	// sentinel is a paused child of the tracer thread; stopping it wakes a
-	// blocking wait4 when no tracee will report (see blockingWait).
-	sentinel     int
-	sentinelPipe *os.File // the sentinel's stdin, never written
-	alarm        *alarm   // stops the sentinel when a blocking wait ends
-
-	// switches is the tracer thread's involuntary context switches at its
-	// last yield (see nothingRan).
-	switches int64
+	exits  []Exit
+	pt     *procTable  // nodes, processes, threads and their descriptors
+	ops    *opTable    // pending ops and their readiness
+	net    *network    // connections, bytes in flight, datagrams, FINs, cuts
+	q      *quiescence // waiting until no thread can move without lockstep
+	sk     *sockets    // the socket syscalls' gates
+	vt     *vtime      // virtual time: clocks, sleeps, timed waits, kernel timers
+	gates  map[int]gate
+	filter []unix.SockFilter // the seccomp program, from gates
+	stats  Stats
 }
 
 // Stats counts what the tracer did, for benchmarks and reports. It lives
@@ -340,6 +332,8 @@ func newTracer(opts Options) *Tracer {
 	t.net = newNetwork(&t.opts, t.log, &t.stats, t.pt, t.ops)
 	t.ops.net = t.net
 	t.vt = newVtime(&t.opts, t.log, &t.stats, t.pt, t.ops)
+	t.q = &quiescence{opts: &t.opts, log: t.log, stats: &t.stats, pt: t.pt, ops: t.ops, net: t.net, handle: t.handle}
+	t.sk = &sockets{opts: &t.opts, log: t.log, stats: &t.stats, pt: t.pt, ops: t.ops, net: t.net, vt: t.vt}
 	t.gates = gateTable(t)
 	t.ops.gates = t.gates
 	t.filter = launch.Filter(filteredSyscalls(t.gates))
@@ -394,14 +388,14 @@ func (t *Tracer) loop() {
 	if err := ptrace.QuietStops(); err != nil {
 		t.log.Warn("tracee stops will signal the tracer", "err", err)
 	}
-	t.startSentinel()
+	t.q.startSentinel()
 	for {
 		select {
 		case f := <-t.calls:
 			f()
 		case <-t.quit:
 			t.killAll()
-			t.stopSentinel()
+			t.q.stopSentinel()
 			return
 		}
 	}
