@@ -6,8 +6,6 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // Quiescence looks at every thread lockstep let run and finds out from
@@ -114,22 +112,28 @@ func (pt *procTable) stirAll() {
 // sleepers); a delivery reaches its receiver; a recv may open the window
 // of a sender blocked in a send that ran natively; a connect, a close or a
 // shutdown reaches the peer.
-func (nw *network) stirOp(p *pendingOp) {
+func (nw *network) stirOp(p *pendingOp, k *opKind) {
 	if p.th != nil && p.th.proc != nil {
 		p.th.proc.node.stir()
 	}
-	switch p.op.Kind {
-	case sched.Send, sched.Accept, sched.Poll, sched.Sleep:
+	if k.wakesPeer != nil {
+		k.wakesPeer(p)
+	}
+}
+
+// stirNativeSender stirs the peer of a recv's socket when a send ran
+// natively on its connection.
+func (nw *network) stirNativeSender(p *pendingOp) {
+	if p.fi != nil && nw.nativeSends[p.fi.inKey()] {
+		nw.stirPeer(p)
+	}
+}
+
+// stirReceiver stirs the node a delivery reaches.
+func (nw *network) stirReceiver(p *pendingOp) {
+	if p.chunk != nil && p.chunk.conn != nil {
+		nw.pt.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
 		return
-	case sched.Recv:
-		if p.fi == nil || !nw.nativeSends[p.fi.inKey()] {
-			return
-		}
-	case sched.Deliver:
-		if p.chunk != nil && p.chunk.conn != nil {
-			nw.pt.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
-			return
-		}
 	}
 	nw.stirPeer(p)
 }

@@ -264,31 +264,6 @@ func readyFd(fd int, ev int16) bool {
 	return ready([]unix.PollFd{{Fd: int32(fd), Events: ev}})
 }
 
-// polls appends to fds what p's readiness depends on: the descriptors
-// enabled polls for it, and for a captured send the error check its
-// release makes.
-func (ot *opTable) polls(fds []unix.PollFd, p *pendingOp) []unix.PollFd {
-	switch p.op.Kind {
-	case sched.Deliver:
-		if c := p.chunk.conn; c != nil && c.blocked && c.dup >= 0 && len(c.queue) > 0 && c.queue[0] == p {
-			fds = append(fds, unix.PollFd{Fd: int32(c.dup), Events: unix.POLLOUT})
-		}
-	case sched.Accept, sched.Recv:
-		if !p.immediate && p.fi != nil && p.fi.dup >= 0 {
-			fds = append(fds, unix.PollFd{Fd: int32(p.fi.dup), Events: unix.POLLIN})
-		}
-	case sched.Send:
-		if p.fi != nil && p.fi.dup >= 0 && p.fi.sockType == unix.SOCK_STREAM {
-			fds = append(fds, unix.PollFd{Fd: int32(p.fi.dup), Events: unix.POLLERR | unix.POLLHUP})
-		}
-	case sched.Poll:
-		if !p.immediate {
-			fds = append(fds, p.probe...)
-		}
-	}
-	return fds
-}
-
 // pollPending asks the kernel, in one ppoll, for the readiness of every
 // op in ops that depends on one: one syscall per state instead of one per
 // op, each a microsecond or two. The answers hold until pollGen moves: for
@@ -298,13 +273,19 @@ func (ot *opTable) pollPending(ops []*pendingOp) {
 	ot.pollGen++
 	fds, spans := ot.pollFds[:0], ot.pollSpans[:0]
 	for _, p := range ops {
-		if r, ok := ot.net.known(p); ok && !ot.noBooks {
-			p.polled, p.pollReady, p.byBooks = ot.pollGen, r, true
-			continue
+		k := ot.kinds[p.op.Kind]
+		if k.books != nil {
+			if r, ok := k.books(p); ok && !ot.noBooks {
+				p.polled, p.pollReady, p.byBooks = ot.pollGen, r, true
+				continue
+			}
 		}
 		p.byBooks = false
+		if k.polls == nil {
+			continue
+		}
 		start := len(fds)
-		if fds = ot.polls(fds, p); len(fds) > start {
+		if fds = k.polls(fds, p); len(fds) > start {
 			spans = append(spans, pollSpan{p: p, start: start, end: len(fds)})
 		}
 	}
@@ -321,14 +302,14 @@ func (ot *opTable) pollPending(ops []*pendingOp) {
 			}
 		}
 		s.p.polled, s.p.pollReady = ot.pollGen, ok
-		if err == nil {
-			ot.net.notePolled(s.p, ok)
+		if k := ot.kinds[s.p.op.Kind]; err == nil && !ok && k.notePolled != nil {
+			k.notePolled(s.p)
 		}
 	}
 	clear(spans) // drop the references to the ops
 }
 
-// known answers a blocking recv's or a captured send's readiness on a
+// knownRecv and knownSend (known, for short) answer a blocking recv's or a captured send's readiness on a
 // stream connection from lockstep's books, without a poll, where they
 // suffice: bytes to read are the ones lockstep delivered and the peer
 // acknowledged (unread); an end of stream or an error (and, for a send,
@@ -339,56 +320,58 @@ func (ot *opTable) pollPending(ops []*pendingOp) {
 // while netGen does not move (calm). Where the kernel's timing decides (a
 // delivery not acknowledged, a FIN waited for in vain) and after a step
 // that released nothing (Run), polls answer.
-func (nw *network) known(p *pendingOp) (ready, ok bool) {
+func (nw *network) knownRecv(p *pendingOp) (ready, ok bool) {
 	fi := p.fi
-	if fi == nil || fi.dup < 0 || fi.sockType != unix.SOCK_STREAM || !nw.opts.Capture {
+	if !nw.keepsBooks(fi) || p.immediate {
+		return false, false // an immediate one polls nothing
+	}
+	if n, ok := nw.unread(p); ok && n > 0 {
+		if n < nw.pt.sockOptsOf(fi).rcvLowat {
+			return false, false // poll says when, as it did before
+		}
+		return true, true
+	}
+	key := fi.inKey()
+	if fi.calmRecv != nw.netGen || nw.nativeSends[key] || nw.lateFins[key] {
 		return false, false
 	}
-	switch p.op.Kind {
-	case sched.Recv:
-		if p.immediate {
-			return false, false // polls nothing
-		}
-		if n, ok := nw.unread(p); ok && n > 0 {
-			if n < nw.pt.sockOptsOf(fi).rcvLowat {
-				return false, false // poll says when, as it did before
-			}
-			return true, true
-		}
-		key := fi.inKey()
-		if fi.calmRecv != nw.netGen || nw.nativeSends[key] || nw.lateFins[key] {
-			return false, false
-		}
-		if c := nw.conns[key]; c != nil && (!c.acked || c.sent != c.consumed) {
-			return false, false
-		}
-		return false, true
-	case sched.Send:
-		if c := nw.conns[fi.outKey()]; c != nil && !c.acked {
-			// Its last delivery was not acknowledged: a reset may be on
-			// its way back, when is the kernel's to say.
-			return false, false
-		}
-		if fi.calmRecv == nw.netGen || fi.calmSend == nw.netGen {
-			return false, true
-		}
+	if c := nw.conns[key]; c != nil && (!c.acked || c.sent != c.consumed) {
+		return false, false
 	}
-	return false, false
+	return false, true
 }
 
-// notePolled records what a poll found of p's socket for known.
-func (nw *network) notePolled(p *pendingOp, ready bool) {
+func (nw *network) knownSend(p *pendingOp) (ready, ok bool) {
 	fi := p.fi
-	if ready || fi == nil || fi.sockType != unix.SOCK_STREAM {
-		return
+	if !nw.keepsBooks(fi) {
+		return false, false
 	}
-	switch p.op.Kind {
-	case sched.Recv:
-		if !p.immediate {
-			fi.calmRecv = nw.netGen // POLLIN: neither bytes, nor an end, nor an error
-		}
-	case sched.Send:
-		fi.calmSend = nw.netGen // POLLERR|POLLHUP
+	if c := nw.conns[fi.outKey()]; c != nil && !c.acked {
+		// Its last delivery was not acknowledged: a reset may be on
+		// its way back, when is the kernel's to say.
+		return false, false
+	}
+	return false, fi.calmRecv == nw.netGen || fi.calmSend == nw.netGen
+}
+
+// keepsBooks says whether lockstep's books can answer for a socket: a
+// captured stream socket it holds a duplicate of.
+func (nw *network) keepsBooks(fi *fdInfo) bool {
+	return fi != nil && fi.dup >= 0 && fi.sockType == unix.SOCK_STREAM && nw.opts.Capture
+}
+
+// calmRecv and calmSend record that a poll found p's stream socket
+// without bytes, an end or an error (POLLIN), or without an error or a
+// hang-up (POLLERR|POLLHUP), for known.
+func (nw *network) calmRecv(p *pendingOp) {
+	if fi := p.fi; fi != nil && fi.sockType == unix.SOCK_STREAM && !p.immediate {
+		fi.calmRecv = nw.netGen
+	}
+}
+
+func (nw *network) calmSend(p *pendingOp) {
+	if fi := p.fi; fi != nil && fi.sockType == unix.SOCK_STREAM {
+		fi.calmSend = nw.netGen
 	}
 }
 
@@ -417,196 +400,6 @@ func (ot *opTable) readyProbe(p *pendingOp) bool {
 		return r
 	}
 	return ready(p.probe)
-}
-
-// enabled says whether releasing p now would not block.
-func (t *Tracer) enabled(p *pendingOp) bool {
-	if t.vt.interruptedBySignal(p) {
-		return true
-	}
-	switch p.op.Kind {
-	case sched.Deliver:
-		if p.chunk.dg != nil {
-			return true // datagrams keep no order
-		}
-		c := p.chunk.conn
-		if len(c.queue) == 0 || c.queue[0] != p {
-			return false
-		}
-		if c.blocked && !t.ops.readyOp(p, c.dup, unix.POLLOUT) {
-			return false
-		}
-		return t.net.roomFor(c, len(p.chunk.data))
-	case sched.Connect:
-		return p.deadline < 0 || p.deadline <= t.vt.now()
-	case sched.Close, sched.Shutdown:
-		return true
-	case sched.Accept, sched.Recv:
-		if p.immediate {
-			return true
-		}
-		if p.deadline >= 0 && p.deadline <= t.vt.now() {
-			return true // SO_RCVTIMEO expired
-		}
-		return p.fi != nil && t.ops.readyOp(p, p.fi.dup, unix.POLLIN)
-	case sched.Send:
-		if c := t.net.conns[p.fi.outKey()]; c != nil && c.queued >= t.opts.DeliverCap {
-			return false
-		}
-		return true
-	case sched.Poll:
-		if p.immediate || t.ops.readyProbe(p) {
-			return true
-		}
-		return p.deadline >= 0 && p.deadline <= t.vt.now()
-	case sched.Sleep:
-		return p.deadline <= t.vt.now()
-	}
-	return true
-}
-
-// release lets one pending op proceed.
-func (t *Tracer) release(id uint64) (Released, error) {
-	p := t.ops.pending[id]
-	if p == nil {
-		return Released{}, errUnknownOp(id)
-	}
-	delete(t.ops.pending, id)
-	t.net.stirOp(p)
-	if p.op.Kind == sched.Deliver {
-		if p.chunk.dg != nil {
-			return t.net.deliverDgram(p)
-		}
-		return t.net.deliver(p)
-	}
-	th := p.th
-	th.pending = nil
-	th.lastOp = id
-	r := Released{Causes: p.causes}
-	switch p.op.Kind {
-	case sched.Recv, sched.Poll, sched.Sleep, sched.Send:
-		// A recv's bytes are in the books; a poll and a sleep change no
-		// socket; a send moves netGen below unless captured.
-	default:
-		t.net.netGen++
-	}
-	switch p.op.Kind {
-	case sched.Sleep:
-		t.vt.releaseSleep(p)
-	case sched.Poll:
-		if !p.immediate && p.deadline >= 0 && p.deadline <= t.vt.now() && !t.ops.readyProbe(p) {
-			th.timeoutPoll(p)
-			return r, nil
-		}
-		th.cont(0)
-	case sched.Send:
-		// A socket that was reset or fully shut down fails the send in the
-		// kernel (ECONNRESET, EPIPE): let it, rather than capture bytes no
-		// one can receive.
-		if t.opts.Capture && p.fi.sockType == unix.SOCK_DGRAM {
-			n, err := t.net.captureDgram(p)
-			if err == nil {
-				r.Result = n
-				if n > 0 {
-					r.Data = t.net.freshData()
-				}
-				th.fake(n)
-				return r, nil
-			}
-			t.log.Warn("capturing datagram, sending it natively", "op", p.op.String(), "err", err)
-		}
-		if t.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG && !t.ops.readyOp(p, p.fi.dup, unix.POLLERR|unix.POLLHUP) {
-			n, err := t.net.capture(p)
-			if err == nil {
-				r.Result = n
-				if n > 0 {
-					r.Data = t.net.freshData()
-				}
-				th.fake(n)
-				return r, nil
-			}
-			t.log.Warn("capturing send, running it natively", "op", p.op.String(), "err", err)
-		}
-		// Natively its bytes reach the peer now, and the sender may block
-		// until the peer reads (see stirOp).
-		t.net.netGen++
-		t.net.stirPeer(p)
-		if p.fi.peer.IsValid() {
-			if t.net.nativeSends == nil {
-				t.net.nativeSends = map[string]bool{}
-			}
-			t.net.nativeSends[p.fi.outKey()] = true
-		}
-		th.cont(0)
-	case sched.Recv:
-		if t.timedOut(p) {
-			th.fake(-int64(unix.EAGAIN))
-			r.Result = -int64(unix.EAGAIN)
-			return r, nil
-		}
-		avail, ok := t.net.unread(p)
-		if !ok {
-			avail = p.queued()
-		}
-		if p.nothingToRead(avail) {
-			// A non-blocking read released with nothing queued and no FIN:
-			// it returns EAGAIN and moves no bytes (the kernel records none).
-			r.Result = -int64(unix.EAGAIN)
-		} else {
-			ids, data := t.net.consume(p, avail)
-			r.Causes, r.Data = append(r.Causes, ids...), data
-			t.vt.releaseMmsgTimeout(p)
-		}
-		th.cont(0)
-	case sched.Accept:
-		if t.timedOut(p) {
-			th.fake(-int64(unix.EAGAIN))
-			return r, nil
-		}
-		if c := t.net.popConnect(p.op.Object); c != 0 {
-			r.Causes = append(r.Causes, c)
-		}
-		th.cont(0)
-	case sched.Connect:
-		if p.silent {
-			th.fake(-int64(unix.EHOSTUNREACH))
-			r.Result = -int64(unix.EHOSTUNREACH)
-			return r, nil
-		}
-		t.net.connects[p.op.Object] = append(t.net.connects[p.op.Object], id)
-		if p.fi != nil && p.fi.dup >= 0 {
-			t.net.bindEphemeral(th.proc.node, p.fi)
-			peer, _ := netip.ParseAddrPort(p.op.Peer)
-			if t.net.cutBetween(th.proc.node.addr.Unmap(), peer.Addr().Unmap()) {
-				// Its SYN goes into the partition's firewall: nothing to
-				// wait for; the heal ends the attempt (see applyCut).
-				t.net.noteCutConnect(th.proc.node, p.fi, peer)
-			} else {
-				th.connecting = &connectWait{fi: p.fi, peer: peer, since: time.Now()}
-			}
-		}
-		th.cont(0)
-	case sched.Close:
-		fi := th.proc.forgetFd(p.fd)
-		t.net.releaseDup(fi)
-		if fi != nil {
-			t.net.expectFin(fi.local, fi.peer)
-		}
-		th.cont(0)
-	case sched.Shutdown:
-		how := int(p.args[1])
-		if c := t.net.conns[p.fi.outKey()]; c != nil && len(c.queue) > 0 && how != unix.SHUT_RD {
-			// The FIN must follow the queued data: shut down our duplicate
-			// once drained and let the tracee's call succeed now.
-			c.shutWr = true
-			th.fake(0)
-			return r, nil
-		}
-		th.cont(0)
-	default:
-		th.cont(0)
-	}
-	return r, nil
 }
 
 // silentConnect is how long, in virtual time, a blocking connect to an
@@ -676,13 +469,6 @@ func (vt *vtime) sockTimeout(po *pendingOp) {
 	if d := vt.pt.sockOptsOf(po.fi).rcvTimeo; d > 0 {
 		po.deadline = vt.now() + d
 	}
-}
-
-// timedOut says whether a recv or accept is released because its socket
-// timeout passed with nothing to read: the kernel would return EAGAIN.
-func (t *Tracer) timedOut(p *pendingOp) bool {
-	return !p.immediate && p.deadline >= 0 && p.deadline <= t.vt.now() &&
-		(p.fi == nil || !t.ops.readyOp(p, p.fi.dup, unix.POLLIN))
 }
 
 // timeoutPoll makes a poll-family call return "timed out" without waiting.

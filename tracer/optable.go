@@ -5,6 +5,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-dev/lockstep/sched"
+
 	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
 )
 
@@ -17,6 +19,8 @@ type opTable struct {
 	stats *Stats
 	pt    *procTable
 	net   *network
+	vt    *vtime
+	kinds map[sched.Kind]*opKind
 	gates map[int]gate // for the syscalls' names
 
 	// seq orders ops within a quiescent round (pendingOp.seq); per tracer,

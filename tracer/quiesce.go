@@ -497,7 +497,7 @@ func (t *Tracer) snapshot() State {
 	t.ops.noBooks, t.ops.pollAll = false, false
 	st.Pending = make([]*sched.Op, 0, len(ops))
 	st.Enabled = make([]*sched.Op, 0, len(ops))
-	enabled := t.enabledOps(ops)
+	enabled := t.ops.enabledOps(ops)
 	if !slices.Contains(enabled, true) && slices.ContainsFunc(ops, func(p *pendingOp) bool { return p.byBooks }) {
 		// Before time moves or a deadlock is called, the kernel's word
 		// rather than the books' (known): they miss what no op of
@@ -505,7 +505,7 @@ func (t *Tracer) snapshot() State {
 		t.ops.noBooks = true
 		t.ops.pollPending(ops)
 		t.ops.noBooks = false
-		if enabled = t.enabledOps(ops); slices.Contains(enabled, true) {
+		if enabled = t.ops.enabledOps(ops); slices.Contains(enabled, true) {
 			t.stats.BooksMissed++
 		}
 	}
@@ -516,7 +516,7 @@ func (t *Tracer) snapshot() State {
 		}
 		if p.deadline >= 0 && p.deadline < never {
 			d := Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind, Op: p.op.ID}
-			if p.op.Kind == sched.Sleep {
+			if t.ops.kinds[p.op.Kind].threadName {
 				d.Thread = p.th.name()
 			}
 			st.Deadlines = append(st.Deadlines, d)
@@ -555,17 +555,6 @@ func (t *Tracer) snapshot() State {
 		st.AllHeld = t.pt.allHeld()
 	}
 	return st
-}
-
-// enabledOps says which of ops are enabled, in a buffer reused by the
-// next call.
-func (t *Tracer) enabledOps(ops []*pendingOp) []bool {
-	en := t.ops.enabledBuf[:0]
-	for _, p := range ops {
-		en = append(en, t.enabled(p))
-	}
-	t.ops.enabledBuf = en
-	return en
 }
 
 func (q *quiescence) startSentinel() {

@@ -182,15 +182,17 @@ func checkBatched(tr *Tracer, fail func(format string, a ...any)) (polled, books
 		if p.byBooks {
 			books++
 		}
-		if fds := tr.ops.polls(nil, p); len(fds) > 0 {
-			if alone := ready(fds); alone != p.pollReady {
-				fail("%s: ready %v from the batched poll (books: %v), %v from its own", p.op.String(), p.pollReady, p.byBooks, alone)
+		if k := tr.ops.kinds[p.op.Kind]; k.polls != nil {
+			if fds := k.polls(nil, p); len(fds) > 0 {
+				if alone := ready(fds); alone != p.pollReady {
+					fail("%s: ready %v from the batched poll (books: %v), %v from its own", p.op.String(), p.pollReady, p.byBooks, alone)
+				}
 			}
 		}
-		batched := tr.enabled(p)
+		batched := tr.ops.enabled(p)
 		gen := p.polled
 		p.polled = 0
-		if alone := tr.enabled(p); alone != batched {
+		if alone := tr.ops.enabled(p); alone != batched {
 			fail("%s: enabled %v from the batched poll, %v from its own", p.op.String(), batched, alone)
 		}
 		p.polled = gen

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
@@ -732,15 +731,11 @@ func (vt *vtime) noteSignal(p *process, sig int) {
 	tab.signalled[p] |= 1 << (sig - 1)
 }
 
-// interruptedBySignal reports whether a gated wait would be interrupted by
-// a signal lockstep knows was sent (noteSignal) and is now pending for it.
+// interruptedBySignal reports whether a gated wait (an interruptible
+// kind's op) would be interrupted by a signal lockstep knows was sent
+// (noteSignal) and is now pending for it.
 func (vt *vtime) interruptedBySignal(p *pendingOp) bool {
 	if vt.timers == nil || len(vt.timers.signalled) == 0 || p.th == nil || p.th.proc == nil {
-		return false
-	}
-	switch p.op.Kind {
-	case sched.Recv, sched.Accept, sched.Poll, sched.Sleep:
-	default:
 		return false
 	}
 	th := p.th
@@ -814,11 +809,12 @@ func statusMask(status, field string) uint64 {
 
 // releaseSleep ends a sleep op: at its deadline it returns 0; released
 // early (a timer signal is pending) it returns EINTR with the time left.
-func (vt *vtime) releaseSleep(p *pendingOp) {
+func (vt *vtime) releaseSleep(p *pendingOp) (Released, error) {
+	r := Released{Causes: p.causes}
 	left := p.deadline - vt.now()
 	if left <= 0 {
 		p.th.fake(0)
-		return
+		return r, nil
 	}
 	rem := uint64(0)
 	switch {
@@ -833,4 +829,5 @@ func (vt *vtime) releaseSleep(p *pendingOp) {
 		ptrace.WriteMem(p.th.tid, rem, b[:])
 	}
 	p.th.fake(-int64(unix.EINTR))
+	return r, nil
 }

@@ -335,6 +335,8 @@ func newTracer(opts Options) *Tracer {
 	t.q = &quiescence{opts: &t.opts, log: t.log, stats: &t.stats, pt: t.pt, ops: t.ops, net: t.net, handle: t.handle}
 	t.sk = &sockets{opts: &t.opts, log: t.log, stats: &t.stats, pt: t.pt, ops: t.ops, net: t.net, vt: t.vt}
 	t.gates = gateTable(t)
+	t.ops.kinds = kindTable(t)
+	t.ops.vt = t.vt
 	t.ops.gates = t.gates
 	t.filter = launch.Filter(filteredSyscalls(t.gates))
 	return t
@@ -439,7 +441,7 @@ func (t *Tracer) Release(id uint64) (Released, error) {
 	if e := t.do(func() {
 		t.ops.pollGen++ // the caller may have done anything since Settle
 		t.pt.stirAll()
-		r, err = t.release(id)
+		r, err = t.ops.release(id)
 	}); e != nil {
 		return r, e
 	}
@@ -598,7 +600,7 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			}
 			if a.Release != 0 {
 				var r Released
-				r, err = t.release(a.Release)
+				r, err = t.ops.release(a.Release)
 				t.stats.ReleaseTime += time.Since(t2)
 				if err != nil {
 					return
