@@ -3,11 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/internal/procfs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -421,22 +421,19 @@ func countRTThreads(pid string, count map[int]int) {
 		if err != nil {
 			continue
 		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
+		s, err := procfs.ParseStat(b)
+		if err != nil {
 			continue
 		}
-		// After the command: flags is field 9, processor 39, policy 41.
-		f := strings.Fields(s[i+1:])
-		if len(f) < 39 {
+		flags, _ := s.Field(procfs.FieldFlags)
+		cpu, _ := s.Field(procfs.FieldProcessor)
+		policy, ok := s.Field(procfs.FieldPolicy)
+		if !ok {
 			continue
 		}
-		flags, _ := strconv.ParseUint(f[6], 10, 64)
-		cpu, _ := strconv.Atoi(f[36])
-		policy, _ := strconv.Atoi(f[38])
 		const pfKthread = 0x00200000
 		if flags&pfKthread == 0 && (policy == unix.SCHED_FIFO || policy == unix.SCHED_RR) {
-			count[cpu]++
+			count[int(cpu)]++
 		}
 	}
 }

@@ -3,13 +3,11 @@ package netns
 import (
 	"bufio"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/internal/nsexec"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // Listening reports whether some socket in the network namespace at nsPath
@@ -17,43 +15,20 @@ import (
 // (`ready: {listen: PORT}`) is checked, by lockstep at a quiescent point and
 // by native runs alike.
 func Listening(nsPath string, port uint16) (bool, error) {
-	type result struct {
-		ok  bool
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		// The thread enters the namespace and comes back before it is
-		// unlocked. Ending it instead (exiting locked) would fire the
-		// parent-death signal of any child another goroutine forked from
-		// it: a native run's nodes.
-		runtime.LockOSThread()
-		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{false, fmt.Errorf("opening this thread's network namespace: %w", err)}
-			return
-		}
-		defer unix.Close(home)
-		ok, err := listeningIn(nsPath, port)
-		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		} // else the thread stays locked and Go ends it with the goroutine
-		ch <- result{ok, err}
-	}()
-	r := <-ch
-	return r.ok, r.err
+	// On a thread of its own, which comes back before it is unlocked:
+	// ending it instead (exiting locked) would fire the parent-death signal
+	// of any child another goroutine forked from it (a native run's nodes).
+	var ok bool
+	err := nsexec.Do(nsPath, func() error {
+		var err error
+		ok, err = listeningHere(port)
+		return err
+	})
+	return ok, err
 }
 
-func listeningIn(nsPath string, port uint16) (bool, error) {
-	fd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false, fmt.Errorf("opening %s: %w", nsPath, err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-		return false, fmt.Errorf("entering %s: %w", nsPath, err)
-	}
+// listeningHere is Listening for the thread's own namespace.
+func listeningHere(port uint16) (bool, error) {
 	for _, f := range []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"} {
 		r, err := os.Open(f)
 		if err != nil {

@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/internal/nsexec"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -342,41 +342,8 @@ func cgroupRoot(root string) (string, error) {
 	return "", fmt.Errorf("no cgroup v2 hierarchy at %s", strings.Join(cands, " or "))
 }
 
-// inNamespace runs f on a locked thread inside the namespace at path.
-func inNamespace(path string, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := vns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		target, err := vns.GetFromPath(path)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer target.Close()
-		if err := vns.Set(target); err != nil {
-			errc <- err
-			return
-		}
-		ferr := f()
-		if err := vns.Set(orig); err != nil {
-			// The thread stays locked and dies with the goroutine.
-			errc <- fmt.Errorf("restoring namespace: %w", err)
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- ferr
-	}()
-	return <-errc
-}
-
 // Do runs f on a locked OS thread inside the node's network namespace.
-func (n *Node) Do(f func() error) error { return inNamespace(n.NetnsPath, f) }
+func (n *Node) Do(f func() error) error { return nsexec.Do(n.NetnsPath, f) }
 
 // Listens reports whether some socket in the node's namespace listens on
 // TCP port, as Listening does, through a sock_diag socket kept open in the
@@ -436,30 +403,15 @@ func newNamedNS(name string) error {
 	if err := sharedNetnsDir(); err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := vns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
+	// NewNamed leaves the thread in the new namespace; Do brings it back.
+	return nsexec.Do("", func() error {
 		ns, err := vns.NewNamed(name)
 		if err != nil {
-			vns.Set(orig)
-			errc <- err
-			return
+			return err
 		}
 		ns.Close()
-		if err := vns.Set(orig); err != nil {
-			errc <- err // thread dies locked
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- nil
-	}()
-	return <-errc
+		return nil
+	})
 }
 
 func (c *Cluster) addNode(n *Node, br *netlink.Bridge) error {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/internal/procfs"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -47,20 +47,15 @@ func writeOwner(runDir string) error {
 // procStart is a process's start time in clock ticks since boot; with the
 // pid it names a process uniquely.
 func procStart(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s, err := procfs.ReadStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	st, ok := s.Field(procfs.FieldStartTime)
+	if !ok {
+		return 0, fmt.Errorf("/proc/%d/stat: no start time", pid)
 	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
+	return uint64(st), nil
 }
 
 // ownerAlive says whether the run in runDir still has its lockstep.

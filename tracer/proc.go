@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-dev/lockstep/internal/procfs"
 	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
@@ -203,13 +204,12 @@ func (th *thread) readState(cpu bool) (byte, uint64, bool) {
 	if err != nil || n <= 0 {
 		return 0, 0, false
 	}
-	i := bytes.LastIndexByte(buf[:n], ')')
-	if i < 0 || i+2 >= n {
+	comm, state, ok := procfs.ParseState(buf[:n])
+	if !ok {
 		return 0, 0, false
 	}
-	state := buf[i+2]
-	if j := bytes.IndexByte(buf[:i], '('); j >= 0 && string(buf[j+1:i]) != th.comm {
-		th.comm = string(buf[j+1 : i]) // renamed (or first read): rare
+	if string(comm) != th.comm {
+		th.comm = string(comm) // renamed (or first read): rare
 	}
 	var used uint64
 	if cpu && th.schedFd > 0 {

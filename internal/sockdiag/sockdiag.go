@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/internal/nsexec"
 	"net/netip"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,35 +25,29 @@ type Sock struct {
 // Precondition: the calling goroutine is locked to its OS thread, so that
 // the namespace switch affects nothing else.
 func Open(path string) (*Sock, error) {
-	if path != "" {
-		orig, err := os.Open("/proc/thread-self/ns/net")
+	var d *Sock
+	open := func() error {
+		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		defer orig.Close()
-		target, err := os.Open(path)
-		if err != nil {
-			return nil, err
+		if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+			unix.Close(fd)
+			return err
 		}
-		defer target.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			return nil, fmt.Errorf("entering %s: %w", path, err)
-		}
-		defer func() {
-			if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-				panic("sockdiag: cannot return to its network namespace: " + err.Error())
-			}
-		}()
+		d = &Sock{fd: fd, buf: make([]byte, 8192)}
+		return nil
 	}
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
-	if err != nil {
-		return nil, err
+	if path == "" {
+		err := open()
+		return d, err
 	}
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		unix.Close(fd)
-		return nil, err
+	err := nsexec.Here(path, open)
+	if errors.Is(err, nsexec.ErrStranded) {
+		// The caller's thread (the tracer's) must not go on elsewhere.
+		panic("sockdiag: cannot return to its network namespace: " + err.Error())
 	}
-	return &Sock{fd: fd, buf: make([]byte, 8192)}, nil
+	return d, err
 }
 
 // Close closes the socket.

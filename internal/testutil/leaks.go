@@ -5,6 +5,7 @@ package testutil
 
 import (
 	"fmt"
+	"github.com/lockstep-dev/lockstep/internal/procfs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,20 +125,16 @@ func descendants(root int) map[int]string {
 		if err != nil {
 			continue
 		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
+		s, err := procfs.ParseStat(b)
+		if err != nil {
 			continue
 		}
-		var state byte
-		var ppid int
-		if _, err := fmt.Sscanf(s[i+2:], "%c %d", &state, &ppid); err != nil {
+		ppid, ok := s.Field(procfs.FieldPPID)
+		if !ok {
 			continue
 		}
-		parent[pid] = ppid
-		if j := strings.IndexByte(s, '('); j >= 0 {
-			comm[pid] = s[j+1 : i]
-		}
+		parent[pid] = int(ppid)
+		comm[pid] = s.Comm
 	}
 	out := map[int]string{}
 	for pid := range parent {

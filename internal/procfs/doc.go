@@ -1,0 +1,4 @@
+// Package procfs reads the /proc files lockstep looks at, so that each
+// format is parsed in one place: a task's stat line (its name, state,
+// parent, flags, CPU, policy, start time).
+package procfs
