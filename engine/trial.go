@@ -662,8 +662,7 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 			// failure that this run has not reported yet (a panicking Go
 			// thread can look quiescent while it waits for a lock on its
 			// way out). Settle again rather than call it a divergence.
-			time.Sleep(time.Millisecond)
-			return tracer.Action{}, nil
+			return tracer.Action{Wait: time.Millisecond}, nil
 		}
 	}
 	if rp, ok := t.p.strategy.(*sched.Replay); ok {
@@ -676,8 +675,7 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 				// thread found starved may still reach it. Settle again
 				// (a quiescent state settles at once) before calling the
 				// run diverged.
-				time.Sleep(time.Millisecond)
-				return tracer.Action{}, nil
+				return tracer.Action{Wait: time.Millisecond}, nil
 			}
 		}
 		t.missSince = time.Time{}
@@ -727,9 +725,8 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 		// so; when lockstep itself holds every thread nothing can change.
 		if !st.AllHeld && t.graceSpent < t.spec.Limits.DeadlockGrace {
 			pause := min(max(t.graceSpent, time.Millisecond), t.spec.Limits.DeadlockGrace-t.graceSpent)
-			time.Sleep(pause)
 			t.graceSpent += pause
-			return tracer.Action{}, nil
+			return tracer.Action{Wait: pause}, nil
 		}
 		if len(st.Unsettled) > 0 {
 			// Some thread may still be on its way: lockstep cannot tell a

@@ -494,6 +494,12 @@ type Action struct {
 	// Drop discards the datagram whose deliver op has this ID (a drop
 	// fault).
 	Drop uint64
+	// Wait, when nothing is released, lets the tracees run for up to this
+	// much real time before the next settle (a deadlock candidate watched
+	// for its grace period, a replay waiting for its op). The tracer thread
+	// waits for their events and handles them, rather than sleep through
+	// them, and settles again at the first.
+	Wait time.Duration
 }
 
 // Cut is a partition between two sets of addresses. While it lasts, the
@@ -518,7 +524,8 @@ type Cut struct {
 }
 
 // Stepper is what Run asks at each quiescent point, on the tracer thread.
-// Its methods must not call other Tracer methods.
+// Its methods must not call other Tracer methods, nor sleep: a step that
+// wants the tracees to run a while asks for it (Action.Wait).
 type Stepper interface {
 	// Step turns the state into an action.
 	Step(st *State) (Action, error)
@@ -597,6 +604,9 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 					pid, lerr = t.launch(cfg, path)
 				}
 				s.Launched(cfg.Node, pid, time.Since(t2), lerr)
+			}
+			if a.Release == 0 && a.Wait > 0 {
+				t.q.blockingWait(a.Wait)
 			}
 			if a.Release != 0 {
 				var r Released
