@@ -471,6 +471,9 @@ func (ot *opTable) numberFresh() {
 		ot.nextID++
 		p.op.ID = ot.nextID
 		ot.pending[p.op.ID] = p
+		if p.deadline >= 0 {
+			ot.vt.queue.add(p)
+		}
 	}
 	ot.fresh = ot.fresh[:0]
 }
@@ -514,13 +517,6 @@ func (t *Tracer) snapshot() State {
 		if enabled[i] {
 			st.Enabled = append(st.Enabled, &p.op)
 		}
-		if p.deadline >= 0 && p.deadline < never {
-			d := Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind, Op: p.op.ID}
-			if t.ops.kinds[p.op.Kind].threadName {
-				d.Thread = p.th.name()
-			}
-			st.Deadlines = append(st.Deadlines, d)
-		}
 	}
 	clear(ops)
 	t.ops.pendingBuf = ops[:0]
@@ -531,22 +527,7 @@ func (t *Tracer) snapshot() State {
 			t.log.Debug("nothing enabled", "thread", th.String(), "state", th.state, "kernel", string(ks), "syscall", sc)
 		}
 	}
-	st.Deadlines = append(st.Deadlines, t.vt.timerDeadlines()...)
-	for _, th := range t.pt.threads {
-		if th.state == tsTimedWait && !th.interrupted {
-			st.Deadlines = append(st.Deadlines, Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: t.ops.syscallName(th.waitNr), Kind: sched.Sleep, Thread: th.name()})
-		}
-	}
-	sort.Slice(st.Deadlines, func(i, j int) bool {
-		a, b := st.Deadlines[i], st.Deadlines[j]
-		if a.At != b.At {
-			return a.At < b.At
-		}
-		if a.LPID != b.LPID {
-			return a.LPID < b.LPID
-		}
-		return a.What < b.What
-	})
+	st.Deadlines = t.vt.deadlines()
 	if len(st.Deadlines) > 0 {
 		st.NextDeadline, st.HasDeadline = st.Deadlines[0].At, true
 	} else if len(st.Enabled) == 0 {

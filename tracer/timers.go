@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -71,8 +70,9 @@ const (
 
 // vtimer is one virtual kernel timer.
 type vtimer struct {
-	kind timerKind
-	proc *process
+	kind    timerKind
+	removed bool // out of the table (removeTimer)
+	proc    *process
 	// lpid is the thread that armed it: the deadline's owner, and the
 	// tie-break between timers due at the same instant.
 	lpid string
@@ -152,6 +152,7 @@ func (vt *vtime) findTimer(p *process, kind timerKind, key int64) *vtimer {
 func (vt *vtime) addTimer(v *vtimer) { tab := vt.timerTab(); tab.all = append(tab.all, v) }
 
 func (vt *vtime) removeTimer(v *vtimer) {
+	v.removed = true
 	tab := vt.timerTab()
 	for i, o := range tab.all {
 		if o == v {
@@ -203,21 +204,6 @@ func (vt *vtime) pruneTimers() {
 	}
 }
 
-// timerDeadlines lists the armed timers' expiries for State.Deadlines.
-func (vt *vtime) timerDeadlines() []Deadline {
-	vt.pruneTimers()
-	if vt.timers == nil {
-		return nil
-	}
-	var out []Deadline
-	for _, v := range vt.timers.all {
-		if v.armed {
-			out = append(out, Deadline{At: time.Duration(v.expiry), Node: v.proc.node.name, LPID: v.lpid, What: v.what()})
-		}
-	}
-	return out
-}
-
 // fireDueTimer fires the armed timer whose virtual expiry passed first
 // (ties by owner, kind and ID) and reports whether it fired one. One per
 // quiescent point, as wakeDueTimedWaits does: two signals sent at once
@@ -229,11 +215,11 @@ func (vt *vtime) fireDueTimer() bool {
 	vt.pruneTimers()
 	now := vt.now()
 	var due []*vtimer
-	for _, v := range vt.timers.all {
-		if v.armed && v.expiry <= now {
+	vt.queue.each(vt, func(o deadlineOwner, d Deadline, _ bool) {
+		if v, ok := o.(*vtimer); ok && v.expiry <= now {
 			due = append(due, v)
 		}
-	}
+	})
 	if len(due) == 0 {
 		return false
 	}
@@ -456,6 +442,7 @@ func (vt *vtime) arm(v *vtimer, s spec, abs bool) {
 	}
 	v.armed = true
 	v.expiry = vt.now() + max(rel, 0)
+	vt.queue.add(v)
 }
 
 // answer fakes a timer call's result: 0, or -errno.

@@ -153,6 +153,7 @@ func (vt *vtime) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline 
 	th.waitRequeued = false
 	th.interrupted = false
 	vt.pt.setState(th, tsTimedWait)
+	vt.queue.add(th)
 	if err := ptrace.Cont(th.tid, 0); err != nil {
 		vt.pt.setState(th, tsRunning)
 	}
@@ -170,19 +171,21 @@ func (vt *vtime) wakeDueTimedWaits() {
 	}
 	now := vt.now()
 	var first *thread
-	for _, th := range vt.pt.threads {
-		if th.state != tsTimedWait || th.waitDeadline > now {
-			continue
+	interrupting := false
+	vt.queue.each(vt, func(o deadlineOwner, _ Deadline, _ bool) {
+		th, ok := o.(*thread)
+		if !ok || th.waitDeadline > now {
+			return
 		}
 		if th.interrupted {
-			return // still on its way out of the wait
+			interrupting = true // still on its way out of the wait
 		}
 		if first == nil || th.waitDeadline < first.waitDeadline ||
 			th.waitDeadline == first.waitDeadline && th.lpid < first.lpid {
 			first = th
 		}
-	}
-	if first == nil {
+	})
+	if first == nil || interrupting {
 		return
 	}
 	if !first.inWait() {

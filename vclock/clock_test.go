@@ -36,61 +36,20 @@ func TestRead(t *testing.T) {
 	}
 }
 
-func TestAdvanceOrderAndTies(t *testing.T) {
-	c := New(time.Time{}, 0)
-	c.Add(3*time.Second, 9)
-	c.Add(time.Second, 5)
-	c.Add(time.Second, 2)
-	c.Add(time.Second, 2)
-	never := c.Add(Never, 1)
-	due, err := c.Advance()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(due) != 3 || due[0].Owner != 2 || due[1].Owner != 2 || due[2].Owner != 5 || due[0].ID > due[1].ID {
-		t.Fatalf("due %+v", due)
-	}
-	if c.Now() != time.Second {
-		t.Fatalf("now %v", c.Now())
-	}
-	due, _ = c.Advance()
-	if len(due) != 1 || due[0].Owner != 9 || c.Now() != 3*time.Second {
-		t.Fatalf("second advance: %+v at %v", due, c.Now())
-	}
-	// Only a Never deadline is left: nothing to jump to.
-	if due, err := c.Advance(); len(due) != 0 || err != nil || c.Now() != 3*time.Second {
-		t.Fatalf("advance with only Never: %v %v", due, err)
-	}
-	if !c.Cancel(never) || c.Cancel(never) || c.Pending() != 0 {
-		t.Fatal("cancel")
-	}
-}
-
 func TestLimit(t *testing.T) {
 	c := New(time.Time{}, 10*time.Second)
-	c.After(11*time.Second, 1)
-	_, err := c.Advance()
-	if !errors.Is(err, ErrLimit) || c.Now() != 10*time.Second {
-		t.Fatalf("err %v now %v", err, c.Now())
-	}
-	if err := New(time.Time{}, time.Second).AdvanceTo(2 * time.Second); !errors.Is(err, ErrLimit) {
-		t.Fatalf("AdvanceTo past limit: %v", err)
+	if err := c.AdvanceTo(11 * time.Second); !errors.Is(err, ErrLimit) || c.Now() != 10*time.Second {
+		t.Fatalf("AdvanceTo past limit: err %v now %v", err, c.Now())
 	}
 }
 
-func TestDueAndAfter(t *testing.T) {
+func TestAdvanceTo(t *testing.T) {
 	c := New(time.Time{}, 0)
-	id := c.After(-time.Second, 1)
-	if !c.Due(id) {
-		t.Fatal("negative After not due at once")
+	if c.Limit() != Never {
+		t.Fatalf("no limit: %v", c.Limit())
 	}
-	id2 := c.After(time.Second, 1)
-	if c.Due(id2) {
-		t.Fatal("due early")
-	}
-	c.AdvanceTo(time.Second)
-	if !c.Due(id2) {
-		t.Fatal("not due at its time")
+	if err := c.AdvanceTo(time.Second); err != nil || c.Now() != time.Second {
+		t.Fatalf("AdvanceTo: err %v now %v", err, c.Now())
 	}
 	c.AdvanceTo(0) // never backwards
 	if c.Now() != time.Second {
@@ -109,15 +68,5 @@ func TestRandomStreams(t *testing.T) {
 	}
 	if bytes.Equal(read(7, "db1"), read(8, "db1")) || bytes.Equal(read(7, "db1"), read(7, "db2")) {
 		t.Fatal("different seed or node gave the same bytes")
-	}
-}
-
-func BenchmarkAddAdvance(b *testing.B) {
-	c := New(time.Time{}, 0)
-	for i := 0; i < b.N; i++ {
-		c.After(time.Duration(i%7)*time.Millisecond, uint64(i))
-		if c.Pending() > 64 {
-			c.Advance()
-		}
 	}
 }

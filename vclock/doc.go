@@ -1,7 +1,9 @@
 // Package vclock owns a cluster's virtual time: the current instant, the
-// queue of deadlines (sleeps, timeouts, delayed starts), fast-forwarding to
-// the next deadline when nothing else can run, and the limit past which a
-// trial that never ends is a liveness failure. It also holds the per-node
+// clocks' readings, moving forward (the engine jumps to the next deadline
+// when nothing else can run) and the limit past which a trial that never
+// ends is a liveness failure. The deadlines themselves are the tracer's
+// (one queue: sleeps, timeouts, timed waits, kernel timers) and the
+// engine's (delayed starts, delay and fault triggers). It also holds the per-node
 // seeded random stream, the other source of nondeterminism lockstep pins.
 //
 // Operations cost no virtual time. The monotonic clocks read the elapsed
