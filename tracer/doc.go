@@ -10,8 +10,28 @@
 // kernel timers, the time-stamp counter rewritten where it does not trap),
 // quiescence (disk syscalls run alone), the ways around the gate it refuses
 // (bypass.go: splice and sendfile on sockets, other nodes' Unix sockets),
-// faults, and tearing trees down. Below it, in
-// packages of its own that know nothing of ops:
+// faults, and tearing trees down.
+//
+// A Tracer composes parts with one job each, and each part's methods touch
+// only its own state and the parts it was given:
+//
+//   - procTable: nodes, processes, threads and their descriptors; a
+//     stopped thread is the handle a stop's handler works through (thread:
+//     registers, memory, cont, fake, inject);
+//   - opTable: pending ops, their numbering and batched readiness polls,
+//     and the kind table (kinds.go) that says, per op kind, what readiness
+//     depends on, when an op is enabled and how it is released;
+//   - network: messages in flight, connections, datagrams, FINs, cuts;
+//   - vtime: clock answers, clock faults, sleeps, timed waits, kernel
+//     timers, and the one queue of their deadlines (deadlines.go);
+//   - quiescence: collecting events until no thread can move, the
+//     sentinel, disk syscalls held until nothing else runs;
+//   - sockets: the gates of the socket syscalls and the release of the
+//     socket op kinds.
+//
+// The gate table binds each gated syscall to the part that owns what its
+// handler changes. Below the policy, in packages of its own that know
+// nothing of ops:
 //
 //   - internal/ptrace: every ptrace request, wait statuses as kinds,
 //     registers (x86-64 in its _amd64 files), tracee memory, injected

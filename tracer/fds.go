@@ -41,7 +41,7 @@ type fdInfo struct {
 	// opts caches the socket's blocking mode, receive timeout and
 	// low-water mark.
 	opts sockOpts
-	// calmRecv and calmSend are the Tracer.netGen at which a poll found
+	// calmRecv and calmSend are the network.netGen at which a poll found
 	// the socket without bytes, end or error (for a recv), without error
 	// or hang-up (for a send); see known.
 	calmRecv, calmSend uint64

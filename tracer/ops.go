@@ -35,7 +35,7 @@ type pendingOp struct {
 	chunk   *chunk // for deliveries
 	causes  []uint64
 	dropped bool
-	// polled is the Tracer.pollGen of the batched poll that answered
+	// polled is the opTable.pollGen of the batched poll that answered
 	// pollReady for this op (see pollPending).
 	polled    uint64
 	pollReady bool

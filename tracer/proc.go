@@ -43,7 +43,7 @@ const (
 	numStates
 )
 
-// setState moves th to s, keeping Tracer.nState.
+// setState moves th to s, keeping nState.
 func (pt *procTable) setState(th *thread, s threadState) {
 	if pt.threads[th.tid] == th {
 		pt.nState[th.state]--
@@ -55,13 +55,13 @@ func (pt *procTable) setState(th *thread, s threadState) {
 	}
 }
 
-// addThread makes th one of t.threads.
+// addThread makes th one of pt.threads.
 func (pt *procTable) addThread(th *thread) {
 	pt.threads[th.tid] = th
 	pt.nState[th.state]++
 }
 
-// removeThread drops th from t.threads.
+// removeThread drops th from pt.threads.
 func (pt *procTable) removeThread(th *thread) {
 	if pt.threads[th.tid] == th {
 		pt.nState[th.state]--

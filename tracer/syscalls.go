@@ -29,7 +29,8 @@ type gate struct {
 // gateTable returns the syscalls that stop under the tracer; every other syscall
 // runs natively. To gate another one, add its entry here with its handler:
 // the seccomp filter is built from this table, and whether a pending op is
-// enabled and how it is released go by the op's kind (enabled, release).
+// enabled and how it is released go by the op's kind (the kind table,
+// kinds.go).
 //
 // read, write and close stop too because a filter cannot tell a socket from
 // a file: their handlers release non-socket ones at once from a per-fd

@@ -149,7 +149,14 @@ func (vt *vtime) findTimer(p *process, kind timerKind, key int64) *vtimer {
 	return nil
 }
 
-func (vt *vtime) addTimer(v *vtimer) { tab := vt.timerTab(); tab.all = append(tab.all, v) }
+func (vt *vtime) addTimer(v *vtimer) {
+	v.removed = false
+	tab := vt.timerTab()
+	tab.all = append(tab.all, v)
+	if v.armed {
+		vt.queue.add(v)
+	}
+}
 
 func (vt *vtime) removeTimer(v *vtimer) {
 	v.removed = true
