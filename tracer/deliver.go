@@ -844,20 +844,3 @@ func (nw *network) flushAcks(crosses func(a, b netip.Addr) bool) {
 	}
 	nw.stats.AcksLate += uint64(len(waiting))
 }
-
-// sockDup returns lockstep's duplicate of the TCP socket with these
-// addresses, -1 when it holds none.
-func (pt *procTable) sockDup(local, remote netip.AddrPort) int {
-	for _, p := range pt.procs {
-		for _, fi := range p.fds {
-			// fdInfo addresses are unmapped already (fds.go).
-			if fi.kind != fdInet || fi.dup < 0 || fi.peer != remote || fi.local.Port() != local.Port() {
-				continue
-			}
-			if a := fi.local.Addr(); a == local.Addr() || a.IsUnspecified() {
-				return fi.dup
-			}
-		}
-	}
-	return -1
-}

@@ -172,26 +172,3 @@ func (nw *network) dropDgram(p *pendingOp) {
 	}
 	nw.ops.dropPending(p)
 }
-
-// dgramReceiver finds lockstep's duplicate of the datagram socket that
-// would receive at dst, -1 when it knows none.
-func (pt *procTable) dgramReceiver(dst netip.AddrPort) int {
-	ni := pt.byAddr[dst.Addr().Unmap()]
-	if ni == nil {
-		return -1
-	}
-	for _, p := range pt.procs {
-		if p.node != ni || p.exited {
-			continue
-		}
-		for _, fi := range p.fds {
-			if fi.kind != fdInet || fi.sockType != unix.SOCK_DGRAM || fi.dup < 0 || fi.local.Port() != dst.Port() {
-				continue
-			}
-			if a := fi.local.Addr().Unmap(); a.IsUnspecified() || a == dst.Addr().Unmap() {
-				return fi.dup
-			}
-		}
-	}
-	return -1
-}

@@ -22,66 +22,6 @@ func (p *process) lpidFor(index int) string {
 	return p.node.name + "/" + p.forkPath + "/t" + strconv.Itoa(index)
 }
 
-// drain handles every event already waiting. With block false and nothing
-// waiting it returns 0 at once.
-func (q *quiescence) drain(nohang bool) int {
-	n := 0
-	flags := ptrace.Tracees
-	if nohang {
-		flags |= ptrace.NoHang
-	}
-	for {
-		tid, st, err := ptrace.Wait(-1, flags)
-		if err != nil || tid <= 0 {
-			return n
-		}
-		n++
-		q.handleTimed(tid, st)
-		flags |= ptrace.NoHang
-	}
-}
-
-// handleTimed is handle, timed for Stats.HandleTime; an event other than a
-// syscall stop makes the next collect ask the kernel again.
-func (q *quiescence) handleTimed(tid int, st ptrace.Status) {
-	t0 := time.Now()
-	if st.Kind() != ptrace.SeccompStop {
-		// An exit, a clone, an exec or a signal may have others behind it.
-		q.pt.expect = true
-		// And may close sockets (an exit, an exec), or run a handler.
-		q.net.netGen++
-	}
-	q.handle(tid, st)
-	q.stats.HandleTime += time.Since(t0)
-}
-
-// collect handles the events waiting, like drain(true), but asks the
-// kernel only while one may be there (see quiet): most ops end with every
-// thread stopped by lockstep, and the wait4 that would confirm nothing
-// came is a syscall per op.
-func (q *quiescence) collect() int {
-	n := 0
-	for !q.quiet() {
-		tid, st, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.NoHang)
-		if err != nil || tid <= 0 {
-			q.pt.expect = false
-			return n
-		}
-		n++
-		q.handleTimed(tid, st)
-	}
-	return n
-}
-
-// quiet reports whether no tracee can have an event to report: every live
-// thread is stopped by lockstep at a syscall, and since the last wait that
-// found nothing lockstep neither signalled a tracee nor handled an event
-// other than a syscall stop. Such threads report only when resumed or
-// killed; a SIGKILL one tracee sends another while every thread is held is
-// seen at the next wait, which the release of any op that resumes a
-// thread brings.
-func (q *quiescence) quiet() bool { return !q.pt.expect && q.pt.nHeld() == len(q.pt.threads) }
-
 // cont resumes th, delivering sig unless it is 0.
 //
 // Precondition: runs on the tracer thread; th is stopped.
@@ -431,27 +371,6 @@ func (t *Tracer) killAll() {
 // tscBase makes the virtual time-stamp counter start well above zero, as a
 // real one does after boot; it ticks once per virtual nanosecond.
 const tscBase = uint64(3600e9)
-
-// emulateTSC answers a faulting rdtsc or rdtscp (PR_TSC_SIGSEGV) from
-// virtual time. It reports false for any other SIGSEGV.
-func (vt *vtime) emulateTSC(th *thread) bool {
-	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
-		return false
-	}
-	var code [3]byte
-	if ptrace.ReadMem(th.tid, th.regs.PC(), code[:]) != nil {
-		return false
-	}
-	if !th.regs.EmulateTSC(code, tscBase+uint64(vt.opts.Clock.Now())) {
-		return false
-	}
-	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
-		return false
-	}
-	vt.stats.TSCReads++
-	th.cont(0)
-	return true
-}
 
 // killAndReap SIGKILLs the processes that match and handles their exits
 // until none is left, for at most five seconds; it returns how many are

@@ -177,25 +177,6 @@ func (t *Tracer) forgetAllFds(p *process) {
 	}
 }
 
-// releaseDup closes lockstep's duplicate unless a connection still needs it
-// to deliver queued bytes.
-func (nw *network) releaseDup(fi *fdInfo) {
-	if fi == nil {
-		return
-	}
-	nw.netGen++ // the socket may close: a FIN, or a reset
-	if fi.kind == fdInet && fi.peer.IsValid() {
-		if c := nw.conns[fi.outKey()]; c != nil {
-			c.closing = true
-			nw.maybeFinishConn(c)
-		}
-	}
-	if fi.dup >= 0 {
-		unix.Close(fi.dup)
-		fi.dup = -1
-	}
-}
-
 // decodeSockaddr reads a sockaddr argument from the tracee.
 func decodeSockaddr(pid int, addr uint64, length uint64) (family int, ap netip.AddrPort) {
 	if addr == 0 || length < 2 {
@@ -225,48 +206,3 @@ const (
 	firstEphemeral = 32768
 	lastEphemeral  = 60999
 )
-
-// bindEphemeral binds an unbound socket about to connect or send to the
-// node's next ephemeral port, through lockstep's duplicate. The kernel
-// picks a random one (its port offsets are salted), which a program sees
-// (Go's and Java's connections name their peers by address and port, maps
-// keyed by them iterate by their hashes), so a replay or a rerun with the
-// same seed would not see the same ports. Counted per node in the order
-// of the schedule, they are the same in every run of it; namespaces start
-// each trial without sockets (netns.Cluster.Reset), so they are free.
-func (nw *network) bindEphemeral(ni *nodeInfo, fi *fdInfo) {
-	sa, err := unix.Getsockname(fi.dup)
-	if err != nil {
-		return
-	}
-	for try := 0; try < 64; try++ {
-		port := firstEphemeral + ni.ports%(lastEphemeral-firstEphemeral+1)
-		var bind unix.Sockaddr
-		switch sa := sa.(type) {
-		case *unix.SockaddrInet4:
-			if sa.Port != 0 {
-				return
-			}
-			bind = &unix.SockaddrInet4{Port: port}
-		case *unix.SockaddrInet6:
-			if sa.Port != 0 {
-				return
-			}
-			bind = &unix.SockaddrInet6{Port: port}
-		default:
-			return
-		}
-		ni.ports++
-		err = unix.Bind(fi.dup, bind)
-		if err != unix.EADDRINUSE {
-			break
-		}
-	}
-	if err != nil {
-		nw.log.Debug("binding an ephemeral port; the kernel picks one", "node", ni.name, "err", err)
-		return
-	}
-	if sa, err := unix.Getsockname(fi.dup); err == nil {
-		fi.local = sockaddrToAddrPort(sa)
-	}
-}

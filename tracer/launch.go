@@ -110,23 +110,6 @@ func resolveProgram(argv0, dir string) (string, error) {
 	return path, nil
 }
 
-// node returns the launched node's state, made on its first launch.
-func (pt *procTable) node(cfg LaunchConfig) *nodeInfo {
-	ni := pt.nodes[cfg.Node]
-	if ni == nil {
-		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns, clockOffset: cfg.ClockOffset, idx: len(pt.nodes)}
-		if pt.opts.Random != nil {
-			ni.rand = pt.opts.Random(cfg.Node)
-		}
-		pt.nodes[cfg.Node] = ni
-		pt.nodeList = append(pt.nodeList, ni)
-		if cfg.Addr.IsValid() {
-			pt.byAddr[cfg.Addr] = ni
-		}
-	}
-	return ni
-}
-
 func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	spawn := launch.Spawn
 	if t.opts.Zygote != nil {

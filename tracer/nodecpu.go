@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"bytes"
-	"net/netip"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -94,58 +93,5 @@ func (ni *nodeInfo) asleepSince() bool {
 func (ni *nodeInfo) stir() {
 	if ni != nil {
 		ni.cpu.asleepOK = false
-	}
-}
-
-// stirAll is stir for every node (faults, launches, clock changes: what
-// they wake is not worked out).
-func (pt *procTable) stirAll() {
-	for _, ni := range pt.nodeList {
-		ni.stir()
-	}
-}
-
-// stirOp stirs the nodes an op's release may wake threads on: its own,
-// and the peer's when a packet goes there. A send (a native one stirs its
-// peer itself), an accept, a poll or a sleep sends nothing another node's
-// threads wait for (blocking calls on a cluster socket are ops, not
-// sleepers); a delivery reaches its receiver; a recv may open the window
-// of a sender blocked in a send that ran natively; a connect, a close or a
-// shutdown reaches the peer.
-func (nw *network) stirOp(p *pendingOp, k *opKind) {
-	if p.th != nil && p.th.proc != nil {
-		p.th.proc.node.stir()
-	}
-	if k.wakesPeer != nil {
-		k.wakesPeer(p)
-	}
-}
-
-// stirNativeSender stirs the peer of a recv's socket when a send ran
-// natively on its connection.
-func (nw *network) stirNativeSender(p *pendingOp) {
-	if p.fi != nil && nw.nativeSends[p.fi.inKey()] {
-		nw.stirPeer(p)
-	}
-}
-
-// stirReceiver stirs the node a delivery reaches.
-func (nw *network) stirReceiver(p *pendingOp) {
-	if p.chunk != nil && p.chunk.conn != nil {
-		nw.pt.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
-		return
-	}
-	nw.stirPeer(p)
-}
-
-// stirPeer stirs the node at the other end of p's socket.
-func (nw *network) stirPeer(p *pendingOp) {
-	if p.fi != nil && p.fi.peer.IsValid() {
-		nw.pt.byAddr[p.fi.peer.Addr().Unmap()].stir()
-	}
-	// A datagram, a connect, an unconnected socket: the peer is in the
-	// op's name only.
-	if ap, err := netip.ParseAddrPort(p.op.Peer); err == nil {
-		nw.pt.byAddr[ap.Addr().Unmap()].stir()
 	}
 }

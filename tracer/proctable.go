@@ -1,8 +1,15 @@
 package tracer
 
 import (
+	"encoding/binary"
 	"log/slog"
 	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
+	"golang.org/x/sys/unix"
 )
 
 // procTable owns the nodes, the traced processes and threads, and the
@@ -43,4 +50,250 @@ func newProcTable(opts *Options, log *slog.Logger, stats *Stats) *procTable {
 		// An fdInfo's zero sockOpts were never read.
 		sockOptsGen: 1,
 	}
+}
+
+// toOtherNode reports whether fi is an internet socket whose peer lockstep
+// gates, or whose peer it cannot tell (not connected yet).
+func (pt *procTable) toOtherNode(fi *fdInfo) bool {
+	return fi.kind == fdInet && (!fi.peer.IsValid() || pt.gated(fi.peer.Addr()))
+}
+
+// foreignUnix reports whether the Unix socket address at addr names a
+// socket file bound in another network namespace than the node's: another
+// node's (through the trial's directory, which every node of a trial
+// shares), the host's or another campaign's. Abstract addresses are
+// per-namespace already; a path that names no socket is the kernel's to
+// answer.
+func (pt *procTable) foreignUnix(th *thread, addr, length uint64) (string, bool) {
+	if addr == 0 || length <= 2 {
+		return "", false
+	}
+	length = min(length, unix.SizeofSockaddrUnix)
+	b := make([]byte, length)
+	if ptrace.ReadMem(th.tid, addr, b) != nil || binary.NativeEndian.Uint16(b) != unix.AF_UNIX || b[2] == 0 {
+		return "", false
+	}
+	path := string(b[2:])
+	for i := range path {
+		if path[i] == 0 {
+			path = path[:i]
+			break
+		}
+	}
+	var st unix.Stat_t
+	if !statIn(th.proc.pid, path, &st) || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return path, false
+	}
+	d, err := th.proc.node.diagFor()
+	if err != nil {
+		return path, false
+	}
+	bound, err := d.UnixBoundAt(st.Dev, st.Ino)
+	return path, err == nil && !bound
+}
+
+// sockDup returns lockstep's duplicate of the TCP socket with these
+// addresses, -1 when it holds none.
+func (pt *procTable) sockDup(local, remote netip.AddrPort) int {
+	for _, p := range pt.procs {
+		for _, fi := range p.fds {
+			// fdInfo addresses are unmapped already (fds.go).
+			if fi.kind != fdInet || fi.dup < 0 || fi.peer != remote || fi.local.Port() != local.Port() {
+				continue
+			}
+			if a := fi.local.Addr(); a == local.Addr() || a.IsUnspecified() {
+				return fi.dup
+			}
+		}
+	}
+	return -1
+}
+
+// dgramReceiver finds lockstep's duplicate of the datagram socket that
+// would receive at dst, -1 when it knows none.
+func (pt *procTable) dgramReceiver(dst netip.AddrPort) int {
+	ni := pt.byAddr[dst.Addr().Unmap()]
+	if ni == nil {
+		return -1
+	}
+	for _, p := range pt.procs {
+		if p.node != ni || p.exited {
+			continue
+		}
+		for _, fi := range p.fds {
+			if fi.kind != fdInet || fi.sockType != unix.SOCK_DGRAM || fi.dup < 0 || fi.local.Port() != dst.Port() {
+				continue
+			}
+			if a := fi.local.Addr().Unmap(); a.IsUnspecified() || a == dst.Addr().Unmap() {
+				return fi.dup
+			}
+		}
+	}
+	return -1
+}
+
+// node returns the launched node's state, made on its first launch.
+func (pt *procTable) node(cfg LaunchConfig) *nodeInfo {
+	ni := pt.nodes[cfg.Node]
+	if ni == nil {
+		ni = &nodeInfo{name: cfg.Node, addr: cfg.Addr, netns: cfg.Netns, clockOffset: cfg.ClockOffset, idx: len(pt.nodes)}
+		if pt.opts.Random != nil {
+			ni.rand = pt.opts.Random(cfg.Node)
+		}
+		pt.nodes[cfg.Node] = ni
+		pt.nodeList = append(pt.nodeList, ni)
+		if cfg.Addr.IsValid() {
+			pt.byAddr[cfg.Addr] = ni
+		}
+	}
+	return ni
+}
+
+// stirAll is stir for every node (faults, launches, clock changes: what
+// they wake is not worked out).
+func (pt *procTable) stirAll() {
+	for _, ni := range pt.nodeList {
+		ni.stir()
+	}
+}
+
+func (pt *procTable) gated(a netip.Addr) bool { return pt.opts.Gated(a.Unmap()) }
+
+func (pt *procTable) inbox(a netip.Addr) string {
+	if n := pt.byAddr[a.Unmap()]; n != nil {
+		return n.inbox()
+	}
+	return "inbox:" + a.String()
+}
+
+// sockOptsOf returns fi's blocking mode, receive timeout and low-water
+// mark.
+func (pt *procTable) sockOptsOf(fi *fdInfo) sockOpts {
+	if fi.dup < 0 {
+		return sockOpts{}
+	}
+	if fi.opts.gen == pt.sockOptsGen && pt.changingSockOpts == 0 {
+		return fi.opts
+	}
+	o := sockOpts{gen: pt.sockOptsGen}
+	if fl, err := unix.FcntlInt(uintptr(fi.dup), unix.F_GETFL, 0); err == nil {
+		o.nonblock = fl&unix.O_NONBLOCK != 0
+	}
+	if tv, err := unix.GetsockoptTimeval(fi.dup, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
+		o.rcvTimeo = tv.Sec*1e9 + tv.Usec*1e3
+	}
+	o.rcvLowat = 1
+	if pt.opts.Capture && fi.sockType == unix.SOCK_STREAM {
+		if n, err := unix.GetsockoptInt(fi.dup, unix.SOL_SOCKET, unix.SO_RCVLOWAT); err == nil {
+			o.rcvLowat = n
+		}
+	}
+	if pt.changingSockOpts == 0 {
+		// While a change is under way (stopped at, or resumed into, and
+		// not yet seen again) what was read may be from before it.
+		fi.opts = o
+	}
+	return o
+}
+
+// onSockOptsChange: a tracee is about to run fcntl(F_SETFL), ioctl(FIONBIO)
+// or setsockopt(SO_RCVTIMEO or SO_RCVLOWAT), which the filter stops for
+// this alone. What lockstep read of any socket's (the fd may share a
+// description with others) no longer holds, nor does what it reads until
+// the thread is seen again, the call done (handle).
+func (pt *procTable) onSockOptsChange(th *thread, _ int, _ [6]uint64) bool {
+	pt.sockOptsGen++
+	if !th.changingSockOpts {
+		th.changingSockOpts = true
+		pt.changingSockOpts++
+	}
+	return false
+}
+
+// sockOptsChanged ends th's change of socket settings (it stopped again,
+// or is gone).
+func (pt *procTable) sockOptsChanged(th *thread) {
+	if th.changingSockOpts {
+		th.changingSockOpts = false
+		pt.changingSockOpts--
+		pt.sockOptsGen++
+	}
+}
+
+func (pt *procTable) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
+	if pt.sockOptsOf(fi).nonblock {
+		return true
+	}
+	switch nr {
+	case unix.SYS_RECVFROM:
+		return a[3]&unix.MSG_DONTWAIT != 0
+	case unix.SYS_RECVMSG:
+		return a[2]&unix.MSG_DONTWAIT != 0
+	case unix.SYS_RECVMMSG:
+		return a[3]&unix.MSG_DONTWAIT != 0
+	}
+	return false
+}
+
+// nextAlone returns the held disk syscall to run next, the lowest LPID's,
+// or nil.
+func (pt *procTable) nextAlone() *thread {
+	var first *thread
+	for _, th := range pt.threads {
+		if th.state == tsAlone && (first == nil || th.lpid < first.lpid) {
+			first = th
+		}
+	}
+	return first
+}
+
+// allHeld reports whether every live thread is stopped by lockstep.
+func (pt *procTable) allHeld() bool {
+	for _, th := range pt.threads {
+		if th.state != tsGated && th.state != tsGroupStop {
+			return false
+		}
+	}
+	return len(pt.threads) > 0
+}
+
+// socks lists the nodes' connected TCP sockets in a deterministic order
+// (process, then descriptor), each socket once although forked children
+// share it.
+//
+// Precondition: runs on the tracer thread.
+func (pt *procTable) socks() []Sock {
+	ps := make([]*process, 0, len(pt.procs))
+	for _, p := range pt.procs {
+		if !p.exited {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b *process) int {
+		if c := strings.Compare(a.node.name, b.node.name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.forkPath, b.forkPath)
+	})
+	var out []Sock
+	seen := map[string]bool{}
+	for _, p := range ps {
+		fds := make([]int, 0, len(p.fds))
+		for fd, fi := range p.fds {
+			if fi.kind == fdInet && fi.sockType == unix.SOCK_STREAM && !fi.listening && fi.peer.IsValid() && fi.local.IsValid() {
+				fds = append(fds, fd)
+			}
+		}
+		slices.Sort(fds)
+		for _, fd := range fds {
+			fi := p.fds[fd]
+			key := fi.outKey()
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, Sock{Node: p.node.name, Object: "sock:" + p.node.name + "/" + p.forkPath + "/fd" + strconv.Itoa(fd), Conn: key})
+		}
+	}
+	return out
 }

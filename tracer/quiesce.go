@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -89,18 +88,6 @@ func isFile(pid, fd int) bool {
 	}
 	target, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + strconv.Itoa(fd))
 	return err == nil && strings.HasPrefix(target, "/")
-}
-
-// nextAlone returns the held disk syscall to run next, the lowest LPID's,
-// or nil.
-func (pt *procTable) nextAlone() *thread {
-	var first *thread
-	for _, th := range pt.threads {
-		if th.state == tsAlone && (first == nil || th.lpid < first.lpid) {
-			first = th
-		}
-	}
-	return first
 }
 
 // maxStarvedRounds bounds the extra grace periods waited for runnable
@@ -454,30 +441,6 @@ func sameCPU(a, b map[int]uint64) bool {
 	return true
 }
 
-// numberFresh gives the ops that appeared since the last quiescent point
-// their IDs, in LPID order so that numbering does not depend on the order
-// in which the kernel reported the stops.
-func (ot *opTable) numberFresh() {
-	slices.SortStableFunc(ot.fresh, func(a, b *pendingOp) int {
-		if c := strings.Compare(a.op.LPID, b.op.LPID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.seq, b.seq)
-	})
-	for _, p := range ot.fresh {
-		if p.dropped {
-			continue
-		}
-		ot.nextID++
-		p.op.ID = ot.nextID
-		ot.pending[p.op.ID] = p
-		if p.deadline >= 0 {
-			ot.vt.queue.add(p)
-		}
-	}
-	ot.fresh = ot.fresh[:0]
-}
-
 func (t *Tracer) snapshot() State {
 	st := State{Live: len(t.pt.threads), ClockReads: t.stats.ClockReads}
 	st.Exits, t.exits = t.exits, nil
@@ -590,16 +553,6 @@ func (q *quiescence) blockingWait(d time.Duration) bool {
 	}
 	q.handleTimed(tid, st)
 	return tid != sentinel
-}
-
-// allHeld reports whether every live thread is stopped by lockstep.
-func (pt *procTable) allHeld() bool {
-	for _, th := range pt.threads {
-		if th.state != tsGated && th.state != tsGroupStop {
-			return false
-		}
-	}
-	return len(pt.threads) > 0
 }
 
 // unsettled names the threads not known to be blocked, each with what it

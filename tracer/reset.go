@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 )
@@ -22,47 +19,6 @@ type Sock struct {
 	Object string
 	// Conn is "local>peer", for humans.
 	Conn string
-}
-
-// socks lists the nodes' connected TCP sockets in a deterministic order
-// (process, then descriptor), each socket once although forked children
-// share it.
-//
-// Precondition: runs on the tracer thread.
-func (pt *procTable) socks() []Sock {
-	ps := make([]*process, 0, len(pt.procs))
-	for _, p := range pt.procs {
-		if !p.exited {
-			ps = append(ps, p)
-		}
-	}
-	slices.SortFunc(ps, func(a, b *process) int {
-		if c := strings.Compare(a.node.name, b.node.name); c != 0 {
-			return c
-		}
-		return strings.Compare(a.forkPath, b.forkPath)
-	})
-	var out []Sock
-	seen := map[string]bool{}
-	for _, p := range ps {
-		fds := make([]int, 0, len(p.fds))
-		for fd, fi := range p.fds {
-			if fi.kind == fdInet && fi.sockType == unix.SOCK_STREAM && !fi.listening && fi.peer.IsValid() && fi.local.IsValid() {
-				fds = append(fds, fd)
-			}
-		}
-		slices.Sort(fds)
-		for _, fd := range fds {
-			fi := p.fds[fd]
-			key := fi.outKey()
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			out = append(out, Sock{Node: p.node.name, Object: "sock:" + p.node.name + "/" + p.forkPath + "/fd" + strconv.Itoa(fd), Conn: key})
-		}
-	}
-	return out
 }
 
 // resetSock aborts the connection a reset fault chose, as a middlebox's RST

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"io"
 	"slices"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -136,16 +135,6 @@ func filteredSyscalls(gates map[int]gate) []uint32 {
 	return nrs
 }
 
-func (ot *opTable) syscallName(nr int) string {
-	if g, ok := ot.gates[nr]; ok {
-		return g.name
-	}
-	if name, ok := ungatedNames[nr]; ok {
-		return name
-	}
-	return "syscall" + strconv.Itoa(nr)
-}
-
 // onSeccomp handles a gated syscall stop: the syscall's gate answers it,
 // releases it at once or turns it into a pending op; a syscall its gate
 // declines runs natively.
@@ -167,49 +156,6 @@ func (t *Tracer) onSeccomp(th *thread) {
 		return
 	}
 	th.allow()
-}
-
-// onClockGettime answers clock_gettime from virtual time.
-func (vt *vtime) onClockGettime(th *thread, _ int, a [6]uint64) bool {
-	ns, ok := vt.readClock(th.proc.node, int32(a[0]))
-	if !ok {
-		return false
-	}
-	vt.stats.ClockReads++
-	if a[1] != 0 {
-		var b [16]byte
-		putTimespec(b[:], ns)
-		ptrace.WriteMem(th.tid, a[1], b[:])
-	}
-	th.fake(0)
-	return true
-}
-
-// onGettimeofday answers gettimeofday from the virtual wall clock.
-func (vt *vtime) onGettimeofday(th *thread, _ int, a [6]uint64) bool {
-	vt.stats.ClockReads++
-	ns, _ := vt.readClock(th.proc.node, unix.CLOCK_REALTIME)
-	if a[0] != 0 {
-		var b [16]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
-		binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9/1e3))
-		ptrace.WriteMem(th.tid, a[0], b[:])
-	}
-	th.fake(0)
-	return true
-}
-
-// onTime answers time from the virtual wall clock.
-func (vt *vtime) onTime(th *thread, _ int, a [6]uint64) bool {
-	vt.stats.ClockReads++
-	ns, _ := vt.readClock(th.proc.node, unix.CLOCK_REALTIME)
-	if a[0] != 0 {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
-		ptrace.WriteMem(th.tid, a[0], b[:])
-	}
-	th.fake(ns / 1e9)
-	return true
 }
 
 // onGetrandom fills the buffer from the process's seeded stream.
@@ -369,12 +315,6 @@ func (sk *sockets) onAccept(th *thread, nr int, a [6]uint64) bool {
 	po.immediate = sk.pt.sockOptsOf(fi).nonblock
 	sk.vt.sockTimeout(po)
 	return true
-}
-
-// onFutex takes over a timed futex wait's timeout (the filter stops only
-// waits that carry one).
-func (vt *vtime) onFutex(th *thread, _ int, a [6]uint64) bool {
-	return vt.onFutexWait(th, a)
 }
 
 func (th *thread) fakeRandom(buf, count uint64) {
