@@ -45,9 +45,12 @@ func (t *Trial) diskFor(n spec.Node) (tracer.Disk, error) {
 	return b, nil
 }
 
-// closeDisks releases the files the books hold.
+// closeDisks releases the files the books hold, saying at debug level
+// what they did.
 func (t *Trial) closeDisks() {
-	for _, b := range t.disk.books {
+	for n, b := range t.disk.books {
+		st := b.Stats()
+		t.j.log.Debug("disk books", "trial", t.p.index, "node", n, "calls", st.Calls, "changes", st.Changes, "kept_bytes", st.Kept, "unsynced", b.Pending())
 		b.Close()
 	}
 }
