@@ -18,26 +18,41 @@ const (
 	PersistAll    = "all"
 	PersistPrefix = "prefix"
 	PersistSubset = "subset"
+	PersistTorn   = "torn"
 )
+
+// sector is the unit in which a torn write reaches the disk.
+const sector = 512
 
 // Cut undoes, after a power cut (the node's processes are gone), the
 // changes that were not durable, but those that reached the disk before
-// the cut: none, all, a prefix of them or a subset, as persist says, the
-// prefix's length or the subset drawn from pick. It returns what it did,
-// for the trace. Afterwards every change counts as durable.
+// the cut: none, all, a prefix of them, a prefix and the first sectors of
+// the write after it (torn), or a subset, as persist says, the prefix's
+// length or the subset drawn from pick. It returns what it did, for the
+// trace. Afterwards every change counts as durable.
 func (b *Books) Cut(persist string, pick uint64) (string, error) {
 	n := len(b.log)
 	keep := make([]bool, n)
+	torn, tornLen := -1, int64(0)
 	r := rand.New(rand.NewPCG(pick, 0x706f776572)) // "power"
 	switch persist {
 	case PersistAll:
 		for i := range keep {
 			keep[i] = true
 		}
-	case PersistPrefix:
+	case PersistPrefix, PersistTorn:
 		k := r.IntN(n + 1)
 		for i := range k {
 			keep[i] = true
+		}
+		if persist == PersistTorn && k < n && b.log[k].kind == chWrite {
+			// Up to a sector boundary of the file inside the write: some
+			// of its sectors, not all.
+			ch := b.log[k]
+			first := (ch.off/sector + 1) * sector
+			if end := ch.off + ch.n; first < end {
+				torn, tornLen = k, first+r.Int64N((end-1-first)/sector+1)*sector-ch.off
+			}
 		}
 	case PersistSubset:
 		// Name changes up to a drawn point, as a prefix; each data change
@@ -76,11 +91,17 @@ func (b *Books) Cut(persist string, pick uint64) (string, error) {
 	for i := n - 1; i >= 0; i-- {
 		ch := b.log[i]
 		if ch.kind.data() {
+			if keep[i] && persist != PersistSubset {
+				continue // a prefix: nothing newer than it is kept
+			}
 			if keep[i] && ch.kind == chWrite {
 				redo[i] = readAt(ch.f.f, ch.off, ch.n)
 			}
-			if keep[i] && persist != PersistSubset {
-				continue // a prefix: nothing newer than it is kept
+			if i == torn {
+				if err := undoFrom(ch, tornLen); err != nil {
+					errs = append(errs, err)
+				}
+				continue
 			}
 			if err := b.undoData(ch); err != nil {
 				errs = append(errs, err)
@@ -104,12 +125,29 @@ func (b *Books) Cut(persist string, pick uint64) (string, error) {
 			}
 		}
 	}
-	b.syncAll()
 	what := fmt.Sprintf("kept %d of %d unsynced changes", kept, n)
+	if torn >= 0 {
+		what += fmt.Sprintf(" and %d of the next write's %d bytes", tornLen, b.log[torn].n)
+	}
+	b.syncAll()
 	if len(errs) > 0 {
 		return what, fmt.Errorf("disk: undoing the unsynced changes: %w", errs[0])
 	}
 	return what, nil
+}
+
+// undoFrom undoes a write but for its first m bytes (a torn write).
+func undoFrom(ch *change, m int64) error {
+	f := ch.f.f
+	if m < int64(len(ch.old)) {
+		if _, err := f.WriteAt(ch.old[m:], ch.off+m); err != nil {
+			return err
+		}
+	}
+	if end := max(ch.oldSize, ch.off+m); size(f) > end {
+		return f.Truncate(end)
+	}
+	return nil
 }
 
 func (b *Books) undoData(ch *change) error {

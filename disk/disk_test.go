@@ -378,3 +378,44 @@ func TestPowerJournalNames(t *testing.T) {
 		t.Error("a file created after the last fsync survived")
 	}
 }
+
+// TestPowerTorn: a torn cut keeps a prefix of the changes and the write
+// after it up to a sector boundary of the file inside it.
+func TestPowerTorn(t *testing.T) {
+	torn := 0
+	for pick := range uint64(30) {
+		n := newNode(t)
+		f := n.create("log", "")
+		a, bb := strings.Repeat("a", 1000), strings.Repeat("b", 2048)
+		n.write(f, a)
+		n.write(f, bb)
+		f.Close()
+		what := n.cut(PersistTorn, pick)
+		got := n.read("log")
+		switch {
+		case strings.Contains(what, "next write"):
+			torn++
+			// Cut at 512 (in a), or at 1024, 1536, 2048 or 2560 (in b).
+			if !strings.HasPrefix(a+bb, got) || len(got)%sector != 0 || len(got) == 0 || len(got) == len(a+bb) {
+				t.Errorf("pick %d: %s, the log holds %d bytes", pick, what, len(got))
+			}
+		case got != "" && got != a && got != a+bb:
+			t.Errorf("pick %d: %s, the log holds %d bytes", pick, what, len(got))
+		}
+	}
+	if torn == 0 {
+		t.Error("30 picks tore no write")
+	}
+}
+
+// TestPowerNothingPending: a cut with nothing unsynced changes nothing,
+// whatever the persistence.
+func TestPowerNothingPending(t *testing.T) {
+	for _, p := range []string{PersistNone, PersistAll, PersistPrefix, PersistSubset, PersistTorn} {
+		n := newNode(t)
+		n.create("f", "durable").Close()
+		if what := n.cut(p, 7); what != "kept 0 of 0 unsynced changes" || n.read("f") != "durable" {
+			t.Errorf("%s: %s, f holds %q", p, what, n.read("f"))
+		}
+	}
+}

@@ -64,7 +64,7 @@ func TestSpecVocabulary(t *testing.T) {
 	// The storage faults' words: what faults draws and disk takes.
 	for _, w := range [][3]string{
 		{spec.PersistNone, faults.PersistNone, disk.PersistNone}, {spec.PersistAll, faults.PersistAll, disk.PersistAll},
-		{spec.PersistPrefix, faults.PersistPrefix, disk.PersistPrefix}, {spec.PersistSubset, faults.PersistSubset, disk.PersistSubset},
+		{spec.PersistPrefix, faults.PersistPrefix, disk.PersistPrefix}, {spec.PersistSubset, faults.PersistSubset, disk.PersistSubset}, {spec.PersistTorn, faults.PersistTorn, disk.PersistTorn},
 		{spec.CorruptFlip, faults.CorruptFlip, disk.CorruptFlip}, {spec.CorruptTail, faults.CorruptTail, disk.CorruptTail},
 		{spec.NamesPOSIX, faults.NamesPOSIX, faults.NamesPOSIX}, {spec.NamesJournal, faults.NamesJournal, faults.NamesJournal},
 	} {

@@ -20,7 +20,8 @@ type DiskPlan struct {
 	// PersistAll keeps them all (a cut right after the disk caught up),
 	// PersistPrefix keeps the first k of them in program order,
 	// PersistSubset keeps each of its unsynced writes or not (reordered
-	// persistence).
+	// persistence), PersistTorn a prefix and some of the sectors of the
+	// write after it (a torn write).
 	Persist []string
 	// MaxStall bounds how long a stalled fsync takes, in virtual time.
 	MaxStall time.Duration
@@ -50,6 +51,7 @@ const (
 	PersistAll    = "all"
 	PersistPrefix = "prefix"
 	PersistSubset = "subset"
+	PersistTorn   = "torn"
 )
 
 // The ways a corruption damages a file (DiskPlan.Corruptions).

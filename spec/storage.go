@@ -21,7 +21,7 @@ type DiskPlan struct {
 	Data []string
 	// Persist are the ways a power cut may treat a node's unsynced
 	// changes, one drawn per cut (PersistNone, PersistAll, PersistPrefix,
-	// PersistSubset).
+	// PersistSubset, PersistTorn).
 	Persist []string
 	// MaxStall bounds a stalled fsync, in virtual time.
 	MaxStall time.Duration
@@ -43,6 +43,7 @@ const (
 	PersistAll    = "all"
 	PersistPrefix = "prefix"
 	PersistSubset = "subset"
+	PersistTorn   = "torn"
 	CorruptFlip   = "flip"
 	CorruptTail   = "tail"
 	NamesPOSIX    = "posix"
@@ -115,7 +116,7 @@ func (d *decoder) diskField(key string, n ast.Node, plan *DiskPlan) error {
 		}
 		plan.Data = vs
 	case "persist":
-		plan.Persist, err = oneOf(PersistNone, PersistAll, PersistPrefix, PersistSubset)
+		plan.Persist, err = oneOf(PersistNone, PersistAll, PersistPrefix, PersistSubset, PersistTorn)
 	case "max_stall":
 		plan.MaxStall, err = d.duration(n, f, false, maxVirtualTime)
 	case "io_errors":
