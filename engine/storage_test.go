@@ -247,7 +247,7 @@ func TestFaultStall(t *testing.T) {
 func TestReplayStorageFaults(t *testing.T) {
 	requireTrials(t)
 	for _, tc := range []struct{ name, faults, show string }{
-		{"power", "  kinds: [power]\n  from: 20ms\n  until: 300ms\n  persist: [none, prefix, subset]\n", `persist (none|prefix|subset), down for ≥\d+ms: kept \d+ of \d+ unsynced changes`},
+		{"power", "  kinds: [power]\n  from: 20ms\n  until: 300ms\n  persist: [none, prefix, subset, torn]\n", `persist (none|prefix|subset|torn), down for ≥\d+ms: kept \d+ of \d+ unsynced changes( and \d+ of the next write's \d+ bytes)?$`},
 		{"corrupt", "  kinds: [crash, corrupt]\n  budget: 2\n  from: 20ms\n  until: 300ms\n", `^(flip: flipped bit \d of byte \d+ of|tail: cut) s1/db/`},
 		{"ioerror", "  kinds: [ioerror]\n  from: 20ms\n  until: 90ms\n", `^next (write|fsync|read) fails with (EIO|ENOSPC): \w+ of s1/db/log failed with`},
 		{"stall", "  kinds: [stall]\n  from: 20ms\n  until: 90ms\n", `^next fsync takes \d+ms: fsync of s1/db/log took`},
