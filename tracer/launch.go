@@ -139,6 +139,9 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	}
 	if !cfg.NoFilter {
 		lc.Filter = t.filter
+		if cfg.Disk != nil {
+			lc.Filter = t.diskFilter(cfg.Disk)
+		}
 	}
 	if cfg.Sandbox != nil && t.opts.Clock != nil && !t.opts.ClockSyscalls {
 		// Handed down as a descriptor (see Sandbox).
@@ -193,6 +196,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		}
 	}
 	ni := t.node(cfg)
+	ni.disk = cfg.Disk
 	ni.openCPUStat(cfg.Cgroup)
 	ni.stir()
 	p := &process{pid: pid, site: callsite.Process{Pid: pid}, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}

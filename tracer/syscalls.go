@@ -163,6 +163,9 @@ func (t *Tracer) onSeccomp(th *thread) {
 		return
 	}
 	nr := th.regs.Syscall()
+	if th.proc.node.disk != nil && t.onDisk(th, nr, th.regs.Args()) {
+		return
+	}
 	if g, ok := t.gates[nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(t, th, nr, th.regs.Args()) {
 		return
 	}

@@ -132,6 +132,9 @@ type LaunchConfig struct {
 	// ClockOffset sets the node's wall clock apart from the cluster's when
 	// its first process starts (a restart keeps the node's clock).
 	ClockOffset time.Duration
+	// Disk, when set, is told of the node's calls on its files before
+	// they run (storage faults; see Disk).
+	Disk Disk
 }
 
 // Exit reports that a traced process ended.
@@ -269,7 +272,8 @@ type Tracer struct {
 	connects    map[string][]uint64 // released connects per listener, for accept causes
 	sites       *callsite.Cache
 	gates       map[int]gate
-	filter      []unix.SockFilter // the seccomp program, from gates
+	filter      []unix.SockFilter    // the seccomp program, from gates
+	diskProg    [2][]unix.SockFilter // a node with a Disk's, by whether reads stop (diskFilter)
 	selfPid     int
 	stats       Stats
 	spinning    []string
@@ -353,6 +357,9 @@ type nodeInfo struct {
 	// ports counts the ephemeral ports lockstep has bound on the node
 	// (bindEphemeral).
 	ports int
+	// disk keeps the books of the node's data files (storage faults);
+	// nil for most nodes.
+	disk Disk
 }
 
 // New starts a tracer thread. Close it to kill every tracee and free it.
