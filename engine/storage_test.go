@@ -37,6 +37,7 @@ faults:
   nodes: [s1]
   data: ["{{tmp}}/db"]
   max_outage: 50ms
+  spread: time # these tests aim their faults at a moment of the store's run
 %stime: {delays: 0}
 limits: {virtual_time: 10s, real_time: 60s}
 `, name, bin, faults)
