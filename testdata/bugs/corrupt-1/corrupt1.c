@@ -307,6 +307,23 @@ static int backup_rec(const char *line) {
   return seq;
 }
 
+/*
+ * backup_lines handles the complete lines read from connection i: records
+ * from the primary (connection pi), acknowledged once logged, and clients'
+ * reads.
+ */
+static void backup_lines(struct bn_loop *lp, int i, int pi) {
+  struct bn_conn *c = &lp->conns[i];
+  char line[BN_BUF], k[64];
+  int seq;
+  while (bn_take(c, line, sizeof line)) {
+    printf("backup: %s\n", line);
+    if (i == pi && (seq = backup_rec(line)) > 0) bn_trysend(c->fd, "ACK %d", seq);
+    else if (sscanf(line, "GET %63s", k) == 1) get(c->fd, k);
+    else reply(c->fd, "ERR%s", "");
+  }
+}
+
 static void backup_main(int port, const char *primary_addr) {
   static struct bn_loop lp;
   struct bn_conn pc = {.fd = bn_dial(primary_addr)};
@@ -325,7 +342,8 @@ static void backup_main(int port, const char *primary_addr) {
   int l = bn_listen(port);
   bn_add(&lp, l);
   int pi = bn_add(&lp, pc.fd);
-  lp.conns[pi] = pc;
+  lp.conns[pi] = pc; /* with what followed CAUGHTUP in the same read */
+  backup_lines(&lp, pi, pi);
   for (;;) {
     if (poll(lp.fds, lp.n, -1) < 0) bn_die("poll");
     if (lp.fds[0].revents & POLLIN) {
@@ -335,22 +353,14 @@ static void backup_main(int port, const char *primary_addr) {
     }
     for (int i = 1; i < lp.n; i++) {
       if (lp.fds[i].fd < 0 || !(lp.fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      struct bn_conn *c = &lp.conns[i];
-      int open = bn_fill(c);
-      char k[64];
-      while (bn_take(c, line, sizeof line)) {
-        printf("backup: %s\n", line);
-        int seq;
-        if (i == pi && (seq = backup_rec(line)) > 0) bn_trysend(c->fd, "ACK %d", seq);
-        else if (sscanf(line, "GET %63s", k) == 1) get(c->fd, k);
-        else reply(c->fd, "ERR%s", "");
-      }
+      int open = bn_fill(&lp.conns[i]);
+      backup_lines(&lp, i, pi);
       if (!open) {
         if (i == pi) {
           fprintf(stderr, "backup: the primary went away\n");
           exit(2);
         }
-        close(c->fd);
+        close(lp.fds[i].fd);
         lp.fds[i].fd = -1;
       }
     }
