@@ -7,8 +7,8 @@
 # period). A killed process's writes and renames stay in the page cache and
 # rename is atomic, so this finds nothing: the bug needs a power loss, which
 # takes LazyFS or a virtual machine natively. Counts runs where the client exits non-zero (a lost
-# acknowledged write, or no answer), or hangs. FIXED=1 native.sh N runs the
-# fixed server.
+# acknowledged write, or no answer), or hangs, and prints the client's
+# complaint of each such run. FIXED=1 native.sh N runs the fixed server.
 set -u
 n=${1:-1000}
 bin=$(cd "$(dirname "$0")/../../bin/bugs/rename-1" && pwd)/rename1
@@ -29,7 +29,7 @@ for ((i = 0; i < n; i++)); do
   "$bin" kvd $port "$dir" $fixed >/dev/null 2>&1 &
   pk=$!
   until listening $port; do sleep 0.01; done
-  timeout 10 "$bin" client 127.0.0.1:$port 5 1300 >/dev/null 2>&1 &
+  timeout 10 "$bin" client 127.0.0.1:$port 5 1300 >/dev/null 2>"$dir/client.err" &
   pc=$!
   at=$((100 + RANDOM % 900))               # the kill: 0.1-1 s after the client's start
   down=$((50 + RANDOM % 451))              # the outage: 50-500 ms
@@ -40,7 +40,10 @@ for ((i = 0; i < n; i++)); do
   sleep "$(ms $down)"
   "$bin" kvd $port "$dir" $fixed >/dev/null 2>&1 &
   pk=$!
-  wait $pc || hits=$((hits + 1))
+  if ! wait $pc; then
+    hits=$((hits + 1))
+    echo "run $i: $(cat "$dir/client.err")" >&2
+  fi
   kill -9 $pk 2>/dev/null
   wait $pk 2>/dev/null
   pk= pc=
