@@ -7,7 +7,8 @@
 # instead), and it is restarted on that log after an outage of 50-500 ms,
 # at 1 s at the latest (the quiet period). Counts runs where the client
 # exits non-zero (an acknowledged write read back wrong or missing, or no
-# answer), or hangs. FIXED=1 native.sh N runs the fixed replicas.
+# answer), or hangs, and prints the client's complaint of each such run.
+# FIXED=1 native.sh N runs the fixed replicas.
 set -u
 n=${1:-1000}
 bin=$(cd "$(dirname "$0")/../../bin/bugs/corrupt-1" && pwd)/corrupt1
@@ -48,7 +49,7 @@ for ((i = 0; i < n; i++)); do
   "$bin" backup $bport 127.0.0.1:$pport "$dir/b" $fixed >/dev/null 2>&1 &
   pb=$!
   until listening $bport; do sleep 0.01; done
-  timeout 10 "$bin" client 127.0.0.1:$pport 127.0.0.1:$bport 8 1300 >/dev/null 2>&1 &
+  timeout 10 "$bin" client 127.0.0.1:$pport 127.0.0.1:$bport 8 1300 >/dev/null 2>"$dir/client.err" &
   pc=$!
   at=$((100 + RANDOM % 900))               # the kill: 0.1-1 s after the client's start
   down=$((50 + RANDOM % 451))              # the outage: 50-500 ms
@@ -60,7 +61,10 @@ for ((i = 0; i < n; i++)); do
   sleep "$(ms $down)"
   "$bin" backup $bport 127.0.0.1:$pport "$dir/b" $fixed >/dev/null 2>&1 &
   pb=$!
-  wait $pc || hits=$((hits + 1))
+  if ! wait $pc; then
+    hits=$((hits + 1))
+    echo "run $i: $(cat "$dir/client.err")" >&2
+  fi
   kill -9 $pp $pb 2>/dev/null
   wait $pp $pb 2>/dev/null
   pp= pb= pc=
