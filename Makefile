@@ -5,7 +5,7 @@ BIN := bin/lockstep
 PKGS := ./...
 export GOFLAGS ?= -mod=mod
 
-.PHONY: help build test bench bench-real bench-hit stress demo generate clean deps testdata cleanup image shard-demo
+.PHONY: help build test bench bench-real bench-hit bench-storage stress demo generate clean deps testdata cleanup image shard-demo
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -35,6 +35,9 @@ bench-real: build testdata ## lockstep against native on etcd, Redis, ZooKeeper 
 
 bench-hit: build testdata ## hit ratio of every strategy on the bug suite (TRIALS=1000, QUICK=1 for 100)
 	@bash scripts/bench-hit.sh
+
+bench-storage: build testdata ## the storage bugs, their controls, and etcd/ZooKeeper/Redis under power cuts (TRIALS=1000, CONTROL_TRIALS=100)
+	@bash scripts/bench-storage.sh
 
 stress: build testdata ## the demo's schedules on an idle machine against --jobs 2 beside real-time busy loops (TRIALS=200); exits 1 on a difference
 	@bash scripts/stress-determinism.sh $(or $(TRIALS),200)

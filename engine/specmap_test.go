@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/conflict"
+	"github.com/lockstep-dev/lockstep/disk"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/history"
 	"github.com/lockstep-dev/lockstep/netns"
@@ -64,6 +65,17 @@ func TestSpecVocabulary(t *testing.T) {
 	}
 	if spec.ShapeIsolate != faults.ShapeIsolate || spec.ShapeMinority != faults.ShapeMinority || spec.ShapeBridge != faults.ShapeBridge {
 		t.Error("spec's bipartition shapes are not package faults'")
+	}
+	// The storage faults' words: what faults draws and disk takes.
+	for _, w := range [][3]string{
+		{spec.PersistNone, faults.PersistNone, disk.PersistNone}, {spec.PersistAll, faults.PersistAll, disk.PersistAll},
+		{spec.PersistPrefix, faults.PersistPrefix, disk.PersistPrefix}, {spec.PersistSubset, faults.PersistSubset, disk.PersistSubset}, {spec.PersistTorn, faults.PersistTorn, disk.PersistTorn},
+		{spec.CorruptFlip, faults.CorruptFlip, disk.CorruptFlip}, {spec.CorruptTail, faults.CorruptTail, disk.CorruptTail},
+		{spec.NamesPOSIX, faults.NamesPOSIX, faults.NamesPOSIX}, {spec.NamesJournal, faults.NamesJournal, faults.NamesJournal},
+	} {
+		if w[0] != w[1] || w[1] != w[2] {
+			t.Errorf("storage word %q: faults says %q, disk %q", w[0], w[1], w[2])
+		}
 	}
 	if spec.DefaultSubnet != netns.DefaultSubnet {
 		t.Errorf("spec's default subnet %v, netns's %v", spec.DefaultSubnet, netns.DefaultSubnet)

@@ -139,6 +139,8 @@ type Trial struct {
 	faults   *faults.Injector // nil without a fault plan
 	drops    bool             // the plan has drop faults
 	holds    bool             // the plan has hold faults
+	corrupts bool             // the plan has corruptions
+	disk     storage          // books of the nodes' data files (storage.go)
 	restarts []string         // crashed nodes to start again
 	clients  map[string]bool  // clients still running
 
@@ -249,6 +251,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	}
 	t.timing.place(sp.Time.From, sp.Time.Until, j.delayBy, p.expect.Delays, p.seed)
 	defer t.closeFiles()
+	defer t.closeDisks()
 	defer t.outCaps.close()
 	names := make([]string, len(sp.Nodes))
 	for i, n := range sp.Nodes {
@@ -265,6 +268,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		t.faults = faults.New(plan, names, p.seed)
 		t.drops = slices.Contains(j.faults.Kinds, sched.Drop)
 		t.holds = slices.Contains(j.faults.Kinds, sched.Hold)
+		t.corrupts = slices.Contains(j.faults.Kinds, sched.Corrupt)
 		if len(j.faults.Probe) > 0 {
 			t.faults.Aim = t.aimer()
 		}
@@ -362,7 +366,12 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 	} else {
 		env = nodeEnv(env)
 	}
+	dk, err := t.diskFor(n)
+	if err != nil {
+		return nil, err
+	}
 	return &tracer.LaunchConfig{
+		Disk: dk,
 		Node: n.Name, Addr: cn.Addr, Argv: argv, Env: env, Dir: wd,
 		Netns: cn.NetnsPath, HostsFile: cn.HostsFile, Cgroup: cn.CgroupDir, LimitCgroups: cn.LimitCgroups,
 		Stdout: out, Stderr: errf,
@@ -467,6 +476,8 @@ func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 		t.restarts = append(t.restarts, e.Node)
 	case sched.OneWay, sched.Link, sched.Bipartition:
 		return t.cutAction(e), nil
+	case sched.Power, sched.Corrupt, sched.IOError, sched.Stall:
+		return t.applyDisk(e)
 	case sched.Partition:
 		// The tracer puts the firewall up (Cut.Close) once the connections
 		// across it have acknowledged what they received.
@@ -505,6 +516,7 @@ func (t *Trial) targets(st *tracer.State) faults.Targets {
 	if t.spec.Faults.Follow {
 		tg.Peers = t.peers(st.Socks)
 	}
+	tg.DataFiles = t.dataFiles()
 	if !t.drops && !t.holds {
 		return tg // no walk of the pending ops at every step
 	}
@@ -543,6 +555,9 @@ func (t *Trial) nodeAddrs(nodes []string) []netip.Addr {
 func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	if t.outcome != nil { // a launch failed
 		return tracer.Action{Stop: true}, nil
+	}
+	if a, stop, err := t.finishCut(); stop || err != nil {
+		return a, err
 	}
 	for _, e := range st.Exits {
 		if !e.Root {

@@ -86,6 +86,8 @@ type Plan struct {
 	// outside Nodes (a client) connected to exactly one of Nodes stands on
 	// its side of the cut.
 	Follow bool
+	// Disk bounds the storage faults (power, corrupt, ioerror, stall).
+	Disk DiskPlan
 }
 
 // Direction is which way a clock fault moves a node's wall clock.
@@ -144,6 +146,12 @@ type Effect struct {
 	Sock string
 	// Datagram is the deliver op ID of the datagram a drop discards.
 	Datagram uint64
+	// Disk, Pick and Call are a storage fault's variant (sched.Op's Disk,
+	// Pick and Syscall); Stall is how long a stalled fsync takes.
+	Disk  string
+	Pick  uint64
+	Call  string
+	Stall time.Duration
 }
 
 // Targets are what a reset or a drop may hit at a step.
@@ -158,6 +166,9 @@ type Targets struct {
 	// Peers are, per node, the nodes its connected TCP sockets lead to
 	// (for groups that follow their node).
 	Peers map[string][]string
+	// DataFiles are, per node, how many data files it wrote during the
+	// trial (for corruptions).
+	DataFiles map[string]int
 }
 
 // Datagram is a UDP datagram in flight: the ID of its deliver op, the
@@ -199,7 +210,11 @@ type Injector struct {
 	dgrams []Datagram // the datagrams a drop may discard, at this step
 	conns  []Conn     // the connection directions a hold may hold, at this step
 	peers  map[string][]string
-	offer  *sched.Op // the injection on offer
+	// dataFiles are the nodes' written data files (Targets.DataFiles).
+	dataFiles map[string]int
+	offer     *sched.Op // the injection on offer
+	// offerCorrupt is the corruption on offer (corruptOffer).
+	offerCorrupt *sched.Op
 	// offerCut is the cut the injection on offer makes, drawn with it.
 	offerCut *netCut
 	// Aim runs the plan's probe for a fault at the moment it is injected
@@ -277,7 +292,7 @@ func (in *Injector) op(kind sched.Kind, node, object string) *sched.Op {
 // and one recovery op per fault in force. socks are the connections a
 // reset may abort and the datagrams a drop may discard now.
 func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
-	in.socks, in.dgrams, in.conns, in.peers = tg.Socks, tg.Datagrams, tg.Conns, tg.Peers
+	in.socks, in.dgrams, in.conns, in.peers, in.dataFiles = tg.Socks, tg.Datagrams, tg.Conns, tg.Peers, tg.DataFiles
 	var out []*sched.Op
 	if !in.quiet && in.budget > 0 && in.due(now) && now < in.plan.Until {
 		if in.offer == nil || !in.possible(in.offer) || in.offerCut != nil && in.clashes(in.offerCut) {
@@ -286,6 +301,9 @@ func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 		if in.offer != nil {
 			out = append(out, in.offer)
 		}
+	}
+	if c := in.corruptOffer(now); c != nil {
+		out = append(out, c)
 	}
 	for _, n := range in.all {
 		if in.crashed[n] && now >= in.until["restart:"+n] {
@@ -313,7 +331,15 @@ func (in *Injector) Spread() bool { return in.plan.Spread }
 // Recoveries too wait for ops to run beside. A nil Injector offers
 // nothing.
 func (in *Injector) InLull(offers []*sched.Op, next time.Duration, wakes bool) *sched.Op {
-	if in == nil || !in.plan.Spread || in.offer == nil {
+	if in == nil || !in.plan.Spread {
+		return nil
+	}
+	if in.offerCorrupt != nil && slices.Contains(offers, in.offerCorrupt) {
+		// A down node's disk is corrupted before the clock moves on to
+		// its restart.
+		return in.offerCorrupt
+	}
+	if in.offer == nil {
 		return nil
 	}
 	switch in.offer.Kind {
@@ -370,6 +396,8 @@ func (in *Injector) possible(o *sched.Op) bool {
 		return slices.ContainsFunc(in.dgrams, func(d Datagram) bool { return dropObject(d.ID) == o.Object })
 	case sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
 		return in.possibleNet(o.Kind, o.Node)
+	case sched.Power, sched.Corrupt, sched.IOError, sched.Stall:
+		return in.possibleDisk(o)
 	}
 	return false
 }
@@ -387,6 +415,9 @@ type candidate struct {
 func (in *Injector) draw() *sched.Op {
 	var cs []candidate
 	for _, k := range in.plan.Kinds {
+		if k == sched.Corrupt {
+			continue // offered while a node is down (corruptOffer)
+		}
 		for _, n := range in.plan.Nodes {
 			c := &sched.Op{Kind: k, Node: n}
 			if in.possible(c) {
@@ -418,6 +449,9 @@ func (in *Injector) detail(o *sched.Op) {
 	switch c.kind {
 	case sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
 		in.drawNet(o)
+		return
+	case sched.Power, sched.Corrupt, sched.IOError, sched.Stall:
+		in.detailDisk(o)
 		return
 	}
 	if c.kind == sched.ClockJump {
@@ -492,6 +526,8 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 	switch o.Kind {
 	case sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
 		in.choseNet(o, now, &e)
+	case sched.Power, sched.Corrupt, sched.IOError, sched.Stall:
+		in.choseDisk(o, now, &e)
 	case sched.Crash:
 		in.spend(now)
 		in.crashed[o.Node] = true
@@ -541,6 +577,9 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 	if o == in.offer {
 		in.offer = nil
 	}
+	if o == in.offerCorrupt {
+		in.offerCorrupt = nil
+	}
 	return e, nil
 }
 
@@ -564,7 +603,7 @@ func (in *Injector) Quiet(now time.Duration) bool {
 // heal, then a restart per crashed node, in spec order) and ends pauses.
 func (in *Injector) Recover() []Effect {
 	in.quiet = true
-	in.offer = nil
+	in.offer, in.offerCorrupt = nil, nil
 	var out []Effect
 	for _, c := range in.cuts {
 		out = append(out, Effect{Kind: sched.Heal, Node: c.name, Cut: c.a, Rest: c.b, OneWay: c.oneway})

@@ -301,10 +301,11 @@ func (f *Forced) matches(d *Decision, o *Op) bool {
 }
 
 // Extra makes the due injected ops that are not offered: an advance to the
-// recorded time, while it lies ahead, and a crash, partition, pause or
-// clock fault with the recorded parameters. Restarts, heals, resets and
-// drops need what only the engine knows is there (a crashed node, a cut,
-// a connection, a datagram): they are taken only as offered.
+// recorded time, while it lies ahead, and a crash, partition, pause, clock
+// fault, power cut, ioerror or stall with the recorded parameters.
+// Restarts, heals, resets, drops and corruptions need what only the engine
+// knows is there (a crashed node, a cut, a connection, a datagram, a node
+// down with files): they are taken only as offered.
 func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 	var out []*Op
 	for i := range f.decisions {
@@ -327,7 +328,7 @@ func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 			if time.Duration(d.Op.At) <= now {
 				continue
 			}
-		case Crash, Partition, Pause, ClockJump, ClockDrift:
+		case Crash, Partition, Pause, ClockJump, ClockDrift, Power, IOError, Stall:
 		default:
 			continue
 		}
@@ -410,7 +411,8 @@ func (f *Forced) held(o *Op) bool {
 // fault the engine did not offer: a minimized trace (explain) holds
 // advances and faults that Forced made up, which the engine's own offers,
 // drawn from the seed, need not hold. As Forced.Extra, it makes only
-// advances still ahead and crash, partition, pause and clock faults.
+// advances still ahead and crash, partition, pause, clock, power,
+// ioerror and stall faults.
 func (r *Replay) Extra(now time.Duration, choices []*Op) []*Op {
 	i := r.step
 	for i < len(r.records) && r.records[i].Auto {
@@ -426,7 +428,7 @@ func (r *Replay) Extra(now time.Duration, choices []*Op) []*Op {
 			return nil
 		}
 		want.Delay = want.At - int64(now)
-	case Crash, Partition, Pause, ClockJump, ClockDrift:
+	case Crash, Partition, Pause, ClockJump, ClockDrift, Power, IOError, Stall:
 	default:
 		return nil
 	}

@@ -54,6 +54,20 @@ const (
 	// Hold holds the deliveries of one connection direction for a while
 	// (its Delay) and then lets them go, while every other flows.
 	Hold
+	// Power cuts a node's power: its processes die and what it wrote and
+	// had not made durable is lost, all or part of it (Op.Disk says how
+	// the part is drawn). Restart follows as after a crash.
+	Power
+	// Corrupt flips a bit in, or cuts the tail off, one of a down node's
+	// data files (Op.Disk: "flip" or "tail").
+	Corrupt
+	// IOError makes the node's next call of one kind (Op.Syscall: write,
+	// fsync or read) on a data file fail with an error (Op.Disk: EIO or
+	// ENOSPC) without running.
+	IOError
+	// Stall makes the node's next fsync of a data file take virtual time
+	// (Op.Delay).
+	Stall
 )
 
 var kindNames = [...]string{
@@ -81,6 +95,10 @@ var kindNames = [...]string{
 	Link:        "link",
 	Bipartition: "bipartition",
 	Hold:        "hold",
+	Power:       "power",
+	Corrupt:     "corrupt",
+	IOError:     "ioerror",
+	Stall:       "stall",
 }
 
 func (k Kind) String() string {
@@ -173,6 +191,20 @@ type Op struct {
 	// printed when the fault was injected: a replay aims the fault with
 	// it instead of running the probe again.
 	Aim string `json:"aim,omitempty"`
+	// Disk is a storage fault's variant, drawn with it: for power, which
+	// of the node's unsynced changes reach the disk before the cut (none,
+	// all, prefix, subset); for corrupt, flip or tail; for ioerror, the
+	// error (EIO, ENOSPC).
+	Disk string `json:"disk,omitempty"`
+	// Pick seeds the draws a storage fault makes when it strikes (how long
+	// a prefix survives, which changes of a subset, which file and bit a
+	// corruption hits): what there is to choose from is known only then,
+	// and the same schedule finds the same there.
+	Pick uint64 `json:"pick,omitempty"`
+	// Hit is what a storage fault did, for show ("kept 2 of 5 unsynced
+	// changes", "flipped bit 3 of byte 812 of wal.log"); no part of the
+	// op's identity.
+	Hit string `json:"hit,omitempty"`
 }
 
 // Signature returns the op's signature under the given scheme.

@@ -128,6 +128,8 @@ func Describe(r Record) string {
 		peer = fmt.Sprintf("loses #%d %s", r.Op.Delay, r.Op.Conn)
 	case r.Op.Kind == Crash && r.Op.Delay > 0:
 		peer = fmt.Sprintf("down for ≥%v", time.Duration(r.Op.Delay))
+	case r.Op.Kind == Power || r.Op.Kind == Corrupt || r.Op.Kind == IOError || r.Op.Kind == Stall:
+		peer = diskPeer(&r)
 	}
 	if r.Op.Object == "probe" {
 		peer += fmt.Sprintf(" (probe said %q)", r.Op.Aim)
@@ -159,6 +161,34 @@ func FormatData(b []byte, n int) string {
 	s := strconv.Quote(string(b))
 	if n > len(b) {
 		s += "…"
+	}
+	return s
+}
+
+// diskPeer says what a storage fault was and what it did: "persist prefix,
+// down for ≥1.2s: kept 3 of 7 unsynced changes", "flip: flipped bit 3 of
+// byte 812 of s1/wal", "next write fails with EIO: write of s1/wal failed
+// with EIO", "next fsync takes 300ms".
+func diskPeer(r *Record) string {
+	var s string
+	switch r.Op.Kind {
+	case Power:
+		s = "persist " + r.Op.Disk
+		if r.Op.Delay > 0 {
+			s += fmt.Sprintf(", down for ≥%v", time.Duration(r.Op.Delay))
+		}
+	case Corrupt:
+		s = r.Op.Disk
+	case IOError:
+		s = "next " + r.Op.Syscall + " fails with " + r.Op.Disk
+	case Stall:
+		s = fmt.Sprintf("next fsync takes %v", time.Duration(r.Op.Delay))
+	}
+	switch {
+	case r.Op.Hit != "":
+		s += ": " + r.Op.Hit
+	case r.Op.Kind == IOError || r.Op.Kind == Stall:
+		s += " (did not strike)"
 	}
 	return s
 }

@@ -56,6 +56,9 @@ type FaultPlan struct {
 	Probe []string
 	// Follow makes groups follow their node (faults.groups: follow).
 	Follow bool
+	// Disk bounds the storage faults (power, corrupt, ioerror, stall;
+	// storage.go).
+	Disk DiskPlan
 }
 
 // Enabled reports whether the plan injects anything.
@@ -78,6 +81,10 @@ const (
 	FaultDrift       FaultKind = "drift"
 	FaultReset       FaultKind = "reset"
 	FaultDrop        FaultKind = "drop"
+	FaultPower       FaultKind = "power"
+	FaultCorrupt     FaultKind = "corrupt"
+	FaultIOError     FaultKind = "ioerror"
+	FaultStall       FaultKind = "stall"
 )
 
 // FaultKinds lists every kind a spec may name.
@@ -112,10 +119,11 @@ const (
 // faultKinds are the injections a spec may name: bridge is a bipartition
 // of the bridge shape alone.
 var faultKinds = map[string]FaultKind{"crash": FaultCrash, "partition": FaultPartition, "pause": FaultPause, "clock": FaultClock, "drift": FaultDrift, "reset": FaultReset, "drop": FaultDrop,
-	"oneway": FaultOneWay, "link": FaultLink, "bipartition": FaultBipartition, "bridge": FaultBipartition, "hold": FaultHold}
+	"oneway": FaultOneWay, "link": FaultLink, "bipartition": FaultBipartition, "bridge": FaultBipartition, "hold": FaultHold,
+	"power": FaultPower, "corrupt": FaultCorrupt, "ioerror": FaultIOError, "stall": FaultStall}
 
 // faultNames lists the kinds for error messages, in the docs' order.
-const faultNames = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset or drop"
+const faultNames = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror or stall"
 
 // defaultMaxDrift bounds a drift fault unless the spec says otherwise:
 // 10 %, far beyond what a quartz clock does (under 0.01 %), because the
@@ -129,16 +137,24 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if _, isNull := n.(*ast.NullNode); isNull {
 		return nil
 	}
-	fp, err := d.fields(n, "faults", "kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups", "max_hold", "target", "clock_direction", "undo_clock", "spread", "overlap")
+	fp, err := d.fields(n, "faults", append([]string{"kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups", "max_hold", "target", "clock_direction", "undo_clock", "spread", "overlap"}, diskFields...)...)
 	if err != nil {
 		return err
 	}
-	plan := FaultPlan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, MaxHold: time.Second, Until: s.Limits.VirtualTime}
+	plan := FaultPlan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, MaxHold: time.Second, Until: s.Limits.VirtualTime, Disk: DefaultDiskPlan()}
 	var untilNode, nodesNode, kindsNode, spreadNode ast.Node
 	spread := true
 	haveKinds := false
+	diskNodes := map[string]ast.Node{}
 	for _, q := range fp {
 		f := "faults." + q.key
+		if slices.Contains(diskFields, q.key) {
+			if err := d.diskField(q.key, q.value, &plan.Disk); err != nil {
+				return err
+			}
+			diskNodes[q.key] = q.value
+			continue
+		}
 		switch q.key {
 		case "kinds":
 			names, err := d.strings(q.value, f)
@@ -288,6 +304,9 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 		}
 	}
 	if err := d.netFaults(kindsNode, plan); err != nil {
+		return err
+	}
+	if err := d.checkDisk(n, kindsNode, diskNodes, plan, s); err != nil {
 		return err
 	}
 	s.Faults = plan

@@ -122,6 +122,9 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	}
 	if !cfg.NoFilter {
 		lc.Filter = t.filter
+		if cfg.Disk != nil {
+			lc.Filter = t.dk.diskFilter(cfg.Disk)
+		}
 	}
 	if cfg.Sandbox != nil && t.opts.Clock != nil && !t.opts.ClockSyscalls {
 		// Handed down as a descriptor (see Sandbox).
@@ -176,6 +179,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		}
 	}
 	ni := t.pt.node(cfg)
+	ni.disk = cfg.Disk
 	ni.openCPUStat(cfg.Cgroup)
 	ni.stir()
 	p := &process{pid: pid, site: callsite.Process{Pid: pid}, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}

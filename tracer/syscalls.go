@@ -152,6 +152,9 @@ func (t *Tracer) onSeccomp(th *thread) {
 		return
 	}
 	nr := th.regs.Syscall()
+	if th.proc.node.disk != nil && t.dk.onDisk(th, nr, th.regs.Args()) {
+		return
+	}
 	if g, ok := t.gates[nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(th, nr, th.regs.Args()) {
 		return
 	}

@@ -131,6 +131,9 @@ type LaunchConfig struct {
 	// ClockOffset sets the node's wall clock apart from the cluster's when
 	// its first process starts (a restart keeps the node's clock).
 	ClockOffset time.Duration
+	// Disk, when set, is told of the node's calls on its files before
+	// they run (storage faults; see Disk).
+	Disk Disk
 }
 
 // Exit reports that a traced process ended.
@@ -257,6 +260,7 @@ type Tracer struct {
 	gates  map[int]gate
 	filter []unix.SockFilter // the seccomp program, from gates
 	stats  Stats
+	dk     *disks // the gate of the nodes with a Disk
 }
 
 // Stats counts what the tracer did, for benchmarks and reports. It lives
@@ -291,6 +295,9 @@ type nodeInfo struct {
 	// ports counts the ephemeral ports lockstep has bound on the node
 	// (bindEphemeral).
 	ports int
+	// disk keeps the books of the node's data files (storage faults);
+	// nil for most nodes.
+	disk Disk
 }
 
 // New starts a tracer thread. Close it to kill every tracee and free it.
@@ -338,6 +345,7 @@ func newTracer(opts Options) *Tracer {
 	t.ops.kinds = kindTable(t)
 	t.ops.vt = t.vt
 	t.ops.gates = t.gates
+	t.dk = &disks{opts: &t.opts, ops: t.ops, vt: t.vt, gates: t.gates}
 	t.filter = launch.Filter(filteredSyscalls(t.gates))
 	return t
 }

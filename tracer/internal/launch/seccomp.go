@@ -188,7 +188,14 @@ func errno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
 //     (fcntl F_SETFL, ioctl FIONBIO, setsockopt SO_RCVTIMEO and
 //     SO_RCVLOWAT);
 //   - RET_ALLOW for everything else.
-func Filter(gated []uint32) []unix.SockFilter {
+func Filter(gated []uint32) []unix.SockFilter { return filter(gated, nil, false) }
+
+// FilterDisk is Filter for a node whose files lockstep keeps books of (a
+// spec with storage faults): it also stops the extra syscalls, and open and
+// openat when they create or truncate (O_CREAT, O_TRUNC in their flags).
+func FilterDisk(gated, extra []uint32) []unix.SockFilter { return filter(gated, extra, true) }
+
+func filter(gated, extra []uint32, opens bool) []unix.SockFilter {
 	const (
 		ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		ret  = unix.BPF_RET | unix.BPF_K
@@ -243,6 +250,20 @@ func Filter(gated []uint32) []unix.SockFilter {
 	}
 	for _, nr := range gated {
 		p.retIf(nr, unix.SECCOMP_RET_TRACE)
+	}
+	for _, nr := range extra {
+		p.retIf(nr, unix.SECCOMP_RET_TRACE)
+	}
+	if opens {
+		// open's flags are its second argument, openat's its third.
+		for _, s := range []struct{ nr, flags uint32 }{{unix.SYS_OPEN, offArg1}, {unix.SYS_OPENAT, offArg2}} {
+			p.jeq(s.nr, "", "notopen"+strconv.Itoa(int(s.nr)))
+			p.stmt(ldw, s.flags)
+			p.retIfSet(unix.O_CREAT|unix.O_TRUNC, unix.SECCOMP_RET_TRACE)
+			p.stmt(ret, unix.SECCOMP_RET_ALLOW)
+			p.label("notopen" + strconv.Itoa(int(s.nr)))
+			p.stmt(ldw, offNr)
+		}
 	}
 	p.jeq(unix.SYS_FCNTL, "fcntl", "")
 	p.jeq(unix.SYS_IOCTL, "ioctl", "")

@@ -171,3 +171,42 @@ func TestFilterLongGateList(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterDisk: a node with storage books also stops at the extra calls
+// and at opens that create or truncate; other opens, and every node
+// without books, run as before.
+func TestFilterDisk(t *testing.T) {
+	const (
+		allow = unix.SECCOMP_RET_ALLOW
+		trace = unix.SECCOMP_RET_TRACE
+	)
+	gated := []uint32{unix.SYS_READ, unix.SYS_WRITE, unix.SYS_FSYNC}
+	disk := FilterDisk(gated, []uint32{unix.SYS_PWRITE64, unix.SYS_UNLINKAT})
+	plain := Filter(gated)
+	for _, tc := range []struct {
+		name        string
+		nr          uint32
+		args        [6]uint64
+		disk, plain uint32
+	}{
+		{"write", unix.SYS_WRITE, [6]uint64{}, trace, trace},
+		{"fsync", unix.SYS_FSYNC, [6]uint64{}, trace, trace},
+		{"pwrite64", unix.SYS_PWRITE64, [6]uint64{}, trace, allow},
+		{"unlinkat", unix.SYS_UNLINKAT, [6]uint64{}, trace, allow},
+		{"openat read", unix.SYS_OPENAT, [6]uint64{3, 0, unix.O_RDONLY}, allow, allow},
+		{"openat append", unix.SYS_OPENAT, [6]uint64{3, 0, unix.O_WRONLY | unix.O_APPEND}, allow, allow},
+		{"openat creat", unix.SYS_OPENAT, [6]uint64{3, 0, unix.O_WRONLY | unix.O_CREAT}, trace, allow},
+		{"openat trunc", unix.SYS_OPENAT, [6]uint64{3, 0, unix.O_RDWR | unix.O_TRUNC}, trace, allow},
+		{"open creat", unix.SYS_OPEN, [6]uint64{0, unix.O_CREAT | unix.O_EXCL}, trace, allow},
+		{"open read", unix.SYS_OPEN, [6]uint64{0, unix.O_RDONLY, unix.O_CREAT}, allow, allow},
+		{"getpid", unix.SYS_GETPID, [6]uint64{}, allow, allow},
+		{"setns still denied", unix.SYS_SETNS, [6]uint64{}, unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM), unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+	} {
+		if got := evalFilter(t, disk, auditArchX86_64, tc.nr, tc.args); got != tc.disk {
+			t.Errorf("%s: disk filter answers %#x, want %#x", tc.name, got, tc.disk)
+		}
+		if got := evalFilter(t, plain, auditArchX86_64, tc.nr, tc.args); got != tc.plain {
+			t.Errorf("%s: filter answers %#x, want %#x", tc.name, got, tc.plain)
+		}
+	}
+}

@@ -1,0 +1,300 @@
+package disk
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// The ways a power cut treats the unsynced changes (faults.DiskPlan's
+// Persist).
+const (
+	PersistNone   = "none"
+	PersistAll    = "all"
+	PersistPrefix = "prefix"
+	PersistSubset = "subset"
+	PersistTorn   = "torn"
+)
+
+// sector is the unit in which a torn write reaches the disk.
+const sector = 512
+
+// Cut undoes, after a power cut (the node's processes are gone), the
+// changes that were not durable, but those that reached the disk before
+// the cut: none, all, a prefix of them, a prefix and the first sectors of
+// the write after it (torn), or a subset, as persist says, the prefix's
+// length or the subset drawn from pick. It returns what it did, for the
+// trace. Afterwards every change counts as durable.
+func (b *Books) Cut(persist string, pick uint64) (string, error) {
+	n := len(b.log)
+	keep := make([]bool, n)
+	torn, tornLen := -1, int64(0)
+	r := rand.New(rand.NewPCG(pick, 0x706f776572)) // "power"
+	switch persist {
+	case PersistAll:
+		for i := range keep {
+			keep[i] = true
+		}
+	case PersistPrefix, PersistTorn:
+		k := r.IntN(n + 1)
+		for i := range k {
+			keep[i] = true
+		}
+		if persist == PersistTorn && k < n && b.log[k].kind == chWrite {
+			// Up to a sector boundary of the file inside the write: some
+			// of its sectors, not all.
+			ch := b.log[k]
+			first := (ch.off/sector + 1) * sector
+			if end := ch.off + ch.n; first < end {
+				torn, tornLen = k, first+r.Int64N((end-1-first)/sector+1)*sector-ch.off
+			}
+		}
+	case PersistSubset:
+		// Name changes up to a drawn point, as a prefix; each data change
+		// or not.
+		names := 0
+		for _, ch := range b.log {
+			if !ch.kind.data() {
+				names++
+			}
+		}
+		k := r.IntN(names + 1)
+		seen := 0
+		for i, ch := range b.log {
+			if ch.kind.data() {
+				keep[i] = r.IntN(2) == 0
+				continue
+			}
+			keep[i] = seen < k
+			seen++
+		}
+	case PersistNone:
+	default:
+		return "", fmt.Errorf("disk: unknown persistence %q", persist)
+	}
+	kept := 0
+	for _, k := range keep {
+		if k {
+			kept++
+		}
+	}
+	// Undo, newest first, every data change (keeping the bytes each wrote,
+	// read before it is undone) and the name changes not kept; then write
+	// again the data changes kept, oldest first.
+	redo := make([][]byte, n)
+	var errs []error
+	for i := n - 1; i >= 0; i-- {
+		ch := b.log[i]
+		if ch.kind.data() {
+			if keep[i] && persist != PersistSubset {
+				continue // a prefix: nothing newer than it is kept
+			}
+			if keep[i] && ch.kind == chWrite {
+				redo[i] = readAt(ch.f.f, ch.off, ch.n)
+			}
+			if i == torn {
+				if err := undoFrom(ch, tornLen); err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			if err := b.undoData(ch); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if keep[i] {
+			continue
+		}
+		if err := b.undoName(ch); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if persist == PersistSubset {
+		for i, ch := range b.log {
+			if !keep[i] || !ch.kind.data() {
+				continue
+			}
+			if err := redoData(ch, redo[i]); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	what := fmt.Sprintf("kept %d of %d unsynced changes", kept, n)
+	if torn >= 0 {
+		what += fmt.Sprintf(" and %d of the next write's %d bytes", tornLen, b.log[torn].n)
+	}
+	b.syncAll()
+	if len(errs) > 0 {
+		return what, fmt.Errorf("disk: undoing the unsynced changes: %w", errs[0])
+	}
+	return what, nil
+}
+
+// undoFrom undoes a write but for its first m bytes (a torn write).
+func undoFrom(ch *change, m int64) error {
+	f := ch.f.f
+	if m < int64(len(ch.old)) {
+		if _, err := f.WriteAt(ch.old[m:], ch.off+m); err != nil {
+			return err
+		}
+	}
+	if end := max(ch.oldSize, ch.off+m); size(f) > end {
+		return f.Truncate(end)
+	}
+	return nil
+}
+
+func (b *Books) undoData(ch *change) error {
+	f := ch.f.f
+	if len(ch.old) > 0 {
+		if _, err := f.WriteAt(ch.old, ch.off); err != nil {
+			return err
+		}
+	}
+	if size(f) != ch.oldSize {
+		return f.Truncate(ch.oldSize)
+	}
+	return nil
+}
+
+func redoData(ch *change, data []byte) error {
+	f := ch.f.f
+	if ch.kind == chTruncate {
+		return f.Truncate(ch.off)
+	}
+	_, err := f.WriteAt(data, ch.off)
+	return err
+}
+
+// undoName takes a name change back, through the directories it was in.
+func (b *Books) undoName(ch *change) error {
+	hp := ch.at.at(ch.base)
+	switch ch.kind {
+	case chCreate:
+		var st unix.Stat_t
+		if unix.Lstat(hp, &st) != nil {
+			return nil
+		}
+		if ch.dir {
+			return os.RemoveAll(hp)
+		}
+		return os.Remove(hp)
+	case chRename:
+		ht := ch.at2.at(ch.base2)
+		var st unix.Stat_t
+		if unix.Lstat(ht, &st) != nil || (fileKey{st.Dev, st.Ino}) != ch.moved {
+			return nil // the rename failed, or what it moved went on
+		}
+		if err := os.Rename(ht, hp); err != nil {
+			return err
+		}
+		return b.restore(ch, ht)
+	case chUnlink, chRmdir:
+		return b.restore(ch, hp)
+	}
+	return nil
+}
+
+// restore puts back at hp what a change removed from there.
+func (b *Books) restore(ch *change, hp string) error {
+	switch {
+	case ch.kind == chRmdir || (ch.dir && ch.kind == chRename):
+		if err := os.Mkdir(hp, os.FileMode(ch.mode)); err != nil {
+			return err
+		}
+		if ch.self != nil {
+			// Names inside it come back into the new directory.
+			f, err := os.OpenFile(hp, unix.O_PATH|unix.O_DIRECTORY, 0)
+			if err != nil {
+				return err
+			}
+			ch.self.f.Close()
+			ch.self.f = f
+		}
+		return nil
+	case ch.link != "":
+		return os.Symlink(ch.link, hp)
+	case ch.kept != nil:
+		fd := int(ch.kept.Fd())
+		err := unix.Linkat(fd, "", unix.AT_FDCWD, hp, unix.AT_EMPTY_PATH)
+		if err == nil {
+			return nil
+		}
+		// No name left (a link count of 0): copy what it holds.
+		out, err := os.OpenFile(hp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, os.FileMode(ch.mode))
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		_, err = io.Copy(out, io.NewSectionReader(ch.kept, 0, size(ch.kept)))
+		return err
+	}
+	return nil
+}
+
+// Written are the data files the node wrote during the trial that still
+// have a name and hold bytes, oldest first.
+func (b *Books) Written() int { return len(b.written()) }
+
+func (b *Books) written() []*file {
+	var out []*file
+	for _, f := range b.files {
+		st, err := f.f.Stat()
+		if err != nil || st.Size() == 0 {
+			continue
+		}
+		var s unix.Stat_t
+		if unix.Fstat(int(f.f.Fd()), &s) != nil || s.Nlink == 0 {
+			continue
+		}
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b *file) int { return a.seq - b.seq })
+	return out
+}
+
+// The ways a corruption damages a file.
+const (
+	CorruptFlip = "flip"
+	CorruptTail = "tail"
+)
+
+// Corrupt damages one of the files the node wrote (Written), drawn from
+// pick: flips one bit of it, or cuts its tail off. It returns what it did.
+func (b *Books) Corrupt(how string, pick uint64) (string, error) {
+	fs := b.written()
+	if len(fs) == 0 {
+		return "no data file to corrupt", nil
+	}
+	r := rand.New(rand.NewPCG(pick, 0x636f7272757074)) // "corrupt"
+	f := fs[r.IntN(len(fs))]
+	sz := size(f.f)
+	name := b.show(f.path)
+	switch how {
+	case CorruptFlip:
+		off := r.Int64N(sz)
+		bit := r.IntN(8)
+		var c [1]byte
+		if _, err := f.f.ReadAt(c[:], off); err != nil {
+			return "", fmt.Errorf("disk: corrupting %s: %w", name, err)
+		}
+		c[0] ^= 1 << bit
+		if _, err := f.f.WriteAt(c[:], off); err != nil {
+			return "", fmt.Errorf("disk: corrupting %s: %w", name, err)
+		}
+		return "flipped bit " + strconv.Itoa(bit) + " of byte " + strconv.FormatInt(off, 10) + " of " + name, nil
+	case CorruptTail:
+		to := r.Int64N(sz)
+		if err := f.f.Truncate(to); err != nil {
+			return "", fmt.Errorf("disk: corrupting %s: %w", name, err)
+		}
+		return fmt.Sprintf("cut %s from %d to %d bytes", name, sz, to), nil
+	}
+	return "", fmt.Errorf("disk: unknown corruption %q", how)
+}

@@ -1,0 +1,199 @@
+package spec
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// DiskPlan is what a spec allows of storage faults (faults.data, persist,
+// max_stall, io_errors, io_calls, corruptions, names; docs/spec.md,
+// "Storage faults"). The engine hands it to package faults and the books
+// of package disk.
+type DiskPlan struct {
+	// Data are the nodes' data paths, as the spec writes them (templates
+	// expanded per node: DataPaths).
+	Data []string
+	// Persist are the ways a power cut may treat a node's unsynced
+	// changes, one drawn per cut (PersistNone, PersistAll, PersistPrefix,
+	// PersistSubset, PersistTorn).
+	Persist []string
+	// MaxStall bounds a stalled fsync, in virtual time.
+	MaxStall time.Duration
+	// IOErrors are the errors an ioerror returns ("EIO", "ENOSPC").
+	IOErrors []string
+	// IOCalls are the calls an ioerror may fail ("write", "fsync", "read").
+	IOCalls []string
+	// Corruptions are how a corruption damages a file (CorruptFlip,
+	// CorruptTail).
+	Corruptions []string
+	// Names says what makes a name change durable (NamesPOSIX,
+	// NamesJournal).
+	Names string
+}
+
+// The storage faults' words.
+const (
+	PersistNone   = "none"
+	PersistAll    = "all"
+	PersistPrefix = "prefix"
+	PersistSubset = "subset"
+	PersistTorn   = "torn"
+	CorruptFlip   = "flip"
+	CorruptTail   = "tail"
+	NamesPOSIX    = "posix"
+	NamesJournal  = "journal"
+)
+
+// DefaultDiskPlan is a storage plan's defaults: data under each node's
+// {{tmp}}, a power cut keeping none, a prefix or a subset of the unsynced
+// changes, fsync stalls up to a second, EIO and ENOSPC on writes, fsyncs
+// and reads, both corruptions, POSIX names.
+func DefaultDiskPlan() DiskPlan {
+	return DiskPlan{
+		Data:        []string{"{{tmp}}"},
+		Persist:     []string{PersistNone, PersistPrefix, PersistSubset},
+		MaxStall:    time.Second,
+		IOErrors:    []string{"EIO", "ENOSPC"},
+		IOCalls:     []string{"write", "fsync", "read"},
+		Corruptions: []string{CorruptFlip, CorruptTail},
+		Names:       NamesPOSIX,
+	}
+}
+
+// Storage reports whether the plan has storage faults.
+func (p FaultPlan) Storage() bool {
+	return slices.ContainsFunc(p.Kinds, func(k FaultKind) bool {
+		return k == FaultPower || k == FaultCorrupt || k == FaultIOError || k == FaultStall
+	})
+}
+
+// StorageNode reports whether a storage fault may hit node: lockstep then
+// keeps the books of its data files.
+func (p FaultPlan) StorageNode(node string) bool {
+	return p.Storage() && slices.Contains(p.Nodes, node)
+}
+
+// diskFields are the faults section's fields of storage faults.
+var diskFields = []string{"data", "persist", "max_stall", "io_errors", "io_calls", "corruptions", "names"}
+
+// diskField decodes one storage field of the faults section into plan.
+func (d *decoder) diskField(key string, n ast.Node, plan *DiskPlan) error {
+	f := "faults." + key
+	var err error
+	oneOf := func(allowed ...string) ([]string, error) {
+		vs, err := d.strings(n, f)
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) == 0 {
+			return nil, d.errf(n, f, "must name at least one of %s", strings.Join(allowed, ", "))
+		}
+		var out []string
+		for _, v := range vs {
+			if !slices.Contains(allowed, v) {
+				return nil, d.errf(n, f, "unknown value %q (want %s)", v, strings.Join(allowed, ", "))
+			}
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+		return out, nil
+	}
+	switch key {
+	case "data":
+		vs, err := d.strings(n, f)
+		if err != nil {
+			return err
+		}
+		if len(vs) == 0 {
+			return d.errf(n, f, "must name at least one path (default [\"{{tmp}}\"])")
+		}
+		plan.Data = vs
+	case "persist":
+		plan.Persist, err = oneOf(PersistNone, PersistAll, PersistPrefix, PersistSubset, PersistTorn)
+	case "max_stall":
+		plan.MaxStall, err = d.duration(n, f, false, maxVirtualTime)
+	case "io_errors":
+		plan.IOErrors, err = oneOf("EIO", "ENOSPC")
+	case "io_calls":
+		plan.IOCalls, err = oneOf("write", "fsync", "read")
+	case "corruptions":
+		plan.Corruptions, err = oneOf(CorruptFlip, CorruptTail)
+	case "names":
+		v, err := d.str(n, f)
+		if err != nil {
+			return err
+		}
+		if v != NamesPOSIX && v != NamesJournal {
+			return d.errf(n, f, "unknown value %q (want posix or journal)", v)
+		}
+		plan.Names = v
+	}
+	return err
+}
+
+// checkDisk checks the plan's storage faults once the section is read:
+// storage fields need a storage fault, a corruption needs a node down (a
+// crash or a power cut before it, within the budget), and the data paths
+// must render to absolute paths for every node.
+func (d *decoder) checkDisk(n, kinds ast.Node, diskNodes map[string]ast.Node, plan FaultPlan, s *Spec) error {
+	if !plan.Storage() {
+		for _, k := range diskFields {
+			if v := diskNodes[k]; v != nil {
+				return d.errf(v, "faults."+k, "no storage fault (power, corrupt, ioerror, stall) in faults.kinds")
+			}
+		}
+		return nil
+	}
+	if slices.Contains(plan.Kinds, FaultCorrupt) {
+		if !slices.Contains(plan.Kinds, FaultCrash) && !slices.Contains(plan.Kinds, FaultPower) {
+			return d.errf(kinds, "faults.kinds", "corrupt strikes a node that is down: add crash or power")
+		}
+		if plan.Budget < 2 {
+			return d.errf(kinds, "faults.kinds", "corrupt needs faults.budget of 2 or more (a crash or power cut first; the budget is %d)", plan.Budget)
+		}
+	}
+	at := diskNodes["data"]
+	if at == nil {
+		at = n
+	}
+	v := TemplateVars{TrialDir: "/run/lockstep/trial", Seed: 1, Addrs: map[string]netip.Addr{}}
+	for _, nd := range s.Nodes {
+		v.Addrs[nd.Name] = netip.IPv4Unspecified()
+	}
+	for _, name := range plan.Nodes {
+		v.NodeDir = "/run/lockstep/trial/" + name
+		paths, err := s.expandAll(name, v, plan.Disk.Data)
+		if err != nil {
+			return d.errf(at, "faults.data", "node %s: %v", name, err)
+		}
+		for _, p := range paths {
+			if !filepath.IsAbs(p) {
+				return d.errf(at, "faults.data", "node %s: %q is not an absolute path", name, p)
+			}
+		}
+	}
+	return nil
+}
+
+// DataPaths are a node's data paths (faults.data), as the node sees them,
+// clean; nil when no storage fault may hit it.
+func (s *Spec) DataPaths(node string, v TemplateVars) ([]string, error) {
+	if !s.Faults.StorageNode(node) {
+		return nil, nil
+	}
+	paths, err := s.expandAll(node, v, s.Faults.Disk.Data)
+	if err != nil {
+		return nil, fmt.Errorf("faults.data of node %s: %w", node, err)
+	}
+	for i, p := range paths {
+		paths[i] = filepath.Clean(p)
+	}
+	return paths, nil
+}
