@@ -63,6 +63,14 @@ func TestSpecVocabulary(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	for _, d := range spec.HoldDirections() {
+		if _, ok := faults.ParseHoldDir(d); !ok {
+			t.Errorf("hold direction %q: package faults does not take it", d)
+		}
+	}
+	if spec.HoldMatchBytes != faults.MatchBytes {
+		t.Errorf("spec's patterns look at %d bytes, package faults' at %d", spec.HoldMatchBytes, faults.MatchBytes)
+	}
 	if spec.ShapeIsolate != faults.ShapeIsolate || spec.ShapeMinority != faults.ShapeMinority || spec.ShapeBridge != faults.ShapeBridge {
 		t.Error("spec's bipartition shapes are not package faults'")
 	}

@@ -231,6 +231,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		CPU:        j.cpu,
 		SiteFrames: p.frames,
 		Data:       sp.Trace.Data,
+		MatchBytes: matchBytes(sp),
 		Logger:     j.log,
 		Zygote:     j.zygote,
 		Images:     j.images,

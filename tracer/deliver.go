@@ -121,6 +121,9 @@ func (t *Tracer) capture(p *pendingOp) (int64, error) {
 		Object: t.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
 		Syscall: "deliver",
 	}
+	if t.opts.MatchBytes > 0 {
+		d.op.Msg = string(data[:min(len(data), t.opts.MatchBytes)])
+	}
 	d.causes = []uint64{p.op.ID}
 	c.queue = append(c.queue, d)
 	c.queued += len(data)
