@@ -177,8 +177,10 @@ func admin(id string, r *raft.Raft, fsm *chain, led *terms, light bool) http.Han
 		json.NewEncoder(w).Encode(led.list())
 	})
 	mux.HandleFunc("POST /transfer", func(w http.ResponseWriter, req *http.Request) {
-		f := r.LeadershipTransfer()
-		if to := req.URL.Query().Get("to"); to != "" {
+		var f raft.Future
+		if to := req.URL.Query().Get("to"); to == "" {
+			f = r.LeadershipTransfer()
+		} else {
 			var addr raft.ServerAddress
 			for _, s := range r.GetConfiguration().Configuration().Servers {
 				if string(s.ID) == to {
