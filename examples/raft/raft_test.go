@@ -142,6 +142,32 @@ func TestRaftElectionSafetyFound(t *testing.T) {
 	}
 }
 
+// raft v1.7.3's deadlock after a leadership transfer (hashicorp/raft#696),
+// found: a transfer's request left in the target's one-slot channel while
+// the leader's replication is held, a second transfer blocked on the full
+// slot, and the leader's step-down (a partition) leave its "transfer in
+// progress" flag set for ever; when it leads again it refuses every
+// command. POS (seed 1) finds it in trial 12 of spec-transfer.yaml, which
+// this test runs alone, requires the liveness message, and replays.
+func TestRaftTransferDeadlockFound(t *testing.T) {
+	testutil.RequireTrials(t)
+	buildRaftex(t)
+	sp := extest.LoadSpec(t, "spec-transfer.yaml")
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 13, Shard: engine.Shard{Index: 12, Count: 13}})
+	r := sum.First
+	if r == nil {
+		t.Fatalf("trial 12 of spec-transfer.yaml did not fail (outcomes %v)", sum.ByKind)
+	}
+	cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
+	if r.Outcome.Kind != engine.ClientFailed || !strings.Contains(string(cerr), "liveness:") || !strings.Contains(string(cerr), "leadership transfer in progress") {
+		t.Fatalf("trial %d: %v; want the liveness check to fail on a leader stuck in a transfer: %s", r.Index, r.Outcome, cerr)
+	}
+	t.Logf("trial %d: %s", r.Index, cerr)
+	if diff := replay(t, r.TracePath); diff != "" {
+		t.Errorf("trial %d's trace did not replay: %s", r.Index, diff)
+	}
+}
+
 // replay replays a trace and returns how it differed, "" when it matched.
 // A replay that parts ways is tried once more: about one replay in six of
 // these traces parts ways where the trace has a Go runtime's sysmon thread
