@@ -142,7 +142,45 @@ type explainer struct {
 	deadline time.Time
 	log      *slog.Logger
 	runs     int
-	cache    map[string]bool
+	cache    map[string]failure
+	// injects maps each injected decision of the trace to the op it
+	// follows: a decision anchored on an injection left out of a subset
+	// is anchored on what that injection followed instead.
+	injects map[sched.Key]*sched.Key
+}
+
+// anchor re-anchors the decisions of ds whose After is an injected op
+// that ds does not inject: on the op that injection came after. Without
+// it a decision would wait for an op that never comes, and an advance
+// kept only as the anchor of a fault would look necessary.
+func (e *explainer) anchor(ds []sched.Decision) []sched.Decision {
+	in := map[sched.Key]bool{}
+	for _, d := range ds {
+		if d.Kind == sched.InjectDecision {
+			in[d.Key] = true
+		}
+	}
+	var out []sched.Decision
+	for i, d := range ds {
+		a := d.After
+		for a != nil && !in[*a] {
+			prev, ok := e.injects[*a]
+			if !ok {
+				break
+			}
+			a = prev
+		}
+		if a != d.After {
+			if out == nil {
+				out = append([]sched.Decision(nil), ds...)
+			}
+			out[i].After = a
+		}
+	}
+	if out == nil {
+		return ds
+	}
+	return out
 }
 
 // errBudget says the budget ran out.
@@ -153,7 +191,7 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*e
 	if time.Now().After(e.deadline) {
 		return nil, nil, errBudget
 	}
-	f := sched.NewForced(ds)
+	f := sched.NewForced(e.anchor(ds))
 	res, err := e.rr.Run(ctx, f, keep)
 	if err != nil {
 		return nil, nil, err
@@ -164,19 +202,25 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*e
 
 // fails says whether forcing ds gives the failure.
 func (e *explainer) fails(ctx context.Context, ds []sched.Decision) (bool, error) {
+	got, err := e.outcome(ctx, ds)
+	return got == e.want, err
+}
+
+// outcome is the failure forcing ds gives (a pass is one too), run once
+// per set.
+func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, error) {
 	key := subsetKey(ds)
 	if v, ok := e.cache[key]; ok {
 		return v, nil
 	}
 	res, _, err := e.run(ctx, ds, false)
 	if err != nil {
-		return false, err
+		return failure{}, err
 	}
 	got := failureOf(res)
-	ok := got == e.want
-	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", ok)
-	e.cache[key] = ok
-	return ok, nil
+	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got == e.want)
+	e.cache[key] = got
+	return got, nil
 }
 
 func subsetKey(ds []sched.Decision) string {
@@ -218,7 +262,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	}
 	defer rr.Close()
 	ex := &Explanation{Trace: path, Outcome: *tr.Outcome, Ops: len(tr.Records)}
-	e := &explainer{rr: rr, deadline: start.Add(opts.Budget), log: log, cache: map[string]bool{}}
+	e := &explainer{rr: rr, deadline: start.Add(opts.Budget), log: log, cache: map[string]failure{}, injects: map[sched.Key]*sched.Key{}}
 
 	// The trace replayed, with the choices offered at each decision.
 	t0 := time.Now()
@@ -239,6 +283,11 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 		return nil, fmt.Errorf("reading the decisions of %s: %w", path, err)
 	}
 	ex.Decisions = len(all)
+	for _, d := range all {
+		if d.Kind == sched.InjectDecision {
+			e.injects[d.Key] = d.After
+		}
+	}
 	log.Info("decisions", "ops", len(res.Records), "decisions", len(all), "failure", ex.Failure)
 	for _, d := range all {
 		log.Debug("decision", "d", d.String())

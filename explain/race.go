@@ -24,6 +24,9 @@ type Event struct {
 	File    string `json:"file,omitempty"`
 	Line    int    `json:"line,omitempty"`
 	Comment string `json:"comment,omitempty"` // a fault's or an advance's parameters
+	// Cut says the op is not in the failing run: a fault cut it off, and
+	// it is described (without a step) from the run without the fault.
+	Cut bool `json:"cut,omitempty"`
 }
 
 func (ev Event) String() string {
@@ -76,9 +79,12 @@ type Race struct {
 	// connection before it was released, which waited behind it (a
 	// connection delivers in order): they were late too.
 	Behind []string `json:"behind,omitempty"`
-	// Before is, for a fault, the first message to its node after it:
-	// the fault lands between First and Before.
-	Before *Event `json:"before,omitempty"`
+	// For a fault, First and Before bound its window: it must come after
+	// First and before Before for the failure to happen (either may be
+	// missing: no bound on that side). Moved right after Before it does
+	// not fail (FlipOutcome); moved right before First, EarlyOutcome.
+	Before       *Event `json:"before,omitempty"`
+	EarlyOutcome string `json:"early_outcome,omitempty"`
 	// Read is the recv that took First's message, when First is a
 	// delivery: where the receiver acted on the message that won.
 	Read *Event `json:"read,omitempty"`
@@ -121,8 +127,19 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 			out = append(out, Race{Decision: d, Summary: fmt.Sprintf("%v: its op did not run in the minimized run", d)})
 			continue
 		}
-		cands := candidates(d, i, min, at, recs, keys)
 		r := Race{Decision: d}
+		if d.Kind == sched.InjectDecision && d.Op.Kind.IsFault() && at >= 0 {
+			w, ok, err := e.window(ctx, i, min, at, recs, keys)
+			if err != nil {
+				return out, err
+			}
+			if ok && (w.before >= 0 || w.after >= 0) {
+				fillWindow(&r, d, at, &w, recs, keys, syms)
+				out = append(out, r)
+				continue
+			}
+		}
+		cands := candidates(d, i, min, at, recs, keys)
 		var chosen *candidate
 		for ci := range cands {
 			c := &cands[ci]
