@@ -100,6 +100,13 @@ func (f failure) String() string {
 	return s
 }
 
+// undoes says a run that ended f shows the failure want gone: it ended
+// otherwise, and not because lockstep could not run it (a diverged or
+// erroneous run says nothing about the system).
+func (f failure) undoes(want failure) bool {
+	return f != want && f.kind != sched.Diverged && f.kind != sched.Error
+}
+
 func failureOf(res *engine.TrialResult) failure {
 	o := res.Outcome
 	f := failure{kind: o.Kind}
@@ -373,6 +380,23 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 		return nil, true, nil
 	}
 	c := all
+	// A long trace's decisions are mostly holds (a strategy's every
+	// departure from the oldest op) while its failure often needs only
+	// its faults and delays: try those alone first, which saves ddmin
+	// most of its runs on a trace of thousands of ops.
+	var injects []sched.Decision
+	for _, d := range all {
+		if d.Kind == sched.InjectDecision {
+			injects = append(injects, d)
+		}
+	}
+	if len(injects) > 0 && len(injects) < len(all) {
+		if ok, err := e.fails(ctx, injects); err != nil {
+			return all, false, err
+		} else if ok {
+			c = injects
+		}
+	}
 	n := 2
 	for len(c) >= 2 {
 		parts := split(c, n)

@@ -85,9 +85,16 @@ type Race struct {
 	// not fail (FlipOutcome); moved right before First, EarlyOutcome.
 	Before       *Event `json:"before,omitempty"`
 	EarlyOutcome string `json:"early_outcome,omitempty"`
+	// Effects are, for a fault, what it did while it lasted.
+	Effects *Effects `json:"effects,omitempty"`
 	// Read is the recv that took First's message, when First is a
 	// delivery: where the receiver acted on the message that won.
 	Read *Event `json:"read,omitempty"`
+	// Reversed says the pair was read off the run without the decision
+	// (no pair flipped on its own): First and Second come the other way
+	// round there, and it is the flip. By is then the decision's own op.
+	Reversed bool   `json:"reversed,omitempty"`
+	By       *Event `json:"by,omitempty"`
 	// Flipped says a run with the pair reversed was tried; Confirmed that
 	// the failure did not happen in it; FlipOutcome how that run ended.
 	Flipped     bool   `json:"flipped"`
@@ -134,6 +141,7 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 				return out, err
 			}
 			if ok && (w.before >= 0 || w.after >= 0) {
+				r.Effects = effects(recs, at, w.recs, sp, syms)
 				fillWindow(&r, d, at, &w, recs, keys, syms)
 				out = append(out, r)
 				continue
@@ -155,11 +163,11 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 				return append(out, r), err
 			}
 			got := failureOf(res)
-			if chosen == nil || got != e.want {
+			if chosen == nil || got.undoes(e.want) {
 				chosen = c
-				r.Flipped, r.Confirmed, r.FlipOutcome = true, got != e.want, got.String()
+				r.Flipped, r.Confirmed, r.FlipOutcome = true, got.undoes(e.want), got.String()
 			}
-			if got != e.want {
+			if got.undoes(e.want) {
 				break
 			}
 		}
@@ -167,6 +175,17 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 			chosen = &cands[0]
 		}
 		fill(&r, d, chosen, recs, syms, past)
+		if !r.Confirmed || chosen != nil && chosen.first >= 0 && chosen.second >= 0 && past.before(chosen.first, chosen.second) {
+			// No flip of a pair of unrelated ops undid the failure: the
+			// pair the decision reversed, if the run without it shows one.
+			rr, ok, err := e.reversedRace(ctx, i, min, at, recs, syms, past)
+			if err != nil {
+				return append(out, r), err
+			}
+			if ok {
+				r = rr
+			}
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -493,6 +512,11 @@ func readWhere(ev *Event) string {
 func who(ev Event) string {
 	s := ev.Node + "'s"
 	switch {
+	case ev.Op == sched.Recv.String() || strings.HasPrefix(ev.Op, sched.Recv.String()+"("):
+		if ev.Data != "" {
+			return s + " read of " + ev.Data
+		}
+		return fmt.Sprintf("%s read of no bytes from %s (its peer's close)", s, ev.Peer)
 	case ev.Data != "":
 		s += " " + ev.Data
 	default:

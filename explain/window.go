@@ -3,6 +3,7 @@ package explain
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/lockstep-dev/lockstep/sched"
 )
@@ -73,9 +74,11 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 			nd.After = &k
 		}
 		f, err := e.outcome(ctx, replace(set, i, nd))
-		return f, f == e.want, err
+		// A run lockstep could not make counts as failing: a bound is
+		// always a run that shows the failure gone.
+		return f, !f.undoes(e.want), err
 	}
-	if _, same, err := moved(j0); err != nil || !same {
+	if f, _, err := moved(j0); err != nil || f != e.want {
 		return w, false, err
 	}
 	// Later: gallop until the failure goes away, then bisect.
@@ -208,6 +211,7 @@ func windowSummary(d sched.Decision, r Race) string {
 	default:
 		s = fmt.Sprintf("fails when %s comes anywhere", fault)
 	}
+	s += effectsText(r.Effects)
 	seen := map[string]bool{"": true}
 	var where []string
 	if r.Before != nil {
@@ -220,4 +224,30 @@ func windowSummary(d sched.Decision, r Race) string {
 		}
 	}
 	return s
+}
+
+// effectsText is a clause on what a fault did while it lasted.
+func effectsText(ef *Effects) string {
+	if ef == nil {
+		return ""
+	}
+	var parts []string
+	if len(ef.Inside) > 0 {
+		p := "inside the cut " + message(ef.Inside[0])
+		if len(ef.Inside) > 1 && ef.Inside[1].Node == ef.Inside[0].To {
+			p += ", answered " + ef.Inside[1].Data
+		}
+		parts = append(parts, p)
+	}
+	if len(ef.Held) > 0 {
+		parts = append(parts, message(ef.Held[0])+" is held")
+	}
+	if len(ef.New) > 0 {
+		var news []string
+		for _, ev := range ef.New {
+			news = append(news, message(ev))
+		}
+		parts = append(parts, "the others send what they never send without it: "+strings.Join(news, ", "))
+	}
+	return "; while it lasts, " + strings.Join(parts, "; ")
 }
