@@ -30,8 +30,15 @@ type Effects struct {
 	New []Event `json:"new,omitempty"`
 }
 
-// maxEffects bounds each list of Effects.
-const maxEffects = 4
+// maxEffects bounds Effects' lists; maxNew its New, where a failover
+// (votes, their answers, the promotion) is several kinds of message.
+const (
+	maxEffects = 4
+	maxNew     = 6
+	kindBytes  = 12 // the start of a shape that tells a message's kind
+)
+
+func kindOf(shape string) string { return shape[:min(kindBytes, len(shape))] }
 
 // addrNodes maps node addresses to names: node i has the subnet's
 // address i+1 (spec and netns follow that rule).
@@ -182,16 +189,18 @@ func effects(recs []sched.Record, at int, without []sched.Record, sp *spec.Spec,
 		}
 	}
 	seen = map[string]bool{}
-	for j := at + 1; j < end && len(ex.New) < maxEffects; j++ {
+	for j := at + 1; j < end && len(ex.New) < maxNew; j++ {
 		o := &recs[j].Op
 		if o.Kind != sched.Deliver || len(recs[j].Data) == 0 || cut[o.Node] || cut[receiver(o)] {
 			continue
 		}
 		k := shape(recs[j].Data)
-		if known[o.Node+">"+receiver(o)+"|"+k] || seen[k] {
+		// One of each kind, told by its start: the answers to one
+		// request differ further on.
+		if known[o.Node+">"+receiver(o)+"|"+k] || seen[kindOf(k)] {
 			continue
 		}
-		seen[k] = true
+		seen[kindOf(k)] = true
 		ex.New = append(ex.New, event(&recs[j], syms))
 	}
 	if len(ex.Held) == 0 && len(ex.Inside) == 0 && len(ex.New) == 0 {
