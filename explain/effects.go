@@ -131,14 +131,18 @@ func effects(recs []sched.Record, at int, without []sched.Record, sp *spec.Spec,
 		}
 		held = append(held, j)
 	}
+	how := "held by the cut"
+	if f.Kind != sched.Partition {
+		how = "sent while " + f.Node + " was down"
+	}
 	heldEv := func(j int) Event {
 		ev := event(&recs[j], syms)
 		ap, _ := netip.ParseAddrPort(recs[j].Op.Peer)
 		ev.To = nodes[ap.Addr()]
 		if d, ok := deliveredAt[recs[j].Op.ID]; ok {
-			ev.Comment = "held by the cut: delivered at step " + strconv.Itoa(recs[d].Step) + ", after it ended"
+			ev.Comment = how + ": delivered at step " + strconv.Itoa(recs[d].Step) + ", after it ended"
 		} else {
-			ev.Comment = "held by the cut: never delivered"
+			ev.Comment = how + ": never delivered"
 		}
 		return ev
 	}

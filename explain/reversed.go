@@ -79,7 +79,7 @@ func (e *explainer) reversedRace(ctx context.Context, i int, set []sched.Decisio
 		return Race{}, false, err
 	}
 	got := failureOf(res)
-	if got == e.want {
+	if !got.undoes(e.want) {
 		return Race{}, false, nil
 	}
 	// Up to the decision's first effect the two runs are one.

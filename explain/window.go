@@ -211,7 +211,7 @@ func windowSummary(d sched.Decision, r Race) string {
 	default:
 		s = fmt.Sprintf("fails when %s comes anywhere", fault)
 	}
-	s += effectsText(r.Effects)
+	s += effectsText(r.Effects, r.Second.Op)
 	seen := map[string]bool{"": true}
 	var where []string
 	if r.Before != nil {
@@ -227,27 +227,31 @@ func windowSummary(d sched.Decision, r Race) string {
 }
 
 // effectsText is a clause on what a fault did while it lasted.
-func effectsText(ef *Effects) string {
+func effectsText(ef *Effects, fault string) string {
 	if ef == nil {
 		return ""
 	}
 	var parts []string
 	if len(ef.Inside) > 0 {
-		p := "inside the cut " + message(ef.Inside[0])
+		p := "among the cut-off nodes " + message(ef.Inside[0])
 		if len(ef.Inside) > 1 && ef.Inside[1].Node == ef.Inside[0].To {
 			p += ", answered " + ef.Inside[1].Data
 		}
 		parts = append(parts, p)
 	}
 	if len(ef.Held) > 0 {
-		parts = append(parts, message(ef.Held[0])+" is held")
+		verb := " is held by the cut"
+		if fault != sched.Partition.String() {
+			verb = " goes to a node that is down"
+		}
+		parts = append(parts, message(ef.Held[0])+verb)
 	}
 	if len(ef.New) > 0 {
 		var news []string
 		for _, ev := range ef.New {
 			news = append(news, message(ev))
 		}
-		parts = append(parts, "the others send what they never send without it: "+strings.Join(news, ", "))
+		parts = append(parts, "the others send what they never send without it, "+strings.Join(news, ", "))
 	}
 	return "; while it lasts, " + strings.Join(parts, "; ")
 }

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -14,8 +15,9 @@ import (
 // Oldest is the default order of explain: of the enabled ops it releases
 // the one with the lowest ID, that is the one that appeared first (the
 // tracer numbers ops as they appear, in LPID order within one quiescent
-// point), and it never chooses an advance or a fault op (their IDs lie
-// above every traced op's, and one is offered only beside a traced op).
+// point), and it chooses an advance or a fault op (their IDs lie above
+// every traced op's) only when no traced op is offered: a node down, every
+// thread waiting on a timer.
 type Oldest struct{}
 
 func (Oldest) Name() string                    { return "oldest" }
@@ -385,6 +387,9 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 			pick = first
 		}
 		if pick < 0 {
+			pick = idle(enabled)
+		}
+		if pick < 0 {
 			return 0, fmt.Errorf("forced: no traced op among %d choices", len(enabled))
 		}
 	}
@@ -393,6 +398,21 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 	f.Order = append(f.Order, k)
 	f.update()
 	return pick, nil
+}
+
+// idle is the default's choice when no traced op can run (every thread
+// waits on a timer, a node is down): an advance, as Oldest takes one (its
+// ID is below a fault op's) and as the clock would move anyway, else a
+// restart or heal the engine offers; -1 if neither.
+func idle(enabled []*Op) int {
+	for _, kinds := range [][]Kind{{Advance}, {Restart, Heal}} {
+		for j, o := range enabled {
+			if slices.Contains(kinds, o.Kind) {
+				return j
+			}
+		}
+	}
+	return -1
 }
 
 // held says whether a hold decision keeps o back now.

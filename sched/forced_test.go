@@ -145,3 +145,34 @@ func TestForcedInject(t *testing.T) {
 		t.Errorf("the advance not offered was not skipped (index %d, skipped %d)", i, g.Skipped)
 	}
 }
+
+// TestForcedIdle: with no traced op offered (every thread waits on a
+// timer, a node is down), the default takes an advance, else a restart or
+// heal, and fails only when neither is there.
+func TestForcedIdle(t *testing.T) {
+	adv := &Op{ID: 1<<48 + 1, Node: "n0", LPID: "n0/0/t0", Kind: Advance, Object: "time", At: 200}
+	restart := &Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: Restart, Object: "node:n1"}
+	crash := &Op{ID: 1<<52 + 2, Node: "n0", LPID: "fault", Kind: Crash, Object: "node:n0"}
+	for _, tc := range []struct {
+		name    string
+		enabled []*Op
+		want    int
+	}{
+		{"advance first", []*Op{restart, adv}, 1},
+		{"a restart", []*Op{crash, restart}, 1},
+		{"nothing to take", []*Op{crash}, -1},
+	} {
+		f := NewForced(nil)
+		f.Reset(1, 0)
+		i, err := f.Next(tc.enabled)
+		if tc.want < 0 {
+			if err == nil {
+				t.Errorf("%s: chose %d, want an error", tc.name, i)
+			}
+			continue
+		}
+		if err != nil || i != tc.want {
+			t.Errorf("%s: chose %d (%v), want %d", tc.name, i, err, tc.want)
+		}
+	}
+}
