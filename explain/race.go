@@ -104,6 +104,8 @@ type Race struct {
 	// deliveries, program order, the trace's causes): only the schedule
 	// ordered them.
 	Concurrent bool `json:"concurrent"`
+	// Note says what could not be done for this race.
+	Note string `json:"note,omitempty"`
 	// Summary is one sentence for humans.
 	Summary string `json:"summary"`
 	// Steps are the minimized run's steps of the pair, for highlights.
@@ -145,6 +147,9 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 				fillWindow(&r, d, at, &w, recs, keys, syms)
 				out = append(out, r)
 				continue
+			}
+			if w.why != "" {
+				r.Note = fmt.Sprintf("no window: %s", w.why)
 			}
 		}
 		cands := candidates(d, i, min, at, recs, keys)

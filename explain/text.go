@@ -46,6 +46,9 @@ func WriteText(w io.Writer, ex *Explanation) {
 				fmt.Fprintf(w, "   new:    %s\n", ev)
 			}
 		}
+		if r.Note != "" {
+			fmt.Fprintf(w, "   note: %s\n", r.Note)
+		}
 		rel := "causally related (one happens before the other)"
 		if r.Concurrent {
 			rel = "causally unrelated: only the schedule ordered them"

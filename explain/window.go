@@ -30,6 +30,8 @@ type faultWindow struct {
 	// early and late are how runs ended with the fault moved right
 	// before after, and right after before.
 	early, late failure
+	// why says why no window was searched ("" when one was).
+	why string
 }
 
 // window finds decision i's window (a fault injected at record at of the
@@ -61,6 +63,7 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 			}
 		}
 		if j0 == -2 {
+			w.why = fmt.Sprintf("the op it followed (%v) is not in the run without it", keys[p])
 			return w, false, nil
 		}
 	}
@@ -79,6 +82,9 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 		return f, !f.undoes(e.want), err
 	}
 	if f, _, err := moved(j0); err != nil || f != e.want {
+		if err == nil {
+			w.why = fmt.Sprintf("put back at its place in the run without it, the run ended %v", f)
+		}
 		return w, false, err
 	}
 	// Later: gallop until the failure goes away, then bisect.
