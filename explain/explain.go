@@ -225,7 +225,7 @@ func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, 
 		return failure{}, err
 	}
 	got := failureOf(res)
-	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got == e.want)
+	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got == e.want, "detail", res.Outcome.Detail)
 	e.cache[key] = got
 	return got, nil
 }

@@ -415,6 +415,25 @@ func idle(enabled []*Op) int {
 	return -1
 }
 
+// Decliner is a strategy that may decline the fault op the engine offers
+// alone in a lull (a spread injection whose trigger the clock reached,
+// with no op to run beside it): the engine then waits for the next wake
+// instead. Forced declines every fault it was not told to inject: the
+// default order injects none of its own.
+type Decliner interface {
+	Declines(o *Op) bool
+}
+
+// Declines says whether o is no due injected decision's.
+func (f *Forced) Declines(o *Op) bool {
+	for i := range f.decisions {
+		if f.due[i] && !f.injected[i] && f.matches(&f.decisions[i], o) {
+			return false
+		}
+	}
+	return true
+}
+
 // held says whether a hold decision keeps o back now.
 func (f *Forced) held(o *Op) bool {
 	k := f.keyer.Key(o)

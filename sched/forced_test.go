@@ -176,3 +176,33 @@ func TestForcedIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestForcedDeclines: a fault offered alone in a lull is declined unless
+// it is a due injected decision's.
+func TestForcedDeclines(t *testing.T) {
+	ops := testOps(1)
+	crash := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: Crash, Object: "node:n1"}
+	recs := []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: crash}}
+	ds, err := Decisions(recs, [][]Op{{ops[0]}, {crash}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := crash
+	other.Node, other.Object = "n0", "node:n0"
+	f := NewForced(ds)
+	f.Reset(1, 0)
+	if !f.Declines(&crash) {
+		t.Error("a crash not yet due was taken")
+	}
+	a := ops[0]
+	f.Next([]*Op{&a})
+	if f.Declines(&crash) {
+		t.Error("the due crash was declined")
+	}
+	if !f.Declines(&other) {
+		t.Error("a crash of another node was taken")
+	}
+	if !NewForced(nil).Declines(&crash) {
+		t.Error("the default order took a fault of its own")
+	}
+}
