@@ -47,6 +47,9 @@ func raceText(r Race) string {
 		parts = append(parts, ev.Op, ev.Data, ev.Comment)
 	}
 	parts = append(parts, r.Behind...)
+	if p := r.Reorders; p != nil {
+		parts = append(parts, p.First.Data, p.Second.Data)
+	}
 	return strings.Join(parts, " ")
 }
 

@@ -104,6 +104,10 @@ type Race struct {
 	// deliveries, program order, the trace's causes): only the schedule
 	// ordered them.
 	Concurrent bool `json:"concurrent"`
+	// Reorders is, for a delay whose own flip undid the failure, the
+	// first pair into one inbox it reversed (the run without it has them
+	// the other way round and ends Without).
+	Reorders *Pair `json:"reorders,omitempty"`
 	// Note says what could not be done for this race.
 	Note string `json:"note,omitempty"`
 	// Summary is one sentence for humans.
@@ -189,6 +193,17 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 			}
 			if ok {
 				r = rr
+			}
+		} else if d.Kind == sched.InjectDecision && d.Op.Kind == sched.Advance {
+			// A delay holds every op enabled at once: besides the pair its
+			// flip undid, the messages it made race the other way.
+			rr, ok, err := e.reversedRace(ctx, i, min, at, recs, syms, past)
+			if err != nil {
+				return append(out, r), err
+			}
+			if ok {
+				r.Reorders = &Pair{First: rr.First, Second: rr.Second, Without: rr.FlipOutcome}
+				r.Summary += reordersText(r.Reorders)
 			}
 		}
 		out = append(out, r)
@@ -558,4 +573,23 @@ func summary(d sched.Decision, r Race) string {
 		}
 	}
 	return s
+}
+
+// Pair is two ops of the failing run in the order a decision made.
+type Pair struct {
+	First   Event  `json:"first"`
+	Second  Event  `json:"second"`
+	Without string `json:"without"`
+}
+
+func reordersText(p *Pair) string {
+	s := fmt.Sprintf("; it makes %s", who(p.First))
+	if p.First.To != "" {
+		s += " to " + p.First.To
+	}
+	s += " arrive before " + who(p.Second)
+	if p.Second.To != "" && p.Second.To != p.First.To {
+		s += " to " + p.Second.To
+	}
+	return s + " (without it they come the other way round: " + p.Without + ")"
 }

@@ -46,6 +46,9 @@ func WriteText(w io.Writer, ex *Explanation) {
 				fmt.Fprintf(w, "   new:    %s\n", ev)
 			}
 		}
+		if p := r.Reorders; p != nil {
+			fmt.Fprintf(w, "   reorders: %s\n   before:   %s\n", p.First, p.Second)
+		}
 		if r.Note != "" {
 			fmt.Fprintf(w, "   note: %s\n", r.Note)
 		}
