@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
 
@@ -119,4 +120,14 @@ func (t *Trial) peers(socks []tracer.Sock) map[string][]string {
 		}
 	}
 	return out
+}
+
+// matchBytes is how many of each message's first bytes the tracer hands
+// the faults (sched.Op.Msg): none unless the spec holds one kind of
+// message.
+func matchBytes(sp *spec.Spec) int {
+	if len(sp.Faults.HoldMatch) == 0 {
+		return 0
+	}
+	return faults.MatchBytes
 }

@@ -76,6 +76,7 @@ func TestNetworkFaults(t *testing.T) {
 		{"link", sched.Link, checkLink, []string{"other links flow"}},
 		{"bipartition", sched.Bipartition, checkBipartition, []string{"isolate", "bridge", "bridge reaches both"}},
 		{"hold", sched.Hold, checkHold, []string{"other way flows", "released at the end"}},
+		{"hold-kind", sched.Hold, checkHoldKind, []string{"beats flow", "data released at the end", "other way flows"}},
 		{"probe", sched.Partition, checkProbe, []string{"aimed at the leader"}},
 		{"follow", sched.Partition, checkFollow, []string{"client follows s2", "client stays with s2"}},
 	} {

@@ -39,6 +39,16 @@ func faultPlan(p spec.FaultPlan) (faults.Plan, error) {
 		}
 		plan.Kinds = append(plan.Kinds, kind)
 	}
+	for _, m := range p.HoldMatch {
+		plan.Match = append(plan.Match, faults.Pattern{Prefix: m.Prefix, Contains: m.Contains, Lacks: m.Lacks})
+	}
+	if p.HoldDirection != "" {
+		dir, ok := faults.ParseHoldDir(p.HoldDirection)
+		if !ok {
+			return faults.Plan{}, fmt.Errorf("spec: unknown hold direction %q", p.HoldDirection)
+		}
+		plan.HoldDir = dir
+	}
 	if p.ClockDirection != "" {
 		dir, ok := faults.ParseDirection(string(p.ClockDirection))
 		if !ok {

@@ -63,6 +63,14 @@ func TestSpecVocabulary(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	for _, d := range spec.HoldDirections() {
+		if _, ok := faults.ParseHoldDir(d); !ok {
+			t.Errorf("hold direction %q: package faults does not take it", d)
+		}
+	}
+	if spec.HoldMatchBytes != faults.MatchBytes {
+		t.Errorf("spec's patterns look at %d bytes, package faults' at %d", spec.HoldMatchBytes, faults.MatchBytes)
+	}
 	if spec.ShapeIsolate != faults.ShapeIsolate || spec.ShapeMinority != faults.ShapeMinority || spec.ShapeBridge != faults.ShapeBridge {
 		t.Error("spec's bipartition shapes are not package faults'")
 	}
@@ -98,8 +106,12 @@ nodes:
   - {name: c1, role: client, command: ["/bin/true"]}
 limits: {virtual_time: 60s}
 `
+	// The storage faults' settings have defaults even when no storage
+	// fault is asked for (the plan is the same data either way).
+	diskDefaults := faults.DiskPlan{Data: []string{"{{tmp}}"}, Persist: []string{"none", "prefix", "subset"}, MaxStall: time.Second,
+		IOErrors: []string{"EIO", "ENOSPC"}, IOCalls: []string{"write", "fsync", "read"}, Corruptions: []string{"flip", "tail"}, Names: "posix"}
 	defaults := faults.Plan{Nodes: []string{"s1", "s2", "s3"}, Budget: 1, Until: time.Minute, MaxPause: time.Second,
-		MaxOutage: 2 * time.Second, MaxClockJump: 10 * time.Second, MaxHold: time.Second, MaxDrift: 100_000}
+		MaxOutage: 2 * time.Second, MaxClockJump: 10 * time.Second, MaxHold: time.Second, MaxDrift: 100_000, Disk: diskDefaults}
 	with := func(f func(*faults.Plan)) faults.Plan {
 		p := defaults
 		f(&p)
@@ -138,7 +150,7 @@ limits: {virtual_time: 60s}
 `, faults.Plan{Kinds: []sched.Kind{sched.ClockJump, sched.Partition}, Nodes: []string{"s1", "s2"}, Budget: 3,
 			From: time.Second, Until: 20 * time.Second, Spread: true, MaxPause: 2 * time.Second, MaxOutage: 4 * time.Second,
 			MaxClockJump: 30 * time.Second, MaxDrift: 50_000, MaxHold: 500 * time.Millisecond, ClockDirection: faults.Backward,
-			KeepClock: true, Groups: [][]string{{"s1", "c1"}}, Probe: []string{"/bin/echo", "s1"}}},
+			KeepClock: true, Groups: [][]string{{"s1", "c1"}}, Probe: []string{"/bin/echo", "s1"}, Disk: diskDefaults}},
 		{"follow, unspread", "faults: {kinds: [oneway], groups: follow, until: 9s, spread: false, clock_direction: forward}",
 			with(func(p *faults.Plan) {
 				p.Kinds, p.Follow, p.Until, p.ClockDirection = []sched.Kind{sched.OneWay}, true, 9*time.Second, faults.Forward

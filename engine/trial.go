@@ -231,6 +231,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		CPU:        j.cpu,
 		SiteFrames: p.frames,
 		Data:       sp.Trace.Data,
+		MatchBytes: matchBytes(sp),
 		Logger:     j.log,
 		Zygote:     j.zygote,
 		Images:     j.images,
@@ -646,6 +647,9 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		// taken there; anything else waits for ops to run beside.
 		next, wakes := t.nextWake(st)
 		inj := t.faults.InLull(fs, next, wakes)
+		if d, ok := t.p.strategy.(sched.Decliner); ok && inj != nil && d.Declines(inj) {
+			inj = nil // explain's default order: no fault of its own
+		}
 		if inj == nil {
 			return t.wait(st)
 		}

@@ -100,6 +100,13 @@ func (f failure) String() string {
 	return s
 }
 
+// undoes says a run that ended f shows the failure want gone: it ended
+// otherwise, and not because lockstep could not run it (a diverged or
+// erroneous run says nothing about the system).
+func (f failure) undoes(want failure) bool {
+	return f != want && f.kind != sched.Diverged && f.kind != sched.Error
+}
+
 func failureOf(res *engine.TrialResult) failure {
 	o := res.Outcome
 	f := failure{kind: o.Kind}
@@ -142,7 +149,45 @@ type explainer struct {
 	deadline time.Time
 	log      *slog.Logger
 	runs     int
-	cache    map[string]bool
+	cache    map[string]failure
+	// injects maps each injected decision of the trace to the op it
+	// follows: a decision anchored on an injection left out of a subset
+	// is anchored on what that injection followed instead.
+	injects map[sched.Key]*sched.Key
+}
+
+// anchor re-anchors the decisions of ds whose After is an injected op
+// that ds does not inject: on the op that injection came after. Without
+// it a decision would wait for an op that never comes, and an advance
+// kept only as the anchor of a fault would look necessary.
+func (e *explainer) anchor(ds []sched.Decision) []sched.Decision {
+	in := map[sched.Key]bool{}
+	for _, d := range ds {
+		if d.Kind == sched.InjectDecision {
+			in[d.Key] = true
+		}
+	}
+	var out []sched.Decision
+	for i, d := range ds {
+		a := d.After
+		for a != nil && !in[*a] {
+			prev, ok := e.injects[*a]
+			if !ok {
+				break
+			}
+			a = prev
+		}
+		if a != d.After {
+			if out == nil {
+				out = append([]sched.Decision(nil), ds...)
+			}
+			out[i].After = a
+		}
+	}
+	if out == nil {
+		return ds
+	}
+	return out
 }
 
 // errBudget says the budget ran out.
@@ -153,7 +198,7 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*e
 	if time.Now().After(e.deadline) {
 		return nil, nil, errBudget
 	}
-	f := sched.NewForced(ds)
+	f := sched.NewForced(e.anchor(ds))
 	res, err := e.rr.Run(ctx, f, keep)
 	if err != nil {
 		return nil, nil, err
@@ -164,19 +209,25 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*e
 
 // fails says whether forcing ds gives the failure.
 func (e *explainer) fails(ctx context.Context, ds []sched.Decision) (bool, error) {
+	got, err := e.outcome(ctx, ds)
+	return got == e.want, err
+}
+
+// outcome is the failure forcing ds gives (a pass is one too), run once
+// per set.
+func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, error) {
 	key := subsetKey(ds)
 	if v, ok := e.cache[key]; ok {
 		return v, nil
 	}
 	res, _, err := e.run(ctx, ds, false)
 	if err != nil {
-		return false, err
+		return failure{}, err
 	}
 	got := failureOf(res)
-	ok := got == e.want
-	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", ok)
-	e.cache[key] = ok
-	return ok, nil
+	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got == e.want, "detail", res.Outcome.Detail)
+	e.cache[key] = got
+	return got, nil
 }
 
 func subsetKey(ds []sched.Decision) string {
@@ -218,7 +269,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	}
 	defer rr.Close()
 	ex := &Explanation{Trace: path, Outcome: *tr.Outcome, Ops: len(tr.Records)}
-	e := &explainer{rr: rr, deadline: start.Add(opts.Budget), log: log, cache: map[string]bool{}}
+	e := &explainer{rr: rr, deadline: start.Add(opts.Budget), log: log, cache: map[string]failure{}, injects: map[sched.Key]*sched.Key{}}
 
 	// The trace replayed, with the choices offered at each decision.
 	t0 := time.Now()
@@ -239,6 +290,11 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 		return nil, fmt.Errorf("reading the decisions of %s: %w", path, err)
 	}
 	ex.Decisions = len(all)
+	for _, d := range all {
+		if d.Kind == sched.InjectDecision {
+			e.injects[d.Key] = d.After
+		}
+	}
 	log.Info("decisions", "ops", len(res.Records), "decisions", len(all), "failure", ex.Failure)
 	for _, d := range all {
 		log.Debug("decision", "d", d.String())
@@ -324,6 +380,23 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 		return nil, true, nil
 	}
 	c := all
+	// A long trace's decisions are mostly holds (a strategy's every
+	// departure from the oldest op) while its failure often needs only
+	// its faults and delays: try those alone first, which saves ddmin
+	// most of its runs on a trace of thousands of ops.
+	var injects []sched.Decision
+	for _, d := range all {
+		if d.Kind == sched.InjectDecision {
+			injects = append(injects, d)
+		}
+	}
+	if len(injects) > 0 && len(injects) < len(all) {
+		if ok, err := e.fails(ctx, injects); err != nil {
+			return all, false, err
+		} else if ok {
+			c = injects
+		}
+	}
 	n := 2
 	for len(c) >= 2 {
 		parts := split(c, n)

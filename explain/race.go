@@ -24,6 +24,9 @@ type Event struct {
 	File    string `json:"file,omitempty"`
 	Line    int    `json:"line,omitempty"`
 	Comment string `json:"comment,omitempty"` // a fault's or an advance's parameters
+	// Cut says the op is not in the failing run: a fault cut it off, and
+	// it is described (without a step) from the run without the fault.
+	Cut bool `json:"cut,omitempty"`
 }
 
 func (ev Event) String() string {
@@ -76,12 +79,22 @@ type Race struct {
 	// connection before it was released, which waited behind it (a
 	// connection delivers in order): they were late too.
 	Behind []string `json:"behind,omitempty"`
-	// Before is, for a fault, the first message to its node after it:
-	// the fault lands between First and Before.
-	Before *Event `json:"before,omitempty"`
+	// For a fault, First and Before bound its window: it must come after
+	// First and before Before for the failure to happen (either may be
+	// missing: no bound on that side). Moved right after Before it does
+	// not fail (FlipOutcome); moved right before First, EarlyOutcome.
+	Before       *Event `json:"before,omitempty"`
+	EarlyOutcome string `json:"early_outcome,omitempty"`
+	// Effects are, for a fault, what it did while it lasted.
+	Effects *Effects `json:"effects,omitempty"`
 	// Read is the recv that took First's message, when First is a
 	// delivery: where the receiver acted on the message that won.
 	Read *Event `json:"read,omitempty"`
+	// Reversed says the pair was read off the run without the decision
+	// (no pair flipped on its own): First and Second come the other way
+	// round there, and it is the flip. By is then the decision's own op.
+	Reversed bool   `json:"reversed,omitempty"`
+	By       *Event `json:"by,omitempty"`
 	// Flipped says a run with the pair reversed was tried; Confirmed that
 	// the failure did not happen in it; FlipOutcome how that run ended.
 	Flipped     bool   `json:"flipped"`
@@ -91,6 +104,12 @@ type Race struct {
 	// deliveries, program order, the trace's causes): only the schedule
 	// ordered them.
 	Concurrent bool `json:"concurrent"`
+	// Reorders is, for a delay whose own flip undid the failure, the
+	// first pair into one inbox it reversed (the run without it has them
+	// the other way round and ends Without).
+	Reorders *Pair `json:"reorders,omitempty"`
+	// Note says what could not be done for this race.
+	Note string `json:"note,omitempty"`
 	// Summary is one sentence for humans.
 	Summary string `json:"summary"`
 	// Steps are the minimized run's steps of the pair, for highlights.
@@ -121,8 +140,23 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 			out = append(out, Race{Decision: d, Summary: fmt.Sprintf("%v: its op did not run in the minimized run", d)})
 			continue
 		}
-		cands := candidates(d, i, min, at, recs, keys)
 		r := Race{Decision: d}
+		if d.Kind == sched.InjectDecision && d.Op.Kind.IsFault() && at >= 0 {
+			w, ok, err := e.window(ctx, i, min, at, recs, keys)
+			if err != nil {
+				return out, err
+			}
+			if ok && (w.before >= 0 || w.after >= 0) {
+				r.Effects = effects(recs, at, w.recs, sp, syms)
+				fillWindow(&r, d, at, &w, recs, keys, syms)
+				out = append(out, r)
+				continue
+			}
+			if w.why != "" {
+				r.Note = fmt.Sprintf("no window: %s", w.why)
+			}
+		}
+		cands := candidates(d, i, min, at, recs, keys)
 		var chosen *candidate
 		for ci := range cands {
 			c := &cands[ci]
@@ -138,11 +172,11 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 				return append(out, r), err
 			}
 			got := failureOf(res)
-			if chosen == nil || got != e.want {
+			if chosen == nil || got.undoes(e.want) {
 				chosen = c
-				r.Flipped, r.Confirmed, r.FlipOutcome = true, got != e.want, got.String()
+				r.Flipped, r.Confirmed, r.FlipOutcome = true, got.undoes(e.want), got.String()
 			}
-			if got != e.want {
+			if got.undoes(e.want) {
 				break
 			}
 		}
@@ -150,6 +184,28 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 			chosen = &cands[0]
 		}
 		fill(&r, d, chosen, recs, syms, past)
+		if !r.Confirmed || chosen != nil && chosen.first >= 0 && chosen.second >= 0 && past.before(chosen.first, chosen.second) {
+			// No flip of a pair of unrelated ops undid the failure: the
+			// pair the decision reversed, if the run without it shows one.
+			rr, ok, err := e.reversedRace(ctx, i, min, at, recs, syms, past)
+			if err != nil {
+				return append(out, r), err
+			}
+			if ok {
+				r = rr
+			}
+		} else if d.Kind == sched.InjectDecision && d.Op.Kind == sched.Advance {
+			// A delay holds every op enabled at once: besides the pair its
+			// flip undid, the messages it made race the other way.
+			rr, ok, err := e.reversedRace(ctx, i, min, at, recs, syms, past)
+			if err != nil {
+				return append(out, r), err
+			}
+			if ok {
+				r.Reorders = &Pair{First: rr.First, Second: rr.Second, Without: rr.FlipOutcome}
+				r.Summary += reordersText(r.Reorders)
+			}
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -476,6 +532,11 @@ func readWhere(ev *Event) string {
 func who(ev Event) string {
 	s := ev.Node + "'s"
 	switch {
+	case ev.Op == sched.Recv.String() || strings.HasPrefix(ev.Op, sched.Recv.String()+"("):
+		if ev.Data != "" {
+			return s + " read of " + ev.Data
+		}
+		return fmt.Sprintf("%s read of no bytes from %s (its peer's close)", s, ev.Peer)
 	case ev.Data != "":
 		s += " " + ev.Data
 	default:
@@ -512,4 +573,23 @@ func summary(d sched.Decision, r Race) string {
 		}
 	}
 	return s
+}
+
+// Pair is two ops of the failing run in the order a decision made.
+type Pair struct {
+	First   Event  `json:"first"`
+	Second  Event  `json:"second"`
+	Without string `json:"without"`
+}
+
+func reordersText(p *Pair) string {
+	s := fmt.Sprintf("; it makes %s", who(p.First))
+	if p.First.To != "" {
+		s += " to " + p.First.To
+	}
+	s += " arrive before " + who(p.Second)
+	if p.Second.To != "" && p.Second.To != p.First.To {
+		s += " to " + p.Second.To
+	}
+	return s + " (without it they come the other way round: " + p.Without + ")"
 }

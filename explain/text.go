@@ -35,12 +35,36 @@ func WriteText(w io.Writer, ex *Explanation) {
 		if r.Before != nil {
 			fmt.Fprintf(w, "   before: %s\n", *r.Before)
 		}
+		if ef := r.Effects; ef != nil {
+			for _, ev := range ef.Inside {
+				fmt.Fprintf(w, "   inside: %s\n", ev)
+			}
+			for _, ev := range ef.Held {
+				fmt.Fprintf(w, "   held:   %s\n", ev)
+			}
+			for _, ev := range ef.New {
+				fmt.Fprintf(w, "   new:    %s\n", ev)
+			}
+		}
+		if p := r.Reorders; p != nil {
+			fmt.Fprintf(w, "   reorders: %s\n   before:   %s\n", p.First, p.Second)
+		}
+		if r.Note != "" {
+			fmt.Fprintf(w, "   note: %s\n", r.Note)
+		}
 		rel := "causally related (one happens before the other)"
 		if r.Concurrent {
 			rel = "causally unrelated: only the schedule ordered them"
 		}
 		fmt.Fprintf(w, "   %s\n", rel)
+		if r.EarlyOutcome != "" {
+			fmt.Fprintf(w, "   flipped (the fault moved before first): %s\n", r.EarlyOutcome)
+		}
 		switch {
+		case r.Reversed:
+			fmt.Fprintf(w, "   without this decision the two come the other way round and the run ends %s\n", r.FlipOutcome)
+		case r.Before != nil && r.Confirmed:
+			fmt.Fprintf(w, "   flipped (the fault moved after before): %s\n", r.FlipOutcome)
 		case r.Confirmed && r.FlipOutcome == string(sched.Pass):
 			fmt.Fprintf(w, "   flipped (the other way round): no failure (pass)\n")
 		case r.Confirmed:

@@ -69,6 +69,13 @@ type Plan struct {
 	// MaxHold bounds a hold: one connection direction's deliveries wait
 	// up to this long while every other flows.
 	MaxHold time.Duration
+	// Match, when set, makes each hold one of a kind of message: for its
+	// length it holds every delivery to (or from, HoldDir) its node whose
+	// bytes match one of the patterns, on every connection, while other
+	// messages flow (see match.go).
+	Match []Pattern
+	// HoldDir is which of the node's messages such a hold holds.
+	HoldDir HoldDir
 	// Shapes are the bipartition shapes drawn (ShapeIsolate, ShapeMinority,
 	// ShapeBridge).
 	Shapes []string
@@ -644,7 +651,7 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 		}
 		delete(in.paused, o.Node)
 	}
-	if o.Kind == sched.Deliver && len(in.held) > 0 && in.heldConn(o.Conn, now) {
+	if o.Kind == sched.Deliver && len(in.held) > 0 && (in.heldConn(o.Conn, now) || len(in.plan.Match) > 0 && in.heldMessage(o, now, nodeOf)) {
 		return true
 	}
 	if len(in.cuts) == 0 {

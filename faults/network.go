@@ -90,6 +90,9 @@ func (in *Injector) possibleNet(k sched.Kind, node string) bool {
 	case sched.Bipartition:
 		return in.cutRoom() && len(in.plan.shapes()) > 0
 	case sched.Hold:
+		if len(in.plan.Match) > 0 {
+			return in.plan.MaxHold > 0 && in.possibleMsgHold(node)
+		}
 		return in.plan.MaxHold > 0 && slices.ContainsFunc(in.conns, func(c Conn) bool {
 			return (c.From == node || c.To == node) && !in.holding(c.Conn)
 		})
@@ -126,6 +129,10 @@ func (in *Injector) drawNet(o *sched.Op) {
 		shape := shapes[in.r.IntN(len(shapes))]
 		c = in.bipartition(shape, unit)
 	case sched.Hold:
+		if len(in.plan.Match) > 0 {
+			in.drawMsgHold(o)
+			return
+		}
 		var mine []Conn
 		for _, cn := range in.conns {
 			if (cn.From == node || cn.To == node) && !in.holding(cn.Conn) {

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -14,8 +15,9 @@ import (
 // Oldest is the default order of explain: of the enabled ops it releases
 // the one with the lowest ID, that is the one that appeared first (the
 // tracer numbers ops as they appear, in LPID order within one quiescent
-// point), and it never chooses an advance or a fault op (their IDs lie
-// above every traced op's, and one is offered only beside a traced op).
+// point), and it chooses an advance or a fault op (their IDs lie above
+// every traced op's) only when no traced op is offered: a node down, every
+// thread waiting on a timer.
 type Oldest struct{}
 
 func (Oldest) Name() string                    { return "oldest" }
@@ -385,6 +387,9 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 			pick = first
 		}
 		if pick < 0 {
+			pick = idle(enabled)
+		}
+		if pick < 0 {
 			return 0, fmt.Errorf("forced: no traced op among %d choices", len(enabled))
 		}
 	}
@@ -393,6 +398,40 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 	f.Order = append(f.Order, k)
 	f.update()
 	return pick, nil
+}
+
+// idle is the default's choice when no traced op can run (every thread
+// waits on a timer, a node is down): an advance, as Oldest takes one (its
+// ID is below a fault op's) and as the clock would move anyway, else a
+// restart or heal the engine offers; -1 if neither.
+func idle(enabled []*Op) int {
+	for _, kinds := range [][]Kind{{Advance}, {Restart, Heal}} {
+		for j, o := range enabled {
+			if slices.Contains(kinds, o.Kind) {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// Decliner is a strategy that may decline the fault op the engine offers
+// alone in a lull (a spread injection whose trigger the clock reached,
+// with no op to run beside it): the engine then waits for the next wake
+// instead. Forced declines every fault it was not told to inject: the
+// default order injects none of its own.
+type Decliner interface {
+	Declines(o *Op) bool
+}
+
+// Declines says whether o is no due injected decision's.
+func (f *Forced) Declines(o *Op) bool {
+	for i := range f.decisions {
+		if f.due[i] && !f.injected[i] && f.matches(&f.decisions[i], o) {
+			return false
+		}
+	}
+	return true
 }
 
 // held says whether a hold decision keeps o back now.

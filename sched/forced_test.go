@@ -145,3 +145,64 @@ func TestForcedInject(t *testing.T) {
 		t.Errorf("the advance not offered was not skipped (index %d, skipped %d)", i, g.Skipped)
 	}
 }
+
+// TestForcedIdle: with no traced op offered (every thread waits on a
+// timer, a node is down), the default takes an advance, else a restart or
+// heal, and fails only when neither is there.
+func TestForcedIdle(t *testing.T) {
+	adv := &Op{ID: 1<<48 + 1, Node: "n0", LPID: "n0/0/t0", Kind: Advance, Object: "time", At: 200}
+	restart := &Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: Restart, Object: "node:n1"}
+	crash := &Op{ID: 1<<52 + 2, Node: "n0", LPID: "fault", Kind: Crash, Object: "node:n0"}
+	for _, tc := range []struct {
+		name    string
+		enabled []*Op
+		want    int
+	}{
+		{"advance first", []*Op{restart, adv}, 1},
+		{"a restart", []*Op{crash, restart}, 1},
+		{"nothing to take", []*Op{crash}, -1},
+	} {
+		f := NewForced(nil)
+		f.Reset(1, 0)
+		i, err := f.Next(tc.enabled)
+		if tc.want < 0 {
+			if err == nil {
+				t.Errorf("%s: chose %d, want an error", tc.name, i)
+			}
+			continue
+		}
+		if err != nil || i != tc.want {
+			t.Errorf("%s: chose %d (%v), want %d", tc.name, i, err, tc.want)
+		}
+	}
+}
+
+// TestForcedDeclines: a fault offered alone in a lull is declined unless
+// it is a due injected decision's.
+func TestForcedDeclines(t *testing.T) {
+	ops := testOps(1)
+	crash := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: Crash, Object: "node:n1"}
+	recs := []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: crash}}
+	ds, err := Decisions(recs, [][]Op{{ops[0]}, {crash}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := crash
+	other.Node, other.Object = "n0", "node:n0"
+	f := NewForced(ds)
+	f.Reset(1, 0)
+	if !f.Declines(&crash) {
+		t.Error("a crash not yet due was taken")
+	}
+	a := ops[0]
+	f.Next([]*Op{&a})
+	if f.Declines(&crash) {
+		t.Error("the due crash was declined")
+	}
+	if !f.Declines(&other) {
+		t.Error("a crash of another node was taken")
+	}
+	if !NewForced(nil).Declines(&crash) {
+		t.Error("the default order took a fault of its own")
+	}
+}

@@ -205,6 +205,10 @@ type Op struct {
 	// changes", "flipped bit 3 of byte 812 of wal.log"); no part of the
 	// op's identity.
 	Hit string `json:"hit,omitempty"`
+	// Msg is a deliver op's first bytes, for faults that hold one kind of
+	// message (faults.Pattern); only while the tracer is asked for them,
+	// and never written into traces.
+	Msg string `json:"-"`
 }
 
 // Signature returns the op's signature under the given scheme.

@@ -59,7 +59,27 @@ type FaultPlan struct {
 	// Disk bounds the storage faults (power, corrupt, ioerror, stall;
 	// storage.go).
 	Disk DiskPlan
+	// HoldMatch, when set, makes each hold one of a kind of message
+	// (faults.hold.match): the patterns its messages' bytes match.
+	HoldMatch []BytePattern
+	// HoldDirection is faults.hold.direction: "to", "from", or "" to draw
+	// one per hold.
+	HoldDirection string
 }
+
+// BytePattern picks messages by their bytes (faults.hold.match): a
+// message matches when it begins with Prefix, contains Contains and does
+// not contain Lacks (an empty field says nothing).
+type BytePattern struct {
+	Prefix, Contains, Lacks []byte
+}
+
+// HoldMatchBytes is how many of a message's first bytes a pattern looks
+// at (the engine hands the faults that many: faults.MatchBytes).
+const HoldMatchBytes = 1024
+
+// HoldDirections are faults.hold.direction's words.
+func HoldDirections() []string { return []string{"to", "from"} }
 
 // Enabled reports whether the plan injects anything.
 func (p FaultPlan) Enabled() bool { return p.Budget > 0 && len(p.Kinds) > 0 && len(p.Nodes) > 0 }
@@ -137,12 +157,12 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if _, isNull := n.(*ast.NullNode); isNull {
 		return nil
 	}
-	fp, err := d.fields(n, "faults", append([]string{"kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups", "max_hold", "target", "clock_direction", "undo_clock", "spread", "overlap"}, diskFields...)...)
+	fp, err := d.fields(n, "faults", append([]string{"kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups", "max_hold", "target", "clock_direction", "undo_clock", "spread", "overlap", "hold"}, diskFields...)...)
 	if err != nil {
 		return err
 	}
 	plan := FaultPlan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, MaxHold: time.Second, Until: s.Limits.VirtualTime, Disk: DefaultDiskPlan()}
-	var untilNode, nodesNode, kindsNode, spreadNode ast.Node
+	var untilNode, nodesNode, kindsNode, spreadNode, holdNode ast.Node
 	spread := true
 	haveKinds := false
 	diskNodes := map[string]ast.Node{}
@@ -230,6 +250,11 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			if plan.MaxHold, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
 				return err
 			}
+		case "hold":
+			if err := d.holdMatch(q.value, f, &plan); err != nil {
+				return err
+			}
+			holdNode = q.value
 		case "target":
 			if plan.Probe, err = d.target(q.value, f, s); err != nil {
 				return err
@@ -302,6 +327,9 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 		case s.Nodes[i].Role == RoleClient:
 			return d.errf(nodesNode, "faults.nodes", "%s is a client: faults apply to servers (a client's exit ends the trial)", name)
 		}
+	}
+	if holdNode != nil && !slices.Contains(plan.Kinds, FaultHold) {
+		return d.errf(holdNode, "faults.hold", "holds one kind of message, but faults.kinds has no hold")
 	}
 	if err := d.netFaults(kindsNode, plan); err != nil {
 		return err
@@ -424,4 +452,101 @@ func (d *decoder) rate(n ast.Node, path string) (int64, error) {
 		return 0, d.errf(n, path, "must be from 1ppm to below 100%%, got %q", str)
 	}
 	return int64(v), nil
+}
+
+// holdMatch decodes faults.hold: {match: [{prefix, contains, lacks}...],
+// direction: to|from}, what a hold holds when it holds one kind of
+// message (docs/spec.md, Network faults).
+func (d *decoder) holdMatch(n ast.Node, path string, plan *FaultPlan) error {
+	fp, err := d.fields(n, path, "match", "direction")
+	if err != nil {
+		return err
+	}
+	for _, q := range fp {
+		f := path + "." + q.key
+		switch q.key {
+		case "direction":
+			v, err := d.str(q.value, f)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(HoldDirections(), v) {
+				return d.errf(q.value, f, "unknown direction %q (want to or from; without it each hold draws one)", v)
+			}
+			plan.HoldDirection = v
+		case "match":
+			seq, ok := q.value.(*ast.SequenceNode)
+			if !ok || len(seq.Values) == 0 {
+				return d.errf(q.value, f, "must be a list of patterns ({prefix, contains, lacks}), got %s", describe(q.value))
+			}
+			for i, v := range seq.Values {
+				pf := fmt.Sprintf("%s[%d]", f, i)
+				pp, err := d.fields(v, pf, "prefix", "contains", "lacks")
+				if err != nil {
+					return err
+				}
+				var pt BytePattern
+				for _, x := range pp {
+					str, err := d.str(x.value, pf+"."+x.key)
+					if err != nil {
+						return err
+					}
+					b, err := parseBytes(str)
+					if err != nil {
+						return d.errf(x.value, pf+"."+x.key, "%v", err)
+					}
+					if len(b) == 0 {
+						return d.errf(x.value, pf+"."+x.key, "is empty")
+					}
+					if len(b) > HoldMatchBytes {
+						return d.errf(x.value, pf+"."+x.key, "is %d bytes; patterns look at a message's first %d", len(b), HoldMatchBytes)
+					}
+					switch x.key {
+					case "prefix":
+						pt.Prefix = b
+					case "contains":
+						pt.Contains = b
+					case "lacks":
+						pt.Lacks = b
+					}
+				}
+				if len(pp) == 0 {
+					return d.errf(v, pf, "needs prefix, contains or lacks")
+				}
+				plan.HoldMatch = append(plan.HoldMatch, pt)
+			}
+		}
+	}
+	if len(plan.HoldMatch) == 0 {
+		return d.errf(n, path+".match", "missing")
+	}
+	return nil
+}
+
+// parseBytes reads a byte pattern as a spec writes it: ASCII text in
+// which \xHH stands for the byte HH and \\ for a backslash.
+func parseBytes(s string) ([]byte, error) {
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s) && s[i+1] == '\\':
+			out = append(out, '\\')
+			i++
+		case c == '\\' && i+3 < len(s) && s[i+1] == 'x':
+			b, err := strconv.ParseUint(s[i+2:i+4], 16, 8)
+			if err != nil {
+				return nil, fmt.Errorf("bad escape %q (want \\xHH)", s[i:i+4])
+			}
+			out = append(out, byte(b))
+			i += 3
+		case c == '\\':
+			return nil, fmt.Errorf("bad escape at %q (want \\xHH or \\\\)", s[i:])
+		case c < 0x20 || c > 0x7e:
+			return nil, fmt.Errorf("byte %#02x is not printable ASCII: write bytes as \\xHH inside single quotes", c)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }

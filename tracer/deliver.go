@@ -121,6 +121,9 @@ func (nw *network) capture(p *pendingOp) (int64, error) {
 		Object: nw.pt.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
 		Syscall: "deliver",
 	}
+	if nw.opts.MatchBytes > 0 {
+		d.op.Msg = string(data[:min(len(data), nw.opts.MatchBytes)])
+	}
 	d.causes = []uint64{p.op.ID}
 	c.queue = append(c.queue, d)
 	c.queued += len(data)

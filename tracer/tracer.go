@@ -60,6 +60,10 @@ type Options struct {
 	// recv report in Released.Data (0: none). They are copies of bytes
 	// lockstep reads anyway, so keeping them changes no schedule.
 	Data int
+	// MatchBytes is how many of a message's first bytes each deliver op
+	// carries in sched.Op.Msg (0: none), for faults that hold one kind of
+	// message; a copy of bytes lockstep captures anyway.
+	MatchBytes int
 	// SiteFrames is how many user frames a call site records (1 for the
 	// pc and pid+pc schemes, K for pid+stack:K). Default 1.
 	SiteFrames int

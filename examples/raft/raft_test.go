@@ -116,6 +116,58 @@ func TestRaftSnapshotLivelockFound(t *testing.T) {
 	}
 }
 
+// raft v1.7.3's Election Safety break through the heartbeat fast path
+// (hashicorp/raft#695), found: a candidate whose granted votes are held
+// takes a newer leader's heartbeat on its transport goroutine, then counts
+// the held votes and leads that leader's term too. POS (seed 1) finds it
+// in trial 4 of spec-election.yaml (its logs also diverge there), which
+// this test runs alone (a shard of one trial; trial 0 runs first,
+// uncounted), requires the safety check's message, and replays.
+func TestRaftElectionSafetyFound(t *testing.T) {
+	testutil.RequireTrials(t)
+	buildRaftex(t)
+	sp := extest.LoadSpec(t, "spec-election.yaml")
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 5, Shard: engine.Shard{Index: 4, Count: 5}})
+	r := sum.First
+	if r == nil {
+		t.Fatalf("trial 4 of spec-election.yaml did not fail (outcomes %v)", sum.ByKind)
+	}
+	cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
+	if r.Outcome.Kind != engine.ClientFailed || !strings.Contains(string(cerr), "safety:") {
+		t.Fatalf("trial %d: %v; want the client's safety check to fail: %s", r.Index, r.Outcome, cerr)
+	}
+	t.Logf("trial %d: %s", r.Index, cerr)
+	if diff := replay(t, r.TracePath); diff != "" {
+		t.Errorf("trial %d's trace did not replay: %s", r.Index, diff)
+	}
+}
+
+// raft v1.7.3's deadlock after a leadership transfer (hashicorp/raft#696),
+// found: a transfer's request left in the target's one-slot channel while
+// the leader's replication is held, a second transfer blocked on the full
+// slot, and the leader's step-down (a partition) leave its "transfer in
+// progress" flag set for ever; when it leads again it refuses every
+// command. POS (seed 1) finds it in trial 12 of spec-transfer.yaml, which
+// this test runs alone, requires the liveness message, and replays.
+func TestRaftTransferDeadlockFound(t *testing.T) {
+	testutil.RequireTrials(t)
+	buildRaftex(t)
+	sp := extest.LoadSpec(t, "spec-transfer.yaml")
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 13, Shard: engine.Shard{Index: 12, Count: 13}})
+	r := sum.First
+	if r == nil {
+		t.Fatalf("trial 12 of spec-transfer.yaml did not fail (outcomes %v)", sum.ByKind)
+	}
+	cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
+	if r.Outcome.Kind != engine.ClientFailed || !strings.Contains(string(cerr), "liveness:") || !strings.Contains(string(cerr), "leadership transfer in progress") {
+		t.Fatalf("trial %d: %v; want the liveness check to fail on a leader stuck in a transfer: %s", r.Index, r.Outcome, cerr)
+	}
+	t.Logf("trial %d: %s", r.Index, cerr)
+	if diff := replay(t, r.TracePath); diff != "" {
+		t.Errorf("trial %d's trace did not replay: %s", r.Index, diff)
+	}
+}
+
 // replay replays a trace and returns how it differed, "" when it matched.
 // A replay that parts ways is tried once more: about one replay in six of
 // these traces parts ways where the trace has a Go runtime's sysmon thread

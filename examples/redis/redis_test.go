@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
+	"github.com/lockstep-dev/lockstep/explain"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/sched"
 )
@@ -82,6 +84,64 @@ func TestRedisSentinelLosesWrites(t *testing.T) {
 		if !rr.Same {
 			t.Fatalf("replay %d of trial %d: %s", i+1, sum.First.Index, rr.Diff)
 		}
+	}
+}
+
+// TestRedisExplained: lockstep explain on the first failing trial (POS,
+// seed 1) keeps the partition that cut off the primary's host and names
+// what it did while it lasted: the write the primary acknowledged to its
+// client, whose copy to a replica the cut held, and the failover on the
+// other side (a Sentinel's SLAVEOF to a replica, a message the run without
+// the partition never sends); moving the partition past the op that
+// bounds it makes the failure go away. It runs about 45 trials of 3 to 20
+// s, so only with LOCKSTEP_EXPLAIN_EXAMPLES=1.
+func TestRedisExplained(t *testing.T) {
+	if os.Getenv("LOCKSTEP_EXPLAIN_EXAMPLES") == "" {
+		t.Skip("set LOCKSTEP_EXPLAIN_EXAMPLES=1 to explain a failing trial (minutes)")
+	}
+	requireRedis(t)
+	sp := extest.LoadSpec(t, "spec.yaml")
+	seed := int64(1)
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 10, Strategy: "pos", Seed: &seed, StopOnFirst: true})
+	if sum.First == nil {
+		t.Fatalf("no failure in %d trials", sum.Trials)
+	}
+	ex, err := explain.Explain(context.Background(), sum.First.TracePath, explain.Options{Out: t.TempDir(), Budget: 30 * time.Minute, Continuations: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	explain.WriteText(&b, ex)
+	t.Log("\n" + b.String())
+	var cut *explain.Race
+	for i, r := range ex.Races {
+		if r.Decision.Op.Kind == sched.Partition && r.Decision.Op.Node == "r1" && r.Effects != nil {
+			cut = &ex.Races[i]
+		}
+	}
+	if cut == nil {
+		t.Fatalf("no race names a partition of r1 with its effects")
+	}
+	if !cut.Confirmed {
+		t.Errorf("the partition's window is not confirmed by moving it: %s", cut.Summary)
+	}
+	ef := cut.Effects
+	if len(ef.Inside) < 2 || ef.Inside[0].Node != "c1" || ef.Inside[0].To != "r1" || !strings.Contains(ef.Inside[0].Data, "SET") ||
+		ef.Inside[1].Node != "r1" || !strings.Contains(ef.Inside[1].Data, "+OK") {
+		t.Errorf("inside the cut: %v; want c1's SET to r1 answered +OK", ef.Inside)
+	}
+	if len(ef.Held) == 0 || len(ef.Inside) == 0 || ef.Held[0].Node != "r1" || ef.Held[0].Data != ef.Inside[0].Data {
+		t.Errorf("held by the cut: %v; want r1's copy of the acknowledged write", ef.Held)
+	}
+	failover := false
+	for _, ev := range ef.New {
+		failover = failover || strings.Contains(ev.Data, "SLAVEOF") && ev.To != "r1"
+	}
+	if !failover {
+		t.Errorf("new on the other side: %v; want a Sentinel's SLAVEOF (the failover)", ef.New)
+	}
+	if !strings.Contains(cut.Summary, "partition of r1") || !strings.Contains(cut.Summary, "SLAVEOF") || !strings.Contains(cut.Summary, "+OK") {
+		t.Errorf("summary %q: want the partition, the acknowledged write and the failover", cut.Summary)
 	}
 }
 

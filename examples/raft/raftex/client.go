@@ -38,6 +38,10 @@ func client(args []string) error {
 	quietAt := fs.Duration("quiet-at", 6*time.Second, "when the checks start, from the client's start (after the spec's faults.until)")
 	bound := fs.Duration("bound", 10*time.Second, "liveness bound: the final command must be applied by every member within it")
 	timeout := fs.Duration("timeout", time.Second, "timeout of one admin request")
+	settle := fs.Duration("settle", 0, "wait this long after a batch before asking for a transfer")
+	transferGap := fs.Duration("transfer-gap", 0, "also ask the leader for a leadership transfer every so often while the workers run (0: never)")
+	electionSafety := fs.Bool("election-safety", false, "safety also checks that no two members led the same term (members run with -led-terms)")
+	rotate := fs.Bool("rotate", false, "liveness also hands the leadership to every member in turn and commits a command through each")
 	fs.Parse(args)
 
 	var members []peer
@@ -78,6 +82,9 @@ func client(args []string) error {
 				}
 				mu.Unlock()
 				if w == 0 && *transferEvery > 0 && (i+1)%*transferEvery == 0 {
+					if *settle > 0 {
+						time.Sleep(*settle)
+					}
 					err := c.transfer()
 					mu.Lock()
 					if err != nil {
@@ -91,7 +98,32 @@ func client(args []string) error {
 			}
 		}()
 	}
+	stopTransfers := make(chan struct{})
+	var tg sync.WaitGroup
+	if *transferGap > 0 {
+		tg.Add(1)
+		go func() {
+			defer tg.Done()
+			for {
+				select {
+				case <-stopTransfers:
+					return
+				case <-time.After(*transferGap):
+				}
+				err := c.transfer()
+				mu.Lock()
+				if err != nil {
+					transferFails++
+				} else {
+					transfers++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
 	wg.Wait()
+	close(stopTransfers)
+	tg.Wait()
 	fmt.Printf("workload: %d batches applied, %d failed; %d transfers, %d failed (%v)\n",
 		applied, failed, transfers, transferFails, time.Since(start).Round(time.Millisecond))
 	if d := *quietAt - time.Since(start); d > 0 {
@@ -99,7 +131,13 @@ func client(args []string) error {
 	}
 
 	liveErr := c.liveness(*bound)
+	if liveErr == nil && *rotate {
+		liveErr = c.rotate(*bound)
+	}
 	safeErr := c.safety()
+	if safeErr == nil && *electionSafety {
+		safeErr = c.electionSafety()
+	}
 	if liveErr == nil && safeErr == nil {
 		fmt.Println("ok: final command applied by every member; applied logs agree")
 		return nil
@@ -181,6 +219,77 @@ func (c *cluster) transfer() error {
 	}
 	_, err = c.post(p, "/transfer", "")
 	return err
+}
+
+// rotate hands the leadership to each member in turn and commits a command
+// through it, each within bound: a member that leads but never commits
+// (raft#696: its leadership-transfer flag stuck from an earlier term)
+// fails it.
+func (c *cluster) rotate(bound time.Duration) error {
+	for _, m := range c.members {
+		deadline := time.Now().Add(bound)
+		var lastErr error
+		for {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("liveness: %s did not lead and commit a command within %v; last error: %v; %s", m.id, bound, lastErr, c.describe())
+			}
+			s, err := c.state(m)
+			switch {
+			case err != nil:
+				lastErr = err
+			case s.State != "Leader":
+				if l, err := c.leader(); err != nil {
+					lastErr = err
+				} else if _, err := c.post(l, "/transfer?to="+m.id, ""); err != nil {
+					lastErr = err
+				}
+			default:
+				if _, err := c.post(m, "/apply", "rotate-"+m.id); err != nil {
+					lastErr = fmt.Errorf("%s leads term %s but: %w", m.id, s.Term, err)
+				} else {
+					lastErr = nil
+				}
+			}
+			if lastErr == nil && s.State == "Leader" {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	fmt.Printf("liveness: every member led and committed a command\n")
+	return nil
+}
+
+// electionSafety reads the terms each member became leader in: two
+// members that led the same term break Raft's Election Safety (raft#695:
+// a candidate that a heartbeat's fast path moved to a newer term still
+// counts the votes of its older one).
+func (c *cluster) electionSafety() error {
+	led := map[uint64]string{}
+	var problems []string
+	for _, p := range c.members {
+		resp, err := c.http.Get(p.base + "/led")
+		if err != nil {
+			return fmt.Errorf("safety: reading %s's terms: %w", p.id, err)
+		}
+		var terms []uint64
+		err = json.NewDecoder(resp.Body).Decode(&terms)
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("safety: reading %s's terms: %w", p.id, err)
+		}
+		for _, t := range terms {
+			if o, ok := led[t]; ok && o != p.id {
+				problems = append(problems, fmt.Sprintf("%s and %s both led term %d", o, p.id, t))
+			}
+			led[t] = p.id
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("safety: two leaders in one term: %s", strings.Join(problems, "; "))
+	}
+	fmt.Printf("safety: %d terms, one leader each\n", len(led))
+	return nil
 }
 
 // liveness applies one final command and waits until every member applied

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -33,6 +34,8 @@ func member(args []string) error {
 	snapInterval := fs.Duration("snapshot-interval", 200*time.Millisecond, "raft SnapshotInterval: how often the threshold is checked")
 	trailing := fs.Uint64("trailing", 2, "raft TrailingLogs: entries kept after a snapshot")
 	logLevel := fs.String("log", "info", "raft's log level")
+	lightState := fs.Bool("light-state", false, "GET /state reads raft's atomics only (no Stats, which asks raft's main loop)")
+	recordTerms := fs.Bool("led-terms", false, "record the terms in which this member becomes leader (GET /led)")
 	fs.Parse(args)
 
 	servers, err := parsePeers(*peers)
@@ -77,7 +80,24 @@ func member(args []string) error {
 	if err != nil {
 		return fmt.Errorf("starting raft: %w", err)
 	}
-	return http.ListenAndServe(*adminAddr, admin(*id, r, fsm))
+	led := &terms{}
+	if *recordTerms {
+		registerLed(r, led)
+	}
+	return http.ListenAndServe(*adminAddr, admin(*id, r, fsm, led, *lightState))
+}
+
+// registerLed records in led the term of each election this member wins.
+func registerLed(r *raft.Raft, led *terms) {
+	// The filter runs in the goroutine that changes raft's state (its main
+	// loop, on winning an election), so the term it reads is the one the
+	// member leads in; it sends nothing (no channel) and adds no syscall.
+	r.RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
+		if st, ok := o.Data.(raft.RaftState); ok && st == raft.Leader {
+			led.add(r.CurrentTerm())
+		}
+		return false
+	}))
 }
 
 // parsePeers reads ID=HOST:PORT,... into a voter configuration.
@@ -112,7 +132,13 @@ type State struct {
 //	GET  /state     the State as JSON
 //	POST /transfer  asks the leader to hand its leadership to another member
 //	GET  /log       every applied Entry as JSON
-func admin(id string, r *raft.Raft, fsm *chain) http.Handler {
+//	GET  /led       the terms in which this member became leader, as JSON
+//
+// POST /transfer?to=ID hands the leadership to member ID (at its raft
+// address on the same host as its admin port), else to the member raft
+// picks. With light, GET /state reads raft's atomics only; raft's Stats
+// asks its main loop for the configuration, which wakes that loop.
+func admin(id string, r *raft.Raft, fsm *chain, led *terms, light bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /apply", func(w http.ResponseWriter, req *http.Request) {
 		var futures []raft.ApplyFuture
@@ -135,13 +161,39 @@ func admin(id string, r *raft.Raft, fsm *chain) http.Handler {
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, req *http.Request) {
 		_, leader := r.LeaderWithID()
 		last, hash, restores := fsm.state()
-		stats := r.Stats()
-		commit, _ := strconv.ParseUint(stats["commit_index"], 10, 64)
-		json.NewEncoder(w).Encode(State{ID: id, State: r.State().String(), Term: stats["term"],
+		var term string
+		var commit uint64
+		if light {
+			term, commit = strconv.FormatUint(r.CurrentTerm(), 10), r.CommitIndex()
+		} else {
+			stats := r.Stats()
+			term = stats["term"]
+			commit, _ = strconv.ParseUint(stats["commit_index"], 10, 64)
+		}
+		json.NewEncoder(w).Encode(State{ID: id, State: r.State().String(), Term: term,
 			Leader: string(leader), Commit: commit, Applied: last, Hash: hash, Restores: restores})
 	})
+	mux.HandleFunc("GET /led", func(w http.ResponseWriter, req *http.Request) {
+		json.NewEncoder(w).Encode(led.list())
+	})
 	mux.HandleFunc("POST /transfer", func(w http.ResponseWriter, req *http.Request) {
-		if err := r.LeadershipTransfer().Error(); err != nil {
+		var f raft.Future
+		if to := req.URL.Query().Get("to"); to == "" {
+			f = r.LeadershipTransfer()
+		} else {
+			var addr raft.ServerAddress
+			for _, s := range r.GetConfiguration().Configuration().Servers {
+				if string(s.ID) == to {
+					addr = s.Address
+				}
+			}
+			if addr == "" {
+				http.Error(w, "no member "+to, http.StatusBadRequest)
+				return
+			}
+			f = r.LeadershipTransferToServer(raft.ServerID(to), addr)
+		}
+		if err := f.Error(); err != nil {
 			fail(w, r, err)
 			return
 		}
@@ -161,4 +213,22 @@ func fail(w http.ResponseWriter, r *raft.Raft, err error) {
 		return
 	}
 	http.Error(w, err.Error(), http.StatusServiceUnavailable)
+}
+
+// terms records the terms in which a member became leader.
+type terms struct {
+	mu sync.Mutex
+	t  []uint64
+}
+
+func (l *terms) add(t uint64) {
+	l.mu.Lock()
+	l.t = append(l.t, t)
+	l.mu.Unlock()
+}
+
+func (l *terms) list() []uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]uint64{}, l.t...)
 }

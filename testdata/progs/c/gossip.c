@@ -1,9 +1,12 @@
 /*
- * gossip NAME PORT INTERVAL_MS [lead] [stop=N] PEER...: a server that tells
- * every peer (listening on the same PORT) "NAME SEQ\n" each INTERVAL_MS,
- * for ever (or, with stop=N, N times, and exits 0), and prints each chunk
- * it reads from a peer as "got ..."; with "lead" it first prints "leader
- * NAME" (what a probe can read). One thread:
+ * gossip NAME PORT INTERVAL_MS [lead] [stop=N] [kinds] PEER...: a server that
+ * tells every peer (listening on the same PORT) "NAME SEQ\n" each
+ * INTERVAL_MS, for ever (or, with stop=N, N times, and exits 0), and prints
+ * each chunk it reads from a peer as "got ..."; with "lead" it first prints
+ * "leader NAME" (what a probe can read); with "kinds" it opens two
+ * connections to each peer and tells it "NAME beat SEQ\n" on the first and
+ * "NAME data SEQ\n" on the second (two kinds of message, for holds of one
+ * kind). One thread:
  * poll over the listener and the accepted connections, its timeout the
  * interval. The network faults' tests read who reached whom, and when, in
  * the trace's deliveries.
@@ -24,9 +27,12 @@ int main(int argc, char **argv)
 	long interval = atol(argv[3]);
 	int first = 4;
 	long stop = -1;
+	int kinds = 0;
 	for (; first < argc; first++) {
 		if (strcmp(argv[first], "lead") == 0)
 			printf("leader %s\n", name);
+		else if (strcmp(argv[first], "kinds") == 0)
+			kinds = 1;
 		else if (strncmp(argv[first], "stop=", 5) == 0)
 			stop = atol(argv[first] + 5);
 		else
@@ -34,8 +40,11 @@ int main(int argc, char **argv)
 	}
 	struct pollfd in[MAXC + 1] = { { .fd = listen_on(port), .events = POLLIN } };
 	int nin = 1, out[MAXC], nout = 0;
-	for (int i = first; i < argc && nout < MAXC; i++)
+	for (int i = first; i < argc && nout + kinds < MAXC; i++) {
 		out[nout++] = connect_to(argv[i], port);
+		if (kinds)
+			out[nout++] = connect_to(argv[i], port);
+	}
 	long seq = 0, next = 0; /* ms of CLOCK_MONOTONIC */
 	for (;;) {
 		struct timespec ts;
@@ -45,9 +54,12 @@ int main(int argc, char **argv)
 			if (seq == stop)
 				return 0;
 			char msg[64];
-			int m = snprintf(msg, sizeof msg, "%s %ld\n", name, seq++);
-			for (int i = 0; i < nout; i++)
+			for (int i = 0; i < nout; i++) {
+				const char *kind = !kinds ? "" : i % 2 ? "data " : "beat ";
+				int m = snprintf(msg, sizeof msg, "%s %s%ld\n", name, kind, seq);
 				write_all(out[i], msg, m);
+			}
+			seq++;
 			next = now + interval;
 		}
 		if (poll(in, nin, next - now > interval ? interval : next - now) < 0)

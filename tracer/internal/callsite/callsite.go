@@ -76,6 +76,10 @@ const (
 	frameUnknown frameClass = iota
 	frameSkip
 	frameUser
+	// frameDep is a Go binary's third-party code (a module it depends
+	// on): the site when no frame of the program's own module is on the
+	// stack (a gRPC writer goroutine), before any standard library frame.
+	frameDep
 )
 
 // Cache memoizes per-module decisions; with ASLR off the same addresses
@@ -115,6 +119,9 @@ type symtab struct {
 	names []string
 	// bias converts a file offset into the ELF's virtual address space.
 	loads []elf.ProgHeader
+	// gobin is set for a Go binary: its functions are told apart by
+	// package (see goClass).
+	gobin *goBinary
 }
 
 // skipModules are shared objects whose frames are never the call site.
@@ -169,6 +176,7 @@ func (c *Cache) symbols(path, root string) *symtab {
 			}
 		}
 		sort.Slice(ss, func(i, j int) bool { return ss[i].a < ss[j].a })
+		st.gobin = readGoBinary(f, root+path)
 		for _, s := range ss {
 			st.addrs = append(st.addrs, s.a)
 			st.names = append(st.names, s.n)
@@ -185,7 +193,7 @@ func (c *Cache) symbols(path, root string) *symtab {
 // share the first one's symbols).
 func (c *Cache) symbolAt(path, root string, off uint64) string {
 	st := c.symbols(path, root)
-	if st == nil || len(st.addrs) == 0 {
+	if st == nil {
 		return ""
 	}
 	vaddr := off
@@ -194,6 +202,14 @@ func (c *Cache) symbolAt(path, root string, off uint64) string {
 			vaddr = off - p.Off + p.Vaddr
 			break
 		}
+	}
+	if st.gobin != nil {
+		if name := st.gobin.funcName(vaddr); name != "" {
+			return name
+		}
+	}
+	if len(st.addrs) == 0 {
+		return ""
 	}
 	i := sort.Search(len(st.addrs), func(i int) bool { return st.addrs[i] > vaddr })
 	if i == 0 {
@@ -220,7 +236,9 @@ func (c *Cache) classify(m *mapping, off uint64) frameClass {
 		return cl
 	}
 	cl := frameUser
-	if name := c.symbolAt(m.path, m.root, off); name != "" {
+	if st := c.symbols(m.path, m.root); st != nil && st.gobin != nil {
+		cl = st.gobin.class(c.symbolAt(m.path, m.root, off))
+	} else if name := c.symbolAt(m.path, m.root, off); name != "" {
 		for _, p := range skipSymbolPrefixes {
 			if strings.HasPrefix(name, p) {
 				cl = frameSkip
@@ -247,13 +265,34 @@ type Process struct {
 	// of the cost of its call sites. (A heap address that later becomes a
 	// module's code, after an unmap and a dlopen, would be missed.)
 	notCode map[uint64]struct{}
+	// goexe is 1 when the process runs a Go binary, -1 when not, 0 not
+	// yet known: a Go stack is walked along its frame pointers first.
+	goexe int8
 }
 
 // maxNotCode bounds Process.notCode; past it the set starts again.
 const maxNotCode = 1 << 14
 
 // Forget drops the mappings (the process exec'd).
-func (p *Process) Forget() { p.maps, p.notCode = nil, nil }
+func (p *Process) Forget() { p.maps, p.notCode, p.goexe = nil, nil, 0 }
+
+// isGo says whether one of p's modules is a Go binary.
+func (c *Cache) isGo(p *Process) bool {
+	if p.goexe == 0 {
+		p.goexe = -1
+		for i := range p.maps.exec {
+			m := &p.maps.exec[i]
+			if m.path == "" || strings.HasPrefix(m.path, "[") || moduleSkipped(m.path) {
+				continue
+			}
+			if st := c.symbols(m.path, m.root); st != nil && st.gobin != nil {
+				p.goexe = 1
+				break
+			}
+		}
+	}
+	return p.goexe > 0
+}
 
 // Site returns the first return address on the stack of a thread of p,
 // stopped with stack pointer sp and frame pointer fp, that lies outside
@@ -266,6 +305,16 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 			return "?"
 		}
 		p.maps = m
+	}
+	if c.isGo(p) {
+		// Go keeps frame pointers: its chain is exact, where a scan of
+		// the stack meets stale return addresses of earlier calls (fmt's
+		// formatting, left in a frame's unused slots).
+		if fs, dep := c.framePointerSites(p, sp, fp, frames); len(fs) > 0 {
+			return strings.Join(fs, ";")
+		} else if dep != "" {
+			return dep
+		}
 	}
 	var buf [stackScanWords * 8]byte
 	if ptrace.ReadMem(p.Pid, sp, buf[:]) != nil {
@@ -318,7 +367,7 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 		switch c.classify(m, off) {
 		case frameUser:
 			sites = append(sites, c.name(key))
-		case frameSkip:
+		case frameSkip, frameDep:
 			if fallback == "" {
 				fallback = c.name(key)
 			}
@@ -328,7 +377,7 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 		// Deep runtime paths (Go's net -> internal/poll -> syscall) do
 		// not fit in the scan window; Go and other frame-pointer code can
 		// be walked along the saved-rbp chain instead.
-		if fs := c.framePointerSites(p, sp, fp, frames); len(fs) > len(sites) {
+		if fs, _ := c.framePointerSites(p, sp, fp, frames); len(fs) > len(sites) {
 			sites = fs
 		}
 	}
@@ -345,10 +394,10 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 const framePointerWalk = 64
 
 // framePointerSites follows the frame-pointer chain from fp and returns up
-// to frames user call sites. The chain must move up the stack and stay near
-// sp, so a register used for data ends the walk.
-func (c *Cache) framePointerSites(p *Process, sp, fp uint64, frames int) []string {
-	var sites []string
+// to frames user call sites, and the first frame of a Go binary's
+// dependency. The chain must move up the stack and stay near sp, so a
+// register used for data ends the walk.
+func (c *Cache) framePointerSites(p *Process, sp, fp uint64, frames int) (sites []string, dep string) {
 	lo := sp
 	for i := 0; i < framePointerWalk && len(sites) < frames; i++ {
 		if fp < lo || fp > sp+8<<20 || fp%8 != 0 {
@@ -365,11 +414,16 @@ func (c *Cache) framePointerSites(p *Process, sp, fp uint64, frames int) []strin
 			break
 		}
 		off := ret - m.start + m.offset
-		if c.classify(m, off) == frameUser {
+		switch c.classify(m, off) {
+		case frameUser:
 			sites = append(sites, c.name(frameID{m.path, off}))
+		case frameDep:
+			if dep == "" {
+				dep = c.name(frameID{m.path, off})
+			}
 		}
 		lo = fp + 16
 		fp = next
 	}
-	return sites
+	return sites, dep
 }

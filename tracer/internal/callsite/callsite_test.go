@@ -130,3 +130,79 @@ func TestHeapWordsRememberedAfterReload(t *testing.T) {
 		t.Error("an exec kept what the old image's stack held")
 	}
 }
+
+func TestGoClass(t *testing.T) {
+	g := &goBinary{main: "example.com/app", deps: []string{"go.etcd.io/raft/v3", "gopkg.in/yaml.v3"}}
+	bare := &goBinary{}
+	for _, tc := range []struct {
+		g    *goBinary
+		name string
+		want frameClass
+	}{
+		{g, "main.(*producer).request", frameUser},
+		{g, "example.com/app/server.(*Server).apply", frameUser},
+		{g, "example.com/application.F", frameSkip}, // another module's prefix
+		{g, "go.etcd.io/raft/v3.(*raft).Step", frameDep},
+		{g, "gopkg.in/yaml.v3.(*decoder).unmarshal", frameDep},
+		{g, "fmt.(*fmt).fmtS", frameSkip},
+		{g, "internal/poll.(*FD).Write", frameSkip},
+		{g, "vendor/golang.org/x/net/http2/hpack.(*Encoder).WriteField", frameSkip},
+		{g, "runtime.goexit", frameSkip},
+		{g, "crosscall1", frameSkip},
+		{g, "my_c_helper", frameUser},
+		{g, "type:.eq.main.T", frameSkip},
+		{bare, "github.com/x/y.F", frameUser},
+		{bare, "net/http.(*conn).serve", frameSkip},
+		{bare, "main.main", frameUser},
+	} {
+		if got := tc.g.class(tc.name); got != tc.want {
+			t.Errorf("class(%q) = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// retAfterCall is a return address just past the first call rel32 in fn's
+// code.
+func retAfterCall(t *testing.T, fn any) uint64 {
+	t.Helper()
+	code := unsafe.Slice((*byte)(unsafe.Pointer(reflect.ValueOf(fn).Pointer())), 256)
+	for i := range len(code) - 5 {
+		if code[i] == 0xe8 {
+			return uint64(uintptr(unsafe.Pointer(&code[i]))) + 5
+		}
+	}
+	t.Skip("no call rel32 found")
+	return 0
+}
+
+// TestGoStackFramePointers: on a Go stack (this test binary's), a stale
+// return address into fmt's formatting code lies nearer the stack pointer
+// than the frames of the current call; the site is the program's function
+// that the frame-pointer chain leads to, past the standard library's
+// frame on it.
+func TestGoStackFramePointers(t *testing.T) {
+	stale := retAfterCall(t, fmt.Sprintf)
+	std := retAfterCall(t, strings.Repeat)
+	own := retAfterCall(t, callsSomething)
+	stack := make([]uint64, stackScanWords)
+	base := uint64(uintptr(unsafe.Pointer(&stack[0])))
+	// stack[0..3]: the leaf's frame, with a stale fmt return address;
+	// stack[4]: saved rbp → stack[8], stack[5]: return into strings;
+	// stack[8]: end of chain, stack[9]: return into this package.
+	stack[1] = stale
+	stack[4], stack[5] = base+8*8, std
+	stack[8], stack[9] = 0, own
+	c := NewCache()
+	p := &Process{Pid: os.Getpid()}
+	got := c.Site(p, base, base+4*8, 1)
+	if !c.isGo(p) {
+		t.Fatal("the test binary is not taken for a Go binary")
+	}
+	m := p.maps.find(own)
+	exe, _ := os.Executable()
+	want := fmt.Sprintf("%s+%#x", filepath.Base(exe), own-m.start+m.offset)
+	if got != want {
+		ms := p.maps.find(stale)
+		t.Fatalf("Site = %q, want %q (this package's; the stale fmt frame is +%#x)", got, want, stale-ms.start+ms.offset)
+	}
+}

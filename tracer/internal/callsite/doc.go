@@ -1,7 +1,11 @@
 // Package callsite names the code that made a syscall: the first return
 // address on a stopped thread's stack that belongs to the program rather
 // than to the C library, the loader or a language runtime, as
-// module+0xoffset, which stays the same across runs with ASLR off.
+// module+0xoffset, which stays the same across runs with ASLR off. A Go
+// program's stack is walked along its frame pointers and its functions
+// told apart by package (the standard library's are skipped, a dependency's
+// taken only when no function of the program's own module is on the
+// stack); other stacks are scanned for return addresses.
 //
 // It reads a tracee's stack and /proc/PID/maps; it never stops, resumes or
 // changes a thread.
