@@ -32,6 +32,9 @@ var triggering = map[string][][]string{
 	"retry-1":     {{"advance", "PRODUCE m"}, {"advance", "OK"}},
 	"crash-1":     {{"crash", "OK"}, {"crash", "PUT"}},
 	"partition-1": {{"partition", "ACK"}, {"partition", "HB"}},
+	"power-1":     {{"power", "OK"}, {"power", "fsync"}},
+	"rename-1":    {{"power", "OK"}, {"power", "rename"}},
+	"corrupt-1":   {{"corrupt", "restart"}, {"corrupt", "crash"}},
 }
 
 // raceText is what a race names, for matching: the ops and their

@@ -350,6 +350,7 @@ func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 
 func (f *Forced) Next(enabled []*Op) (int, error) {
 	pick := -1
+	var taken *Decision // the injected decision picked, if one is
 	// A due injection first, in the trace's order.
 	for i := range f.decisions {
 		if !f.due[i] || f.injected[i] {
@@ -364,6 +365,7 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 		}
 		f.injected[i] = true // taken now, or skipped
 		if pick >= 0 {
+			taken = d
 			break
 		}
 		f.Skipped++
@@ -392,6 +394,11 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 		if pick < 0 {
 			return 0, fmt.Errorf("forced: no traced op among %d choices", len(enabled))
 		}
+	}
+	if taken != nil && (taken.Op.Kind == Power || taken.Op.Kind == Corrupt) {
+		// A storage fault the engine offers draws its variant and its
+		// pick afresh; the trace's are what the failure needs.
+		enabled[pick].Disk, enabled[pick].Pick = taken.Op.Disk, taken.Op.Pick
 	}
 	k := f.keyer.Released(enabled[pick])
 	f.done[k] = true

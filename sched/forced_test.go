@@ -206,3 +206,35 @@ func TestForcedDeclines(t *testing.T) {
 		t.Error("the default order took a fault of its own")
 	}
 }
+
+// TestForcedCorruptKeepsDraw: a corruption the engine offers carries a
+// variant and a pick it drew itself; the forced run takes it with the
+// trace's (tail, pick 7), so the same byte of the same file is damaged.
+func TestForcedCorruptKeepsDraw(t *testing.T) {
+	ops := testOps(2)
+	cor := Op{ID: 1 << 48, Node: "n1", LPID: "n1", Kind: Corrupt, Object: "node:n1", Disk: "tail", Pick: 7}
+	recs := []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: cor}, {Step: 3, Op: ops[1]}}
+	choices := [][]Op{{ops[0], ops[1], cor}, {ops[1], cor}, {ops[1]}}
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Kind != InjectDecision {
+		t.Fatalf("decisions %v: want the corruption injected", ds)
+	}
+	f := NewForced(ds)
+	f.Reset(1, 0)
+	a, b := ops[0], ops[1]
+	if i, _ := f.Next([]*Op{&a, &b}); i != 0 {
+		t.Fatalf("first: %d", i)
+	}
+	offered := cor
+	offered.ID, offered.Disk, offered.Pick = 1<<48+5, "flip", 99
+	i, err := f.Next([]*Op{&b, &offered})
+	if err != nil || i != 1 {
+		t.Fatalf("the corruption was not taken: %d, %v", i, err)
+	}
+	if offered.Disk != "tail" || offered.Pick != 7 {
+		t.Errorf("taken as %s pick %d, want the trace's tail pick 7", offered.Disk, offered.Pick)
+	}
+}
