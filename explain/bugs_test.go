@@ -50,6 +50,16 @@ func raceText(r Race) string {
 		parts = append(parts, ev.Op, ev.Data, ev.Comment)
 	}
 	parts = append(parts, r.Behind...)
+	if st := r.Storage; st != nil {
+		for _, ev := range append([]*Event{st.Down, st.Up}, nil) {
+			if ev != nil {
+				parts = append(parts, ev.Op, ev.Comment)
+			}
+		}
+		for _, ev := range st.Trusts {
+			parts = append(parts, ev.Data)
+		}
+	}
 	if p := r.Reorders; p != nil {
 		parts = append(parts, p.First.Data, p.Second.Data)
 	}

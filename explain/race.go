@@ -87,6 +87,9 @@ type Race struct {
 	EarlyOutcome string `json:"early_outcome,omitempty"`
 	// Effects are, for a fault, what it did while it lasted.
 	Effects *Effects `json:"effects,omitempty"`
+	// Storage is, for a power cut or a corruption, its draw and what
+	// decided it.
+	Storage *Storage `json:"storage,omitempty"`
 	// Read is the recv that took First's message, when First is a
 	// delivery: where the receiver acted on the message that won.
 	Read *Event `json:"read,omitempty"`
@@ -148,7 +151,14 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 			}
 			if ok && (w.before >= 0 || w.after >= 0) {
 				r.Effects = effects(recs, at, w.recs, sp, syms)
+				var serr error
+				if d.Op.Kind == sched.Power || d.Op.Kind == sched.Corrupt {
+					r.Storage, serr = e.storage(ctx, i, min, at, recs, syms)
+				}
 				fillWindow(&r, d, at, &w, recs, keys, syms)
+				if serr != nil {
+					return append(out, r), serr
+				}
 				out = append(out, r)
 				continue
 			}

@@ -46,6 +46,20 @@ func WriteText(w io.Writer, ex *Explanation) {
 				fmt.Fprintf(w, "   new:    %s\n", ev)
 			}
 		}
+		if st := r.Storage; st != nil {
+			if st.Down != nil {
+				fmt.Fprintf(w, "   down:   %s\n", *st.Down)
+			}
+			if st.Up != nil {
+				fmt.Fprintf(w, "   up:     %s\n", *st.Up)
+			}
+			for _, ev := range st.Trusts {
+				fmt.Fprintf(w, "   trusts: %s\n", ev)
+			}
+			if st.AllOutcome != "" {
+				fmt.Fprintf(w, "   drawn %s; with persist all: %s\n", st.Draw, st.AllOutcome)
+			}
+		}
 		if p := r.Reorders; p != nil {
 			fmt.Fprintf(w, "   reorders: %s\n   before:   %s\n", p.First, p.Second)
 		}

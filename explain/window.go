@@ -208,6 +208,10 @@ func windowSummary(d sched.Decision, r Race) string {
 	fault := fmt.Sprintf("the %s of %s%s", r.Second.Op, r.Second.Node, paren(r.Second.Comment))
 	var s string
 	switch {
+	case r.Storage != nil && r.Storage.Down != nil:
+		// A corruption is offered only while its node is down: that is
+		// its window, whatever ops of others bound it.
+		s = fmt.Sprintf("fails when %s comes %s", fault, downText(r.Storage))
 	case r.First.Op != "" && r.Before != nil:
 		s = fmt.Sprintf("fails when %s comes after %s and before %s", fault, message(r.First), message(*r.Before))
 	case r.Before != nil:
@@ -218,6 +222,7 @@ func windowSummary(d sched.Decision, r Race) string {
 		s = fmt.Sprintf("fails when %s comes anywhere", fault)
 	}
 	s += effectsText(r.Effects, r.Second.Op)
+	s += storageText(r.Storage)
 	seen := map[string]bool{"": true}
 	var where []string
 	if r.Before != nil {
