@@ -113,11 +113,7 @@ func storageText(st *Storage) string {
 	var s string
 	switch {
 	case st.AllOutcome != "" && st.DrawDecides:
-		s = fmt.Sprintf("; it fails only because unsynced changes were lost (%s", st.Draw)
-		if st.Hit != "" {
-			s += ": " + st.Hit
-		}
-		s += "): the same cut with persist all passes"
+		s = fmt.Sprintf("; it fails only because unsynced changes were lost (%s): the same cut with persist all passes", st.Draw)
 	case st.AllOutcome != "":
 		s = fmt.Sprintf("; the same cut with persist all (a crash) fails too (%s)", st.AllOutcome)
 	}
