@@ -36,8 +36,8 @@ static void bn_nodelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-/* bn_dial connects to "host:port", retrying while the peer is not up yet. */
-static int bn_dial(const char *hostport) {
+/* bn_resolve looks "host:port" up; a bad or unknown address exits 2. */
+static struct addrinfo *bn_resolve(const char *hostport) {
   char host[128];
   const char *colon = strrchr(hostport, ':');
   if (!colon || (size_t)(colon - hostport) >= sizeof host) {
@@ -51,6 +51,12 @@ static int bn_dial(const char *hostport) {
     fprintf(stderr, "cannot resolve %s\n", host);
     exit(2);
   }
+  return ai;
+}
+
+/* bn_dial connects to "host:port", retrying while the peer is not up yet. */
+static int bn_dial(const char *hostport) {
+  struct addrinfo *ai = bn_resolve(hostport);
   for (int i = 0; i < 500; i++) {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     if (connect(s, ai->ai_addr, ai->ai_addrlen) == 0) {

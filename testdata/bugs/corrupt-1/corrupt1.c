@@ -31,29 +31,10 @@
  * backup then fetches everything after the last good record from the
  * primary. A damaged log costs a resend, never a wrong answer.
  */
-#include "../common/bugnet.h"
+#include "../common/bugkv.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdint.h>
 
-#define GAP_MS 100   /* the client's pace: one write every GAP_MS */
-#define RETRY_MS 100 /* a client's pause before it tries again */
-#define ATTEMPTS 50  /* tries per request: 5 s of retries, beyond any outage */
-
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long long ms) {
-  if (ms <= 0) return;
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-  }
-}
 
 /* crc32 is the IEEE 802.3 CRC-32 (zlib's), bit by bit: records are short. */
 static uint32_t crc32(const char *p, size_t n) {
@@ -67,44 +48,19 @@ static uint32_t crc32(const char *p, size_t n) {
 
 /* The replicated store, the same in both replicas. */
 
-#define MAXK 64
 #define MAXR 256
 
 static struct {
-  const char *who;            /* "primary" or "backup", for the output */
   int fixed;
   int log;                    /* fd of DIR/log, opened for appending */
-  char keys[MAXK][64], vals[MAXK][64];
-  int n;
   /* every record, by sequence number (1..seq), for the primary's resends */
   char rk[MAXR + 1][64], rv[MAXR + 1][64];
   int seq;
 } st;
 
-static void st_set(const char *k, const char *v) {
-  int i;
-  for (i = 0; i < st.n && strcmp(st.keys[i], k) != 0; i++) {
-  }
-  if (i == st.n) {
-    if (st.n == MAXK) {
-      fprintf(stderr, "%s: table full\n", st.who);
-      exit(2);
-    }
-    st.n++;
-    snprintf(st.keys[i], sizeof st.keys[i], "%s", k);
-  }
-  snprintf(st.vals[i], sizeof st.vals[i], "%s", v);
-}
-
-static const char *st_get(const char *k) {
-  for (int i = 0; i < st.n; i++)
-    if (strcmp(st.keys[i], k) == 0) return st.vals[i];
-  return NULL;
-}
-
 /* st_apply records record seq in memory. */
 static void st_apply(int seq, const char *k, const char *v) {
-  st_set(k, v);
+  kv_set(k, v);
   if (seq >= 1 && seq <= MAXR) { /* only the primary resends, and only what it wrote */
     snprintf(st.rk[seq], sizeof st.rk[seq], "%s", k);
     snprintf(st.rv[seq], sizeof st.rv[seq], "%s", v);
@@ -120,12 +76,6 @@ static void st_append(int seq, const char *k, const char *v) {
   rec[n++] = '\n';
   if (write(st.log, rec, n) != n || fsync(st.log) < 0) bn_die("log");
   st_apply(seq, k, v);
-}
-
-static void fsync_dir(const char *dir) {
-  int d = open(dir, O_RDONLY | O_DIRECTORY);
-  if (d < 0 || fsync(d) < 0) bn_die(dir);
-  close(d);
 }
 
 /*
@@ -159,7 +109,7 @@ static void st_load(const char *dir) {
     st.log = open(path, O_RDWR | O_APPEND | O_CREAT, 0644);
     if (st.log < 0 || fsync(st.log) < 0) bn_die(path);
     fsync_dir(dir);
-    printf("%s: created the log\n", st.who);
+    printf("%s: created the log\n", kv_who);
     return;
   }
   static char data[1 << 16];
@@ -172,12 +122,12 @@ static void st_load(const char *dir) {
     char *nl = memchr(p, '\n', data + len - p);
     if (st.fixed) {
       if (!nl) {
-        printf("%s: record %d has no end\n", st.who, st.seq + 1);
+        printf("%s: record %d has no end\n", kv_who, st.seq + 1);
         break;
       }
       *nl = 0;
       if (!st_check(p, &seq, k, v)) {
-        printf("%s: record %d is damaged: %s\n", st.who, st.seq + 1, p);
+        printf("%s: record %d is damaged: %s\n", kv_who, st.seq + 1, p);
         break;
       }
     } else {
@@ -192,24 +142,10 @@ static void st_load(const char *dir) {
     p = nl ? nl + 1 : data + len;
   }
   if (st.fixed && p < data + len) {
-    printf("%s: cut the log after record %d\n", st.who, st.seq);
+    printf("%s: cut the log after record %d\n", kv_who, st.seq);
     if (ftruncate(st.log, p - data) < 0 || fsync(st.log) < 0) bn_die(path);
   }
-  printf("%s: replayed %d record(s) from the log, last %d\n", st.who, n, st.seq);
-}
-
-/* reply answers a client; a client that went away is not the server's error. */
-static void reply(int fd, const char *fmt, const char *arg) {
-  char b[160];
-  int n = snprintf(b, sizeof b - 1, fmt, arg);
-  b[n++] = '\n';
-  if (write(fd, b, n) != n) printf("%s: reply: %s\n", st.who, strerror(errno));
-}
-
-static void get(int fd, const char *k) {
-  const char *val = st_get(k);
-  if (val) reply(fd, "VAL %s", val);
-  else reply(fd, "NONE%s", "");
+  printf("%s: replayed %d record(s) from the log, last %d\n", kv_who, n, st.seq);
 }
 
 /* primary */
@@ -258,7 +194,7 @@ static void primary_line(int i, char *line) {
     replicate(st.seq);
     reply(fd, "OK%s", "");
   } else if (sscanf(line, "GET %63s", k) == 1) {
-    get(fd, k);
+    reply_get(fd, k);
   } else if (sscanf(line, "HELLO %d", &last) == 1) {
     if (backup >= 0 && backup != i) drop_backup("replaced");
     backup = i;
@@ -319,7 +255,7 @@ static void backup_lines(struct bn_loop *lp, int i, int pi) {
   while (bn_take(c, line, sizeof line)) {
     printf("backup: %s\n", line);
     if (i == pi && (seq = backup_rec(line)) > 0) bn_trysend(c->fd, "ACK %d", seq);
-    else if (sscanf(line, "GET %63s", k) == 1) get(c->fd, k);
+    else if (sscanf(line, "GET %63s", k) == 1) reply_get(c->fd, k);
     else reply(c->fd, "ERR%s", "");
   }
 }
@@ -369,78 +305,6 @@ static void backup_main(int port, const char *primary_addr) {
 
 /* client */
 
-struct peer {
-  const char *name;
-  struct addrinfo *ai;
-  struct bn_conn conn;
-};
-
-static void resolve(struct peer *p, const char *hostport) {
-  char host[128];
-  const char *colon = strrchr(hostport, ':');
-  if (!colon || (size_t)(colon - hostport) >= sizeof host) {
-    fprintf(stderr, "bad address %s\n", hostport);
-    exit(2);
-  }
-  memcpy(host, hostport, colon - hostport);
-  host[colon - hostport] = 0;
-  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
-  if (getaddrinfo(host, colon + 1, &hints, &p->ai) != 0) {
-    fprintf(stderr, "cannot resolve %s\n", host);
-    exit(2);
-  }
-  p->name = hostport;
-  p->conn = (struct bn_conn){.fd = -1};
-}
-
-static void hangup(struct peer *p) {
-  if (p->conn.fd >= 0) close(p->conn.fd);
-  p->conn = (struct bn_conn){.fd = -1};
-}
-
-/*
- * call sends one request and reads its one-line answer, on the current
- * connection or a new one; 0 when the replica is unreachable or the
- * connection ends first (the request may or may not have been applied).
- */
-static int call(struct peer *p, const char *req, char *reply, size_t cap) {
-  if (p->conn.fd < 0) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(s, p->ai->ai_addr, p->ai->ai_addrlen) < 0) {
-      printf("client: connect %s: %s\n", p->name, strerror(errno));
-      close(s);
-      return 0;
-    }
-    bn_nodelay(s);
-    p->conn.fd = s;
-  }
-  char b[128];
-  int n = snprintf(b, sizeof b, "%s\n", req);
-  if (write(p->conn.fd, b, n) != n) {
-    printf("client: send %s to %s: %s\n", req, p->name, strerror(errno));
-    hangup(p);
-    return 0;
-  }
-  printf("client: sent %s to %s\n", req, p->name);
-  if (!bn_line(&p->conn, reply, cap)) {
-    printf("client: connection to %s ended before the answer to %s\n", p->name, req);
-    hangup(p);
-    return 0;
-  }
-  printf("client: got %s from %s\n", reply, p->name);
-  return 1;
-}
-
-/* request retries call until it gets an answer, or gives up (exit 2). */
-static void request(struct peer *p, const char *req, char *reply, size_t cap) {
-  for (int a = 1; a <= ATTEMPTS; a++) {
-    if (call(p, req, reply, cap)) return;
-    sleep_ms(RETRY_MS);
-  }
-  fprintf(stderr, "client: no answer to %s from %s after %d attempts\n", req, p->name, ATTEMPTS);
-  exit(2);
-}
-
 /*
  * value is what the client writes to key i: "vI-" and ten digits, so that
  * most of a record's bytes are its value, as in a real store.
@@ -453,33 +317,12 @@ static const char *value(int i) {
 
 static void client(const char *paddr, const char *baddr, int k, int check_ms) {
   static struct peer peers[2];
-  char req[128], reply[BN_BUF];
   resolve(&peers[0], paddr);
   resolve(&peers[1], baddr);
   long long start = now_ms();
-  for (int i = 1; i <= k; i++) {
-    sleep_ms(start + i * GAP_MS - now_ms());
-    snprintf(req, sizeof req, "PUT k%d %s", i, value(i));
-    request(&peers[0], req, reply, sizeof reply);
-    if (strcmp(reply, "OK") != 0) {
-      fprintf(stderr, "client: unexpected %s\n", reply);
-      exit(2);
-    }
-    printf("client: k%d=%s acknowledged\n", i, value(i));
-  }
+  put_all(&peers[0], k, value, start, 1);
   sleep_ms(start + check_ms - now_ms());
-  for (int r = 0; r < 2; r++)
-    for (int i = 1; i <= k; i++) {
-      char want[80];
-      snprintf(req, sizeof req, "GET k%d", i);
-      snprintf(want, sizeof want, "VAL %s", value(i));
-      request(&peers[r], req, reply, sizeof reply);
-      if (strcmp(reply, want) != 0) {
-        fprintf(stderr, "client: lost acknowledged write: k%d=%s was acknowledged, %s now answers %s\n",
-                i, value(i), peers[r].name, reply);
-        exit(1);
-      }
-    }
+  for (int r = 0; r < 2; r++) check_all(&peers[r], k, value);
   printf("client: all %d acknowledged writes read back from both replicas\n", k);
   exit(0);
 }
@@ -491,12 +334,12 @@ int main(int argc, char **argv) {
   st.fixed = strcmp(last, "--fixed") == 0;
   int args = argc - st.fixed;
   if (args == 4 && strcmp(argv[1], "primary") == 0) {
-    st.who = "primary";
+    kv_who = "primary";
     st_load(argv[3]);
     primary(atoi(argv[2]));
   }
   if (args == 5 && strcmp(argv[1], "backup") == 0) {
-    st.who = "backup";
+    kv_who = "backup";
     st_load(argv[4]);
     backup_main(atoi(argv[2]), argv[3]);
   }

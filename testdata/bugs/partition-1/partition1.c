@@ -326,19 +326,7 @@ static void request(struct srv *first, struct srv *second, const char *req, char
 }
 
 static void resolve(struct srv *s, const char *hostport) {
-  char host[128];
-  const char *colon = strrchr(hostport, ':');
-  if (!colon || (size_t)(colon - hostport) >= sizeof host) {
-    fprintf(stderr, "bad address %s\n", hostport);
-    exit(2);
-  }
-  memcpy(host, hostport, colon - hostport);
-  host[colon - hostport] = 0;
-  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
-  if (getaddrinfo(host, colon + 1, &hints, &s->ai) != 0) {
-    fprintf(stderr, "cannot resolve %s\n", host);
-    exit(2);
-  }
+  s->ai = bn_resolve(hostport);
   s->name = hostport;
   s->c.fd = -1;
 }

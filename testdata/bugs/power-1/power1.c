@@ -25,75 +25,24 @@
  *
  * --fixed (kvd): the journal is fsynced before each OK.
  */
-#include "../common/bugnet.h"
-
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
+#include "../common/bugkv.h"
 
 #define SYNC_MS 1000 /* the journal is fsynced this often, if written to */
-#define GAP_MS 100   /* the client's pace: one write every GAP_MS */
-#define RETRY_MS 100 /* a client's pause before it tries again */
-#define ATTEMPTS 50  /* tries per request: 5 s of retries, beyond any outage */
-
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long long ms) {
-  if (ms <= 0) return;
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-  }
-}
 
 /* kvd */
-
-#define MAXK 64
 
 static struct {
   int fixed;
   int journal;                /* fd of DIR/journal, opened for appending */
-  char keys[MAXK][64], vals[MAXK][64];
-  int n;
   int unsynced;               /* records written since the last fsync */
   long long sync_at;          /* the next tick of the fsync timer */
 } kv;
-
-static void kv_set(const char *k, const char *v) {
-  int i;
-  for (i = 0; i < kv.n && strcmp(kv.keys[i], k) != 0; i++) {
-  }
-  if (i == kv.n) {
-    if (kv.n == MAXK) {
-      fprintf(stderr, "kvd: table full\n");
-      exit(2);
-    }
-    kv.n++;
-    snprintf(kv.keys[i], sizeof kv.keys[i], "%s", k);
-  }
-  snprintf(kv.vals[i], sizeof kv.vals[i], "%s", v);
-}
-
-static const char *kv_get(const char *k) {
-  for (int i = 0; i < kv.n; i++)
-    if (strcmp(kv.keys[i], k) == 0) return kv.vals[i];
-  return NULL;
-}
 
 static void kv_sync(void) {
   if (kv.unsynced == 0) return;
   if (fsync(kv.journal) < 0) bn_die("fsync journal");
   printf("kvd: fsynced %d record(s)\n", kv.unsynced);
   kv.unsynced = 0;
-}
-
-static void fsync_dir(const char *dir) {
-  int d = open(dir, O_RDONLY | O_DIRECTORY);
-  if (d < 0 || fsync(d) < 0) bn_die(dir);
-  close(d);
 }
 
 /*
@@ -132,14 +81,6 @@ static void kv_load(const char *dir) {
   printf("kvd: replayed %d record(s) from the journal\n", n);
 }
 
-/* reply answers a client; a client that went away is not the server's error. */
-static void reply(int fd, const char *fmt, const char *arg) {
-  char b[160];
-  int n = snprintf(b, sizeof b - 1, fmt, arg);
-  b[n++] = '\n';
-  if (write(fd, b, n) != n) printf("kvd: reply: %s\n", strerror(errno));
-}
-
 static void kvd_line(int fd, char *line) {
   char k[64], v[64], rec[160];
   printf("kvd: %s\n", line);
@@ -151,9 +92,7 @@ static void kvd_line(int fd, char *line) {
     if (kv.fixed) kv_sync(); /* durable first, then acknowledged */
     reply(fd, "OK%s", "");
   } else if (sscanf(line, "GET %63s", k) == 1) {
-    const char *val = kv_get(k);
-    if (val) reply(fd, "VAL %s", val);
-    else reply(fd, "NONE%s", "");
+    reply_get(fd, k);
   } else {
     reply(fd, "ERR%s", "");
   }
@@ -193,93 +132,13 @@ static void kvd(int port, const char *dir) {
 
 /* client */
 
-static struct addrinfo *server;
-static struct bn_conn conn = {.fd = -1};
-
-static void hangup(void) {
-  if (conn.fd >= 0) close(conn.fd);
-  conn = (struct bn_conn){.fd = -1};
-}
-
-/*
- * call sends one request and reads its one-line answer, on the current
- * connection or a new one; 0 when the server is unreachable or the
- * connection ends first (the request may or may not have been applied).
- */
-static int call(const char *req, char *reply, size_t cap) {
-  if (conn.fd < 0) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(s, server->ai_addr, server->ai_addrlen) < 0) {
-      printf("client: connect: %s\n", strerror(errno));
-      close(s);
-      return 0;
-    }
-    bn_nodelay(s);
-    conn.fd = s;
-  }
-  char b[128];
-  int n = snprintf(b, sizeof b, "%s\n", req);
-  if (write(conn.fd, b, n) != n) {
-    printf("client: send %s: %s\n", req, strerror(errno));
-    hangup();
-    return 0;
-  }
-  printf("client: sent %s\n", req);
-  if (!bn_line(&conn, reply, cap)) {
-    printf("client: connection ended before the answer to %s\n", req);
-    hangup();
-    return 0;
-  }
-  printf("client: got %s\n", reply);
-  return 1;
-}
-
-/* request retries call until it gets an answer, or gives up (exit 2). */
-static void request(const char *req, char *reply, size_t cap) {
-  for (int a = 1; a <= ATTEMPTS; a++) {
-    if (call(req, reply, cap)) return;
-    sleep_ms(RETRY_MS);
-  }
-  fprintf(stderr, "client: no answer to %s after %d attempts\n", req, ATTEMPTS);
-  exit(2);
-}
-
-static void client(const char *hostport, int k, int check_ms) {
-  char host[128], req[128], reply[BN_BUF];
-  const char *colon = strrchr(hostport, ':');
-  if (!colon || (size_t)(colon - hostport) >= sizeof host) {
-    fprintf(stderr, "bad address %s\n", hostport);
-    exit(2);
-  }
-  memcpy(host, hostport, colon - hostport);
-  host[colon - hostport] = 0;
-  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
-  if (getaddrinfo(host, colon + 1, &hints, &server) != 0) {
-    fprintf(stderr, "cannot resolve %s\n", host);
-    exit(2);
-  }
+static void client(const char *addr, int k, int check_ms) {
+  static struct peer server;
+  resolve(&server, addr);
   long long start = now_ms();
-  for (int i = 1; i <= k; i++) {
-    sleep_ms(start + i * GAP_MS - now_ms());
-    snprintf(req, sizeof req, "PUT k%d v%d", i, i);
-    request(req, reply, sizeof reply);
-    if (strcmp(reply, "OK") != 0) {
-      fprintf(stderr, "client: unexpected %s\n", reply);
-      exit(2);
-    }
-    printf("client: k%d=v%d acknowledged\n", i, i);
-  }
+  put_all(&server, k, value_v, start, 1);
   sleep_ms(start + check_ms - now_ms());
-  for (int i = 1; i <= k; i++) {
-    char want[64];
-    snprintf(req, sizeof req, "GET k%d", i);
-    snprintf(want, sizeof want, "VAL v%d", i);
-    request(req, reply, sizeof reply);
-    if (strcmp(reply, want) != 0) {
-      fprintf(stderr, "client: lost acknowledged write: k%d=v%d was acknowledged, now %s\n", i, i, reply);
-      exit(1);
-    }
-  }
+  check_all(&server, k, value_v);
   printf("client: all %d acknowledged writes read back\n", k);
   exit(0);
 }
