@@ -14,18 +14,12 @@ n=${1:-1000}
 bin=$(cd "$(dirname "$0")/../../bin/bugs/corrupt-1" && pwd)/corrupt1
 fixed=${FIXED:+--fixed}
 pport=17780 bport=17781
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for port in $pport $bport; do
-  if listening $port; then
-    echo "native.sh: port $port is in use; another run would mix with this one" >&2
-    exit 2
-  fi
-done
+. "$(dirname "$0")/../common/native.sh"
+ports_free $pport $bport
 dir=$(mktemp -d /tmp/corrupt1-native.XXXXXX)
 mkdir -p "$dir/p" "$dir/b"
 pp= pb= pc=
 trap 'kill -9 $pp $pb $pc 2>/dev/null; rm -rf "$dir"' EXIT
-ms() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); } # milliseconds → seconds for sleep
 # damage flips one random bit of FILE, or with TRUNCATE set cuts it to a
 # random shorter length; an empty file is left alone.
 damage() {

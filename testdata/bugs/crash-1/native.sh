@@ -5,41 +5,13 @@
 # from..until) and restarted on the same journal after an outage of 50-500 ms
 # (a tenth of max_outage to all of it), at 1 s at the latest (the quiet
 # period). Counts runs where the client exits non-zero (a lost acknowledged
-# write, or no answer), or hangs. FIXED=1 native.sh N runs the fixed server.
+# write, or no answer), or hangs, and prints the client's complaint of each
+# such run. FIXED=1 native.sh N runs the fixed server.
 set -u
 n=${1:-1000}
 bin=$(cd "$(dirname "$0")/../../bin/bugs/crash-1" && pwd)/crash1
 fixed=${FIXED:+--fixed}
 port=17750
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-if listening $port; then
-  echo "native.sh: port $port is in use; another run would mix with this one" >&2
-  exit 2
-fi
-dir=$(mktemp -d /tmp/crash1-native.XXXXXX)
-pk= pc=
-trap 'kill -9 $pk $pc 2>/dev/null; rm -rf "$dir"' EXIT
-ms() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); } # milliseconds → seconds for sleep
-hits=0
-for ((i = 0; i < n; i++)); do
-  rm -f "$dir/journal"
-  "$bin" kvd $port "$dir" $fixed >/dev/null 2>&1 &
-  pk=$!
-  until listening $port; do sleep 0.01; done
-  timeout 10 "$bin" client 127.0.0.1:$port 5 1300 >/dev/null 2>&1 &
-  pc=$!
-  at=$((100 + RANDOM % 900))               # the crash: 0.1-1 s after the client's start
-  down=$((50 + RANDOM % 451))              # the outage: 50-500 ms
-  ((at + down > 1000)) && down=$((1000 - at)) # restarted by the quiet period at 1 s
-  sleep "$(ms $at)"
-  kill -9 $pk 2>/dev/null
-  wait $pk 2>/dev/null
-  sleep "$(ms $down)"
-  "$bin" kvd $port "$dir" $fixed >/dev/null 2>&1 &
-  pk=$!
-  wait $pc || hits=$((hits + 1))
-  kill -9 $pk 2>/dev/null
-  wait $pk 2>/dev/null
-  pk= pc=
-done
-echo "native: $hits hits in $n runs"
+. "$(dirname "$0")/../common/native.sh"
+ports_free $port
+kill_restart_runs "$n" "$bin" $port "$(mktemp -d /tmp/crash1-native.XXXXXX)" 'journal'
