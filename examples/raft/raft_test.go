@@ -124,22 +124,7 @@ func TestRaftSnapshotLivelockFound(t *testing.T) {
 // this test runs alone (a shard of one trial; trial 0 runs first,
 // uncounted), requires the safety check's message, and replays.
 func TestRaftElectionSafetyFound(t *testing.T) {
-	testutil.RequireTrials(t)
-	buildRaftex(t)
-	sp := extest.LoadSpec(t, "spec-election.yaml")
-	sum := extest.Run(t, sp, engine.RunOptions{Trials: 5, Shard: engine.Shard{Index: 4, Count: 5}})
-	r := sum.First
-	if r == nil {
-		t.Fatalf("trial 4 of spec-election.yaml did not fail (outcomes %v)", sum.ByKind)
-	}
-	cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
-	if r.Outcome.Kind != engine.ClientFailed || !strings.Contains(string(cerr), "safety:") {
-		t.Fatalf("trial %d: %v; want the client's safety check to fail: %s", r.Index, r.Outcome, cerr)
-	}
-	t.Logf("trial %d: %s", r.Index, cerr)
-	if diff := replay(t, r.TracePath); diff != "" {
-		t.Errorf("trial %d's trace did not replay: %s", r.Index, diff)
-	}
+	requireClientFailure(t, "spec-election.yaml", 4, "the client's safety check to fail", "safety:")
 }
 
 // raft v1.7.3's deadlock after a leadership transfer (hashicorp/raft#696),
@@ -150,17 +135,31 @@ func TestRaftElectionSafetyFound(t *testing.T) {
 // command. POS (seed 1) finds it in trial 12 of spec-transfer.yaml, which
 // this test runs alone, requires the liveness message, and replays.
 func TestRaftTransferDeadlockFound(t *testing.T) {
+	requireClientFailure(t, "spec-transfer.yaml", 12, "the liveness check to fail on a leader stuck in a transfer",
+		"liveness:", "leadership transfer in progress")
+}
+
+// requireClientFailure runs trial `trial` of spec alone (a shard of one
+// trial; trial 0 runs first, uncounted), requires it to end client-failed
+// with every one of words in the client's stderr (want says what that
+// means), and replays its trace.
+func requireClientFailure(t *testing.T, spec string, trial int, want string, words ...string) {
+	t.Helper()
 	testutil.RequireTrials(t)
 	buildRaftex(t)
-	sp := extest.LoadSpec(t, "spec-transfer.yaml")
-	sum := extest.Run(t, sp, engine.RunOptions{Trials: 13, Shard: engine.Shard{Index: 12, Count: 13}})
+	sp := extest.LoadSpec(t, spec)
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: trial + 1, Shard: engine.Shard{Index: trial, Count: trial + 1}})
 	r := sum.First
 	if r == nil {
-		t.Fatalf("trial 12 of spec-transfer.yaml did not fail (outcomes %v)", sum.ByKind)
+		t.Fatalf("trial %d of %s did not fail (outcomes %v)", trial, spec, sum.ByKind)
 	}
 	cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
-	if r.Outcome.Kind != engine.ClientFailed || !strings.Contains(string(cerr), "liveness:") || !strings.Contains(string(cerr), "leadership transfer in progress") {
-		t.Fatalf("trial %d: %v; want the liveness check to fail on a leader stuck in a transfer: %s", r.Index, r.Outcome, cerr)
+	ok := r.Outcome.Kind == engine.ClientFailed
+	for _, w := range words {
+		ok = ok && strings.Contains(string(cerr), w)
+	}
+	if !ok {
+		t.Fatalf("trial %d: %v; want %s: %s", r.Index, r.Outcome, want, cerr)
 	}
 	t.Logf("trial %d: %s", r.Index, cerr)
 	if diff := replay(t, r.TracePath); diff != "" {

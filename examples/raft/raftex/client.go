@@ -152,15 +152,21 @@ type cluster struct {
 	http    *http.Client
 }
 
+// getJSON decodes the JSON answer of member p to GET path into v.
+func (c *cluster) getJSON(p peer, path string, v any) error {
+	resp, err := c.http.Get(p.base + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
 // state asks one member for its State.
 func (c *cluster) state(p peer) (State, error) {
 	var s State
-	resp, err := c.http.Get(p.base + "/state")
-	if err != nil {
-		return s, err
-	}
-	defer resp.Body.Close()
-	return s, json.NewDecoder(resp.Body).Decode(&s)
+	err := c.getJSON(p, "/state", &s)
+	return s, err
 }
 
 // leader finds the member that says it leads, else the one the others name.
@@ -268,14 +274,8 @@ func (c *cluster) electionSafety() error {
 	led := map[uint64]string{}
 	var problems []string
 	for _, p := range c.members {
-		resp, err := c.http.Get(p.base + "/led")
-		if err != nil {
-			return fmt.Errorf("safety: reading %s's terms: %w", p.id, err)
-		}
 		var terms []uint64
-		err = json.NewDecoder(resp.Body).Decode(&terms)
-		resp.Body.Close()
-		if err != nil {
+		if err := c.getJSON(p, "/led", &terms); err != nil {
 			return fmt.Errorf("safety: reading %s's terms: %w", p.id, err)
 		}
 		for _, t := range terms {
@@ -351,14 +351,8 @@ func (c *cluster) safety() error {
 	logs := map[string]map[uint64]Entry{}
 	last := map[string]uint64{}
 	for _, p := range c.members {
-		resp, err := c.http.Get(p.base + "/log")
-		if err != nil {
-			return fmt.Errorf("safety: reading %s's log: %w", p.id, err)
-		}
 		var entries []Entry
-		err = json.NewDecoder(resp.Body).Decode(&entries)
-		resp.Body.Close()
-		if err != nil {
+		if err := c.getJSON(p, "/log", &entries); err != nil {
 			return fmt.Errorf("safety: reading %s's log: %w", p.id, err)
 		}
 		m := map[uint64]Entry{}
