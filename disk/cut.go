@@ -11,14 +11,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The ways a power cut treats the unsynced changes (faults.DiskPlan's
-// Persist).
+// The ways a power cut treats a node's unsynced changes (Cut's persist;
+// faults.DiskPlan's Persist, the spec's faults.persist: package spec
+// repeats these words, engine's TestSpecVocabulary checks they agree).
 const (
-	PersistNone   = "none"
-	PersistAll    = "all"
-	PersistPrefix = "prefix"
-	PersistSubset = "subset"
-	PersistTorn   = "torn"
+	PersistNone   = "none"   // loses them all
+	PersistAll    = "all"    // keeps them all: a cut right after the disk caught up
+	PersistPrefix = "prefix" // keeps the first k of them in program order
+	PersistSubset = "subset" // keeps each unsynced write or not: reordered persistence
+	PersistTorn   = "torn"   // keeps a prefix and some sectors of the write after it: a torn write
 )
 
 // sector is the unit in which a torn write reaches the disk.
@@ -259,10 +260,11 @@ func (b *Books) written() []*file {
 	return out
 }
 
-// The ways a corruption damages a file.
+// The ways a corruption damages a file (Corrupt's how; faults.DiskPlan's
+// Corruptions, the spec's faults.corruptions, repeated by package spec).
 const (
-	CorruptFlip = "flip"
-	CorruptTail = "tail"
+	CorruptFlip = "flip" // flips one bit
+	CorruptTail = "tail" // cuts its tail off
 )
 
 // Corrupt damages one of the files the node wrote (Written), drawn from

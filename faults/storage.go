@@ -16,12 +16,9 @@ type DiskPlan struct {
 	// failing disk acts on.
 	Data []string
 	// Persist are the ways a power cut may treat a node's unsynced
-	// changes, one drawn per cut: PersistNone loses them all,
-	// PersistAll keeps them all (a cut right after the disk caught up),
-	// PersistPrefix keeps the first k of them in program order,
-	// PersistSubset keeps each of its unsynced writes or not (reordered
-	// persistence), PersistTorn a prefix and some of the sectors of the
-	// write after it (a torn write).
+	// changes, one drawn per cut: package disk's Persist words
+	// (disk.PersistNone, PersistAll, PersistPrefix, PersistSubset,
+	// PersistTorn; what each keeps is documented there).
 	Persist []string
 	// MaxStall bounds how long a stalled fsync takes, in virtual time.
 	MaxStall time.Duration
@@ -29,8 +26,9 @@ type DiskPlan struct {
 	IOErrors []string
 	// IOCalls are the calls an ioerror may fail ("write", "fsync", "read").
 	IOCalls []string
-	// Corruptions are how a corruption damages a file: CorruptFlip flips
-	// one bit, CorruptTail cuts its tail off.
+	// Corruptions are how a corruption damages a file: package disk's
+	// disk.CorruptFlip (one bit flipped) and disk.CorruptTail (its tail
+	// cut off).
 	Corruptions []string
 	// Names says what makes a change of a name (a creation, a rename, an
 	// unlink) durable: NamesPOSIX, an fsync of its directory;
@@ -43,21 +41,6 @@ type DiskPlan struct {
 const (
 	NamesPOSIX   = "posix"
 	NamesJournal = "journal"
-)
-
-// The ways a power cut treats unsynced changes (DiskPlan.Persist).
-const (
-	PersistNone   = "none"
-	PersistAll    = "all"
-	PersistPrefix = "prefix"
-	PersistSubset = "subset"
-	PersistTorn   = "torn"
-)
-
-// The ways a corruption damages a file (DiskPlan.Corruptions).
-const (
-	CorruptFlip = "flip"
-	CorruptTail = "tail"
 )
 
 // IsStorage reports whether k is a storage fault.

@@ -5,13 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/disk"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // defaultDisk is the spec's default storage plan.
 var defaultDisk = DiskPlan{
-	Data: []string{"{{tmp}}"}, Persist: []string{PersistNone, PersistPrefix, PersistSubset}, MaxStall: time.Second,
-	IOErrors: []string{"EIO", "ENOSPC"}, IOCalls: []string{"write", "fsync", "read"}, Corruptions: []string{CorruptFlip, CorruptTail}, Names: NamesPOSIX,
+	Data: []string{"{{tmp}}"}, Persist: []string{disk.PersistNone, disk.PersistPrefix, disk.PersistSubset}, MaxStall: time.Second,
+	IOErrors: []string{"EIO", "ENOSPC"}, IOCalls: []string{"write", "fsync", "read"}, Corruptions: []string{disk.CorruptFlip, disk.CorruptTail}, Names: NamesPOSIX,
 }
 
 func diskPlan(kinds ...sched.Kind) Plan {
@@ -87,7 +88,7 @@ func TestCorruptOffer(t *testing.T) {
 	}
 	got := in.Offer(0, Targets{DataFiles: map[string]int{down: 2}})
 	i := slices.IndexFunc(got, func(o *sched.Op) bool { return o.Kind == sched.Corrupt })
-	if i < 0 || got[i].Node != down || (got[i].Disk != CorruptFlip && got[i].Disk != CorruptTail) {
+	if i < 0 || got[i].Node != down || (got[i].Disk != disk.CorruptFlip && got[i].Disk != disk.CorruptTail) {
 		t.Fatalf("offered %v with %s down", got, down)
 	}
 	if _, err := in.Chose(got[i], 0); err != nil {

@@ -17,7 +17,8 @@ import (
 // of package disk.
 type DiskPlan struct {
 	// Data are the nodes' data paths, as the spec writes them (templates
-	// expanded per node: DataPaths).
+	// expanded per node: DataPaths). What each field means is documented
+	// on faults.DiskPlan, which the engine fills from this one.
 	Data []string
 	// Persist are the ways a power cut may treat a node's unsynced
 	// changes, one drawn per cut (PersistNone, PersistAll, PersistPrefix,
@@ -37,7 +38,10 @@ type DiskPlan struct {
 	Names string
 }
 
-// The storage faults' words.
+// The storage faults' words, as a spec writes them. spec imports no
+// runtime package, so it repeats the strings of package disk (Persist*,
+// Corrupt*: what each does) and faults (Names*); engine's
+// TestSpecVocabulary checks they agree.
 const (
 	PersistNone   = "none"
 	PersistAll    = "all"
