@@ -230,6 +230,22 @@ func (b *Books) open(c Call) {
 	}
 }
 
+// dataName resolves a name that a call creates or removes: its path p, its
+// path hp on the host and the books of its directory d; ok is false when
+// the name is not under the data paths or cannot be resolved.
+func (b *Books) dataName(pid, dirfd int, path string) (p, hp string, d *dirRef, ok bool) {
+	p, ok = resolve(pid, dirfd, path)
+	if !ok || !b.data(p) {
+		return "", "", nil, false
+	}
+	hp, ok = b.host(pid, p)
+	d = b.dirOf(pid, p)
+	if !ok || d == nil {
+		return "", "", nil, false
+	}
+	return p, hp, d, true
+}
+
 // create records a new name (mkdir, link, symlink): Path for mkdir, Path2
 // for links.
 func (b *Books) create(c Call) {
@@ -237,13 +253,8 @@ func (b *Books) create(c Call) {
 	if c.Op == OpLink {
 		dirfd, path = c.Dirfd2, c.Path2
 	}
-	p, ok := resolve(c.Pid, dirfd, path)
-	if !ok || !b.data(p) {
-		return
-	}
-	hp, ok := b.host(c.Pid, p)
-	d := b.dirOf(c.Pid, p)
-	if !ok || d == nil {
+	p, hp, d, ok := b.dataName(c.Pid, dirfd, path)
+	if !ok {
 		return
 	}
 	var st unix.Stat_t
@@ -303,13 +314,8 @@ func (b *Books) keep(ch *change, hp string, st *unix.Stat_t) {
 }
 
 func (b *Books) unlink(c Call) {
-	p, ok := resolve(c.Pid, c.Dirfd, c.Path)
-	if !ok || !b.data(p) {
-		return
-	}
-	hp, ok := b.host(c.Pid, p)
-	d := b.dirOf(c.Pid, p)
-	if !ok || d == nil {
+	p, hp, d, ok := b.dataName(c.Pid, c.Dirfd, c.Path)
+	if !ok {
 		return
 	}
 	var st unix.Stat_t

@@ -491,7 +491,31 @@ func TestFaultBugCrashRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	sum, err := Run(context.Background(), sp, RunOptions{Trials: 100, Strategy: "pos", OutDir: out, StopOnFirst: true})
+	first := firstClientFailure(t, sp, RunOptions{Trials: 100, Strategy: "pos", OutDir: out, StopOnFirst: true})
+	var crash, restart bool
+	for _, rec := range traceRecords(t, first) {
+		crash = crash || rec.Op.Kind == sched.Crash
+		restart = restart || (crash && rec.Op.Kind == sched.Restart)
+	}
+	if !crash || !restart {
+		t.Fatalf("trial %d failed without a crash and a restart in its trace", first.Index)
+	}
+	for i := 0; i < 3; i++ {
+		rr, err := Replay(context.Background(), first.TracePath, filepath.Join(out, "replay"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rr.Same {
+			t.Fatalf("replay %d differs: %s", i, rr.Diff)
+		}
+	}
+}
+
+// firstClientFailure runs sp with o and returns its first failing trial,
+// which must end client-failed.
+func firstClientFailure(t *testing.T, sp *spec.Spec, o RunOptions) *TrialResult {
+	t.Helper()
+	sum, err := Run(context.Background(), sp, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,21 +525,5 @@ func TestFaultBugCrashRestart(t *testing.T) {
 	if sum.First.Outcome.Kind != ClientFailed {
 		t.Fatalf("want client-failed, got %v", sum.First.Outcome)
 	}
-	var crash, restart bool
-	for _, rec := range traceRecords(t, sum.First) {
-		crash = crash || rec.Op.Kind == sched.Crash
-		restart = restart || (crash && rec.Op.Kind == sched.Restart)
-	}
-	if !crash || !restart {
-		t.Fatalf("trial %d failed without a crash and a restart in its trace", sum.First.Index)
-	}
-	for i := 0; i < 3; i++ {
-		rr, err := Replay(context.Background(), sum.First.TracePath, filepath.Join(out, "replay"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rr.Same {
-			t.Fatalf("replay %d differs: %s", i, rr.Diff)
-		}
-	}
+	return sum.First
 }

@@ -38,24 +38,15 @@ func TestFaultBugsStorage(t *testing.T) {
 				return sp
 			}
 			out := t.TempDir()
-			sum, err := Run(context.Background(), load("spec.yaml"), RunOptions{Trials: 20, Strategy: "pos", OutDir: filepath.Join(out, "bug"), StopOnFirst: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sum.First == nil {
-				t.Fatalf("POS found no failure in %d trials: %v", sum.Trials, sum.ByKind)
-			}
-			if sum.First.Outcome.Kind != ClientFailed {
-				t.Fatalf("want client-failed, got %v", sum.First.Outcome)
-			}
+			first := firstClientFailure(t, load("spec.yaml"), RunOptions{Trials: 20, Strategy: "pos", OutDir: filepath.Join(out, "bug"), StopOnFirst: true})
 			faulted := false
-			for _, rec := range traceRecords(t, sum.First) {
+			for _, rec := range traceRecords(t, first) {
 				faulted = faulted || rec.Op.Kind == tc.fault
 			}
 			if !faulted {
-				t.Fatalf("trial %d failed without a %v in its trace", sum.First.Index, tc.fault)
+				t.Fatalf("trial %d failed without a %v in its trace", first.Index, tc.fault)
 			}
-			rr, err := Replay(context.Background(), sum.First.TracePath, filepath.Join(out, "replay"))
+			rr, err := Replay(context.Background(), first.TracePath, filepath.Join(out, "replay"))
 			if err != nil {
 				t.Fatal(err)
 			}
