@@ -161,6 +161,35 @@ static int bn_add(struct bn_loop *lp, int fd) {
   return lp->n++;
 }
 
+/*
+ * bn_handle serves what the last poll() over lp reported, for the loops
+ * with timers of their own (bn_serve has none), whose listener l is lp's
+ * first entry: a new connection is accepted and nothing else, so that its
+ * data competes in the next poll; otherwise every complete line of each
+ * readable connection, oldest connection first, goes to on_line, and a
+ * connection that ended is closed (after on_close, if given).
+ */
+static inline void bn_handle(struct bn_loop *lp, int l, void (*on_line)(int fd, char *line),
+                             void (*on_close)(int fd)) {
+  if (lp->fds[0].revents & POLLIN) {
+    int c = accept(l, NULL, NULL);
+    if (c >= 0) bn_nodelay(c), bn_add(lp, c);
+    return;
+  }
+  for (int i = 1; i < lp->n; i++) {
+    if (lp->fds[i].fd < 0 || !(lp->fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    struct bn_conn *c = &lp->conns[i];
+    int open = bn_fill(c);
+    char line[BN_BUF];
+    while (bn_take(c, line, sizeof line)) on_line(c->fd, line);
+    if (!open) {
+      if (on_close) on_close(c->fd);
+      close(c->fd);
+      lp->fds[i].fd = -1;
+    }
+  }
+}
+
 static void bn_serve(struct bn_loop *lp, int l, void (*on_line)(int fd, char *line),
                      void (*on_close)(int fd)) {
   int lidx = l >= 0 ? bn_add(lp, l) : -1;

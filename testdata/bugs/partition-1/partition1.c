@@ -191,6 +191,13 @@ static void server_line(int fd, char *line) {
   }
 }
 
+/* server_close forgets a connection that ended: the peer's, or a client's pending requests. */
+static void server_close(int fd) {
+  if (fd == sv.peer) sv.peer = -1;
+  for (int j = 0; j < sv.npend; j++)
+    if (sv.pend[j].fd == fd) sv.pend[j--] = sv.pend[--sv.npend];
+}
+
 static void server(int port, const char *peer) {
   static struct bn_loop lp;
   int l = bn_listen(port);
@@ -213,25 +220,7 @@ static void server(int port, const char *peer) {
       if (sv.peer >= 0 && !sv.quiet) say(sv.peer, "HB %d %lld", sv.term, now);
       sv.next_hb = now + HB_MS;
     }
-    if (lp.fds[0].revents & POLLIN) {
-      int c = accept(l, NULL, NULL);
-      if (c >= 0) bn_nodelay(c), bn_add(&lp, c);
-      continue;
-    }
-    for (int i = 1; i < lp.n; i++) {
-      if (lp.fds[i].fd < 0 || !(lp.fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      struct bn_conn *c = &lp.conns[i];
-      int open = bn_fill(c);
-      char line[BN_BUF];
-      while (bn_take(c, line, sizeof line)) server_line(c->fd, line);
-      if (!open) {
-        if (c->fd == sv.peer) sv.peer = -1;
-        for (int j = 0; j < sv.npend; j++)
-          if (sv.pend[j].fd == c->fd) sv.pend[j--] = sv.pend[--sv.npend];
-        close(c->fd);
-        lp.fds[i].fd = -1;
-      }
-    }
+    bn_handle(&lp, l, server_line, server_close);
   }
 }
 

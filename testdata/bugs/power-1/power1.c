@@ -111,22 +111,7 @@ static void kvd(int port, const char *dir) {
       kv_sync();
       kv.sync_at += SYNC_MS;
     }
-    if (lp.fds[0].revents & POLLIN) {
-      int c = accept(l, NULL, NULL);
-      if (c >= 0) bn_nodelay(c), bn_add(&lp, c);
-      continue;
-    }
-    for (int i = 1; i < lp.n; i++) {
-      if (lp.fds[i].fd < 0 || !(lp.fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      struct bn_conn *c = &lp.conns[i];
-      int open = bn_fill(c);
-      char line[BN_BUF];
-      while (bn_take(c, line, sizeof line)) kvd_line(c->fd, line);
-      if (!open) {
-        close(c->fd);
-        lp.fds[i].fd = -1;
-      }
-    }
+    bn_handle(&lp, l, kvd_line, NULL);
   }
 }
 
