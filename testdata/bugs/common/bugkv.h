@@ -189,4 +189,29 @@ static void check_all(struct peer *p, int k, const char *(*value)(int)) {
   }
 }
 
+/*
+ * kv_client is the client of the single-server bugs: it writes k1..kK to the
+ * server at addr, then sleeps until check_ms after its start (past the
+ * faults' quiet period) and reads every key back: exit 0 when all read
+ * back, 1 on a lost acknowledged write. burst: it connects at once, sends
+ * the first write GAP_MS later and the others back to back (crash-1);
+ * otherwise it writes one key every GAP_MS.
+ */
+static void kv_client(const char *addr, int k, int check_ms, int burst) {
+  static struct peer server;
+  resolve(&server, addr);
+  long long start = now_ms();
+  if (burst) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(s, server.ai->ai_addr, server.ai->ai_addrlen) == 0) bn_nodelay(s), server.conn.fd = s;
+    else close(s);
+    sleep_ms(GAP_MS);
+  }
+  put_all(&server, k, value_v, start, !burst);
+  sleep_ms(start + check_ms - now_ms());
+  check_all(&server, k, value_v);
+  printf("client: all %d acknowledged writes read back\n", k);
+  exit(0);
+}
+
 #endif

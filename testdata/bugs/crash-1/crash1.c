@@ -102,23 +102,6 @@ static void kvd(int port, const char *dir) {
   }
 }
 
-/* client */
-
-static void client(const char *addr, int k, int check_ms) {
-  static struct peer server;
-  resolve(&server, addr);
-  long long start = now_ms();
-  int s = socket(AF_INET, SOCK_STREAM, 0); /* connect first, then write after a pause */
-  if (connect(s, server.ai->ai_addr, server.ai->ai_addrlen) == 0) bn_nodelay(s), server.conn.fd = s;
-  else close(s);
-  sleep_ms(GAP_MS);
-  put_all(&server, k, value_v, start, 0);
-  sleep_ms(start + check_ms - now_ms());
-  check_all(&server, k, value_v);
-  printf("client: all %d acknowledged writes read back\n", k);
-  exit(0);
-}
-
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
@@ -127,7 +110,7 @@ int main(int argc, char **argv) {
     kvd(atoi(argv[2]), argv[3]);
   }
   if (argc == 5 && strcmp(argv[1], "client") == 0 && atoi(argv[3]) > 0)
-    client(argv[2], atoi(argv[3]), atoi(argv[4]));
+    kv_client(argv[2], atoi(argv[3]), atoi(argv[4]), 1);
   fprintf(stderr, "usage: crash1 kvd PORT DIR [--fixed] | crash1 client SERVER K CHECK_MS\n");
   return 2;
 }
