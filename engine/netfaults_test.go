@@ -76,6 +76,7 @@ func TestNetworkFaults(t *testing.T) {
 		{"link", sched.Link, checkLink, []string{"other links flow"}},
 		{"bipartition", sched.Bipartition, checkBipartition, []string{"isolate", "bridge", "bridge reaches both"}},
 		{"hold", sched.Hold, checkHold, []string{"other way flows", "released at the end"}},
+		{"slow", sched.Slow, checkSlow, []string{"other links flow", "slow link flows", "held a round"}},
 		{"hold-kind", sched.Hold, checkHoldKind, []string{"beats flow", "data released at the end", "other way flows"}},
 		{"probe", sched.Partition, checkProbe, []string{"aimed at the leader"}},
 		{"follow", sched.Partition, checkFollow, []string{"client follows s2", "client stays with s2"}},
@@ -211,6 +212,50 @@ func checkHold(t *testing.T, nt netTrial) []string {
 			out = append(out, "released at the end")
 		case rec.VTime < end:
 			out = append(out, "other way flows")
+		}
+	}
+	return out
+}
+
+// A slow link: no message crosses it before the slow's delay has passed
+// since the slow began (any message then waiting was ready at the earliest
+// then), messages cross it after that while it lasts, and the other links
+// flow meanwhile.
+func checkSlow(t *testing.T, nt netTrial) []string {
+	f := nt.recs[nt.fault]
+	a, b, ok := strings.Cut(strings.TrimPrefix(f.Op.Object, "link:"), "|")
+	if !ok || f.Op.Delay <= 0 || f.Op.Pick == 0 {
+		t.Fatalf("slow %q: no link, delay or while", f.Op.Object)
+	}
+	sa, sb := strings.Split(a, ","), strings.Split(b, ",")
+	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "slow.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The quiet period ends every slow link.
+	end := min(f.VTime+int64(f.Op.Pick), int64(sp.Faults.Until))
+	released := min(f.VTime+f.Op.Delay, end)
+	var out []string
+	if time.Duration(released-f.VTime) > 150*time.Millisecond {
+		// Longer than a round of gossip (100 ms): unslowed, a message
+		// would have crossed.
+		out = append(out, "held a round")
+	}
+	for i := nt.fault; i < len(nt.recs); i++ {
+		rec := nt.recs[i]
+		if rec.Op.Kind != sched.Deliver || rec.VTime >= end {
+			continue
+		}
+		src, dst := rec.Op.Node, nt.nodes[addrOf(rec.Op.Peer).String()]
+		across := slices.Contains(sa, src) && slices.Contains(sb, dst) || slices.Contains(sb, src) && slices.Contains(sa, dst)
+		switch {
+		case across && rec.VTime < released:
+			t.Fatalf("step %d: %s delivered to %s at %v across the slow link %s, slowed until %v",
+				rec.Step, src, dst, time.Duration(rec.VTime), f.Op.Object, time.Duration(released))
+		case across:
+			out = append(out, "slow link flows")
+		case rec.VTime < released:
+			out = append(out, "other links flow")
 		}
 	}
 	return out

@@ -460,48 +460,12 @@ func (t *Trial) record(op sched.Op, auto bool) {
 	t.res.Records = append(t.res.Records, sched.Record{Step: t.steps, VTime: int64(t.clk.Now()), Op: op, Auto: auto})
 }
 
-// applyFault carries out a fault's effect.
+// applyFault carries out a fault's effect: its kind's applier
+// (faultAppliers), or nothing for a kind the injector carries out alone (a
+// hold or a slow link holds deliveries back through Holds).
 func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
-	switch e.Kind {
-	case sched.Crash:
-		return tracer.Action{Crash: e.Node}, nil
-	case sched.ClockJump:
-		return tracer.Action{Clocks: map[string]time.Duration{e.Node: e.Shift}}, nil
-	case sched.ClockDrift:
-		return tracer.Action{Drifts: map[string]int64{e.Node: e.Drift}}, nil
-	case sched.Reset:
-		return tracer.Action{Reset: e.Sock}, nil
-	case sched.Drop:
-		return tracer.Action{Drop: e.Datagram}, nil
-	case sched.Restart:
-		t.restarts = append(t.restarts, e.Node)
-	case sched.OneWay, sched.Link, sched.Bipartition:
-		return t.cutAction(e), nil
-	case sched.Power, sched.Corrupt, sched.IOError, sched.Stall:
-		return t.applyDisk(e)
-	case sched.Partition:
-		// The tracer puts the firewall up (Cut.Close) once the connections
-		// across it have acknowledged what they received.
-		shut := func() error {
-			if err := t.j.cluster.Partition(e.Cut, e.Rest); err != nil {
-				return fmt.Errorf("partitioning %v from %v: %w", e.Cut, e.Rest, err)
-			}
-			return nil
-		}
-		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Close: shut}}}, nil
-	case sched.Heal:
-		if e.OneWay {
-			return t.cutAction(e), nil
-		}
-		// The tracer opens the firewall (Cut.Open) once it has ended the
-		// connects made into the partition.
-		open := func() error {
-			if err := t.j.cluster.Heal(e.Cut, e.Rest); err != nil {
-				return fmt.Errorf("healing %v from %v: %w", e.Cut, e.Rest, err)
-			}
-			return nil
-		}
-		return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Heal: true, Open: open}}}, nil
+	if apply := faultAppliers[e.Kind]; apply != nil {
+		return apply(t, e)
 	}
 	return tracer.Action{}, nil
 }

@@ -211,7 +211,10 @@ type Injector struct {
 	paused  map[string]time.Duration // node → end of its pause
 	skew    map[string]time.Duration // node → how far its wall clock was moved
 	drifts  map[string]bool          // nodes whose wall clocks drift
-	quiet   bool
+	// own is the state in force of the kinds that keep their own
+	// (kindDef.holds, kindDef.deadline), by kind; the quiet period clears it.
+	own   map[sched.Kind]any
+	quiet bool
 
 	socks  []Sock     // the connections a reset may abort, at this step
 	dgrams []Datagram // the datagrams a drop may discard, at this step
@@ -248,6 +251,7 @@ func New(plan Plan, all []string, seed int64) *Injector {
 		r:       rand.New(rand.NewPCG(uint64(seed), 0x6661756c7473)), // "faults"
 		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{}, drifts: map[string]bool{},
 		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase, held: map[string]time.Duration{},
+		own: map[sched.Kind]any{},
 	}
 	if plan.Spread {
 		in.place = NewPlacer(plan.Budget, plan.From, plan.Until, plan.By, plan.Expect, seed, 0x74726967676572) // "trigger"
@@ -349,11 +353,8 @@ func (in *Injector) InLull(offers []*sched.Op, next time.Duration, wakes bool) *
 	if in.offer == nil {
 		return nil
 	}
-	switch in.offer.Kind {
-	case sched.Partition, sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
-		if wakes && next < in.plan.Until {
-			return nil
-		}
+	if kindDefs[in.offer.Kind].onTraffic && wakes && next < in.plan.Until {
+		return nil
 	}
 	for _, o := range offers {
 		if o == in.offer {
@@ -378,33 +379,8 @@ func (in *Injector) possible(o *sched.Op) bool {
 	if o.Object == probeObject {
 		return in.possibleAny(o.Kind)
 	}
-	switch o.Kind {
-	case sched.Crash, sched.Pause:
-		_, p := in.paused[o.Node]
-		return !in.crashed[o.Node] && !p
-	case sched.ClockJump:
-		return !in.crashed[o.Node] && in.plan.MaxClockJump > 0
-	case sched.ClockDrift:
-		return !in.crashed[o.Node] && in.plan.MaxDrift > 0
-	case sched.Partition:
-		return in.cutRoom() && !in.clashes(in.partitionCut(o.Node))
-	case sched.Reset:
-		if in.crashed[o.Node] {
-			return false
-		}
-		if o.Object == "" { // any of the node's
-			return slices.ContainsFunc(in.socks, func(s Sock) bool { return s.Node == o.Node })
-		}
-		return slices.ContainsFunc(in.socks, func(s Sock) bool { return s.Object == o.Object })
-	case sched.Drop:
-		if o.Object == "" { // any datagram from or to the node
-			return slices.ContainsFunc(in.dgrams, func(d Datagram) bool { return d.From == o.Node || d.To == o.Node })
-		}
-		return slices.ContainsFunc(in.dgrams, func(d Datagram) bool { return dropObject(d.ID) == o.Object })
-	case sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
-		return in.possibleNet(o.Kind, o.Node)
-	case sched.Power, sched.Corrupt, sched.IOError, sched.Stall:
-		return in.possibleDisk(o)
+	if d := kindDefs[o.Kind]; d.possible != nil {
+		return d.possible(in, o)
 	}
 	return false
 }
@@ -452,72 +428,8 @@ func (in *Injector) draw() *sched.Op {
 
 // detail draws the size and target of an injection on o.Node.
 func (in *Injector) detail(o *sched.Op) {
-	c := candidate{o.Kind, o.Node}
-	switch c.kind {
-	case sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
-		in.drawNet(o)
-		return
-	case sched.Power, sched.Corrupt, sched.IOError, sched.Stall:
-		in.detailDisk(o)
-		return
-	}
-	if c.kind == sched.ClockJump {
-		d := in.upTo(in.plan.MaxClockJump)
-		switch in.plan.ClockDirection {
-		case Both:
-			if in.r.IntN(2) == 0 {
-				d = -d
-			}
-		case Backward:
-			d = -d
-		}
-		o.Delay = int64(d)
-	}
-	if c.kind == sched.ClockDrift {
-		m := in.plan.MaxDrift
-		ppm := m/10 + in.r.Int64N(m-m/10+1)
-		switch in.plan.ClockDirection {
-		case Both:
-			if in.r.IntN(2) == 0 {
-				ppm = -ppm
-			}
-		case Backward: // a clock that runs slow
-			ppm = -ppm
-		}
-		o.Delay = ppm
-	}
-	if (c.kind == sched.Crash || c.kind == sched.Partition) && in.plan.MaxOutage > 0 {
-		o.Delay = int64(in.upTo(in.plan.MaxOutage))
-	}
-	if c.kind == sched.Pause {
-		o.Delay = int64(in.upTo(in.plan.MaxPause))
-	}
-	if c.kind == sched.Drop {
-		var mine []Datagram
-		for _, d := range in.dgrams {
-			if d.From == c.node || d.To == c.node {
-				mine = append(mine, d)
-			}
-		}
-		d := mine[in.r.IntN(len(mine))]
-		o.Object, o.Conn, o.At = dropObject(d.ID), d.Conn, 0
-		if _, peer, ok := strings.Cut(d.Conn, ">"); ok {
-			o.Peer = peer
-		}
-		o.Delay = int64(d.ID)
-	}
-	if c.kind == sched.Reset {
-		var mine []Sock
-		for _, s := range in.socks {
-			if s.Node == c.node {
-				mine = append(mine, s)
-			}
-		}
-		s := mine[in.r.IntN(len(mine))]
-		o.Object, o.Conn = s.Object, s.Conn
-		if _, peer, ok := strings.Cut(s.Conn, ">"); ok {
-			o.Peer = peer
-		}
+	if d := kindDefs[o.Kind]; d.detail != nil {
+		d.detail(in, o)
 	}
 }
 
@@ -530,56 +442,12 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 		}
 	}
 	e := Effect{Kind: o.Kind, Node: o.Node}
-	switch o.Kind {
-	case sched.OneWay, sched.Link, sched.Bipartition, sched.Hold:
-		in.choseNet(o, now, &e)
-	case sched.Power, sched.Corrupt, sched.IOError, sched.Stall:
-		in.choseDisk(o, now, &e)
-	case sched.Crash:
-		in.spend(now)
-		in.crashed[o.Node] = true
-		in.until["restart:"+o.Node] = now + time.Duration(o.Delay)
-	case sched.Pause:
-		// The pause's end is not written into the op: the offered op of a
-		// replay has none, and would not match.
-		in.spend(now)
-		in.paused[o.Node] = now + time.Duration(o.Delay)
-	case sched.Partition:
-		in.spend(now)
-		c := in.partitionCut(o.Node)
-		in.cuts = append(in.cuts, c)
-		e.Cut, e.Rest = c.a, c.b
-		in.until["heal:"+c.name] = now + time.Duration(o.Delay)
-	case sched.ClockJump:
-		in.spend(now)
-		e.Shift = time.Duration(o.Delay)
-		in.skew[o.Node] += e.Shift
-	case sched.ClockDrift:
-		in.spend(now)
-		e.Drift = o.Delay
-		in.drifts[o.Node] = true
-	case sched.Reset:
-		in.spend(now)
-		e.Sock = o.Object
-	case sched.Drop:
-		in.spend(now)
-		e.Datagram = uint64(o.Delay)
-	case sched.Restart:
-		delete(in.crashed, o.Node)
-		delete(in.recov, "restart:"+o.Node)
-		delete(in.until, "restart:"+o.Node)
-	case sched.Heal:
-		i := slices.IndexFunc(in.cuts, func(c *netCut) bool { return c.name == o.Node })
-		if i < 0 {
-			return e, fmt.Errorf("faults: heal of %s, which is not in force", o.Node)
-		}
-		c := in.cuts[i]
-		e.Cut, e.Rest, e.OneWay = c.a, c.b, c.oneway
-		in.cuts = slices.Delete(in.cuts, i, i+1)
-		delete(in.recov, "heal:"+o.Node)
-		delete(in.until, "heal:"+o.Node)
-	default:
+	d, ok := kindDefs[o.Kind]
+	if !ok || d.chose == nil {
 		return e, fmt.Errorf("faults: %v is not a fault op", o.Kind)
+	}
+	if err := d.chose(in, o, now, &e); err != nil {
+		return e, err
 	}
 	if o == in.offer {
 		in.offer = nil
@@ -618,6 +486,7 @@ func (in *Injector) Recover() []Effect {
 	in.cuts = nil
 	in.offerCut = nil
 	clear(in.held)
+	clear(in.own)
 	for _, n := range in.all {
 		if in.crashed[n] {
 			out = append(out, Effect{Kind: sched.Restart, Node: n})
@@ -653,6 +522,13 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 	}
 	if o.Kind == sched.Deliver && len(in.held) > 0 && (in.heldConn(o.Conn, now) || len(in.plan.Match) > 0 && in.heldMessage(o, now, nodeOf)) {
 		return true
+	}
+	if len(in.own) > 0 {
+		for _, k := range in.plan.Kinds {
+			if h := kindDefs[k].holds; h != nil && h(in, o, now, nodeOf) {
+				return true
+			}
+		}
 	}
 	if len(in.cuts) == 0 {
 		return false
@@ -707,6 +583,15 @@ func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 	for _, end := range in.held {
 		if end > now && (!ok || end < d) {
 			d, ok = end, true
+		}
+	}
+	if len(in.own) > 0 {
+		for _, k := range in.plan.Kinds {
+			if dl := kindDefs[k].deadline; dl != nil {
+				if end, has := dl(in, now); has && end > now && (!ok || end < d) {
+					d, ok = end, true
+				}
+			}
 		}
 	}
 	if !in.quiet && (len(in.cuts) > 0 || len(in.crashed) > 0) && in.plan.Until > now && (!ok || in.plan.Until < d) {

@@ -68,6 +68,9 @@ const (
 	// Stall makes the node's next fsync of a data file take virtual time
 	// (Op.Delay).
 	Stall
+	// Slow delays every delivery between two nodes (their groups) by its
+	// Delay for a while (its Pick, in ns): a slow link.
+	Slow
 )
 
 var kindNames = [...]string{
@@ -99,6 +102,7 @@ var kindNames = [...]string{
 	Corrupt:     "corrupt",
 	IOError:     "ioerror",
 	Stall:       "stall",
+	Slow:        "slow",
 }
 
 func (k Kind) String() string {

@@ -105,6 +105,7 @@ const (
 	FaultCorrupt     FaultKind = "corrupt"
 	FaultIOError     FaultKind = "ioerror"
 	FaultStall       FaultKind = "stall"
+	FaultSlow        FaultKind = "slow"
 )
 
 // FaultKinds lists every kind a spec may name.
@@ -140,10 +141,11 @@ const (
 // of the bridge shape alone.
 var faultKinds = map[string]FaultKind{"crash": FaultCrash, "partition": FaultPartition, "pause": FaultPause, "clock": FaultClock, "drift": FaultDrift, "reset": FaultReset, "drop": FaultDrop,
 	"oneway": FaultOneWay, "link": FaultLink, "bipartition": FaultBipartition, "bridge": FaultBipartition, "hold": FaultHold,
-	"power": FaultPower, "corrupt": FaultCorrupt, "ioerror": FaultIOError, "stall": FaultStall}
+	"power": FaultPower, "corrupt": FaultCorrupt, "ioerror": FaultIOError, "stall": FaultStall,
+	"slow": FaultSlow}
 
 // faultNames lists the kinds for error messages, in the docs' order.
-const faultNames = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror or stall"
+const faultNames = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall or slow"
 
 // defaultMaxDrift bounds a drift fault unless the spec says otherwise:
 // 10 %, far beyond what a quartz clock does (under 0.01 %), because the

@@ -51,7 +51,7 @@ nodes:
 		{"clock direction", spec("s1", "", "faults: {kinds: [clock], clock_direction: both}\n"), ""},
 		{"unknown clock direction", spec("s1", "", "faults: {kinds: [clock], clock_direction: up}\n"), `s.yaml:8: faults.clock_direction: unknown direction "up" (want forward, backward or both)`},
 		{"every fault kind", spec("s1", "", "faults: {kinds: [crash, partition, oneway, pause, clock, drift, reset, drop, hold]}\n"), ""},
-		{"restart is no fault to name", spec("s1", "", "faults: {kinds: [restart]}\n"), `s.yaml:8: faults.kinds: unknown fault "restart" (want crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror or stall; restart and heal follow them)`},
+		{"restart is no fault to name", spec("s1", "", "faults: {kinds: [restart]}\n"), `s.yaml:8: faults.kinds: unknown fault "restart" (want crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall or slow; restart and heal follow them)`},
 		{"host name of 63", spec(strings.Repeat("a", 63), "", ""), ""},
 		{"host name with capitals", spec("Server1", "", ""), ""},
 		{"host name ending in a dash", spec("s1-", "", ""), `s.yaml:3: nodes[0].name: "s1-" is not a valid host name (letters, digits and inner dashes, at most 63)`},

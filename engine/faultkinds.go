@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer"
+)
+
+// faultApplier turns a chosen fault's effect into what the tracer does.
+type faultApplier func(t *Trial, e faults.Effect) (tracer.Action, error)
+
+// faultAppliers are the engine's side of the fault kinds: a kind with a
+// tracer or firewall action has its entry here, not a case in a switch.
+var faultAppliers = map[sched.Kind]faultApplier{
+	sched.Crash: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
+		return tracer.Action{Crash: e.Node}, nil
+	},
+	sched.ClockJump: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
+		return tracer.Action{Clocks: map[string]time.Duration{e.Node: e.Shift}}, nil
+	},
+	sched.ClockDrift: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
+		return tracer.Action{Drifts: map[string]int64{e.Node: e.Drift}}, nil
+	},
+	sched.Reset: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
+		return tracer.Action{Reset: e.Sock}, nil
+	},
+	sched.Drop: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
+		return tracer.Action{Drop: e.Datagram}, nil
+	},
+	sched.Restart: func(t *Trial, e faults.Effect) (tracer.Action, error) {
+		t.restarts = append(t.restarts, e.Node)
+		return tracer.Action{}, nil
+	},
+	sched.OneWay:      applyCut,
+	sched.Link:        applyCut,
+	sched.Bipartition: applyCut,
+	sched.Power:       (*Trial).applyDisk,
+	sched.Corrupt:     (*Trial).applyDisk,
+	sched.IOError:     (*Trial).applyDisk,
+	sched.Stall:       (*Trial).applyDisk,
+	sched.Partition:   applyPartition,
+	sched.Heal:        applyHeal,
+}
+
+func applyCut(t *Trial, e faults.Effect) (tracer.Action, error) { return t.cutAction(e), nil }
+
+// applyPartition firewalls a partition: the tracer puts the firewall up
+// (Cut.Close) once the connections across it have acknowledged what they
+// received.
+func applyPartition(t *Trial, e faults.Effect) (tracer.Action, error) {
+	shut := func() error {
+		if err := t.j.cluster.Partition(e.Cut, e.Rest); err != nil {
+			return fmt.Errorf("partitioning %v from %v: %w", e.Cut, e.Rest, err)
+		}
+		return nil
+	}
+	return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Close: shut}}}, nil
+}
+
+// applyHeal ends a cut: a one-way cut in the tracer; a partition's
+// firewall the tracer opens (Cut.Open) once it has ended the connects made
+// into the partition.
+func applyHeal(t *Trial, e faults.Effect) (tracer.Action, error) {
+	if e.OneWay {
+		return t.cutAction(e), nil
+	}
+	open := func() error {
+		if err := t.j.cluster.Heal(e.Cut, e.Rest); err != nil {
+			return fmt.Errorf("healing %v from %v: %w", e.Cut, e.Rest, err)
+		}
+		return nil
+	}
+	return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Heal: true, Open: open}}}, nil
+}
