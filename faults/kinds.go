@@ -24,6 +24,9 @@ type kindDef struct {
 	// onTraffic says the kind acts on messages in flight: a spread plan
 	// does not take it alone in a lull, where there are none (InLull).
 	onTraffic bool
+	// storage says the kind acts on a node's disk: the engine keeps the
+	// books of the nodes' data files (Plan.Storage).
+	storage bool
 	// holds, when set, says whether the kind's faults in force (kept in
 	// Injector.own) hold op back at now (Injector.Holds); nodeOf names a
 	// cluster address's node.
@@ -73,38 +76,17 @@ var kindDefs = map[sched.Kind]kindDef{
 		e.Datagram = uint64(o.Delay)
 		return nil
 	}},
-	sched.OneWay:      netKind,
-	sched.Link:        netKind,
-	sched.Bipartition: netKind,
-	sched.Hold:        netKind,
+	sched.OneWay:      oneWayKind,
+	sched.Link:        linkKind,
+	sched.Bipartition: bipartitionKind,
+	sched.Hold:        holdKind,
 	sched.Slow:        slowKind,
-	sched.Power:       diskKind,
-	sched.Corrupt:     diskKind,
-	sched.IOError:     diskKind,
-	sched.Stall:       diskKind,
+	sched.Power:       powerKind,
+	sched.Corrupt:     corruptKind,
+	sched.IOError:     ioErrorKind,
+	sched.Stall:       stallKind,
 	sched.Restart:     {chose: choseRestart},
 	sched.Heal:        {chose: choseHeal},
-}
-
-// netKind is a network fault's entry (network.go): a cut, or a hold.
-var netKind = kindDef{
-	possible: func(in *Injector, o *sched.Op) bool { return in.possibleNet(o.Kind, o.Node) },
-	detail:   (*Injector).drawNet,
-	chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
-		in.choseNet(o, now, e)
-		return nil
-	},
-	onTraffic: true,
-}
-
-// diskKind is a storage fault's entry (storage.go).
-var diskKind = kindDef{
-	possible: (*Injector).possibleDisk,
-	detail:   (*Injector).detailDisk,
-	chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
-		in.choseDisk(o, now, e)
-		return nil
-	},
 }
 
 // possibleUp: the node is neither down nor paused.

@@ -80,24 +80,61 @@ func (p Plan) shapes() []string {
 	return out
 }
 
-// possibleNet says whether a network fault can hit node now.
-func (in *Injector) possibleNet(k sched.Kind, node string) bool {
-	switch k {
-	case sched.OneWay:
-		return in.cutRoom() && len(in.others(in.plan.side(node))) > 0
-	case sched.Link:
-		return in.cutRoom() && len(in.plan.units()) >= 2
-	case sched.Bipartition:
-		return in.cutRoom() && len(in.plan.shapes()) > 0
-	case sched.Hold:
-		if len(in.plan.Match) > 0 {
-			return in.plan.MaxHold > 0 && in.possibleMsgHold(node)
-		}
-		return in.plan.MaxHold > 0 && slices.ContainsFunc(in.conns, func(c Conn) bool {
-			return (c.From == node || c.To == node) && !in.holding(c.Conn)
-		})
+// cutKind is the entry of a network cut of the network (oneway, link,
+// bipartition): build draws its cut around the node's unit at offer time,
+// kept as in.offerCut until chosen.
+func cutKind(possible func(in *Injector, node string) bool, build func(in *Injector, unit []string) *netCut) kindDef {
+	return kindDef{
+		possible: func(in *Injector, o *sched.Op) bool { return in.cutRoom() && possible(in, o.Node) },
+		detail: func(in *Injector, o *sched.Op) {
+			c := build(in, in.plan.side(o.Node))
+			detailOutage(in, o)
+			in.offerCut = c
+		},
+		chose:     choseCut,
+		onTraffic: true,
 	}
-	return false
+}
+
+var oneWayKind = cutKind(
+	func(in *Injector, node string) bool { return len(in.others(in.plan.side(node))) > 0 },
+	func(in *Injector, unit []string) *netCut {
+		c := &netCut{a: unit, rest: true, oneway: true, shape: ">"}
+		// The node hears nothing rather than is not heard.
+		c.swap = in.r.IntN(2) == 0
+		return c
+	})
+
+var linkKind = cutKind(
+	func(in *Injector, _ string) bool { return len(in.plan.units()) >= 2 },
+	func(in *Injector, unit []string) *netCut {
+		var others [][]string
+		for _, u := range in.plan.units() {
+			if !slices.Equal(u, unit) {
+				others = append(others, u)
+			}
+		}
+		return &netCut{a: unit, b: others[in.r.IntN(len(others))], shape: "|"}
+	})
+
+var bipartitionKind = cutKind(
+	func(in *Injector, _ string) bool { return len(in.plan.shapes()) > 0 },
+	func(in *Injector, unit []string) *netCut {
+		shapes := in.plan.shapes()
+		return in.bipartition(shapes[in.r.IntN(len(shapes))], unit)
+	})
+
+// holdKind holds one connection direction, or one kind of message
+// (Plan.Match; match.go), for a while.
+var holdKind = kindDef{possible: possibleHold, detail: detailHold, chose: choseHold, onTraffic: true}
+
+func possibleHold(in *Injector, o *sched.Op) bool {
+	if len(in.plan.Match) > 0 {
+		return in.plan.MaxHold > 0 && in.possibleMsgHold(o.Node)
+	}
+	return in.plan.MaxHold > 0 && slices.ContainsFunc(in.conns, func(c Conn) bool {
+		return (c.From == o.Node || c.To == o.Node) && !in.holding(c.Conn)
+	})
 }
 
 func (in *Injector) holding(conn string) bool {
@@ -105,50 +142,28 @@ func (in *Injector) holding(conn string) bool {
 	return ok
 }
 
-// drawNet draws the details of a network fault on node o.Node: its cut (kept
-// as in.offerCut until chosen), or the connection a hold holds.
-func (in *Injector) drawNet(o *sched.Op) {
-	node := o.Node
-	unit := in.plan.side(node)
-	var c *netCut
-	switch o.Kind {
-	case sched.OneWay:
-		c = &netCut{a: unit, rest: true, oneway: true, shape: ">"}
-		// The node hears nothing rather than is not heard.
-		c.swap = in.r.IntN(2) == 0
-	case sched.Link:
-		var others [][]string
-		for _, u := range in.plan.units() {
-			if !slices.Equal(u, unit) {
-				others = append(others, u)
-			}
-		}
-		c = &netCut{a: unit, b: others[in.r.IntN(len(others))], shape: "|"}
-	case sched.Bipartition:
-		shapes := in.plan.shapes()
-		shape := shapes[in.r.IntN(len(shapes))]
-		c = in.bipartition(shape, unit)
-	case sched.Hold:
-		if len(in.plan.Match) > 0 {
-			in.drawMsgHold(o)
-			return
-		}
-		var mine []Conn
-		for _, cn := range in.conns {
-			if (cn.From == node || cn.To == node) && !in.holding(cn.Conn) {
-				mine = append(mine, cn)
-			}
-		}
-		cn := mine[in.r.IntN(len(mine))]
-		o.Conn = cn.Conn
-		o.Peer = cn.To
-		o.Delay = int64(in.upTo(in.plan.MaxHold))
+// detailHold draws the connection direction a hold holds and for how long.
+func detailHold(in *Injector, o *sched.Op) {
+	if len(in.plan.Match) > 0 {
+		in.drawMsgHold(o)
 		return
 	}
-	if in.plan.MaxOutage > 0 {
-		o.Delay = int64(in.upTo(in.plan.MaxOutage))
+	var mine []Conn
+	for _, cn := range in.conns {
+		if (cn.From == o.Node || cn.To == o.Node) && !in.holding(cn.Conn) {
+			mine = append(mine, cn)
+		}
 	}
-	in.offerCut = c
+	cn := mine[in.r.IntN(len(mine))]
+	o.Conn = cn.Conn
+	o.Peer = cn.To
+	o.Delay = int64(in.upTo(in.plan.MaxHold))
+}
+
+func choseHold(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
+	in.spend(now)
+	in.held[o.Conn] = now + time.Duration(o.Delay)
+	return nil
 }
 
 // bipartition builds a cut of the given shape around unit: unit alone, unit
@@ -236,13 +251,9 @@ func (in *Injector) ordered(nodes []string) []string {
 	return out
 }
 
-// choseNet applies a chosen network fault.
-func (in *Injector) choseNet(o *sched.Op, now time.Duration, e *Effect) {
+// choseCut puts a chosen cut of the network up.
+func choseCut(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 	in.spend(now)
-	if o.Kind == sched.Hold {
-		in.held[o.Conn] = now + time.Duration(o.Delay)
-		return
-	}
 	c := in.offerCut
 	in.offerCut = nil
 	base := *c
@@ -259,7 +270,7 @@ func (in *Injector) choseNet(o *sched.Op, now time.Duration, e *Effect) {
 		// A probe aimed it at a node whose links another cut holds:
 		// it cuts nothing rather than take another's links down with it.
 		o.Peer = "cuts nothing: " + c.name + " shares a link with a cut in force"
-		return
+		return nil
 	}
 	in.cuts = append(in.cuts, c)
 	o.Peer = "cuts " + c.name
@@ -268,6 +279,7 @@ func (in *Injector) choseNet(o *sched.Op, now time.Duration, e *Effect) {
 	}
 	e.Cut, e.Rest, e.OneWay = c.a, c.b, c.oneway
 	in.until["heal:"+c.name] = now + time.Duration(o.Delay)
+	return nil
 }
 
 // heldConn reports whether a hold in force holds a delivery on conn at now.

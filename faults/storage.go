@@ -44,13 +44,7 @@ const (
 )
 
 // IsStorage reports whether k is a storage fault.
-func IsStorage(k sched.Kind) bool {
-	switch k {
-	case sched.Power, sched.Corrupt, sched.IOError, sched.Stall:
-		return true
-	}
-	return false
-}
+func IsStorage(k sched.Kind) bool { return kindDefs[k].storage }
 
 // Storage reports whether the plan has storage faults: the engine then
 // keeps the books of the nodes' data files (which makes their writes and
@@ -60,54 +54,61 @@ func (p Plan) Storage() bool { return slices.ContainsFunc(p.Kinds, IsStorage) }
 // StorageNode reports whether a storage fault may hit node.
 func (p Plan) StorageNode(node string) bool { return p.Storage() && slices.Contains(p.Nodes, node) }
 
-// possibleDisk says whether a storage injection still makes sense.
-func (in *Injector) possibleDisk(o *sched.Op) bool {
-	switch o.Kind {
-	case sched.Power:
-		_, p := in.paused[o.Node]
-		return !in.crashed[o.Node] && !p
-	case sched.Corrupt:
-		return in.crashed[o.Node] && in.dataFiles[o.Node] > 0
-	case sched.IOError, sched.Stall:
-		return !in.crashed[o.Node]
-	}
-	return false
+// diskKind is a storage fault's entry: possible and detail are its own,
+// after (when set) is what choosing it does beyond spending the budget and
+// handing the engine its variant.
+func diskKind(possible func(in *Injector, o *sched.Op) bool, detail func(in *Injector, o *sched.Op), after func(in *Injector, o *sched.Op, now time.Duration, e *Effect)) kindDef {
+	return kindDef{storage: true, possible: possible, detail: detail, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
+		in.budget--
+		e.Disk, e.Pick, e.Call = o.Disk, o.Pick, o.Syscall
+		if after != nil {
+			after(in, o, now, e)
+		}
+		return nil
+	}}
 }
 
-// detailDisk draws a storage injection's variant.
-func (in *Injector) detailDisk(o *sched.Op) {
-	d := in.plan.Disk
-	switch o.Kind {
-	case sched.Power:
-		if in.plan.MaxOutage > 0 {
-			o.Delay = int64(in.upTo(in.plan.MaxOutage))
-		}
+var powerKind = diskKind(possibleUp,
+	func(in *Injector, o *sched.Op) {
+		detailOutage(in, o)
+		d := in.plan.Disk
 		o.Disk = d.Persist[in.r.IntN(len(d.Persist))]
 		o.Pick = in.r.Uint64()
-	case sched.Corrupt:
-		o.Disk = d.Corruptions[in.r.IntN(len(d.Corruptions))]
-		o.Pick = in.r.Uint64()
-	case sched.IOError:
-		o.Syscall = d.IOCalls[in.r.IntN(len(d.IOCalls))]
-		o.Disk = d.IOErrors[in.r.IntN(len(d.IOErrors))]
-	case sched.Stall:
-		o.Syscall = "fsync"
-		o.Delay = int64(in.upTo(d.MaxStall))
-	}
-}
-
-// choseDisk applies a chosen storage injection.
-func (in *Injector) choseDisk(o *sched.Op, now time.Duration, e *Effect) {
-	in.budget--
-	e.Disk, e.Pick, e.Call = o.Disk, o.Pick, o.Syscall
-	switch o.Kind {
-	case sched.Power:
+	},
+	func(in *Injector, o *sched.Op, now time.Duration, _ *Effect) {
 		in.crashed[o.Node] = true
 		in.until["restart:"+o.Node] = now + time.Duration(o.Delay)
-	case sched.Stall:
-		e.Stall = time.Duration(o.Delay)
-	}
+	})
+
+var corruptKind = diskKind(possibleCorrupt, detailCorrupt, nil)
+
+// possibleCorrupt: the node is down with data files written.
+func possibleCorrupt(in *Injector, o *sched.Op) bool {
+	return in.crashed[o.Node] && in.dataFiles[o.Node] > 0
 }
+
+func detailCorrupt(in *Injector, o *sched.Op) {
+	d := in.plan.Disk
+	o.Disk = d.Corruptions[in.r.IntN(len(d.Corruptions))]
+	o.Pick = in.r.Uint64()
+}
+
+var ioErrorKind = diskKind(possibleRunning,
+	func(in *Injector, o *sched.Op) {
+		d := in.plan.Disk
+		o.Syscall = d.IOCalls[in.r.IntN(len(d.IOCalls))]
+		o.Disk = d.IOErrors[in.r.IntN(len(d.IOErrors))]
+	}, nil)
+
+var stallKind = diskKind(possibleRunning,
+	func(in *Injector, o *sched.Op) {
+		o.Syscall = "fsync"
+		o.Delay = int64(in.upTo(in.plan.Disk.MaxStall))
+	},
+	func(_ *Injector, o *sched.Op, _ time.Duration, e *Effect) { e.Stall = time.Duration(o.Delay) })
+
+// possibleRunning: the node is not down.
+func possibleRunning(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] }
 
 // corruptOffer is the corruption to offer beside the other ops at now, or
 // nil: one of a node down after a crash or a power cut whose data files
@@ -118,15 +119,15 @@ func (in *Injector) corruptOffer(now time.Duration) *sched.Op {
 	if in.quiet || in.budget <= 0 || now >= in.plan.Until || !slices.Contains(in.plan.Kinds, sched.Corrupt) {
 		return nil
 	}
-	if in.offerCorrupt != nil && in.possibleDisk(in.offerCorrupt) {
+	if in.offerCorrupt != nil && possibleCorrupt(in, in.offerCorrupt) {
 		return in.offerCorrupt
 	}
 	in.offerCorrupt = nil
 	for _, n := range in.plan.Nodes {
 		c := &sched.Op{Kind: sched.Corrupt, Node: n}
-		if in.possibleDisk(c) {
+		if possibleCorrupt(in, c) {
 			o := in.op(sched.Corrupt, n, "node:"+n)
-			in.detailDisk(o)
+			detailCorrupt(in, o)
 			in.offerCorrupt = o
 			return o
 		}
