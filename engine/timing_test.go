@@ -235,32 +235,6 @@ func TestReadyCondition(t *testing.T) {
 	}
 }
 
-// With ops held, the clock must jump past the deadlines of enabled (held)
-// ops, which have passed: jumping to one of them would not move the clock
-// and the trial would spin (Go's sysmon sleep, due and held, did this).
-func TestNextDeadlineSkipsHeld(t *testing.T) {
-	sleep := &sched.Op{ID: 3, Kind: sched.Sleep}
-	st := &tracer.State{
-		Enabled:      []*sched.Op{sleep},
-		NextDeadline: 20 * time.Microsecond, HasDeadline: true,
-		Deadlines: []tracer.Deadline{
-			{At: 20 * time.Microsecond, Op: 3, Kind: sched.Sleep},
-			{At: 150 * ms, Op: 5, Kind: sched.Poll},
-			{At: 300 * ms, Kind: sched.Sleep, What: "futex"},
-		},
-	}
-	if d, ok := nextDeadline(st, true); !ok || d != 150*ms {
-		t.Fatalf("held: %v %v, want 150ms", d, ok)
-	}
-	if d, ok := nextDeadline(st, false); !ok || d != 20*time.Microsecond {
-		t.Fatalf("nothing held: %v %v, want the state's next deadline", d, ok)
-	}
-	st.Deadlines = st.Deadlines[:1]
-	if _, ok := nextDeadline(st, true); ok {
-		t.Fatal("only a held op's deadline: none to jump to")
-	}
-}
-
 // With time.tick every released op takes a tick of virtual time, so clock
 // readings (and client histories) order what happened; without it ops take
 // none.

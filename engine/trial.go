@@ -222,8 +222,20 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	res.NodesCPU = -j.nodesCPU() // finish adds the usage at the end
 	clk := vclock.New(sp.Time.Epoch, sp.Limits.VirtualTime)
 	subnet := sp.Network.Subnet
+	t := &Trial{
+		j: j, p: p, spec: sp, res: res, clk: clk,
+		addrs:   map[string]netip.Addr{},
+		nodes:   map[netip.Addr]string{},
+		clients: map[string]bool{},
+		timing:  newTiming(sp.Time.Delays, sp.Time.MaxDelay, p.seed),
+		// Read before any node starts: the counters only grow.
+		limitBase: j.limitEvents(),
+		outCaps:   newOutputCaps(j.tmpfsWatch()),
+	}
+	t.timing.place(sp.Time.From, sp.Time.Until, j.delayBy, p.expect.Delays, p.seed)
 	tr := tracer.New(tracer.Options{
 		Clock:      clk,
+		Wakes:      t.wakes(),
 		Random:     func(node string) io.Reader { return vclock.NewRandom(p.seed, node) },
 		Gated:      func(a netip.Addr) bool { return subnet.Contains(a) },
 		Host:       j.isHost,
@@ -240,17 +252,6 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	})
 	defer tr.Close()
 
-	t := &Trial{
-		j: j, p: p, spec: sp, res: res, clk: clk,
-		addrs:   map[string]netip.Addr{},
-		nodes:   map[netip.Addr]string{},
-		clients: map[string]bool{},
-		timing:  newTiming(sp.Time.Delays, sp.Time.MaxDelay, p.seed),
-		// Read before any node starts: the counters only grow.
-		limitBase: j.limitEvents(),
-		outCaps:   newOutputCaps(j.tmpfsWatch()),
-	}
-	t.timing.place(sp.Time.From, sp.Time.Until, j.delayBy, p.expect.Delays, p.seed)
 	defer t.closeFiles()
 	defer t.closeDisks()
 	defer t.outCaps.close()
@@ -735,26 +736,40 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 	return tracer.Action{}, nil
 }
 
-// nextWake is the virtual time the clock moves to when nothing can run: the
-// earliest deadline, node start, end of a hold or fault deadline.
+// nextWake is the virtual time the clock moves to when nothing can run:
+// the earliest deadline of the tracer's one queue, which holds the trial's
+// own wakes beside the tracer's deadlines (see wakes).
 func (t *Trial) nextWake(st *tracer.State) (time.Duration, bool) {
-	now := t.clk.Now()
 	// The deadlines of held ops passed already (they were enabled); their
 	// holds end at holdEnd. Any other passed deadline is a timed wait the
 	// next settle wakes.
-	next, ok := nextDeadline(st, len(st.Enabled) > 0)
-	if at, start := t.starts.next(); start && (!ok || at < next) {
-		next, ok = at, true
+	return st.NextWake(len(st.Enabled) > 0)
+}
+
+// wakes are the trial's own virtual deadlines, queued in the tracer's one
+// deadline queue (tracer.Options.Wakes) rather than merged here: the next
+// node start, the end of a delay hold, the fault plan's next trigger or
+// end of a pause, hold or slow link. Each is read from its owner's state
+// whenever the queue is read, so none goes stale. (The tracer reads the
+// queue only once nodes launch, after t.starts is set.)
+func (t *Trial) wakes() []tracer.Wake {
+	return []tracer.Wake{
+		func() (tracer.Deadline, bool) {
+			at, ok := t.starts.next()
+			return tracer.Deadline{At: at, What: "node start"}, ok
+		},
+		func() (tracer.Deadline, bool) {
+			end, ok := t.timing.holdEnd(t.clk.Now())
+			return tracer.Deadline{At: end, What: "delay hold end"}, ok
+		},
+		func() (tracer.Deadline, bool) {
+			if t.faults == nil {
+				return tracer.Deadline{}, false
+			}
+			at, ok := t.faults.Deadline(t.clk.Now())
+			return tracer.Deadline{At: at, What: "fault deadline"}, ok
+		},
 	}
-	if end, held := t.timing.holdEnd(now); held && (!ok || end < next) {
-		next, ok = end, true
-	}
-	if t.faults != nil {
-		if end, held := t.faults.Deadline(now); held && (!ok || end < next) {
-			next, ok = end, true
-		}
-	}
-	return next, ok
 }
 
 // quiet begins the fault plan's quiet period: heal, restart the crashed,
@@ -956,23 +971,4 @@ var _ = syscall.SIGKILL
 // appendFile opens a node's output file for appending, creating it.
 func appendFile(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-}
-
-// nextDeadline is the earliest deadline of the state, leaving out those of
-// enabled ops when some are held: a held op's deadline has passed, and
-// jumping to it would not move the clock.
-func nextDeadline(st *tracer.State, held bool) (time.Duration, bool) {
-	if !held {
-		return st.NextDeadline, st.HasDeadline
-	}
-	enabled := make(map[uint64]bool, len(st.Enabled))
-	for _, o := range st.Enabled {
-		enabled[o.ID] = true
-	}
-	for _, d := range st.Deadlines { // sorted
-		if d.Op == 0 || !enabled[d.Op] {
-			return d.At, true
-		}
-	}
-	return 0, false
 }

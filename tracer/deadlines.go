@@ -54,13 +54,14 @@ func (q *deadlineQueue) each(vt *vtime, f func(o deadlineOwner, d Deadline, hidd
 	q.owners = keep
 }
 
-// deadlines lists every pending deadline for State.Deadlines, sorted by
-// time, then LPID, then what waits.
+// deadlines lists every pending deadline of the tracer's own for
+// State.Deadlines (the owner's wakes are its own to list), sorted by time,
+// then LPID, then what waits.
 func (vt *vtime) deadlines() []Deadline {
 	vt.pruneTimers()
 	var out []Deadline
-	vt.queue.each(vt, func(_ deadlineOwner, d Deadline, hidden bool) {
-		if !hidden {
+	vt.queue.each(vt, func(o deadlineOwner, d Deadline, hidden bool) {
+		if _, owners := o.(*wakeOwner); !hidden && !owners {
 			out = append(out, d)
 		}
 	})

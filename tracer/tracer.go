@@ -34,6 +34,10 @@ type Options struct {
 	// Clock answers clock reads and turns sleeps and timeouts into virtual
 	// deadlines. Nil leaves time to the kernel (then sleeps are not gated).
 	Clock Clock
+	// Wakes are the owner's own virtual deadlines (the engine's node
+	// starts, hold ends and fault deadlines). They join the tracer's one
+	// deadline queue, which State.NextWake reads.
+	Wakes []Wake
 	// Random returns the seeded byte stream that answers getrandom and
 	// /dev/urandom reads of a node; nil leaves them to the kernel.
 	Random func(node string) io.Reader
@@ -188,6 +192,11 @@ type State struct {
 	// LPID; NextDeadline is the first. The engine offers the later ones as
 	// advance ops.
 	Deadlines []Deadline
+	// NextWake is the earliest deadline of the one queue, read when it
+	// is called: the tracer's and the owner's (Options.Wakes), leaving
+	// out those of enabled ops when held (their deadlines passed already).
+	// Valid during the Step that was given this state.
+	NextWake func(held bool) (time.Duration, bool)
 	// Spinning lists threads that ran past the grace period without
 	// reaching a gated syscall or sleeping; the state is then not quiescent.
 	Spinning []string

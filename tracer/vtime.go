@@ -23,13 +23,18 @@ type vtime struct {
 	vdso    *vdsoEntries // the vDSO's clock entry points, found at the first exec
 	timers  *timerTable  // virtual kernel timers (timers.go), made on first use
 	selfPid int
-	// queue holds every virtual deadline of the tracer's: sleeps and
-	// timeouts of pending ops, timed waits, kernel timers.
+	// queue holds every virtual deadline of the trial: sleeps and
+	// timeouts of pending ops, timed waits, kernel timers, and the owner's
+	// wakes (Options.Wakes: node starts, hold ends, fault deadlines).
 	queue deadlineQueue
 }
 
 func newVtime(opts *Options, log *slog.Logger, stats *Stats, pt *procTable, ops *opTable) *vtime {
-	return &vtime{opts: opts, log: log, stats: stats, pt: pt, ops: ops, selfPid: os.Getpid()}
+	vt := &vtime{opts: opts, log: log, stats: stats, pt: pt, ops: ops, selfPid: os.Getpid()}
+	for _, w := range opts.Wakes {
+		vt.queue.add(&wakeOwner{wake: w})
+	}
+	return vt
 }
 
 // emulateTSC answers a faulting rdtsc or rdtscp (PR_TSC_SIGSEGV) from
