@@ -38,7 +38,7 @@ func TestDeadlockVerdict(t *testing.T) {
 			sp.Limits.VirtualTime = time.Minute
 			sp.Limits.DeadlockGrace = tc.grace
 			tr := &Trial{spec: sp, clk: vclock.New(time.Unix(0, 0), time.Minute), starts: newStarts(nil, nil), timing: newTiming(0, 0, 1)}
-			a, err := tr.wait(&tracer.State{Pending: blocked, Unsettled: tc.unsettled, AllHeld: tc.allHeld})
+			a, err := tr.wait(&tracer.State{Pending: blocked, Unsettled: tc.unsettled, AllHeld: tc.allHeld, Queue: noDeadlines{}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,3 +57,10 @@ func TestDeadlockVerdict(t *testing.T) {
 		})
 	}
 }
+
+// noDeadlines is a deadline queue with nothing in it: the state of a
+// deadlock candidate.
+type noDeadlines struct{}
+
+func (noDeadlines) Next([]*sched.Op) (time.Duration, bool) { return 0, false }
+func (noDeadlines) List() []tracer.Deadline                { return nil }

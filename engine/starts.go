@@ -87,38 +87,22 @@ func (s *starts) take(name string) {
 	s.started[name] = true
 }
 
-// next is the earliest start_delay of a node that only time holds back.
-func (s *starts) next() (time.Duration, bool) {
-	for _, i := range s.waiting { // sorted by start_delay
-		if s.gate(i) < 0 {
-			return s.nodes[i].StartDelay, true
-		}
-	}
-	return 0, false
-}
-
-// deadlines adds the start deadlines of the nodes only time holds back to
-// the tracer's, keeping them sorted (time, then LPID).
-func (s *starts) deadlines(ds []tracer.Deadline) []tracer.Deadline {
-	var out []tracer.Deadline
-	for _, i := range s.waiting {
-		if n := s.nodes[i]; s.gate(i) < 0 {
-			if out == nil {
-				out = append(out, ds...)
+// wakes are the start deadlines of the nodes, one per node, for the
+// tracer's deadline queue: a node's while it waits and only time holds it
+// back (the nodes before it are ready). They are listed: the engine offers
+// them as advance targets.
+func (s *starts) wakes() []tracer.Wake {
+	ws := make([]tracer.Wake, len(s.nodes))
+	for i := range s.nodes {
+		ws[i] = tracer.Wake{Listed: true, Next: func() (tracer.Deadline, bool) {
+			n := s.nodes[i]
+			if s.started[n.Name] || s.gate(i) >= 0 {
+				return tracer.Deadline{}, false
 			}
-			out = append(out, tracer.Deadline{At: n.StartDelay, Node: n.Name, LPID: n.Name, What: "start", Kind: sched.Sleep})
-		}
+			return tracer.Deadline{At: n.StartDelay, Node: n.Name, LPID: n.Name, What: "start", Kind: sched.Sleep}, true
+		}}
 	}
-	if out == nil {
-		return ds
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].At != out[j].At {
-			return out[i].At < out[j].At
-		}
-		return out[i].LPID < out[j].LPID
-	})
-	return out
+	return ws
 }
 
 // describe says which nodes wait for which, for a deadlock's detail.

@@ -233,6 +233,11 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		outCaps:   newOutputCaps(j.tmpfsWatch()),
 	}
 	t.timing.place(sp.Time.From, sp.Time.Until, j.delayBy, p.expect.Delays, p.seed)
+	// Nodes start in spec order once their start_delay (virtual) has passed
+	// and the nodes before them are ready.
+	t.starts = newStarts(sp.Nodes, func(node string, port uint16) (bool, error) {
+		return j.cluster.Node(node).Listens(port)
+	})
 	tr := tracer.New(tracer.Options{
 		Clock:      clk,
 		Wakes:      t.wakes(),
@@ -283,12 +288,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			t.skew[n] = time.Duration(r.Int64N(int64(2*sp.Time.Skew)+1)) - sp.Time.Skew
 		}
 	}
-	// Nodes start in spec order once their start_delay (virtual) has passed
-	// and the nodes before them are ready. The first ones start together
-	// before anything runs.
-	t.starts = newStarts(sp.Nodes, func(node string, port uint16) (bool, error) {
-		return j.cluster.Node(node).Listens(port)
-	})
+	// The first nodes start together before anything runs.
 	for {
 		n, ok := t.starts.due(0)
 		if !ok {
@@ -622,7 +622,7 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	}
 	t.graceSpent = 0
 	choices := ready
-	if adv := t.timing.advance(ready, t.starts.deadlines(st.Deadlines), now); adv != nil {
+	if adv := t.timing.advance(ready, st.Queue.List(), now); adv != nil {
 		choices = append(ready[:len(ready):len(ready)], adv)
 	}
 	if len(fs) > 0 {
@@ -743,33 +743,29 @@ func (t *Trial) nextWake(st *tracer.State) (time.Duration, bool) {
 	// The deadlines of held ops passed already (they were enabled); their
 	// holds end at holdEnd. Any other passed deadline is a timed wait the
 	// next settle wakes.
-	return st.NextWake(len(st.Enabled) > 0)
+	return st.Queue.Next(st.Enabled)
 }
 
 // wakes are the trial's own virtual deadlines, queued in the tracer's one
 // deadline queue (tracer.Options.Wakes) rather than merged here: the next
 // node start, the end of a delay hold, the fault plan's next trigger or
 // end of a pause, hold or slow link. Each is read from its owner's state
-// whenever the queue is read, so none goes stale. (The tracer reads the
-// queue only once nodes launch, after t.starts is set.)
+// whenever the queue is read, so none goes stale. The start wakes are
+// listed (st.Queue.List), for the advance offer.
 func (t *Trial) wakes() []tracer.Wake {
-	return []tracer.Wake{
-		func() (tracer.Deadline, bool) {
-			at, ok := t.starts.next()
-			return tracer.Deadline{At: at, What: "node start"}, ok
-		},
-		func() (tracer.Deadline, bool) {
+	return append(t.starts.wakes(),
+		tracer.Wake{Next: func() (tracer.Deadline, bool) {
 			end, ok := t.timing.holdEnd(t.clk.Now())
 			return tracer.Deadline{At: end, What: "delay hold end"}, ok
-		},
-		func() (tracer.Deadline, bool) {
+		}},
+		tracer.Wake{Next: func() (tracer.Deadline, bool) {
 			if t.faults == nil {
 				return tracer.Deadline{}, false
 			}
 			at, ok := t.faults.Deadline(t.clk.Now())
 			return tracer.Deadline{At: at, What: "fault deadline"}, ok
-		},
-	}
+		}},
+	)
 }
 
 // quiet begins the fault plan's quiet period: heal, restart the crashed,

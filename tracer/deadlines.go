@@ -54,14 +54,14 @@ func (q *deadlineQueue) each(vt *vtime, f func(o deadlineOwner, d Deadline, hidd
 	q.owners = keep
 }
 
-// deadlines lists every pending deadline of the tracer's own for
-// State.Deadlines (the owner's wakes are its own to list), sorted by time,
+// deadlines lists every pending deadline of the tracer's (State.Deadlines)
+// and, with listed, the owner's listed wakes (Queue.List), sorted by time,
 // then LPID, then what waits.
-func (vt *vtime) deadlines() []Deadline {
+func (vt *vtime) deadlines(listed bool) []Deadline {
 	vt.pruneTimers()
 	var out []Deadline
 	vt.queue.each(vt, func(o deadlineOwner, d Deadline, hidden bool) {
-		if _, owners := o.(*wakeOwner); !hidden && !owners {
+		if w, owners := o.(*wakeOwner); !hidden && (!owners || listed && w.wake.Listed) {
 			out = append(out, d)
 		}
 	})

@@ -24,13 +24,13 @@
 //   - network: messages in flight, connections, datagrams, FINs, cuts;
 //   - vtime: clock answers, clock faults, sleeps, timed waits, kernel
 //     timers, and the one queue of every virtual deadline of a trial
-//     (deadlines.go). The owner's deadlines join it too (Options.Wakes,
+//     (deadlines.go). The owner's deadlines join it (Options.Wakes,
 //     wakes.go: the engine's node starts, delay-hold ends, fault triggers
 //     and fault ends): each is a function of the owner's state, read
 //     whenever the queue is read, so the owner never tells the tracer
-//     when one moves and none goes stale. State.NextWake reads the
-//     earliest; State.Deadlines lists the tracer's own (the engine adds
-//     its node starts to them when it offers advances);
+//     when one moves and none goes stale. State.Queue reads the queue
+//     during the Step (Next: where the clock jumps; List: the advance
+//     targets); State.Deadlines is the tracer's own at the settle;
 //   - quiescence: collecting events until no thread can move, the
 //     sentinel, disk syscalls held until nothing else runs;
 //   - sockets: the gates of the socket syscalls and the release of the

@@ -490,18 +490,8 @@ func (t *Tracer) snapshot() State {
 			t.log.Debug("nothing enabled", "thread", th.String(), "state", th.state, "kernel", string(ks), "syscall", sc)
 		}
 	}
-	st.Deadlines = t.vt.deadlines()
-	ens := st.Enabled
-	st.NextWake = func(held bool) (time.Duration, bool) {
-		var skip map[uint64]bool
-		if held {
-			skip = make(map[uint64]bool, len(ens))
-			for _, o := range ens {
-				skip[o.ID] = true
-			}
-		}
-		return t.vt.nextWake(skip)
-	}
+	st.Deadlines = t.vt.deadlines(false)
+	st.Queue = queueReader{t.vt}
 	if len(st.Deadlines) > 0 {
 		st.NextDeadline, st.HasDeadline = st.Deadlines[0].At, true
 	} else if len(st.Enabled) == 0 {

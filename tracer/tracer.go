@@ -188,15 +188,13 @@ type State struct {
 	NextDeadline time.Duration
 	HasDeadline  bool
 	// Deadlines are every pending virtual deadline (sleeps, poll and socket
-	// timeouts, timed futex waits, virtual timers), sorted by time, then
-	// LPID; NextDeadline is the first. The engine offers the later ones as
-	// advance ops.
+	// timeouts, timed futex waits, virtual timers) of the tracer's when the
+	// state was taken, sorted by time, then LPID; NextDeadline is the
+	// first. Queue adds the owner's.
 	Deadlines []Deadline
-	// NextWake is the earliest deadline of the one queue, read when it
-	// is called: the tracer's and the owner's (Options.Wakes), leaving
-	// out those of enabled ops when held (their deadlines passed already).
-	// Valid during the Step that was given this state.
-	NextWake func(held bool) (time.Duration, bool)
+	// Queue reads the one deadline queue, the tracer's deadlines and the
+	// owner's (Options.Wakes), at the time of the call.
+	Queue Queue
 	// Spinning lists threads that ran past the grace period without
 	// reaching a gated syscall or sleeping; the state is then not quiescent.
 	Spinning []string
