@@ -322,3 +322,40 @@ func BenchmarkStorageBooks(b *testing.B) {
 		})
 	}
 }
+
+// Storage faults back to back replay too: a stalled fsync and a power
+// cut, a failing call and a stalled fsync. Each trace must hold both faults in at least one trial, so the
+// case cannot pass by injecting one.
+func TestReplayStorageFaultsBackToBack(t *testing.T) {
+	requireTrials(t)
+	for _, tc := range []struct{ name, faults string }{
+		{"stall-power", "  kinds: [stall, power]\n  budget: 2\n  from: 20ms\n  until: 90ms\n  persist: [none, prefix, subset]\n"},
+		{"ioerror-stall", "  kinds: [ioerror, stall]\n  budget: 2\n  from: 20ms\n  until: 90ms\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum := runDisk(t, diskSpec(t, "b2b-"+tc.name, tc.faults), 4)
+			dir, two := t.TempDir(), 0
+			for _, r := range sum.Results {
+				n := 0
+				for _, rec := range traceRecords(t, r) {
+					if rec.Op.Kind.IsFault() && !rec.Auto && rec.Op.Kind != sched.Restart {
+						n++
+					}
+				}
+				if n >= 2 {
+					two++
+				}
+				rr, err := Replay(t.Context(), r.TracePath, filepath.Join(dir, strconv.Itoa(r.Index)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !rr.Same {
+					t.Errorf("trial %d (%d faults): replay differs: %s; %v", r.Index, n, rr.Diff, rr.Trial.Outcome)
+				}
+			}
+			if two == 0 {
+				t.Fatalf("no trial of %d held two storage faults", len(sum.Results))
+			}
+		})
+	}
+}
