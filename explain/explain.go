@@ -154,6 +154,10 @@ type explainer struct {
 	// follows: a decision anchored on an injection left out of a subset
 	// is anchored on what that injection followed instead.
 	injects map[sched.Key]*sched.Key
+	// withouts are the runs without one decision of the minimized set,
+	// by subsetKey: window and reversedRace both read the same run's
+	// records, so it runs once.
+	withouts map[string]*engine.TrialResult
 }
 
 // anchor re-anchors the decisions of ds whose After is an injected op
@@ -228,6 +232,24 @@ func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, 
 	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got == e.want, "detail", res.Outcome.Detail)
 	e.cache[key] = got
 	return got, nil
+}
+
+// without runs set with its decision i left out, once per such subset.
+func (e *explainer) without(ctx context.Context, set []sched.Decision, i int) (*engine.TrialResult, error) {
+	ds := append(append([]sched.Decision(nil), set[:i]...), set[i+1:]...)
+	key := subsetKey(ds)
+	if res, ok := e.withouts[key]; ok {
+		return res, nil
+	}
+	res, _, err := e.run(ctx, ds, false)
+	if err != nil {
+		return nil, err
+	}
+	if e.withouts == nil {
+		e.withouts = map[string]*engine.TrialResult{}
+	}
+	e.withouts[key] = res
+	return res, nil
 }
 
 func subsetKey(ds []sched.Decision) string {

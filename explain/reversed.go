@@ -73,8 +73,7 @@ func reversedPair(recs, other []sched.Record, from int, past *causality) (a, b i
 // found.
 func (e *explainer) reversedRace(ctx context.Context, i int, set []sched.Decision, at int, recs []sched.Record, syms *symbolizer, past *causality) (Race, bool, error) {
 	d := set[i]
-	without := append(append([]sched.Decision(nil), set[:i]...), set[i+1:]...)
-	res, _, err := e.run(ctx, without, false)
+	res, err := e.without(ctx, set, i)
 	if err != nil {
 		return Race{}, false, err
 	}

@@ -39,8 +39,7 @@ type faultWindow struct {
 // in the run without it, or moving it does not keep the failure.
 func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at int, recs []sched.Record, keys []sched.Key) (w faultWindow, ok bool, err error) {
 	d := set[i]
-	without := append(append([]sched.Decision(nil), set[:i]...), set[i+1:]...)
-	res, _, err := e.run(ctx, without, false)
+	res, err := e.without(ctx, set, i)
 	if err != nil {
 		return w, false, err
 	}
