@@ -40,8 +40,9 @@ func (in *Injector) slowLinks() slowLinks {
 // whose link with it is not slow already.
 func (in *Injector) slowPeers(node string) (unit []string, peers [][]string) {
 	unit = in.plan.side(node)
+	links := in.slowLinks()
 	for _, u := range in.plan.units() {
-		if !slices.Equal(u, unit) && in.slowLinks()[slowObject(unit, u)] == nil {
+		if !slices.Equal(u, unit) && links[slowObject(unit, u)] == nil {
 			peers = append(peers, u)
 		}
 	}
@@ -57,8 +58,13 @@ func possibleSlow(in *Injector, o *sched.Op) bool {
 	if in.plan.MaxHold <= 0 || in.plan.MaxOutage <= 0 {
 		return false
 	}
-	_, peers := in.slowPeers(o.Node)
-	return len(peers) > 0
+	// Asked at every step while a slow is offered: stop at the first
+	// peer rather than list them all.
+	unit := in.plan.side(o.Node)
+	links := in.slowLinks()
+	return slices.ContainsFunc(in.plan.units(), func(u []string) bool {
+		return !slices.Equal(u, unit) && (len(links) == 0 || links[slowObject(unit, u)] == nil)
+	})
 }
 
 func detailSlow(in *Injector, o *sched.Op) {
