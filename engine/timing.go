@@ -133,13 +133,16 @@ func (t *timing) holdEnd(now time.Duration) (time.Duration, bool) {
 	return end, ok
 }
 
-// advance returns the advance op to offer beside ready, or nil. deadlines
-// must be sorted by time, then LPID.
-func (t *timing) advance(ready []*sched.Op, deadlines []tracer.Deadline, now time.Duration) *sched.Op {
+// advance returns the advance op to offer beside ready, or nil. list
+// gives the deadlines, sorted by time, then LPID; it is called only when an
+// offer is possible, as reading the queue sorts it and asks every wake
+// (most steps have no budget or are outside the window).
+func (t *timing) advance(ready []*sched.Op, list func() []tracer.Deadline, now time.Duration) *sched.Op {
 	if t.budget <= 0 || len(ready) == 0 || !t.due(now) {
 		t.offer = nil
 		return nil
 	}
+	deadlines := list()
 	oldest := now
 	for _, o := range ready {
 		if s := t.since[o.ID]; s < oldest {

@@ -57,7 +57,7 @@ func TestTimingOffer(t *testing.T) {
 			for seed := int64(0); seed < 40; seed++ {
 				tm := newTiming(tt.budget, tt.maxDelay, seed)
 				tm.released(net)
-				adv := tm.advance(tm.ready(ops(1, 2), ops(1, 2), 0), tt.deadlines, 0)
+				adv := tm.advance(tm.ready(ops(1, 2), ops(1, 2), 0), listOf(tt.deadlines), 0)
 				if tt.want == nil {
 					if adv != nil {
 						t.Fatalf("offered %v, want nothing", adv)
@@ -91,8 +91,8 @@ func TestTimingHold(t *testing.T) {
 	tm := newTiming(1, time.Second, 1)
 	pending := ops(1, 2)
 	ready := tm.ready(pending, pending, 0)
-	a := tm.advance(ready, ds, 0)
-	if b := tm.advance(ready, ds, 0); a == nil || b != a {
+	a := tm.advance(ready, listOf(ds), 0)
+	if b := tm.advance(ready, listOf(ds), 0); a == nil || b != a {
 		t.Fatalf("offer not stable: %v then %v", a, b)
 	}
 	tm.chose(a, ready)
@@ -107,15 +107,15 @@ func TestTimingHold(t *testing.T) {
 	if end, ok := tm.holdEnd(50 * ms); !ok || end != 200*ms {
 		t.Fatalf("hold end %v %v", end, ok)
 	}
-	if adv := tm.advance(ops(3), ds, 50*ms); adv != nil {
+	if adv := tm.advance(ops(3), listOf(ds), 50*ms); adv != nil {
 		t.Fatalf("budget spent, still offered %v", adv)
 	}
 	// With budget left, a target no later than a hold in force is not
 	// offered again (Go's sysmon woke meanwhile and made an op ready).
 	tm2 := newTiming(2, time.Second, 1)
 	r2 := tm2.ready(ops(1), ops(1), 0)
-	tm2.chose(tm2.advance(r2, ds, 0), r2)
-	if adv := tm2.advance(tm2.ready(ops(1, 3), ops(1, 3), 20*time.Microsecond), ds, 20*time.Microsecond); adv != nil {
+	tm2.chose(tm2.advance(r2, listOf(ds), 0), r2)
+	if adv := tm2.advance(tm2.ready(ops(1, 3), ops(1, 3), 20*time.Microsecond), listOf(ds), 20*time.Microsecond); adv != nil {
 		t.Fatalf("offered %v, the same deadline as the hold in force", adv)
 	}
 	if r := tm.ready(pending, pending, 200*ms); len(r) != 3 {
@@ -126,7 +126,7 @@ func TestTimingHold(t *testing.T) {
 	tm.ready(ops(1), ops(1), 0)
 	late := []tracer.Deadline{{At: 250 * ms, LPID: "c/0/t0", Kind: sched.Poll}, {At: 350 * ms, LPID: "c/0/t1", Kind: sched.Poll}}
 	for seed := 0; seed < 20; seed++ {
-		if adv := tm.advance(tm.ready(ops(1), ops(1), 100*ms), late, 100*ms); adv == nil || adv.At != int64(250*ms) || adv.Delay != int64(150*ms) {
+		if adv := tm.advance(tm.ready(ops(1), ops(1), 100*ms), listOf(late), 100*ms); adv == nil || adv.At != int64(250*ms) || adv.Delay != int64(150*ms) {
 			t.Fatalf("window from the oldest enabled op: %v", adv)
 		}
 	}
@@ -315,4 +315,9 @@ func TestClockSkew(t *testing.T) {
 	if fmt.Sprint(first[0]) == fmt.Sprint(first[1]) {
 		t.Fatalf("two trials drew the same skews: %v", first)
 	}
+}
+
+// listOf gives fixed deadlines as timing.advance reads them.
+func listOf(ds []tracer.Deadline) func() []tracer.Deadline {
+	return func() []tracer.Deadline { return ds }
 }

@@ -622,7 +622,7 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	}
 	t.graceSpent = 0
 	choices := ready
-	if adv := t.timing.advance(ready, st.Queue.List(), now); adv != nil {
+	if adv := t.timing.advance(ready, st.Queue.List, now); adv != nil {
 		choices = append(ready[:len(ready):len(ready)], adv)
 	}
 	if len(fs) > 0 {
