@@ -23,18 +23,6 @@ type disks struct {
 	prog  [2][]unix.SockFilter // a node with a Disk's, by whether reads stop (diskFilter)
 }
 
-// Disk keeps a node's storage books (package disk): the tracer tells it of
-// each call that changes, reads or syncs the node's files before the call
-// runs, and does what it answers (run it, fail it, or hold it for virtual
-// time). Only a node launched with one stops at these calls (diskFilter):
-// they are stops, not ops, and change no schedule.
-type Disk interface {
-	Before(disk.Call) disk.Answer
-	// Reads reports whether a read may fail (an ioerror of reads): only
-	// then do the reads that are not gated anyway (pread64, preadv) stop.
-	Reads() bool
-}
-
 // diskOps are the calls a Disk is told of, by syscall number.
 var diskOps = map[int]disk.Op{
 	unix.SYS_WRITE: disk.OpWrite, unix.SYS_WRITEV: disk.OpWrite, unix.SYS_PWRITE64: disk.OpWrite,

@@ -12,15 +12,6 @@ import (
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
-// dgram is a captured UDP datagram on its way. Datagrams are independent:
-// each is a deliver op of its own, in no order with the others (UDP may
-// reorder), and lockstep sends it from its own duplicate of the sender's
-// socket, so it leaves from the sender's address and port.
-type dgram struct {
-	fd  int // lockstep's duplicate of the sender's socket, closed once sent or dropped
-	dst netip.AddrPort
-}
-
 // DatagramSyscall marks the deliver op of a UDP datagram (its Syscall),
 // which a drop fault may discard.
 const DatagramSyscall = "datagram"

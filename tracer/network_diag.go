@@ -9,32 +9,6 @@ import (
 	"time"
 )
 
-// finWaitLimit bounds the real time a packet lockstep knows to be on its
-// way between namespaces (a FIN, delivered bytes, a handshake) is waited
-// for. It crosses a veth in microseconds, in softirq; but when the kernel
-// defers that work to ksoftirqd, an ordinary thread, the real-time threads
-// of busy campaigns on the same CPU (tracees run SCHED_RR) leave it only
-// what real-time throttling spares, 50 ms a second: a FIN was seen to
-// take over a second. Past the limit the schedule may differ from a quiet
-// run's, so it is long; the waits that would be in vain (a partition, a
-// reset, a full window, a lost SYN) are told by the sockets' states and end
-// at once, and every other wait ends as soon as the packet is there.
-const finWaitLimit = 10 * time.Second
-
-// finWait is a FIN on its way to a peer: until the peer's socket has left
-// ESTABLISHED, whether its recv sees the end of the stream depends on timing.
-type finWait struct {
-	closer, node  *nodeInfo      // the closing side's node and the peer's
-	local, remote netip.AddrPort // the peer's view
-	until         time.Time
-	// sent: the closing side was seen to have sent it (finSent).
-	sent bool
-	// releasing: no process of the closing node holds the socket any
-	// more and lockstep does not either (unheld), yet it has not sent
-	// the FIN: the kernel is releasing it, which a loaded CPU can hold up.
-	releasing bool
-}
-
 // netSettled reports whether every FIN in flight has arrived (or waited
 // long enough, or waits behind bytes held back for want of window),
 // dropping those that arrived, and whether bytes once held back have
@@ -171,28 +145,4 @@ func holds(pid int, target string) bool {
 		}
 	}
 	return false
-}
-
-const (
-	tcpEstablished = 1
-	tcpSynSent     = 2
-	tcpClose       = 7
-	tcpCloseWait   = 8
-)
-
-// expectFin records that closing or shutting down the socket with this
-// local and peer address may send a FIN to another node.
-func (nw *network) expectFin(local, peer netip.AddrPort) {
-	if !peer.IsValid() || !local.IsValid() || local.Port() == 0 {
-		return
-	}
-	ni := nw.pt.byAddr[peer.Addr().Unmap()]
-	if ni == nil {
-		return
-	}
-	nw.stats.FinWaits++
-	nw.finWaits = append(nw.finWaits, finWait{
-		closer: nw.pt.byAddr[local.Addr().Unmap()], node: ni,
-		local: peer, remote: local, until: time.Now().Add(finWaitLimit),
-	})
 }

@@ -2,23 +2,164 @@ package tracer
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 )
 
-// Sock is a connected TCP socket of a node, as a reset fault names it.
-type Sock struct {
-	Node string
-	// Object names it across runs: the logical process that holds it and
-	// the descriptor ("sock:db1/0/fd7"). Its ports, which the kernel
-	// draws at random, are not part of it.
-	Object string
-	// Conn is "local>peer", for humans.
-	Conn string
+// applyCut records a partition or its heal; a heal sends the FINs held
+// across it (see Cut).
+//
+// Precondition: runs on the tracer thread.
+func (nw *network) applyCut(c Cut) error {
+	if nw.cut == nil {
+		nw.cut = map[[2]netip.Addr]bool{}
+	}
+	pairs := func(f func([2]netip.Addr)) {
+		for _, a := range c.A {
+			for _, b := range c.B {
+				f([2]netip.Addr{a.Unmap(), b.Unmap()})
+				if !c.OneWay {
+					f([2]netip.Addr{b.Unmap(), a.Unmap()})
+				}
+			}
+		}
+	}
+	if !c.Heal {
+		cutting := map[[2]netip.Addr]bool{}
+		pairs(func(p [2]netip.Addr) { cutting[p] = true })
+		nw.flushAcks(func(a, b netip.Addr) bool { return cutting[[2]netip.Addr{a, b}] })
+		if c.Close != nil {
+			if err := c.Close(); err != nil {
+				return err
+			}
+		}
+		pairs(func(p [2]netip.Addr) { nw.cut[p] = true })
+		return nil
+	}
+	// A connect either way across a one-way cut was one into it.
+	healed := map[[2]netip.Addr]bool{}
+	pairs(func(p [2]netip.Addr) { healed[p], healed[[2]netip.Addr{p[1], p[0]}] = true, true })
+	nw.abortCutConnects(healed)
+	if c.Open != nil {
+		if err := c.Open(); err != nil {
+			return err
+		}
+	}
+	pairs(func(p [2]netip.Addr) { delete(nw.cut, p) })
+	held := nw.finsHeld
+	nw.finsHeld = nil
+	for _, conn := range held {
+		nw.maybeFinishConn(conn)
+	}
+	return nil
+}
+
+// cutBetween reports whether a cut in force stops a connection between a
+// and b from opening: its handshake needs both ways.
+func (nw *network) cutBetween(a, b netip.Addr) bool {
+	return nw.cut[[2]netip.Addr{a, b}] || nw.cut[[2]netip.Addr{b, a}]
+}
+
+// noteCutConnect remembers a connect whose SYN the partition drops, by
+// the address bindEphemeral gave its socket.
+func (nw *network) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort) {
+	local := fi.local
+	if local.Port() == 0 {
+		return // the kernel picks the port at the connect: no name to find it by
+	}
+	if local.Addr().IsUnspecified() {
+		// Bound to the wildcard: the connect takes the node's address.
+		local = netip.AddrPortFrom(ni.addr.Unmap(), local.Port())
+	}
+	nw.cutConnects = append(nw.cutConnects, cutConnect{node: ni, local: local, peer: peer})
+}
+
+// abortCutConnects ends, at a heal, the connects still waiting for an
+// answer to a SYN the partition dropped: the kernel would retransmit it
+// after a second or more of real time and complete the connection at a
+// moment no schedule fixes. The program sees the attempt fail
+// (ECONNABORTED), as one whose SYN retries ran out, and dials again.
+func (nw *network) abortCutConnects(healed map[[2]netip.Addr]bool) {
+	keep := nw.cutConnects[:0]
+	for _, cc := range nw.cutConnects {
+		if !healed[[2]netip.Addr{cc.local.Addr().Unmap(), cc.peer.Addr().Unmap()}] {
+			keep = append(keep, cc) // across another cut, still in force
+			continue
+		}
+		d, err := cc.node.diagFor()
+		if err != nil {
+			continue
+		}
+		if _, state, err := d.Lookup(cc.local, cc.peer); err == nil && state == tcpSynSent {
+			if err := d.Destroy(cc.local, cc.peer); err != nil {
+				nw.log.Warn("aborting a connect made into a partition", "node", cc.node.name, "local", cc.local, "peer", cc.peer, "err", err)
+			}
+		}
+	}
+	nw.cutConnects = keep
+}
+
+// flushAcks runs before a partition's firewall goes up. A receiver
+// acknowledges data up to 40 ms of real time after it arrived (delayed
+// ACK); cut before then, the ACK is lost, the sender retransmits on its
+// real-time timer, and after the heal that retransmission (or, from a peer
+// that crashed meanwhile, the RST it draws) comes at a moment no schedule
+// fixes: the same seed saw a member's stale connections reset before its
+// next poll in one run and after it in another. So every connection the
+// cut crosses with bytes not acknowledged yet is made to acknowledge them
+// now (TCP_QUICKACK on lockstep's duplicate of the receiving socket), and
+// the ACKs are waited for.
+//
+// Precondition: runs on the tracer thread.
+func (nw *network) flushAcks(crosses func(a, b netip.Addr) bool) {
+	type owed struct {
+		d             *sockdiag.Sock
+		local, remote netip.AddrPort
+	}
+	var waiting []owed
+	for _, name := range slices.Sorted(maps.Keys(nw.pt.nodes)) {
+		ni := nw.pt.nodes[name]
+		d, err := ni.diagFor()
+		if err != nil {
+			continue
+		}
+		conns, err := d.TCP()
+		if err != nil {
+			continue
+		}
+		for _, c := range conns {
+			if !crosses(c.Local.Addr().Unmap(), c.Remote.Addr().Unmap()) {
+				continue
+			}
+			if s, err := d.Sending(c.Local, c.Remote); err != nil || s.Unacked == 0 {
+				continue
+			}
+			if fd := nw.pt.sockDup(c.Remote, c.Local); fd >= 0 {
+				unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_QUICKACK, 1)
+			}
+			waiting = append(waiting, owed{d, c.Local, c.Remote})
+		}
+	}
+	for i := 0; len(waiting) > 0 && i < arrivalPolls; i++ {
+		keep := waiting[:0]
+		for _, w := range waiting {
+			if s, err := w.d.Sending(w.local, w.remote); err == nil && s.Unacked > 0 {
+				keep = append(keep, w)
+			}
+		}
+		waiting = keep
+		if len(waiting) > 0 {
+			unix.Nanosleep(&unix.Timespec{Nsec: 10000}, nil)
+		}
+	}
+	nw.stats.AcksLate += uint64(len(waiting))
 }
 
 // resetSock aborts the connection a reset fault chose, as a middlebox's RST

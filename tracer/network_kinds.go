@@ -1,114 +1,10 @@
 package tracer
 
 import (
-	"log/slog"
 	"net/netip"
 
 	"golang.org/x/sys/unix"
 )
-
-// network owns delivery (DESIGN.md "Messages in flight"): the connections
-// lockstep tracks, the bytes in flight, datagrams, FINs held or waited for,
-// partitions and what they hold.
-type network struct {
-	opts  *Options
-	log   *slog.Logger
-	stats *Stats
-	pt    *procTable
-	ops   *opTable
-
-	cut map[[2]netip.Addr]bool // address pairs a partition separates
-	// cutConnects are non-blocking connects released into a partition.
-	cutConnects []cutConnect
-	finsHeld    []*conn // connections whose FIN waits for a heal
-	conns       map[string]*conn
-	connects    map[string][]uint64 // released connects per listener, for accept causes
-	finWaits    []finWait
-	held        []*conn // connections whose sender holds delivered bytes back for want of window
-	bufs        bufPool // capture buffers
-	// nativeSends names the connections (by their sender's key) on which
-	// a send ran natively (see stirOp).
-	nativeSends map[string]bool
-	// netGen numbers the spans in which no socket can have gained an end
-	// of stream, an error or bytes lockstep's books miss (see known).
-	netGen uint64
-	// lateFins names the connections (by their receiver's inKey) whose FIN
-	// lockstep stopped waiting for (netSettled).
-	lateFins map[string]bool
-}
-
-func newNetwork(opts *Options, log *slog.Logger, stats *Stats, pt *procTable, ops *opTable) *network {
-	return &network{
-		opts: opts, log: log, stats: stats, pt: pt, ops: ops,
-		conns:    map[string]*conn{},
-		connects: map[string][]uint64{},
-		netGen:   1, // a zero calmRecv or calmSend was never read
-	}
-}
-
-// releaseDup closes lockstep's duplicate unless a connection still needs it
-// to deliver queued bytes.
-func (nw *network) releaseDup(fi *fdInfo) {
-	if fi == nil {
-		return
-	}
-	nw.netGen++ // the socket may close: a FIN, or a reset
-	if fi.kind == fdInet && fi.peer.IsValid() {
-		if c := nw.conns[fi.outKey()]; c != nil {
-			c.closing = true
-			nw.maybeFinishConn(c)
-		}
-	}
-	if fi.dup >= 0 {
-		unix.Close(fi.dup)
-		fi.dup = -1
-	}
-}
-
-// bindEphemeral binds an unbound socket about to connect or send to the
-// node's next ephemeral port, through lockstep's duplicate. The kernel
-// picks a random one (its port offsets are salted), which a program sees
-// (Go's and Java's connections name their peers by address and port, maps
-// keyed by them iterate by their hashes), so a replay or a rerun with the
-// same seed would not see the same ports. Counted per node in the order
-// of the schedule, they are the same in every run of it; namespaces start
-// each trial without sockets (netns.Cluster.Reset), so they are free.
-func (nw *network) bindEphemeral(ni *nodeInfo, fi *fdInfo) {
-	sa, err := unix.Getsockname(fi.dup)
-	if err != nil {
-		return
-	}
-	for try := 0; try < 64; try++ {
-		port := firstEphemeral + ni.ports%(lastEphemeral-firstEphemeral+1)
-		var bind unix.Sockaddr
-		switch sa := sa.(type) {
-		case *unix.SockaddrInet4:
-			if sa.Port != 0 {
-				return
-			}
-			bind = &unix.SockaddrInet4{Port: port}
-		case *unix.SockaddrInet6:
-			if sa.Port != 0 {
-				return
-			}
-			bind = &unix.SockaddrInet6{Port: port}
-		default:
-			return
-		}
-		ni.ports++
-		err = unix.Bind(fi.dup, bind)
-		if err != unix.EADDRINUSE {
-			break
-		}
-	}
-	if err != nil {
-		nw.log.Debug("binding an ephemeral port; the kernel picks one", "node", ni.name, "err", err)
-		return
-	}
-	if sa, err := unix.Getsockname(fi.dup); err == nil {
-		fi.local = sockaddrToAddrPort(sa)
-	}
-}
 
 // stirOp stirs the nodes an op's release may wake threads on: its own,
 // and the peer's when a packet goes there. A send (a native one stirs its
@@ -232,46 +128,26 @@ func (nw *network) calmSend(p *pendingOp) {
 	}
 }
 
-// finishConnect runs when a thread that connected stops again. A
-// non-blocking connect returns before the handshake ends, and even a
-// blocking one returns before the peer has processed the last ACK: wait
-// until the connection exists on both ends, so that whether the peer's
-// accept (or the caller's poll for writability) is enabled does not depend
-// on timing.
-func (nw *network) finishConnect(th *thread) {
-	cw := th.connecting
-	th.connecting = nil
-	fds := []unix.PollFd{{Fd: int32(cw.fi.dup), Events: unix.POLLOUT}}
-	for {
-		n, err := unix.Poll(fds, int(connectWaitLimit.Milliseconds()))
-		if err == unix.EINTR || err == nil && n == 0 && handshaking(cw) {
-			continue
-		}
-		if err != nil || n == 0 || fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
-			return // refused, reset or still pending: nothing to wait for
-		}
-		break
+// enabledDeliver: only the oldest undelivered chunk of a connection is
+// enabled, when the sending socket and the receiver have room for it.
+func (nw *network) enabledDeliver(p *pendingOp) bool {
+	if p.chunk.dg != nil {
+		return true // datagrams keep no order
 	}
-	sa, err := unix.Getsockname(cw.fi.dup)
-	if err != nil {
-		return
+	c := p.chunk.conn
+	if len(c.queue) == 0 || c.queue[0] != p {
+		return false
 	}
-	s4, ok := sa.(*unix.SockaddrInet4)
-	if !ok {
-		return
+	if c.blocked && !nw.ops.readyOp(p, c.dup, unix.POLLOUT) {
+		return false
 	}
-	local := netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
-	ni := nw.pt.byAddr[cw.peer.Addr().Unmap()]
-	if ni == nil {
-		return
+	return nw.roomFor(c, len(p.chunk.data))
+}
+
+// releaseDeliver delivers a chunk of a stream or a datagram.
+func (nw *network) releaseDeliver(p *pendingOp) (Released, error) {
+	if p.chunk.dg != nil {
+		return nw.deliverDgram(p)
 	}
-	d, err := ni.diagFor()
-	if err != nil {
-		return
-	}
-	for w := (inFlight{}); ; {
-		if _, err := d.RQueue(cw.peer, local); err == nil || !w.again() {
-			return
-		}
-	}
+	return nw.deliver(p)
 }

@@ -1,19 +1,58 @@
 package tracer
 
 import (
-	"cmp"
 	"log/slog"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/sched"
-
 	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
 )
+
+// opKind is what the tracer does with the pending ops of one kind: what
+// their readiness depends on, when they are enabled and how they are
+// released. kindTable has one entry per kind the tracer makes; a new kind
+// is an entry there and its functions, in the part that owns its state.
+type opKind struct {
+	// polls appends the descriptors the op's readiness depends on; nil:
+	// none.
+	polls func(fds []unix.PollFd, p *pendingOp) []unix.PollFd
+	// books answers the op's readiness from lockstep's books, when ok,
+	// without a poll (see network.knownRecv); notePolled records that a
+	// poll found it not ready, for books. Nil: always polled.
+	books      func(p *pendingOp) (ready, ok bool)
+	notePolled func(p *pendingOp)
+	// enabled says whether releasing the op now would not block.
+	enabled func(p *pendingOp) bool
+	// interruptible: a signal lockstep knows was sent ends the wait
+	// (vtime.interruptedBySignal), which enables it.
+	interruptible bool
+	// wakesPeer stirs the nodes besides the op's own that its release may
+	// wake threads on (see network.stirOp); nil: none.
+	wakesPeer func(p *pendingOp)
+	// calm: releasing the op changes no socket lockstep's books vouch
+	// for, so netGen stays (network.knownRecv).
+	calm bool
+	// threadName: the op's deadline records its thread's name
+	// (Deadline.Thread).
+	threadName bool
+	// release lets the op proceed and says what it did.
+	release func(p *pendingOp) (Released, error)
+}
+
+// ungatedNames names the syscalls lockstep does not gate that a thread is
+// commonly found asleep in (the rest show as numbers).
+var ungatedNames = map[int]string{
+	unix.SYS_FUTEX: "futex", unix.SYS_READ: "read", unix.SYS_WRITE: "write",
+	unix.SYS_WAIT4: "wait4", unix.SYS_WAITID: "waitid", unix.SYS_EXECVE: "execve",
+	unix.SYS_SCHED_YIELD: "sched_yield", unix.SYS_RT_SIGSUSPEND: "rt_sigsuspend",
+	unix.SYS_RT_SIGTIMEDWAIT: "rt_sigtimedwait", unix.SYS_PAUSE: "pause",
+	unix.SYS_CLONE: "clone", unix.SYS_CLONE3: "clone3", unix.SYS_VFORK: "vfork",
+	unix.SYS_EXIT: "exit", unix.SYS_EXIT_GROUP: "exit_group", unix.SYS_SENDMSG: "sendmsg",
+	unix.SYS_RECVMSG: "recvmsg",
+}
 
 // opTable owns the pending ops: their creation at a stop, their numbering
 // at a quiescent point, and the batched readiness polls that say which are
@@ -157,30 +196,6 @@ func (ot *opTable) readyProbe(p *pendingOp) bool {
 		return r
 	}
 	return ready(p.probe)
-}
-
-// numberFresh gives the ops that appeared since the last quiescent point
-// their IDs, in LPID order so that numbering does not depend on the order
-// in which the kernel reported the stops.
-func (ot *opTable) numberFresh() {
-	slices.SortStableFunc(ot.fresh, func(a, b *pendingOp) int {
-		if c := strings.Compare(a.op.LPID, b.op.LPID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.seq, b.seq)
-	})
-	for _, p := range ot.fresh {
-		if p.dropped {
-			continue
-		}
-		ot.nextID++
-		p.op.ID = ot.nextID
-		ot.pending[p.op.ID] = p
-		if p.deadline >= 0 {
-			ot.vt.queue.add(p)
-		}
-	}
-	ot.fresh = ot.fresh[:0]
 }
 
 func (ot *opTable) syscallName(nr int) string {

@@ -2,10 +2,11 @@ package tracer
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,40 +43,6 @@ const (
 	tsAlone
 	numStates
 )
-
-// setState moves th to s, keeping nState.
-func (pt *procTable) setState(th *thread, s threadState) {
-	if pt.threads[th.tid] == th {
-		pt.nState[th.state]--
-		pt.nState[s]++
-	}
-	th.state = s
-	if th.proc != nil {
-		th.proc.node.stir()
-	}
-}
-
-// addThread makes th one of pt.threads.
-func (pt *procTable) addThread(th *thread) {
-	pt.threads[th.tid] = th
-	pt.nState[th.state]++
-}
-
-// removeThread drops th from pt.threads.
-func (pt *procTable) removeThread(th *thread) {
-	if pt.threads[th.tid] == th {
-		pt.nState[th.state]--
-		delete(pt.threads, th.tid)
-	}
-}
-
-// nHeld is how many threads lockstep holds at a syscall.
-func (pt *procTable) nHeld() int { return pt.nState[tsGated] + pt.nState[tsAlone] }
-
-// running is how many threads lockstep let run (or that are starting).
-func (pt *procTable) running() int {
-	return pt.nState[tsRunning] + pt.nState[tsNew] + pt.nState[tsTimedWait]
-}
 
 // thread is one traced task.
 //
@@ -160,11 +127,131 @@ type process struct {
 	tscSites map[uint64]uint8
 }
 
+// procTable owns the nodes, the traced processes and threads, and the
+// processes' descriptors: who exists and in what state. It knows nothing of
+// ops, deliveries or time.
+type procTable struct {
+	opts  *Options
+	log   *slog.Logger
+	stats *Stats
+
+	nodes    map[string]*nodeInfo
+	nodeList []*nodeInfo // nodes in launch order, for the loops run per op
+	byAddr   map[netip.Addr]*nodeInfo
+	threads  map[int]*thread
+	procs    map[int]*process
+	// nState counts the threads in threads in each state (setState,
+	// addThread, removeThread).
+	nState [numStates]int
+	// sockOptsGen numbers the settings fdInfo.opts caches (see sockOpts);
+	// changingSockOpts counts threads between the stop at a change of
+	// them and their next event.
+	sockOptsGen      uint64
+	changingSockOpts int
+	// expect says an event may come even when every thread is held (see
+	// collect).
+	expect bool
+	// resumed says cont let a thread go since the last settle.
+	resumed bool
+}
+
+func newProcTable(opts *Options, log *slog.Logger, stats *Stats) *procTable {
+	return &procTable{
+		opts: opts, log: log, stats: stats,
+		nodes:   map[string]*nodeInfo{},
+		byAddr:  map[netip.Addr]*nodeInfo{},
+		threads: map[int]*thread{},
+		procs:   map[int]*process{},
+		// An fdInfo's zero sockOpts were never read.
+		sockOptsGen: 1,
+	}
+}
+
+// setState moves th to s, keeping nState.
+func (pt *procTable) setState(th *thread, s threadState) {
+	if pt.threads[th.tid] == th {
+		pt.nState[th.state]--
+		pt.nState[s]++
+	}
+	th.state = s
+	if th.proc != nil {
+		th.proc.node.stir()
+	}
+}
+
+// addThread makes th one of pt.threads.
+func (pt *procTable) addThread(th *thread) {
+	pt.threads[th.tid] = th
+	pt.nState[th.state]++
+}
+
+// removeThread drops th from pt.threads.
+func (pt *procTable) removeThread(th *thread) {
+	if pt.threads[th.tid] == th {
+		pt.nState[th.state]--
+		delete(pt.threads, th.tid)
+	}
+}
+
+// nHeld is how many threads lockstep holds at a syscall.
+func (pt *procTable) nHeld() int { return pt.nState[tsGated] + pt.nState[tsAlone] }
+
+// running is how many threads lockstep let run (or that are starting).
+func (pt *procTable) running() int {
+	return pt.nState[tsRunning] + pt.nState[tsNew] + pt.nState[tsTimedWait]
+}
+
 func (p *process) String() string {
 	return fmt.Sprintf("%s/%s(pid %d)", p.node.name, p.forkPath, p.pid)
 }
 
 func (th *thread) String() string { return fmt.Sprintf("%s(tid %d)", th.lpid, th.tid) }
+
+// allow resumes a stopped thread into its real syscall.
+func (th *thread) allow() {
+	th.tab.stats.Released++
+	th.cont(0)
+}
+
+// fake skips the syscall and makes it return ret.
+func (th *thread) fake(ret int64) {
+	th.regs.Skip(ret)
+	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
+		// ESRCH: another thread's exit_group took this one down while it
+		// sat in its stop; its exit event follows.
+		lvl := slog.LevelWarn
+		if err == unix.ESRCH {
+			lvl = slog.LevelDebug
+		}
+		th.tab.log.Log(context.Background(), lvl, "faking syscall result", "thread", th.String(), "err", err)
+	}
+	th.cont(0)
+}
+
+// cont resumes th, delivering sig unless it is 0.
+//
+// Precondition: runs on the tracer thread; th is stopped.
+func (th *thread) cont(sig int) {
+	th.tab.setState(th, tsRunning)
+	th.tab.resumed = true
+	if err := ptrace.Cont(th.tid, sig); err != nil && err != unix.ESRCH {
+		th.tab.log.Warn("resuming thread", "thread", th.String(), "err", err)
+	}
+}
+
+// inject makes a stopped thread execute one syscall (see ptrace.Inject).
+//
+// Precondition: runs on the tracer thread; th is in a ptrace stop.
+func (th *thread) inject(nr uint64, args ...uint64) (int64, error) {
+	return ptrace.Inject(th.tid, nr, args...)
+}
+
+// Ptrace events: stops handled as they arrive (seccomp stops go to the
+// gates), new threads and processes, execs, exits, and tearing down.
+
+func (p *process) lpidFor(index int) string {
+	return p.node.name + "/" + p.forkPath + "/t" + strconv.Itoa(index)
+}
 
 // openThreadFiles keeps /proc files open for cheap state checks.
 func (th *thread) openThreadFiles() {
@@ -224,79 +311,6 @@ func (th *thread) readState(cpu bool) (byte, uint64, bool) {
 	return state, used, true
 }
 
-// tgidOf reads the thread group id of tid from /proc.
-func tgidOf(tid int) (int, error) {
-	v, err := statusField(tid, "Tgid")
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(v)
-}
-
-// statusField reads one field of /proc/PID/status, without its name.
-func statusField(pid int, name string) (string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return "", err
-	}
-	i := bytes.Index(b, []byte("\n"+name+":"))
-	if i < 0 {
-		return "", fmt.Errorf("no %s in /proc/%d/status", name, pid)
-	}
-	rest := bytes.TrimLeft(b[i+len(name)+2:], " \t")
-	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-		rest = rest[:j]
-	}
-	return string(rest), nil
-}
-
-// initSignal handles a signal about to be delivered to a node's namespace
-// init. The kernel never lets a container's init die of a signal it has no
-// handler for, and while it is traced not even of a fault (abort(), a
-// segfault): it would retry the faulting instruction forever. A node's
-// program is not meant to be an init, so lockstep kills it as the signal
-// would have on a host and reports that signal as the cause. It reports
-// whether it did.
-//
-// Precondition: runs on the tracer thread; th is in a signal-delivery stop.
-func (t *Tracer) initSignal(th *thread, sig syscall.Signal) bool {
-	if !diesOf(sig) || handlesSignal(th.proc.pid, sig) {
-		return false
-	}
-	th.proc.fatal = sig
-	t.pt.expect = true
-	th.proc.node.stir()
-	unix.Kill(th.proc.pid, unix.SIGKILL)
-	return true
-}
-
-// diesOf reports whether a signal's default action ends the process.
-func diesOf(sig syscall.Signal) bool {
-	switch sig {
-	case unix.SIGCHLD, unix.SIGCONT, unix.SIGURG, unix.SIGWINCH,
-		unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
-		return false
-	}
-	return sig > 0 && sig <= 64
-}
-
-// handlesSignal reports whether the process catches or ignores sig (the
-// SigCgt and SigIgn masks of /proc/PID/status); when that cannot be read it
-// says yes, so the signal is delivered as before.
-func handlesSignal(pid int, sig syscall.Signal) bool {
-	for _, field := range []string{"SigCgt", "SigIgn"} {
-		v, err := statusField(pid, field)
-		if err != nil {
-			return true
-		}
-		mask, err := strconv.ParseUint(v, 16, 64)
-		if err != nil || mask&(1<<(uint(sig)-1)) != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // name is the thread's name (/proc/TID/comm): as quiescence's stat reads
 // keep it, or read now when none has yet.
 func (th *thread) name() string {
@@ -308,4 +322,36 @@ func (th *thread) name() string {
 		th.comm = strings.TrimSpace(string(b))
 	}
 	return th.comm
+}
+
+// tgidOf reads the thread group id of tid from /proc.
+func tgidOf(tid int) (int, error) {
+	v, err := statusField(tid, "Tgid")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(v)
+}
+
+// onGetrandom fills the buffer from the process's seeded stream.
+func (th *thread) onGetrandom(_ int, a [6]uint64) bool {
+	if th.proc.rand == nil {
+		return false
+	}
+	th.fakeRandom(a[0], a[1])
+	return true
+}
+
+func (th *thread) fakeRandom(buf, count uint64) {
+	n := count
+	if n > 1<<20 {
+		n = 1 << 20
+	}
+	b := make([]byte, n)
+	io.ReadFull(th.proc.rand, b)
+	if err := ptrace.WriteMem(th.tid, buf, b); err != nil {
+		th.fake(-int64(unix.EFAULT))
+		return
+	}
+	th.fake(int64(n))
 }

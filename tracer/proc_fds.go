@@ -1,9 +1,7 @@
 package tracer
 
 import (
-	"maps"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -11,62 +9,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
-
-// fdKind classifies a tracee's file descriptor for gating decisions.
-type fdKind uint8
-
-const (
-	fdUnknown fdKind = iota
-	fdFile           // regular file, pipe, tty, eventfd...: node-local
-	fdRandom         // /dev/urandom or /dev/random: answered from the seeded stream
-	fdUnix           // AF_UNIX or other node-local socket
-	fdInet           // AF_INET/AF_INET6 socket
-)
-
-// fdInfo is what the tracer knows of one fd of one process. The cache is
-// dropped on close, dup2/dup3/close_range and exec, the only ways a number
-// can start naming another file without passing through a gated syscall
-// (dup and fcntl(F_DUPFD) only take free numbers, which close freed).
-type fdInfo struct {
-	kind     fdKind
-	sockType int
-	// dup is lockstep's own duplicate (pidfd_getfd) of the tracee's fd, used
-	// for readiness probes and to deliver captured bytes; -1 when none.
-	dup       int
-	local     netip.AddrPort
-	peer      netip.AddrPort
-	listening bool
-	// names caches the connection's names, made for every op on it.
-	names fdNames
-	// opts caches the socket's blocking mode, receive timeout and
-	// low-water mark.
-	opts sockOpts
-	// calmRecv and calmSend are the network.netGen at which a poll found
-	// the socket without bytes, end or error (for a recv), without error
-	// or hang-up (for a send); see known.
-	calmRecv, calmSend uint64
-}
-
-// fdNames are an fd's connection names for the addresses they were made
-// from (a datagram socket's can change).
-type fdNames struct {
-	local, peer   netip.AddrPort
-	out, in, addr string
-}
-
-func (f *fdInfo) named() *fdNames {
-	if n := &f.names; n.out == "" || n.local != f.local || n.peer != f.peer {
-		l, p := f.local.String(), f.peer.String()
-		*n = fdNames{local: f.local, peer: f.peer, out: l + ">" + p, in: p + ">" + l, addr: addrString(f.peer)}
-	}
-	return &f.names
-}
-
-func (f *fdInfo) outKey() string { return f.named().out }
-func (f *fdInfo) inKey() string  { return f.named().in }
-
-// peerString is addrString(f.peer), cached.
-func (f *fdInfo) peerString() string { return f.named().addr }
 
 // fdOf returns the cached info for fd, classifying it on first use.
 func (p *process) fdOf(fd int) *fdInfo {
@@ -95,15 +37,6 @@ func (p *process) fdOf(fd int) *fdInfo {
 	}
 	p.fds[fd] = fi
 	return fi
-}
-
-func readlink(path string) (string, error) {
-	var buf [256]byte
-	n, err := unix.Readlink(path, buf[:])
-	if err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
 }
 
 func (p *process) dupFd(fd int) int {
@@ -168,15 +101,6 @@ func (p *process) forgetFd(fd int) *fdInfo {
 	return fi
 }
 
-// In descriptor order, as the kernel closes them: a duplicate released here
-// may be a connection's last reference, and its FIN leaves now.
-func (t *Tracer) forgetAllFds(p *process) {
-	for _, fd := range slices.Sorted(maps.Keys(p.fds)) {
-		t.net.releaseDup(p.fds[fd])
-		delete(p.fds, fd)
-	}
-}
-
 // decodeSockaddr reads a sockaddr argument from the tracee.
 func decodeSockaddr(pid int, addr uint64, length uint64) (family int, ap netip.AddrPort) {
 	if addr == 0 || length < 2 {
@@ -201,8 +125,12 @@ func decodeSockaddr(pid int, addr uint64, length uint64) (family int, ap netip.A
 	return family, ap
 }
 
-// Ephemeral ports lockstep binds, within Linux's default local port range.
-const (
-	firstEphemeral = 32768
-	lastEphemeral  = 60999
-)
+// listenKey names a listener by the node's address even when it is bound to
+// the wildcard address, so that connects and accepts agree.
+func (p *process) listenKey(fi *fdInfo) string {
+	a := fi.local.Addr()
+	if a.IsUnspecified() && p.node.addr.IsValid() {
+		a = p.node.addr
+	}
+	return netip.AddrPortFrom(a, fi.local.Port()).String()
+}

@@ -2,10 +2,68 @@ package tracer
 
 import (
 	"bytes"
+	"io"
+	"net/netip"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 )
+
+type nodeInfo struct {
+	name  string
+	addr  netip.Addr
+	netns string         // namespace path, "" for lockstep's own
+	diag  *sockdiag.Sock // sock_diag in the node's namespace, opened lazily
+	rand  io.Reader
+	procs int // processes ever started on the node, for fork paths
+	execs int // images exec'd on the node, for their AT_RANDOM streams
+	// clockOffset is how far the node's wall clock is from the cluster's
+	// (clock faults).
+	clockOffset time.Duration
+	// drift makes the wall clock gain this many parts per million of the
+	// virtual time since driftFrom (clock faults), on top of clockOffset
+	// and driftGain, what earlier drifts gained.
+	drift     int64
+	driftFrom int64
+	driftGain time.Duration
+	clockPage *clockPage // nil until a process of the node exec'd
+	// idx numbers the node in launch order; cpu is its CPU time as
+	// quiescence tracks it (nodeCPU).
+	idx int
+	cpu nodeCPU
+	// inboxName is "inbox:"+name (see inbox).
+	inboxName string
+	// ports counts the ephemeral ports lockstep has bound on the node
+	// (bindEphemeral).
+	ports int
+	// disk keeps the books of the node's data files (storage faults);
+	// nil for most nodes.
+	disk Disk
+}
+
+// inbox names the node's inbox object ("inbox:NAME").
+func (ni *nodeInfo) inbox() string {
+	if ni.inboxName == "" {
+		ni.inboxName = "inbox:" + ni.name
+	}
+	return ni.inboxName
+}
+
+// diagFor returns the sock_diag socket in the node's network namespace.
+func (ni *nodeInfo) diagFor() (*sockdiag.Sock, error) {
+	if ni.diag != nil {
+		return ni.diag, nil
+	}
+	d, err := sockdiag.Open(ni.netns)
+	if err != nil {
+		return nil, err
+	}
+	ni.diag = d
+	return d, nil
+}
 
 // Quiescence looks at every thread lockstep let run and finds out from
 // /proc whether it sleeps in the kernel: two reads per thread, twice per

@@ -3,9 +3,7 @@ package tracer
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,43 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer/internal/launch"
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
-
-// Quiescence: waiting until no traced thread can make progress without
-// lockstep, then reporting what is pending.
-
-// Settle waits until every traced thread is stopped at a gated syscall or
-// asleep in the kernel, then reports pending and enabled ops.
-func (t *Tracer) Settle(ctx context.Context) (State, error) {
-	var st State
-	var err error
-	if e := t.do(func() { st, err = t.settle(ctx) }); e != nil {
-		return st, e
-	}
-	return st, err
-}
-
-func (t *Tracer) settle(ctx context.Context) (State, error) {
-	if !t.vt.fireDueTimer() {
-		t.vt.wakeDueTimedWaits()
-	}
-	for {
-		t.q.spinning = t.q.spinning[:0]
-		if err := t.q.waitQuiescent(ctx); err != nil {
-			return State{}, err
-		}
-		th := t.pt.nextAlone()
-		if th == nil {
-			break
-		}
-		th.allow()
-	}
-	t.ops.numberFresh()
-	return t.snapshot(), nil
-}
 
 // onAlone holds a syscall that may sleep on the disk (fsync, fallocate,
 // rename...) until every other thread is quiescent. Run at once, it would
@@ -261,7 +225,7 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 // kernel, and the CPU time used so far: one count per node with a cgroup
 // (keyed -1-idx), one per thread for the others. Threads of a node that
 // has not run since they were last seen asleep are not read again
-// (nodecpu.go).
+// (proc_node.go).
 func (q *quiescence) sleepCheck() (bool, map[int]uint64) {
 	for _, ni := range q.pt.nodeList {
 		ni.readCPU()
@@ -439,67 +403,6 @@ func sameCPU(a, b map[int]uint64) bool {
 		}
 	}
 	return true
-}
-
-func (t *Tracer) snapshot() State {
-	st := State{Live: len(t.pt.threads), ClockReads: t.stats.ClockReads}
-	st.Exits, t.exits = t.exits, nil
-	st.Spinning = append([]string(nil), t.q.spinning...)
-	if t.opts.Socks {
-		st.Socks = t.pt.socks()
-	}
-	ids := t.ops.idsBuf[:0]
-	for id := range t.ops.pending {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	t.ops.idsBuf = ids
-	ops := t.ops.pendingBuf[:0]
-	for _, id := range ids {
-		ops = append(ops, t.ops.pending[id])
-	}
-	t.ops.noBooks = t.ops.pollAll
-	t.ops.pollPending(ops)
-	t.ops.noBooks, t.ops.pollAll = false, false
-	st.Pending = make([]*sched.Op, 0, len(ops))
-	st.Enabled = make([]*sched.Op, 0, len(ops))
-	enabled := t.ops.enabledOps(ops)
-	if !slices.Contains(enabled, true) && slices.ContainsFunc(ops, func(p *pendingOp) bool { return p.byBooks }) {
-		// Before time moves or a deadlock is called, the kernel's word
-		// rather than the books' (known): they miss what no op of
-		// lockstep's brings, such as bytes a tracee spliced into a socket.
-		t.ops.noBooks = true
-		t.ops.pollPending(ops)
-		t.ops.noBooks = false
-		if enabled = t.ops.enabledOps(ops); slices.Contains(enabled, true) {
-			t.stats.BooksMissed++
-		}
-	}
-	for i, p := range ops {
-		st.Pending = append(st.Pending, &p.op)
-		if enabled[i] {
-			st.Enabled = append(st.Enabled, &p.op)
-		}
-	}
-	clear(ops)
-	t.ops.pendingBuf = ops[:0]
-	if len(st.Enabled) == 0 && t.log.Enabled(context.Background(), slog.LevelDebug) {
-		for _, th := range t.pt.threads {
-			ks, _, _ := th.kernelState()
-			sc, _ := readSmall("/proc/" + strconv.Itoa(th.tid) + "/syscall")
-			t.log.Debug("nothing enabled", "thread", th.String(), "state", th.state, "kernel", string(ks), "syscall", sc)
-		}
-	}
-	st.Deadlines = t.vt.deadlines(false)
-	st.Queue = queueReader{t.vt}
-	if len(st.Deadlines) > 0 {
-		st.NextDeadline, st.HasDeadline = st.Deadlines[0].At, true
-	} else if len(st.Enabled) == 0 {
-		// A deadlock candidate (rare): worth a look at each thread.
-		st.Unsettled = t.q.unsettled()
-		st.AllHeld = t.pt.allHeld()
-	}
-	return st
 }
 
 func (q *quiescence) startSentinel() {

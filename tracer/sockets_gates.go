@@ -2,173 +2,13 @@ package tracer
 
 import (
 	"encoding/binary"
-	"io"
-	"slices"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
-
-// A gate is what the tracer does at the seccomp stop of one syscall.
-type gate struct {
-	name string
-	// clock says the gate needs virtual time: without a clock the syscall
-	// runs natively.
-	clock bool
-	// argRule: the filter stops it only for some arguments, by a rule of
-	// its own (launch.Filter), not with the unconditional ones.
-	argRule bool
-	// handle answers the stop, releases it or makes it a pending op, and
-	// reports true; false lets the syscall run natively.
-	handle func(th *thread, nr int, a [6]uint64) bool
-}
-
-// gateTable returns the syscalls that stop under the tracer; every other syscall
-// runs natively. To gate another one, add its entry here with its handler:
-// the seccomp filter is built from this table, and whether a pending op is
-// enabled and how it is released go by the op's kind (the kind table,
-// kinds.go).
-//
-// read, write and close stop too because a filter cannot tell a socket from
-// a file: their handlers release non-socket ones at once from a per-fd
-// cache. Gates with argRule stop only for the arguments the filter's own
-// rule for them names (futex: waits with a timeout).
-//
-// The handlers are bound to the parts of t that own what they change.
-func gateTable(t *Tracer) map[int]gate {
-	return map[int]gate{
-		unix.SYS_READ:            {name: "read", handle: t.sk.onRecv},
-		unix.SYS_READV:           {name: "readv", handle: t.sk.onRecv},
-		unix.SYS_RECVFROM:        {name: "recvfrom", handle: t.sk.onRecv},
-		unix.SYS_RECVMSG:         {name: "recvmsg", handle: t.sk.onRecv},
-		unix.SYS_RECVMMSG:        {name: "recvmmsg", handle: t.sk.onRecv},
-		unix.SYS_WRITE:           {name: "write", handle: t.sk.onSend},
-		unix.SYS_WRITEV:          {name: "writev", handle: t.sk.onSend},
-		unix.SYS_SENDTO:          {name: "sendto", handle: t.sk.onSend},
-		unix.SYS_SENDMSG:         {name: "sendmsg", handle: t.sk.onSend},
-		unix.SYS_SENDMMSG:        {name: "sendmmsg", handle: t.sk.onSend},
-		unix.SYS_CLOSE:           {name: "close", handle: t.sk.onClose},
-		unix.SYS_SHUTDOWN:        {name: "shutdown", handle: t.sk.onShutdown},
-		unix.SYS_CONNECT:         {name: "connect", handle: t.sk.onConnect},
-		unix.SYS_ACCEPT:          {name: "accept", handle: t.sk.onAccept},
-		unix.SYS_ACCEPT4:         {name: "accept4", handle: t.sk.onAccept},
-		unix.SYS_POLL:            {name: "poll", handle: t.sk.onPoll},
-		unix.SYS_PPOLL:           {name: "ppoll", handle: t.sk.onPoll},
-		unix.SYS_SELECT:          {name: "select", handle: t.sk.onPoll},
-		unix.SYS_PSELECT6:        {name: "pselect6", handle: t.sk.onPoll},
-		unix.SYS_EPOLL_WAIT:      {name: "epoll_wait", handle: t.sk.onPoll},
-		unix.SYS_EPOLL_PWAIT:     {name: "epoll_pwait", handle: t.sk.onPoll},
-		unix.SYS_EPOLL_PWAIT2:    {name: "epoll_pwait2", handle: t.sk.onPoll},
-		unix.SYS_NANOSLEEP:       {name: "nanosleep", clock: true, handle: t.vt.onSleep},
-		unix.SYS_CLOCK_NANOSLEEP: {name: "clock_nanosleep", clock: true, handle: t.vt.onSleep},
-		unix.SYS_FUTEX:           {name: "futex", clock: true, argRule: true, handle: t.vt.onFutex},
-		// Other timed waits (waits.go's timedWaits), untimed ones run as
-		// they are.
-		unix.SYS_RT_SIGTIMEDWAIT: {name: "rt_sigtimedwait", clock: true, handle: t.vt.onTimedWait},
-		unix.SYS_SEMTIMEDOP:      {name: "semtimedop", clock: true, handle: t.vt.onTimedWait},
-		unix.SYS_MQ_TIMEDRECEIVE: {name: "mq_timedreceive", clock: true, handle: t.vt.onTimedWait},
-		unix.SYS_MQ_TIMEDSEND:    {name: "mq_timedsend", clock: true, handle: t.vt.onTimedWait},
-		unix.SYS_FUTEX_WAITV:     {name: "futex_waitv", clock: true, handle: t.vt.onTimedWait},
-		unix.SYS_CLOCK_GETTIME:   {name: "clock_gettime", clock: true, handle: t.vt.onClockGettime},
-		unix.SYS_GETTIMEOFDAY:    {name: "gettimeofday", clock: true, handle: t.vt.onGettimeofday},
-		unix.SYS_TIME:            {name: "time", clock: true, handle: t.vt.onTime},
-		unix.SYS_GETRANDOM:       {name: "getrandom", handle: (*thread).onGetrandom},
-		// Virtual kernel timers (timers.go). timerfd_create is not gated: a
-		// timerfd's clock is read from /proc/PID/fdinfo when it is first armed.
-		unix.SYS_TIMERFD_SETTIME:  {name: "timerfd_settime", clock: true, handle: timerGate(t.vt.onTimerfdSettime)},
-		unix.SYS_TIMERFD_GETTIME:  {name: "timerfd_gettime", clock: true, handle: timerGate(t.vt.onTimerfdGettime)},
-		unix.SYS_ALARM:            {name: "alarm", clock: true, handle: timerGate(t.vt.onAlarm)},
-		unix.SYS_SETITIMER:        {name: "setitimer", clock: true, handle: timerGate(t.vt.onSetitimer)},
-		unix.SYS_GETITIMER:        {name: "getitimer", clock: true, handle: timerGate(t.vt.onGetitimer)},
-		unix.SYS_TIMER_CREATE:     {name: "timer_create", clock: true, handle: timerGate(t.vt.onTimerCreate)},
-		unix.SYS_TIMER_SETTIME:    {name: "timer_settime", clock: true, handle: timerGate(t.vt.onTimerSettime)},
-		unix.SYS_TIMER_GETTIME:    {name: "timer_gettime", clock: true, handle: timerGate(t.vt.onTimerGettime)},
-		unix.SYS_TIMER_GETOVERRUN: {name: "timer_getoverrun", clock: true, handle: timerGate(t.vt.onTimerGetoverrun)},
-		unix.SYS_TIMER_DELETE:     {name: "timer_delete", clock: true, handle: timerGate(t.vt.onTimerDelete)},
-		// Syscalls that may sleep on the disk run while nothing else does.
-		unix.SYS_FSYNC:           {name: "fsync", handle: t.q.onDiskSync},
-		unix.SYS_FDATASYNC:       {name: "fdatasync", handle: t.q.onDiskSync},
-		unix.SYS_SYNC_FILE_RANGE: {name: "sync_file_range", handle: t.q.onDiskSync},
-		unix.SYS_SYNCFS:          {name: "syncfs", handle: t.q.onDiskSync},
-		unix.SYS_SYNC:            {name: "sync", handle: t.q.onDiskSync},
-		unix.SYS_MSYNC:           {name: "msync", handle: t.q.onAlone},
-		unix.SYS_FALLOCATE:       {name: "fallocate", handle: t.q.onAlone},
-		unix.SYS_FTRUNCATE:       {name: "ftruncate", handle: t.q.onAlone},
-		unix.SYS_TRUNCATE:        {name: "truncate", handle: t.q.onAlone},
-		unix.SYS_RENAME:          {name: "rename", handle: t.q.onAlone},
-		unix.SYS_RENAMEAT:        {name: "renameat", handle: t.q.onAlone},
-		unix.SYS_RENAMEAT2:       {name: "renameat2", handle: t.q.onAlone},
-		// Ways around the gate, refused on sockets (bypass.go).
-		unix.SYS_SPLICE:   {name: "splice", handle: t.sk.onSocketSplice},
-		unix.SYS_SENDFILE: {name: "sendfile", handle: t.sk.onSocketSplice},
-		unix.SYS_PREADV2:  {name: "preadv2", handle: t.sk.onVectorIO},
-		unix.SYS_PWRITEV2: {name: "pwritev2", handle: t.sk.onVectorIO},
-		// Changes to the fd table that would make the fd kind cache stale.
-		unix.SYS_DUP2:        {name: "dup2", handle: t.sk.onDup},
-		unix.SYS_DUP3:        {name: "dup3", handle: t.sk.onDup},
-		unix.SYS_CLOSE_RANGE: {name: "close_range", handle: t.sk.onCloseRange},
-		// Changes to what sockOpts caches; the filter stops these three
-		// only for F_SETFL, FIONBIO, SO_RCVTIMEO and SO_RCVLOWAT.
-		unix.SYS_FCNTL:      {name: "fcntl", argRule: true, handle: t.pt.onSockOptsChange},
-		unix.SYS_IOCTL:      {name: "ioctl", argRule: true, handle: t.pt.onSockOptsChange},
-		unix.SYS_SETSOCKOPT: {name: "setsockopt", argRule: true, handle: t.pt.onSockOptsChange},
-	}
-}
-
-// timerGate adapts a timer handler, which needs no syscall number.
-func timerGate(h func(th *thread, a [6]uint64) bool) func(*thread, int, [6]uint64) bool {
-	return func(th *thread, _ int, a [6]uint64) bool { return h(th, a) }
-}
-
-// filteredSyscalls lists the gates the seccomp filter stops unconditionally,
-// in ascending order.
-func filteredSyscalls(gates map[int]gate) []uint32 {
-	var nrs []uint32
-	for nr, g := range gates {
-		if !g.argRule {
-			nrs = append(nrs, uint32(nr))
-		}
-	}
-	slices.Sort(nrs)
-	return nrs
-}
-
-// onSeccomp handles a gated syscall stop: the syscall's gate answers it,
-// releases it at once or turns it into a pending op; a syscall its gate
-// declines runs natively.
-func (t *Tracer) onSeccomp(th *thread) {
-	t.stats.Stops++
-	if th.connecting != nil {
-		t.net.finishConnect(th)
-	}
-	if th.state == tsTimedWait {
-		th.interrupted = false
-	}
-	t.pt.setState(th, tsGated)
-	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
-		t.pt.setState(th, tsRunning)
-		return
-	}
-	nr := th.regs.Syscall()
-	if th.proc.node.disk != nil && t.dk.onDisk(th, nr, th.regs.Args()) {
-		return
-	}
-	if g, ok := t.gates[nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(th, nr, th.regs.Args()) {
-		return
-	}
-	th.allow()
-}
-
-// onGetrandom fills the buffer from the process's seeded stream.
-func (th *thread) onGetrandom(_ int, a [6]uint64) bool {
-	if th.proc.rand == nil {
-		return false
-	}
-	th.fakeRandom(a[0], a[1])
-	return true
-}
 
 // onRecv makes a receive from another node's connection (or a datagram
 // socket) an op; a read of the random device is answered from the seed.
@@ -320,41 +160,6 @@ func (sk *sockets) onAccept(th *thread, nr int, a [6]uint64) bool {
 	return true
 }
 
-func (th *thread) fakeRandom(buf, count uint64) {
-	n := count
-	if n > 1<<20 {
-		n = 1 << 20
-	}
-	b := make([]byte, n)
-	io.ReadFull(th.proc.rand, b)
-	if err := ptrace.WriteMem(th.tid, buf, b); err != nil {
-		th.fake(-int64(unix.EFAULT))
-		return
-	}
-	th.fake(int64(n))
-}
-
-func putTimespec(b []byte, ns int64) {
-	binary.LittleEndian.PutUint64(b, uint64(ns/1e9))
-	binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9))
-}
-
-func readTimespec(pid int, addr uint64) (int64, bool) {
-	var b [16]byte
-	if ptrace.ReadMem(pid, addr, b[:]) != nil {
-		return 0, false
-	}
-	sec := int64(binary.LittleEndian.Uint64(b[:]))
-	nsec := int64(binary.LittleEndian.Uint64(b[8:]))
-	if sec < 0 || nsec < 0 || nsec >= 1e9 {
-		return 0, false
-	}
-	if sec > (1<<62)/1_000_000_000 {
-		return 1 << 62, true
-	}
-	return sec*1e9 + nsec, true
-}
-
 // onPoll turns a poll-family call into an op with a probe set and deadline.
 func (sk *sockets) onPoll(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
@@ -441,3 +246,11 @@ func (sk *sockets) onPoll(th *thread, nr int, a [6]uint64) bool {
 	}
 	return true
 }
+
+// silentConnect is how long, in virtual time, a blocking connect to an
+// address on the subnet that no node has takes to fail with EHOSTUNREACH:
+// Linux gives up after three unanswered ARP probes a second apart. Left to
+// the kernel it would take that long in real time, beyond any schedule.
+// A non-blocking one fails at once, as it does once the kernel's neighbour
+// entry has failed.
+const silentConnect = 3 * time.Second

@@ -6,162 +6,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
-
-// opKind is what the tracer does with the pending ops of one kind: what
-// their readiness depends on, when they are enabled and how they are
-// released. kindTable has one entry per kind the tracer makes; a new kind
-// is an entry there and its functions, in the part that owns its state.
-type opKind struct {
-	// polls appends the descriptors the op's readiness depends on; nil:
-	// none.
-	polls func(fds []unix.PollFd, p *pendingOp) []unix.PollFd
-	// books answers the op's readiness from lockstep's books, when ok,
-	// without a poll (see network.knownRecv); notePolled records that a
-	// poll found it not ready, for books. Nil: always polled.
-	books      func(p *pendingOp) (ready, ok bool)
-	notePolled func(p *pendingOp)
-	// enabled says whether releasing the op now would not block.
-	enabled func(p *pendingOp) bool
-	// interruptible: a signal lockstep knows was sent ends the wait
-	// (vtime.interruptedBySignal), which enables it.
-	interruptible bool
-	// wakesPeer stirs the nodes besides the op's own that its release may
-	// wake threads on (see network.stirOp); nil: none.
-	wakesPeer func(p *pendingOp)
-	// calm: releasing the op changes no socket lockstep's books vouch
-	// for, so netGen stays (network.knownRecv).
-	calm bool
-	// threadName: the op's deadline records its thread's name
-	// (Deadline.Thread).
-	threadName bool
-	// release lets the op proceed and says what it did.
-	release func(p *pendingOp) (Released, error)
-}
-
-// kindTable returns the op kinds the tracer makes, bound to the parts of t
-// that own their state.
-func kindTable(t *Tracer) map[sched.Kind]*opKind {
-	nw, sk, vt := t.net, t.sk, t.vt
-	always := func(*pendingOp) bool { return true }
-	return map[sched.Kind]*opKind{
-		sched.Deliver: {polls: pollDeliver, enabled: nw.enabledDeliver, wakesPeer: nw.stirReceiver,
-			calm: true, release: nw.releaseDeliver},
-		sched.Send: {polls: pollErr, books: nw.knownSend, notePolled: nw.calmSend,
-			enabled: sk.enabledSend, calm: true, release: sk.releaseSend},
-		sched.Recv: {polls: pollIn, books: nw.knownRecv, notePolled: nw.calmRecv,
-			enabled: sk.enabledRead, interruptible: true, wakesPeer: nw.stirNativeSender,
-			calm: true, release: sk.releaseRecv},
-		sched.Accept: {polls: pollIn, enabled: sk.enabledRead, interruptible: true,
-			release: sk.releaseAccept},
-		sched.Connect:  {enabled: sk.enabledConnect, wakesPeer: nw.stirPeer, release: sk.releaseConnect},
-		sched.Close:    {enabled: always, wakesPeer: nw.stirPeer, release: sk.releaseClose},
-		sched.Shutdown: {enabled: always, wakesPeer: nw.stirPeer, release: sk.releaseShutdown},
-		sched.Poll: {polls: pollProbe, enabled: sk.enabledPoll, interruptible: true,
-			calm: true, release: sk.releasePoll},
-		sched.Sleep: {enabled: vt.enabledSleep, interruptible: true, calm: true, threadName: true,
-			release: vt.releaseSleep},
-	}
-}
-
-// enabled says whether releasing p now would not block.
-func (ot *opTable) enabled(p *pendingOp) bool {
-	k := ot.kinds[p.op.Kind]
-	if k.interruptible && ot.vt.interruptedBySignal(p) {
-		return true
-	}
-	return k.enabled(p)
-}
-
-// enabledOps is enabled for each of ops, in a buffer reused from state to
-// state.
-func (ot *opTable) enabledOps(ops []*pendingOp) []bool {
-	en := ot.enabledBuf[:0]
-	for _, p := range ops {
-		en = append(en, ot.enabled(p))
-	}
-	ot.enabledBuf = en
-	return en
-}
-
-// release lets one pending op proceed.
-func (ot *opTable) release(id uint64) (Released, error) {
-	p := ot.pending[id]
-	if p == nil {
-		return Released{}, errUnknownOp(id)
-	}
-	delete(ot.pending, id)
-	k := ot.kinds[p.op.Kind]
-	ot.net.stirOp(p, k)
-	if th := p.th; th != nil {
-		th.pending = nil
-		th.lastOp = id
-	}
-	if !k.calm {
-		ot.net.netGen++
-	}
-	return k.release(p)
-}
-
-// pollDeliver: a delivery whose sending socket held bytes back waits for
-// room in it.
-func pollDeliver(fds []unix.PollFd, p *pendingOp) []unix.PollFd {
-	if c := p.chunk.conn; c != nil && c.blocked && c.dup >= 0 && len(c.queue) > 0 && c.queue[0] == p {
-		fds = append(fds, unix.PollFd{Fd: int32(c.dup), Events: unix.POLLOUT})
-	}
-	return fds
-}
-
-// pollIn: a blocking recv or accept waits for its socket to be readable.
-func pollIn(fds []unix.PollFd, p *pendingOp) []unix.PollFd {
-	if !p.immediate && p.fi != nil && p.fi.dup >= 0 {
-		fds = append(fds, unix.PollFd{Fd: int32(p.fi.dup), Events: unix.POLLIN})
-	}
-	return fds
-}
-
-// pollErr: a captured send checks its stream socket for an error first.
-func pollErr(fds []unix.PollFd, p *pendingOp) []unix.PollFd {
-	if p.fi != nil && p.fi.dup >= 0 && p.fi.sockType == unix.SOCK_STREAM {
-		fds = append(fds, unix.PollFd{Fd: int32(p.fi.dup), Events: unix.POLLERR | unix.POLLHUP})
-	}
-	return fds
-}
-
-// pollProbe: a poll-family call waits for what it polls.
-func pollProbe(fds []unix.PollFd, p *pendingOp) []unix.PollFd {
-	if !p.immediate {
-		fds = append(fds, p.probe...)
-	}
-	return fds
-}
-
-// enabledDeliver: only the oldest undelivered chunk of a connection is
-// enabled, when the sending socket and the receiver have room for it.
-func (nw *network) enabledDeliver(p *pendingOp) bool {
-	if p.chunk.dg != nil {
-		return true // datagrams keep no order
-	}
-	c := p.chunk.conn
-	if len(c.queue) == 0 || c.queue[0] != p {
-		return false
-	}
-	if c.blocked && !nw.ops.readyOp(p, c.dup, unix.POLLOUT) {
-		return false
-	}
-	return nw.roomFor(c, len(p.chunk.data))
-}
-
-// releaseDeliver delivers a chunk of a stream or a datagram.
-func (nw *network) releaseDeliver(p *pendingOp) (Released, error) {
-	if p.chunk.dg != nil {
-		return nw.deliverDgram(p)
-	}
-	return nw.deliver(p)
-}
-
-func (vt *vtime) enabledSleep(p *pendingOp) bool { return p.deadline <= vt.now() }
 
 func (sk *sockets) enabledConnect(p *pendingOp) bool {
 	return p.deadline < 0 || p.deadline <= sk.vt.now()
@@ -344,4 +190,33 @@ func (sk *sockets) releaseShutdown(p *pendingOp) (Released, error) {
 		p.th.cont(0)
 	}
 	return Released{Causes: p.causes}, nil
+}
+
+// timeoutPoll makes a poll-family call return "timed out" without waiting.
+func (th *thread) timeoutPoll(p *pendingOp) {
+	a := p.args
+	switch p.nr {
+	case unix.SYS_POLL, unix.SYS_PPOLL:
+		n := int(a[1])
+		if n > 0 && n <= 4096 {
+			buf := make([]byte, 8*n)
+			if ptrace.ReadMem(th.tid, a[0], buf) == nil {
+				for i := 0; i < n; i++ {
+					buf[8*i+6], buf[8*i+7] = 0, 0
+				}
+				ptrace.WriteMem(th.tid, a[0], buf)
+			}
+		}
+	case unix.SYS_SELECT, unix.SYS_PSELECT6:
+		nfds := int(a[0])
+		for _, addr := range []uint64{a[1], a[2], a[3]} {
+			if addr != 0 && nfds > 0 && nfds <= 1024 {
+				ptrace.WriteMem(th.tid, addr, make([]byte, (nfds+63)/64*8))
+			}
+		}
+		if p.nr == unix.SYS_SELECT && a[4] != 0 {
+			ptrace.WriteMem(th.tid, a[4], make([]byte, 16)) // Linux updates the timeout
+		}
+	}
+	th.fake(0)
 }

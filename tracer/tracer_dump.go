@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // DumpThreads writes one line per traced thread: its LPID and TID, the
@@ -78,16 +76,4 @@ func (th *thread) describe(syscallName func(int) string) string {
 		}
 	}
 	return b.String()
-}
-
-// ungatedNames names the syscalls lockstep does not gate that a thread is
-// commonly found asleep in (the rest show as numbers).
-var ungatedNames = map[int]string{
-	unix.SYS_FUTEX: "futex", unix.SYS_READ: "read", unix.SYS_WRITE: "write",
-	unix.SYS_WAIT4: "wait4", unix.SYS_WAITID: "waitid", unix.SYS_EXECVE: "execve",
-	unix.SYS_SCHED_YIELD: "sched_yield", unix.SYS_RT_SIGSUSPEND: "rt_sigsuspend",
-	unix.SYS_RT_SIGTIMEDWAIT: "rt_sigtimedwait", unix.SYS_PAUSE: "pause",
-	unix.SYS_CLONE: "clone", unix.SYS_CLONE3: "clone3", unix.SYS_VFORK: "vfork",
-	unix.SYS_EXIT: "exit", unix.SYS_EXIT_GROUP: "exit_group", unix.SYS_SENDMSG: "sendmsg",
-	unix.SYS_RECVMSG: "recvmsg",
 }

@@ -15,24 +15,6 @@ import (
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
-// Ptrace events: stops handled as they arrive (seccomp stops go to the
-// gates), new threads and processes, execs, exits, and tearing down.
-
-func (p *process) lpidFor(index int) string {
-	return p.node.name + "/" + p.forkPath + "/t" + strconv.Itoa(index)
-}
-
-// cont resumes th, delivering sig unless it is 0.
-//
-// Precondition: runs on the tracer thread; th is stopped.
-func (th *thread) cont(sig int) {
-	th.tab.setState(th, tsRunning)
-	th.tab.resumed = true
-	if err := ptrace.Cont(th.tid, sig); err != nil && err != unix.ESRCH {
-		th.tab.log.Warn("resuming thread", "thread", th.String(), "err", err)
-	}
-}
-
 // handle dispatches one wait status.
 func (t *Tracer) handle(tid int, st ptrace.Status) {
 	if tid == t.q.sentinel {
@@ -203,7 +185,7 @@ func (t *Tracer) onExec(th *thread) {
 			t.log.Warn("trapping rdtsc", "thread", th.String(), "ret", ret, "err", err)
 		}
 		// Where the hypervisor ignores that trap, the image's own reads are
-		// rewritten (tsc.go).
+		// rewritten (vtime_tsc.go).
 		if n, err := t.vt.patchTSC(th); err != nil {
 			t.log.Warn("rewriting rdtsc", "thread", th.String(), "rewritten", n, "err", err)
 		}
@@ -237,13 +219,6 @@ func (t *Tracer) seedAuxvRandom(th *thread) error {
 		return err
 	}
 	return ptrace.WriteMem(th.tid, addr, b[:])
-}
-
-// inject makes a stopped thread execute one syscall (see ptrace.Inject).
-//
-// Precondition: runs on the tracer thread; th is in a ptrace stop.
-func (th *thread) inject(nr uint64, args ...uint64) (int64, error) {
-	return ptrace.Inject(th.tid, nr, args...)
 }
 
 func (t *Tracer) dropThread(th *thread) {
@@ -368,10 +343,6 @@ func (t *Tracer) killAll() {
 	t.vt.pruneTimers() // every owner is gone: closes lockstep's timerfd duplicates
 }
 
-// tscBase makes the virtual time-stamp counter start well above zero, as a
-// real one does after boot; it ticks once per virtual nanosecond.
-const tscBase = uint64(3600e9)
-
 // killAndReap SIGKILLs the processes that match and handles their exits
 // until none is left, for at most five seconds; it returns how many are
 // still there.
@@ -407,4 +378,86 @@ func (t *Tracer) killAndReap(match func(*process) bool) int {
 		}
 	}
 	return alive()
+}
+
+// In descriptor order, as the kernel closes them: a duplicate released here
+// may be a connection's last reference, and its FIN leaves now.
+func (t *Tracer) forgetAllFds(p *process) {
+	for _, fd := range slices.Sorted(maps.Keys(p.fds)) {
+		t.net.releaseDup(p.fds[fd])
+		delete(p.fds, fd)
+	}
+}
+
+// initSignal handles a signal about to be delivered to a node's namespace
+// init. The kernel never lets a container's init die of a signal it has no
+// handler for, and while it is traced not even of a fault (abort(), a
+// segfault): it would retry the faulting instruction forever. A node's
+// program is not meant to be an init, so lockstep kills it as the signal
+// would have on a host and reports that signal as the cause. It reports
+// whether it did.
+//
+// Precondition: runs on the tracer thread; th is in a signal-delivery stop.
+func (t *Tracer) initSignal(th *thread, sig syscall.Signal) bool {
+	if !diesOf(sig) || handlesSignal(th.proc.pid, sig) {
+		return false
+	}
+	th.proc.fatal = sig
+	t.pt.expect = true
+	th.proc.node.stir()
+	unix.Kill(th.proc.pid, unix.SIGKILL)
+	return true
+}
+
+// diesOf reports whether a signal's default action ends the process.
+func diesOf(sig syscall.Signal) bool {
+	switch sig {
+	case unix.SIGCHLD, unix.SIGCONT, unix.SIGURG, unix.SIGWINCH,
+		unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+		return false
+	}
+	return sig > 0 && sig <= 64
+}
+
+// handlesSignal reports whether the process catches or ignores sig (the
+// SigCgt and SigIgn masks of /proc/PID/status); when that cannot be read it
+// says yes, so the signal is delivered as before.
+func handlesSignal(pid int, sig syscall.Signal) bool {
+	for _, field := range []string{"SigCgt", "SigIgn"} {
+		v, err := statusField(pid, field)
+		if err != nil {
+			return true
+		}
+		mask, err := strconv.ParseUint(v, 16, 64)
+		if err != nil || mask&(1<<(uint(sig)-1)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// onSeccomp handles a gated syscall stop: the syscall's gate answers it,
+// releases it at once or turns it into a pending op; a syscall its gate
+// declines runs natively.
+func (t *Tracer) onSeccomp(th *thread) {
+	t.stats.Stops++
+	if th.connecting != nil {
+		t.net.finishConnect(th)
+	}
+	if th.state == tsTimedWait {
+		th.interrupted = false
+	}
+	t.pt.setState(th, tsGated)
+	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
+		t.pt.setState(th, tsRunning)
+		return
+	}
+	nr := th.regs.Syscall()
+	if th.proc.node.disk != nil && t.dk.onDisk(th, nr, th.regs.Args()) {
+		return
+	}
+	if g, ok := t.gates[nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(th, nr, th.regs.Args()) {
+		return
+	}
+	th.allow()
 }

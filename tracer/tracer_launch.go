@@ -16,31 +16,6 @@ import (
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
-// Sandbox isolates a node the way a container would; see LaunchConfig.
-type Sandbox = launch.Sandbox
-
-// Root is an image's filesystem a sandboxed node sees as its /
-// (Sandbox.Root).
-type Root = launch.Root
-
-// TrialPath is where a sandboxed node sees its Sandbox.Trial directory.
-const TrialPath = launch.TrialPath
-
-// A Zygote forks nodes on a tracer's behalf (Options.Zygote).
-type Zygote = launch.Zygote
-
-// DefaultCaps are the capabilities a sandboxed node keeps.
-func DefaultCaps() []int { return launch.DefaultCaps() }
-
-// StartZygote starts a zygote: lockstep re-executed in zygote mode (the
-// binary must call MaybeRunZygote first thing in main).
-func StartZygote() (*Zygote, error) { return launch.StartZygote() }
-
-// MaybeRunZygote turns the process into a zygote when it was started as
-// one, and never returns in that case. Binaries that use a Zygote call it
-// first thing in main (and in TestMain).
-func MaybeRunZygote() { launch.MaybeRunZygote() }
-
 // ErrNotFound says a program to launch does not exist or is not executable.
 var ErrNotFound = errors.New("program not found or not executable")
 

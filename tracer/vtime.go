@@ -6,13 +6,12 @@ import (
 	"os"
 
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
-	"golang.org/x/sys/unix"
 )
 
 // vtime owns what the tracer does with virtual time: clock reads (the
 // syscalls, the clock page, the patched counter reads), nodes' clock
 // faults, sleeps, timed waits and virtual kernel timers, and the one queue
-// of their deadlines (deadlines.go).
+// of their deadlines (deadlineQueue).
 type vtime struct {
 	opts  *Options
 	log   *slog.Logger
@@ -21,7 +20,7 @@ type vtime struct {
 	ops   *opTable
 
 	vdso    *vdsoEntries // the vDSO's clock entry points, found at the first exec
-	timers  *timerTable  // virtual kernel timers (timers.go), made on first use
+	timers  *timerTable  // virtual kernel timers (vtime_timers.go), made on first use
 	selfPid int
 	// queue holds every virtual deadline of the trial: sleeps and
 	// timeouts of pending ops, timed waits, kernel timers, and the owner's
@@ -37,122 +36,186 @@ func newVtime(opts *Options, log *slog.Logger, stats *Stats, pt *procTable, ops 
 	return vt
 }
 
-// emulateTSC answers a faulting rdtsc or rdtscp (PR_TSC_SIGSEGV) from
-// virtual time. It reports false for any other SIGSEGV.
-func (vt *vtime) emulateTSC(th *thread) bool {
-	if err := ptrace.GetRegs(th.tid, &th.regs); err != nil {
-		return false
-	}
-	var code [3]byte
-	if ptrace.ReadMem(th.tid, th.regs.PC(), code[:]) != nil {
-		return false
-	}
-	if !th.regs.EmulateTSC(code, tscBase+uint64(vt.opts.Clock.Now())) {
-		return false
-	}
-	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
-		return false
-	}
-	vt.stats.TSCReads++
-	th.cont(0)
-	return true
+// deadlineOwner is something waiting for a virtual time: a pending op (a
+// sleep, a poll's or a socket's timeout, a connect no one answers), a
+// thread in a timed wait, a kernel timer.
+type deadlineOwner interface {
+	// pendingDeadline is the owner's pending deadline. gone says it has none any
+	// more (released, woken, disarmed, exited) until it is queued again;
+	// hidden, that it is not to be listed now (a wait being interrupted).
+	pendingDeadline(vt *vtime) (d Deadline, gone, hidden bool)
 }
 
-// sockTimeout gives a blocking recv or accept the virtual deadline of its
-// socket's SO_RCVTIMEO (options belong to the socket, not the descriptor).
-func (vt *vtime) sockTimeout(po *pendingOp) {
-	if po.immediate || vt.opts.Clock == nil || po.fi == nil || po.fi.dup < 0 {
-		return
+// deadlineQueue is the one queue of the tracer's virtual deadlines. Their
+// owners queue themselves when they start waiting (numberFresh, takeTimeout,
+// arm) and leave it when they stop; the state's deadlines, the timers that
+// fire and the timed waits woken when the clock moves are read from it.
+type deadlineQueue struct {
+	owners []deadlineOwner // in the order they were queued
+	queued map[deadlineOwner]bool
+}
+
+// add queues o, once.
+func (q *deadlineQueue) add(o deadlineOwner) {
+	if q.queued == nil {
+		q.queued = map[deadlineOwner]bool{}
 	}
-	if d := vt.pt.sockOptsOf(po.fi).rcvTimeo; d > 0 {
-		po.deadline = vt.now() + d
+	if !q.queued[o] {
+		q.queued[o] = true
+		q.owners = append(q.owners, o)
 	}
 }
 
-// takeMmsgTimeout notes when the timeout of a recvmmsg (its fifth
-// argument) ends on the virtual clock. The kernel checks that timeout only
-// after each datagram it receives, so it does not bound the wait for the
-// first one (the op's), only how many datagrams the call takes once
-// released (releaseMmsgTimeout).
-func (vt *vtime) takeMmsgTimeout(po *pendingOp) {
-	if po.nr != unix.SYS_RECVMMSG || po.args[4] == 0 || vt.opts.Clock == nil {
-		return
+// each calls f for every queued owner with a pending deadline, in queue
+// order, and drops the owners whose deadline is gone.
+func (q *deadlineQueue) each(vt *vtime, f func(o deadlineOwner, d Deadline, hidden bool)) {
+	keep := q.owners[:0]
+	for _, o := range q.owners {
+		d, gone, hidden := o.pendingDeadline(vt)
+		if gone {
+			delete(q.queued, o)
+			continue
+		}
+		keep = append(keep, o)
+		f(o, d, hidden)
 	}
-	ns, ok := readTimespec(po.th.tid, po.args[4])
-	if !ok {
-		return // the kernel answers EFAULT or EINVAL at once
-	}
-	vt.stats.TimedWaits++
-	po.mmsgEnd, po.mmsgTimed = vt.now()+ns, true
+	clear(q.owners[len(keep):])
+	q.owners = keep
 }
 
-// releaseMmsgTimeout hands a recvmmsg released with datagrams to read the
-// virtual time its timeout has left, as the kernel would have found it
-// after the first datagram. Run out: the timespec is zeroed, and the
-// kernel returns after one datagram and writes zero back. Time left: the
-// call runs without a timeout (it takes no real time to read what is
-// queued) and the timespec holds what is left, as the kernel writes it
-// back on success.
-func (vt *vtime) releaseMmsgTimeout(p *pendingOp) {
-	if !p.mmsgTimed {
-		return
-	}
-	th := p.th
-	left := max(p.mmsgEnd-vt.now(), 0)
+// wakeOwner queues an Options.Wakes entry in the tracer's one deadline
+// queue. It is never gone: its owner's deadline comes and goes with the
+// owner's state, so it is asked again at every read rather than re-queued.
+type wakeOwner struct{ wake Wake }
+
+func (w *wakeOwner) pendingDeadline(*vtime) (Deadline, bool, bool) {
+	d, ok := w.wake.Next()
+	return d, false, !ok
+}
+
+func (vt *vtime) now() int64 { return int64(vt.opts.Clock.Now()) }
+
+// Virtual time for the syscalls that wait: sleeps, and futex waits whose
+// timeout lockstep owns and ends at its virtual deadline.
+
+// never is a deadline so far away that the clock never jumps to it.
+const never = int64(1) << 62
+
+// Kernel timers as virtual deadlines.
+//
+// A program that arms a kernel timer (timerfd, alarm, setitimer, POSIX
+// timer_create) and then blocks in an untimed wait would see the timer expire
+// in real time against a clock that has not moved, or never see it expire
+// if the virtual clock is the only one that moves. Lockstep therefore keeps
+// every such timer's expiry and interval itself, answers the set and get
+// calls from that record, and fires the timer when virtual time reaches its
+// expiry, at a quiescent point:
+//   - timerfd: the tracee's fd stays a real kernel timerfd, but its kernel
+//     timer is never armed; lockstep sets its expiration count through its
+//     own duplicate (TFD_IOC_SET_TICKS), so read(2), poll, select and epoll
+//     readiness are the kernel's own, and the wakeup is synchronous. (Kernels
+//     without CONFIG_CHECKPOINT_RESTORE lack the ioctl: the real timer is
+//     then armed for 1ns, and a read counts one expiration at a time.)
+//   - alarm and ITIMER_REAL: SIGALRM is sent to the process (si_code is
+//     SI_USER: another process may not queue SI_KERNEL). ITIMER_VIRTUAL and
+//     ITIMER_PROF measure CPU time, which lockstep does not virtualize: the
+//     kernel keeps them.
+//   - POSIX timers on CLOCK_REALTIME/MONOTONIC/BOOTTIME (and the _ALARM
+//     variants): timer_create is answered with an ID of lockstep's own and
+//     no kernel timer exists; expiries queue the signal with si_code
+//     SI_TIMER and the timer's sigev_value (glibc's SIGEV_THREAD helper
+//     needs both), to the process or, for SIGEV_THREAD_ID, to the thread.
+//     Timers on other clocks (CPU time) stay in the kernel.
+//
+// A timer's signal also interrupts a gated wait (see interruptedBySignal).
+//
+// Limits: a timer belongs to the process that armed it (a forked child that
+// inherits a timerfd sees the kernel's disarmed timer); the overrun count of
+// a POSIX timer whose signal is still queued goes to timer_getoverrun, not
+// into the queued siginfo, which the kernel updates at dequeue time and
+// lockstep cannot.
+
+type timerKind uint8
+
+const (
+	kindTimerfd timerKind = iota
+	kindItimer            // ITIMER_REAL, also set by alarm
+	kindPosix
+)
+
+// Linux ABI constants golang.org/x/sys/unix does not name.
+const (
+	tfdTimerAbstime = 1          // TFD_TIMER_ABSTIME and TIMER_ABSTIME
+	tfdIocSetTicks  = 0x40085400 // _IOW('T', 0, u64)
+	kcmpFile        = 0
+	siTimer         = -2 // SI_TIMER
+	sigevSignal     = 0
+	sigevNone       = 1
+	sigevThread     = 2
+	sigevThreadID   = 4
+	// posixIDBase keeps lockstep's timer IDs apart from the kernel's,
+	// which count up from 0 per process (CPU-clock timers stay there).
+	posixIDBase = 0x40000000
+)
+
+// vtimer is one virtual kernel timer.
+type vtimer struct {
+	kind    timerKind
+	removed bool // out of the table (removeTimer)
+	proc    *process
+	// lpid is the thread that armed it: the deadline's owner, and the
+	// tie-break between timers due at the same instant.
+	lpid string
+	// alarm says ITIMER_REAL was last set by alarm(2) (the deadline's name).
+	alarm    bool
+	armed    bool
+	expiry   int64 // virtual ns, when armed
+	interval int64 // ns, 0 for one-shot
+	// clock is the virtual clock absolute settings are readings of.
+	clock int32
+
+	// timerfd: the tracee's fd and lockstep's duplicate of it; ticks is
+	// the expiration count lockstep last set (the kernel's count while the
+	// fd stays readable, since a read takes all of it).
+	fd, dup int
+	ticks   uint64
+
+	// POSIX timers.
+	id      int32
+	execs   int // the process's exec count at creation: exec deletes them
+	notify  int32
+	signo   int32
+	tid     int // SIGEV_THREAD_ID target
+	value   uint64
+	overrun int32 // expirations while the last signal was still queued
+}
+
+// timerTable is the tracer's virtual timers, owned by the tracer thread.
+type timerTable struct {
+	all    []*vtimer
+	nextID map[*process]int32
+	// signalled holds, per process, the timer signals sent and perhaps
+	// not yet taken (bit sig-1).
+	signalled map[*process]uint64
+}
+
+func readTimespec(pid int, addr uint64) (int64, bool) {
 	var b [16]byte
-	putTimespec(b[:], left)
-	if ptrace.WriteMem(th.tid, p.args[4], b[:]) != nil || left == 0 {
-		return
+	if ptrace.ReadMem(pid, addr, b[:]) != nil {
+		return 0, false
 	}
-	th.regs.SetArg(4, 0)
-	ptrace.SetRegs(th.tid, &th.regs)
+	sec := int64(binary.LittleEndian.Uint64(b[:]))
+	nsec := int64(binary.LittleEndian.Uint64(b[8:]))
+	if sec < 0 || nsec < 0 || nsec >= 1e9 {
+		return 0, false
+	}
+	if sec > (1<<62)/1_000_000_000 {
+		return 1 << 62, true
+	}
+	return sec*1e9 + nsec, true
 }
 
-// onClockGettime answers clock_gettime from virtual time.
-func (vt *vtime) onClockGettime(th *thread, _ int, a [6]uint64) bool {
-	ns, ok := vt.readClock(th.proc.node, int32(a[0]))
-	if !ok {
-		return false
-	}
-	vt.stats.ClockReads++
-	if a[1] != 0 {
-		var b [16]byte
-		putTimespec(b[:], ns)
-		ptrace.WriteMem(th.tid, a[1], b[:])
-	}
-	th.fake(0)
-	return true
-}
-
-// onGettimeofday answers gettimeofday from the virtual wall clock.
-func (vt *vtime) onGettimeofday(th *thread, _ int, a [6]uint64) bool {
-	vt.stats.ClockReads++
-	ns, _ := vt.readClock(th.proc.node, unix.CLOCK_REALTIME)
-	if a[0] != 0 {
-		var b [16]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
-		binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9/1e3))
-		ptrace.WriteMem(th.tid, a[0], b[:])
-	}
-	th.fake(0)
-	return true
-}
-
-// onTime answers time from the virtual wall clock.
-func (vt *vtime) onTime(th *thread, _ int, a [6]uint64) bool {
-	vt.stats.ClockReads++
-	ns, _ := vt.readClock(th.proc.node, unix.CLOCK_REALTIME)
-	if a[0] != 0 {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
-		ptrace.WriteMem(th.tid, a[0], b[:])
-	}
-	th.fake(ns / 1e9)
-	return true
-}
-
-// onFutex takes over a timed futex wait's timeout (the filter stops only
-// waits that carry one).
-func (vt *vtime) onFutex(th *thread, _ int, a [6]uint64) bool {
-	return vt.onFutexWait(th, a)
+func putTimespec(b []byte, ns int64) {
+	binary.LittleEndian.PutUint64(b, uint64(ns/1e9))
+	binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9))
 }

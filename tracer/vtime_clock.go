@@ -1,9 +1,12 @@
 package tracer
 
 import (
+	"encoding/binary"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // realtimeClock says whether a clock id reads the wall clock, which a clock
@@ -76,4 +79,47 @@ func (vt *vtime) shiftClock(node string, d time.Duration) {
 	if ni := vt.pt.nodes[node]; ni != nil {
 		ni.clockOffset += d
 	}
+}
+
+// onClockGettime answers clock_gettime from virtual time.
+func (vt *vtime) onClockGettime(th *thread, _ int, a [6]uint64) bool {
+	ns, ok := vt.readClock(th.proc.node, int32(a[0]))
+	if !ok {
+		return false
+	}
+	vt.stats.ClockReads++
+	if a[1] != 0 {
+		var b [16]byte
+		putTimespec(b[:], ns)
+		ptrace.WriteMem(th.tid, a[1], b[:])
+	}
+	th.fake(0)
+	return true
+}
+
+// onGettimeofday answers gettimeofday from the virtual wall clock.
+func (vt *vtime) onGettimeofday(th *thread, _ int, a [6]uint64) bool {
+	vt.stats.ClockReads++
+	ns, _ := vt.readClock(th.proc.node, unix.CLOCK_REALTIME)
+	if a[0] != 0 {
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
+		binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9/1e3))
+		ptrace.WriteMem(th.tid, a[0], b[:])
+	}
+	th.fake(0)
+	return true
+}
+
+// onTime answers time from the virtual wall clock.
+func (vt *vtime) onTime(th *thread, _ int, a [6]uint64) bool {
+	vt.stats.ClockReads++
+	ns, _ := vt.readClock(th.proc.node, unix.CLOCK_REALTIME)
+	if a[0] != 0 {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
+		ptrace.WriteMem(th.tid, a[0], b[:])
+	}
+	th.fake(ns / 1e9)
+	return true
 }

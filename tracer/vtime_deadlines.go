@@ -7,77 +7,6 @@ import (
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
-// deadlineOwner is something waiting for a virtual time: a pending op (a
-// sleep, a poll's or a socket's timeout, a connect no one answers), a
-// thread in a timed wait, a kernel timer.
-type deadlineOwner interface {
-	// pendingDeadline is the owner's pending deadline. gone says it has none any
-	// more (released, woken, disarmed, exited) until it is queued again;
-	// hidden, that it is not to be listed now (a wait being interrupted).
-	pendingDeadline(vt *vtime) (d Deadline, gone, hidden bool)
-}
-
-// deadlineQueue is the one queue of the tracer's virtual deadlines. Their
-// owners queue themselves when they start waiting (numberFresh, takeTimeout,
-// arm) and leave it when they stop; the state's deadlines, the timers that
-// fire and the timed waits woken when the clock moves are read from it.
-type deadlineQueue struct {
-	owners []deadlineOwner // in the order they were queued
-	queued map[deadlineOwner]bool
-}
-
-// add queues o, once.
-func (q *deadlineQueue) add(o deadlineOwner) {
-	if q.queued == nil {
-		q.queued = map[deadlineOwner]bool{}
-	}
-	if !q.queued[o] {
-		q.queued[o] = true
-		q.owners = append(q.owners, o)
-	}
-}
-
-// each calls f for every queued owner with a pending deadline, in queue
-// order, and drops the owners whose deadline is gone.
-func (q *deadlineQueue) each(vt *vtime, f func(o deadlineOwner, d Deadline, hidden bool)) {
-	keep := q.owners[:0]
-	for _, o := range q.owners {
-		d, gone, hidden := o.pendingDeadline(vt)
-		if gone {
-			delete(q.queued, o)
-			continue
-		}
-		keep = append(keep, o)
-		f(o, d, hidden)
-	}
-	clear(q.owners[len(keep):])
-	q.owners = keep
-}
-
-// deadlines lists every pending deadline of the tracer's (State.Deadlines)
-// and, with listed, the owner's listed wakes (Queue.List), sorted by time,
-// then LPID, then what waits.
-func (vt *vtime) deadlines(listed bool) []Deadline {
-	vt.pruneTimers()
-	var out []Deadline
-	vt.queue.each(vt, func(o deadlineOwner, d Deadline, hidden bool) {
-		if w, owners := o.(*wakeOwner); !hidden && (!owners || listed && w.wake.Listed) {
-			out = append(out, d)
-		}
-	})
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.At != b.At {
-			return a.At < b.At
-		}
-		if a.LPID != b.LPID {
-			return a.LPID < b.LPID
-		}
-		return a.What < b.What
-	})
-	return out
-}
-
 // pendingDeadline: an op's, while it is pending.
 func (p *pendingOp) pendingDeadline(vt *vtime) (Deadline, bool, bool) {
 	if p.dropped || p.op.ID == 0 || vt.ops.pending[p.op.ID] != p || p.deadline < 0 || p.deadline >= never {
@@ -108,4 +37,74 @@ func (v *vtimer) pendingDeadline(*vtime) (Deadline, bool, bool) {
 		return Deadline{}, true, false
 	}
 	return Deadline{At: time.Duration(v.expiry), Node: v.proc.node.name, LPID: v.lpid, What: v.what()}, false, false
+}
+
+func (v *vtimer) what() string {
+	switch v.kind {
+	case kindTimerfd:
+		return "timerfd"
+	case kindItimer:
+		if v.alarm {
+			return "alarm"
+		}
+		return "itimer"
+	}
+	return "timer"
+}
+
+// deadlines lists every pending deadline of the tracer's (State.Deadlines)
+// and, with listed, the owner's listed wakes (Queue.List), sorted by time,
+// then LPID, then what waits.
+func (vt *vtime) deadlines(listed bool) []Deadline {
+	vt.pruneTimers()
+	var out []Deadline
+	vt.queue.each(vt, func(o deadlineOwner, d Deadline, hidden bool) {
+		if w, owners := o.(*wakeOwner); !hidden && (!owners || listed && w.wake.Listed) {
+			out = append(out, d)
+		}
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.At != b.At {
+			return a.At < b.At
+		}
+		if a.LPID != b.LPID {
+			return a.LPID < b.LPID
+		}
+		return a.What < b.What
+	})
+	return out
+}
+
+// queueReader is vtime's Queue.
+type queueReader struct{ vt *vtime }
+
+func (q queueReader) Next(skip []*sched.Op) (time.Duration, bool) {
+	var ids map[uint64]bool
+	if len(skip) > 0 {
+		ids = make(map[uint64]bool, len(skip))
+		for _, o := range skip {
+			ids[o.ID] = true
+		}
+	}
+	return q.vt.nextWake(ids)
+}
+
+func (q queueReader) List() []Deadline { return q.vt.deadlines(true) }
+
+// nextWake is the earliest deadline in the queue, the owner's wakes
+// included, leaving out the deadlines of the ops in skip.
+func (vt *vtime) nextWake(skip map[uint64]bool) (time.Duration, bool) {
+	vt.pruneTimers()
+	var next time.Duration
+	ok := false
+	vt.queue.each(vt, func(_ deadlineOwner, d Deadline, hidden bool) {
+		if hidden || d.Op != 0 && skip[d.Op] {
+			return
+		}
+		if !ok || d.At < next {
+			next, ok = d.At, true
+		}
+	})
+	return next, ok
 }

@@ -11,123 +11,12 @@ import (
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
-// Kernel timers as virtual deadlines.
-//
-// A program that arms a kernel timer (timerfd, alarm, setitimer, POSIX
-// timer_create) and then blocks in an untimed wait would see the timer expire
-// in real time against a clock that has not moved, or never see it expire
-// if the virtual clock is the only one that moves. Lockstep therefore keeps
-// every such timer's expiry and interval itself, answers the set and get
-// calls from that record, and fires the timer when virtual time reaches its
-// expiry, at a quiescent point:
-//   - timerfd: the tracee's fd stays a real kernel timerfd, but its kernel
-//     timer is never armed; lockstep sets its expiration count through its
-//     own duplicate (TFD_IOC_SET_TICKS), so read(2), poll, select and epoll
-//     readiness are the kernel's own, and the wakeup is synchronous. (Kernels
-//     without CONFIG_CHECKPOINT_RESTORE lack the ioctl: the real timer is
-//     then armed for 1ns, and a read counts one expiration at a time.)
-//   - alarm and ITIMER_REAL: SIGALRM is sent to the process (si_code is
-//     SI_USER: another process may not queue SI_KERNEL). ITIMER_VIRTUAL and
-//     ITIMER_PROF measure CPU time, which lockstep does not virtualize: the
-//     kernel keeps them.
-//   - POSIX timers on CLOCK_REALTIME/MONOTONIC/BOOTTIME (and the _ALARM
-//     variants): timer_create is answered with an ID of lockstep's own and
-//     no kernel timer exists; expiries queue the signal with si_code
-//     SI_TIMER and the timer's sigev_value (glibc's SIGEV_THREAD helper
-//     needs both), to the process or, for SIGEV_THREAD_ID, to the thread.
-//     Timers on other clocks (CPU time) stay in the kernel.
-//
-// A timer's signal also interrupts a gated wait (see interruptedBySignal).
-//
-// Limits: a timer belongs to the process that armed it (a forked child that
-// inherits a timerfd sees the kernel's disarmed timer); the overrun count of
-// a POSIX timer whose signal is still queued goes to timer_getoverrun, not
-// into the queued siginfo, which the kernel updates at dequeue time and
-// lockstep cannot.
-
-type timerKind uint8
-
-const (
-	kindTimerfd timerKind = iota
-	kindItimer            // ITIMER_REAL, also set by alarm
-	kindPosix
-)
-
-// Linux ABI constants golang.org/x/sys/unix does not name.
-const (
-	tfdTimerAbstime = 1          // TFD_TIMER_ABSTIME and TIMER_ABSTIME
-	tfdIocSetTicks  = 0x40085400 // _IOW('T', 0, u64)
-	kcmpFile        = 0
-	siTimer         = -2 // SI_TIMER
-	sigevSignal     = 0
-	sigevNone       = 1
-	sigevThread     = 2
-	sigevThreadID   = 4
-	// posixIDBase keeps lockstep's timer IDs apart from the kernel's,
-	// which count up from 0 per process (CPU-clock timers stay there).
-	posixIDBase = 0x40000000
-)
-
-// vtimer is one virtual kernel timer.
-type vtimer struct {
-	kind    timerKind
-	removed bool // out of the table (removeTimer)
-	proc    *process
-	// lpid is the thread that armed it: the deadline's owner, and the
-	// tie-break between timers due at the same instant.
-	lpid string
-	// alarm says ITIMER_REAL was last set by alarm(2) (the deadline's name).
-	alarm    bool
-	armed    bool
-	expiry   int64 // virtual ns, when armed
-	interval int64 // ns, 0 for one-shot
-	// clock is the virtual clock absolute settings are readings of.
-	clock int32
-
-	// timerfd: the tracee's fd and lockstep's duplicate of it; ticks is
-	// the expiration count lockstep last set (the kernel's count while the
-	// fd stays readable, since a read takes all of it).
-	fd, dup int
-	ticks   uint64
-
-	// POSIX timers.
-	id      int32
-	execs   int // the process's exec count at creation: exec deletes them
-	notify  int32
-	signo   int32
-	tid     int // SIGEV_THREAD_ID target
-	value   uint64
-	overrun int32 // expirations while the last signal was still queued
-}
-
-func (v *vtimer) what() string {
-	switch v.kind {
-	case kindTimerfd:
-		return "timerfd"
-	case kindItimer:
-		if v.alarm {
-			return "alarm"
-		}
-		return "itimer"
-	}
-	return "timer"
-}
-
 // key orders timers of one owner that are due at once.
 func (v *vtimer) key() int64 {
 	if v.kind == kindTimerfd {
 		return int64(v.fd)
 	}
 	return int64(v.id)
-}
-
-// timerTable is the tracer's virtual timers, owned by the tracer thread.
-type timerTable struct {
-	all    []*vtimer
-	nextID map[*process]int32
-	// signalled holds, per process, the timer signals sent and perhaps
-	// not yet taken (bit sig-1).
-	signalled map[*process]uint64
 }
 
 func (vt *vtime) timerTab() *timerTable {
@@ -342,22 +231,6 @@ func signalQueued(pid, tid, sig int) bool {
 	}
 	b, err := readFileSmall(path)
 	return err == nil && sig >= 1 && sig <= 64 && statusMask(b, field)&(1<<(sig-1)) != 0
-}
-
-// readFileSmall reads a /proc file of a few KiB (readSmall stops at 256
-// bytes, before the signal masks of a status file).
-func readFileSmall(path string) (string, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", err
-	}
-	defer unix.Close(fd)
-	buf := make([]byte, 4096)
-	n, err := unix.Read(fd, buf)
-	if err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
 }
 
 // virtualClock maps a timer's clock to one vclock answers; ok is false for
@@ -799,29 +672,4 @@ func statusMask(status, field string) uint64 {
 	}
 	m, _ := strconv.ParseUint(strings.TrimSpace(line), 16, 64)
 	return m
-}
-
-// releaseSleep ends a sleep op: at its deadline it returns 0; released
-// early (a timer signal is pending) it returns EINTR with the time left.
-func (vt *vtime) releaseSleep(p *pendingOp) (Released, error) {
-	r := Released{Causes: p.causes}
-	left := p.deadline - vt.now()
-	if left <= 0 {
-		p.th.fake(0)
-		return r, nil
-	}
-	rem := uint64(0)
-	switch {
-	case p.nr == unix.SYS_NANOSLEEP:
-		rem = p.args[1]
-	case p.nr == unix.SYS_CLOCK_NANOSLEEP && p.args[1]&1 == 0: // relative only
-		rem = p.args[3]
-	}
-	if rem != 0 {
-		var b [16]byte
-		putTimespec(b[:], left)
-		ptrace.WriteMem(p.th.tid, rem, b[:])
-	}
-	p.th.fake(-int64(unix.EINTR))
-	return r, nil
 }

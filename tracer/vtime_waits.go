@@ -10,14 +10,6 @@ import (
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
-// Virtual time for the syscalls that wait: sleeps, and futex waits whose
-// timeout lockstep owns and ends at its virtual deadline.
-
-// never is a deadline so far away that the clock never jumps to it.
-const never = int64(1) << 62
-
-func (vt *vtime) now() int64 { return int64(vt.opts.Clock.Now()) }
-
 func (vt *vtime) onSleep(th *thread, nr int, a [6]uint64) bool {
 	var rel int64
 	var ok bool
@@ -250,36 +242,6 @@ func vforkWait(nr int, wchan string) bool {
 	return false
 }
 
-func readSmall(path string) (string, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", err
-	}
-	defer unix.Close(fd)
-	var buf [256]byte
-	n, err := unix.Read(fd, buf[:])
-	if err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
-}
-
-func splitFields(s string) []string {
-	var out []string
-	start := -1
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ' ' || s[i] == '\n' {
-			if start >= 0 {
-				out = append(out, s[start:i])
-				start = -1
-			}
-		} else if start < 0 {
-			start = i
-		}
-	}
-	return out
-}
-
 // futex(2) commands, as the seccomp filter also tells them apart.
 const (
 	futexCmdMask    = 0x7f // FUTEX_CMD_MASK without PRIVATE and CLOCK_REALTIME
@@ -309,4 +271,87 @@ func (vt *vtime) finishTimedWait(th *thread) {
 		}
 	}
 	th.cont(0)
+}
+
+// onFutex takes over a timed futex wait's timeout (the filter stops only
+// waits that carry one).
+func (vt *vtime) onFutex(th *thread, _ int, a [6]uint64) bool {
+	return vt.onFutexWait(th, a)
+}
+
+// sockTimeout gives a blocking recv or accept the virtual deadline of its
+// socket's SO_RCVTIMEO (options belong to the socket, not the descriptor).
+func (vt *vtime) sockTimeout(po *pendingOp) {
+	if po.immediate || vt.opts.Clock == nil || po.fi == nil || po.fi.dup < 0 {
+		return
+	}
+	if d := vt.pt.sockOptsOf(po.fi).rcvTimeo; d > 0 {
+		po.deadline = vt.now() + d
+	}
+}
+
+// takeMmsgTimeout notes when the timeout of a recvmmsg (its fifth
+// argument) ends on the virtual clock. The kernel checks that timeout only
+// after each datagram it receives, so it does not bound the wait for the
+// first one (the op's), only how many datagrams the call takes once
+// released (releaseMmsgTimeout).
+func (vt *vtime) takeMmsgTimeout(po *pendingOp) {
+	if po.nr != unix.SYS_RECVMMSG || po.args[4] == 0 || vt.opts.Clock == nil {
+		return
+	}
+	ns, ok := readTimespec(po.th.tid, po.args[4])
+	if !ok {
+		return // the kernel answers EFAULT or EINVAL at once
+	}
+	vt.stats.TimedWaits++
+	po.mmsgEnd, po.mmsgTimed = vt.now()+ns, true
+}
+
+// releaseMmsgTimeout hands a recvmmsg released with datagrams to read the
+// virtual time its timeout has left, as the kernel would have found it
+// after the first datagram. Run out: the timespec is zeroed, and the
+// kernel returns after one datagram and writes zero back. Time left: the
+// call runs without a timeout (it takes no real time to read what is
+// queued) and the timespec holds what is left, as the kernel writes it
+// back on success.
+func (vt *vtime) releaseMmsgTimeout(p *pendingOp) {
+	if !p.mmsgTimed {
+		return
+	}
+	th := p.th
+	left := max(p.mmsgEnd-vt.now(), 0)
+	var b [16]byte
+	putTimespec(b[:], left)
+	if ptrace.WriteMem(th.tid, p.args[4], b[:]) != nil || left == 0 {
+		return
+	}
+	th.regs.SetArg(4, 0)
+	ptrace.SetRegs(th.tid, &th.regs)
+}
+
+func (vt *vtime) enabledSleep(p *pendingOp) bool { return p.deadline <= vt.now() }
+
+// releaseSleep ends a sleep op: at its deadline it returns 0; released
+// early (a timer signal is pending) it returns EINTR with the time left.
+func (vt *vtime) releaseSleep(p *pendingOp) (Released, error) {
+	r := Released{Causes: p.causes}
+	left := p.deadline - vt.now()
+	if left <= 0 {
+		p.th.fake(0)
+		return r, nil
+	}
+	rem := uint64(0)
+	switch {
+	case p.nr == unix.SYS_NANOSLEEP:
+		rem = p.args[1]
+	case p.nr == unix.SYS_CLOCK_NANOSLEEP && p.args[1]&1 == 0: // relative only
+		rem = p.args[3]
+	}
+	if rem != 0 {
+		var b [16]byte
+		putTimespec(b[:], left)
+		ptrace.WriteMem(p.th.tid, rem, b[:])
+	}
+	p.th.fake(-int64(unix.EINTR))
+	return r, nil
 }
