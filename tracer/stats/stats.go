@@ -44,7 +44,7 @@ type Trial struct {
 	BooksMissed int
 	// SleepersSkipped counts the /proc reads of sleeping threads that
 	// quiescence skipped because their node had not run since they were
-	// seen asleep (tracer/nodecpu.go).
+	// seen asleep (tracer/proc_node.go).
 	SleepersSkipped uint64
 	// Time spent, for the benchmark's breakdown: handling stops (register
 	// reads, decoding, call sites included), call sites alone, waiting for
