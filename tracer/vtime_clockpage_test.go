@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestClockPageCode: the routine bytes in clockpage_amd64.go are what the
+// TestClockPageCode: the routine bytes in vtime_vdso_amd64.go are what the
 // assembly source in testdata assembles to.
 func TestClockPageCode(t *testing.T) {
 	if _, err := exec.LookPath("as"); err != nil {

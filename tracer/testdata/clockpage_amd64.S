@@ -1,4 +1,4 @@
-# The code of lockstep's clock page (tracer/clockpage_amd64.go holds the
+# The code of lockstep's clock page (tracer/vtime_vdso_amd64.go holds the
 # assembled bytes; TestClockPageCode re-assembles this file and compares).
 # The page is mapped read+exec into every traced process of a node and
 # written by the tracer while all of them are stopped:
