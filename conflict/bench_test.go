@@ -26,7 +26,7 @@ func synthetic(n int) []sched.Record {
 	add := func(op sched.Op, causes ...uint64) uint64 {
 		id++
 		op.ID = id
-		op.Site = fmt.Sprintf("prog+%#x", int(op.Kind)*16+rng.IntN(4))
+		op.Site = fmt.Sprintf("prog+%#x", len(op.Kind)*16+rng.IntN(4))
 		recs = append(recs, sched.Record{Step: len(recs) + 1, Op: op, Causes: causes})
 		return id
 	}

@@ -5,44 +5,43 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/faults"
-	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
 
 // faultApplier turns a chosen fault's effect into what the tracer does.
 type faultApplier func(t *Trial, e faults.Effect) (tracer.Action, error)
 
-// faultAppliers are the engine's side of the fault kinds: a kind with a
-// tracer or firewall action has its entry here, not a case in a switch.
-var faultAppliers = map[sched.Kind]faultApplier{
-	sched.Crash: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
+// faultAppliers are the engine's side of the fault kinds, by mechanism
+// (faults.Act): a kind carries its mechanism in its Effect, so a new kind
+// that reuses one (a cut, a disk fault) needs no line here. ActNone, the
+// kinds the injector carries out alone by holding ops back, has none.
+var faultAppliers = map[faults.Act]faultApplier{
+	faults.ActCrash: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
 		return tracer.Action{Crash: e.Node}, nil
 	},
-	sched.ClockJump: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
+	faults.ActClock: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
 		return tracer.Action{Clocks: map[string]time.Duration{e.Node: e.Shift}}, nil
 	},
-	sched.ClockDrift: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
+	faults.ActDrift: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
 		return tracer.Action{Drifts: map[string]int64{e.Node: e.Drift}}, nil
 	},
-	sched.Reset: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
+	faults.ActReset: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
 		return tracer.Action{Reset: e.Sock}, nil
 	},
-	sched.Drop: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
+	faults.ActDrop: func(_ *Trial, e faults.Effect) (tracer.Action, error) {
 		return tracer.Action{Drop: e.Datagram}, nil
 	},
-	sched.Restart: func(t *Trial, e faults.Effect) (tracer.Action, error) {
+	faults.ActRestart: func(t *Trial, e faults.Effect) (tracer.Action, error) {
 		t.restarts = append(t.restarts, e.Node)
 		return tracer.Action{}, nil
 	},
-	sched.OneWay:      applyCut,
-	sched.Link:        applyCut,
-	sched.Bipartition: applyCut,
-	sched.Power:       (*Trial).applyDisk,
-	sched.Corrupt:     (*Trial).applyDisk,
-	sched.IOError:     (*Trial).applyDisk,
-	sched.Stall:       (*Trial).applyDisk,
-	sched.Partition:   applyPartition,
-	sched.Heal:        applyHeal,
+	faults.ActCut:       applyCut,
+	faults.ActPower:     (*Trial).applyDisk,
+	faults.ActCorrupt:   (*Trial).applyDisk,
+	faults.ActIOError:   (*Trial).applyDisk,
+	faults.ActStall:     (*Trial).applyDisk,
+	faults.ActPartition: applyPartition,
+	faults.ActHeal:      applyHeal,
 }
 
 func applyCut(t *Trial, e faults.Effect) (tracer.Action, error) { return t.cutAction(e), nil }

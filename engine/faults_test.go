@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -55,9 +56,9 @@ func TestFaultCrashRestart(t *testing.T) {
 		at, restarted := -1, false
 		for i, rec := range recs {
 			switch {
-			case rec.Op.Kind == sched.Restart:
+			case rec.Op.Kind == faults.Restart:
 				restarted = true
-			case rec.Op.Kind == sched.Crash:
+			case rec.Op.Kind == faults.Crash:
 				at = i
 			case at >= 0 && strings.HasPrefix(rec.Op.LPID, "server/0"):
 				t.Fatalf("trial %d: %v of the crashed incarnation ran after the crash", r.Index, rec.Op.String())
@@ -90,7 +91,7 @@ func TestFaultPause(t *testing.T) {
 	for _, r := range sum.Results {
 		recs := traceRecords(t, r)
 		for i, rec := range recs {
-			if rec.Op.Kind != sched.Pause {
+			if rec.Op.Kind != faults.Pause {
 				continue
 			}
 			end := rec.VTime + rec.Op.Delay
@@ -125,10 +126,10 @@ func TestFaultPartition(t *testing.T) {
 		in := false
 		for _, rec := range traceRecords(t, r) {
 			switch rec.Op.Kind {
-			case sched.Partition:
+			case faults.Partition:
 				in = true
 				cuts++
-			case sched.Heal:
+			case faults.Heal:
 				in = false
 			case sched.Deliver, sched.Connect:
 				if in && !rec.Op.NonBlocking {
@@ -199,7 +200,7 @@ func TestFaultClock(t *testing.T) {
 	for _, r := range sum.Results {
 		var shift time.Duration
 		for _, rec := range traceRecords(t, r) {
-			if rec.Op.Kind == sched.ClockJump {
+			if rec.Op.Kind == faults.ClockJump {
 				shift += time.Duration(rec.Op.Delay)
 			}
 		}
@@ -251,7 +252,7 @@ func TestFaultClockSetBack(t *testing.T) {
 	for _, r := range sum.Results {
 		var moved, undone bool
 		for _, rec := range traceRecords(t, r) {
-			if rec.Op.Kind == sched.ClockJump {
+			if rec.Op.Kind == faults.ClockJump {
 				if rec.Auto {
 					undone = true
 				} else {
@@ -295,7 +296,7 @@ func TestFaultReset(t *testing.T) {
 	for _, r := range sum.Results {
 		var reset *sched.Op
 		for _, rec := range traceRecords(t, r) {
-			if rec.Op.Kind == sched.Reset {
+			if rec.Op.Kind == faults.Reset {
 				reset = &rec.Op
 			}
 		}
@@ -343,7 +344,7 @@ func TestFaultDrift(t *testing.T) {
 	for _, r := range sum.Results {
 		var ppm, at int64
 		for _, rec := range traceRecords(t, r) {
-			if rec.Op.Kind == sched.ClockDrift && !rec.Auto {
+			if rec.Op.Kind == faults.ClockDrift && !rec.Auto {
 				ppm, at = rec.Op.Delay, rec.VTime
 			}
 		}
@@ -494,8 +495,8 @@ func TestFaultBugCrashRestart(t *testing.T) {
 	first := firstClientFailure(t, sp, RunOptions{Trials: 100, Strategy: "pos", OutDir: out, StopOnFirst: true})
 	var crash, restart bool
 	for _, rec := range traceRecords(t, first) {
-		crash = crash || rec.Op.Kind == sched.Crash
-		restart = restart || (crash && rec.Op.Kind == sched.Restart)
+		crash = crash || rec.Op.Kind == faults.Crash
+		restart = restart || (crash && rec.Op.Kind == faults.Restart)
 	}
 	if !crash || !restart {
 		t.Fatalf("trial %d failed without a crash and a restart in its trace", first.Index)

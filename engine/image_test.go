@@ -11,9 +11,9 @@ import (
 
 	v1 "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/internal/ocitest"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
-	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -106,7 +106,7 @@ func TestImageNodes(t *testing.T) {
 		}
 		restarted := false
 		for _, rec := range traceRecords(t, r) {
-			restarted = restarted || rec.Op.Kind == sched.Restart
+			restarted = restarted || rec.Op.Kind == faults.Restart
 		}
 		starts := strings.Fields(string(out))
 		switch {

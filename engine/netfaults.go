@@ -20,7 +20,7 @@ import (
 // (what Cut sends to Rest only, when e.OneWay), and the tracer's books
 // that hold deliveries and FINs in the cut directions.
 func (t *Trial) cutAction(e faults.Effect) tracer.Action {
-	c := tracer.Cut{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), OneWay: e.OneWay, Heal: e.Kind == sched.Heal}
+	c := tracer.Cut{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), OneWay: e.OneWay, Heal: e.Act == faults.ActHeal}
 	if c.Heal {
 		c.Open = func() error {
 			if err := t.j.cluster.Heal(e.Cut, e.Rest); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -31,7 +32,7 @@ func readNetTrial(t *testing.T, r *TrialResult, kind sched.Kind) netTrial {
 		switch {
 		case rec.Op.Kind == kind && rec.Op.LPID == "fault":
 			nt.fault = i
-		case rec.Op.Kind == sched.Heal && nt.fault >= 0 && nt.heal == len(nt.recs):
+		case rec.Op.Kind == faults.Heal && nt.fault >= 0 && nt.heal == len(nt.recs):
 			nt.heal = i
 		case rec.Op.Kind == sched.Deliver:
 			src, _, _ := strings.Cut(rec.Op.Conn, ">")
@@ -72,14 +73,14 @@ func TestNetworkFaults(t *testing.T) {
 		check func(t *testing.T, nt netTrial) []string
 		want  []string
 	}{
-		{"oneway", sched.OneWay, checkOneWay, []string{"other way flows", "released at the heal"}},
-		{"link", sched.Link, checkLink, []string{"other links flow"}},
-		{"bipartition", sched.Bipartition, checkBipartition, []string{"isolate", "bridge", "bridge reaches both"}},
-		{"hold", sched.Hold, checkHold, []string{"other way flows", "released at the end"}},
-		{"slow", sched.Slow, checkSlow, []string{"other links flow", "slow link flows", "held a round"}},
-		{"hold-kind", sched.Hold, checkHoldKind, []string{"beats flow", "data released at the end", "other way flows"}},
-		{"probe", sched.Partition, checkProbe, []string{"aimed at the leader"}},
-		{"follow", sched.Partition, checkFollow, []string{"client follows s2", "client stays with s2"}},
+		{"oneway", faults.OneWay, checkOneWay, []string{"other way flows", "released at the heal"}},
+		{"link", faults.Link, checkLink, []string{"other links flow"}},
+		{"bipartition", faults.Bipartition, checkBipartition, []string{"isolate", "bridge", "bridge reaches both"}},
+		{"hold", faults.Hold, checkHold, []string{"other way flows", "released at the end"}},
+		{"slow", faults.Slow, checkSlow, []string{"other links flow", "slow link flows", "held a round"}},
+		{"hold-kind", faults.Hold, checkHoldKind, []string{"beats flow", "data released at the end", "other way flows"}},
+		{"probe", faults.Partition, checkProbe, []string{"aimed at the leader"}},
+		{"follow", faults.Partition, checkFollow, []string{"client follows s2", "client stays with s2"}},
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
 			sum := runFaultSpec(t, tc.spec, 10, true)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -68,7 +69,7 @@ func TestPlacementSpread(t *testing.T) {
 					case rec.Auto:
 					case k == sched.Advance:
 						delaysAt = append(delaysAt, time.Duration(rec.VTime))
-					case k.IsFault() && k != sched.Restart && k != sched.Heal:
+					case k.IsFault() && k != faults.Restart && k != faults.Heal:
 						faultsAt = append(faultsAt, time.Duration(rec.VTime))
 					}
 				}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/vclock"
@@ -55,6 +56,13 @@ func LoadTrace(path string) (*sched.Trace, error) {
 	t, err := sched.ReadTrace(bufio.NewReader(f))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range t.Records {
+		// sched reads any well-formed fault kind name; which exist is
+		// package faults' to say.
+		if k := t.Records[i].Op.Kind; k.IsFault() && !faults.Known(k) {
+			return nil, fmt.Errorf("%s: step %d: unknown fault kind %q (this lockstep knows %v)", path, t.Records[i].Step, k, faults.Kinds())
+		}
 	}
 	return t, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -108,7 +109,7 @@ func TestReplayEveryFault(t *testing.T) {
 					var steps []int
 					of := false
 					for i, rec := range traceRecords(t, r) {
-						if k := rec.Op.Kind; k.IsFault() && k != sched.Restart && k != sched.Heal && !rec.Auto {
+						if k := rec.Op.Kind; k.IsFault() && k != faults.Restart && k != faults.Heal && !rec.Auto {
 							steps = append(steps, i)
 							of = of || k == want
 						}
@@ -231,11 +232,11 @@ func TestReplayOverlappingFaults(t *testing.T) {
 					now := time.Duration(rec.VTime)
 					holds = slices.DeleteFunc(holds, func(end time.Duration) bool { return end <= now })
 					switch rec.Op.Kind {
-					case sched.Heal:
+					case faults.Heal:
 						cuts--
-					case sched.Hold:
+					case faults.Hold:
 						holds = append(holds, now+time.Duration(rec.Op.Delay))
-					case sched.Link, sched.Partition, sched.OneWay:
+					case faults.Link, faults.Partition, faults.OneWay:
 						cuts++
 					}
 					most = max(most, cuts+len(holds))

@@ -71,10 +71,11 @@ func spreadBy(s spec.SpreadBy) (faults.By, error) {
 	return by, nil
 }
 
-// faultKind is the op kind of a spec's fault kind: the kind of that name.
+// faultKind is the op kind of a spec's fault kind: the kind of that name,
+// which package faults must define.
 func faultKind(k spec.FaultKind) (sched.Kind, error) {
 	kind, err := sched.ParseKind(string(k))
-	if err != nil || !kind.IsFault() || !slices.Contains(spec.FaultKinds(), k) {
+	if err != nil || !faults.Known(kind) || !slices.Contains(spec.FaultKinds(), k) {
 		return sched.KindInvalid, fmt.Errorf("spec: fault kind %q is no fault the scheduler knows", k)
 	}
 	return kind, nil

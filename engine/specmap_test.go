@@ -53,6 +53,16 @@ func TestSpecVocabulary(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	for _, k := range faults.Kinds() {
+		// Every injection package faults defines has its spec keyword;
+		// recoveries follow them.
+		if k != faults.Restart && k != faults.Heal && !slices.Contains(spec.FaultKinds(), spec.FaultKind(k)) {
+			t.Errorf("fault kind %v: no spec keyword (spec/faults.go)", k)
+		}
+	}
+	if _, err := faultKind(spec.FaultKind(faults.Restart)); err == nil {
+		t.Error("a spec may name restart, a recovery")
+	}
 	for _, d := range []spec.ClockDirection{spec.ClockBoth, spec.ClockForward, spec.ClockBackward} {
 		if got, ok := faults.ParseDirection(string(d)); !ok || got.String() != string(d) {
 			t.Errorf("clock direction %q: %v, %v", d, got, ok)
@@ -122,15 +132,15 @@ limits: {virtual_time: 60s}
 		want         faults.Plan
 	}{
 		{"none", "", faults.Plan{}},
-		{"defaults", "faults: {kinds: [crash]}", with(func(p *faults.Plan) { p.Kinds = []sched.Kind{sched.Crash} })},
+		{"defaults", "faults: {kinds: [crash]}", with(func(p *faults.Plan) { p.Kinds = []sched.Kind{faults.Crash} })},
 		{"kinds in order, once", "faults: {kinds: [drift, clock, crash, bridge, bipartition, oneway, link, hold, pause, reset, drop, partition, crash]}",
 			with(func(p *faults.Plan) {
-				p.Kinds = []sched.Kind{sched.ClockDrift, sched.ClockJump, sched.Crash, sched.Bipartition, sched.OneWay, sched.Link,
-					sched.Hold, sched.Pause, sched.Reset, sched.Drop, sched.Partition}
+				p.Kinds = []sched.Kind{faults.ClockDrift, faults.ClockJump, faults.Crash, faults.Bipartition, faults.OneWay, faults.Link,
+					faults.Hold, faults.Pause, faults.Reset, faults.Drop, faults.Partition}
 				p.Shapes = []string{faults.ShapeIsolate, faults.ShapeMinority, faults.ShapeBridge}
 			})},
 		{"bridge alone", "faults: {kinds: [bridge]}", with(func(p *faults.Plan) {
-			p.Kinds, p.Shapes = []sched.Kind{sched.Bipartition}, []string{faults.ShapeBridge}
+			p.Kinds, p.Shapes = []sched.Kind{faults.Bipartition}, []string{faults.ShapeBridge}
 		})},
 		{"every field", `faults:
   kinds: [clock, partition]
@@ -147,13 +157,13 @@ limits: {virtual_time: 60s}
   undo_clock: false
   groups: [[s1, c1]]
   target: {probe: [/bin/echo, s1]}
-`, faults.Plan{Kinds: []sched.Kind{sched.ClockJump, sched.Partition}, Nodes: []string{"s1", "s2"}, Budget: 3,
+`, faults.Plan{Kinds: []sched.Kind{faults.ClockJump, faults.Partition}, Nodes: []string{"s1", "s2"}, Budget: 3,
 			From: time.Second, Until: 20 * time.Second, Spread: true, MaxPause: 2 * time.Second, MaxOutage: 4 * time.Second,
 			MaxClockJump: 30 * time.Second, MaxDrift: 50_000, MaxHold: 500 * time.Millisecond, ClockDirection: faults.Backward,
 			KeepClock: true, Groups: [][]string{{"s1", "c1"}}, Probe: []string{"/bin/echo", "s1"}, Disk: diskDefaults}},
 		{"follow, unspread", "faults: {kinds: [oneway], groups: follow, until: 9s, spread: false, clock_direction: forward}",
 			with(func(p *faults.Plan) {
-				p.Kinds, p.Follow, p.Until, p.ClockDirection = []sched.Kind{sched.OneWay}, true, 9*time.Second, faults.Forward
+				p.Kinds, p.Follow, p.Until, p.ClockDirection = []sched.Kind{faults.OneWay}, true, 9*time.Second, faults.Forward
 			})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

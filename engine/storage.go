@@ -7,7 +7,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/disk"
 	"github.com/lockstep-dev/lockstep/faults"
-	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
@@ -40,7 +39,7 @@ func (t *Trial) diskFor(n spec.Node) (tracer.Disk, error) {
 		t.disk.books = map[string]*disk.Books{}
 	}
 	b := disk.New(paths, tracer.TrialPath, t.j.faults.Disk.Names == faults.NamesJournal)
-	b.SetReads(slices.Contains(t.j.faults.Kinds, sched.IOError) && slices.Contains(t.j.faults.Disk.IOCalls, "read"))
+	b.SetReads(slices.Contains(t.j.faults.Kinds, faults.IOError) && slices.Contains(t.j.faults.Disk.IOCalls, "read"))
 	t.disk.books[n.Name] = b
 	return b, nil
 }
@@ -74,23 +73,23 @@ func (t *Trial) applyDisk(e faults.Effect) (tracer.Action, error) {
 	if b == nil {
 		return tracer.Action{}, fmt.Errorf("storage fault %v on node %s, which keeps no books of its data", e.Kind, e.Node)
 	}
-	switch e.Kind {
-	case sched.Power:
+	switch e.Act {
+	case faults.ActPower:
 		t.disk.cut, t.disk.rec = &e, rec
 		return tracer.Action{Crash: e.Node}, nil
-	case sched.Corrupt:
+	case faults.ActCorrupt:
 		what, err := b.Corrupt(e.Disk, e.Pick)
 		if err != nil {
 			return t.stop(Error, e.Node, "corrupting node %s's data: %v", e.Node, err)
 		}
 		t.hit(rec)(what)
-	case sched.IOError:
+	case faults.ActIOError:
 		errno := syscall.EIO
 		if e.Disk == "ENOSPC" {
 			errno = syscall.ENOSPC
 		}
 		b.Arm(e.Call, errno, 0, t.hit(rec))
-	case sched.Stall:
+	case faults.ActStall:
 		b.Arm("", 0, e.Stall, t.hit(rec))
 	}
 	return tracer.Action{}, nil

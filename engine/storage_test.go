@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -103,7 +104,7 @@ func TestFaultPower(t *testing.T) {
 				if got := lines[len(lines)-1]; got != tc.want {
 					t.Errorf("trial %d: after the power cut %q, want %q", r.Index, got, tc.want)
 				}
-				rec := faultRecord(t, r, sched.Power)
+				rec := faultRecord(t, r, faults.Power)
 				if want := "kept 0 of 2 unsynced changes"; tc.persist == "none" && rec.Op.Hit != want {
 					t.Errorf("trial %d: the power cut %q, want %q", r.Index, rec.Op.Hit, want)
 				}
@@ -138,7 +139,7 @@ func TestFaultCorrupt(t *testing.T) {
 			sum := runDisk(t, sp, 4)
 			files := diskLogFiles()
 			for _, r := range sum.Results {
-				rec := faultRecord(t, r, sched.Corrupt)
+				rec := faultRecord(t, r, faults.Corrupt)
 				var name string
 				if m := flip.FindStringSubmatch(rec.Op.Hit); how == "flip" && m != nil {
 					name = m[3]
@@ -205,7 +206,7 @@ func TestFaultIOError(t *testing.T) {
 				if ms[0][1] != "5" {
 					t.Errorf("trial %d: %s %s failed, want 5 (the first after the fault)", r.Index, tc.call, ms[0][1])
 				}
-				rec := faultRecord(t, r, sched.IOError)
+				rec := faultRecord(t, r, faults.IOError)
 				if want := tc.call; tc.call == "read" {
 					want = "pread64"
 					if !strings.HasPrefix(rec.Op.Hit, want+" of s1/db/log failed with "+tc.errno) {
@@ -231,7 +232,7 @@ func TestFaultStall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := faultRecord(t, r, sched.Stall)
+		rec := faultRecord(t, r, faults.Stall)
 		ms := re.FindAllStringSubmatch(string(out), -1)
 		d := time.Duration(rec.Op.Delay)
 		if len(ms) != 1 || ms[0][1] != "5" || ms[0][2] != strconv.FormatInt(d.Milliseconds(), 10) {
@@ -338,7 +339,7 @@ func TestReplayStorageFaultsBackToBack(t *testing.T) {
 			for _, r := range sum.Results {
 				n := 0
 				for _, rec := range traceRecords(t, r) {
-					if rec.Op.Kind.IsFault() && !rec.Auto && rec.Op.Kind != sched.Restart {
+					if rec.Op.Kind.IsFault() && !rec.Auto && rec.Op.Kind != faults.Restart {
 						n++
 					}
 				}

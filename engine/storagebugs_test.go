@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -22,9 +23,9 @@ func TestFaultBugsStorage(t *testing.T) {
 		fault    sched.Kind // in every failing trace
 		crash    bool       // spec-crash.yaml: the same window with crashes, which must pass
 	}{
-		{"power-1", "power1", sched.Power, true},
-		{"rename-1", "rename1", sched.Power, true},
-		{"corrupt-1", "corrupt1", sched.Corrupt, false},
+		{"power-1", "power1", faults.Power, true},
+		{"rename-1", "rename1", faults.Power, true},
+		{"corrupt-1", "corrupt1", faults.Corrupt, false},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			if _, err := os.Stat(repoPath("testdata", "bin", "bugs", tc.bug, tc.bin)); err != nil {

@@ -252,7 +252,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		Logger:     j.log,
 		Zygote:     j.zygote,
 		Images:     j.images,
-		Socks:      slices.Contains(j.faults.Kinds, sched.Reset) || j.faults.Follow,
+		Socks:      j.faults.Needs(faults.NeedSocks) || j.faults.Follow,
 		Serialize:  true,
 	})
 	defer tr.Close()
@@ -273,9 +273,9 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		plan := j.faults
 		plan.Expect = p.expect.Faults
 		t.faults = faults.New(plan, names, p.seed)
-		t.drops = slices.Contains(j.faults.Kinds, sched.Drop)
-		t.holds = slices.Contains(j.faults.Kinds, sched.Hold)
-		t.corrupts = slices.Contains(j.faults.Kinds, sched.Corrupt)
+		t.drops = j.faults.Needs(faults.NeedDatagrams)
+		t.holds = j.faults.Needs(faults.NeedConns)
+		t.corrupts = j.faults.Needs(faults.NeedDataFiles)
 		if len(j.faults.Probe) > 0 {
 			t.faults.Aim = t.aimer()
 		}
@@ -465,7 +465,7 @@ func (t *Trial) record(op sched.Op, auto bool) {
 // (faultAppliers), or nothing for a kind the injector carries out alone (a
 // hold or a slow link holds deliveries back through Holds).
 func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
-	if apply := faultAppliers[e.Kind]; apply != nil {
+	if apply := faultAppliers[e.Act]; apply != nil {
 		return apply(t, e)
 	}
 	return tracer.Action{}, nil
@@ -681,7 +681,7 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 			return tracer.Action{}, err
 		}
 		rec := *op
-		if op.Kind == sched.Partition {
+		if op.Kind == faults.Partition {
 			// For show: the whole side cut off (a group), as its heal names it.
 			rec.Peer = strings.Join(e.Cut, ",")
 		}

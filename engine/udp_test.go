@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
@@ -67,7 +68,7 @@ func TestFaultDrop(t *testing.T) {
 	for _, r := range sum.Results {
 		var drop *sched.Op
 		for _, rec := range traceRecords(t, r) {
-			if rec.Op.Kind == sched.Drop {
+			if rec.Op.Kind == faults.Drop {
 				drop = &rec.Op
 			}
 		}

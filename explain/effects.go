@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -78,7 +79,7 @@ func effects(recs []sched.Record, at int, without []sched.Record, sp *spec.Spec,
 	f := &recs[at].Op
 	cut := map[string]bool{}
 	group := f.Node
-	if f.Kind == sched.Partition && f.Peer != "" {
+	if f.Kind == faults.Partition && f.Peer != "" {
 		group = f.Peer
 	}
 	for _, n := range strings.Split(group, ",") {
@@ -88,7 +89,7 @@ func effects(recs []sched.Record, at int, without []sched.Record, sp *spec.Spec,
 	end := len(recs)
 	for j := at + 1; j < len(recs); j++ {
 		o := &recs[j].Op
-		if (o.Kind == sched.Heal || o.Kind == sched.Restart) && strings.Contains(","+o.Node+",", ","+f.Node+",") {
+		if (o.Kind == faults.Heal || o.Kind == faults.Restart) && strings.Contains(","+o.Node+",", ","+f.Node+",") {
 			end = j
 			break
 		}
@@ -132,7 +133,7 @@ func effects(recs []sched.Record, at int, without []sched.Record, sp *spec.Spec,
 		held = append(held, j)
 	}
 	how := "held by the cut"
-	if f.Kind != sched.Partition {
+	if f.Kind != faults.Partition {
 		how = "sent while " + f.Node + " was down"
 	}
 	heldEv := func(j int) Event {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -68,7 +69,7 @@ func (p *prefix) Extra(now time.Duration, choices []*sched.Op) []*sched.Op {
 		if time.Duration(w.At) <= now {
 			return nil
 		}
-	case sched.Crash, sched.Partition, sched.Pause, sched.ClockJump, sched.ClockDrift:
+	case faults.Crash, faults.Partition, faults.Pause, faults.ClockJump, faults.ClockDrift:
 	default:
 		return nil
 	}
@@ -96,7 +97,7 @@ func (p *prefix) Next(enabled []*sched.Op) (int, error) {
 // sameOp is replay's identity: the same process, kind, call site, object,
 // syscall and target.
 func sameOp(a, b *sched.Op) bool {
-	return sched.SameOnProcess(a, b) && (a.Kind != sched.Pause || a.Delay == b.Delay)
+	return sched.SameOnProcess(a, b) && (a.Kind != faults.Pause || a.Delay == b.Delay)
 }
 
 // curve measures the failure probability after prefixes of recs: first at

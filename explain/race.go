@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -152,7 +153,7 @@ func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched
 			if ok && (w.before >= 0 || w.after >= 0) {
 				r.Effects = effects(recs, at, w.recs, sp, syms)
 				var serr error
-				if d.Op.Kind == sched.Power || d.Op.Kind == sched.Corrupt {
+				if d.Op.Kind == faults.Power || d.Op.Kind == faults.Corrupt {
 					r.Storage, serr = e.storage(ctx, i, min, at, recs, syms)
 				}
 				fillWindow(&r, d, at, &w, recs, keys, syms)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -45,7 +46,7 @@ func (e *explainer) storage(ctx context.Context, i int, set []sched.Decision, at
 	d := set[i]
 	st := &Storage{Draw: d.Op.Disk, Hit: recs[at].Op.Hit}
 	switch d.Op.Kind {
-	case sched.Power:
+	case faults.Power:
 		st.Draw = "persist " + d.Op.Disk
 		if d.Op.Disk == "all" {
 			return st, nil
@@ -58,10 +59,10 @@ func (e *explainer) storage(ctx context.Context, i int, set []sched.Decision, at
 		}
 		got := failureOf(res)
 		st.AllOutcome, st.DrawDecides = got.String(), got.undoes(e.want)
-	case sched.Corrupt:
+	case faults.Corrupt:
 		node := d.Op.Node
 		for j := at - 1; j >= 0; j-- {
-			if o := &recs[j].Op; o.Node == node && (o.Kind == sched.Crash || o.Kind == sched.Power) {
+			if o := &recs[j].Op; o.Node == node && (o.Kind == faults.Crash || o.Kind == faults.Power) {
 				ev := event(&recs[j], syms)
 				st.Down = &ev
 				break
@@ -69,7 +70,7 @@ func (e *explainer) storage(ctx context.Context, i int, set []sched.Decision, at
 		}
 		up := -1
 		for j := at + 1; j < len(recs); j++ {
-			if o := &recs[j].Op; o.Node == node && o.Kind == sched.Restart {
+			if o := &recs[j].Op; o.Node == node && o.Kind == faults.Restart {
 				ev := event(&recs[j], syms)
 				st.Up, up = &ev, j
 				break

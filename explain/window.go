@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -251,7 +252,7 @@ func effectsText(ef *Effects, fault string) string {
 	}
 	if len(ef.Held) > 0 {
 		verb := " is held by the cut"
-		if fault != sched.Partition.String() {
+		if fault != faults.Partition.String() {
 			verb = " goes to a node that is down"
 		}
 		parts = append(parts, message(ef.Held[0])+verb)

@@ -14,8 +14,8 @@ import (
 
 // Plan is what a spec allows (spec section `faults`).
 type Plan struct {
-	// Kinds are the injections offered: sched.Crash, sched.Partition,
-	// sched.Pause, sched.ClockJump, sched.Reset. Recoveries (restart after a crash, heal after a
+	// Kinds are the injections offered (Crash, Partition, Pause, ...:
+	// Kinds() lists them). Recoveries (restart after a crash, heal after a
 	// partition) are offered whenever there is something to recover.
 	Kinds []sched.Kind
 	// Nodes may be crashed, paused or cut off.
@@ -137,6 +137,8 @@ func (p Plan) Enabled() bool { return p.Budget > 0 && len(p.Kinds) > 0 && len(p.
 // Effect is what the engine must do for a chosen fault.
 type Effect struct {
 	Kind sched.Kind
+	// Act is how the engine carries the fault out (the kind's mechanism).
+	Act  Act
 	Node string // crash, restart, pause: the node
 	// Cut and Rest are the two sides of a partition or heal.
 	Cut, Rest []string
@@ -318,12 +320,12 @@ func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 	}
 	for _, n := range in.all {
 		if in.crashed[n] && now >= in.until["restart:"+n] {
-			out = append(out, in.recovery(sched.Restart, n))
+			out = append(out, in.recovery(Restart, n))
 		}
 	}
 	for _, c := range in.cuts {
 		if now >= in.until["heal:"+c.name] {
-			out = append(out, in.recovery(sched.Heal, c.name))
+			out = append(out, in.recovery(Heal, c.name))
 		}
 	}
 	return out
@@ -398,7 +400,7 @@ type candidate struct {
 func (in *Injector) draw() *sched.Op {
 	var cs []candidate
 	for _, k := range in.plan.Kinds {
-		if k == sched.Corrupt {
+		if k == Corrupt {
 			continue // offered while a node is down (corruptOffer)
 		}
 		for _, n := range in.plan.Nodes {
@@ -441,9 +443,9 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 			return Effect{}, err
 		}
 	}
-	e := Effect{Kind: o.Kind, Node: o.Node}
 	d, ok := kindDefs[o.Kind]
-	if !ok || d.chose == nil {
+	e := Effect{Kind: o.Kind, Act: d.act, Node: o.Node}
+	if !ok {
 		return e, fmt.Errorf("faults: %v is not a fault op", o.Kind)
 	}
 	if err := d.chose(in, o, now, &e); err != nil {
@@ -481,7 +483,7 @@ func (in *Injector) Recover() []Effect {
 	in.offer, in.offerCorrupt = nil, nil
 	var out []Effect
 	for _, c := range in.cuts {
-		out = append(out, Effect{Kind: sched.Heal, Node: c.name, Cut: c.a, Rest: c.b, OneWay: c.oneway})
+		out = append(out, Effect{Kind: Heal, Act: ActHeal, Node: c.name, Cut: c.a, Rest: c.b, OneWay: c.oneway})
 	}
 	in.cuts = nil
 	in.offerCut = nil
@@ -489,16 +491,16 @@ func (in *Injector) Recover() []Effect {
 	clear(in.own)
 	for _, n := range in.all {
 		if in.crashed[n] {
-			out = append(out, Effect{Kind: sched.Restart, Node: n})
+			out = append(out, Effect{Kind: Restart, Act: ActRestart, Node: n})
 			delete(in.crashed, n)
 		}
 	}
 	for _, n := range in.all {
 		if in.drifts[n] {
-			out = append(out, Effect{Kind: sched.ClockDrift, Node: n})
+			out = append(out, Effect{Kind: ClockDrift, Act: ActDrift, Node: n})
 		}
 		if d := in.skew[n]; d != 0 && !in.plan.KeepClock {
-			out = append(out, Effect{Kind: sched.ClockJump, Node: n, Shift: -d})
+			out = append(out, Effect{Kind: ClockJump, Act: ActClock, Node: n, Shift: -d})
 		}
 	}
 	clear(in.drifts)

@@ -24,7 +24,7 @@ func addrs(a netip.Addr) string {
 // The injection on offer stays the same op until chosen, its kind and
 // target come from the seed, and the budget ends the offers.
 func TestOfferAndBudget(t *testing.T) {
-	in := newEager(plan(sched.Crash, sched.Partition, sched.Pause), nodes, 1)
+	in := newEager(plan(Crash, Partition, Pause), nodes, 1)
 	a := in.Offer(0, Targets{})
 	if len(a) != 1 || a[0].LPID != "fault" || !a[0].Kind.IsFault() {
 		t.Fatalf("offer %v", a)
@@ -36,16 +36,16 @@ func TestOfferAndBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range in.Offer(0, Targets{}) {
-		if o.Kind == sched.Crash || o.Kind == sched.Partition || o.Kind == sched.Pause {
+		if o.Kind == Crash || o.Kind == Partition || o.Kind == Pause {
 			t.Fatalf("budget spent, still offered %v", o)
 		}
 	}
 	kinds := map[sched.Kind]bool{}
 	targets := map[string]bool{}
 	for seed := int64(0); seed < 60; seed++ {
-		o := newEager(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, Targets{})[0]
+		o := newEager(plan(Crash, Partition, Pause), nodes, seed).Offer(0, Targets{})[0]
 		kinds[o.Kind], targets[o.Node] = true, true
-		if again := newEager(plan(sched.Crash, sched.Partition, sched.Pause), nodes, seed).Offer(0, Targets{})[0]; *again != *o {
+		if again := newEager(plan(Crash, Partition, Pause), nodes, seed).Offer(0, Targets{})[0]; *again != *o {
 			t.Fatalf("seed %d: %v then %v", seed, o, again)
 		}
 	}
@@ -55,7 +55,7 @@ func TestOfferAndBudget(t *testing.T) {
 }
 
 func TestWindow(t *testing.T) {
-	p := plan(sched.Crash)
+	p := plan(Crash)
 	p.From, p.Until = 100*ms, 200*ms
 	in := newEager(p, nodes, 1)
 	for _, tt := range []struct {
@@ -71,17 +71,17 @@ func TestWindow(t *testing.T) {
 // A crash offers its restart; the quiet period restarts and heals what is
 // still down and ends every offer.
 func TestCrashRestartQuiet(t *testing.T) {
-	p := plan(sched.Crash)
+	p := plan(Crash)
 	p.Budget = 2
 	in := newEager(p, nodes, 3)
 	c := in.Offer(0, Targets{})[0]
 	e, err := in.Chose(c, 0)
-	if err != nil || e.Kind != sched.Crash || !in.Crashed(c.Node) {
+	if err != nil || e.Kind != Crash || !in.Crashed(c.Node) {
 		t.Fatalf("crash: %v %v", e, err)
 	}
 	var restart *sched.Op
 	for _, o := range in.Offer(0, Targets{}) {
-		if o.Kind == sched.Restart {
+		if o.Kind == Restart {
 			restart = o
 		}
 	}
@@ -95,7 +95,7 @@ func TestCrashRestartQuiet(t *testing.T) {
 		t.Fatal("quiet period not due exactly at Until")
 	}
 	rec := in.Recover()
-	if len(rec) != 1 || rec[0].Kind != sched.Restart || rec[0].Node != c.Node || in.Crashed(c.Node) {
+	if len(rec) != 1 || rec[0].Kind != Restart || rec[0].Node != c.Node || in.Crashed(c.Node) {
 		t.Fatalf("recover: %v", rec)
 	}
 	if o := in.Offer(p.Until, Targets{}); len(o) != 0 {
@@ -106,8 +106,8 @@ func TestCrashRestartQuiet(t *testing.T) {
 // A partition holds deliveries and connects across the cut, both ways, and
 // nothing else; a pause holds its node's own ops until it ends.
 func TestHolds(t *testing.T) {
-	in := newEager(plan(sched.Partition), nodes, 1)
-	part := &sched.Op{ID: 1 << 60, LPID: "fault", Kind: sched.Partition, Node: "s1", Object: "node:s1"}
+	in := newEager(plan(Partition), nodes, 1)
+	part := &sched.Op{ID: 1 << 60, LPID: "fault", Kind: Partition, Node: "s1", Object: "node:s1"}
 	e, err := in.Chose(part, 0)
 	if err != nil || len(e.Cut) != 1 || e.Cut[0] != "s1" || len(e.Rest) != 3 {
 		t.Fatalf("partition effect %+v %v", e, err)
@@ -130,7 +130,7 @@ func TestHolds(t *testing.T) {
 		}
 	}
 	heal := in.Offer(0, Targets{})
-	if len(heal) != 1 || heal[0].Kind != sched.Heal {
+	if len(heal) != 1 || heal[0].Kind != Heal {
 		t.Fatalf("offers while cut: %v", heal)
 	}
 	if _, err := in.Chose(heal[0], 0); err != nil {
@@ -140,7 +140,7 @@ func TestHolds(t *testing.T) {
 		t.Fatal("healed, still held")
 	}
 
-	in = newEager(plan(sched.Pause), nodes, 1)
+	in = newEager(plan(Pause), nodes, 1)
 	pause := in.Offer(0, Targets{})[0]
 	if pause.Delay < int64(100*ms) || pause.Delay > int64(time.Second) {
 		t.Fatalf("pause of %v, want 100ms..1s", time.Duration(pause.Delay))
@@ -165,7 +165,7 @@ func TestHolds(t *testing.T) {
 // A crash or partition lasts the outage drawn with it before its recovery
 // is offered, and the end of the outage is a deadline the clock can jump to.
 func TestOutage(t *testing.T) {
-	for _, kind := range []sched.Kind{sched.Crash, sched.Partition} {
+	for _, kind := range []sched.Kind{Crash, Partition} {
 		p := plan(kind)
 		p.MaxOutage = 2 * time.Second
 		in := newEager(p, nodes, 5)
@@ -184,7 +184,7 @@ func TestOutage(t *testing.T) {
 		if got, ok := in.Deadline(100 * ms); !ok || got != end {
 			t.Fatalf("%v: deadline %v %v, want the outage's end %v", kind, got, ok, end)
 		}
-		if offers := in.Offer(end, Targets{}); len(offers) != 1 || (offers[0].Kind != sched.Restart && offers[0].Kind != sched.Heal) {
+		if offers := in.Offer(end, Targets{}); len(offers) != 1 || (offers[0].Kind != Restart && offers[0].Kind != Heal) {
 			t.Fatalf("%v: at the outage's end: %v", kind, offers)
 		}
 	}
@@ -193,10 +193,10 @@ func TestOutage(t *testing.T) {
 // A partition that cuts off a node in a group cuts off the whole group:
 // the client beside the server still reaches it, the others do not.
 func TestPartitionGroup(t *testing.T) {
-	p := plan(sched.Partition)
+	p := plan(Partition)
 	p.Groups = [][]string{{"s1", "client"}}
 	in := newEager(p, nodes, 1)
-	part := &sched.Op{ID: 1 << 60, LPID: "fault", Kind: sched.Partition, Node: "s1", Object: "node:s1", Delay: int64(time.Second)}
+	part := &sched.Op{ID: 1 << 60, LPID: "fault", Kind: Partition, Node: "s1", Object: "node:s1", Delay: int64(time.Second)}
 	e, err := in.Chose(part, 0)
 	if err != nil || len(e.Cut) != 2 || e.Cut[0] != "s1" || e.Cut[1] != "client" || len(e.Rest) != 2 {
 		t.Fatalf("partition effect %+v %v", e, err)
@@ -218,7 +218,7 @@ func TestPartitionGroup(t *testing.T) {
 		t.Fatalf("offers before the outage ended: %v", early)
 	}
 	heal := in.Offer(time.Second, Targets{})
-	if len(heal) != 1 || heal[0].Kind != sched.Heal {
+	if len(heal) != 1 || heal[0].Kind != Heal {
 		t.Fatalf("offers once the outage ended: %v", heal)
 	}
 	if e, err := in.Chose(heal[0], time.Second); err != nil || len(e.Cut) != 2 {
@@ -235,14 +235,14 @@ func TestReset(t *testing.T) {
 		{Node: "s1", Object: "sock:s1/0/fd6", Conn: "10.0.0.1:7000>10.0.0.4:40002"},
 		{Node: "s2", Object: "sock:s2/0/fd5", Conn: "10.0.0.2:7000>10.0.0.4:40003"},
 	}
-	if o := newEager(plan(sched.Reset), nodes, 1).Offer(0, Targets{}); len(o) != 0 {
+	if o := newEager(plan(Reset), nodes, 1).Offer(0, Targets{}); len(o) != 0 {
 		t.Fatalf("reset offered with no connection: %v", o)
 	}
 	picked := map[string]bool{}
 	for seed := int64(0); seed < 40; seed++ {
-		in := newEager(plan(sched.Reset), nodes, seed)
+		in := newEager(plan(Reset), nodes, seed)
 		o := in.Offer(0, Targets{Socks: socks})
-		if len(o) != 1 || o[0].Kind != sched.Reset {
+		if len(o) != 1 || o[0].Kind != Reset {
 			t.Fatalf("seed %d: offer %v", seed, o)
 		}
 		i := slices.IndexFunc(socks, func(s Sock) bool { return s.Object == o[0].Object })
@@ -250,7 +250,7 @@ func TestReset(t *testing.T) {
 			t.Fatalf("seed %d: %+v names no socket of its node", seed, *o[0])
 		}
 		picked[o[0].Object] = true
-		if again := newEager(plan(sched.Reset), nodes, seed).Offer(0, Targets{Socks: socks})[0]; *again != *o[0] {
+		if again := newEager(plan(Reset), nodes, seed).Offer(0, Targets{Socks: socks})[0]; *again != *o[0] {
 			t.Fatalf("seed %d: %v then %v", seed, o[0], again)
 		}
 		// The socket closes: the offer moves to another one.
@@ -259,7 +259,7 @@ func TestReset(t *testing.T) {
 			t.Fatalf("seed %d: offered %v after its socket closed", seed, n)
 		}
 		e, err := in.Chose(in.Offer(0, Targets{Socks: socks})[0], 0)
-		if err != nil || e.Kind != sched.Reset || e.Sock == "" {
+		if err != nil || e.Kind != Reset || e.Sock == "" {
 			t.Fatalf("seed %d: effect %+v, %v", seed, e, err)
 		}
 		if o := in.Offer(0, Targets{Socks: socks}); len(o) != 0 {
@@ -274,7 +274,7 @@ func TestReset(t *testing.T) {
 // A drift's rate lies within a tenth of the bound to all of it, either way,
 // and the quiet period ends it.
 func TestDriftBounds(t *testing.T) {
-	p := plan(sched.ClockDrift)
+	p := plan(ClockDrift)
 	p.MaxDrift = 50_000
 	signs := map[bool]bool{}
 	for seed := int64(0); seed < 40; seed++ {
@@ -289,14 +289,14 @@ func TestDriftBounds(t *testing.T) {
 			t.Fatalf("seed %d: effect %+v, %v", seed, e, err)
 		}
 		rec := in.Recover()
-		if len(rec) != 1 || rec[0].Kind != sched.ClockDrift || rec[0].Drift != 0 || rec[0].Node != o.Node {
+		if len(rec) != 1 || rec[0].Kind != ClockDrift || rec[0].Drift != 0 || rec[0].Node != o.Node {
 			t.Fatalf("seed %d: recoveries %+v, want the drift ended", seed, rec)
 		}
 	}
 	if len(signs) != 2 {
 		t.Fatal("drifts went one way only")
 	}
-	if o := newEager(plan(sched.ClockDrift), nodes, 1).Offer(0, Targets{}); len(o) != 0 {
+	if o := newEager(plan(ClockDrift), nodes, 1).Offer(0, Targets{}); len(o) != 0 {
 		t.Fatalf("drift offered with no bound: %v", o)
 	}
 }
@@ -313,9 +313,9 @@ func newEager(plan Plan, all []string, seed int64) *Injector {
 // over the window, and the next trigger is a deadline the clock may jump
 // to.
 func TestTriggers(t *testing.T) {
-	p := plan(sched.Crash)
+	p := plan(Crash)
 	p.From, p.Until, p.Budget, p.Spread = time.Second, 11*time.Second, 2, true
-	if in := New(plan(sched.Crash), nodes, 1); in.place != nil || len(in.Offer(0, Targets{})) != 1 {
+	if in := New(plan(Crash), nodes, 1); in.place != nil || len(in.Offer(0, Targets{})) != 1 {
 		t.Fatalf("a plan not spread has triggers %v", in.place)
 	}
 	var tenths [10]int
@@ -371,7 +371,7 @@ func TestClockDirection(t *testing.T) {
 		{Forward, false, true, false, true},
 		{Backward, true, false, true, false},
 	} {
-		p := plan(sched.ClockJump, sched.ClockDrift)
+		p := plan(ClockJump, ClockDrift)
 		p.MaxClockJump, p.MaxDrift, p.ClockDirection, p.KeepClock = time.Second, 1000, tt.dir, tt.keep
 		fwd, bwd := false, false
 		for seed := int64(0); seed < 50; seed++ {
@@ -387,9 +387,9 @@ func TestClockDirection(t *testing.T) {
 			}
 			undone := false
 			for _, e := range in.Recover() {
-				undone = undone || e.Kind == sched.ClockJump
+				undone = undone || e.Kind == ClockJump
 			}
-			if o.Kind == sched.ClockJump && undone != tt.wantUndone {
+			if o.Kind == ClockJump && undone != tt.wantUndone {
 				t.Errorf("%v keep=%v: quiet period undid the jump: %v", tt.dir, tt.keep, undone)
 			}
 		}
@@ -410,12 +410,12 @@ func TestInLull(t *testing.T) {
 		wakes  bool
 		take   bool
 	}{
-		{sched.Crash, true, 3 * time.Second, true, true},
-		{sched.Pause, true, 0, false, true},
-		{sched.Crash, false, 3 * time.Second, true, false},
-		{sched.Partition, true, 3 * time.Second, true, false},
-		{sched.Partition, true, 20 * time.Second, true, true},
-		{sched.Partition, true, 0, false, true},
+		{Crash, true, 3 * time.Second, true, true},
+		{Pause, true, 0, false, true},
+		{Crash, false, 3 * time.Second, true, false},
+		{Partition, true, 3 * time.Second, true, false},
+		{Partition, true, 20 * time.Second, true, true},
+		{Partition, true, 0, false, true},
 	} {
 		p := plan(tt.kind)
 		p.Spread = tt.spread

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -10,9 +11,9 @@ import (
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
-// kindDef is what the injector does with one fault kind: a new kind is its
-// entry in kindDefs (and its functions, in a file of their own), not a case
-// in a switch.
+// kindDef is what the injector does with one fault kind: a new kind is
+// its constant and its entry, defined in a file of its own (define, from
+// that file's init), not a case in a switch.
 type kindDef struct {
 	// possible says whether an injection of the kind on o.Node still makes
 	// sense. Nil: never drawn (a recovery).
@@ -21,6 +22,12 @@ type kindDef struct {
 	detail func(in *Injector, o *sched.Op)
 	// chose applies the chosen op at now and fills what the engine must do.
 	chose func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error
+	// act is the mechanism by which the engine carries the kind out
+	// (Effect.Act); ActNone when the injector does it alone (holds).
+	act Act
+	// needs are the targets the engine must gather at each step for the
+	// kind (Plan.Needs).
+	needs Need
 	// onTraffic says the kind acts on messages in flight: a spread plan
 	// does not take it alone in a lull, where there are none (InLull).
 	onTraffic bool
@@ -36,17 +43,122 @@ type kindDef struct {
 	deadline func(in *Injector, now time.Duration) (time.Duration, bool)
 }
 
-// kindDefs are the fault kinds the injector knows, by op kind.
-var kindDefs = map[sched.Kind]kindDef{
-	sched.Crash: {possible: possibleUp, detail: detailOutage, chose: choseCrash},
-	sched.Pause: {possible: possibleUp, detail: detailPause, chose: chosePause},
-	sched.Partition: {
+// Act is how the engine carries out a chosen fault: the tracer or
+// firewall mechanism it uses. Kinds share mechanisms (every cut of the
+// network is ActCut), so a new kind that reuses one needs no line in the
+// engine.
+type Act uint8
+
+const (
+	// ActNone: the injector carries the fault out alone, holding ops back
+	// (a pause, a hold, a slow link).
+	ActNone Act = iota
+	ActCrash
+	ActRestart
+	ActClock // move Node's wall clock by Effect.Shift
+	ActDrift // make Node's wall clock run at Effect.Drift
+	ActReset // abort the connection Effect.Sock
+	ActDrop  // discard the datagram Effect.Datagram
+	// ActCut puts up a cut in the tracer and the firewall (one-way, link,
+	// bipartition; Effect.Cut, Rest, OneWay).
+	ActCut
+	// ActPartition firewalls a partition once the connections across it
+	// have acknowledged what they received.
+	ActPartition
+	ActHeal // ends a cut or a partition
+	ActPower
+	ActCorrupt
+	ActIOError
+	ActStall
+)
+
+// Need is a set of targets the engine gathers at each step for the kinds
+// of a plan (Targets).
+type Need uint8
+
+const (
+	NeedSocks     Need = 1 << iota // connected TCP sockets (Targets.Socks)
+	NeedDatagrams                  // UDP datagrams in flight
+	NeedConns                      // connection directions with deliveries pending
+	NeedDataFiles                  // data files of the nodes down
+)
+
+// Needs reports whether any kind of the plan needs the targets n.
+func (p Plan) Needs(n Need) bool {
+	return slices.ContainsFunc(p.Kinds, func(k sched.Kind) bool { return kindDefs[k].needs&n != 0 })
+}
+
+// kindDefs are the fault kinds the injector knows, by op kind. Each kind's
+// file adds its entry from its init function (define); nothing writes the
+// table after package initialisation (TestDefineOnlyInInit), so it is
+// read-only once any other package's code runs, as image.RegisterFormat's
+// formats are.
+var kindDefs = map[sched.Kind]kindDef{}
+
+// define adds fault kind k. It panics on a name that is no fault kind (an
+// op kind's, an empty or malformed one) and on a kind defined twice: both
+// are mistakes in this package, found when it loads.
+func define(k sched.Kind, d kindDef) {
+	if _, err := sched.ParseKind(string(k)); err != nil || !k.IsFault() {
+		panic(fmt.Sprintf("faults: %q cannot name a fault kind", string(k)))
+	}
+	if _, dup := kindDefs[k]; dup {
+		panic(fmt.Sprintf("faults: fault kind %q defined twice", string(k)))
+	}
+	if d.chose == nil {
+		panic(fmt.Sprintf("faults: fault kind %q cannot be chosen", string(k)))
+	}
+	kindDefs[k] = d
+}
+
+// Known reports whether k is a fault kind this package defines.
+func Known(k sched.Kind) bool {
+	_, ok := kindDefs[k]
+	return ok
+}
+
+// Kinds are the fault kinds this package defines, sorted by name.
+func Kinds() []sched.Kind {
+	return slices.Sorted(maps.Keys(kindDefs))
+}
+
+// The fault kinds whose behaviour is in this file.
+const (
+	// Crash kills a node's processes; Restart follows after its outage
+	// (Op.Delay).
+	Crash sched.Kind = "crash"
+	// Restart restarts a crashed node (a recovery).
+	Restart sched.Kind = "restart"
+	// Partition cuts a node (its group) off from every other (healed by
+	// Heal).
+	Partition sched.Kind = "partition"
+	// Heal ends a cut of the network (a recovery).
+	Heal sched.Kind = "heal"
+	// Drop discards one UDP datagram in flight.
+	Drop sched.Kind = "drop"
+	// Pause stops every thread of a node for a while (Op.Delay).
+	Pause sched.Kind = "pause"
+	// ClockJump moves a node's wall clock (a clock fault).
+	ClockJump sched.Kind = "clock"
+	// ClockDrift makes a node's wall clock run fast or slow (a clock
+	// fault); its Delay is the rate in parts per million.
+	ClockDrift sched.Kind = "drift"
+	// Reset aborts one TCP connection of a node: the peer sees
+	// ECONNRESET, the node ECONNABORTED, and the bytes in flight on it
+	// either way are lost.
+	Reset sched.Kind = "reset"
+)
+
+func init() {
+	define(Crash, kindDef{possible: possibleUp, detail: detailOutage, chose: choseCrash, act: ActCrash})
+	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause})
+	define(Partition, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool {
 			return in.cutRoom() && !in.clashes(in.partitionCut(o.Node))
 		},
-		detail: detailOutage, chose: chosePartition, onTraffic: true,
-	},
-	sched.ClockJump: {
+		detail: detailOutage, chose: chosePartition, onTraffic: true, act: ActPartition,
+	})
+	define(ClockJump, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] && in.plan.MaxClockJump > 0 },
 		detail:   detailClockJump,
 		chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
@@ -55,8 +167,9 @@ var kindDefs = map[sched.Kind]kindDef{
 			in.skew[o.Node] += e.Shift
 			return nil
 		},
-	},
-	sched.ClockDrift: {
+		act: ActClock,
+	})
+	define(ClockDrift, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] && in.plan.MaxDrift > 0 },
 		detail:   detailDrift,
 		chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
@@ -65,28 +178,20 @@ var kindDefs = map[sched.Kind]kindDef{
 			in.drifts[o.Node] = true
 			return nil
 		},
-	},
-	sched.Reset: {possible: possibleReset, detail: detailReset, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
+		act: ActDrift,
+	})
+	define(Reset, kindDef{possible: possibleReset, detail: detailReset, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 		in.spend(now)
 		e.Sock = o.Object
 		return nil
-	}},
-	sched.Drop: {possible: possibleDrop, detail: detailDrop, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
+	}, act: ActReset, needs: NeedSocks})
+	define(Drop, kindDef{possible: possibleDrop, detail: detailDrop, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 		in.spend(now)
 		e.Datagram = uint64(o.Delay)
 		return nil
-	}},
-	sched.OneWay:      oneWayKind,
-	sched.Link:        linkKind,
-	sched.Bipartition: bipartitionKind,
-	sched.Hold:        holdKind,
-	sched.Slow:        slowKind,
-	sched.Power:       powerKind,
-	sched.Corrupt:     corruptKind,
-	sched.IOError:     ioErrorKind,
-	sched.Stall:       stallKind,
-	sched.Restart:     {chose: choseRestart},
-	sched.Heal:        {chose: choseHeal},
+	}, act: ActDrop, needs: NeedDatagrams})
+	define(Restart, kindDef{chose: choseRestart, act: ActRestart})
+	define(Heal, kindDef{chose: choseHeal, act: ActHeal})
 }
 
 // possibleUp: the node is neither down nor paused.

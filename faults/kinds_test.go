@@ -1,32 +1,145 @@
 package faults
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
-// Every fault kind the scheduler names has its entry: a kind added to
-// sched without one would never be drawn, and its op would fail in Chose.
+// Every fault kind's entry is whole: a kind can be chosen, is drawn
+// unless it is a recovery, and gives the deadline of what it holds back.
 func TestKindDefs(t *testing.T) {
-	n := 0
-	for k := sched.Crash; !strings.HasPrefix(k.String(), "kind("); k++ {
-		n++
-		d, ok := kindDefs[k]
-		if !ok || d.chose == nil {
-			t.Errorf("%v: no entry, or one that cannot be chosen", k)
-			continue
+	kinds := Kinds()
+	if len(kinds) != len(kindDefs) || !slices.IsSorted(kinds) {
+		t.Fatalf("Kinds() = %v: not every kind, or not sorted", kinds)
+	}
+	for _, k := range kinds {
+		d := kindDefs[k]
+		if !k.IsFault() || !Known(k) {
+			t.Errorf("%v: not a known fault kind", k)
 		}
-		recovery := k == sched.Restart || k == sched.Heal
+		if d.chose == nil {
+			t.Errorf("%v: an entry that cannot be chosen", k)
+		}
+		recovery := k == Restart || k == Heal
 		if recovery != (d.possible == nil) || recovery != (d.detail == nil) {
 			t.Errorf("%v: possible and detail must be set unless it is a recovery", k)
 		}
 		if (d.holds == nil) != (d.deadline == nil) {
 			t.Errorf("%v: a kind that holds ops back needs their deadline too", k)
 		}
+		if d.holds != nil && d.act != ActNone {
+			t.Errorf("%v: a kind the injector holds ops back for has no engine mechanism", k)
+		}
+		// The name round-trips as traces write it.
+		b, _ := k.MarshalText()
+		var back sched.Kind
+		if err := back.UnmarshalText(b); err != nil || back != k {
+			t.Errorf("%v: read back from a trace as %v, %v", k, back, err)
+		}
 	}
-	if n != len(kindDefs) {
-		t.Errorf("%d fault kinds, %d entries", n, len(kindDefs))
+	for _, k := range []sched.Kind{sched.Deliver, sched.Advance, sched.KindInvalid, "nosuch"} {
+		if Known(k) {
+			t.Errorf("Known(%q) = true", string(k))
+		}
 	}
+}
+
+// define refuses what cannot be a fault kind and a kind defined twice.
+func TestDefinePanics(t *testing.T) {
+	ok := kindDef{chose: choseRestart}
+	for _, tc := range []struct {
+		name string
+		kind sched.Kind
+		def  kindDef
+	}{
+		{"empty", sched.KindInvalid, ok},
+		{"op kind", sched.Deliver, ok},
+		{"malformed", "Crash!", ok},
+		{"twice", Crash, ok},
+		{"no chose", "unchosen", kindDef{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("define(%q) did not panic", string(tc.kind))
+				}
+				delete(kindDefs, "unchosen")
+			}()
+			define(tc.kind, tc.def)
+		})
+	}
+}
+
+// The table of kinds is written only while the package initialises: every
+// call of define is in an init function (tests aside), so the table is
+// global but not mutable state.
+func TestDefineOnlyInInit(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	n := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			fd, isFunc := decl.(*ast.FuncDecl)
+			ast.Inspect(decl, func(x ast.Node) bool {
+				call, ok := x.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "define" {
+					n++
+					if !isFunc || fd.Recv != nil || fd.Name.Name != "init" {
+						t.Errorf("%s: define called outside an init function", fset.Position(call.Pos()))
+					}
+				}
+				return true
+			})
+		}
+		for _, decl := range f.Decls {
+			// Nothing else writes the table.
+			ast.Inspect(decl, func(x ast.Node) bool {
+				switch s := x.(type) {
+				case *ast.AssignStmt:
+					for _, l := range s.Lhs {
+						if ix, ok := l.(*ast.IndexExpr); ok && isIdent(ix.X, "kindDefs") {
+							if fd, ok := decl.(*ast.FuncDecl); !ok || fd.Name.Name != "define" {
+								t.Errorf("%s: kindDefs written outside define", fset.Position(s.Pos()))
+							}
+						}
+					}
+				case *ast.CallExpr:
+					if isIdent(s.Fun, "delete") || isIdent(s.Fun, "clear") {
+						if len(s.Args) > 0 && isIdent(s.Args[0], "kindDefs") {
+							t.Errorf("%s: kindDefs changed", fset.Position(s.Pos()))
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	if n == 0 {
+		t.Fatal("no call of define found")
+	}
+}
+
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
 }

@@ -30,11 +30,11 @@ func TestPattern(t *testing.T) {
 // TestMessageHold: a hold of one kind holds the matching deliveries to its
 // node, on any connection, until its end, and nothing else.
 func TestMessageHold(t *testing.T) {
-	p := Plan{Kinds: []sched.Kind{sched.Hold}, Nodes: []string{"n1", "n2"}, Budget: 1, MaxHold: 500 * ms, Until: 10 * time.Second,
+	p := Plan{Kinds: []sched.Kind{Hold}, Nodes: []string{"n1", "n2"}, Budget: 1, MaxHold: 500 * ms, Until: 10 * time.Second,
 		Match: []Pattern{{Prefix: []byte{1}}}, HoldDir: HoldTo}
 	in := New(p, []string{"n1", "n2"}, 1)
 	offers := in.Offer(0, Targets{})
-	if len(offers) != 1 || offers[0].Kind != sched.Hold {
+	if len(offers) != 1 || offers[0].Kind != Hold {
 		t.Fatalf("offers %v", offers)
 	}
 	o := offers[0]

@@ -93,7 +93,32 @@ func cutKind(possible func(in *Injector, node string) bool, build func(in *Injec
 		},
 		chose:     choseCut,
 		onTraffic: true,
+		act:       ActCut,
 	}
+}
+
+// The cuts of the network beside a partition, and the hold.
+const (
+	// OneWay cuts the messages from one side to the other while those the
+	// other way flow (healed by Heal).
+	OneWay sched.Kind = "oneway"
+	// Link cuts the link between two nodes (their groups), both ways,
+	// while every other link flows (healed by Heal).
+	Link sched.Kind = "link"
+	// Bipartition splits the nodes in two, drawn among shapes: one node
+	// isolated, a minority from a majority, or two halves joined by a
+	// bridge node that sees both (healed by Heal).
+	Bipartition sched.Kind = "bipartition"
+	// Hold holds the deliveries of one connection direction for a while
+	// (its Delay) and then lets them go, while every other flows.
+	Hold sched.Kind = "hold"
+)
+
+func init() {
+	define(OneWay, oneWayKind)
+	define(Link, linkKind)
+	define(Bipartition, bipartitionKind)
+	define(Hold, holdKind)
 }
 
 var oneWayKind = cutKind(
@@ -126,7 +151,7 @@ var bipartitionKind = cutKind(
 
 // holdKind holds one connection direction, or one kind of message
 // (Plan.Match; match.go), for a while.
-var holdKind = kindDef{possible: possibleHold, detail: detailHold, chose: choseHold, onTraffic: true}
+var holdKind = kindDef{possible: possibleHold, detail: detailHold, chose: choseHold, onTraffic: true, needs: NeedConns}
 
 func possibleHold(in *Injector, o *sched.Op) bool {
 	if len(in.plan.Match) > 0 {
@@ -274,7 +299,7 @@ func choseCut(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 	}
 	in.cuts = append(in.cuts, c)
 	o.Peer = "cuts " + c.name
-	if o.Kind == sched.Bipartition {
+	if o.Kind == Bipartition {
 		o.Peer = c.shape + " " + c.name
 	}
 	e.Cut, e.Rest, e.OneWay = c.a, c.b, c.oneway

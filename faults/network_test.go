@@ -66,7 +66,7 @@ func flows(in *Injector, now time.Duration, all []string) map[string]bool {
 func TestOneWay(t *testing.T) {
 	dirs := map[bool]int{}
 	for seed := int64(0); seed < 20; seed++ {
-		in := New(plan(sched.OneWay), nodes, seed)
+		in := New(plan(OneWay), nodes, seed)
 		o, e := inject(t, in, 0, Targets{})
 		if !e.OneWay || len(e.Cut) == 0 || len(e.Rest) == 0 {
 			t.Fatalf("seed %d: effect %+v", seed, e)
@@ -84,7 +84,7 @@ func TestOneWay(t *testing.T) {
 			}
 		}
 		r := in.Recover()
-		if len(r) != 1 || r[0].Kind != sched.Heal || !r[0].OneWay || !slices.Equal(r[0].Cut, e.Cut) || r[0].Node != o.Peer[len("cuts "):] {
+		if len(r) != 1 || r[0].Kind != Heal || !r[0].OneWay || !slices.Equal(r[0].Cut, e.Cut) || r[0].Node != o.Peer[len("cuts "):] {
 			t.Fatalf("seed %d: recovery %+v after %v", seed, r, o)
 		}
 	}
@@ -97,7 +97,7 @@ func TestOneWay(t *testing.T) {
 func TestLink(t *testing.T) {
 	links := map[string]bool{}
 	for seed := int64(0); seed < 30; seed++ {
-		in := New(plan(sched.Link), nodes, seed)
+		in := New(plan(Link), nodes, seed)
 		_, e := inject(t, in, 0, Targets{})
 		if len(e.Cut) != 1 || len(e.Rest) != 1 || e.OneWay || e.Cut[0] == e.Rest[0] {
 			t.Fatalf("seed %d: effect %+v", seed, e)
@@ -119,7 +119,7 @@ func TestLink(t *testing.T) {
 // a minority of two of five, and a bridge that both halves still reach.
 func TestBipartitionShapes(t *testing.T) {
 	all := []string{"s1", "s2", "s3", "s4", "s5", "client"}
-	p := Plan{Kinds: []sched.Kind{sched.Bipartition}, Nodes: all[:5], Budget: 1, Until: 10 * time.Second,
+	p := Plan{Kinds: []sched.Kind{Bipartition}, Nodes: all[:5], Budget: 1, Until: 10 * time.Second,
 		Shapes: []string{ShapeIsolate, ShapeMinority, ShapeBridge}}
 	seen := map[string]int{}
 	for seed := int64(0); seed < 60; seed++ {
@@ -172,7 +172,7 @@ func TestBipartitionShapes(t *testing.T) {
 
 // A group stays whole in a link cut and a bipartition.
 func TestNetworkGroups(t *testing.T) {
-	p := plan(sched.Link)
+	p := plan(Link)
 	p.Groups = [][]string{{"s1", "client"}}
 	for seed := int64(0); seed < 20; seed++ {
 		_, e := inject(t, New(p, nodes, seed), 0, Targets{})
@@ -187,7 +187,7 @@ func TestNetworkGroups(t *testing.T) {
 // A hold holds one connection direction's deliveries until its end while
 // every other flows, and its end is a deadline.
 func TestHold(t *testing.T) {
-	p := plan(sched.Hold)
+	p := plan(Hold)
 	p.MaxHold = 500 * ms
 	d1, d2 := deliver("client", "s1"), deliver("s1", "client")
 	tg := Targets{Conns: []Conn{{From: "client", To: "s1", Conn: d1.Conn}, {From: "s1", To: "client", Conn: d2.Conn}}}
@@ -236,7 +236,7 @@ func TestProbeAim(t *testing.T) {
 		{"", []string{"s1", "s2", "s3"}},
 		{"client", []string{"s1", "s2", "s3"}},
 	} {
-		p := plan(sched.Crash, sched.Partition, sched.Link)
+		p := plan(Crash, Partition, Link)
 		p.Probe = []string{"probe"}
 		got := map[string]bool{}
 		for seed := int64(0); seed < 30; seed++ {
@@ -258,7 +258,7 @@ func TestProbeAim(t *testing.T) {
 			if runs != 1 || o.Aim != tc.answer || o.Node == "" {
 				t.Fatalf("answer %q: runs %d, op %+v", tc.answer, runs, o)
 			}
-			if o.Kind == sched.Partition && !slices.Equal(e.Cut, []string{o.Node}) || o.Kind == sched.Link && e.Cut[0] != o.Node {
+			if o.Kind == Partition && !slices.Equal(e.Cut, []string{o.Node}) || o.Kind == Link && e.Cut[0] != o.Node {
 				t.Fatalf("answer %q: %v aimed at %s cuts %v", tc.answer, o.Kind, o.Node, e.Cut)
 			}
 			got[o.Node] = true
@@ -282,7 +282,7 @@ func TestFollow(t *testing.T) {
 		{map[string][]string{"client": {"s1", "s2"}}, ""},
 		{nil, ""},
 	} {
-		for _, k := range []sched.Kind{sched.Partition, sched.OneWay, sched.Link} {
+		for _, k := range []sched.Kind{Partition, OneWay, Link} {
 			p := plan(k)
 			p.Follow = true
 			for seed := int64(0); seed < 20; seed++ {
@@ -292,7 +292,7 @@ func TestFollow(t *testing.T) {
 						t.Fatalf("%v, client connected to %v: sides %v|%v", k, tc.peers["client"], e.Cut, e.Rest)
 					}
 				}
-				if tc.with == "" && slices.Contains(e.Cut, "client") && k != sched.OneWay {
+				if tc.with == "" && slices.Contains(e.Cut, "client") && k != OneWay {
 					t.Fatalf("%v, client connected to %v: cut off with %v", k, tc.peers["client"], e.Cut)
 				}
 			}
@@ -306,7 +306,7 @@ func TestFollow(t *testing.T) {
 // waits for the first's heal.
 func TestOverlappingCuts(t *testing.T) {
 	for seed := int64(0); seed < 40; seed++ {
-		p := plan(sched.Link, sched.OneWay, sched.Partition)
+		p := plan(Link, OneWay, Partition)
 		p.Budget, p.Overlap, p.MaxOutage = 2, 2, 100*ms
 		in := New(p, nodes, seed)
 		_, e1 := inject(t, in, 0, Targets{})
@@ -344,7 +344,7 @@ func TestOverlappingCuts(t *testing.T) {
 		// Heal the first cut once its outage is over: the second holds on.
 		var heal *sched.Op
 		for _, o := range in.Offer(time.Second, Targets{}) {
-			if o.Kind == sched.Heal && o.Node == first.name {
+			if o.Kind == Heal && o.Node == first.name {
 				heal = o
 			}
 		}
@@ -363,7 +363,7 @@ func TestOverlappingCuts(t *testing.T) {
 				t.Fatalf("seed %d: after healing %s, %s flows %v under %s", seed, first.name, pair, ok, second.name)
 			}
 		}
-		if r := in.Recover(); len(r) != 1 || r[0].Kind != sched.Heal || r[0].Node != second.name {
+		if r := in.Recover(); len(r) != 1 || r[0].Kind != Heal || r[0].Node != second.name {
 			t.Fatalf("seed %d: quiet period %+v, want the heal of %s", seed, r, second.name)
 		}
 		if len(in.cuts) != 0 {
@@ -374,7 +374,7 @@ func TestOverlappingCuts(t *testing.T) {
 		in = New(p, nodes, seed)
 		inject(t, in, 0, Targets{})
 		for _, o := range in.Offer(ms, Targets{}) {
-			if o.Kind != sched.Heal {
+			if o.Kind != Heal {
 				t.Fatalf("seed %d: overlap 1 offers %v beside a cut in force", seed, o)
 			}
 		}

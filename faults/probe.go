@@ -17,7 +17,7 @@ func (in *Injector) aimed() bool { return len(in.plan.Probe) > 0 }
 
 // aimable says whether the probe aims faults of kind k: resets and drops
 // hit a connection or a datagram in flight, drawn among those there are.
-func aimable(k sched.Kind) bool { return k != sched.Reset && k != sched.Drop }
+func aimable(k sched.Kind) bool { return k != Reset && k != Drop }
 
 // drawAimed draws an injection among the candidates as draw does; an
 // aimable one is offered without a node, which its probe names when it is

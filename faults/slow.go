@@ -18,6 +18,12 @@ import (
 // the injector holds the deliveries back (Holds).
 var slowKind = kindDef{possible: possibleSlow, detail: detailSlow, chose: choseSlow, holds: holdsSlow, deadline: slowDeadline, onTraffic: true}
 
+// Slow delays every delivery between two nodes (their groups) by its
+// Delay for a while (its Pick, in ns): a slow link.
+const Slow sched.Kind = "slow"
+
+func init() { define(Slow, slowKind) }
+
 // slowLink is a slow link in force.
 type slowLink struct {
 	a, b  []string
@@ -32,7 +38,7 @@ type slowLink struct {
 type slowLinks map[string]*slowLink
 
 func (in *Injector) slowLinks() slowLinks {
-	s, _ := in.own[sched.Slow].(slowLinks)
+	s, _ := in.own[Slow].(slowLinks)
 	return s
 }
 
@@ -83,7 +89,7 @@ func choseSlow(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 	links := in.slowLinks()
 	if links == nil {
 		links = slowLinks{}
-		in.own[sched.Slow] = links
+		in.own[Slow] = links
 	}
 	links[o.Object] = &slowLink{
 		a: strings.Split(a, ","), b: strings.Split(b, ","),

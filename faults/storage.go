@@ -57,8 +57,8 @@ func (p Plan) StorageNode(node string) bool { return p.Storage() && slices.Conta
 // diskKind is a storage fault's entry: possible and detail are its own,
 // after (when set) is what choosing it does beyond spending the budget and
 // handing the engine its variant.
-func diskKind(possible func(in *Injector, o *sched.Op) bool, detail func(in *Injector, o *sched.Op), after func(in *Injector, o *sched.Op, now time.Duration, e *Effect)) kindDef {
-	return kindDef{storage: true, possible: possible, detail: detail, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
+func diskKind(act Act, possible func(in *Injector, o *sched.Op) bool, detail func(in *Injector, o *sched.Op), after func(in *Injector, o *sched.Op, now time.Duration, e *Effect)) kindDef {
+	return kindDef{storage: true, act: act, possible: possible, detail: detail, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 		in.budget--
 		e.Disk, e.Pick, e.Call = o.Disk, o.Pick, o.Syscall
 		if after != nil {
@@ -68,7 +68,7 @@ func diskKind(possible func(in *Injector, o *sched.Op) bool, detail func(in *Inj
 	}}
 }
 
-var powerKind = diskKind(possibleUp,
+var powerKind = diskKind(ActPower, possibleUp,
 	func(in *Injector, o *sched.Op) {
 		detailOutage(in, o)
 		d := in.plan.Disk
@@ -80,7 +80,34 @@ var powerKind = diskKind(possibleUp,
 		in.until["restart:"+o.Node] = now + time.Duration(o.Delay)
 	})
 
-var corruptKind = diskKind(possibleCorrupt, detailCorrupt, nil)
+var corruptKind = diskKind(ActCorrupt, possibleCorrupt, detailCorrupt, nil)
+
+// The storage faults.
+const (
+	// Power cuts a node's power: its processes die and what it wrote and
+	// had not made durable is lost, all or part of it (Op.Disk says how
+	// the part is drawn). Restart follows as after a crash.
+	Power sched.Kind = "power"
+	// Corrupt flips a bit in, or cuts the tail off, one of a down node's
+	// data files (Op.Disk: "flip" or "tail").
+	Corrupt sched.Kind = "corrupt"
+	// IOError makes the node's next call of one kind (Op.Syscall: write,
+	// fsync or read) on a data file fail with an error (Op.Disk: EIO or
+	// ENOSPC) without running.
+	IOError sched.Kind = "ioerror"
+	// Stall makes the node's next fsync of a data file take virtual time
+	// (Op.Delay).
+	Stall sched.Kind = "stall"
+)
+
+func init() {
+	c := corruptKind
+	c.needs = NeedDataFiles
+	define(Power, powerKind)
+	define(Corrupt, c)
+	define(IOError, ioErrorKind)
+	define(Stall, stallKind)
+}
 
 // possibleCorrupt: the node is down with data files written.
 func possibleCorrupt(in *Injector, o *sched.Op) bool {
@@ -93,14 +120,14 @@ func detailCorrupt(in *Injector, o *sched.Op) {
 	o.Pick = in.r.Uint64()
 }
 
-var ioErrorKind = diskKind(possibleRunning,
+var ioErrorKind = diskKind(ActIOError, possibleRunning,
 	func(in *Injector, o *sched.Op) {
 		d := in.plan.Disk
 		o.Syscall = d.IOCalls[in.r.IntN(len(d.IOCalls))]
 		o.Disk = d.IOErrors[in.r.IntN(len(d.IOErrors))]
 	}, nil)
 
-var stallKind = diskKind(possibleRunning,
+var stallKind = diskKind(ActStall, possibleRunning,
 	func(in *Injector, o *sched.Op) {
 		o.Syscall = "fsync"
 		o.Delay = int64(in.upTo(in.plan.Disk.MaxStall))
@@ -116,7 +143,7 @@ func possibleRunning(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node
 // window's trigger (a trigger drawn over the window would mostly fall
 // after the restart).
 func (in *Injector) corruptOffer(now time.Duration) *sched.Op {
-	if in.quiet || in.budget <= 0 || now >= in.plan.Until || !slices.Contains(in.plan.Kinds, sched.Corrupt) {
+	if in.quiet || in.budget <= 0 || now >= in.plan.Until || !slices.Contains(in.plan.Kinds, Corrupt) {
 		return nil
 	}
 	if in.offerCorrupt != nil && possibleCorrupt(in, in.offerCorrupt) {
@@ -124,9 +151,9 @@ func (in *Injector) corruptOffer(now time.Duration) *sched.Op {
 	}
 	in.offerCorrupt = nil
 	for _, n := range in.plan.Nodes {
-		c := &sched.Op{Kind: sched.Corrupt, Node: n}
+		c := &sched.Op{Kind: Corrupt, Node: n}
 		if possibleCorrupt(in, c) {
-			o := in.op(sched.Corrupt, n, "node:"+n)
+			o := in.op(Corrupt, n, "node:"+n)
 			detailCorrupt(in, o)
 			in.offerCorrupt = o
 			return o

@@ -28,9 +28,9 @@ func diskPlan(kinds ...sched.Kind) Plan {
 func TestDiskInjections(t *testing.T) {
 	seen := map[string]bool{}
 	for seed := range int64(40) {
-		in := newEager(diskPlan(sched.Power, sched.IOError, sched.Stall), nodes, seed)
+		in := newEager(diskPlan(Power, IOError, Stall), nodes, seed)
 		o := in.Offer(0, Targets{})[0]
-		again := newEager(diskPlan(sched.Power, sched.IOError, sched.Stall), nodes, seed).Offer(0, Targets{})[0]
+		again := newEager(diskPlan(Power, IOError, Stall), nodes, seed).Offer(0, Targets{})[0]
 		if *again != *o {
 			t.Fatalf("seed %d: %v then %v", seed, o, again)
 		}
@@ -39,20 +39,20 @@ func TestDiskInjections(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch o.Kind {
-		case sched.Power:
+		case Power:
 			if !slices.Contains(defaultDisk.Persist, o.Disk) || !in.Crashed(o.Node) || e.Disk != o.Disk || e.Pick != o.Pick {
 				t.Fatalf("power %+v, effect %+v", o, e)
 			}
-			if rs := in.Offer(time.Duration(o.Delay), Targets{}); len(rs) != 1 || rs[0].Kind != sched.Restart {
+			if rs := in.Offer(time.Duration(o.Delay), Targets{}); len(rs) != 1 || rs[0].Kind != Restart {
 				t.Fatalf("after the outage, offered %v", rs)
 			}
 			seen[o.Disk] = true
-		case sched.IOError:
+		case IOError:
 			if !slices.Contains([]string{"write", "fsync", "read"}, o.Syscall) || (o.Disk != "EIO" && o.Disk != "ENOSPC") || e.Call != o.Syscall {
 				t.Fatalf("ioerror %+v", o)
 			}
 			seen[o.Syscall] = true
-		case sched.Stall:
+		case Stall:
 			if e.Stall < 100*ms || e.Stall > time.Second || o.Syscall != "fsync" {
 				t.Fatalf("stall %+v, effect %+v", o, e)
 			}
@@ -72,29 +72,29 @@ func TestDiskInjections(t *testing.T) {
 // written, at once (whatever the trigger), within the budget, and never
 // drawn as the regular injection.
 func TestCorruptOffer(t *testing.T) {
-	p := diskPlan(sched.Crash, sched.Corrupt)
+	p := diskPlan(Crash, Corrupt)
 	p.Budget = 2
 	in := newEager(p, nodes, 3)
 	o := in.Offer(0, Targets{})
-	if len(o) != 1 || o[0].Kind != sched.Crash {
+	if len(o) != 1 || o[0].Kind != Crash {
 		t.Fatalf("offered %v before any node is down", o)
 	}
 	if _, err := in.Chose(o[0], 0); err != nil {
 		t.Fatal(err)
 	}
 	down := o[0].Node
-	if got := in.Offer(0, Targets{DataFiles: map[string]int{down: 0}}); slices.ContainsFunc(got, func(o *sched.Op) bool { return o.Kind == sched.Corrupt }) {
+	if got := in.Offer(0, Targets{DataFiles: map[string]int{down: 0}}); slices.ContainsFunc(got, func(o *sched.Op) bool { return o.Kind == Corrupt }) {
 		t.Fatalf("corruption offered with no data file: %v", got)
 	}
 	got := in.Offer(0, Targets{DataFiles: map[string]int{down: 2}})
-	i := slices.IndexFunc(got, func(o *sched.Op) bool { return o.Kind == sched.Corrupt })
+	i := slices.IndexFunc(got, func(o *sched.Op) bool { return o.Kind == Corrupt })
 	if i < 0 || got[i].Node != down || (got[i].Disk != disk.CorruptFlip && got[i].Disk != disk.CorruptTail) {
 		t.Fatalf("offered %v with %s down", got, down)
 	}
 	if _, err := in.Chose(got[i], 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := in.Offer(0, Targets{DataFiles: map[string]int{down: 2}}); slices.ContainsFunc(got, func(o *sched.Op) bool { return o.Kind == sched.Corrupt }) {
+	if got := in.Offer(0, Targets{DataFiles: map[string]int{down: 2}}); slices.ContainsFunc(got, func(o *sched.Op) bool { return o.Kind == Corrupt }) {
 		t.Fatalf("budget spent, still offered %v", got)
 	}
 }

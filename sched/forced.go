@@ -325,13 +325,12 @@ func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 		if offered {
 			continue
 		}
-		switch d.Op.Kind {
-		case Advance:
+		switch {
+		case d.Op.Kind == Advance:
 			if time.Duration(d.Op.At) <= now {
 				continue
 			}
-		case Crash, Partition, Pause, ClockJump, ClockDrift, Power, IOError, Stall:
-		default:
+		case !remakeable(d.Op.Kind):
 			continue
 		}
 		o := d.Op
@@ -340,7 +339,7 @@ func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 		if o.Kind == Advance {
 			o.Delay = o.At - int64(now)
 		}
-		if o.Kind == Pause {
+		if o.Kind == pauseKind {
 			o.At = 0 // the engine sets the end of the pause
 		}
 		out = append(out, &o)
@@ -395,7 +394,7 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 			return 0, fmt.Errorf("forced: no traced op among %d choices", len(enabled))
 		}
 	}
-	if taken != nil && (taken.Op.Kind == Power || taken.Op.Kind == Corrupt) {
+	if taken != nil && (taken.Op.Kind == powerKind || taken.Op.Kind == corruptKind) {
 		// A storage fault the engine offers draws its variant and its
 		// pick afresh; the trace's are what the failure needs.
 		enabled[pick].Disk, enabled[pick].Pick = taken.Op.Disk, taken.Op.Pick
@@ -412,7 +411,7 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 // ID is below a fault op's) and as the clock would move anyway, else a
 // restart or heal the engine offers; -1 if neither.
 func idle(enabled []*Op) int {
-	for _, kinds := range [][]Kind{{Advance}, {Restart, Heal}} {
+	for _, kinds := range [][]Kind{{Advance}, {restartKind, healKind}} {
 		for j, o := range enabled {
 			if slices.Contains(kinds, o.Kind) {
 				return j
@@ -468,14 +467,13 @@ func (r *Replay) Extra(now time.Duration, choices []*Op) []*Op {
 		return nil
 	}
 	want := r.records[i].Op
-	switch want.Kind {
-	case Advance:
+	switch {
+	case want.Kind == Advance:
 		if time.Duration(want.At) <= now {
 			return nil
 		}
 		want.Delay = want.At - int64(now)
-	case Crash, Partition, Pause, ClockJump, ClockDrift, Power, IOError, Stall:
-	default:
+	case !remakeable(want.Kind):
 		return nil
 	}
 	for _, o := range choices {

@@ -151,8 +151,8 @@ func TestForcedInject(t *testing.T) {
 // heal, and fails only when neither is there.
 func TestForcedIdle(t *testing.T) {
 	adv := &Op{ID: 1<<48 + 1, Node: "n0", LPID: "n0/0/t0", Kind: Advance, Object: "time", At: 200}
-	restart := &Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: Restart, Object: "node:n1"}
-	crash := &Op{ID: 1<<52 + 2, Node: "n0", LPID: "fault", Kind: Crash, Object: "node:n0"}
+	restart := &Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: restartKind, Object: "node:n1"}
+	crash := &Op{ID: 1<<52 + 2, Node: "n0", LPID: "fault", Kind: crashKind, Object: "node:n0"}
 	for _, tc := range []struct {
 		name    string
 		enabled []*Op
@@ -181,7 +181,7 @@ func TestForcedIdle(t *testing.T) {
 // it is a due injected decision's.
 func TestForcedDeclines(t *testing.T) {
 	ops := testOps(1)
-	crash := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: Crash, Object: "node:n1"}
+	crash := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: crashKind, Object: "node:n1"}
 	recs := []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: crash}}
 	ds, err := Decisions(recs, [][]Op{{ops[0]}, {crash}})
 	if err != nil {
@@ -212,7 +212,7 @@ func TestForcedDeclines(t *testing.T) {
 // trace's (tail, pick 7), so the same byte of the same file is damaged.
 func TestForcedCorruptKeepsDraw(t *testing.T) {
 	ops := testOps(2)
-	cor := Op{ID: 1 << 48, Node: "n1", LPID: "n1", Kind: Corrupt, Object: "node:n1", Disk: "tail", Pick: 7}
+	cor := Op{ID: 1 << 48, Node: "n1", LPID: "n1", Kind: corruptKind, Object: "node:n1", Disk: "tail", Pick: 7}
 	recs := []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: cor}, {Step: 3, Op: ops[1]}}
 	choices := [][]Op{{ops[0], ops[1], cor}, {ops[1], cor}, {ops[1]}}
 	ds, err := Decisions(recs, choices)

@@ -6,120 +6,69 @@ import (
 	"time"
 )
 
-// Kind is what an operation does. The zero value is invalid so that a
-// forgotten field shows up in tests.
-type Kind uint8
+// Kind is what an operation does, by name: the names are what traces
+// hold. The op kinds below are sched's own; every other well-formed name
+// is a fault kind, which package faults defines (sched never lists them,
+// so a new fault kind needs no line here). The zero value is invalid so
+// that a forgotten field shows up in tests.
+type Kind string
 
 const (
-	KindInvalid Kind = iota
-	Connect
-	Accept
-	Send
-	Deliver
-	Recv
-	Poll
-	Sleep
-	Close
-	Shutdown
+	KindInvalid Kind = ""
+	Connect     Kind = "connect"
+	Accept      Kind = "accept"
+	Send        Kind = "send"
+	Deliver     Kind = "deliver"
+	Recv        Kind = "recv"
+	Poll        Kind = "poll"
+	Sleep       Kind = "sleep"
+	Close       Kind = "close"
+	Shutdown    Kind = "shutdown"
 	// Advance lets virtual time run to a pending deadline although other
 	// ops are enabled: the ops enabled when it is chosen are held until the
 	// clock reaches that deadline (a delay; see DESIGN.md, Time).
-	Advance
-	// Fault kinds: offered by package faults, released like any other op.
-	Crash
-	Restart
-	Partition
-	Heal
-	Drop
-	Pause
-	// ClockJump moves a node's wall clock (a clock fault).
-	ClockJump
-	// ClockDrift makes a node's wall clock run fast or slow (a clock
-	// fault); its Delay is the rate in parts per million.
-	ClockDrift
-	// Reset aborts one TCP connection of a node: the peer sees
-	// ECONNRESET, the node ECONNABORTED, and the bytes in flight on it
-	// either way are lost.
-	Reset
-	// OneWay cuts the messages from one side to the other while those the
-	// other way flow (healed by Heal).
-	OneWay
-	// Link cuts the link between two nodes (their groups), both ways,
-	// while every other link flows (healed by Heal).
-	Link
-	// Bipartition splits the nodes in two, drawn among shapes: one node
-	// isolated, a minority from a majority, or two halves joined by a
-	// bridge node that sees both (healed by Heal).
-	Bipartition
-	// Hold holds the deliveries of one connection direction for a while
-	// (its Delay) and then lets them go, while every other flows.
-	Hold
-	// Power cuts a node's power: its processes die and what it wrote and
-	// had not made durable is lost, all or part of it (Op.Disk says how
-	// the part is drawn). Restart follows as after a crash.
-	Power
-	// Corrupt flips a bit in, or cuts the tail off, one of a down node's
-	// data files (Op.Disk: "flip" or "tail").
-	Corrupt
-	// IOError makes the node's next call of one kind (Op.Syscall: write,
-	// fsync or read) on a data file fail with an error (Op.Disk: EIO or
-	// ENOSPC) without running.
-	IOError
-	// Stall makes the node's next fsync of a data file take virtual time
-	// (Op.Delay).
-	Stall
-	// Slow delays every delivery between two nodes (their groups) by its
-	// Delay for a while (its Pick, in ns): a slow link.
-	Slow
+	Advance Kind = "advance"
 )
 
-var kindNames = [...]string{
-	KindInvalid: "invalid",
-	Connect:     "connect",
-	Accept:      "accept",
-	Send:        "send",
-	Deliver:     "deliver",
-	Recv:        "recv",
-	Poll:        "poll",
-	Sleep:       "sleep",
-	Close:       "close",
-	Shutdown:    "shutdown",
-	Advance:     "advance",
-	Crash:       "crash",
-	Restart:     "restart",
-	Partition:   "partition",
-	Heal:        "heal",
-	Drop:        "drop",
-	Pause:       "pause",
-	ClockJump:   "clock",
-	ClockDrift:  "drift",
-	Reset:       "reset",
-	OneWay:      "oneway",
-	Link:        "link",
-	Bipartition: "bipartition",
-	Hold:        "hold",
-	Power:       "power",
-	Corrupt:     "corrupt",
-	IOError:     "ioerror",
-	Stall:       "stall",
-	Slow:        "slow",
+// opKind reports whether k is one of sched's op kinds (made by a traced
+// thread, or the clock's advance).
+func opKind(k Kind) bool {
+	switch k {
+	case Connect, Accept, Send, Deliver, Recv, Poll, Sleep, Close, Shutdown, Advance:
+		return true
+	}
+	return false
 }
 
 func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
+	if k == KindInvalid {
+		return "invalid"
 	}
-	return fmt.Sprintf("kind(%d)", k)
+	return string(k)
 }
 
-// ParseKind is the inverse of Kind.String.
+// ParseKind is the inverse of Kind.String: an op kind, or a well-formed
+// fault kind name (a lowercase letter, then lowercase letters and
+// digits). Whether a fault kind of that name exists is package faults'
+// to say (faults.Known).
 func ParseKind(s string) (Kind, error) {
-	for k, n := range kindNames {
-		if n == s && k != 0 {
-			return Kind(k), nil
+	if !wellFormed(s) || s == "invalid" {
+		return KindInvalid, fmt.Errorf("unknown op kind %q", s)
+	}
+	return Kind(s), nil
+}
+
+// wellFormed reports whether s may name a kind.
+func wellFormed(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
 		}
 	}
-	return KindInvalid, fmt.Errorf("unknown op kind %q", s)
+	return true
 }
 
 // MarshalText encodes a Kind by name so traces stay readable.
@@ -136,8 +85,8 @@ func (k *Kind) UnmarshalText(b []byte) error {
 }
 
 // IsFault reports whether k is injected by lockstep rather than made by a
-// traced thread.
-func (k Kind) IsFault() bool { return k >= Crash }
+// traced thread: any kind but sched's own.
+func (k Kind) IsFault() bool { return k != KindInvalid && !opKind(k) }
 
 // Signature identifies an operation across trials: the logical process that
 // issued it and the call site (module+offset of the first return address

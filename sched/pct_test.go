@@ -108,7 +108,7 @@ func TestChain(t *testing.T) {
 		{"delivery by connection", Op{LPID: "a/0/t0", Kind: Deliver, Conn: "10.0.0.1:4000>10.0.0.2:7000"}, "conn:10.0.0.1:4000>10.0.0.2:7000"},
 		{"delivery without connection", Op{Node: "a", LPID: "a/0/t0", Kind: Deliver, Object: "inbox:b/0", Peer: "10.0.0.2:7000"}, "deliver:a>inbox:b/0@10.0.0.2:7000"},
 		{"advance", Op{LPID: "b/0/t1", Kind: Advance, At: 5}, "advance:b/0/t1"},
-		{"fault", Op{Kind: Crash, Object: "node:b"}, "fault:crash:node:b"},
+		{"fault", Op{Kind: crashKind, Object: "node:b"}, "fault:crash:node:b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.op.Chain(); got != tc.want {

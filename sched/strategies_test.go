@@ -336,7 +336,7 @@ func TestReplayReady(t *testing.T) {
 	moved := b
 	moved.ID, moved.LPID = 7, "n/0/t3" // the same recv on another thread
 	other := Op{ID: 3, LPID: "m/0/t0", Kind: Recv, Site: "y+0x1"}
-	tr := &Trace{Records: []Record{{Op: a}, {Op: Op{ID: 9, Kind: Crash}, Auto: true}, {Op: b}}}
+	tr := &Trace{Records: []Record{{Op: a}, {Op: Op{ID: 9, Kind: crashKind}, Auto: true}, {Op: b}}}
 	r := NewReplay(tr, nil)
 	for _, tc := range []struct {
 		name    string

@@ -97,11 +97,11 @@ func Describe(r Record) string {
 	case r.Op.Kind == Advance:
 		// What it ran to, and for how long the ops it held were late.
 		peer = fmt.Sprintf("to %.3fs (+%v)", time.Duration(r.Op.At).Seconds(), time.Duration(r.Op.Delay))
-	case r.Op.Kind == Pause:
+	case r.Op.Kind == pauseKind:
 		peer = fmt.Sprintf("for %v", time.Duration(r.Op.Delay))
-	case r.Op.Kind == ClockJump:
+	case r.Op.Kind == clockJumpKind:
 		peer = fmt.Sprintf("wall clock %+v", time.Duration(r.Op.Delay))
-	case r.Op.Kind == Partition:
+	case r.Op.Kind == partitionKind:
 		peer = "cuts off " + r.Op.Node
 		if r.Op.Peer != "" {
 			peer = "cuts off " + r.Op.Peer // the node's whole group
@@ -109,26 +109,26 @@ func Describe(r Record) string {
 		if r.Op.Delay > 0 {
 			peer += fmt.Sprintf(" for ≥%v", time.Duration(r.Op.Delay))
 		}
-	case r.Op.Kind == ClockDrift && r.Op.Delay == 0:
+	case r.Op.Kind == clockDriftKind && r.Op.Delay == 0:
 		peer = "wall clock back in step"
-	case r.Op.Kind == ClockDrift:
+	case r.Op.Kind == clockDriftKind:
 		peer = fmt.Sprintf("wall clock %+.4g%%", float64(r.Op.Delay)/1e4)
-	case r.Op.Kind == OneWay || r.Op.Kind == Link || r.Op.Kind == Bipartition:
+	case r.Op.Kind == oneWayKind || r.Op.Kind == linkKind || r.Op.Kind == bipartitionKind:
 		// "cuts a>b,c" (one way), "cuts a|b" (both ways), "bridge a|c".
 		if r.Op.Delay > 0 {
 			peer += fmt.Sprintf(" for ≥%v", time.Duration(r.Op.Delay))
 		}
-	case r.Op.Kind == Hold:
+	case r.Op.Kind == holdKind:
 		peer = fmt.Sprintf("holds %s for %v", r.Op.Conn, time.Duration(r.Op.Delay))
-	case r.Op.Kind == Heal && strings.ContainsAny(r.Op.Node, ">|"):
+	case r.Op.Kind == healKind && strings.ContainsAny(r.Op.Node, ">|"):
 		peer = "mends " + r.Op.Node
-	case r.Op.Kind == Reset:
+	case r.Op.Kind == resetKind:
 		peer = "aborts " + r.Op.Conn
-	case r.Op.Kind == Drop:
+	case r.Op.Kind == dropKind:
 		peer = fmt.Sprintf("loses #%d %s", r.Op.Delay, r.Op.Conn)
-	case r.Op.Kind == Crash && r.Op.Delay > 0:
+	case r.Op.Kind == crashKind && r.Op.Delay > 0:
 		peer = fmt.Sprintf("down for ≥%v", time.Duration(r.Op.Delay))
-	case r.Op.Kind == Power || r.Op.Kind == Corrupt || r.Op.Kind == IOError || r.Op.Kind == Stall:
+	case r.Op.Kind == powerKind || r.Op.Kind == corruptKind || r.Op.Kind == ioErrorKind || r.Op.Kind == stallKind:
 		peer = diskPeer(&r)
 	}
 	if r.Op.Object == "probe" {
@@ -172,22 +172,22 @@ func FormatData(b []byte, n int) string {
 func diskPeer(r *Record) string {
 	var s string
 	switch r.Op.Kind {
-	case Power:
+	case powerKind:
 		s = "persist " + r.Op.Disk
 		if r.Op.Delay > 0 {
 			s += fmt.Sprintf(", down for ≥%v", time.Duration(r.Op.Delay))
 		}
-	case Corrupt:
+	case corruptKind:
 		s = r.Op.Disk
-	case IOError:
+	case ioErrorKind:
 		s = "next " + r.Op.Syscall + " fails with " + r.Op.Disk
-	case Stall:
+	case stallKind:
 		s = fmt.Sprintf("next fsync takes %v", time.Duration(r.Op.Delay))
 	}
 	switch {
 	case r.Op.Hit != "":
 		s += ": " + r.Op.Hit
-	case r.Op.Kind == IOError || r.Op.Kind == Stall:
+	case r.Op.Kind == ioErrorKind || r.Op.Kind == stallKind:
 		s += " (did not strike)"
 	}
 	return s

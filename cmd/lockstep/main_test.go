@@ -53,6 +53,12 @@ func TestBadInputExitsTwo(t *testing.T) {
 	dir := t.TempDir()
 	junk := filepath.Join(dir, "junk.jsonl")
 	os.WriteFile(junk, []byte("{not json\n"), 0o644)
+	// A well-formed trace naming a fault kind this lockstep does not
+	// define (one from a newer lockstep, or a typo).
+	unknown := filepath.Join(dir, "unknown-kind.jsonl")
+	os.WriteFile(unknown, []byte(`{"header":{"version":"0.1.0","spec":"x.yaml","trial":0,"seed":1,"strategy":"pos"}}
+{"record":{"step":1,"vtime":0,"op":{"id":4503599627370497,"node":"n1","lpid":"fault","kind":"meteor","object":"node:n1"}}}
+`), 0o644)
 	bad, _ := filepath.Glob("../../testdata/specs/bad/*.yaml")
 	if len(bad) == 0 {
 		t.Fatal("no bad specs found")
@@ -69,6 +75,9 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"explain"},
 		{"explain", "/no/such/trace.jsonl"},
 		{"explain", junk},
+		{"replay", unknown},
+		{"show", unknown},
+		{"explain", unknown},
 		{"run", "--no-such-flag", "x.yaml"},
 	}
 	for _, f := range bad {
@@ -83,6 +92,9 @@ func TestBadInputExitsTwo(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(stderr), "\n")
 			if stderr == "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "lockstep: ") {
 				t.Fatalf("want one error line, got %q", stderr)
+			}
+			if args[len(args)-1] == unknown && (!strings.Contains(stderr, unknown) || !strings.Contains(stderr, `unknown fault kind "meteor"`)) {
+				t.Fatalf("want the trace file and the unknown kind named, got %q", stderr)
 			}
 		})
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
-	"github.com/lockstep-dev/lockstep/sched"
 )
 
 func TestMain(m *testing.M) { extest.Main(m) }
@@ -57,7 +57,7 @@ func TestEtcdUnderFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rec := range tr.Records {
-			if k := rec.Op.Kind; k == sched.Crash || k == sched.Partition {
+			if k := rec.Op.Kind; k == faults.Crash || k == faults.Partition {
 				injected++
 			}
 		}
@@ -82,7 +82,7 @@ func TestEtcdReplays(t *testing.T) {
 	sp.Scheduler.Seed = 11
 	const trials = 3
 	sum := extest.Run(t, sp, engine.RunOptions{Trials: trials, TraceAll: true})
-	faults := 0
+	injected := 0
 	for _, r := range sum.Results {
 		tr, err := engine.LoadTrace(r.TracePath)
 		if err != nil {
@@ -90,7 +90,7 @@ func TestEtcdReplays(t *testing.T) {
 		}
 		for _, rec := range tr.Records {
 			if rec.Op.LPID == "fault" {
-				faults++
+				injected++
 			}
 		}
 		rr := extest.Replay(t, r.TracePath)
@@ -98,7 +98,7 @@ func TestEtcdReplays(t *testing.T) {
 			t.Errorf("trial %d (%d steps, %v): replay: %s", r.Index, len(tr.Records), r.Outcome.Kind, rr.Diff)
 		}
 	}
-	if faults == 0 {
+	if injected == 0 {
 		t.Errorf("no fault in %d trials", trials)
 	}
 }

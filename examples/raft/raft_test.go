@@ -9,8 +9,8 @@ import (
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
-	"github.com/lockstep-dev/lockstep/sched"
 )
 
 func TestMain(m *testing.M) { extest.Main(m) }
@@ -44,7 +44,7 @@ func TestRaftTrialsReplay(t *testing.T) {
 	sp := extest.LoadSpec(t, "spec-partition.yaml")
 	const trials = 2
 	sum := extest.Run(t, sp, engine.RunOptions{Trials: trials, TraceAll: true})
-	faults := 0
+	cuts := 0
 	for _, r := range sum.Results {
 		out, _ := os.ReadFile(filepath.Join(r.Dir, "client.out"))
 		cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
@@ -64,8 +64,8 @@ func TestRaftTrialsReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rec := range tr.Records {
-			if rec.Op.Kind == sched.Partition {
-				faults++
+			if rec.Op.Kind == faults.Partition {
+				cuts++
 			}
 		}
 		if diff := replay(t, r.TracePath); diff != "" {
@@ -74,10 +74,10 @@ func TestRaftTrialsReplay(t *testing.T) {
 	}
 	// The window opens at 500 ms with a budget of two: trials without any
 	// partition mean faults were not offered.
-	if faults == 0 {
+	if cuts == 0 {
 		t.Errorf("no partition in %d trials: %v", trials, sum.ByKind)
 	}
-	t.Logf("%d trials, %d faults, outcomes %v, %v", sum.Trials, faults, sum.ByKind, sum.Duration)
+	t.Logf("%d trials, %d faults, outcomes %v, %v", sum.Trials, cuts, sum.ByKind, sum.Duration)
 }
 
 // raft v1.7.3's InstallSnapshot livelock (hashicorp/raft#697), found: a

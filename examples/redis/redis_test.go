@@ -12,8 +12,8 @@ import (
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
 	"github.com/lockstep-dev/lockstep/examples/internal/trialbench"
 	"github.com/lockstep-dev/lockstep/explain"
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
-	"github.com/lockstep-dev/lockstep/sched"
 )
 
 func TestMain(m *testing.M) { extest.Main(m) }
@@ -44,9 +44,9 @@ func TestRedisSentinelLosesWrites(t *testing.T) {
 		cutPrimary, healed := false, false
 		for _, rec := range tr.Records {
 			switch {
-			case rec.Op.Kind == sched.Partition && rec.Op.Node == "r1":
+			case rec.Op.Kind == faults.Partition && rec.Op.Node == "r1":
 				cutPrimary = true
-			case rec.Op.Kind == sched.Heal:
+			case rec.Op.Kind == faults.Heal:
 				healed = true
 			}
 		}
@@ -115,7 +115,7 @@ func TestRedisExplained(t *testing.T) {
 	t.Log("\n" + b.String())
 	var cut *explain.Race
 	for i, r := range ex.Races {
-		if r.Decision.Op.Kind == sched.Partition && r.Decision.Op.Node == "r1" && r.Effects != nil {
+		if r.Decision.Op.Kind == faults.Partition && r.Decision.Op.Node == "r1" && r.Effects != nil {
 			cut = &ex.Races[i]
 		}
 	}
