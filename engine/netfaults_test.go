@@ -78,6 +78,7 @@ func TestNetworkFaults(t *testing.T) {
 		{"bipartition", faults.Bipartition, checkBipartition, []string{"isolate", "bridge", "bridge reaches both"}},
 		{"hold", faults.Hold, checkHold, []string{"other way flows", "released at the end"}},
 		{"slow", faults.Slow, checkSlow, []string{"other links flow", "slow link flows", "held a round"}},
+		{"flap", faults.Flap, checkFlap, []string{"other links flow", "flows while up", "released when up", "held a round"}},
 		{"hold-kind", faults.Hold, checkHoldKind, []string{"beats flow", "data released at the end", "other way flows"}},
 		{"probe", faults.Partition, checkProbe, []string{"aimed at the leader"}},
 		{"follow", faults.Partition, checkFollow, []string{"client follows s2", "client stays with s2"}},
@@ -256,6 +257,80 @@ func checkSlow(t *testing.T, nt netTrial) []string {
 		case across:
 			out = append(out, "slow link flows")
 		case rec.VTime < released:
+			out = append(out, "other links flow")
+		}
+	}
+	return out
+}
+
+// A flapping link holds every message across it while it is down and
+// lets them cross while it is up; the other links flow throughout. The
+// phases are read from what show prints ("flaps s1|s3 for 900ms: down
+// 120ms, up 300ms, ..."), as offsets from the flap.
+func checkFlap(t *testing.T, nt netTrial) []string {
+	f := nt.recs[nt.fault]
+	a, b, ok := strings.Cut(strings.TrimPrefix(f.Op.Object, "link:"), "|")
+	if !ok || f.Op.Delay <= 0 {
+		t.Fatalf("flap %q: no link or while", f.Op.Object)
+	}
+	sa, sb := strings.Split(a, ","), strings.Split(b, ",")
+	_, list, ok := strings.Cut(f.Op.Peer, ": ")
+	if !ok || !strings.HasPrefix(f.Op.Peer, "flaps "+a+"|"+b+" for ") {
+		t.Fatalf("flap shows %q", f.Op.Peer)
+	}
+	type phase struct {
+		down     bool
+		from, to int64
+	}
+	var phases []phase
+	at := f.VTime
+	for _, w := range strings.Split(list, ", ") {
+		state, length, _ := strings.Cut(w, " ")
+		d, err := time.ParseDuration(length)
+		if err != nil {
+			break // "… (N phases)": the rest is not shown
+		}
+		phases = append(phases, phase{state == "down", at, at + int64(d)})
+		at += int64(d)
+	}
+	if len(phases) == 0 || !phases[0].down {
+		t.Fatalf("flap shows %q: no phases, or not down first", f.Op.Peer)
+	}
+	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "flap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The quiet period ends every flap.
+	end := min(at, int64(sp.Faults.Until))
+	var out []string
+	for _, p := range phases {
+		if p.down && min(p.to, end)-p.from > int64(150*time.Millisecond) {
+			// Longer than a round of gossip (100 ms): on a link that
+			// stayed up, a message would have crossed.
+			out = append(out, "held a round")
+		}
+	}
+	for i := nt.fault; i < len(nt.recs); i++ {
+		rec := nt.recs[i]
+		if rec.Op.Kind != sched.Deliver || rec.VTime >= end {
+			continue
+		}
+		j := slices.IndexFunc(phases, func(p phase) bool { return p.from <= rec.VTime && rec.VTime < p.to })
+		if j < 0 {
+			continue
+		}
+		src, dst := rec.Op.Node, nt.nodes[addrOf(rec.Op.Peer).String()]
+		across := slices.Contains(sa, src) && slices.Contains(sb, dst) || slices.Contains(sb, src) && slices.Contains(sa, dst)
+		switch {
+		case across && phases[j].down:
+			t.Fatalf("step %d: %s delivered to %s at %v across the flapping link %s, down from %v to %v",
+				rec.Step, src, dst, time.Duration(rec.VTime), f.Op.Object, time.Duration(phases[j].from), time.Duration(phases[j].to))
+		case across && j > 0 && rec.VTime == phases[j].from:
+			// Held while down, it went as the link came up.
+			out = append(out, "released when up", "flows while up")
+		case across:
+			out = append(out, "flows while up")
+		case phases[j].down:
 			out = append(out, "other links flow")
 		}
 	}

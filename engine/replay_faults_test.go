@@ -60,7 +60,7 @@ func TestReplayEveryFault(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(bin, "tick_client")); err != nil {
 		t.Skipf("skipping: %v (make testdata builds it)", err)
 	}
-	for _, kind := range []string{"crash", "partition", "oneway", "link", "bipartition", "hold", "slow", "pause", "clock", "drift", "reset", "drop"} {
+	for _, kind := range []string{"crash", "partition", "oneway", "link", "bipartition", "hold", "slow", "flap", "pause", "clock", "drift", "reset", "drop"} {
 		for _, budget := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s-%d", kind, budget), func(t *testing.T) {
 				nodes, window := tcpNodes, "from: 50ms\n  until: 51ms"

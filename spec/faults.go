@@ -106,6 +106,7 @@ const (
 	FaultIOError     FaultKind = "ioerror"
 	FaultStall       FaultKind = "stall"
 	FaultSlow        FaultKind = "slow"
+	FaultFlap        FaultKind = "flap"
 )
 
 // FaultKinds lists every kind a spec may name.
@@ -142,10 +143,10 @@ const (
 var faultKinds = map[string]FaultKind{"crash": FaultCrash, "partition": FaultPartition, "pause": FaultPause, "clock": FaultClock, "drift": FaultDrift, "reset": FaultReset, "drop": FaultDrop,
 	"oneway": FaultOneWay, "link": FaultLink, "bipartition": FaultBipartition, "bridge": FaultBipartition, "hold": FaultHold,
 	"power": FaultPower, "corrupt": FaultCorrupt, "ioerror": FaultIOError, "stall": FaultStall,
-	"slow": FaultSlow}
+	"slow": FaultSlow, "flap": FaultFlap}
 
 // faultNames lists the kinds for error messages, in the docs' order.
-const faultNames = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall or slow"
+const faultNames = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall, slow or flap"
 
 // defaultMaxDrift bounds a drift fault unless the spec says otherwise:
 // 10 %, far beyond what a quartz clock does (under 0.01 %), because the

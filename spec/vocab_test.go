@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,7 +52,8 @@ nodes:
 		{"clock direction", spec("s1", "", "faults: {kinds: [clock], clock_direction: both}\n"), ""},
 		{"unknown clock direction", spec("s1", "", "faults: {kinds: [clock], clock_direction: up}\n"), `s.yaml:8: faults.clock_direction: unknown direction "up" (want forward, backward or both)`},
 		{"every fault kind", spec("s1", "", "faults: {kinds: [crash, partition, oneway, pause, clock, drift, reset, drop, hold]}\n"), ""},
-		{"restart is no fault to name", spec("s1", "", "faults: {kinds: [restart]}\n"), `s.yaml:8: faults.kinds: unknown fault "restart" (want crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall or slow; restart and heal follow them)`},
+		{"flap", spec("s1", "", "faults: {kinds: [flap], max_hold: 300ms, max_outage: 2s}\n"), ""},
+		{"restart is no fault to name", spec("s1", "", "faults: {kinds: [restart]}\n"), `s.yaml:8: faults.kinds: unknown fault "restart" (want crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall, slow or flap; restart and heal follow them)`},
 		{"host name of 63", spec(strings.Repeat("a", 63), "", ""), ""},
 		{"host name with capitals", spec("Server1", "", ""), ""},
 		{"host name ending in a dash", spec("s1-", "", ""), `s.yaml:3: nodes[0].name: "s1-" is not a valid host name (letters, digits and inner dashes, at most 63)`},
@@ -94,5 +96,21 @@ func TestFaultKinds(t *testing.T) {
 		if name != string(k) && name != "bridge" {
 			t.Errorf("keyword %q names kind %q: only bridge may differ", name, k)
 		}
+	}
+}
+
+// TestFaultFlap: flap is a keyword of its own, bounded by max_hold (each
+// down phase) and max_outage (the whole flap).
+func TestFaultFlap(t *testing.T) {
+	sp, err := Load("../testdata/specs/faults/flap.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := sp.Faults
+	if !slices.Equal(f.Kinds, []FaultKind{FaultFlap}) || f.MaxHold != 400*time.Millisecond || f.MaxOutage != 1500*time.Millisecond {
+		t.Fatalf("kinds %v, max_hold %v, max_outage %v", f.Kinds, f.MaxHold, f.MaxOutage)
+	}
+	if !slices.Contains(FaultKinds(), FaultFlap) {
+		t.Fatalf("FaultKinds() = %v lacks flap", FaultKinds())
 	}
 }

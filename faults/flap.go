@@ -1,0 +1,203 @@
+package faults
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// Flap makes the link between two nodes (their groups) go down and up,
+// again and again, for a while: each delivery across it that is ready
+// while it is down waits for it to come up, while every other link flows.
+// A flapping link is what makes a cluster's leader come and go (leader
+// churn, pre-vote bugs) where a cut makes it leave once.
+//
+// Op.Delay is the while (up to Plan.MaxOutage), Op.Pick seeds the
+// lengths of its phases (flapPhases), Op.Object names the link. The
+// tracer has nothing to do: the injector holds the deliveries back
+// (Holds).
+const Flap sched.Kind = "flap"
+
+func init() {
+	define(Flap, kindDef{possible: possibleFlap, detail: detailFlap, chose: choseFlap, holds: holdsFlap, deadline: flapDeadline, onTraffic: true})
+}
+
+// flapPhase is a stretch of time, [from, to).
+type flapPhase struct{ from, to time.Duration }
+
+// flapLink is a flapping link in force.
+type flapLink struct {
+	a, b []string
+	end  time.Duration // when it stops flapping, up
+	// down are its down phases in order, in virtual time.
+	down []flapPhase
+}
+
+// flapLinks are the flapping links in force, by Op.Object.
+type flapLinks map[string]*flapLink
+
+func (in *Injector) flapLinks() flapLinks {
+	l, _ := in.own[Flap].(flapLinks)
+	return l
+}
+
+// flapPhases are a flap's phases, as offsets from its start: down first,
+// then up, in turn, each a tenth of maxHold to all of it in whole ms,
+// drawn from pick, the last cut short at while. The same op gives the
+// same phases wherever it is chosen (a run, its replay).
+func flapPhases(while, maxHold time.Duration, pick uint64) (down, up []flapPhase) {
+	r := rand.New(rand.NewPCG(pick, 0x666c6170)) // "flap"
+	draw := func() time.Duration {
+		d := (maxHold/10 + time.Duration(r.Int64N(int64(maxHold-maxHold/10)+1))).Truncate(time.Millisecond)
+		return max(d, time.Millisecond)
+	}
+	for t, isDown := time.Duration(0), true; t < while; isDown = !isDown {
+		p := flapPhase{from: t, to: min(t+draw(), while)}
+		if isDown {
+			down = append(down, p)
+		} else {
+			up = append(up, p)
+		}
+		t = p.to
+	}
+	return down, up
+}
+
+// flapShow is what show prints of a flap: "flaps s1|s3 for 900ms: down
+// 120ms, up 300ms, down 250ms", the phases in order (the first few of a
+// long flap, and how many there are).
+func flapShow(unit, peer []string, while time.Duration, down, up []flapPhase) string {
+	const shown = 8
+	var phases []string
+	for i := 0; i < len(down) && len(phases) < shown; i++ {
+		phases = append(phases, fmt.Sprintf("down %v", down[i].to-down[i].from))
+		if i < len(up) && len(phases) < shown {
+			phases = append(phases, fmt.Sprintf("up %v", up[i].to-up[i].from))
+		}
+	}
+	s := fmt.Sprintf("flaps %s|%s for %v: %s", strings.Join(unit, ","), strings.Join(peer, ","), while, strings.Join(phases, ", "))
+	if n := len(down) + len(up); n > shown {
+		s += fmt.Sprintf(", … (%d phases)", n)
+	}
+	return s
+}
+
+// flapPeers are the units node's unit may flap towards: the others whose
+// link with it is not flapping already.
+func (in *Injector) flapPeers(node string) (unit []string, peers [][]string) {
+	unit = in.plan.side(node)
+	links := in.flapLinks()
+	for _, u := range in.plan.units() {
+		if !slices.Equal(u, unit) && links[slowObject(unit, u)] == nil {
+			peers = append(peers, u)
+		}
+	}
+	return unit, peers
+}
+
+func possibleFlap(in *Injector, o *sched.Op) bool {
+	if in.plan.MaxHold <= 0 || in.plan.MaxOutage <= 0 {
+		return false
+	}
+	// Asked at every step while a flap is offered: stop at the first
+	// peer rather than list them all.
+	unit := in.plan.side(o.Node)
+	links := in.flapLinks()
+	return slices.ContainsFunc(in.plan.units(), func(u []string) bool {
+		return !slices.Equal(u, unit) && (len(links) == 0 || links[slowObject(unit, u)] == nil)
+	})
+}
+
+func detailFlap(in *Injector, o *sched.Op) {
+	unit, peers := in.flapPeers(o.Node)
+	peer := peers[in.r.IntN(len(peers))]
+	o.Object = slowObject(unit, peer)
+	o.Delay = int64(in.upTo(in.plan.MaxOutage))
+	o.Pick = in.r.Uint64()
+	down, up := flapPhases(time.Duration(o.Delay), in.plan.MaxHold, o.Pick)
+	// What show prints (sched.Describe).
+	o.Peer = flapShow(unit, peer, time.Duration(o.Delay), down, up)
+}
+
+func choseFlap(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
+	in.spend(now)
+	a, b, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), "|")
+	links := in.flapLinks()
+	if links == nil {
+		links = flapLinks{}
+		in.own[Flap] = links
+	}
+	down, _ := flapPhases(time.Duration(o.Delay), in.plan.MaxHold, o.Pick)
+	for i := range down {
+		down[i].from += now
+		down[i].to += now
+	}
+	links[o.Object] = &flapLink{a: strings.Split(a, ","), b: strings.Split(b, ","), end: now + time.Duration(o.Delay), down: down}
+	return nil
+}
+
+// holdsFlap holds a delivery across a flapping link while the link is
+// down. Links whose while is over are dropped.
+func holdsFlap(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.Addr) string) bool {
+	links := in.flapLinks()
+	if o.Kind != sched.Deliver || len(links) == 0 {
+		return false
+	}
+	src, dst, ok := strings.Cut(o.Conn, ">")
+	if !ok {
+		return false
+	}
+	from, to := addrNode(src, nodeOf), addrNode(dst, nodeOf)
+	held := false
+	for name, l := range links {
+		if now >= l.end {
+			delete(links, name)
+			continue
+		}
+		across := slices.Contains(l.a, from) && slices.Contains(l.b, to) || slices.Contains(l.b, from) && slices.Contains(l.a, to)
+		if across && l.isDown(now) {
+			held = true
+		}
+	}
+	return held
+}
+
+// isDown reports whether the link is down at now.
+func (l *flapLink) isDown(now time.Duration) bool {
+	// The first down phase that ends after now.
+	i, _ := slices.BinarySearchFunc(l.down, now, func(p flapPhase, t time.Duration) int {
+		if p.to <= t {
+			return -1
+		}
+		return 1
+	})
+	return i < len(l.down) && l.down[i].from <= now
+}
+
+// flapDeadline is the earliest end of a down phase, when what a flapping
+// link held may go, or of a flap.
+func flapDeadline(in *Injector, now time.Duration) (time.Duration, bool) {
+	var d time.Duration
+	ok := false
+	for _, l := range in.flapLinks() {
+		if now >= l.end {
+			continue
+		}
+		next := l.end
+		for _, p := range l.down {
+			if p.to > now {
+				next = min(next, p.to)
+				break
+			}
+		}
+		if !ok || next < d {
+			d, ok = next, true
+		}
+	}
+	return d, ok
+}
