@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -202,7 +203,7 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*e
 	if time.Now().After(e.deadline) {
 		return nil, nil, errBudget
 	}
-	f := sched.NewForced(e.anchor(ds))
+	f := sched.NewForced(e.anchor(ds), faults.Replay)
 	res, err := e.rr.Run(ctx, f, keep)
 	if err != nil {
 		return nil, nil, err
@@ -295,7 +296,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 
 	// The trace replayed, with the choices offered at each decision.
 	t0 := time.Now()
-	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100))}
+	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100), faults.Replay)}
 	res, err := rr.Run(ctx, rec, false)
 	if err != nil {
 		return nil, err

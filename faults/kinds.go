@@ -28,6 +28,8 @@ type kindDef struct {
 	// needs are the targets the engine must gather at each step for the
 	// kind (Plan.Needs).
 	needs Need
+	// replay is how a replay treats the kind's ops (Replay).
+	replay sched.FaultReplay
 	// onTraffic says the kind acts on messages in flight: a spread plan
 	// does not take it alone in a lull, where there are none (InLull).
 	onTraffic bool
@@ -117,6 +119,14 @@ func Known(k sched.Kind) bool {
 	return ok
 }
 
+// Replay is how a replay treats fault kind k's ops (the engine and
+// explain hand it to sched.NewReplay and sched.NewForced).
+func Replay(k sched.Kind) sched.FaultReplay { return kindDefs[k].replay }
+
+// remake: a replay may make the kind's op up from its recorded
+// parameters (sched.FaultReplay.Remake).
+var remake = sched.FaultReplay{Remake: true}
+
 // Kinds are the fault kinds this package defines, sorted by name.
 func Kinds() []sched.Kind {
 	return slices.Sorted(maps.Keys(kindDefs))
@@ -150,13 +160,13 @@ const (
 )
 
 func init() {
-	define(Crash, kindDef{possible: possibleUp, detail: detailOutage, chose: choseCrash, act: ActCrash})
-	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause})
+	define(Crash, kindDef{possible: possibleUp, detail: detailOutage, chose: choseCrash, act: ActCrash, replay: remake})
+	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause, replay: remake})
 	define(Partition, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool {
 			return in.cutRoom() && !in.clashes(in.partitionCut(o.Node))
 		},
-		detail: detailOutage, chose: chosePartition, onTraffic: true, act: ActPartition,
+		detail: detailOutage, chose: chosePartition, onTraffic: true, act: ActPartition, replay: remake,
 	})
 	define(ClockJump, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] && in.plan.MaxClockJump > 0 },
@@ -167,7 +177,7 @@ func init() {
 			in.skew[o.Node] += e.Shift
 			return nil
 		},
-		act: ActClock,
+		act: ActClock, replay: remake,
 	})
 	define(ClockDrift, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] && in.plan.MaxDrift > 0 },
@@ -178,7 +188,7 @@ func init() {
 			in.drifts[o.Node] = true
 			return nil
 		},
-		act: ActDrift,
+		act: ActDrift, replay: remake,
 	})
 	define(Reset, kindDef{possible: possibleReset, detail: detailReset, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 		in.spend(now)
@@ -190,8 +200,9 @@ func init() {
 		e.Datagram = uint64(o.Delay)
 		return nil
 	}, act: ActDrop, needs: NeedDatagrams})
-	define(Restart, kindDef{chose: choseRestart, act: ActRestart})
-	define(Heal, kindDef{chose: choseHeal, act: ActHeal})
+	recovery := sched.FaultReplay{Recovery: true}
+	define(Restart, kindDef{chose: choseRestart, act: ActRestart, replay: recovery})
+	define(Heal, kindDef{chose: choseHeal, act: ActHeal, replay: recovery})
 }
 
 // possibleUp: the node is neither down nor paused.

@@ -101,12 +101,18 @@ const (
 )
 
 func init() {
+	// The engine's offer of a power cut or a corruption draws its variant
+	// and pick afresh; a forced replay keeps the trace's.
+	p := powerKind
+	p.replay = sched.FaultReplay{Remake: true, KeepDraw: true}
 	c := corruptKind
-	c.needs = NeedDataFiles
-	define(Power, powerKind)
+	c.needs, c.replay = NeedDataFiles, sched.FaultReplay{KeepDraw: true}
+	io, st := ioErrorKind, stallKind
+	io.replay, st.replay = remake, remake
+	define(Power, p)
 	define(Corrupt, c)
-	define(IOError, ioErrorKind)
-	define(Stall, stallKind)
+	define(IOError, io)
+	define(Stall, st)
 }
 
 // possibleCorrupt: the node is down with data files written.

@@ -1,14 +1,42 @@
 package sched
 
-// The fault kinds sched itself shows (Describe) or makes up in a replay
-// (remakeable), by their names in traces. Package faults defines every
-// fault kind; these names are here only because traces written before a
-// kind wrote its own show text (Op.Peer) are shown as they always were. A
-// kind not named here is shown by its Op.Peer and replayed only as the
-// engine offers it, so a new fault kind needs no line in sched.
+// FaultReplay is how a replay treats the ops of one fault kind. Package
+// faults says it for each kind (faults.Replay) and the engine and explain
+// hand it to Replay and Forced (FaultReplays), so that sched names no
+// fault kind: a new kind that a replay may make up needs no line here.
+type FaultReplay struct {
+	// Remake says a replay may make the op up from its recorded
+	// parameters when the engine does not offer it (a crash, a pause):
+	// it needs nothing that only the engine knows is there (a crashed
+	// node, a cut, a connection, a datagram, a link's traffic).
+	Remake bool
+	// Recovery says the op ends a fault in force (a restart, a heal):
+	// Forced takes one when no traced op can run, as the clock would
+	// bring it anyway.
+	Recovery bool
+	// KeepDraw says the engine's offer draws the op's Disk and Pick
+	// afresh, and a forced replay puts the trace's back: they are what
+	// the failure needs (a power cut's persist mode and pick).
+	KeepDraw bool
+}
+
+// FaultReplays says how a replay treats each fault kind; nil, or a kind
+// it does not know, gives the zero FaultReplay: taken only as offered.
+type FaultReplays func(Kind) FaultReplay
+
+func (f FaultReplays) of(k Kind) FaultReplay {
+	if f == nil || !k.IsFault() {
+		return FaultReplay{}
+	}
+	return f(k)
+}
+
+// The fault kinds whose show text Describe writes itself, by their names
+// in traces: legacy display, for the kinds that existed before a kind
+// wrote its own text into Op.Peer when drawn (as slow and every later
+// kind do). Package faults defines them; no new kind belongs here.
 const (
 	crashKind       Kind = "crash"
-	restartKind     Kind = "restart"
 	partitionKind   Kind = "partition"
 	healKind        Kind = "heal"
 	dropKind        Kind = "drop"
@@ -25,16 +53,3 @@ const (
 	ioErrorKind     Kind = "ioerror"
 	stallKind       Kind = "stall"
 )
-
-// remakeable reports whether a replay may make up a fault op of kind k
-// that the engine did not offer, from its recorded parameters: a crash,
-// partition, pause, clock fault, power cut, ioerror or stall. The others
-// need what only the engine knows is there (a crashed node, a cut, a
-// connection, a datagram, a node down with files, a link's traffic).
-func remakeable(k Kind) bool {
-	switch k {
-	case crashKind, partitionKind, pauseKind, clockJumpKind, clockDriftKind, powerKind, ioErrorKind, stallKind:
-		return true
-	}
-	return false
-}

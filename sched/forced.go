@@ -2,7 +2,6 @@ package sched
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -248,6 +247,7 @@ const extraIDBase = uint64(1) << 56
 // held.
 type Forced struct {
 	decisions []Decision
+	faults    FaultReplays
 	keyer     *Keyer
 	done      map[Key]bool // released ops
 	injected  []bool
@@ -261,8 +261,10 @@ type Forced struct {
 	Order []Key
 }
 
-// NewForced forces the given decisions.
-func NewForced(ds []Decision) *Forced { return &Forced{decisions: ds} }
+// NewForced forces the given decisions; fr says which fault ops it may
+// make up (Extra), which are recoveries, and which keep their recorded
+// draws.
+func NewForced(ds []Decision, fr FaultReplays) *Forced { return &Forced{decisions: ds, faults: fr} }
 
 func (f *Forced) Name() string { return "forced" }
 
@@ -303,11 +305,11 @@ func (f *Forced) matches(d *Decision, o *Op) bool {
 }
 
 // Extra makes the due injected ops that are not offered: an advance to the
-// recorded time, while it lies ahead, and a crash, partition, pause, clock
-// fault, power cut, ioerror or stall with the recorded parameters.
-// Restarts, heals, resets, drops and corruptions need what only the engine
-// knows is there (a crashed node, a cut, a connection, a datagram, a node
-// down with files): they are taken only as offered.
+// recorded time, while it lies ahead, and a fault its kind lets a replay
+// remake (FaultReplay.Remake: a crash, a pause...) with the recorded
+// parameters. Other faults need what only the engine knows is there (a
+// crashed node, a cut, a connection, a datagram, a node down with files):
+// they are taken only as offered.
 func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 	var out []*Op
 	for i := range f.decisions {
@@ -330,7 +332,7 @@ func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 			if time.Duration(d.Op.At) <= now {
 				continue
 			}
-		case !remakeable(d.Op.Kind):
+		case !f.faults.of(d.Op.Kind).Remake:
 			continue
 		}
 		o := d.Op
@@ -339,8 +341,8 @@ func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 		if o.Kind == Advance {
 			o.Delay = o.At - int64(now)
 		}
-		if o.Kind == pauseKind {
-			o.At = 0 // the engine sets the end of the pause
+		if o.Kind.IsFault() {
+			o.At = 0 // a fault op has none (a pause's end once was there)
 		}
 		out = append(out, &o)
 	}
@@ -388,13 +390,13 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 			pick = first
 		}
 		if pick < 0 {
-			pick = idle(enabled)
+			pick = idle(enabled, f.faults)
 		}
 		if pick < 0 {
 			return 0, fmt.Errorf("forced: no traced op among %d choices", len(enabled))
 		}
 	}
-	if taken != nil && (taken.Op.Kind == powerKind || taken.Op.Kind == corruptKind) {
+	if taken != nil && f.faults.of(taken.Op.Kind).KeepDraw {
 		// A storage fault the engine offers draws its variant and its
 		// pick afresh; the trace's are what the failure needs.
 		enabled[pick].Disk, enabled[pick].Pick = taken.Op.Disk, taken.Op.Pick
@@ -409,11 +411,14 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 // idle is the default's choice when no traced op can run (every thread
 // waits on a timer, a node is down): an advance, as Oldest takes one (its
 // ID is below a fault op's) and as the clock would move anyway, else a
-// restart or heal the engine offers; -1 if neither.
-func idle(enabled []*Op) int {
-	for _, kinds := range [][]Kind{{Advance}, {restartKind, healKind}} {
+// recovery (a restart, a heal) the engine offers; -1 if neither.
+func idle(enabled []*Op, fr FaultReplays) int {
+	for _, pass := range []func(k Kind) bool{
+		func(k Kind) bool { return k == Advance },
+		func(k Kind) bool { return fr.of(k).Recovery },
+	} {
 		for j, o := range enabled {
-			if slices.Contains(kinds, o.Kind) {
+			if pass(o.Kind) {
 				return j
 			}
 		}
@@ -456,8 +461,7 @@ func (f *Forced) held(o *Op) bool {
 // fault the engine did not offer: a minimized trace (explain) holds
 // advances and faults that Forced made up, which the engine's own offers,
 // drawn from the seed, need not hold. As Forced.Extra, it makes only
-// advances still ahead and crash, partition, pause, clock, power,
-// ioerror and stall faults.
+// advances still ahead and the faults their kinds let it remake.
 func (r *Replay) Extra(now time.Duration, choices []*Op) []*Op {
 	i := r.step
 	for i < len(r.records) && r.records[i].Auto {
@@ -473,7 +477,7 @@ func (r *Replay) Extra(now time.Duration, choices []*Op) []*Op {
 			return nil
 		}
 		want.Delay = want.At - int64(now)
-	case !remakeable(want.Kind):
+	case !r.faults.of(want.Kind).Remake:
 		return nil
 	}
 	for _, o := range choices {

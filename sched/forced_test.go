@@ -77,11 +77,11 @@ func TestDecisionsReproduce(t *testing.T) {
 		if slices.IsSorted(want) && len(ds) != 0 {
 			t.Errorf("%v: the default order has decisions %v", want, ds)
 		}
-		got, _, _ := simulateAll(t, NewForced(ds), testOps(5))
+		got, _, _ := simulateAll(t, NewForced(ds, testFaults), testOps(5))
 		if !slices.Equal(got, want) {
 			t.Errorf("%v: forcing its %d decisions gave %v", want, len(ds), got)
 		}
-		if got, _, _ := simulateAll(t, NewForced(nil), testOps(5)); !slices.IsSorted(got) {
+		if got, _, _ := simulateAll(t, NewForced(nil, testFaults), testOps(5)); !slices.IsSorted(got) {
 			t.Errorf("no decisions forced gave %v, want the default order", got)
 		}
 	}
@@ -101,7 +101,7 @@ func TestForcedHoldToEnd(t *testing.T) {
 	if len(ds) != 1 || ds[0].Kind != HoldDecision || ds[0].Op.ID != 1 || ds[0].Step != 0 || ds[0].After == nil || ds[0].AfterStep != 2 {
 		t.Fatalf("decisions %v: want op 1 held to the end", ds)
 	}
-	got, _, _ := simulateAll(t, NewForced(ds), testOps(3))
+	got, _, _ := simulateAll(t, NewForced(ds, testFaults), testOps(3))
 	if !slices.Equal(got, []uint64{2, 3, 1}) {
 		t.Errorf("forced order %v, want 2 3 1", got)
 	}
@@ -122,7 +122,7 @@ func TestForcedInject(t *testing.T) {
 	if len(ds) != 1 || ds[0].Kind != InjectDecision || ds[0].After == nil || ds[0].AfterStep != 1 {
 		t.Fatalf("decisions %v: want the advance injected after step 1", ds)
 	}
-	f := NewForced(ds)
+	f := NewForced(ds, testFaults)
 	f.Reset(1, 0)
 	a, b := ops[0], ops[1]
 	if i, _ := f.Next([]*Op{&a, &b}); i != 0 {
@@ -135,7 +135,7 @@ func TestForcedInject(t *testing.T) {
 	if i, _ := f.Next([]*Op{&b, extra[0]}); i != 1 {
 		t.Errorf("the due advance was not chosen")
 	}
-	g := NewForced(ds)
+	g := NewForced(ds, testFaults)
 	g.Reset(1, 0)
 	g.Next([]*Op{&a, &b})
 	if extra := g.Extra(300, []*Op{&b}); len(extra) != 0 {
@@ -151,7 +151,7 @@ func TestForcedInject(t *testing.T) {
 // heal, and fails only when neither is there.
 func TestForcedIdle(t *testing.T) {
 	adv := &Op{ID: 1<<48 + 1, Node: "n0", LPID: "n0/0/t0", Kind: Advance, Object: "time", At: 200}
-	restart := &Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: restartKind, Object: "node:n1"}
+	restart := &Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: "restart", Object: "node:n1"}
 	crash := &Op{ID: 1<<52 + 2, Node: "n0", LPID: "fault", Kind: crashKind, Object: "node:n0"}
 	for _, tc := range []struct {
 		name    string
@@ -162,7 +162,7 @@ func TestForcedIdle(t *testing.T) {
 		{"a restart", []*Op{crash, restart}, 1},
 		{"nothing to take", []*Op{crash}, -1},
 	} {
-		f := NewForced(nil)
+		f := NewForced(nil, testFaults)
 		f.Reset(1, 0)
 		i, err := f.Next(tc.enabled)
 		if tc.want < 0 {
@@ -189,7 +189,7 @@ func TestForcedDeclines(t *testing.T) {
 	}
 	other := crash
 	other.Node, other.Object = "n0", "node:n0"
-	f := NewForced(ds)
+	f := NewForced(ds, testFaults)
 	f.Reset(1, 0)
 	if !f.Declines(&crash) {
 		t.Error("a crash not yet due was taken")
@@ -202,7 +202,7 @@ func TestForcedDeclines(t *testing.T) {
 	if !f.Declines(&other) {
 		t.Error("a crash of another node was taken")
 	}
-	if !NewForced(nil).Declines(&crash) {
+	if !NewForced(nil, testFaults).Declines(&crash) {
 		t.Error("the default order took a fault of its own")
 	}
 }
@@ -222,7 +222,7 @@ func TestForcedCorruptKeepsDraw(t *testing.T) {
 	if len(ds) != 1 || ds[0].Kind != InjectDecision {
 		t.Fatalf("decisions %v: want the corruption injected", ds)
 	}
-	f := NewForced(ds)
+	f := NewForced(ds, testFaults)
 	f.Reset(1, 0)
 	a, b := ops[0], ops[1]
 	if i, _ := f.Next([]*Op{&a, &b}); i != 0 {
@@ -236,5 +236,52 @@ func TestForcedCorruptKeepsDraw(t *testing.T) {
 	}
 	if offered.Disk != "tail" || offered.Pick != 7 {
 		t.Errorf("taken as %s pick %d, want the trace's tail pick 7", offered.Disk, offered.Pick)
+	}
+}
+
+// testFaults is how package faults says its kinds replay (faults.Replay),
+// for the kinds these tests use.
+func testFaults(k Kind) FaultReplay {
+	switch k {
+	case "crash", "partition", "pause", "clock", "drift", "ioerror", "stall":
+		return FaultReplay{Remake: true}
+	case "power":
+		return FaultReplay{Remake: true, KeepDraw: true}
+	case "corrupt":
+		return FaultReplay{KeepDraw: true}
+	case "restart", "heal":
+		return FaultReplay{Recovery: true}
+	}
+	return FaultReplay{}
+}
+
+// TestFaultReplaysPerKind: whether a replay makes a fault up is its
+// kind's say (FaultReplays), not sched's: a kind sched has never heard of
+// is remade when its FaultReplay says so, and taken only as offered when
+// it does not.
+func TestFaultReplaysPerKind(t *testing.T) {
+	ops := testOps(2)
+	quake := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: "quake", Object: "node:n1", Delay: 5}
+	recs := []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: quake}, {Step: 3, Op: ops[1]}}
+	ds, err := Decisions(recs, [][]Op{{ops[0], ops[1]}, {ops[1], quake}, {ops[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, remake := range []bool{false, true} {
+		fr := func(k Kind) FaultReplay { return FaultReplay{Remake: remake && k == "quake"} }
+		f := NewForced(ds, fr)
+		f.Reset(1, 0)
+		a, b := ops[0], ops[1]
+		f.Next([]*Op{&a, &b})
+		x := f.Extra(0, []*Op{&b})
+		if got := len(x) == 1 && x[0].Kind == "quake" && x[0].Delay == 5; got != remake {
+			t.Errorf("remake %v: Forced.Extra made %v", remake, x)
+		}
+		r := NewReplay(&Trace{Records: recs[1:]}, nil, fr)
+		r.Reset(1, 0)
+		y := r.Extra(0, []*Op{&b})
+		if got := len(y) == 1 && y[0].Kind == "quake"; got != remake {
+			t.Errorf("remake %v: Replay.Extra made %v", remake, y)
+		}
 	}
 }

@@ -288,6 +288,7 @@ func (p *Plus) isPOS() bool { _, ok := p.inner.(*POS); return ok }
 type Replay struct {
 	records  []Record
 	fallback Strategy
+	faults   FaultReplays
 	step     int
 	// Moved counts the decisions matched on another thread of the recorded
 	// op's process (see SameOnProcess).
@@ -295,9 +296,9 @@ type Replay struct {
 }
 
 // NewReplay replays tr; once the records run out it asks fallback, or fails
-// when fallback is nil.
-func NewReplay(tr *Trace, fallback Strategy) *Replay {
-	return &Replay{records: tr.Records, fallback: fallback}
+// when fallback is nil. fr says which fault ops it may make up (Extra).
+func NewReplay(tr *Trace, fallback Strategy, fr FaultReplays) *Replay {
+	return &Replay{records: tr.Records, fallback: fallback, faults: fr}
 }
 
 func (r *Replay) Name() string { return "replay" }

@@ -211,13 +211,13 @@ func TestReplay(t *testing.T) {
 		next++
 		rec.Records = append(rec.Records, Record{Step: int(next), Op: Op{LPID: site[:1], Kind: Send, Object: "inbox:x", Site: site}})
 	}
-	got := twoThreads(NewReplay(rec, nil), 0, 3)
+	got := twoThreads(NewReplay(rec, nil, testFaults), 0, 3)
 	if strings.Join(got, " ") != strings.Join(order, " ") {
 		t.Fatalf("replay %v, recorded %v", got, order)
 	}
 	// A divergence names the step and both ops.
 	rec.Records[0].Op.Site = "Z9"
-	r := NewReplay(rec, nil)
+	r := NewReplay(rec, nil, testFaults)
 	r.Reset(0, 0)
 	_, err := r.Next([]*Op{{ID: 1, LPID: "A", Kind: Send, Object: "inbox:x", Site: "A1"}})
 	if err == nil || !strings.HasPrefix(err.Error(), "diverged at step 1: expected ") || !strings.Contains(err.Error(), ", got #1 A send") {
@@ -289,7 +289,7 @@ func TestReplayAcrossThreads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewReplay(tr, nil)
+			r := NewReplay(tr, nil, testFaults)
 			r.Reset(1, 0)
 			i, err := r.Next(tt.enabled)
 			if tt.want < 0 {
@@ -310,7 +310,7 @@ func TestReplayAcrossThreads(t *testing.T) {
 func TestReplayTail(t *testing.T) {
 	rec := &Trace{Records: []Record{{Step: 1, Op: Op{ID: 1, LPID: "A", Kind: Send, Object: "inbox:x", Site: "A1"}}}}
 	tail := NewReplayTail(2)
-	r := NewReplay(rec, tail)
+	r := NewReplay(rec, tail, testFaults)
 	r.Reset(0, 0)
 	a := &Op{ID: 1, LPID: "A", Kind: Send, Object: "inbox:x", Site: "A1"}
 	if i, err := r.Next([]*Op{a}); err != nil || i != 0 || !r.Done() {
@@ -337,7 +337,7 @@ func TestReplayReady(t *testing.T) {
 	moved.ID, moved.LPID = 7, "n/0/t3" // the same recv on another thread
 	other := Op{ID: 3, LPID: "m/0/t0", Kind: Recv, Site: "y+0x1"}
 	tr := &Trace{Records: []Record{{Op: a}, {Op: Op{ID: 9, Kind: crashKind}, Auto: true}, {Op: b}}}
-	r := NewReplay(tr, nil)
+	r := NewReplay(tr, nil, testFaults)
 	for _, tc := range []struct {
 		name    string
 		enabled []*Op
