@@ -24,7 +24,13 @@ import (
 const Flap sched.Kind = "flap"
 
 func init() {
-	define(Flap, kindDef{possible: possibleFlap, detail: detailFlap, chose: choseFlap, holds: holdsFlap, deadline: flapDeadline, onTraffic: true})
+	define(Flap, kindDef{
+		possible: possibleFlap, detail: detailFlap, chose: choseFlap, holds: holdsFlap, deadline: flapDeadline, onTraffic: true,
+		// A replay may make a flap up (it needs only the plan's nodes),
+		// and a forced one flaps with the trace's phases (its Pick), not
+		// those of the flap the engine drew afresh.
+		replay: sched.FaultReplay{Remake: true, KeepDraw: true},
+	})
 }
 
 // flapPhase is a stretch of time, [from, to).
@@ -132,7 +138,10 @@ func choseFlap(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 		links = flapLinks{}
 		in.own[Flap] = links
 	}
-	down, _ := flapPhases(time.Duration(o.Delay), in.plan.MaxHold, o.Pick)
+	down, up := flapPhases(time.Duration(o.Delay), in.plan.MaxHold, o.Pick)
+	// The phases flapped, for show: a forced replay may have put the
+	// trace's Pick in place of the one drawn with o.Peer.
+	o.Peer = flapShow(strings.Split(a, ","), strings.Split(b, ","), time.Duration(o.Delay), down, up)
 	for i := range down {
 		down[i].from += now
 		down[i].to += now

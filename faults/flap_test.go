@@ -92,3 +92,31 @@ func TestFlap(t *testing.T) {
 		t.Fatal("held in the quiet period")
 	}
 }
+
+// A flap is made up by a replay and keeps the trace's phases in a forced
+// one: choosing it with another Pick than it was drawn with flaps, and
+// shows, that Pick's phases.
+func TestFlapReplay(t *testing.T) {
+	if got := Replay(Flap); !got.Remake || !got.KeepDraw || got.Recovery {
+		t.Fatalf("Replay(Flap) = %+v", got)
+	}
+	p := plan(Flap)
+	p.MaxHold, p.MaxOutage = 300*ms, 2*time.Second
+	in := New(p, nodes, 1)
+	o := in.Offer(0, Targets{})[0]
+	drawn := o.Peer
+	o.Pick++ // the trace's, put in by sched.Forced
+	if _, err := in.Chose(o, 0); err != nil {
+		t.Fatal(err)
+	}
+	a, b, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), "|")
+	down, up := flapPhases(time.Duration(o.Delay), p.MaxHold, o.Pick)
+	if want := flapShow([]string{a}, []string{b}, time.Duration(o.Delay), down, up); o.Peer != want || o.Peer == drawn {
+		t.Fatalf("shows %q (drawn %q), want %q", o.Peer, drawn, want)
+	}
+	for _, d := range down {
+		if !in.Holds(deliver(a, b), d.from, addrs) {
+			t.Fatalf("not down at %v, a down phase of the trace's pick", d.from)
+		}
+	}
+}
