@@ -99,7 +99,7 @@ type Options struct {
 	// while children are young.
 	Zygote *Zygote
 	// Images caches what lockstep learns of the nodes' executables (see
-	// vtime_tsc.go); a job shares one across its trials. nil: one per tracer.
+	// vtime_images.go); a job shares one across its trials. nil: one per tracer.
 	Images *Images
 }
 

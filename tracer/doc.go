@@ -34,13 +34,15 @@
 //   - quiescence: collecting events until no thread can move, the
 //     sentinel, disk syscalls held until nothing else runs;
 //   - sockets: the gates of the socket syscalls and the release of the
-//     socket op kinds.
+//     socket op kinds;
+//   - disks: the storage faults' stops on data files (disk.go).
 //
 // The gate table binds each gated syscall to the part that owns what its
 // handler changes.
 //
 // Each file holds one part's code and is named for it (proc_, ops_,
-// vtime_, network_, quiescence_, sockets_, tracer_). A file names only
+// vtime_, network_, quiescence_, sockets_, tracer_; disk.go the disks';
+// api.go, gate.go and procfs.go hold what every part uses). A file names only
 // files on its own line of this list or on the lines before it, from the
 // ground up:
 //
@@ -55,7 +57,7 @@
 //     the timers; connections, chunks, datagrams), then their jobs:
 //     vtime_*.go (clock answers, clock page, counter, timers, waits,
 //     deadlines) and network_*.go (capture, connections, delivery, faults,
-//     datagrams, FIN checks, and network_kinds.go, the network's side of
+//     datagrams, FIN checks, bytes in flight (network_inflight.go), and network_kinds.go, the network's side of
 //     the op kinds);
 //   - quiescence.go, quiescence_wait.go; sockets.go, sockets_bypass.go,
 //     sockets_gates.go, sockets_release.go; disk.go;
