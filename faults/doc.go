@@ -16,7 +16,9 @@
 // carried out by, what it holds back, how a replay treats it) and the
 // init function that defines it. Adding a kind is that file and its
 // keyword in spec; a tracer change only if it needs a mechanism the
-// tracer does not have (flap.go was added that way).
+// tracer does not have (flap.go was added that way). Kinds that act on
+// the deliveries across a link between two units (slow, flap) draw, name
+// and cross it with links.go.
 //
 // It decides nothing about ptrace, namespaces or processes: the engine
 // applies a chosen fault's Effect through the tracer and netns, and runs the

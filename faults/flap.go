@@ -38,19 +38,12 @@ type flapPhase struct{ from, to time.Duration }
 
 // flapLink is a flapping link in force.
 type flapLink struct {
-	a, b []string
-	end  time.Duration // when it stops flapping, up
+	heldLink // end: when it stops flapping, up
 	// down are its down phases in order, in virtual time.
 	down []flapPhase
 }
 
-// flapLinks are the flapping links in force, by Op.Object.
-type flapLinks map[string]*flapLink
-
-func (in *Injector) flapLinks() flapLinks {
-	l, _ := in.own[Flap].(flapLinks)
-	return l
-}
+func (in *Injector) flapLinks() heldLinks[*flapLink] { return linksOf[*flapLink](in, Flap) }
 
 // flapPhases are a flap's phases, as offsets from its start: down first,
 // then up, in turn, each a tenth of maxHold to all of it in whole ms,
@@ -77,7 +70,7 @@ func flapPhases(while, maxHold time.Duration, pick uint64) (down, up []flapPhase
 // flapShow is what show prints of a flap: "flaps s1|s3 for 900ms: down
 // 120ms, up 300ms, down 250ms", the phases in order (the first few of a
 // long flap, and how many there are).
-func flapShow(unit, peer []string, while time.Duration, down, up []flapPhase) string {
+func flapShow(link linkEnds, while time.Duration, down, up []flapPhase) string {
 	const shown = 8
 	var phases []string
 	for i := 0; i < len(down) && len(phases) < shown; i++ {
@@ -86,94 +79,46 @@ func flapShow(unit, peer []string, while time.Duration, down, up []flapPhase) st
 			phases = append(phases, fmt.Sprintf("up %v", up[i].to-up[i].from))
 		}
 	}
-	s := fmt.Sprintf("flaps %s|%s for %v: %s", strings.Join(unit, ","), strings.Join(peer, ","), while, strings.Join(phases, ", "))
+	s := fmt.Sprintf("flaps %v for %v: %s", link, while, strings.Join(phases, ", "))
 	if n := len(down) + len(up); n > shown {
 		s += fmt.Sprintf(", … (%d phases)", n)
 	}
 	return s
 }
 
-// flapPeers are the units node's unit may flap towards: the others whose
-// link with it is not flapping already.
-func (in *Injector) flapPeers(node string) (unit []string, peers [][]string) {
-	unit = in.plan.side(node)
-	links := in.flapLinks()
-	for _, u := range in.plan.units() {
-		if !slices.Equal(u, unit) && links[slowObject(unit, u)] == nil {
-			peers = append(peers, u)
-		}
-	}
-	return unit, peers
-}
-
 func possibleFlap(in *Injector, o *sched.Op) bool {
-	if in.plan.MaxHold <= 0 || in.plan.MaxOutage <= 0 {
-		return false
-	}
-	// Asked at every step while a flap is offered: stop at the first
-	// peer rather than list them all.
-	unit := in.plan.side(o.Node)
-	links := in.flapLinks()
-	return slices.ContainsFunc(in.plan.units(), func(u []string) bool {
-		return !slices.Equal(u, unit) && (len(links) == 0 || links[slowObject(unit, u)] == nil)
-	})
+	return in.plan.MaxHold > 0 && in.plan.MaxOutage > 0 && in.flapLinks().possible(in.plan, o.Node)
 }
 
 func detailFlap(in *Injector, o *sched.Op) {
-	unit, peers := in.flapPeers(o.Node)
-	peer := peers[in.r.IntN(len(peers))]
-	o.Object = slowObject(unit, peer)
+	link := in.flapLinks().draw(in, o.Node)
+	o.Object = link.object()
 	o.Delay = int64(in.upTo(in.plan.MaxOutage))
 	o.Pick = in.r.Uint64()
 	down, up := flapPhases(time.Duration(o.Delay), in.plan.MaxHold, o.Pick)
 	// What show prints (sched.Describe).
-	o.Peer = flapShow(unit, peer, time.Duration(o.Delay), down, up)
+	o.Peer = flapShow(link, time.Duration(o.Delay), down, up)
 }
 
 func choseFlap(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 	in.spend(now)
-	a, b, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), "|")
-	links := in.flapLinks()
-	if links == nil {
-		links = flapLinks{}
-		in.own[Flap] = links
-	}
+	link := parseLink(o.Object)
 	down, up := flapPhases(time.Duration(o.Delay), in.plan.MaxHold, o.Pick)
 	// The phases flapped, for show: a forced replay may have put the
 	// trace's Pick in place of the one drawn with o.Peer.
-	o.Peer = flapShow(strings.Split(a, ","), strings.Split(b, ","), time.Duration(o.Delay), down, up)
+	o.Peer = flapShow(link, time.Duration(o.Delay), down, up)
 	for i := range down {
 		down[i].from += now
 		down[i].to += now
 	}
-	links[o.Object] = &flapLink{a: strings.Split(a, ","), b: strings.Split(b, ","), end: now + time.Duration(o.Delay), down: down}
+	putLink(in, Flap, o.Object, &flapLink{heldLink: heldLink{linkEnds: link, end: now + time.Duration(o.Delay)}, down: down})
 	return nil
 }
 
 // holdsFlap holds a delivery across a flapping link while the link is
 // down. Links whose while is over are dropped.
 func holdsFlap(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.Addr) string) bool {
-	links := in.flapLinks()
-	if o.Kind != sched.Deliver || len(links) == 0 {
-		return false
-	}
-	src, dst, ok := strings.Cut(o.Conn, ">")
-	if !ok {
-		return false
-	}
-	from, to := addrNode(src, nodeOf), addrNode(dst, nodeOf)
-	held := false
-	for name, l := range links {
-		if now >= l.end {
-			delete(links, name)
-			continue
-		}
-		across := slices.Contains(l.a, from) && slices.Contains(l.b, to) || slices.Contains(l.b, from) && slices.Contains(l.a, to)
-		if across && l.isDown(now) {
-			held = true
-		}
-	}
-	return held
+	return in.flapLinks().holds(o, now, nodeOf, func(l *flapLink) bool { return l.isDown(now) })
 }
 
 // isDown reports whether the link is down at now.

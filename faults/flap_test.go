@@ -111,7 +111,7 @@ func TestFlapReplay(t *testing.T) {
 	}
 	a, b, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), "|")
 	down, up := flapPhases(time.Duration(o.Delay), p.MaxHold, o.Pick)
-	if want := flapShow([]string{a}, []string{b}, time.Duration(o.Delay), down, up); o.Peer != want || o.Peer == drawn {
+	if want := flapShow(linkEnds{[]string{a}, []string{b}}, time.Duration(o.Delay), down, up); o.Peer != want || o.Peer == drawn {
 		t.Fatalf("shows %q (drawn %q), want %q", o.Peer, drawn, want)
 	}
 	for _, d := range down {

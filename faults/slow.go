@@ -3,8 +3,6 @@ package faults
 import (
 	"fmt"
 	"net/netip"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
@@ -26,75 +24,34 @@ func init() { define(Slow, slowKind) }
 
 // slowLink is a slow link in force.
 type slowLink struct {
-	a, b  []string
-	end   time.Duration // when the link is fast again
-	delay time.Duration
+	heldLink // end: when the link is fast again
+	delay    time.Duration
 	// seen is when each delivery across the link (by op ID) was first
 	// ready.
 	seen map[uint64]time.Duration
 }
 
-// slowLinks are the slow links in force, by Op.Object.
-type slowLinks map[string]*slowLink
-
-func (in *Injector) slowLinks() slowLinks {
-	s, _ := in.own[Slow].(slowLinks)
-	return s
-}
-
-// slowPeers are the units node's unit may be slowed towards: the others
-// whose link with it is not slow already.
-func (in *Injector) slowPeers(node string) (unit []string, peers [][]string) {
-	unit = in.plan.side(node)
-	links := in.slowLinks()
-	for _, u := range in.plan.units() {
-		if !slices.Equal(u, unit) && links[slowObject(unit, u)] == nil {
-			peers = append(peers, u)
-		}
-	}
-	return unit, peers
-}
-
-// slowObject names the link between units a and b (in that order).
-func slowObject(a, b []string) string {
-	return "link:" + strings.Join(a, ",") + "|" + strings.Join(b, ",")
-}
+func (in *Injector) slowLinks() heldLinks[*slowLink] { return linksOf[*slowLink](in, Slow) }
 
 func possibleSlow(in *Injector, o *sched.Op) bool {
-	if in.plan.MaxHold <= 0 || in.plan.MaxOutage <= 0 {
-		return false
-	}
-	// Asked at every step while a slow is offered: stop at the first
-	// peer rather than list them all.
-	unit := in.plan.side(o.Node)
-	links := in.slowLinks()
-	return slices.ContainsFunc(in.plan.units(), func(u []string) bool {
-		return !slices.Equal(u, unit) && (len(links) == 0 || links[slowObject(unit, u)] == nil)
-	})
+	return in.plan.MaxHold > 0 && in.plan.MaxOutage > 0 && in.slowLinks().possible(in.plan, o.Node)
 }
 
 func detailSlow(in *Injector, o *sched.Op) {
-	unit, peers := in.slowPeers(o.Node)
-	peer := peers[in.r.IntN(len(peers))]
-	o.Object = slowObject(unit, peer)
+	link := in.slowLinks().draw(in, o.Node)
+	o.Object = link.object()
 	o.Delay = int64(in.upTo(in.plan.MaxHold))
 	o.Pick = uint64(in.upTo(in.plan.MaxOutage))
 	// What show prints (sched.Describe).
-	o.Peer = fmt.Sprintf("slows %s|%s by %v for %v", strings.Join(unit, ","), strings.Join(peer, ","), time.Duration(o.Delay), time.Duration(o.Pick))
+	o.Peer = fmt.Sprintf("slows %v by %v for %v", link, time.Duration(o.Delay), time.Duration(o.Pick))
 }
 
 func choseSlow(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 	in.spend(now)
-	a, b, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), "|")
-	links := in.slowLinks()
-	if links == nil {
-		links = slowLinks{}
-		in.own[Slow] = links
-	}
-	links[o.Object] = &slowLink{
-		a: strings.Split(a, ","), b: strings.Split(b, ","),
-		end: now + time.Duration(o.Pick), delay: time.Duration(o.Delay), seen: map[uint64]time.Duration{},
-	}
+	putLink(in, Slow, o.Object, &slowLink{
+		heldLink: heldLink{linkEnds: parseLink(o.Object), end: now + time.Duration(o.Pick)},
+		delay:    time.Duration(o.Delay), seen: map[uint64]time.Duration{},
+	})
 	return nil
 }
 
@@ -102,35 +59,14 @@ func choseSlow(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 // link's delay. Links whose while is over are dropped, and what they held
 // goes.
 func holdsSlow(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.Addr) string) bool {
-	links := in.slowLinks()
-	if o.Kind != sched.Deliver || len(links) == 0 {
-		return false
-	}
-	src, dst, ok := strings.Cut(o.Conn, ">")
-	if !ok {
-		return false
-	}
-	from, to := addrNode(src, nodeOf), addrNode(dst, nodeOf)
-	held := false
-	for name, l := range links {
-		if now >= l.end {
-			delete(links, name)
-			continue
-		}
-		across := slices.Contains(l.a, from) && slices.Contains(l.b, to) || slices.Contains(l.b, from) && slices.Contains(l.a, to)
-		if !across {
-			continue
-		}
+	return in.slowLinks().holds(o, now, nodeOf, func(l *slowLink) bool {
 		first, ok := l.seen[o.ID]
 		if !ok {
 			first = now
 			l.seen[o.ID] = now
 		}
-		if now < first+l.delay {
-			held = true
-		}
-	}
-	return held
+		return now < first+l.delay
+	})
 }
 
 // slowDeadline is the earliest release of a delivery a slow link holds, or

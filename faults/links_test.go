@@ -1,0 +1,95 @@
+package faults
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+)
+
+// A link's object names it and parses back to it; a message goes across
+// it from either end to the other, and only so.
+func TestLinkEnds(t *testing.T) {
+	tests := []struct {
+		object   string
+		from, to string
+		across   bool
+	}{
+		{"link:s1|s2", "s1", "s2", true},
+		{"link:s1|s2", "s2", "s1", true},
+		{"link:s1|s2", "s1", "s3", false},
+		{"link:s1,client|s3", "client", "s3", true},
+		{"link:s1,client|s3", "s3", "s1", true},
+		{"link:s1,client|s3", "s1", "client", false},
+		{"link:s1,client|s3", "s3", "", false},
+	}
+	for _, tt := range tests {
+		l := parseLink(tt.object)
+		if l.object() != tt.object || "link:"+l.String() != tt.object {
+			t.Errorf("%s parses to %v, named %s", tt.object, l, l.object())
+		}
+		if got := l.across(tt.from, tt.to); got != tt.across {
+			t.Errorf("%s: across(%q, %q) = %v, want %v", tt.object, tt.from, tt.to, got, tt.across)
+		}
+	}
+}
+
+// A link is drawn from the node's unit towards a unit whose link with it
+// is not in force; with none left it is not possible.
+func TestLinkDraw(t *testing.T) {
+	p := plan(Slow)
+	p.Groups = [][]string{{"s1", "client"}}
+	in := New(p, nodes, 1)
+	links := heldLinks[*slowLink]{}
+	drawn := map[string]bool{}
+	for range 50 {
+		drawn[links.draw(in, "client").String()] = true
+	}
+	if want := map[string]bool{"s1,client|s2": true, "s1,client|s3": true}; !maps.Equal(drawn, want) {
+		t.Fatalf("drew %v, want %v", drawn, want)
+	}
+	links["link:s1,client|s2"] = &slowLink{}
+	for range 20 {
+		if l := links.draw(in, "s1"); l.String() != "s1,client|s3" {
+			t.Fatalf("drew %v beside the link in force", l)
+		}
+	}
+	if !links.possible(p, "s1") {
+		t.Fatal("s1|s3 not possible")
+	}
+	links["link:s1,client|s3"] = &slowLink{}
+	if links.possible(p, "client") {
+		t.Fatal("possible with every link of the unit in force")
+	}
+	// The links are named in the order drawn: s2's own is still free.
+	if !links.possible(p, "s2") {
+		t.Fatal("s2|s1,client not possible")
+	}
+}
+
+// holds asks the kind of every link in force that a delivery goes across,
+// and of no other, and drops the links whose while is over.
+func TestLinkHolds(t *testing.T) {
+	links := heldLinks[*slowLink]{}
+	for _, o := range []string{"link:s1|s2", "link:s2|s1", "link:s2|s3"} {
+		links[o] = &slowLink{heldLink: heldLink{linkEnds: parseLink(o), end: time.Second}}
+	}
+	var asked []string
+	hold := func(l *slowLink) bool {
+		asked = append(asked, l.String())
+		return l.String() == "s2|s1"
+	}
+	if !links.holds(deliver("s1", "s2"), 0, nodeOf, hold) {
+		t.Fatal("s1>s2 not held")
+	}
+	if slices.Sort(asked); !slices.Equal(asked, []string{"s1|s2", "s2|s1"}) {
+		t.Fatalf("asked %v", asked)
+	}
+	asked = nil
+	if links.holds(deliver("s3", "s1"), 0, nodeOf, hold) || len(asked) != 0 {
+		t.Fatalf("s3>s1 held or asked of %v", asked)
+	}
+	if links.holds(deliver("s1", "s2"), time.Second, nodeOf, hold) || len(links) != 0 {
+		t.Fatalf("held at the links' end, %d left", len(links))
+	}
+}
