@@ -67,11 +67,12 @@ func putLink[L inForce](in *Injector, k sched.Kind, object string, l L) {
 	links[object] = l
 }
 
-// taken reports whether the link between units a and b, in that order, is
-// in force.
+// taken reports whether the link between units a and b is in force,
+// drawn either way: s1|s2 and s2|s1 are one link.
 func (ls heldLinks[L]) taken(a, b []string) bool {
-	_, ok := ls[linkEnds{a, b}.object()]
-	return ok
+	_, ab := ls[linkEnds{a, b}.object()]
+	_, ba := ls[linkEnds{b, a}.object()]
+	return ab || ba
 }
 
 // possible reports whether node's unit has a peer to draw a link towards

@@ -61,9 +61,21 @@ func TestLinkDraw(t *testing.T) {
 	if links.possible(p, "client") {
 		t.Fatal("possible with every link of the unit in force")
 	}
-	// The links are named in the order drawn: s2's own is still free.
-	if !links.possible(p, "s2") {
-		t.Fatal("s2|s1,client not possible")
+	// A link is one link whichever way it was drawn: s2|s1,client is
+	// s1,client|s2, so s2 draws s2|s3 alone, and s3 nothing.
+	for range 20 {
+		if l := links.draw(in, "s2"); l.String() != "s2|s3" {
+			t.Fatalf("drew %v beside the link in force", l)
+		}
+	}
+	links["link:s2|s3"] = &slowLink{}
+	if links.possible(p, "s3") {
+		t.Fatal("s3 possible with both its links in force, drawn from the other end")
+	}
+	delete(links, "link:s1,client|s2")
+	links["link:s2|s1,client"] = &slowLink{}
+	if links.possible(p, "client") || !links.taken([]string{"s1", "client"}, []string{"s2"}) {
+		t.Fatal("s2|s1,client not taken as s1,client|s2")
 	}
 }
 
