@@ -35,9 +35,10 @@ func TestFlapPhases(t *testing.T) {
 	}
 }
 
-// A flap holds the deliveries across its link while the link is down, and
-// only then: other links flow, deliveries across it go while it is up,
-// and its down phases' ends are deadlines.
+// A flap holds the deliveries and blocking connects across its link while
+// the link is down, and only then: other links flow, a non-blocking
+// connect goes, what crosses it goes while it is up, and its down phases'
+// ends are deadlines.
 func TestFlap(t *testing.T) {
 	p := plan(Flap)
 	p.MaxHold, p.MaxOutage = 300*ms, 2*time.Second
@@ -64,7 +65,15 @@ func TestFlap(t *testing.T) {
 			if !in.Holds(deliver(a, b), from, addrs) || !in.Holds(deliver(b, a), to-1, addrs) {
 				t.Fatalf("seed %d: %s|%s not down in [%v, %v)", seed, a, b, from, to)
 			}
-			if in.Holds(deliver(a, other), from, addrs) {
+			if !in.Holds(connect(a, b), from, addrs) || !in.Holds(connect(b, a), to-1, addrs) {
+				t.Fatalf("seed %d: a connect across %s|%s not held in [%v, %v)", seed, a, b, from, to)
+			}
+			dial := connect(a, b)
+			dial.NonBlocking = true
+			if in.Holds(dial, from, addrs) {
+				t.Fatalf("seed %d: a non-blocking connect across %s|%s held", seed, a, b)
+			}
+			if in.Holds(deliver(a, other), from, addrs) || in.Holds(connect(other, a), from, addrs) {
 				t.Fatalf("seed %d: %s>%s held by the flap of %s|%s", seed, a, other, a, b)
 			}
 			if dl, ok := in.Deadline(from); !ok || dl != to {
@@ -72,7 +81,7 @@ func TestFlap(t *testing.T) {
 			}
 		}
 		for _, u := range up {
-			if in.Holds(deliver(a, b), now+u.from, addrs) || in.Holds(deliver(b, a), now+u.to-1, addrs) {
+			if in.Holds(deliver(a, b), now+u.from, addrs) || in.Holds(deliver(b, a), now+u.to-1, addrs) || in.Holds(connect(a, b), now+u.from, addrs) {
 				t.Fatalf("seed %d: %s|%s held while up in [%v, %v)", seed, a, b, now+u.from, now+u.to)
 			}
 		}

@@ -9,11 +9,12 @@ import (
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
-// A link kind (slow, flap) acts on the deliveries across the link between
-// a node's unit and another drawn at offer time, and keeps its links in
+// A link kind (slow, flap) acts on the ops that cross the link between a
+// node's unit and another drawn at offer time, and keeps its links in
 // force in Injector.own. What every such kind does the same way is here:
-// how the link is drawn and named, and which deliveries go across it. What
-// the kind does with those deliveries stays in the kind's file.
+// how the link is drawn and named, and which ops cross it (deliveryEnds,
+// connectEnds). Which of those the kind holds, and how long, stays in the
+// kind's file.
 
 // linkEnds are the units a link joins, a the drawing node's.
 type linkEnds struct{ a, b []string }
@@ -99,19 +100,34 @@ func (ls heldLinks[L]) draw(in *Injector, node string) linkEnds {
 	return linkEnds{unit, peers[in.r.IntN(len(peers))]}
 }
 
-// holds reports whether hold holds delivery o at now on any link in force
-// that o goes across. hold is asked of every such link, as a kind may
-// keep books of the deliveries it saw. Links whose while is over are
-// dropped.
-func (ls heldLinks[L]) holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr) string, hold func(L) bool) bool {
-	if o.Kind != sched.Deliver || len(ls) == 0 {
-		return false
+// deliveryEnds are the nodes a delivery goes from and to; ok is false
+// for every other op.
+func deliveryEnds(o *sched.Op, nodeOf func(netip.Addr) string) (from, to string, ok bool) {
+	if o.Kind != sched.Deliver {
+		return "", "", false
 	}
 	src, dst, ok := strings.Cut(o.Conn, ">")
 	if !ok {
-		return false
+		return "", "", false
 	}
-	from, to := addrNode(src, nodeOf), addrNode(dst, nodeOf)
+	return addrNode(src, nodeOf), addrNode(dst, nodeOf), true
+}
+
+// connectEnds are the node of a blocking connect and the node it dials,
+// as a cut decides it (Injector.Holds); ok is false for every other op. A
+// non-blocking connect is left out: held, its call would block.
+func connectEnds(o *sched.Op, nodeOf func(netip.Addr) string) (from, to string, ok bool) {
+	if o.Kind != sched.Connect || o.NonBlocking {
+		return "", "", false
+	}
+	return o.Node, addrNode(o.Peer, nodeOf), true
+}
+
+// holds reports whether hold holds an op from node from to node to at now
+// on any link in force between them. hold is asked of every such link, as
+// a kind may keep books of the ops it saw. Links whose while is over are
+// dropped.
+func (ls heldLinks[L]) holds(from, to string, now time.Duration, hold func(L) bool) bool {
 	held := false
 	for name, l := range ls {
 		h := l.held()

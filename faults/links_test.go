@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // A link's object names it and parses back to it; a message goes across
@@ -79,8 +81,8 @@ func TestLinkDraw(t *testing.T) {
 	}
 }
 
-// holds asks the kind of every link in force that a delivery goes across,
-// and of no other, and drops the links whose while is over.
+// holds asks the kind of every link in force that an op goes across, and
+// of no other, and drops the links whose while is over.
 func TestLinkHolds(t *testing.T) {
 	links := heldLinks[*slowLink]{}
 	for _, o := range []string{"link:s1|s2", "link:s2|s1", "link:s2|s3"} {
@@ -91,17 +93,48 @@ func TestLinkHolds(t *testing.T) {
 		asked = append(asked, l.String())
 		return l.String() == "s2|s1"
 	}
-	if !links.holds(deliver("s1", "s2"), 0, nodeOf, hold) {
+	if !links.holds("s1", "s2", 0, hold) {
 		t.Fatal("s1>s2 not held")
 	}
 	if slices.Sort(asked); !slices.Equal(asked, []string{"s1|s2", "s2|s1"}) {
 		t.Fatalf("asked %v", asked)
 	}
 	asked = nil
-	if links.holds(deliver("s3", "s1"), 0, nodeOf, hold) || len(asked) != 0 {
+	if links.holds("s3", "s1", 0, hold) || len(asked) != 0 {
 		t.Fatalf("s3>s1 held or asked of %v", asked)
 	}
-	if links.holds(deliver("s1", "s2"), time.Second, nodeOf, hold) || len(links) != 0 {
+	if links.holds("s1", "s2", time.Second, hold) || len(links) != 0 {
 		t.Fatalf("held at the links' end, %d left", len(links))
+	}
+}
+
+// A delivery crosses from its sender to its receiver, a blocking connect
+// from its node to the node it dials; no other op crosses, nor does a
+// non-blocking connect.
+func TestOpEnds(t *testing.T) {
+	nonBlocking := connect("s1", "s2")
+	nonBlocking.NonBlocking = true
+	tests := []struct {
+		op             *sched.Op
+		delivery, dial bool
+		from, to       string
+	}{
+		{deliver("s1", "s2"), true, false, "s1", "s2"},
+		{deliver("client", "s3"), true, false, "client", "s3"},
+		{connect("s2", "s1"), false, true, "s2", "s1"},
+		{nonBlocking, false, false, "", ""},
+		{&sched.Op{Kind: sched.Send, Node: "s1", Conn: "10.0.0.1:40000>10.0.0.2:7000", Peer: "10.0.0.2:7000"}, false, false, "", ""},
+		{&sched.Op{Kind: sched.Accept, Node: "s1", Peer: "10.0.0.2:7000"}, false, false, "", ""},
+	}
+	for _, tt := range tests {
+		from, to, ok := deliveryEnds(tt.op, nodeOf)
+		if !ok {
+			from, to, ok = connectEnds(tt.op, nodeOf)
+		} else if _, _, dial := connectEnds(tt.op, nodeOf); dial {
+			t.Errorf("%v: a delivery and a connect", tt.op.Kind)
+		}
+		if _, _, d := deliveryEnds(tt.op, nodeOf); d != tt.delivery || ok != (tt.delivery || tt.dial) || from != tt.from || to != tt.to {
+			t.Errorf("%v %s%s: %q>%q %v, want %q>%q", tt.op.Kind, tt.op.Conn, tt.op.Peer, from, to, ok, tt.from, tt.to)
+		}
 	}
 }

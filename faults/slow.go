@@ -10,8 +10,10 @@ import (
 
 // A slow link delays every message between two nodes (their groups), both
 // ways, for a while: each delivery across it is released only once it has
-// waited the slow's delay since it was first ready. Op.Delay is that delay
-// (up to Plan.MaxHold), Op.Pick the while in nanoseconds (up to
+// waited the slow's delay since it was first ready. It delays deliveries
+// only: a connect across it opens at once, and a FIN goes as soon as the
+// bytes before it are delivered, as it does on any link. Op.Delay is that
+// delay (up to Plan.MaxHold), Op.Pick the while in nanoseconds (up to
 // Plan.MaxOutage), Op.Object names the link. The tracer has nothing to do:
 // the injector holds the deliveries back (Holds).
 var slowKind = kindDef{possible: possibleSlow, detail: detailSlow, chose: choseSlow, holds: holdsSlow, deadline: slowDeadline, onTraffic: true}
@@ -59,7 +61,15 @@ func choseSlow(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 // link's delay. Links whose while is over are dropped, and what they held
 // goes.
 func holdsSlow(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.Addr) string) bool {
-	return in.slowLinks().holds(o, now, nodeOf, func(l *slowLink) bool {
+	links := in.slowLinks()
+	if len(links) == 0 {
+		return false
+	}
+	from, to, ok := deliveryEnds(o, nodeOf)
+	if !ok {
+		return false
+	}
+	return links.holds(from, to, now, func(l *slowLink) bool {
 		first, ok := l.seen[o.ID]
 		if !ok {
 			first = now

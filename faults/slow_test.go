@@ -1,0 +1,50 @@
+package faults
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A slow link holds each delivery across it until the delivery has waited
+// the slow's delay since it was first ready, and only deliveries: a
+// connect across it goes at once, other links flow, and the releases are
+// deadlines.
+func TestSlow(t *testing.T) {
+	p := plan(Slow)
+	p.MaxHold, p.MaxOutage = 300*ms, 2*time.Second
+	for seed := int64(0); seed < 10; seed++ {
+		in := New(p, nodes, seed)
+		now := 100 * ms
+		o, e := inject(t, in, now, Targets{})
+		if e.Act != ActNone {
+			t.Fatalf("seed %d: a slow asks the engine for %v", seed, e.Act)
+		}
+		a, b, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), "|")
+		other := map[string]string{"s1": "s2", "s2": "s3", "s3": "s1"}[a]
+		if other == b {
+			other = map[string]string{"s1": "s3", "s2": "s1", "s3": "s2"}[a]
+		}
+		delay, end := time.Duration(o.Delay), now+time.Duration(o.Pick)
+		ready := now + 10*ms
+		d := deliver(b, a)
+		d.ID = 7
+		if !in.Holds(d, ready, addrs) || !in.Holds(d, ready+delay-1, addrs) {
+			t.Fatalf("seed %d: %s>%s not held for %v from %v", seed, b, a, delay, ready)
+		}
+		if dl, ok := in.Deadline(ready + 1); !ok || dl != min(ready+delay, end) {
+			t.Fatalf("seed %d: deadline %v %v, want %v", seed, dl, ok, min(ready+delay, end))
+		}
+		if ready+delay < end && in.Holds(d, ready+delay, addrs) {
+			t.Fatalf("seed %d: %s>%s held past its delay", seed, b, a)
+		}
+		if in.Holds(connect(a, b), ready, addrs) || in.Holds(deliver(a, other), ready, addrs) {
+			t.Fatalf("seed %d: a connect across %s|%s, or %s>%s, held", seed, a, b, a, other)
+		}
+		late := deliver(a, b)
+		late.ID = 8
+		if in.Holds(late, end, addrs) {
+			t.Fatalf("seed %d: held at the slow's end %v", seed, end)
+		}
+	}
+}
