@@ -133,11 +133,14 @@ func holdsFlap(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.A
 	if !ok {
 		return false
 	}
-	return links.holds(from, to, now, func(l *flapLink) bool { return l.isDown(now) })
+	return links.holds(from, to, now, func(l *flapLink) bool {
+		_, down := l.downAt(now)
+		return down
+	})
 }
 
-// isDown reports whether the link is down at now.
-func (l *flapLink) isDown(now time.Duration) bool {
+// downAt is the down phase the link is in at now, if it is down.
+func (l *flapLink) downAt(now time.Duration) (flapPhase, bool) {
 	// The first down phase that ends after now.
 	i, _ := slices.BinarySearchFunc(l.down, now, func(p flapPhase, t time.Duration) int {
 		if p.to <= t {
@@ -145,27 +148,23 @@ func (l *flapLink) isDown(now time.Duration) bool {
 		}
 		return 1
 	})
-	return i < len(l.down) && l.down[i].from <= now
+	if i < len(l.down) && l.down[i].from <= now {
+		return l.down[i], true
+	}
+	return flapPhase{}, false
 }
 
-// flapDeadline is the earliest end of a down phase, when what a flapping
-// link held may go, or of a flap.
+// flapDeadline is the earliest end of a down phase in progress, when what
+// a flapping link holds may go. Nothing else is one: while a link is up
+// nothing it holds changes until its next down phase starts, and what is
+// ready then waits. The flap's end needs no deadline of its own: a down
+// phase in progress then ends with it, and an up one holds nothing.
 func flapDeadline(in *Injector, now time.Duration) (time.Duration, bool) {
 	var d time.Duration
 	ok := false
 	for _, l := range in.flapLinks() {
-		if now >= l.end {
-			continue
-		}
-		next := l.end
-		for _, p := range l.down {
-			if p.to > now {
-				next = min(next, p.to)
-				break
-			}
-		}
-		if !ok || next < d {
-			d, ok = next, true
+		if p, down := l.downAt(now); down && (!ok || p.to < d) {
+			d, ok = p.to, true
 		}
 	}
 	return d, ok

@@ -37,8 +37,8 @@ func TestFlapPhases(t *testing.T) {
 
 // A flap holds the deliveries and blocking connects across its link while
 // the link is down, and only then: other links flow, a non-blocking
-// connect goes, what crosses it goes while it is up, and its down phases'
-// ends are deadlines.
+// connect goes, what crosses it goes while it is up, and the end of the
+// down phase in progress is the only deadline.
 func TestFlap(t *testing.T) {
 	p := plan(Flap)
 	p.MaxHold, p.MaxOutage = 300*ms, 2*time.Second
@@ -83,6 +83,11 @@ func TestFlap(t *testing.T) {
 		for _, u := range up {
 			if in.Holds(deliver(a, b), now+u.from, addrs) || in.Holds(deliver(b, a), now+u.to-1, addrs) || in.Holds(connect(a, b), now+u.from, addrs) {
 				t.Fatalf("seed %d: %s|%s held while up in [%v, %v)", seed, a, b, now+u.from, now+u.to)
+			}
+			// Up, nothing it holds changes before the next down phase
+			// starts, and nothing then needs waking.
+			if dl, ok := in.Deadline(now + u.from); ok {
+				t.Fatalf("seed %d: deadline %v while up at %v", seed, dl, now+u.from)
 			}
 		}
 		if end := now + time.Duration(o.Delay); in.Holds(deliver(a, b), end, addrs) {
