@@ -22,11 +22,12 @@ type netTrial struct {
 	fault int // index of the fault's record, -1 when none
 	heal  int
 	nodes map[string]string // sender address → node
+	dir   string            // the trial's directory (its nodes' output)
 }
 
 func readNetTrial(t *testing.T, r *TrialResult, kind sched.Kind) netTrial {
 	t.Helper()
-	nt := netTrial{recs: traceRecords(t, r), fault: -1, nodes: map[string]string{}}
+	nt := netTrial{recs: traceRecords(t, r), fault: -1, nodes: map[string]string{}, dir: r.Dir}
 	nt.heal = len(nt.recs)
 	for i, rec := range nt.recs {
 		switch {
@@ -79,6 +80,7 @@ func TestNetworkFaults(t *testing.T) {
 		{"hold", faults.Hold, checkHold, []string{"other way flows", "released at the end"}},
 		{"slow", faults.Slow, checkSlow, []string{"other links flow", "slow link flows", "held a round"}},
 		{"flap", faults.Flap, checkFlap, []string{"other links flow", "flows while up", "released when up", "held a round"}},
+		{"flap-dial", faults.Flap, checkFlapDial, []string{"connect waited for the link", "connect while up"}},
 		{"hold-kind", faults.Hold, checkHoldKind, []string{"beats flow", "data released at the end", "other way flows"}},
 		{"probe", faults.Partition, checkProbe, []string{"aimed at the leader"}},
 		{"follow", faults.Partition, checkFollow, []string{"client follows s2", "client stays with s2"}},
@@ -263,26 +265,27 @@ func checkSlow(t *testing.T, nt netTrial) []string {
 	return out
 }
 
-// A flapping link holds every message across it while it is down and
-// lets them cross while it is up; the other links flow throughout. The
-// phases are read from what show prints ("flaps s1|s3 for 900ms: down
-// 120ms, up 300ms, ..."), as offsets from the flap.
-func checkFlap(t *testing.T, nt netTrial) []string {
+// flapPhase is a phase of a flap read from its trace, in virtual ns.
+type flapPhase struct {
+	down     bool
+	from, to int64
+}
+
+// flapOf reads the flap of nt, made by the spec named specName: its link's
+// sides, its phases and when it ended. The phases are read from what show
+// prints ("flaps s1|s3 for 900ms: down 120ms, up 300ms, ..."), as offsets
+// from the flap (the first eight of a longer flap).
+func flapOf(t *testing.T, nt netTrial, specName string) (sa, sb []string, phases []flapPhase, end int64) {
+	t.Helper()
 	f := nt.recs[nt.fault]
 	a, b, ok := strings.Cut(strings.TrimPrefix(f.Op.Object, "link:"), "|")
 	if !ok || f.Op.Delay <= 0 {
 		t.Fatalf("flap %q: no link or while", f.Op.Object)
 	}
-	sa, sb := strings.Split(a, ","), strings.Split(b, ",")
 	_, list, ok := strings.Cut(f.Op.Peer, ": ")
 	if !ok || !strings.HasPrefix(f.Op.Peer, "flaps "+a+"|"+b+" for ") {
 		t.Fatalf("flap shows %q", f.Op.Peer)
 	}
-	type phase struct {
-		down     bool
-		from, to int64
-	}
-	var phases []phase
 	at := f.VTime
 	for _, w := range strings.Split(list, ", ") {
 		state, length, _ := strings.Cut(w, " ")
@@ -290,18 +293,30 @@ func checkFlap(t *testing.T, nt netTrial) []string {
 		if err != nil {
 			break // "… (N phases)": the rest is not shown
 		}
-		phases = append(phases, phase{state == "down", at, at + int64(d)})
+		phases = append(phases, flapPhase{state == "down", at, at + int64(d)})
 		at += int64(d)
 	}
 	if len(phases) == 0 || !phases[0].down {
 		t.Fatalf("flap shows %q: no phases, or not down first", f.Op.Peer)
 	}
-	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "flap.yaml"))
+	sp, err := spec.Load(repoPath("testdata", "specs", "faults", specName+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The quiet period ends every flap.
-	end := min(at, int64(sp.Faults.Until))
+	return strings.Split(a, ","), strings.Split(b, ","), phases, min(at, int64(sp.Faults.Until))
+}
+
+// phaseAt is the index of the phase in force at v, -1 when none shown is.
+func phaseAt(phases []flapPhase, v int64) int {
+	return slices.IndexFunc(phases, func(p flapPhase) bool { return p.from <= v && v < p.to })
+}
+
+// A flapping link holds every message across it while it is down and
+// lets them cross while it is up; the other links flow throughout.
+func checkFlap(t *testing.T, nt netTrial) []string {
+	sa, sb, phases, end := flapOf(t, nt, "flap")
+	f := nt.recs[nt.fault]
 	var out []string
 	for _, p := range phases {
 		if p.down && min(p.to, end)-p.from > int64(150*time.Millisecond) {
@@ -315,7 +330,7 @@ func checkFlap(t *testing.T, nt netTrial) []string {
 		if rec.Op.Kind != sched.Deliver || rec.VTime >= end {
 			continue
 		}
-		j := slices.IndexFunc(phases, func(p phase) bool { return p.from <= rec.VTime && rec.VTime < p.to })
+		j := phaseAt(phases, rec.VTime)
 		if j < 0 {
 			continue
 		}
@@ -332,6 +347,66 @@ func checkFlap(t *testing.T, nt netTrial) []string {
 			out = append(out, "flows while up")
 		case phases[j].down:
 			out = append(out, "other links flow")
+		}
+	}
+	return out
+}
+
+// A blocking connect across a flapping link waits while the link is down:
+// the client beside s1 dials s2 again and again (connect_probe, which
+// prints how many virtual ms each connect took); no connect of its goes
+// while the link is down, and one that took time was dialed in a down
+// phase and went as it ended (its output says how long it waited, the
+// trace when it went). Unflapped, a connect takes no virtual time.
+func checkFlapDial(t *testing.T, nt netTrial) []string {
+	sa, sb, phases, end := flapOf(t, nt, "flap-dial")
+	if !slices.Contains(sa, "client") && !slices.Contains(sb, "client") {
+		t.Fatalf("flap of %v|%v leaves out the client, in s1's group", sa, sb)
+	}
+	b, err := os.ReadFile(filepath.Join(nt.dir, "client.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") // "10.77.0.2 ok after 41ms"
+	var out []string
+	n := 0 // the client's connects so far, one output line each
+	for i, rec := range nt.recs {
+		if rec.Op.Kind != sched.Connect || rec.Op.Node != "client" {
+			continue
+		}
+		if n >= len(took) {
+			t.Fatalf("more connects than the client's %d lines of output", len(took))
+		}
+		line := took[n]
+		n++
+		_, ms, ok := strings.Cut(line, " ok after ")
+		waited, err := time.ParseDuration(ms)
+		if !ok || err != nil {
+			t.Fatalf("client printed %q", line)
+		}
+		if i < nt.fault || rec.VTime >= end || rec.VTime > phases[len(phases)-1].to {
+			continue // not flapping, or past the phases shown
+		}
+		j := phaseAt(phases, rec.VTime)
+		switch {
+		case j >= 0 && phases[j].down:
+			t.Fatalf("step %d: the client's connect went at %v across the flapping link, down from %v to %v",
+				rec.Step, time.Duration(rec.VTime), time.Duration(phases[j].from), time.Duration(phases[j].to))
+		case waited > 0:
+			// Dialed inside the down phase that ended as it went: at
+			// rec.VTime-waited or up to a ms before (the client rounds
+			// down), the link down since then.
+			dialed := rec.VTime - int64(waited)
+			k := slices.IndexFunc(phases, func(p flapPhase) bool {
+				return p.down && p.to == rec.VTime && p.from <= dialed
+			})
+			if k < 0 {
+				t.Fatalf("step %d: the client's connect went at %v after %v: no down phase ended then (phases %v)",
+					rec.Step, time.Duration(rec.VTime), waited, phases)
+			}
+			out = append(out, "connect waited for the link")
+		case j >= 0:
+			out = append(out, "connect while up")
 		}
 	}
 	return out
