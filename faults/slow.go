@@ -79,8 +79,9 @@ func holdsSlow(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.A
 	})
 }
 
-// slowDeadline is the earliest release of a delivery a slow link holds, or
-// the earliest end of a slow link.
+// slowDeadline is the earliest release of a delivery a slow link holds
+// (its delay, or the link's end if that comes first). The end of a link
+// that holds nothing is no deadline: nothing waits for it.
 func slowDeadline(in *Injector, now time.Duration) (time.Duration, bool) {
 	var d time.Duration
 	ok := false
@@ -90,7 +91,6 @@ func slowDeadline(in *Injector, now time.Duration) (time.Duration, bool) {
 		}
 	}
 	for _, l := range in.slowLinks() {
-		next(l.end)
 		for _, first := range l.seen {
 			next(min(first+l.delay, l.end))
 		}

@@ -26,6 +26,9 @@ func TestSlow(t *testing.T) {
 			other = map[string]string{"s1": "s3", "s2": "s1", "s3": "s2"}[a]
 		}
 		delay, end := time.Duration(o.Delay), now+time.Duration(o.Pick)
+		if dl, ok := in.Deadline(now + 1); ok {
+			t.Fatalf("seed %d: deadline %v with nothing held", seed, dl)
+		}
 		ready := now + 10*ms
 		d := deliver(b, a)
 		d.ID = 7
