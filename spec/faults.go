@@ -111,10 +111,10 @@ const (
 
 // FaultKinds lists every kind a spec may name.
 func FaultKinds() []FaultKind {
-	kinds := make([]FaultKind, 0, len(faultKinds))
-	for _, k := range faultKinds {
-		if !slices.Contains(kinds, k) {
-			kinds = append(kinds, k)
+	kinds := make([]FaultKind, 0, len(faultKeywords))
+	for _, w := range faultKeywords {
+		if !slices.Contains(kinds, w.kind) {
+			kinds = append(kinds, w.kind)
 		}
 	}
 	slices.Sort(kinds)
@@ -138,15 +138,84 @@ const (
 	ClockBackward ClockDirection = "backward"
 )
 
-// faultKinds are the injections a spec may name: bridge is a bipartition
-// of the bridge shape alone.
-var faultKinds = map[string]FaultKind{"crash": FaultCrash, "partition": FaultPartition, "pause": FaultPause, "clock": FaultClock, "drift": FaultDrift, "reset": FaultReset, "drop": FaultDrop,
-	"oneway": FaultOneWay, "link": FaultLink, "bipartition": FaultBipartition, "bridge": FaultBipartition, "hold": FaultHold,
-	"power": FaultPower, "corrupt": FaultCorrupt, "ioerror": FaultIOError, "stall": FaultStall,
-	"slow": FaultSlow, "flap": FaultFlap}
+// faultTrait is what spec checks about a fault kind: a plan with the
+// kind must make some fault of it possible, else it loads and no fault is
+// ever drawn.
+type faultTrait uint8
 
-// faultNames lists the kinds for error messages, in the docs' order.
-const faultNames = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall, slow or flap"
+const (
+	// traitLink: the kind acts on a link between two sides (two of
+	// faults.nodes in different groups).
+	traitLink faultTrait = 1 << iota
+	// traitOutage: the kind lasts a while drawn up to faults.max_outage,
+	// which must then be positive.
+	traitOutage
+	// traitStorage: the kind acts on a node's disk (FaultPlan.Storage).
+	traitStorage
+)
+
+// faultKeyword is one name faults.kinds accepts.
+type faultKeyword struct {
+	name   string
+	kind   FaultKind
+	traits faultTrait
+}
+
+// faultKeywords are the injections a spec may name, in the docs' order:
+// a new kind is one line here. bridge is a bipartition of the bridge
+// shape alone.
+var faultKeywords = []faultKeyword{
+	{"crash", FaultCrash, 0},
+	{"partition", FaultPartition, 0},
+	{"oneway", FaultOneWay, 0},
+	{"link", FaultLink, traitLink},
+	{"bipartition", FaultBipartition, 0},
+	{"bridge", FaultBipartition, 0},
+	{"hold", FaultHold, 0},
+	{"pause", FaultPause, 0},
+	{"clock", FaultClock, 0},
+	{"drift", FaultDrift, 0},
+	{"reset", FaultReset, 0},
+	{"drop", FaultDrop, 0},
+	{"power", FaultPower, traitStorage},
+	{"corrupt", FaultCorrupt, traitStorage},
+	{"ioerror", FaultIOError, traitStorage},
+	{"stall", FaultStall, traitStorage},
+	{"slow", FaultSlow, traitLink | traitOutage},
+	{"flap", FaultFlap, traitLink | traitOutage},
+}
+
+// keyword is the entry of the keyword name, if any.
+func keyword(name string) (faultKeyword, bool) {
+	i := slices.IndexFunc(faultKeywords, func(w faultKeyword) bool { return w.name == name })
+	if i < 0 {
+		return faultKeyword{}, false
+	}
+	return faultKeywords[i], true
+}
+
+// has reports whether kind k has every trait t (its keywords agree).
+func (k FaultKind) has(t faultTrait) bool {
+	i := slices.IndexFunc(faultKeywords, func(w faultKeyword) bool { return w.kind == k })
+	return i >= 0 && faultKeywords[i].traits&t == t
+}
+
+// faultNames lists the keywords for error messages, in the docs' order,
+// the last after "or" (sep ", " gives them all comma-separated).
+func faultNames(sep string) string {
+	var b strings.Builder
+	for i, w := range faultKeywords {
+		switch {
+		case i == 0:
+		case i == len(faultKeywords)-1:
+			b.WriteString(sep)
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(w.name)
+	}
+	return b.String()
+}
 
 // defaultMaxDrift bounds a drift fault unless the spec says otherwise:
 // 10 %, far beyond what a quartz clock does (under 0.01 %), because the
@@ -165,7 +234,7 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 		return err
 	}
 	plan := FaultPlan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, MaxHold: time.Second, Until: s.Limits.VirtualTime, Disk: DefaultDiskPlan()}
-	var untilNode, nodesNode, kindsNode, spreadNode, holdNode ast.Node
+	var untilNode, nodesNode, kindsNode, spreadNode, holdNode, outageNode ast.Node
 	spread := true
 	haveKinds := false
 	diskNodes := map[string]ast.Node{}
@@ -185,13 +254,14 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 				return err
 			}
 			if len(names) == 0 {
-				return d.errf(q.value, f, "must name at least one of %s", strings.Replace(faultNames, " or ", ", ", 1))
+				return d.errf(q.value, f, "must name at least one of %s", faultNames(", "))
 			}
 			for _, name := range names {
-				k, ok := faultKinds[name]
+				w, ok := keyword(name)
 				if !ok {
-					return d.errf(q.value, f, "unknown fault %q (want %s; restart and heal follow them)", name, faultNames)
+					return d.errf(q.value, f, "unknown fault %q (want %s; restart and heal follow them)", name, faultNames(" or "))
 				}
+				k := w.kind
 				switch name {
 				case "bipartition":
 					plan.Shapes = []string{ShapeIsolate, ShapeMinority, ShapeBridge}
@@ -237,6 +307,7 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			if plan.MaxOutage, err = d.duration(q.value, f, true, maxVirtualTime); err != nil {
 				return err
 			}
+			outageNode = q.value
 		case "groups":
 			if str, ok := q.value.(*ast.StringNode); ok {
 				// Groups drawn at each injection from who talks to whom.
@@ -334,6 +405,11 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if holdNode != nil && !slices.Contains(plan.Kinds, FaultHold) {
 		return d.errf(holdNode, "faults.hold", "holds one kind of message, but faults.kinds has no hold")
 	}
+	for _, k := range plan.Kinds {
+		if k.has(traitOutage) && plan.MaxOutage == 0 {
+			return d.errf(outageNode, "faults.max_outage", "must be positive for %s, which lasts up to it", k)
+		}
+	}
 	if err := d.netFaults(kindsNode, plan); err != nil {
 		return err
 	}
@@ -345,7 +421,8 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 }
 
 // netFaults checks that the plan's nodes can take its network faults: a
-// link needs two sides, a bridge three (a group is one side).
+// kind on a link (traitLink) needs two sides, a bridge three (a group is
+// one side).
 func (d *decoder) netFaults(kinds ast.Node, plan FaultPlan) error {
 	sides := map[string]bool{}
 	for _, n := range plan.Nodes {
@@ -357,10 +434,14 @@ func (d *decoder) netFaults(kinds ast.Node, plan FaultPlan) error {
 		}
 		sides[side] = true
 	}
-	switch {
-	case slices.Contains(plan.Kinds, FaultLink) && len(sides) < 2:
-		return d.errf(kinds, "faults.kinds", "link needs two of faults.nodes in different groups, got %d", len(sides))
-	case slices.Equal(plan.Shapes, []string{ShapeBridge}) && len(sides) < 3:
+	if len(sides) < 2 {
+		for _, k := range plan.Kinds {
+			if k.has(traitLink) {
+				return d.errf(kinds, "faults.kinds", "%s needs two of faults.nodes in different groups, got %d", k, len(sides))
+			}
+		}
+	}
+	if slices.Equal(plan.Shapes, []string{ShapeBridge}) && len(sides) < 3 {
 		return d.errf(kinds, "faults.kinds", "bridge needs three of faults.nodes in different groups, got %d", len(sides))
 	}
 	return nil

@@ -72,9 +72,7 @@ func DefaultDiskPlan() DiskPlan {
 
 // Storage reports whether the plan has storage faults.
 func (p FaultPlan) Storage() bool {
-	return slices.ContainsFunc(p.Kinds, func(k FaultKind) bool {
-		return k == FaultPower || k == FaultCorrupt || k == FaultIOError || k == FaultStall
-	})
+	return slices.ContainsFunc(p.Kinds, func(k FaultKind) bool { return k.has(traitStorage) })
 }
 
 // StorageNode reports whether a storage fault may hit node: lockstep then

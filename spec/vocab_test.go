@@ -52,7 +52,7 @@ nodes:
 		{"clock direction", spec("s1", "", "faults: {kinds: [clock], clock_direction: both}\n"), ""},
 		{"unknown clock direction", spec("s1", "", "faults: {kinds: [clock], clock_direction: up}\n"), `s.yaml:8: faults.clock_direction: unknown direction "up" (want forward, backward or both)`},
 		{"every fault kind", spec("s1", "", "faults: {kinds: [crash, partition, oneway, pause, clock, drift, reset, drop, hold]}\n"), ""},
-		{"flap", spec("s1", "", "faults: {kinds: [flap], max_hold: 300ms, max_outage: 2s}\n"), ""},
+		{"flap on one node", spec("s1", "", "faults: {kinds: [flap], max_hold: 300ms, max_outage: 2s}\n"), `s.yaml:8: faults.kinds: flap needs two of faults.nodes in different groups, got 1`},
 		{"restart is no fault to name", spec("s1", "", "faults: {kinds: [restart]}\n"), `s.yaml:8: faults.kinds: unknown fault "restart" (want crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall, slow or flap; restart and heal follow them)`},
 		{"host name of 63", spec(strings.Repeat("a", 63), "", ""), ""},
 		{"host name with capitals", spec("Server1", "", ""), ""},
@@ -89,13 +89,65 @@ func TestParseCap(t *testing.T) {
 // each kind is listed once.
 func TestFaultKinds(t *testing.T) {
 	kinds := FaultKinds()
-	if len(kinds) != len(faultKinds)-1 || !slices.IsSorted(kinds) {
+	if len(kinds) != len(faultKeywords)-1 || !slices.IsSorted(kinds) {
 		t.Fatalf("FaultKinds() = %v", kinds)
 	}
-	for name, k := range faultKinds {
-		if name != string(k) && name != "bridge" {
-			t.Errorf("keyword %q names kind %q: only bridge may differ", name, k)
+	seen := map[string]bool{}
+	for _, w := range faultKeywords {
+		if seen[w.name] {
+			t.Errorf("keyword %q listed twice", w.name)
 		}
+		seen[w.name] = true
+		if w.name != string(w.kind) && w.name != "bridge" {
+			t.Errorf("keyword %q names kind %q: only bridge may differ", w.name, w.kind)
+		}
+		if k, _ := keyword(string(w.kind)); k.traits != w.traits {
+			t.Errorf("keyword %q has traits %b, its kind's own keyword %b", w.name, w.traits, k.traits)
+		}
+	}
+}
+
+// TestFaultNames: the error messages list the keywords in the docs'
+// order, as the bad-spec fixtures quote them.
+func TestFaultNames(t *testing.T) {
+	const want = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall, slow or flap"
+	if got := faultNames(" or "); got != want {
+		t.Errorf("faultNames(\" or \") = %q, want %q", got, want)
+	}
+	if got := faultNames(", "); got != strings.Replace(want, " or ", ", ", 1) {
+		t.Errorf("faultNames(\", \") = %q", got)
+	}
+}
+
+// TestFaultTraits: what spec checks of a kind follows its keyword's
+// traits: a link between two sides, a positive max_outage, storage.
+func TestFaultTraits(t *testing.T) {
+	var link, outage, storage []FaultKind
+	for _, k := range FaultKinds() {
+		if k.has(traitLink) {
+			link = append(link, k)
+		}
+		if k.has(traitOutage) {
+			outage = append(outage, k)
+		}
+		if k.has(traitStorage) {
+			storage = append(storage, k)
+			if !(FaultPlan{Kinds: []FaultKind{k}}).Storage() {
+				t.Errorf("a plan of %s has no storage faults", k)
+			}
+		}
+	}
+	if want := []FaultKind{FaultFlap, FaultLink, FaultSlow}; !slices.Equal(link, want) {
+		t.Errorf("kinds on a link %v, want %v", link, want)
+	}
+	if want := []FaultKind{FaultFlap, FaultSlow}; !slices.Equal(outage, want) {
+		t.Errorf("kinds needing max_outage %v, want %v", outage, want)
+	}
+	if want := []FaultKind{FaultCorrupt, FaultIOError, FaultPower, FaultStall}; !slices.Equal(storage, want) {
+		t.Errorf("storage kinds %v, want %v", storage, want)
+	}
+	if (FaultPlan{Kinds: []FaultKind{FaultCrash, FaultSlow}}).Storage() {
+		t.Error("crash and slow are storage faults")
 	}
 }
 
