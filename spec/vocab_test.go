@@ -154,7 +154,21 @@ func TestFaultTraits(t *testing.T) {
 // TestFaultFlap: flap is a keyword of its own, bounded by max_hold (each
 // down phase) and max_outage (the whole flap).
 func TestFaultFlap(t *testing.T) {
-	sp, err := Load("../testdata/specs/faults/flap.yaml")
+	const yaml = `name: flap
+nodes:
+  - name: s1
+    command: ["/bin/true"]
+  - name: s2
+    command: ["/bin/true"]
+  - name: c1
+    role: client
+    command: ["/bin/true"]
+faults:
+  kinds: [flap]
+  max_hold: 400ms
+  max_outage: 1500ms
+`
+	sp, err := Parse("flap.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
