@@ -127,7 +127,7 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 	}
 	defer j.close()
 	tail := sched.NewReplayTail(replayTailMax)
-	strat := sched.NewReplay(tr, tail, faults.Replay)
+	strat := sched.NewReplay(tr, tail, faults.ReplayOf)
 	p := trialParams{index: tr.Header.Trial, seed: tr.Header.Seed, strategy: strat, traceAll: true, scheme: tr.Header.Scheme, frames: 1, expect: headerWindows(tr.Header)}
 	if tr.Header.Epoch != 0 {
 		sp.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()

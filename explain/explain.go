@@ -203,7 +203,7 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*e
 	if time.Now().After(e.deadline) {
 		return nil, nil, errBudget
 	}
-	f := sched.NewForced(e.anchor(ds), faults.Replay)
+	f := sched.NewForced(e.anchor(ds), faults.ReplayOf)
 	res, err := e.rr.Run(ctx, f, keep)
 	if err != nil {
 		return nil, nil, err
@@ -296,7 +296,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 
 	// The trace replayed, with the choices offered at each decision.
 	t0 := time.Now()
-	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100), faults.Replay)}
+	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100), faults.ReplayOf)}
 	res, err := rr.Run(ctx, rec, false)
 	if err != nil {
 		return nil, err

@@ -111,8 +111,8 @@ func TestFlap(t *testing.T) {
 // one: choosing it with another Pick than it was drawn with flaps, and
 // shows, that Pick's phases.
 func TestFlapReplay(t *testing.T) {
-	if got := Replay(Flap); !got.Remake || !got.KeepDraw || got.Recovery {
-		t.Fatalf("Replay(Flap) = %+v", got)
+	if got := ReplayOf(Flap); !got.Remake || !got.KeepDraw || got.Recovery {
+		t.Fatalf("ReplayOf(Flap) = %+v", got)
 	}
 	p := plan(Flap)
 	p.MaxHold, p.MaxOutage = 300*ms, 2*time.Second

@@ -28,7 +28,7 @@ type kindDef struct {
 	// needs are the targets the engine must gather at each step for the
 	// kind (Plan.Needs).
 	needs Need
-	// replay is how a replay treats the kind's ops (Replay).
+	// replay is how a replay treats the kind's ops (ReplayOf).
 	replay sched.FaultReplay
 	// onTraffic says the kind acts on messages in flight: a spread plan
 	// does not take it alone in a lull, where there are none (InLull).
@@ -119,9 +119,9 @@ func Known(k sched.Kind) bool {
 	return ok
 }
 
-// Replay is how a replay treats fault kind k's ops (the engine and
+// ReplayOf is how a replay treats fault kind k's ops (the engine and
 // explain hand it to sched.NewReplay and sched.NewForced).
-func Replay(k sched.Kind) sched.FaultReplay { return kindDefs[k].replay }
+func ReplayOf(k sched.Kind) sched.FaultReplay { return kindDefs[k].replay }
 
 // remake: a replay may make the kind's op up from its recorded
 // parameters (sched.FaultReplay.Remake).

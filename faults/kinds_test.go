@@ -28,7 +28,7 @@ func TestKindDefs(t *testing.T) {
 			t.Errorf("%v: an entry that cannot be chosen", k)
 		}
 		recovery := k == Restart || k == Heal
-		if recovery != (d.possible == nil) || recovery != (d.detail == nil) || recovery != Replay(k).Recovery {
+		if recovery != (d.possible == nil) || recovery != (d.detail == nil) || recovery != ReplayOf(k).Recovery {
 			t.Errorf("%v: possible and detail must be set unless it is a recovery, which a replay takes as one", k)
 		}
 		if (d.holds == nil) != (d.deadline == nil) {

@@ -239,7 +239,7 @@ func TestForcedCorruptKeepsDraw(t *testing.T) {
 	}
 }
 
-// testFaults is how package faults says its kinds replay (faults.Replay),
+// testFaults is how package faults says its kinds replay (faults.ReplayOf),
 // for the kinds these tests use.
 func testFaults(k Kind) FaultReplay {
 	switch k {

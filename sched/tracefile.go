@@ -89,6 +89,31 @@ func FormatRecord(r Record) string {
 	return line
 }
 
+// The fault kinds whose show text Describe and diskPeer write from the
+// op's fields, by their names in traces. They are for display only (no
+// replay or scheduling decision reads them): these kinds predate the rule
+// that a kind writes its own text into Op.Peer when drawn, as slow, flap
+// and every later kind do. Package faults defines them; no new kind
+// belongs here.
+const (
+	crashKind       Kind = "crash"
+	partitionKind   Kind = "partition"
+	healKind        Kind = "heal"
+	dropKind        Kind = "drop"
+	pauseKind       Kind = "pause"
+	clockJumpKind   Kind = "clock"
+	clockDriftKind  Kind = "drift"
+	resetKind       Kind = "reset"
+	oneWayKind      Kind = "oneway"
+	linkKind        Kind = "link"
+	bipartitionKind Kind = "bipartition"
+	holdKind        Kind = "hold"
+	powerKind       Kind = "power"
+	corruptKind     Kind = "corrupt"
+	ioErrorKind     Kind = "ioerror"
+	stallKind       Kind = "stall"
+)
+
 // Describe is what a record says beside its op: the peer, or an
 // advance's target, a fault's target and size.
 func Describe(r Record) string {

@@ -1,9 +1,10 @@
 package sched
 
 // FaultReplay is how a replay treats the ops of one fault kind. Package
-// faults says it for each kind (faults.Replay) and the engine and explain
-// hand it to Replay and Forced (FaultReplays), so that sched names no
-// fault kind: a new kind that a replay may make up needs no line here.
+// faults says it for each kind (faults.ReplayOf) and the engine and
+// explain hand it to Replay and Forced (FaultReplays): replay decides by
+// these traits, never by a kind's name, so a new kind that a replay may
+// make up needs no line in sched.
 type FaultReplay struct {
 	// Remake says a replay may make the op up from its recorded
 	// parameters when the engine does not offer it (a crash, a pause):
@@ -30,26 +31,3 @@ func (f FaultReplays) of(k Kind) FaultReplay {
 	}
 	return f(k)
 }
-
-// The fault kinds whose show text Describe writes itself, by their names
-// in traces: legacy display, for the kinds that existed before a kind
-// wrote its own text into Op.Peer when drawn (as slow and every later
-// kind do). Package faults defines them; no new kind belongs here.
-const (
-	crashKind       Kind = "crash"
-	partitionKind   Kind = "partition"
-	healKind        Kind = "heal"
-	dropKind        Kind = "drop"
-	pauseKind       Kind = "pause"
-	clockJumpKind   Kind = "clock"
-	clockDriftKind  Kind = "drift"
-	resetKind       Kind = "reset"
-	oneWayKind      Kind = "oneway"
-	linkKind        Kind = "link"
-	bipartitionKind Kind = "bipartition"
-	holdKind        Kind = "hold"
-	powerKind       Kind = "power"
-	corruptKind     Kind = "corrupt"
-	ioErrorKind     Kind = "ioerror"
-	stallKind       Kind = "stall"
-)
