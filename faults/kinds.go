@@ -123,10 +123,6 @@ func Known(k sched.Kind) bool {
 // explain hand it to sched.NewReplay and sched.NewForced).
 func ReplayOf(k sched.Kind) sched.FaultReplay { return kindDefs[k].replay }
 
-// remake: a replay may make the kind's op up from its recorded
-// parameters (sched.FaultReplay.Remake).
-var remake = sched.FaultReplay{Remake: true}
-
 // Kinds are the fault kinds this package defines, sorted by name.
 func Kinds() []sched.Kind {
 	return slices.Sorted(maps.Keys(kindDefs))
@@ -160,13 +156,13 @@ const (
 )
 
 func init() {
-	define(Crash, kindDef{possible: possibleUp, detail: detailOutage, chose: choseCrash, act: ActCrash, replay: remake})
-	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause, replay: remake})
+	define(Crash, kindDef{possible: possibleUp, detail: detailOutage, chose: choseCrash, act: ActCrash, replay: sched.FaultReplay{Remake: true}})
+	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause, replay: sched.FaultReplay{Remake: true}})
 	define(Partition, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool {
 			return in.cutRoom() && !in.clashes(in.partitionCut(o.Node))
 		},
-		detail: detailOutage, chose: chosePartition, onTraffic: true, act: ActPartition, replay: remake,
+		detail: detailOutage, chose: chosePartition, onTraffic: true, act: ActPartition, replay: sched.FaultReplay{Remake: true},
 	})
 	define(ClockJump, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] && in.plan.MaxClockJump > 0 },
@@ -177,7 +173,7 @@ func init() {
 			in.skew[o.Node] += e.Shift
 			return nil
 		},
-		act: ActClock, replay: remake,
+		act: ActClock, replay: sched.FaultReplay{Remake: true},
 	})
 	define(ClockDrift, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] && in.plan.MaxDrift > 0 },
@@ -188,7 +184,7 @@ func init() {
 			in.drifts[o.Node] = true
 			return nil
 		},
-		act: ActDrift, replay: remake,
+		act: ActDrift, replay: sched.FaultReplay{Remake: true},
 	})
 	define(Reset, kindDef{possible: possibleReset, detail: detailReset, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 		in.spend(now)

@@ -54,33 +54,18 @@ func (p Plan) Storage() bool { return slices.ContainsFunc(p.Kinds, IsStorage) }
 // StorageNode reports whether a storage fault may hit node.
 func (p Plan) StorageNode(node string) bool { return p.Storage() && slices.Contains(p.Nodes, node) }
 
-// diskKind is a storage fault's entry: possible and detail are its own,
-// after (when set) is what choosing it does beyond spending the budget and
-// handing the engine its variant.
-func diskKind(act Act, possible func(in *Injector, o *sched.Op) bool, detail func(in *Injector, o *sched.Op), after func(in *Injector, o *sched.Op, now time.Duration, e *Effect)) kindDef {
-	return kindDef{storage: true, act: act, possible: possible, detail: detail, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
+// diskChose is a storage fault's chose: it spends the budget and hands
+// the engine the fault's variant, then does after (when set).
+func diskChose(after func(in *Injector, o *sched.Op, now time.Duration, e *Effect)) func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
+	return func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 		in.budget--
 		e.Disk, e.Pick, e.Call = o.Disk, o.Pick, o.Syscall
 		if after != nil {
 			after(in, o, now, e)
 		}
 		return nil
-	}}
+	}
 }
-
-var powerKind = diskKind(ActPower, possibleUp,
-	func(in *Injector, o *sched.Op) {
-		detailOutage(in, o)
-		d := in.plan.Disk
-		o.Disk = d.Persist[in.r.IntN(len(d.Persist))]
-		o.Pick = in.r.Uint64()
-	},
-	func(in *Injector, o *sched.Op, now time.Duration, _ *Effect) {
-		in.crashed[o.Node] = true
-		in.until["restart:"+o.Node] = now + time.Duration(o.Delay)
-	})
-
-var corruptKind = diskKind(ActCorrupt, possibleCorrupt, detailCorrupt, nil)
 
 // The storage faults.
 const (
@@ -103,16 +88,34 @@ const (
 func init() {
 	// The engine's offer of a power cut or a corruption draws its variant
 	// and pick afresh; a forced replay keeps the trace's.
-	p := powerKind
-	p.replay = sched.FaultReplay{Remake: true, KeepDraw: true}
-	c := corruptKind
-	c.needs, c.replay = NeedDataFiles, sched.FaultReplay{KeepDraw: true}
-	io, st := ioErrorKind, stallKind
-	io.replay, st.replay = remake, remake
-	define(Power, p)
-	define(Corrupt, c)
-	define(IOError, io)
-	define(Stall, st)
+	define(Power, kindDef{
+		storage: true, act: ActPower, possible: possibleUp, detail: detailPower,
+		chose: diskChose(func(in *Injector, o *sched.Op, now time.Duration, _ *Effect) {
+			in.crashed[o.Node] = true
+			in.until["restart:"+o.Node] = now + time.Duration(o.Delay)
+		}),
+		replay: sched.FaultReplay{Remake: true, KeepDraw: true},
+	})
+	define(Corrupt, kindDef{
+		storage: true, act: ActCorrupt, possible: possibleCorrupt, detail: detailCorrupt, chose: diskChose(nil),
+		needs: NeedDataFiles, replay: sched.FaultReplay{KeepDraw: true},
+	})
+	define(IOError, kindDef{
+		storage: true, act: ActIOError, possible: possibleRunning, detail: detailIOError, chose: diskChose(nil),
+		replay: sched.FaultReplay{Remake: true},
+	})
+	define(Stall, kindDef{
+		storage: true, act: ActStall, possible: possibleRunning, detail: detailStall,
+		chose:  diskChose(func(_ *Injector, o *sched.Op, _ time.Duration, e *Effect) { e.Stall = time.Duration(o.Delay) }),
+		replay: sched.FaultReplay{Remake: true},
+	})
+}
+
+func detailPower(in *Injector, o *sched.Op) {
+	detailOutage(in, o)
+	d := in.plan.Disk
+	o.Disk = d.Persist[in.r.IntN(len(d.Persist))]
+	o.Pick = in.r.Uint64()
 }
 
 // possibleCorrupt: the node is down with data files written.
@@ -126,19 +129,16 @@ func detailCorrupt(in *Injector, o *sched.Op) {
 	o.Pick = in.r.Uint64()
 }
 
-var ioErrorKind = diskKind(ActIOError, possibleRunning,
-	func(in *Injector, o *sched.Op) {
-		d := in.plan.Disk
-		o.Syscall = d.IOCalls[in.r.IntN(len(d.IOCalls))]
-		o.Disk = d.IOErrors[in.r.IntN(len(d.IOErrors))]
-	}, nil)
+func detailIOError(in *Injector, o *sched.Op) {
+	d := in.plan.Disk
+	o.Syscall = d.IOCalls[in.r.IntN(len(d.IOCalls))]
+	o.Disk = d.IOErrors[in.r.IntN(len(d.IOErrors))]
+}
 
-var stallKind = diskKind(ActStall, possibleRunning,
-	func(in *Injector, o *sched.Op) {
-		o.Syscall = "fsync"
-		o.Delay = int64(in.upTo(in.plan.Disk.MaxStall))
-	},
-	func(_ *Injector, o *sched.Op, _ time.Duration, e *Effect) { e.Stall = time.Duration(o.Delay) })
+func detailStall(in *Injector, o *sched.Op) {
+	o.Syscall = "fsync"
+	o.Delay = int64(in.upTo(in.plan.Disk.MaxStall))
+}
 
 // possibleRunning: the node is not down.
 func possibleRunning(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] }
