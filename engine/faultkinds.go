@@ -13,7 +13,7 @@ type faultApplier func(t *Trial, e faults.Effect) (tracer.Action, error)
 
 // faultAppliers are the engine's side of the fault kinds, by mechanism
 // (faults.Act): a kind carries its mechanism in its Effect, so a new kind
-// that reuses one (a cut, a disk fault) needs no line here. ActNone, the
+// that reuses one (a cut, a disk fault) needs no line here. ActHold, the
 // kinds the injector carries out alone by holding ops back, has none.
 var faultAppliers = map[faults.Act]faultApplier{
 	faults.ActCrash: func(_ *Trial, e faults.Effect) (tracer.Action, error) {

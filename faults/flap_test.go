@@ -47,7 +47,7 @@ func TestFlap(t *testing.T) {
 		in := New(p, nodes, seed)
 		now := 100 * ms
 		o, e := inject(t, in, now, Targets{})
-		if e.Act != ActNone {
+		if e.Act != ActHold {
 			t.Fatalf("seed %d: a flap asks the engine for %v", seed, e.Act)
 		}
 		links[o.Object] = true

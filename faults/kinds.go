@@ -23,7 +23,8 @@ type kindDef struct {
 	// chose applies the chosen op at now and fills what the engine must do.
 	chose func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error
 	// act is the mechanism by which the engine carries the kind out
-	// (Effect.Act); ActNone when the injector does it alone (holds).
+	// (Effect.Act); ActHold when the injector does it alone by holding
+	// ops back. It must be set: define refuses the zero Act.
 	act Act
 	// needs are the targets the engine must gather at each step for the
 	// kind (Plan.Needs).
@@ -52,9 +53,12 @@ type kindDef struct {
 type Act uint8
 
 const (
-	// ActNone: the injector carries the fault out alone, holding ops back
-	// (a pause, a hold, a slow link).
-	ActNone Act = iota
+	// actUnset is the zero Act, an entry that forgot its mechanism: define
+	// refuses it, as such a kind would spend its budget and do nothing.
+	actUnset Act = iota
+	// ActHold: the injector carries the fault out alone, holding ops back
+	// (a pause, a hold, a slow or flapping link); the engine does nothing.
+	ActHold
 	ActCrash
 	ActRestart
 	ActClock // move Node's wall clock by Effect.Shift
@@ -98,8 +102,9 @@ func (p Plan) Needs(n Need) bool {
 var kindDefs = map[sched.Kind]kindDef{}
 
 // define adds fault kind k. It panics on a name that is no fault kind (an
-// op kind's, an empty or malformed one) and on a kind defined twice: both
-// are mistakes in this package, found when it loads.
+// op kind's, an empty or malformed one), on a kind defined twice and on
+// an entry without chose or act: all are mistakes in this package, found
+// when it loads.
 func define(k sched.Kind, d kindDef) {
 	if _, err := sched.ParseKind(string(k)); err != nil || !k.IsFault() {
 		panic(fmt.Sprintf("faults: %q cannot name a fault kind", string(k)))
@@ -109,6 +114,9 @@ func define(k sched.Kind, d kindDef) {
 	}
 	if d.chose == nil {
 		panic(fmt.Sprintf("faults: fault kind %q cannot be chosen", string(k)))
+	}
+	if d.act == actUnset {
+		panic(fmt.Sprintf("faults: fault kind %q has no act (ActHold when the injector carries it out alone)", string(k)))
 	}
 	kindDefs[k] = d
 }
@@ -157,7 +165,7 @@ const (
 
 func init() {
 	define(Crash, kindDef{possible: possibleUp, detail: detailOutage, chose: choseCrash, act: ActCrash, replay: sched.FaultReplay{Remake: true}})
-	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause, replay: sched.FaultReplay{Remake: true}})
+	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause, act: ActHold, replay: sched.FaultReplay{Remake: true}})
 	define(Partition, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool {
 			return in.cutRoom() && !in.clashes(in.partitionCut(o.Node))

@@ -34,7 +34,7 @@ func TestKindDefs(t *testing.T) {
 		if (d.holds == nil) != (d.deadline == nil) {
 			t.Errorf("%v: a kind that holds ops back needs their deadline too", k)
 		}
-		if d.holds != nil && d.act != ActNone {
+		if d.holds != nil && d.act != ActHold {
 			t.Errorf("%v: a kind the injector holds ops back for has no engine mechanism", k)
 		}
 		// The name round-trips as traces write it.
@@ -53,7 +53,7 @@ func TestKindDefs(t *testing.T) {
 
 // define refuses what cannot be a fault kind and a kind defined twice.
 func TestDefinePanics(t *testing.T) {
-	ok := kindDef{chose: choseRestart}
+	ok := kindDef{chose: choseRestart, act: ActRestart}
 	for _, tc := range []struct {
 		name string
 		kind sched.Kind
@@ -63,7 +63,8 @@ func TestDefinePanics(t *testing.T) {
 		{"op kind", sched.Deliver, ok},
 		{"malformed", "Crash!", ok},
 		{"twice", Crash, ok},
-		{"no chose", "unchosen", kindDef{}},
+		{"no chose", "unchosen", kindDef{act: ActHold}},
+		{"no act", "unchosen", kindDef{chose: choseRestart}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
@@ -143,3 +144,4 @@ func isIdent(e ast.Expr, name string) bool {
 	id, ok := e.(*ast.Ident)
 	return ok && id.Name == name
 }
+

@@ -151,7 +151,7 @@ var bipartitionKind = cutKind(
 
 // holdKind holds one connection direction, or one kind of message
 // (Plan.Match; match.go), for a while.
-var holdKind = kindDef{possible: possibleHold, detail: detailHold, chose: choseHold, onTraffic: true, needs: NeedConns}
+var holdKind = kindDef{possible: possibleHold, detail: detailHold, chose: choseHold, act: ActHold, onTraffic: true, needs: NeedConns}
 
 func possibleHold(in *Injector, o *sched.Op) bool {
 	if len(in.plan.Match) > 0 {

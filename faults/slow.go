@@ -16,7 +16,7 @@ import (
 // delay (up to Plan.MaxHold), Op.Pick the while in nanoseconds (up to
 // Plan.MaxOutage), Op.Object names the link. The tracer has nothing to do:
 // the injector holds the deliveries back (Holds).
-var slowKind = kindDef{possible: possibleSlow, detail: detailSlow, chose: choseSlow, holds: holdsSlow, deadline: slowDeadline, onTraffic: true}
+var slowKind = kindDef{possible: possibleSlow, detail: detailSlow, chose: choseSlow, act: ActHold, holds: holdsSlow, deadline: slowDeadline, onTraffic: true}
 
 // Slow delays every delivery between two nodes (their groups) by its
 // Delay for a while (its Pick, in ns): a slow link.

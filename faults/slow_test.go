@@ -17,7 +17,7 @@ func TestSlow(t *testing.T) {
 		in := New(p, nodes, seed)
 		now := 100 * ms
 		o, e := inject(t, in, now, Targets{})
-		if e.Act != ActNone {
+		if e.Act != ActHold {
 			t.Fatalf("seed %d: a slow asks the engine for %v", seed, e.Act)
 		}
 		a, b, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), "|")
