@@ -145,3 +145,57 @@ func isIdent(e ast.Expr, name string) bool {
 	return ok && id.Name == name
 }
 
+// TestKindTraits pins what the engine and a replay do with each kind, as
+// they did when the kinds still lived in sched and the engine (076a671):
+// the mechanism (act), the targets gathered (needs), whether a spread plan
+// takes it alone in a lull (onTraffic), whether it acts on a disk
+// (storage) and how a replay treats it. A new kind adds its row.
+func TestKindTraits(t *testing.T) {
+	remake := sched.FaultReplay{Remake: true}
+	recovery := sched.FaultReplay{Recovery: true}
+	want := map[sched.Kind]struct {
+		act       Act
+		needs     Need
+		onTraffic bool
+		storage   bool
+		replay    sched.FaultReplay
+	}{
+		Crash:       {act: ActCrash, replay: remake},
+		Restart:     {act: ActRestart, replay: recovery},
+		Partition:   {act: ActPartition, onTraffic: true, replay: remake},
+		Heal:        {act: ActHeal, replay: recovery},
+		Pause:       {act: ActHold, replay: remake},
+		ClockJump:   {act: ActClock, replay: remake},
+		ClockDrift:  {act: ActDrift, replay: remake},
+		Reset:       {act: ActReset, needs: NeedSocks},
+		Drop:        {act: ActDrop, needs: NeedDatagrams},
+		OneWay:      {act: ActCut, onTraffic: true},
+		Link:        {act: ActCut, onTraffic: true},
+		Bipartition: {act: ActCut, onTraffic: true},
+		Hold:        {act: ActHold, needs: NeedConns, onTraffic: true},
+		Power:       {act: ActPower, storage: true, replay: sched.FaultReplay{Remake: true, KeepDraw: true}},
+		Corrupt:     {act: ActCorrupt, needs: NeedDataFiles, storage: true, replay: sched.FaultReplay{KeepDraw: true}},
+		IOError:     {act: ActIOError, storage: true, replay: remake},
+		Stall:       {act: ActStall, storage: true, replay: remake},
+		Slow:        {act: ActHold, onTraffic: true},
+		Flap:        {act: ActHold, onTraffic: true, replay: sched.FaultReplay{Remake: true, KeepDraw: true}},
+	}
+	for _, k := range Kinds() {
+		w, ok := want[k]
+		if !ok {
+			t.Errorf("%s: no row in this test", k)
+			continue
+		}
+		d := kindDefs[k]
+		if d.act != w.act || d.needs != w.needs || d.onTraffic != w.onTraffic || d.storage != w.storage || ReplayOf(k) != w.replay {
+			t.Errorf("%s: act %d needs %b onTraffic %v storage %v replay %+v, want act %d needs %b onTraffic %v storage %v replay %+v",
+				k, d.act, d.needs, d.onTraffic, d.storage, ReplayOf(k), w.act, w.needs, w.onTraffic, w.storage, w.replay)
+		}
+		if IsStorage(k) != w.storage {
+			t.Errorf("IsStorage(%s) = %v", k, IsStorage(k))
+		}
+	}
+	if len(want) != len(Kinds()) {
+		t.Errorf("%d rows for %d kinds", len(want), len(Kinds()))
+	}
+}
