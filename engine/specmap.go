@@ -76,7 +76,7 @@ func spreadBy(s spec.SpreadBy) (faults.By, error) {
 func faultKind(k spec.FaultKind) (sched.Kind, error) {
 	kind, err := sched.ParseKind(string(k))
 	if err != nil || !faults.Known(kind) || !slices.Contains(spec.FaultKinds(), k) {
-		return sched.KindInvalid, fmt.Errorf("spec: fault kind %q is no fault the scheduler knows", k)
+		return sched.KindInvalid, fmt.Errorf("spec: fault kind %q is no fault package faults knows", k)
 	}
 	return kind, nil
 }

@@ -461,9 +461,10 @@ func (t *Trial) record(op sched.Op, auto bool) {
 	t.res.Records = append(t.res.Records, sched.Record{Step: t.steps, VTime: int64(t.clk.Now()), Op: op, Auto: auto})
 }
 
-// applyFault carries out a fault's effect: its kind's applier
-// (faultAppliers), or nothing for a kind the injector carries out alone (a
-// hold or a slow link holds deliveries back through Holds).
+// applyFault carries out a fault's effect by its mechanism (e.Act): that
+// mechanism's applier (faultAppliers), or nothing for a kind the injector
+// carries out alone (a hold or a slow link holds deliveries back through
+// Holds).
 func (t *Trial) applyFault(e faults.Effect) (tracer.Action, error) {
 	if apply := faultAppliers[e.Act]; apply != nil {
 		return apply(t, e)

@@ -15,8 +15,9 @@ import (
 // Plan is what a spec allows (spec section `faults`).
 type Plan struct {
 	// Kinds are the injections offered (Crash, Partition, Pause, ...:
-	// Kinds() lists them). Recoveries (restart after a crash, heal after a
-	// partition) are offered whenever there is something to recover.
+	// any of Kinds() but the recoveries). Recoveries (restart after a
+	// crash, heal after a partition) are offered whenever there is
+	// something to recover, and belong in no plan.
 	Kinds []sched.Kind
 	// Nodes may be crashed, paused or cut off.
 	Nodes []string

@@ -131,7 +131,9 @@ func Known(k sched.Kind) bool {
 // explain hand it to sched.NewReplay and sched.NewForced).
 func ReplayOf(k sched.Kind) sched.FaultReplay { return kindDefs[k].replay }
 
-// Kinds are the fault kinds this package defines, sorted by name.
+// Kinds are the fault kinds this package defines, sorted by name: the
+// injections a plan may name, and the recoveries (restart, heal) that
+// follow them (sched.FaultReplay.Recovery).
 func Kinds() []sched.Kind {
 	return slices.Sorted(maps.Keys(kindDefs))
 }
