@@ -349,14 +349,14 @@ func (d *diagram) arrows(b *bufio.Writer) {
 	b.WriteString("</g>\n")
 }
 
-// faultLabels are the fault kinds whose label says their size, by the
-// kind's name in traces (report reads traces, not package faults); any
-// other fault is labelled with its name.
-var faultLabels = map[sched.Kind]func(op *sched.Op) string{
-	"pause": func(op *sched.Op) string { return fmt.Sprintf("pause %v", time.Duration(op.Delay)) },
-	"drift": func(op *sched.Op) string { return fmt.Sprintf("drift %+.4g%%", float64(op.Delay)/1e4) },
-	"clock": func(op *sched.Op) string { return fmt.Sprintf("clock %+v", time.Duration(op.Delay)) },
-}
+// The fault kinds whose label says their size, by their names in traces
+// (report reads traces, not package faults); any other fault is labelled
+// with its name.
+const (
+	pauseKind sched.Kind = "pause"
+	driftKind sched.Kind = "drift"
+	clockKind sched.Kind = "clock"
+)
 
 // opLabel is the short text beside an op's mark.
 func opLabel(r *sched.Record) string {
@@ -365,8 +365,12 @@ func opLabel(r *sched.Record) string {
 	switch {
 	case op.Kind == sched.Advance:
 		return fmt.Sprintf("advance +%v", time.Duration(op.Delay))
-	case faultLabels[op.Kind] != nil:
-		return faultLabels[op.Kind](op)
+	case op.Kind == pauseKind:
+		return fmt.Sprintf("pause %v", time.Duration(op.Delay))
+	case op.Kind == driftKind:
+		return fmt.Sprintf("drift %+.4g%%", float64(op.Delay)/1e4)
+	case op.Kind == clockKind:
+		return fmt.Sprintf("clock %+v", time.Duration(op.Delay))
 	case op.Kind.IsFault():
 		if r.Auto {
 			s += " (quiet)"

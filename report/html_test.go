@@ -348,3 +348,23 @@ func checkScreenshot(t *testing.T, path string) {
 		t.Errorf("screenshot looks blank: %d colours, %d of %d pixels drawn, %d red", len(colours), inked, total, reddish)
 	}
 }
+
+// TestOpLabel: a pause, drift or clock fault's label says its size, any
+// other fault its name (and whether the quiet period brought it).
+func TestOpLabel(t *testing.T) {
+	for _, tc := range []struct {
+		rec  sched.Record
+		want string
+	}{
+		{sched.Record{Op: sched.Op{Kind: "pause", Delay: int64(300 * time.Millisecond)}}, "pause 300ms"},
+		{sched.Record{Op: sched.Op{Kind: "drift", Delay: -2500}}, "drift -0.25%"},
+		{sched.Record{Op: sched.Op{Kind: "clock", Delay: int64(2 * time.Second)}}, "clock 2s"},
+		{sched.Record{Op: sched.Op{Kind: "crash", Delay: int64(time.Second)}}, "crash"},
+		{sched.Record{Op: sched.Op{Kind: "restart"}, Auto: true}, "restart (quiet)"},
+		{sched.Record{Op: sched.Op{Kind: sched.Advance, Delay: int64(time.Second)}}, "advance +1s"},
+	} {
+		if got := opLabel(&tc.rec); got != tc.want {
+			t.Errorf("opLabel(%v) = %q, want %q", tc.rec.Op.Kind, got, tc.want)
+		}
+	}
+}
