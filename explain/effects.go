@@ -73,6 +73,37 @@ func receiver(o *sched.Op) string {
 	return FailingNode(strings.TrimPrefix(o.Object, "inbox:"))
 }
 
+// heldBy says what kept a fault's held messages from their receivers, by
+// what the fault did: a cut, its node down or paused, or else the fault
+// itself while in force (a slow or flapping link, a hold, a clock fault,
+// and any kind added later).
+func heldBy(k sched.Kind, node string) string {
+	switch k {
+	case faults.Partition, faults.OneWay, faults.Link, faults.Bipartition:
+		return "held by the cut"
+	case faults.Crash, faults.Power:
+		return "sent while " + node + " was down"
+	case faults.Pause:
+		return "sent while " + node + " was paused"
+	}
+	return "sent while " + k.String() + " of " + node + " was in force"
+}
+
+// heldVerb is heldBy's clause for the first held message of a fault of
+// kind k (an Event's Op: the kind, then the syscall in parentheses).
+func heldVerb(op string) string {
+	k, _, _ := strings.Cut(op, "(")
+	switch sched.Kind(k) {
+	case faults.Partition, faults.OneWay, faults.Link, faults.Bipartition:
+		return " is held by the cut"
+	case faults.Crash, faults.Power:
+		return " goes to a node that is down"
+	case faults.Pause:
+		return " goes to a paused node"
+	}
+	return " is sent while the " + k + " is in force"
+}
+
 // effects reads a fault's effects: recs is the failing run with the fault
 // at index at, without the run without it.
 func effects(recs []sched.Record, at int, without []sched.Record, sp *spec.Spec, syms *symbolizer) *Effects {
@@ -132,10 +163,7 @@ func effects(recs []sched.Record, at int, without []sched.Record, sp *spec.Spec,
 		}
 		held = append(held, j)
 	}
-	how := "held by the cut"
-	if f.Kind != faults.Partition {
-		how = "sent while " + f.Node + " was down"
-	}
+	how := heldBy(f.Kind, f.Node)
 	heldEv := func(j int) Event {
 		ev := event(&recs[j], syms)
 		ap, _ := netip.ParseAddrPort(recs[j].Op.Peer)

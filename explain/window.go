@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -251,11 +250,7 @@ func effectsText(ef *Effects, fault string) string {
 		parts = append(parts, p)
 	}
 	if len(ef.Held) > 0 {
-		verb := " is held by the cut"
-		if fault != faults.Partition.String() {
-			verb = " goes to a node that is down"
-		}
-		parts = append(parts, message(ef.Held[0])+verb)
+		parts = append(parts, message(ef.Held[0])+heldVerb(fault))
 	}
 	if len(ef.New) > 0 {
 		var news []string
