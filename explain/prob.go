@@ -64,13 +64,9 @@ func (p *prefix) Extra(now time.Duration, choices []*sched.Op) []*sched.Op {
 			return nil
 		}
 	}
-	switch w.Kind {
-	case sched.Advance:
-		if time.Duration(w.At) <= now {
-			return nil
-		}
-	case faults.Crash, faults.Partition, faults.Pause, faults.ClockJump, faults.ClockDrift:
-	default:
+	// A fault is made up as a replay would (faults.ReplayOf): only a kind
+	// that needs nothing the engine alone knows is there.
+	if w.Kind == sched.Advance && time.Duration(w.At) <= now || w.Kind.IsFault() && !faults.ReplayOf(w.Kind).Remake {
 		return nil
 	}
 	o := *w
