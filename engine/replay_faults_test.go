@@ -51,32 +51,79 @@ const udpNodes = `nodes:
     command: ["%[1]s/udp_client", "s2", "7000", "8"]
 `
 
+// replaySpec is what TestReplayEveryFault runs a fault kind with beyond
+// the default: tcpNodes, a window of 50–51 ms, and a pause as the second
+// fault of a pair.
+type replaySpec struct {
+	nodes, window string
+	// alone: a pair is two faults of the kind itself.
+	alone bool
+	// apart: the two faults of a pair need not fall in consecutive steps.
+	apart bool
+	// pairTrials, when set, is the trials a pair takes.
+	pairTrials int
+	// elsewhere names the test that replays the kind, with the spec it
+	// needs (a storage fault needs data files).
+	elsewhere string
+}
+
+// replaySpecs are the kinds TestReplayEveryFault runs otherwise than by
+// default. Every other kind runs by default, so a new kind is replayed
+// whether or not it is listed here, and fails the test when it needs a
+// spec of its own and has none.
+var replaySpecs = map[sched.Kind]replaySpec{
+	faults.Crash:      {alone: true},
+	faults.Pause:      {alone: true},
+	faults.ClockJump:  {alone: true},
+	faults.ClockDrift: {alone: true},
+	// The datagrams are in flight at 10 ms only.
+	faults.Drop: {nodes: udpNodes, window: "from: 10ms\n  until: 2s\n  spread: false", alone: true, apart: true},
+	// A hold needs bytes waiting, never there in a lull: it joins a burst
+	// of round trips (every 20 ms).
+	faults.Hold: {window: "from: 50ms\n  until: 200ms", alone: true, apart: true},
+	// A reset ends its client's trial: only a pause drawn first makes a
+	// pair (half the draws).
+	faults.Reset:   {pairTrials: 8},
+	faults.Power:   {elsewhere: "TestReplayStorageFaults"},
+	faults.Corrupt: {elsewhere: "TestReplayStorageFaults"},
+	faults.IOError: {elsewhere: "TestReplayStorageFaults"},
+	faults.Stall:   {elsewhere: "TestReplayStorageFaults"},
+}
+
 // Every fault kind's trace replays to the same ops and outcome, one fault
 // alone and two back to back (in consecutive steps: both triggers fall in
 // one idle stretch of the clock, so each is taken as soon as offered).
+// Recoveries replay with the faults they follow.
 func TestReplayEveryFault(t *testing.T) {
 	requireTrials(t)
 	bin := repoPath("testdata", "bin", "c")
 	if _, err := os.Stat(filepath.Join(bin, "tick_client")); err != nil {
 		t.Skipf("skipping: %v (make testdata builds it)", err)
 	}
-	for _, kind := range []string{"crash", "partition", "oneway", "link", "bipartition", "hold", "slow", "flap", "pause", "clock", "drift", "reset", "drop"} {
+	for k := range replaySpecs {
+		if !faults.Known(k) || faults.ReplayOf(k).Recovery {
+			t.Errorf("replaySpecs lists %q, no fault kind a plan may name", k)
+		}
+	}
+	for _, want := range faults.Kinds() {
+		rs := replaySpecs[want]
+		if faults.ReplayOf(want).Recovery || rs.elsewhere != "" {
+			continue
+		}
+		kind := want.String()
 		for _, budget := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s-%d", kind, budget), func(t *testing.T) {
 				nodes, window := tcpNodes, "from: 50ms\n  until: 51ms"
-				switch kind {
-				case "drop":
-					// The datagrams are in flight at 10 ms only.
-					nodes, window = udpNodes, "from: 10ms\n  until: 2s\n  spread: false"
-				case "hold":
-					// A hold needs bytes waiting, never there in a lull: it
-					// joins a burst of round trips (every 20 ms).
-					window = "from: 50ms\n  until: 200ms"
+				if rs.nodes != "" {
+					nodes = rs.nodes
+				}
+				if rs.window != "" {
+					window = rs.window
 				}
 				dir := t.TempDir()
 				path := filepath.Join(dir, kind+".yaml")
 				kinds := kind
-				if budget == 2 && kind != "crash" && kind != "pause" && kind != "clock" && kind != "drift" && kind != "drop" && kind != "hold" {
+				if budget == 2 && !rs.alone {
 					// One cut at a time, and a reset ends its client: the
 					// second fault is of another kind.
 					kinds += ", pause"
@@ -91,16 +138,13 @@ func TestReplayEveryFault(t *testing.T) {
 					t.Fatal(err)
 				}
 				trials := 4
-				if kind == "reset" && budget == 2 {
-					// A reset ends its client's trial: only a pause drawn
-					// first makes a pair (half the draws).
-					trials = 8
+				if budget == 2 && rs.pairTrials > 0 {
+					trials = rs.pairTrials
 				}
 				sum, err := Run(t.Context(), sp, RunOptions{Trials: trials, Strategy: "pos", OutDir: filepath.Join(dir, "out"), TraceAll: true})
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, _ := sched.ParseKind(kind)
 				replayed, backToBack := 0, 0
 				for _, r := range sum.Results {
 					if r.Outcome.Kind == Error {
@@ -134,7 +178,7 @@ func TestReplayEveryFault(t *testing.T) {
 				if replayed == 0 {
 					t.Fatalf("no trial injected a %s: %v", kind, sum.ByKind)
 				}
-				if budget == 2 && kind != "drop" && kind != "hold" && backToBack == 0 {
+				if budget == 2 && !rs.apart && backToBack == 0 {
 					t.Errorf("no trial injected two faults (%s) back to back", kinds)
 				}
 				t.Logf("%d traces with %s replayed (%d back to back); outcomes %v", replayed, kind, backToBack, sum.ByKind)
