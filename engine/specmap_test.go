@@ -49,8 +49,17 @@ func TestSpecVocabulary(t *testing.T) {
 		}
 	}
 	for _, k := range spec.FaultKinds() {
-		if _, err := faultKind(k); err != nil {
+		kind, err := faultKind(k)
+		if err != nil {
 			t.Error(err)
+			continue
+		}
+		// spec's traitStorage (which loads the disk fields) and faults'
+		// storage (which keeps the data files' books) must agree, else a
+		// storage fault runs without its books or a spec without its
+		// checks.
+		if got, want := (spec.FaultPlan{Kinds: []spec.FaultKind{k}}).Storage(), faults.IsStorage(kind); got != want {
+			t.Errorf("fault kind %v: spec says storage %v, package faults %v", k, got, want)
 		}
 	}
 	for _, k := range faults.Kinds() {
