@@ -81,6 +81,18 @@ func (p FaultPlan) StorageNode(node string) bool {
 	return p.Storage() && slices.Contains(p.Nodes, node)
 }
 
+// storageNames lists the storage faults' keywords (traitStorage) in the
+// docs' order, for error messages.
+func storageNames() string {
+	var names []string
+	for _, w := range faultKeywords {
+		if w.traits&traitStorage != 0 {
+			names = append(names, w.name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // diskFields are the faults section's fields of storage faults.
 var diskFields = []string{"data", "persist", "max_stall", "io_errors", "io_calls", "corruptions", "names"}
 
@@ -148,7 +160,7 @@ func (d *decoder) checkDisk(n, kinds ast.Node, diskNodes map[string]ast.Node, pl
 	if !plan.Storage() {
 		for _, k := range diskFields {
 			if v := diskNodes[k]; v != nil {
-				return d.errf(v, "faults."+k, "no storage fault (power, corrupt, ioerror, stall) in faults.kinds")
+				return d.errf(v, "faults."+k, "no storage fault (%s) in faults.kinds", storageNames())
 			}
 		}
 		return nil
