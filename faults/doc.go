@@ -1,7 +1,7 @@
 // Package faults owns a trial's fault plan and its fault operations: which
 // faults (crash, restart, partition, one-way and link cuts, bipartitions,
-// holds, slow and flapping links, heal, pause, clock, reset, drop; and on
-// the disk power, corrupt, ioerror, stall) may happen to which nodes,
+// holds, slow and flapping links, heal, pause, clock, drift, reset, drop;
+// and on the disk power, corrupt, ioerror, stall) may happen to which nodes,
 // within what budget and virtual-time window, and what each chosen fault
 // holds back. Faults are ops like any other: they are offered beside the
 // enabled ops, chosen by the strategy, recorded in the trace and replayed.
@@ -17,12 +17,14 @@
 // they share: kinds.go (crash, pause, partition, clock, drift, reset,
 // drop and the recoveries), network.go (the cuts and hold), storage.go
 // (power, corrupt, ioerror, stall). A new kind can have a file of its own
-// (slow.go and flap.go are), and adding it is that file and its keyword in
-// spec. Only a kind that needs a mechanism the engine does not have yet
-// adds an Act and its applier in the engine (and the tracer change it
-// needs); flap.go needed none. Kinds that act on the deliveries across a
-// link between two units (slow, flap) draw, name and cross it with
-// links.go.
+// (slow.go and flap.go are). Adding one that reuses a mechanism is that
+// file with its own test, its constant and row in spec/faults.go's
+// keyword table, and its section in docs/spec.md. Only a kind that needs
+// a mechanism the engine does not have yet adds an Act here, its applier
+// line in engine/faultkinds.go and the tracer change it needs; flap.go
+// needed none. Kinds that act on a link between two units (slow, which
+// delays its deliveries; flap, which holds its deliveries and blocking
+// connects while it is down) draw, name and cross it with links.go.
 //
 // It decides nothing about ptrace, namespaces or processes: the engine
 // applies a chosen fault's Effect through the tracer and netns, and runs the

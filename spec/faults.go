@@ -162,8 +162,8 @@ type faultKeyword struct {
 }
 
 // faultKeywords are the injections a spec may name, in the docs' order:
-// a new kind is one line here. bridge is a bipartition of the bridge
-// shape alone.
+// a new kind is its FaultKind constant and a row here. bridge is a
+// bipartition of the bridge shape alone.
 var faultKeywords = []faultKeyword{
 	{"crash", FaultCrash, 0},
 	{"partition", FaultPartition, 0},
