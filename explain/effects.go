@@ -73,32 +73,60 @@ func receiver(o *sched.Op) string {
 	return FailingNode(strings.TrimPrefix(o.Object, "inbox:"))
 }
 
-// heldBy says what kept a fault's held messages from their receivers, by
-// what the fault did: a cut, its node down or paused, or else the fault
-// itself while in force (a slow or flapping link, a hold, a clock fault,
-// and any kind added later).
-func heldBy(k sched.Kind, node string) string {
+// heldClass is what kept a fault's held messages from their receivers,
+// by what the fault did.
+type heldClass uint8
+
+const (
+	// heldInForce: the fault itself while in force (a slow or flapping
+	// link, a hold, a clock fault, and any kind added later).
+	heldInForce heldClass = iota
+	heldCut               // a cut of the network
+	heldDown              // the fault's node down (a crash or a power cut)
+	heldPaused            // the fault's node paused
+)
+
+// heldClassOf is the class of fault kind k's held messages.
+func heldClassOf(k sched.Kind) heldClass {
 	switch k {
 	case faults.Partition, faults.OneWay, faults.Link, faults.Bipartition:
-		return "held by the cut"
+		return heldCut
 	case faults.Crash, faults.Power:
-		return "sent while " + node + " was down"
+		return heldDown
 	case faults.Pause:
-		return "sent while " + node + " was paused"
+		return heldPaused
 	}
-	return "sent while " + k.String() + " of " + node + " was in force"
+	return heldInForce
 }
 
-// heldVerb is heldBy's clause for the first held message of a fault of
-// kind k (an Event's Op: the kind, then the syscall in parentheses).
+// heldBy says what kept fault f's held messages from their receivers: a
+// fault in force on a link (slow, flap) is named by its link, another by
+// its node.
+func heldBy(f *sched.Op) string {
+	switch heldClassOf(f.Kind) {
+	case heldCut:
+		return "held by the cut"
+	case heldDown:
+		return "sent while " + f.Node + " was down"
+	case heldPaused:
+		return "sent while " + f.Node + " was paused"
+	}
+	if link, ok := strings.CutPrefix(f.Object, "link:"); ok {
+		return "sent while " + f.Kind.String() + " " + link + " was in force"
+	}
+	return "sent while " + f.Kind.String() + " of " + f.Node + " was in force"
+}
+
+// heldVerb is heldBy's clause for the first held message of the fault op
+// names (an Event's Op: the kind, then the syscall in parentheses).
 func heldVerb(op string) string {
 	k, _, _ := strings.Cut(op, "(")
-	switch sched.Kind(k) {
-	case faults.Partition, faults.OneWay, faults.Link, faults.Bipartition:
+	switch heldClassOf(sched.Kind(k)) {
+	case heldCut:
 		return " is held by the cut"
-	case faults.Crash, faults.Power:
+	case heldDown:
 		return " goes to a node that is down"
-	case faults.Pause:
+	case heldPaused:
 		return " goes to a paused node"
 	}
 	return " is sent while the " + k + " is in force"
@@ -163,7 +191,7 @@ func effects(recs []sched.Record, at int, without []sched.Record, sp *spec.Spec,
 		}
 		held = append(held, j)
 	}
-	how := heldBy(f.Kind, f.Node)
+	how := heldBy(f)
 	heldEv := func(j int) Event {
 		ev := event(&recs[j], syms)
 		ap, _ := netip.ParseAddrPort(recs[j].Op.Peer)
