@@ -7,7 +7,7 @@ import (
 )
 
 // Kind is what an operation does, by name: the names are what traces
-// hold. The op kinds below are sched's own (opKinds); every other
+// hold. The op kinds below are sched's own (opKind); every other
 // well-formed name is a fault kind, which package faults defines, so a
 // new fault kind needs no line in sched (the older fault kinds' names in
 // tracefile.go are for Describe's show text only). The zero value is
@@ -31,18 +31,16 @@ const (
 	Advance Kind = "advance"
 )
 
-// opKinds are sched's op kinds (made by a traced thread, or the clock's
-// advance): every constant above but KindInvalid, each listed here once
-// (TestOpKindsListed), since a kind missing here would be a fault kind.
-// Read-only.
-var opKinds = map[Kind]struct{}{
-	Connect: {}, Accept: {}, Send: {}, Deliver: {}, Recv: {}, Poll: {}, Sleep: {}, Close: {}, Shutdown: {}, Advance: {},
-}
-
-// opKind reports whether k is one of sched's op kinds.
+// opKind reports whether k is one of sched's op kinds (made by a traced
+// thread, or the clock's advance): every constant above but KindInvalid,
+// each listed here (TestOpKindsListed), since a kind missing here would be
+// a fault kind.
 func opKind(k Kind) bool {
-	_, ok := opKinds[k]
-	return ok
+	switch k {
+	case Connect, Accept, Send, Deliver, Recv, Poll, Sleep, Close, Shutdown, Advance:
+		return true
+	}
+	return false
 }
 
 func (k Kind) String() string {

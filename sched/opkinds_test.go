@@ -4,12 +4,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"strconv"
 	"testing"
 )
 
 // TestOpKindsListed: every Kind constant of op.go's const blocks but
-// KindInvalid is in opKinds, and opKinds holds nothing else: a constant
+// KindInvalid is one of opKind's, and opKind's switch names nothing else: a constant
 // added without its entry would silently be a fault kind.
 func TestOpKindsListed(t *testing.T) {
 	f, err := parser.ParseFile(token.NewFileSet(), "op.go", nil, 0)
@@ -17,6 +18,7 @@ func TestOpKindsListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	consts := map[Kind]bool{}
+	names := map[string]bool{} // the constants' names but KindInvalid's
 	for _, decl := range f.Decls {
 		g, ok := decl.(*ast.GenDecl)
 		if !ok || g.Tok != token.CONST {
@@ -38,8 +40,9 @@ func TestOpKindsListed(t *testing.T) {
 				}
 				if k := Kind(v); k != KindInvalid {
 					consts[k] = true
+					names[name.Name] = true
 					if !opKind(k) || k.IsFault() {
-						t.Errorf("op kind constant %s (%q) is not in opKinds", name.Name, v)
+						t.Errorf("op kind constant %s (%q) is not one of opKind's", name.Name, v)
 					}
 				}
 			}
@@ -48,9 +51,27 @@ func TestOpKindsListed(t *testing.T) {
 	if len(consts) < 10 {
 		t.Fatalf("found %d Kind constants in op.go, want at least 10", len(consts))
 	}
-	for k := range opKinds {
-		if !consts[k] {
-			t.Errorf("opKinds holds %q, which is no Kind constant of op.go", k)
+	cases := 0
+	for _, decl := range f.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		if !ok || fn.Name.Name != "opKind" {
+			continue
 		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			c, ok := n.(*ast.CaseClause)
+			if !ok {
+				return true
+			}
+			for _, e := range c.List {
+				cases++
+				if id, ok := e.(*ast.Ident); !ok || !names[id.Name] {
+					t.Errorf("opKind's switch names %s, which is no Kind constant of op.go", types.ExprString(e))
+				}
+			}
+			return true
+		})
+	}
+	if cases != len(consts) {
+		t.Errorf("opKind's switch names %d kinds, op.go has %d Kind constants", cases, len(consts))
 	}
 }
