@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // A flap's phases are down first, then up, in turn, each a tenth of
@@ -132,5 +134,18 @@ func TestFlapReplay(t *testing.T) {
 		if !in.Holds(deliver(a, b), d.from, addrs) {
 			t.Fatalf("not down at %v, a down phase of the trace's pick", d.from)
 		}
+	}
+}
+
+// TestFlapTraits pins what the engine and a replay do with a flap: the
+// injector carries it out alone (ActHold) on messages in flight, gathers
+// nothing, and a replay remakes it keeping the trace's draw.
+func TestFlapTraits(t *testing.T) {
+	d := kindDefs[Flap]
+	if d.act != ActHold || d.needs != 0 || !d.onTraffic || d.storage {
+		t.Errorf("flap: act %d needs %b onTraffic %v storage %v, want ActHold, none, true, false", d.act, d.needs, d.onTraffic, d.storage)
+	}
+	if got, want := ReplayOf(Flap), (sched.FaultReplay{Remake: true, KeepDraw: true}); got != want {
+		t.Errorf("ReplayOf(Flap) = %+v, want %+v", got, want)
 	}
 }

@@ -145,11 +145,15 @@ func isIdent(e ast.Expr, name string) bool {
 	return ok && id.Name == name
 }
 
-// TestKindTraits pins what the engine and a replay do with each kind, as
-// they did when the kinds still lived in sched and the engine (076a671):
-// the mechanism (act), the targets gathered (needs), whether a spread plan
-// takes it alone in a lull (onTraffic), whether it acts on a disk
-// (storage) and how a replay treats it. A new kind adds its row.
+// TestKindTraits pins what the engine and a replay do with each of the
+// kinds defined before slow's and flap's files: the mechanism (act), the
+// targets gathered (needs), whether a spread plan takes it alone in a
+// lull (onTraffic), whether it acts on a disk (storage) and how a replay
+// treats it. At 076a671 the kinds' definitions were already in faults
+// while act and needs lived in the engine and replay in sched (the names
+// moved here in d36f072); these rows are what those said. A kind without
+// a row is not checked here: a new kind pins its traits in its own test
+// (TestSlowTraits, TestFlapTraits), so adding one does not edit this.
 func TestKindTraits(t *testing.T) {
 	remake := sched.FaultReplay{Remake: true}
 	recovery := sched.FaultReplay{Recovery: true}
@@ -180,10 +184,9 @@ func TestKindTraits(t *testing.T) {
 		Slow:        {act: ActHold, onTraffic: true},
 		Flap:        {act: ActHold, onTraffic: true, replay: sched.FaultReplay{Remake: true, KeepDraw: true}},
 	}
-	for _, k := range Kinds() {
-		w, ok := want[k]
-		if !ok {
-			t.Errorf("%s: no row in this test", k)
+	for k, w := range want {
+		if !Known(k) {
+			t.Errorf("%s: not defined", k)
 			continue
 		}
 		d := kindDefs[k]
@@ -194,8 +197,5 @@ func TestKindTraits(t *testing.T) {
 		if IsStorage(k) != w.storage {
 			t.Errorf("IsStorage(%s) = %v", k, IsStorage(k))
 		}
-	}
-	if len(want) != len(Kinds()) {
-		t.Errorf("%d rows for %d kinds", len(want), len(Kinds()))
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // A slow link holds each delivery across it until the delivery has waited
@@ -49,5 +51,19 @@ func TestSlow(t *testing.T) {
 		if in.Holds(late, end, addrs) {
 			t.Fatalf("seed %d: held at the slow's end %v", seed, end)
 		}
+	}
+}
+
+// TestSlowTraits pins what the engine and a replay do with a slow link:
+// the injector carries it out alone (ActHold) on messages in flight,
+// gathers nothing, and a replay does not make it up when the engine does
+// not offer it.
+func TestSlowTraits(t *testing.T) {
+	d := kindDefs[Slow]
+	if d.act != ActHold || d.needs != 0 || !d.onTraffic || d.storage {
+		t.Errorf("slow: act %d needs %b onTraffic %v storage %v, want ActHold, none, true, false", d.act, d.needs, d.onTraffic, d.storage)
+	}
+	if got := ReplayOf(Slow); got != (sched.FaultReplay{}) {
+		t.Errorf("ReplayOf(Slow) = %+v, want the zero FaultReplay", got)
 	}
 }
