@@ -144,6 +144,10 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 		want = tr.Outcome.Kind
 	}
 	switch {
+	case res.Outcome.Kind == Diverged:
+		// The divergence names the op and what differed: callers that
+		// print only Diff (tests) must not lose it.
+		rr.Same, rr.Diff = false, fmt.Sprintf("outcome %s (%s), trace has %s", res.Outcome.Kind, res.Outcome.Detail, want)
 	case res.Outcome.Kind != want:
 		rr.Same, rr.Diff = false, fmt.Sprintf("outcome %s, trace has %s", res.Outcome.Kind, want)
 	case len(res.Records) != len(tr.Records)+tail.Len():

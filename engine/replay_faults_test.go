@@ -188,7 +188,8 @@ func TestReplayEveryFault(t *testing.T) {
 }
 
 // A trace whose byte count was edited does not replay: the divergence
-// names the field (issue 36: replay compares byte counts and peers).
+// names the field (issue 36: replay compares byte counts and peers), in
+// the outcome and in Diff, which is all a test's failure message prints.
 func TestReplayEditedBytes(t *testing.T) {
 	requireTrials(t)
 	sum := runFaultSpec(t, "restart-data", 1, true)
@@ -223,6 +224,9 @@ func TestReplayEditedBytes(t *testing.T) {
 	}
 	if got := rr.Trial.Outcome; got.Kind != Diverged || !strings.Contains(got.Detail, "bytes: expected 9, got 8") {
 		t.Fatalf("want a divergence naming bytes, got %v (%s)", got, rr.Diff)
+	}
+	if !strings.Contains(rr.Diff, "bytes: expected 9, got 8") {
+		t.Fatalf("Diff %q does not name the field that diverged", rr.Diff)
 	}
 }
 
