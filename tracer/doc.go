@@ -50,7 +50,8 @@
 //     vtime_vdso*.go (the vDSO and the clock page), quiescence_alarm.go;
 //   - api.go: the exported types (Options, State, Action, Deadline, ...);
 //   - proc_fdinfo.go, proc_node.go, proc.go (the thread handle, processes
-//     and their table), proc_fds.go, proc_table.go;
+//     and their table), proc_fds.go, proc_stat.go (a process's own stat
+//     files, their resident set size fixed), proc_table.go;
 //   - gate.go, ops.go, ops_table.go: the gate type, pending ops and their
 //     table;
 //   - vtime.go and network.go: those parts' state (the deadline queue and

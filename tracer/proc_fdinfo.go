@@ -6,11 +6,12 @@ import "net/netip"
 type fdKind uint8
 
 const (
-	fdUnknown fdKind = iota
-	fdFile           // regular file, pipe, tty, eventfd...: node-local
-	fdRandom         // /dev/urandom or /dev/random: answered from the seeded stream
-	fdUnix           // AF_UNIX or other node-local socket
-	fdInet           // AF_INET/AF_INET6 socket
+	fdUnknown  fdKind = iota
+	fdFile            // regular file, pipe, tty, eventfd...: node-local
+	fdRandom          // /dev/urandom or /dev/random: answered from the seeded stream
+	fdUnix            // AF_UNIX or other node-local socket
+	fdInet            // AF_INET/AF_INET6 socket
+	fdProcStat        // the process's own /proc stat or statm: its RSS fixed (proc_stat.go)
 )
 
 // fdInfo is what the tracer knows of one fd of one process. The cache is
@@ -35,6 +36,8 @@ type fdInfo struct {
 	// the socket without bytes, end or error (for a recv), without error
 	// or hang-up (for a send); see known.
 	calmRecv, calmSend uint64
+	// stat is the read state of an fdProcStat fd.
+	stat *procStat
 }
 
 // fdNames are an fd's connection names for the addresses they were made

@@ -32,6 +32,11 @@ func (p *process) fdOf(fd int) *fdInfo {
 		p.classifySocket(fd, fi)
 	case target == "/dev/urandom" || target == "/dev/random":
 		fi.kind = fdRandom
+	case strings.HasPrefix(target, "/proc/"):
+		fi.kind = fdFile
+		if statm, ok := p.procStatOf(target); ok {
+			fi.kind, fi.stat = fdProcStat, &procStat{path: target, statm: statm}
+		}
 	default:
 		fi.kind = fdFile
 	}

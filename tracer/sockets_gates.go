@@ -11,13 +11,18 @@ import (
 )
 
 // onRecv makes a receive from another node's connection (or a datagram
-// socket) an op; a read of the random device is answered from the seed.
+// socket) an op; a read of the random device is answered from the seed,
+// one of the process's own stat files with its RSS fixed (proc_stat.go).
 func (sk *sockets) onRecv(th *thread, nr int, a [6]uint64) bool {
 	p := th.proc
 	fd := int(a[0])
 	fi := p.fdOf(fd)
 	if fi.kind == fdRandom && nr == unix.SYS_READ && p.rand != nil {
 		th.fakeRandom(a[1], a[2])
+		return true
+	}
+	if fi.kind == fdProcStat && nr == unix.SYS_READ {
+		th.fakeProcStat(fi.stat, a[1], a[2])
 		return true
 	}
 	if fi.kind != fdInet || !sk.net.sockGated(th, fi, nr, a) {

@@ -1,0 +1,75 @@
+/* proc_stat: reads its resident set size from /proc/self/stat twice, with
+ * allocations of different sizes touched in between, and from
+ * /proc/self/statm; see ../SPEC.md. */
+#include <fcntl.h>
+#include <sys/resource.h>
+#include "common.h"
+
+/* slurp reads path with reads of 50 bytes until the end of file, as a
+ * program that does not know the length would. */
+static void slurp(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die(path);
+	size_t n = 0;
+	for (;;) {
+		size_t want = size - 1 - n < 50 ? size - 1 - n : 50;
+		ssize_t r = read(fd, buf + n, want);
+		if (r < 0)
+			die("read");
+		if (r == 0)
+			break;
+		n += r;
+	}
+	buf[n] = 0;
+	close(fd);
+}
+
+/* stat_field returns field i (from 1) of a stat line; fields from 3 on
+ * are counted from the command name's closing parenthesis. */
+static long stat_field(const char *s, int i)
+{
+	if (i == 1)
+		return atol(s);
+	const char *p = strrchr(s, ')');
+	if (!p)
+		die("stat: no ')'");
+	for (int f = 2; f < i; f++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			die("stat: short");
+	}
+	return atol(p + 1);
+}
+
+/* touch allocates n bytes and writes to each of its pages (through a
+ * volatile pointer, so that the compiler keeps the writes). */
+static void touch(size_t n)
+{
+	volatile char *b = malloc(n);
+	if (!b)
+		die("malloc");
+	for (size_t i = 0; i < n; i += 4096)
+		b[i] = 1;
+}
+
+int main(void)
+{
+	char s[4096];
+	slurp("/proc/self/stat", s, sizeof s);
+	long pid = stat_field(s, 1), rss1 = stat_field(s, 24);
+	touch(8 << 20);
+	touch(72 << 20);
+	slurp("/proc/self/stat", s, sizeof s);
+	long rss2 = stat_field(s, 24);
+	slurp("/proc/self/statm", s, sizeof s);
+	long size, resident, shared;
+	if (sscanf(s, "%ld %ld %ld", &size, &resident, &shared) != 3)
+		die("statm");
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("pid=%ld getpid=%ld rss1=%ld rss2=%ld statm_resident=%ld statm_shared=%ld maxrss_pages=%ld\n",
+	       pid, (long)getpid(), rss1, rss2, resident, shared, ru.ru_maxrss * 1024 / sysconf(_SC_PAGESIZE));
+	return 0;
+}

@@ -1,0 +1,81 @@
+package tracer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// TestProcStatRSS: a node's process reads the same fixed resident set size
+// from /proc/self/stat before and after touching 80 MiB, and in every run,
+// while stat's other fields (its pid) and the kernel's own accounting
+// (getrusage) stay real.
+func TestProcStatRSS(t *testing.T) {
+	prog := bin(t, "c", "proc_stat")
+	run := func() (line string, pid int) {
+		h := newHarness(t, Options{Clock: &testClock{}})
+		f, err := os.Create(filepath.Join(h.dir, "n.out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		pid, err = h.tr.Launch(LaunchConfig{Node: "n", Argv: []string{prog}, Stdout: f, Stderr: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := h.run(nil, nil)
+		if c := exitCode(t, res.exits, "n"); c != 0 {
+			t.Fatalf("exit %d:\n%s", c, h.output("n"))
+		}
+		return h.output("n"), pid
+	}
+	var seen []string
+	for i := 0; i < 2; i++ {
+		out, pid := run()
+		var sp, gp, rss1, rss2, res, shared, maxrss int
+		if _, err := fmt.Sscanf(out, "pid=%d getpid=%d rss1=%d rss2=%d statm_resident=%d statm_shared=%d maxrss_pages=%d",
+			&sp, &gp, &rss1, &rss2, &res, &shared, &maxrss); err != nil {
+			t.Fatalf("run %d: output %q: %v", i, out, err)
+		}
+		if sp != pid || gp != pid {
+			t.Errorf("run %d: stat's pid %d, getpid %d, launched pid %d: the other fields are not the real ones", i, sp, gp, pid)
+		}
+		if rss1 != statRSSPages || rss2 != statRSSPages || res != statRSSPages || shared > res {
+			t.Errorf("run %d: read rss %d then %d, statm resident %d shared %d; want %d each (shared at most resident)",
+				i, rss1, rss2, res, shared, statRSSPages)
+		}
+		// 80 MiB touched is 20480 pages: the kernel's count is real, so
+		// the fixed one read is not it.
+		if maxrss < 80<<20/os.Getpagesize() {
+			t.Errorf("run %d: maxrss %d pages: the program did not touch its memory", i, maxrss)
+		}
+		seen = append(seen, strconv.Itoa(rss1)+" "+strconv.Itoa(rss2))
+	}
+	if seen[0] != seen[1] {
+		t.Errorf("the runs read other sizes: %v", seen)
+	}
+}
+
+func TestRewriteRSS(t *testing.T) {
+	rss := strconv.Itoa(statRSSPages)
+	tests := []struct {
+		name, in, want string
+		statm          bool
+	}{
+		{"stat", "7 (redis-server) S 1 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 4 0 100 1000000 2311 18446744073709551615 1 1 0 0 0\n",
+			"7 (redis-server) S 1 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 4 0 100 1000000 " + rss + " 18446744073709551615 1 1 0 0 0\n", false},
+		{"comm with parentheses and spaces", "9 (a) b (c) R 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 4096 12 0\n",
+			"9 (a) b (c) R 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 4096 " + rss + " 0\n", false},
+		{"short stat left alone", "9 (x) R 1\n", "9 (x) R 1\n", false},
+		{"statm", "2590 311 273 1 0 100 0\n", "2590 " + rss + " " + strconv.Itoa(statRSSPages/4) + " 1 0 100 0\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(rewriteRSS([]byte(tt.in), tt.statm)); got != tt.want {
+				t.Errorf("rewriteRSS(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
