@@ -8,7 +8,7 @@ export GOFLAGS ?= -mod=mod
 .PHONY: help build test bench bench-real bench-hit bench-storage stress demo generate clean deps testdata cleanup image shard-demo
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 deps: ## install the apt packages lockstep's tests and generators need (root)
 	@bash .ci/deps.sh

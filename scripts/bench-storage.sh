@@ -39,7 +39,6 @@ if [ "$part" = all ] || [ "$part" = bugs ]; then
 fi
 if [ "$part" = all ] || [ "$part" = controls ]; then
   make -s -C examples/etcd/client
-  make -s -C testdata/workload
   for c in etcd/spec-power etcd/spec-crash zookeeper/spec-power zookeeper/spec-crash \
     redis/spec-power redis/spec-crash redis/spec-power-always; do
     run "${c%%/*}-${c#*/spec-}" "examples/$c.yaml" -n "$ctrials"
