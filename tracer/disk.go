@@ -79,7 +79,7 @@ func (dk *disks) onDisk(th *thread, nr int, a [6]uint64) bool {
 	if !ok {
 		return false
 	}
-	c := disk.Call{Pid: th.tid, Op: op, Fd: -1, Dirfd: unix.AT_FDCWD, Dirfd2: unix.AT_FDCWD, SyscallName: dk.diskSyscallName(nr)}
+	c := disk.Call{Pid: th.tid, Op: op, Fd: -1, Dirfd: unix.AT_FDCWD, Dirfd2: unix.AT_FDCWD}
 	switch op {
 	case disk.OpWrite, disk.OpRead, disk.OpSync:
 		c.Fd = int(int32(a[0]))
@@ -157,6 +157,8 @@ func (dk *disks) onDisk(th *thread, nr int, a [6]uint64) bool {
 			c.Dirfd, c.Path, c.Flags = int(int32(a[0])), readPath(th.tid, a[1]), int(a[2])
 		}
 	}
+	// Named only now: most reads and writes are of sockets and pipes.
+	c.SyscallName = dk.diskSyscallName(nr)
 	ans := th.proc.node.disk.Before(c)
 	switch {
 	case ans.Errno != 0:
@@ -186,9 +188,10 @@ func readPath(tid int, addr uint64) string {
 		return ""
 	}
 	var out []byte
+	page := make([]byte, 4096)
 	for len(out) < unix.PathMax {
 		n := 4096 - addr%4096
-		buf := make([]byte, n)
+		buf := page[:n]
 		if ptrace.ReadMem(tid, addr, buf) != nil {
 			return ""
 		}

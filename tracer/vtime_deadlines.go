@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -80,26 +81,19 @@ func (vt *vtime) deadlines(listed bool) []Deadline {
 type queueReader struct{ vt *vtime }
 
 func (q queueReader) Next(skip []*sched.Op) (time.Duration, bool) {
-	var ids map[uint64]bool
-	if len(skip) > 0 {
-		ids = make(map[uint64]bool, len(skip))
-		for _, o := range skip {
-			ids[o.ID] = true
-		}
-	}
-	return q.vt.nextWake(ids)
+	return q.vt.nextWake(skip)
 }
 
 func (q queueReader) List() []Deadline { return q.vt.deadlines(true) }
 
 // nextWake is the earliest deadline in the queue, the owner's wakes
 // included, leaving out the deadlines of the ops in skip.
-func (vt *vtime) nextWake(skip map[uint64]bool) (time.Duration, bool) {
+func (vt *vtime) nextWake(skip []*sched.Op) (time.Duration, bool) {
 	vt.pruneTimers()
 	var next time.Duration
 	ok := false
 	vt.queue.each(vt, func(_ deadlineOwner, d Deadline, hidden bool) {
-		if hidden || d.Op != 0 && skip[d.Op] {
+		if hidden || d.Op != 0 && slices.ContainsFunc(skip, func(o *sched.Op) bool { return o.ID == d.Op }) {
 			return
 		}
 		if !ok || d.At < next {
