@@ -41,7 +41,7 @@ var faultAppliers = map[faults.Act]faultApplier{
 	faults.ActIOError:   (*Trial).applyDisk,
 	faults.ActStall:     (*Trial).applyDisk,
 	faults.ActPartition: applyPartition,
-	faults.ActHeal:      applyHeal,
+	faults.ActHeal:      applyCut,
 }
 
 func applyCut(t *Trial, e faults.Effect) (tracer.Action, error) { return t.cutAction(e), nil }
@@ -57,20 +57,4 @@ func applyPartition(t *Trial, e faults.Effect) (tracer.Action, error) {
 		return nil
 	}
 	return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Close: shut}}}, nil
-}
-
-// applyHeal ends a cut: a one-way cut in the tracer; a partition's
-// firewall the tracer opens (Cut.Open) once it has ended the connects made
-// into the partition.
-func applyHeal(t *Trial, e faults.Effect) (tracer.Action, error) {
-	if e.OneWay {
-		return t.cutAction(e), nil
-	}
-	open := func() error {
-		if err := t.j.cluster.Heal(e.Cut, e.Rest); err != nil {
-			return fmt.Errorf("healing %v from %v: %w", e.Cut, e.Rest, err)
-		}
-		return nil
-	}
-	return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Heal: true, Open: open}}}, nil
 }

@@ -118,9 +118,12 @@ func (t *Trial) dataFiles() map[string]int {
 	if !t.corrupts {
 		return nil
 	}
-	out := map[string]int{}
+	var out map[string]int // most steps have no node down: no map
 	for n, b := range t.disk.books {
 		if t.faults.Crashed(n) {
+			if out == nil {
+				out = map[string]int{}
+			}
 			out[n] = b.Written()
 		}
 	}

@@ -387,7 +387,7 @@ func behind(recs []sched.Record, w int) []string {
 func nextMessages(recs []sched.Record, at int, node string, n int) []int {
 	var out []int
 	for j := at + 1; j < len(recs) && len(out) < n; j++ {
-		if o := &recs[j].Op; o.Kind == sched.Deliver && FailingNode(strings.TrimPrefix(o.Object, "inbox:")) == node {
+		if o := &recs[j].Op; o.Kind == sched.Deliver && receiver(o) == node {
 			out = append(out, j)
 		}
 	}
