@@ -352,36 +352,12 @@ func (b *Books) host(pid int, p string) (string, bool) {
 // fileOf is the books' file for the process's descriptor fd, opened on
 // first use.
 func (b *Books) fileOf(pid, fd int, path string) (*file, error) {
-	var st unix.Stat_t
-	fp := procPath(pid, "fd/"+strconv.Itoa(fd))
-	if err := unix.Stat(fp, &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, errors.New("not a regular file")
-	}
-	k := fileKey{st.Dev, st.Ino}
-	if f := b.files[k]; f != nil {
-		f.path = path
-		return f, nil
-	}
-	h, err := os.OpenFile(fp, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	b.seq++
-	f := &file{f: h, key: k, path: path, seq: b.seq}
-	b.files[k] = f
-	return f, nil
+	return b.fileVia(procPath(pid, "fd/"+strconv.Itoa(fd)), path)
 }
 
-// fileAt is fileOf for a path (as the node sees it), reached through the
-// data root.
-func (b *Books) fileAt(pid int, p string) (*file, error) {
-	hp, ok := b.host(pid, p)
-	if !ok {
-		return nil, errors.New("not reachable")
-	}
+// fileVia is the books' file that hp reaches (p as the node sees it),
+// opened on first use.
+func (b *Books) fileVia(hp, p string) (*file, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(hp, &st); err != nil {
 		return nil, err
@@ -402,6 +378,16 @@ func (b *Books) fileAt(pid int, p string) (*file, error) {
 	f := &file{f: h, key: k, path: p, seq: b.seq}
 	b.files[k] = f
 	return f, nil
+}
+
+// fileAt is fileOf for a path (as the node sees it), reached through the
+// data root.
+func (b *Books) fileAt(pid int, p string) (*file, error) {
+	hp, ok := b.host(pid, p)
+	if !ok {
+		return nil, errors.New("not reachable")
+	}
+	return b.fileVia(hp, p)
 }
 
 // fdinfo reads a descriptor's position and open flags.

@@ -245,6 +245,9 @@ type Injector struct {
 	step int
 	// trigger is the kind of the trigger the last injection used.
 	trigger string
+	// owned are the plan's kinds that keep their own state (kindDef.holds
+	// or deadline), for Holds and Deadline.
+	owned []kindDef
 }
 
 // New starts a trial's injector; all lists every node of the cluster.
@@ -255,6 +258,11 @@ func New(plan Plan, all []string, seed int64) *Injector {
 		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{}, drifts: map[string]bool{},
 		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase, held: map[string]time.Duration{},
 		own: map[sched.Kind]any{},
+	}
+	for _, k := range plan.Kinds {
+		if d := kindDefs[k]; d.holds != nil || d.deadline != nil {
+			in.owned = append(in.owned, d)
+		}
 	}
 	if plan.Spread {
 		in.place = NewPlacer(plan.Budget, plan.From, plan.Until, plan.By, plan.Expect, seed, 0x74726967676572) // "trigger"
@@ -527,8 +535,8 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 		return true
 	}
 	if len(in.own) > 0 {
-		for _, k := range in.plan.Kinds {
-			if h := kindDefs[k].holds; h != nil && h(in, o, now, nodeOf) {
+		for _, d := range in.owned {
+			if d.holds != nil && d.holds(in, o, now, nodeOf) {
 				return true
 			}
 		}
@@ -589,9 +597,9 @@ func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 		}
 	}
 	if len(in.own) > 0 {
-		for _, k := range in.plan.Kinds {
-			if dl := kindDefs[k].deadline; dl != nil {
-				if end, has := dl(in, now); has && end > now && (!ok || end < d) {
+		for _, kd := range in.owned {
+			if kd.deadline != nil {
+				if end, has := kd.deadline(in, now); has && end > now && (!ok || end < d) {
 					d, ok = end, true
 				}
 			}
@@ -604,8 +612,10 @@ func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 }
 
 // upTo draws a duration from a tenth of m to all of it, in whole ms.
-func (in *Injector) upTo(m time.Duration) time.Duration {
-	return (m/10 + time.Duration(in.r.Int64N(int64(m-m/10)+1))).Truncate(time.Millisecond)
+func (in *Injector) upTo(m time.Duration) time.Duration { return upTo(in.r, m) }
+
+func upTo(r *rand.Rand, m time.Duration) time.Duration {
+	return (m/10 + time.Duration(r.Int64N(int64(m-m/10)+1))).Truncate(time.Millisecond)
 }
 
 // spend counts an injection chosen at now against the budget and consumes

@@ -53,10 +53,7 @@ func (in *Injector) flapLinks() heldLinks[*flapLink] { return linksOf[*flapLink]
 // same phases wherever it is chosen (a run, its replay).
 func flapPhases(while, maxHold time.Duration, pick uint64) (down, up []flapPhase) {
 	r := rand.New(rand.NewPCG(pick, 0x666c6170)) // "flap"
-	draw := func() time.Duration {
-		d := (maxHold/10 + time.Duration(r.Int64N(int64(maxHold-maxHold/10)+1))).Truncate(time.Millisecond)
-		return max(d, time.Millisecond)
-	}
+	draw := func() time.Duration { return max(upTo(r, maxHold), time.Millisecond) }
 	for t, isDown := time.Duration(0), true; t < while; isDown = !isDown {
 		p := flapPhase{from: t, to: min(t+draw(), while)}
 		if isDown {

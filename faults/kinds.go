@@ -170,7 +170,7 @@ func init() {
 	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause, act: ActHold, replay: sched.FaultReplay{Remake: true}})
 	define(Partition, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool {
-			return in.cutRoom() && !in.clashes(in.partitionCut(o.Node))
+			return in.cutRoom() && (len(in.cuts) == 0 || !in.clashes(in.partitionCut(o.Node)))
 		},
 		detail: detailOutage, chose: chosePartition, onTraffic: true, act: ActPartition, replay: sched.FaultReplay{Remake: true},
 	})

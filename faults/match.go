@@ -132,8 +132,8 @@ func (in *Injector) heldMessage(o *sched.Op, now time.Duration, nodeOf func(neti
 			delete(in.held, key)
 			continue
 		}
-		if (toNode && to == node || !toNode && from == node) && in.plan.matches(o.Msg) {
-			held = true
+		if !held && (toNode && to == node || !toNode && from == node) {
+			held = in.plan.matches(o.Msg)
 		}
 	}
 	return held
