@@ -22,6 +22,7 @@ testdata: ## build the test programs in C, Go, Rust and Java
 	@$(MAKE) -s -C testdata/tsc all
 	@$(MAKE) -s -C testdata/workload all
 	@for m in testdata/bugs/*/Makefile; do [ -f "$$m" ] || continue; $(MAKE) -s -C "$$(dirname "$$m")" all || exit 1; done
+	@for m in testdata/hostile/*/Makefile; do [ -f "$$m" ] || continue; $(MAKE) -s -C "$$(dirname "$$m")" all || exit 1; done
 
 test: build testdata ## run every test, the privileged ones included when root
 	$(GO) vet $(PKGS)
