@@ -44,6 +44,10 @@ type RunOptions struct {
 	// Shard, when its Count is set, runs only that shard's trials of the
 	// campaign (see Shard); the --history file is then only read.
 	Shard Shard
+	// Verify replays each failing trial's trace right after the trial; a
+	// failure whose replay diverges becomes an Unreplayable outcome
+	// (run --verify, on by default in the CLI).
+	Verify bool
 }
 
 // historyBatch is how many trials share one frozen view of the history
@@ -204,7 +208,11 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		if im, ok := strat.(interface{ LastImmediate() bool }); ok {
 			tp.immediate = im.LastImmediate
 		}
-		return j.runTrial(ctx, tp)
+		r, err := j.runTrial(ctx, tp)
+		if err != nil || !opts.Verify || !r.Outcome.Kind.IsFailure() || r.TracePath == "" || ctx.Err() != nil {
+			return r, err
+		}
+		return r, j.verify(ctx, r, tp)
 	}
 	// Trial 0 runs first on its own: its step count is PCT's hint for
 	// every other trial, whatever the order in which they finish.

@@ -46,27 +46,50 @@ func (t *Trial) cutAction(e faults.Effect) tracer.Action {
 // probeTimeout bounds the real time a fault's probe may take.
 const probeTimeout = 10 * time.Second
 
-// aimer returns what aims a fault with the spec's probe: in a replay, the
-// answers the trace recorded, in order; otherwise the probe itself, run
-// at the moment of the injection while every node is stopped.
-func (t *Trial) aimer() func(o *sched.Op) (string, error) {
-	if rp, ok := t.p.strategy.(*sched.Replay); ok {
-		var answers []string
-		for _, r := range rp.Records() {
-			if r.Op.LPID == "fault" && r.Op.Object == "probe" && !r.Auto {
-				answers = append(answers, r.Op.Aim)
+// aimer returns what aims a fault with the spec's probe: in a replay (or
+// explain's forced runs), the answer the trace recorded for the fault the
+// strategy just chose; otherwise the probe itself, run at the moment of
+// the injection while every node is stopped.
+func (t *Trial) aimer() func(o *sched.Op) (faults.Aiming, error) {
+	return func(o *sched.Op) (faults.Aiming, error) {
+		if rc, ok := t.p.strategy.(sched.Recaller); ok {
+			if rec := rc.Recalled(); rec != nil {
+				if !rec.ProbeAimed() || rec.Kind != o.Kind {
+					return faults.Aiming{}, fmt.Errorf("the trace records no probe answer for this %v (it recorded %v)", o.Kind, rec)
+				}
+				return faults.Aiming{Answer: rec.Aim, Recorded: rec}, nil
+			}
+			if _, exact := t.p.strategy.(*sched.Replay); exact && !t.replayDone() {
+				return faults.Aiming{}, fmt.Errorf("the replay chose a probe-aimed %v the trace does not record", o.Kind)
 			}
 		}
-		return func(o *sched.Op) (string, error) {
-			if len(answers) == 0 {
-				return "", fmt.Errorf("the trace records no more probe answers")
-			}
-			a := answers[0]
-			answers = answers[1:]
-			return a, nil
-		}
+		ans, err := t.runProbe(o.Kind)
+		return faults.Aiming{Answer: ans}, err
 	}
-	return func(o *sched.Op) (string, error) { return t.runProbe(o.Kind) }
+}
+
+// replayDone says whether the strategy is a replay whose records have run
+// out: what it releases from there is its fallback's.
+func (t *Trial) replayDone() bool {
+	rp, ok := t.p.strategy.(*sched.Replay)
+	return ok && rp.Done()
+}
+
+// aimDiverged says how a replay's probe-aimed fault, just chosen, differs
+// from the one the trace recorded (sched.AimDiffers), or "": aimed with
+// the recorded answer, it must hit the same node and target with the same
+// draws, or the replay is another run. Only an exact replay is held to
+// it; explain's forced runs take other paths on purpose.
+func (t *Trial) aimDiverged(op *sched.Op) string {
+	rp, ok := t.p.strategy.(*sched.Replay)
+	if !ok || !op.Aimed {
+		return ""
+	}
+	rec := rp.Recalled()
+	if rec == nil {
+		return ""
+	}
+	return sched.AimDiffers(rec, op)
 }
 
 // runProbe runs the spec's probe in the trial's directory, where the nodes'

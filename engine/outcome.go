@@ -20,4 +20,5 @@ const (
 	Livelock      = sched.Livelock
 	Diverged      = sched.Diverged
 	Error         = sched.Error
+	Unreplayable  = sched.Unreplayable
 )

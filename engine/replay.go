@@ -138,6 +138,12 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
+	return compareReplay(tr, res, tail), nil
+}
+
+// compareReplay says whether a replayed trial gave its trace's outcome
+// and op sequence; tail is the replay's tail strategy.
+func compareReplay(tr *sched.Trace, res *TrialResult, tail *sched.ReplayTail) *ReplayResult {
 	rr := &ReplayResult{Trial: res, Same: true}
 	var want OutcomeKind
 	if tr.Outcome != nil {
@@ -169,7 +175,7 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 			}
 		}
 	}
-	return rr, nil
+	return rr
 }
 
 func short(d string) string {

@@ -106,6 +106,9 @@ type trialParams struct {
 	immediate func() bool
 	scheme    string
 	frames    int
+	// dir, when set, is the trial's directory instead of its place under
+	// the job's output directory (a --verify replay's).
+	dir string
 }
 
 // replayEndWait bounds the real time a replay waits, after the trace's
@@ -207,6 +210,9 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	start := time.Now()
 	res := &TrialResult{Index: p.index, Seed: p.seed}
 	res.Dir = trialDir(j.outDir, p.index)
+	if p.dir != "" {
+		res.Dir = p.dir
+	}
 	// A trial starts from empty node directories: what an earlier run into
 	// the same directory left (a Redis dump.rdb, an etcd WAL) would make
 	// the same seed take another path.
@@ -680,6 +686,9 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 		e, err := t.faults.Chose(op, now)
 		if err != nil {
 			return tracer.Action{}, err
+		}
+		if d := t.aimDiverged(op); d != "" {
+			return t.stop(Diverged, "", "diverged at step %d: %s (%v)", len(t.res.Records)+1, d, op)
 		}
 		rec := *op
 		if op.Kind == faults.Partition {

@@ -232,8 +232,8 @@ type Injector struct {
 	offerCut *netCut
 	// Aim runs the plan's probe for a fault at the moment it is injected
 	// and returns what it printed; the engine sets it (a replay's returns
-	// the recorded answers instead).
-	Aim   func(o *sched.Op) (string, error)
+	// the answer the trace recorded, and the op it recorded, instead).
+	Aim   func(o *sched.Op) (Aiming, error)
 	recov map[string]*sched.Op
 	// until is when the recovery of a fault in force is first offered,
 	// keyed like recov.

@@ -242,7 +242,7 @@ func TestProbeAim(t *testing.T) {
 		for seed := int64(0); seed < 30; seed++ {
 			in := New(p, nodes, seed)
 			runs := 0
-			in.Aim = func(o *sched.Op) (string, error) { runs++; return tc.answer, nil }
+			in.Aim = func(o *sched.Op) (Aiming, error) { runs++; return Aiming{Answer: tc.answer}, nil }
 			offer := in.Offer(0, Targets{})
 			if len(offer) != 1 || offer[0].Node != "" || offer[0].Object != probeObject {
 				t.Fatalf("offer %v", offer)
@@ -255,7 +255,7 @@ func TestProbeAim(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if runs != 1 || o.Aim != tc.answer || o.Node == "" {
+			if runs != 1 || o.Aim != tc.answer || !o.Aimed || o.Node == "" {
 				t.Fatalf("answer %q: runs %d, op %+v", tc.answer, runs, o)
 			}
 			if o.Kind == Partition && !slices.Equal(e.Cut, []string{o.Node}) || o.Kind == Link && e.Cut[0] != o.Node {

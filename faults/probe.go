@@ -9,8 +9,20 @@ import (
 
 // probeObject is the Object of an injection the plan's probe aims: its
 // node is named at the moment it is injected, so it is offered without one
-// and replays match it by kind.
-const probeObject = "probe"
+// and replays match it by kind (sched.Op.IdentityObject).
+const probeObject = sched.ProbeObject
+
+// Aiming is what aims a fault the plan's probe aims (Injector.Aim).
+type Aiming struct {
+	// Answer is what the probe printed, or what the trace recorded it
+	// printed.
+	Answer string
+	// Recorded is, in a replay, the op the trace recorded for this
+	// injection: a forced replay, whose draws differ from the run's,
+	// keeps its storage draws (sched.FaultReplay.KeepDraw) as it does for
+	// a drawn fault's.
+	Recorded *sched.Op
+}
 
 // aimed reports whether the plan aims its injections with a probe.
 func (in *Injector) aimed() bool { return len(in.plan.Probe) > 0 }
@@ -47,11 +59,12 @@ func (in *Injector) aim(o *sched.Op) error {
 	if in.Aim == nil {
 		return fmt.Errorf("faults: %v is aimed by a probe but nothing runs it", o.Kind)
 	}
-	ans, err := in.Aim(o)
+	a, err := in.Aim(o)
 	if err != nil {
 		return fmt.Errorf("faults: probe for %v: %w", o.Kind, err)
 	}
-	o.Aim = ans
+	ans := a.Answer
+	o.Aim, o.Aimed = ans, true
 	if slices.Contains(in.plan.Nodes, ans) && in.possible(&sched.Op{Kind: o.Kind, Node: ans}) {
 		o.Node = ans
 	} else {
@@ -67,5 +80,8 @@ func (in *Injector) aim(o *sched.Op) error {
 		o.Node = can[in.r.IntN(len(can))]
 	}
 	in.detail(o)
+	if rec := a.Recorded; rec != nil && kindDefs[o.Kind].replay.KeepDraw {
+		o.Disk, o.Pick = rec.Disk, rec.Pick
+	}
 	return nil
 }

@@ -129,14 +129,20 @@ func failingTraces(s *result.Summary) string {
 
 // JSONSummary is `lockstep run --json`: the summary for programs.
 type JSONSummary struct {
-	Spec        string         `json:"spec"`
-	Strategy    string         `json:"strategy"`
-	Trials      int            `json:"trials"`
-	Failures    int            `json:"failures"`
-	HitRatio    float64        `json:"hit_ratio"`
-	ByKind      map[string]int `json:"by_kind"`
-	Errors      int            `json:"errors"`
-	Interrupted bool           `json:"interrupted,omitempty"`
+	Spec     string         `json:"spec"`
+	Strategy string         `json:"strategy"`
+	Trials   int            `json:"trials"`
+	Failures int            `json:"failures"`
+	HitRatio float64        `json:"hit_ratio"`
+	ByKind   map[string]int `json:"by_kind"`
+	Errors   int            `json:"errors"`
+	// Unreplayable counts the failing trials whose traces diverged when
+	// replayed (run --verify; also in errors), Verified those that
+	// replayed the same.
+	Unreplayable int          `json:"unreplayable,omitempty"`
+	Verified     int          `json:"verified,omitempty"`
+	Unreplayed   []*JSONTrial `json:"unreplayable_trials,omitempty"`
+	Interrupted  bool         `json:"interrupted,omitempty"`
 	// Duration is the campaign's real time in seconds.
 	Duration   float64      `json:"duration_s"`
 	First      *JSONTrial   `json:"first_failure,omitempty"`
@@ -184,9 +190,13 @@ func NewJSONSummary(c Campaign) *JSONSummary {
 	for k, n := range s.ByKind {
 		j.ByKind[string(k)] = n
 	}
+	j.Unreplayable, j.Verified = s.Unreplayable, s.Verified
 	for _, r := range s.Results {
 		if r.Outcome.Kind.IsFailure() {
 			j.Failing = append(j.Failing, jsonTrial(r))
+		}
+		if r.Outcome.Kind == sched.Unreplayable {
+			j.Unreplayed = append(j.Unreplayed, jsonTrial(r))
 		}
 	}
 	return j

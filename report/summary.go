@@ -45,6 +45,26 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 			listed++
 		}
 	}
+	if s.Verified > 0 || s.Unreplayable > 0 {
+		fmt.Fprintf(w, "replayed: %d of %d failing traces gave the same failure again\n", s.Verified, s.Verified+s.Unreplayable)
+	}
+	if s.Unreplayable > 0 {
+		// lockstep's own problem: the trial failed, but nothing can
+		// reproduce, explain or share it.
+		fmt.Fprintf(w, "unreplayable: %d failing trial(s) whose trace diverged when replayed (counted as lockstep errors):\n", s.Unreplayable)
+		listed := 0
+		for _, r := range s.Results {
+			if r.Outcome.Kind != sched.Unreplayable {
+				continue
+			}
+			if listed == maxListed {
+				fmt.Fprintf(w, "  and %d more\n", s.Unreplayable-listed)
+				break
+			}
+			fmt.Fprintf(w, "  trial %d: %s\n", r.Index, r.Outcome.Detail)
+			listed++
+		}
+	}
 	if e := s.FirstError; e != nil {
 		// A lockstep error is no finding, but its cause must not hide in
 		// the trace.

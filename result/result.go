@@ -51,10 +51,17 @@ type Summary struct {
 	First    *TrialResult // first failing trial by index
 	Results  []*TrialResult
 	Duration time.Duration
-	Errors   int
+	// Errors counts the trials that ended in lockstep's own problem: a
+	// lockstep error, or a failure whose trace did not replay
+	// (Unreplayable counts those apart too).
+	Errors int
 	// FirstError is the first trial, by index, that ended in a lockstep
 	// error: its Outcome says why.
 	FirstError *TrialResult
+	// Unreplayable counts the failing trials whose trace, replayed right
+	// after them (run --verify), diverged; Verified the failing trials
+	// replayed and found the same.
+	Unreplayable, Verified int
 	// Interrupted is set when the campaign's context was cancelled (Ctrl-C):
 	// the summary covers the trials that finished before.
 	Interrupted bool
@@ -78,11 +85,17 @@ func (s *Summary) Add(r *TrialResult) {
 	s.Results = append(s.Results, r)
 	s.Trials++
 	s.ByKind[r.Outcome.Kind]++
-	if r.Outcome.Kind == sched.Error {
+	if r.Outcome.Kind.IsLocksteps() {
 		s.Errors++
 		if s.FirstError == nil {
 			s.FirstError = r
 		}
+	}
+	if r.Outcome.Kind == sched.Unreplayable {
+		s.Unreplayable++
+	}
+	if r.Verify != nil && r.Verify.Same {
+		s.Verified++
 	}
 	if r.Outcome.Kind.IsFailure() {
 		s.Failures++
@@ -118,6 +131,22 @@ type TrialResult struct {
 	// Conflict is how well the conflict history predicted this trial's
 	// conflicts ("+" strategies; nil otherwise).
 	Conflict *conflict.Stats
+	// Verify is what replaying the trial's trace right after it showed
+	// (run --verify); nil when it was not replayed.
+	Verify *Verification
+}
+
+// Verification is a failing trial's trace replayed right after the trial.
+type Verification struct {
+	// Same is true when the replay gave the trace's outcome and ops.
+	Same bool
+	// Diff says where the replay diverged, when Same is false.
+	Diff string
+	// Failure is the outcome the trial itself had: an unreplayable
+	// trial's Outcome says Unreplayable instead.
+	Failure sched.Outcome
+	// Dir is the replay's trial directory, kept when it diverged.
+	Dir string
 }
 
 // Windows are the steps a trial's fault and delay windows held (or are

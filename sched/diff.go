@@ -26,7 +26,7 @@ var (
 		{"lpid", func(o *Op) string { return str(o.LPID) }},
 		{"kind", func(o *Op) string { return o.Kind.String() }},
 		{"site", func(o *Op) string { return str(o.Site) }},
-		{"object", func(o *Op) string { return str(o.Object) }},
+		{"object", func(o *Op) string { return str(o.IdentityObject()) }},
 		{"syscall", func(o *Op) string { return str(o.Syscall) }},
 		// The target of an advance op; other kinds leave it out (a pause's
 		// end was written into At by traces of lockstep before 0.2).
@@ -73,6 +73,30 @@ func ValuesDiffer(want, got *Op) string {
 	for _, f := range values {
 		if w, g := f.get(want), f.get(got); w != g {
 			return fmt.Sprintf("%s: expected %s, got %s", f.name, w, g)
+		}
+	}
+	return ""
+}
+
+// aimed are what a probe's aim settles of a fault (sched.Op.Aimed): its
+// node, its target and its size and draws.
+var aimed = []opField{
+	{"node", func(o *Op) string { return str(o.Node) }},
+	{"target", func(o *Op) string { return str(o.Object) }},
+	{"aim", func(o *Op) string { return fmt.Sprintf("%q", o.Aim) }},
+	{"conn", func(o *Op) string { return str(o.Conn) }},
+	{"size", func(o *Op) string { return fmt.Sprint(o.Delay) }},
+	{"disk", func(o *Op) string { return str(o.Disk) }},
+	{"pick", func(o *Op) string { return fmt.Sprint(o.Pick) }},
+}
+
+// AimDiffers names the first of what an aim settles in which a replayed
+// probe-aimed fault differs from the recorded one, or "": a replay aims
+// with the recorded answer and must hit what the trace hit.
+func AimDiffers(want, got *Op) string {
+	for _, f := range aimed {
+		if w, g := f.get(want), f.get(got); w != g {
+			return fmt.Sprintf("aimed %s: expected %s, got %s", f.name, w, g)
 		}
 	}
 	return ""

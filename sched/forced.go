@@ -56,7 +56,7 @@ type Keyer struct{ released map[keyBase]int }
 func NewKeyer() *Keyer { return &Keyer{released: map[keyBase]int{}} }
 
 func baseOf(o *Op) keyBase {
-	obj := o.Object
+	obj := o.IdentityObject()
 	if o.Kind == Advance {
 		obj = o.Syscall // the wait it runs to, not "time"
 	}
@@ -218,6 +218,14 @@ func (r *Recorder) Next(enabled []*Op) (int, error) {
 	return r.Strategy.Next(enabled)
 }
 
+// Recalled passes on the wrapped strategy's recorded op (Recaller).
+func (r *Recorder) Recalled() *Op {
+	if rc, ok := r.Strategy.(Recaller); ok {
+		return rc.Recalled()
+	}
+	return nil
+}
+
 // Extra passes on the wrapped strategy's extra ops (see Extender).
 func (r *Recorder) Extra(now time.Duration, choices []*Op) []*Op {
 	if x, ok := r.Strategy.(Extender); ok {
@@ -259,7 +267,24 @@ type Forced struct {
 	// Order is the keys of the ops released, in order (Auto ones not
 	// included).
 	Order []Key
+	// recalled is the recorded op of the decision the last Next took
+	// (nil: the default order chose).
+	recalled *Op
 }
+
+// Recaller is a strategy that forces recorded decisions (Replay, Forced).
+// The engine asks it what the trace recorded of the op it just chose: a
+// probe-aimed fault is aimed with the recorded answer, never by running
+// the probe again.
+type Recaller interface {
+	// Recalled is the recorded op the last Next chose; nil when the
+	// choice was the strategy's own.
+	Recalled() *Op
+}
+
+// Recalled is the recorded op of the decision the last Next took
+// (Recaller).
+func (f *Forced) Recalled() *Op { return f.recalled }
 
 // NewForced forces the given decisions; fr says which fault ops it may
 // make up (Extra), which are recoveries, and which keep their recorded
@@ -276,6 +301,7 @@ func (f *Forced) Reset(int64, int) {
 	f.nextID = extraIDBase
 	f.Skipped = 0
 	f.Order = nil
+	f.recalled = nil
 	f.update()
 }
 
@@ -298,6 +324,10 @@ func (f *Forced) matches(d *Decision, o *Op) bool {
 	switch {
 	case o.Kind == Advance:
 		return o.At == d.Op.At
+	case o.Kind.IsFault() && d.Op.ProbeAimed():
+		// Offered with no target: the probe's recorded answer aims it
+		// when it is chosen (Recalled).
+		return o.Object == ProbeObject && o.Node == ""
 	case o.Kind.IsFault():
 		return o.Node == d.Op.Node && o.Delay == d.Op.Delay && o.Object == d.Op.Object
 	}
@@ -395,6 +425,10 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 		if pick < 0 {
 			return 0, fmt.Errorf("forced: no traced op among %d choices", len(enabled))
 		}
+	}
+	f.recalled = nil
+	if taken != nil {
+		f.recalled = &taken.Op
 	}
 	if taken != nil && f.faults.of(taken.Op.Kind).KeepDraw {
 		// A storage fault the engine offers draws its variant and its

@@ -147,6 +147,11 @@ type Op struct {
 	// printed when the fault was injected: a replay aims the fault with
 	// it instead of running the probe again.
 	Aim string `json:"aim,omitempty"`
+	// Aimed marks a fault the spec's probe aimed: it was offered with
+	// Object ProbeObject and no node, and its Node, Object and size are
+	// what the aim settled when it was chosen. Its identity stays the
+	// offer's (IdentityObject), so a replay finds it among the offers.
+	Aimed bool `json:"aimed,omitempty"`
 	// Disk is a storage fault's variant, drawn with it: for power, which
 	// of the node's unsynced changes reach the disk before the cut (none,
 	// all, prefix, subset); for corrupt, flip or tail; for ioerror, the
@@ -165,6 +170,33 @@ type Op struct {
 	// message (faults.Pattern); only while the tracer is asked for them,
 	// and never written into traces.
 	Msg string `json:"-"`
+}
+
+// ProbeObject is the Object of a fault offered for the spec's probe to
+// aim: its node, and what it hits there, are settled only when it is
+// chosen.
+const ProbeObject = "probe"
+
+// ProbeAimed reports whether o is a fault the spec's probe aimed, or one
+// on offer for it to aim. Traces written before Aimed existed are read
+// too: their aimed faults kept ProbeObject, or (a link kind, whose
+// Object the aim settled) carry the probe's answer.
+func (o *Op) ProbeAimed() bool {
+	return o.Aimed || o.Object == ProbeObject || o.LPID == faultLPID && o.Aim != ""
+}
+
+// faultLPID is every fault op's LPID: lockstep injects them.
+const faultLPID = "fault"
+
+// IdentityObject is the object that names o across runs: its Object,
+// but ProbeObject for a fault the probe aimed, which was offered with
+// no target (what it hit, settled at the aim, is checked apart:
+// AimDiffers).
+func (o *Op) IdentityObject() string {
+	if o.Kind.IsFault() && o.ProbeAimed() {
+		return ProbeObject
+	}
+	return o.Object
 }
 
 // Signature returns the op's signature under the given scheme.

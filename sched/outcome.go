@@ -24,12 +24,21 @@ const (
 	// Error is lockstep's own failure, reported apart from bugs in the
 	// system under test.
 	Error OutcomeKind = "lockstep-error"
+	// Unreplayable: a trial failed, but its trace, replayed right after
+	// it (run --verify), did not give the same failure and ops. A failure
+	// lockstep cannot reproduce is lockstep's own problem, reported apart
+	// from bugs in the system under test as an Error is.
+	Unreplayable OutcomeKind = "unreplayable"
 )
 
 // IsFailure reports whether the kind is a bug found in the system under test.
 func (k OutcomeKind) IsFailure() bool {
-	return k != Pass && k != Error && k != Diverged
+	return k != Pass && k != Error && k != Diverged && k != Unreplayable
 }
+
+// IsLocksteps reports whether the kind is lockstep's own problem rather
+// than the system's: an error, or a failure whose trace did not replay.
+func (k OutcomeKind) IsLocksteps() bool { return k == Error || k == Unreplayable }
 
 // Outcome is how one trial ended: the engine decides it, the trace
 // records it and replay compares it.

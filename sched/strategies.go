@@ -290,6 +290,9 @@ type Replay struct {
 	fallback Strategy
 	faults   FaultReplays
 	step     int
+	// recalled is the record the last Next matched (nil: the fallback
+	// chose).
+	recalled *Op
 	// Moved counts the decisions matched on another thread of the recorded
 	// op's process (see SameOnProcess).
 	Moved int
@@ -316,8 +319,13 @@ func (r *Replay) Done() bool {
 	return true
 }
 
+// Recalled is the recorded op the last Next chose (Recaller); nil when
+// the records had run out.
+func (r *Replay) Recalled() *Op { return r.recalled }
+
 func (r *Replay) Reset(seed int64, stepsHint int) {
 	r.step = 0
+	r.recalled = nil
 	r.Moved = 0
 	if r.fallback != nil {
 		r.fallback.Reset(seed, stepsHint)
@@ -350,6 +358,7 @@ func (r *Replay) Ready(enabled []*Op) bool {
 }
 
 func (r *Replay) Next(enabled []*Op) (int, error) {
+	r.recalled = nil
 	if r.step >= len(r.records) {
 		if r.fallback != nil {
 			return r.fallback.Next(enabled)
@@ -376,6 +385,7 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 	if d := ValuesDiffer(want, enabled[i]); d != "" {
 		return 0, fmt.Errorf("diverged at step %d: %s (expected %s, got %s)", r.step, d, want.String(), enabled[i].String())
 	}
+	r.recalled = want
 	return i, nil
 }
 

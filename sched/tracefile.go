@@ -156,7 +156,7 @@ func Describe(r Record) string {
 	case r.Op.Kind == powerKind || r.Op.Kind == corruptKind || r.Op.Kind == ioErrorKind || r.Op.Kind == stallKind:
 		peer = diskPeer(&r)
 	}
-	if r.Op.Object == "probe" {
+	if r.Op.ProbeAimed() {
 		peer += fmt.Sprintf(" (probe said %q)", r.Op.Aim)
 	}
 	if r.Auto {

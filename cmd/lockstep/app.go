@@ -181,6 +181,7 @@ func runCmd() *cli.Command {
 			&cli.StringFlag{Name: "json", Usage: "also write the summary as JSON to `FILE`"},
 			shardFlag, shardEnvFlag,
 			&cli.DurationFlag{Name: "explain", Usage: "explain the first failure (lockstep explain), within this real-time `BUDGET`, under the summary"},
+			&cli.BoolFlag{Name: "verify", Value: true, Usage: "replay each failing trial's trace right after it; a failure whose replay diverges is reported as unreplayable, a lockstep problem (--verify=false for speed)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -202,7 +203,7 @@ func runCmd() *cli.Command {
 				Trials: c.Int("trials"), Strategy: c.String("strategy"), Jobs: c.Int("jobs"),
 				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"),
 				History: c.String("history"), Native: c.Bool("native"), NativeLimit: c.Duration("native-limit"),
-				Logger: logger(c, c.App.ErrWriter),
+				Logger: logger(c, c.App.ErrWriter), Verify: c.Bool("verify"),
 			}
 			if c.IsSet("seed") {
 				s := c.Int64("seed")
@@ -266,6 +267,8 @@ func runStatus(ctx context.Context, sum *engine.Summary) error {
 		return &exitError{code: 1}
 	case sum.Interrupted:
 		return interruptedStatus(ctx)
+	case sum.Unreplayable > 0:
+		return &exitError{code: 2, err: fmt.Errorf("%d trial(s) failed but their traces did not replay, %d ended in a lockstep error", sum.Unreplayable, sum.Errors-sum.Unreplayable)}
 	case sum.Errors > 0:
 		return &exitError{code: 2, err: fmt.Errorf("%d trial(s) ended in a lockstep error", sum.Errors)}
 	}

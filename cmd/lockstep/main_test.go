@@ -448,6 +448,55 @@ nodes:
 		sum.First.Trace != trace || sum.First.Kind != "client-failed" || sum.Duration <= 0 {
 		t.Errorf("json summary %s", j)
 	}
+	// --verify is on by default: each failing trace was replayed and gave
+	// its failure again.
+	if sum.Verified != 2 || sum.Unreplayable != 0 || !strings.Contains(stdout, "replayed: 2 of 2 failing traces gave the same failure again") {
+		t.Errorf("verified %d, unreplayable %d; stdout:\n%s", sum.Verified, sum.Unreplayable, stdout)
+	}
+}
+
+// TestRunVerify: a failure whose trace does not give it again when
+// replayed is reported as unreplayable, lockstep's problem (exit 2, in
+// the summary and the JSON), not as a bug of the system; --verify=false
+// reports it as the failure it was. The checker fails the first time it
+// sees a trial and passes after, as a check that reads something lockstep
+// does not control would.
+func TestRunVerify(t *testing.T) {
+	requireTrials(t)
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.yaml")
+	seen := filepath.Join(dir, "seen")
+	os.Mkdir(seen, 0o755)
+	os.WriteFile(spec, []byte(`name: verify
+nodes:
+  - name: writer
+    role: client
+    command: ["/bin/sh", "-c", "exit 0"]
+checker:
+  command: ["/bin/sh", "-c", "f=`+seen+`/$(basename {{trialdir}}); [ -e $f ] && exit 0; touch $f; echo first look fails >&2; exit 1"]
+`), 0o644)
+	js := filepath.Join(dir, "r.json")
+	code, stdout, stderr := runCLI(t, "run", spec, "-q", "--trials", "2", "-o", filepath.Join(dir, "out"), "--json", js)
+	if code != 2 || !strings.Contains(stderr, "2 trial(s) failed but their traces did not replay") {
+		t.Fatalf("exit %d, want 2\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"failures: 0", "replayed: 0 of 2 failing traces", "unreplayable: 2 failing trial(s)",
+		"trial 0: checker-failed (", "but its trace did not replay: outcome pass, trace has checker-failed"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the summary does not say %q:\n%s", want, stdout)
+		}
+	}
+	var sum report.JSONSummary
+	if j, err := os.ReadFile(js); err != nil || json.Unmarshal(j, &sum) != nil || sum.Unreplayable != 2 || sum.Failures != 0 || len(sum.Unreplayed) != 2 || sum.Errors != 2 {
+		t.Errorf("json summary %+v (%v)", sum, err)
+	}
+
+	os.RemoveAll(seen)
+	os.Mkdir(seen, 0o755)
+	code, stdout, stderr = runCLI(t, "run", spec, "-q", "--trials", "2", "-o", filepath.Join(dir, "out2"), "--verify=false")
+	if code != 1 || !strings.Contains(stdout, "checker-failed") || strings.Contains(stdout, "unreplayable") {
+		t.Fatalf("--verify=false: exit %d, want 1\n%s%s", code, stdout, stderr)
+	}
 }
 
 // TestOutInUse: `run --out DIR` refuses a DIR holding a previous run
