@@ -58,6 +58,15 @@ type matrixKind struct {
 	// with is a kind that must be in every plan of the kind: a corrupt
 	// strikes only a node down.
 	with string
+	// instant: the kind acts at once and is over (a reset, a drop, a
+	// failing or stalled call): two are in force together only when it
+	// lands while its partner, a drift (in force until the quiet period),
+	// is. Its overlapping plan has a budget of four, so that a drift
+	// comes first in most trials, and six trials at least.
+	instant bool
+	// wide: two cuts in force together need three units, so that they
+	// share no link: the overlapping plan runs on threeNodes.
+	wide bool
 	// apart: a pair's faults need not fall in consecutive steps.
 	apart  bool
 	trials int
@@ -68,29 +77,30 @@ var matrixKinds = map[sched.Kind]matrixKind{
 	faults.Pause:      {pair: ""},
 	faults.ClockJump:  {pair: ""},
 	faults.ClockDrift: {pair: ""},
-	faults.Partition:  {pair: "-", partner: "link"},
-	faults.OneWay:     {pair: "-", partner: "link"},
-	faults.Link:       {pair: "-", partner: "oneway"},
+	faults.Partition:  {pair: "-", partner: "link", wide: true},
+	faults.OneWay:     {pair: "-", partner: "link", wide: true},
+	faults.Link:       {pair: "-", partner: "link", wide: true},
 	faults.Bipartition: {pair: "-", partner: "link",
 		nodes: threeNodes, on: []string{"s1", "s2", "s3"}},
 	// The datagrams are in flight at 10 ms only.
-	faults.Drop: {nodes: udpNodes, window: "from: 10ms\n  until: 2s\n  spread: false", long: "from: 10ms\n  until: 2s\n  spread: false", apart: true},
+	faults.Drop: {nodes: udpNodes, window: "from: 10ms\n  until: 2s\n  spread: false", long: "from: 10ms\n  until: 2s\n  spread: false", apart: true, instant: true, trials: 8},
 	// A hold needs bytes waiting, never there in a lull: it joins a burst
-	// of round trips (every 20 ms).
-	faults.Hold: {window: "from: 50ms\n  until: 200ms", apart: true},
+	// of round trips (every 20 ms). Two holds of two connections are in
+	// force together.
+	faults.Hold: {window: "from: 50ms\n  until: 200ms", long: "from: 50ms\n  until: 200ms", partner: "hold", apart: true},
 	faults.Slow: {window: "from: 50ms\n  until: 200ms", apart: true},
 	faults.Flap: {window: "from: 50ms\n  until: 200ms", apart: true},
 	// A reset ends its client's trial: only a pause drawn first makes a
 	// pair.
-	faults.Reset: {pair: "-", trials: 8, apart: true},
+	faults.Reset: {pair: "-", trials: 12, apart: true, instant: true},
 	faults.Power: {nodes: diskNodes, on: []string{"s1"}, window: "from: 20ms\n  until: 90ms", long: "from: 20ms\n  until: 300ms",
 		extra: "  data: [\"{{tmp}}/db\"]\n  spread: time\n  persist: [none, prefix, subset, torn]\n", pair: "stall", partner: "corrupt", apart: true},
 	faults.Corrupt: {nodes: diskNodes, on: []string{"s1"}, window: "from: 20ms\n  until: 300ms", long: "from: 20ms\n  until: 300ms",
 		extra: "  data: [\"{{tmp}}/db\"]\n  spread: time\n", with: "crash", apart: true},
 	faults.IOError: {nodes: diskNodes, on: []string{"s1"}, window: "from: 20ms\n  until: 90ms", long: "from: 20ms\n  until: 300ms",
-		extra: "  data: [\"{{tmp}}/db\"]\n  spread: time\n", pair: "stall", partner: "crash", apart: true},
+		extra: "  data: [\"{{tmp}}/db\"]\n  spread: time\n", pair: "stall", apart: true, instant: true},
 	faults.Stall: {nodes: diskNodes, on: []string{"s1"}, window: "from: 20ms\n  until: 90ms", long: "from: 20ms\n  until: 300ms",
-		extra: "  data: [\"{{tmp}}/db\"]\n  spread: time\n", pair: "ioerror", partner: "crash", apart: true},
+		extra: "  data: [\"{{tmp}}/db\"]\n  spread: time\n", pair: "ioerror", apart: true, instant: true},
 }
 
 // matrixPlan is the faults: section of one cell of the matrix.
@@ -99,7 +109,7 @@ func matrixPlan(k sched.Kind, mk matrixKind, mode, arr string) (kinds []string, 
 	if mk.with != "" {
 		kinds = append(kinds, mk.with)
 	}
-	budget, window, overlap, outage := 1, "from: 50ms\n  until: 51ms", 1, "30ms"
+	budget, window, overlap, outage, hold := 1, "from: 50ms\n  until: 51ms", 1, "30ms", "60ms"
 	if mk.window != "" {
 		window = mk.window
 	}
@@ -114,13 +124,16 @@ func matrixPlan(k sched.Kind, mk matrixKind, mode, arr string) (kinds []string, 
 			kinds = append(kinds, mk.pair)
 		}
 	case "overlapping":
-		budget, overlap, outage = 2, 2, "150ms"
+		budget, overlap, outage, hold = 2, 2, "150ms", "150ms"
 		window = "from: 50ms\n  until: 250ms"
 		if mk.long != "" {
 			window = mk.long
 		}
 		partner := mk.partner
-		if partner == "" {
+		switch {
+		case mk.instant:
+			partner, budget = "drift", 4
+		case partner == "":
 			partner = "pause"
 		}
 		if !slices.Contains(kinds, partner) {
@@ -131,7 +144,10 @@ func matrixPlan(k sched.Kind, mk matrixKind, mode, arr string) (kinds []string, 
 		budget++
 	}
 	on := mk.on
-	if on == nil {
+	switch {
+	case mk.wide && arr == "overlapping":
+		on = []string{"s1", "s2", "s3"}
+	case on == nil:
 		on = []string{"s1", "s2"}
 	}
 	for _, m := range aimModes {
@@ -139,8 +155,8 @@ func matrixPlan(k sched.Kind, mk matrixKind, mode, arr string) (kinds []string, 
 			text = m.plan
 		}
 	}
-	return kinds, fmt.Sprintf("faults:\n  kinds: [%s]\n  nodes: [%s]\n  budget: %d\n  overlap: %d\n  %s\n  max_outage: %s\n  max_pause: %s\n  max_hold: 60ms\n%s%s",
-		strings.Join(kinds, ", "), strings.Join(on, ", "), budget, overlap, window, outage, outage, mk.extra, text)
+	return kinds, fmt.Sprintf("faults:\n  kinds: [%s]\n  nodes: [%s]\n  budget: %d\n  overlap: %d\n  %s\n  max_outage: %s\n  max_pause: %s\n  max_hold: %s\n%s%s",
+		strings.Join(kinds, ", "), strings.Join(on, ", "), budget, overlap, window, outage, outage, hold, mk.extra, text)
 }
 
 // inForce is a fault of a trace while it acts: from its step to its
@@ -231,7 +247,10 @@ func TestReplayMatrix(t *testing.T) {
 
 func replayCell(t *testing.T, bin string, want sched.Kind, mk matrixKind, mode, arr string) {
 	nodes := tcpNodes
-	if mk.nodes != "" {
+	switch {
+	case mk.wide && arr == "overlapping":
+		nodes = threeNodes
+	case mk.nodes != "":
 		nodes = mk.nodes
 	}
 	kinds, plan := matrixPlan(want, mk, mode, arr)
@@ -248,6 +267,9 @@ func replayCell(t *testing.T, bin string, want sched.Kind, mk matrixKind, mode, 
 	trials := 4
 	if mk.trials > 0 {
 		trials = mk.trials
+	}
+	if mk.instant && arr == "overlapping" {
+		trials = max(trials, 6)
 	}
 	sum, err := Run(t.Context(), sp, RunOptions{Trials: trials, Strategy: "pos", OutDir: filepath.Join(dir, "out"), TraceAll: true})
 	if err != nil {
