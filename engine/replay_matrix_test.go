@@ -327,3 +327,60 @@ func replayCell(t *testing.T, bin string, want sched.Kind, mk matrixKind, mode, 
 	}
 	t.Logf("%d traces with %s replayed, %d %s; outcomes %v", replayed, want, shown, arr, sum.ByKind)
 }
+
+// A replay aims a probe-aimed fault with the recorded answer and checks
+// that it hits what the trace recorded: a trace whose slow link was
+// edited diverges there, naming the target.
+func TestReplayEditedAim(t *testing.T) {
+	requireTrials(t)
+	bin := repoPath("testdata", "bin", "c")
+	if _, err := os.Stat(filepath.Join(bin, "tick_client")); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	_, plan := matrixPlan(faults.Slow, matrixKinds[faults.Slow], "probe", "alone")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "aim.yaml")
+	text := fmt.Sprintf("name: edited-aim\n%s%stime: {delays: 0}\nlimits: {virtual_time: 30s, real_time: 30s}\n", fmt.Sprintf(tcpNodes, bin), plan)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(dir, "out"), TraceAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sum.Results[0]
+	b, err := os.ReadFile(r.TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The link the probe's answer led to, the other way round.
+	var from, to string
+	for _, rec := range traceRecords(t, r) {
+		if rec.Op.Kind == faults.Slow && rec.Op.Aimed {
+			from, to, _ = strings.Cut(strings.TrimPrefix(rec.Op.Object, "link:"), "|")
+		}
+	}
+	if from == "" {
+		t.Fatal("no probe-aimed slow in the trace")
+	}
+	edited := strings.Replace(string(b), `"object":"link:`+from+`|`+to+`"`, `"object":"link:`+to+`|`+from+`"`, 1)
+	if edited == string(b) {
+		t.Fatal("the slow's object is not in the trace")
+	}
+	path = filepath.Join(dir, "edited.jsonl")
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := Replay(t.Context(), path, filepath.Join(dir, "replay"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "aimed target: expected link:" + to + "|" + from + ", got link:" + from + "|" + to
+	if rr.Same || !strings.Contains(rr.Diff, want) {
+		t.Fatalf("replay of an edited aim: same %v, %s; want %q", rr.Same, rr.Diff, want)
+	}
+}
