@@ -21,4 +21,6 @@ const (
 	Diverged      = sched.Diverged
 	Error         = sched.Error
 	Unreplayable  = sched.Unreplayable
+	// PropertyViolated: a never or eventually property of the spec broke.
+	PropertyViolated = sched.PropertyViolated
 )

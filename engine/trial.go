@@ -137,6 +137,9 @@ type Trial struct {
 	nodes map[netip.Addr]string // addrs reversed, for fault holds
 	files []*os.File
 
+	// props watches the nodes' output for the spec's properties (nil
+	// without any).
+	props    *properties
 	starts   *starts          // nodes not started yet
 	timing   *timing          // delays
 	faults   *faults.Injector // nil without a fault plan
@@ -263,6 +266,8 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	})
 	defer tr.Close()
 
+	t.props = newProperties(sp, res.Dir)
+	defer t.props.close()
 	defer t.closeFiles()
 	defer t.closeDisks()
 	defer t.outCaps.close()
@@ -394,6 +399,12 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 
 func (t *Trial) set(k OutcomeKind, node, format string, args ...any) {
 	t.outcome = &Outcome{Kind: k, Node: node, Detail: fmt.Sprintf(format, args...)}
+}
+
+// broke ends the trial on a never property a node's line matched.
+func (t *Trial) broke(br *brokenProperty) {
+	t.set(PropertyViolated, br.node, "%s printed %s after step %d (never %q)", br.node, quoteLine(br.line), br.step, br.prop.Name)
+	t.outcome.Property = br.prop.Name
 }
 
 // exitText words a node's first process's end as a failure (see
@@ -531,6 +542,14 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 	}
 	if a, stop, err := t.finishCut(); stop || err != nil {
 		return a, err
+	}
+	// What the servers themselves said since the last decision, before
+	// what a client made of it.
+	if br, err := t.props.scan(len(t.res.Records)); err != nil {
+		return tracer.Action{}, err
+	} else if br != nil {
+		t.broke(br)
+		return tracer.Action{Stop: true}, nil
 	}
 	for _, e := range st.Exits {
 		if !e.Root {
@@ -839,6 +858,9 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 	res.NodesCPU += j.nodesCPU()
 	// The nodes are gone: their output is final, their limits' counters too.
 	t.outCaps.close()
+	if err := t.finalProperties(res); err != nil {
+		return nil, err
+	}
 	if notes := j.limitNotes(t.limitBase, t.outCaps, oomTold(res.Outcome)); len(notes) > 0 {
 		if res.Outcome.Kind == Pass {
 			j.log.Warn("nodes reached their limits in a passing trial", "trial", res.Index, "limits", strings.Join(notes, "; "))

@@ -112,6 +112,10 @@ func failureOf(res *engine.TrialResult) failure {
 	o := res.Outcome
 	f := failure{kind: o.Kind}
 	switch o.Kind {
+	case sched.PropertyViolated:
+		// The property and the node that broke it; the line's numbers may
+		// differ between runs of the same failure.
+		f.node, f.detail = o.Node, o.Property
 	case sched.ClientFailed, sched.NodeCrashed:
 		f.node, f.detail = o.Node, o.Detail
 		f.msg = lastLine(filepath.Join(res.Dir, o.Node+".err"))

@@ -5,10 +5,13 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // Campaign is one `lockstep run` as CI sees it: the spec it ran and either
@@ -70,6 +73,12 @@ func WriteJUnit(w io.Writer, campaigns []Campaign) error {
 				jc.Name = fmt.Sprintf("%s (%s)", c.Spec, s.Strategy)
 			}
 			jc.SystemOut = fmt.Sprintf("%d trials, %d failures (hit ratio %.4f)", s.Trials, s.Failures, s.HitRatio())
+			if u := s.Unreached(); len(u) > 0 {
+				jc.SystemOut += fmt.Sprintf("; sometimes never reached: %s", sometimesNames(u))
+				if s.First == nil && s.RequiredUnreached() {
+					jc.Failure = &junitProblem{Type: "sometimes-unreached", Message: fmt.Sprintf("no trial of %d reached: %s", s.Trials, sometimesNames(u))}
+				}
+			}
 			if s.First != nil {
 				jc.Failure = &junitProblem{
 					Type:    string(s.First.Outcome.Kind),
@@ -116,6 +125,19 @@ func WriteJUnit(w io.Writer, campaigns []Campaign) error {
 	return err
 }
 
+// sometimesNames lists properties by name, quoted.
+func sometimesNames(ps []spec.Property) string {
+	var out []string
+	for _, p := range ps {
+		q := strconv.Quote(p.Name)
+		if p.Required {
+			q += " (required)"
+		}
+		out = append(out, q)
+	}
+	return strings.Join(out, ", ")
+}
+
 // failingTraces lists every failing trial with its trace, one a line.
 func failingTraces(s *result.Summary) string {
 	var out string
@@ -142,6 +164,10 @@ type JSONSummary struct {
 	Unreplayable int          `json:"unreplayable,omitempty"`
 	Verified     int          `json:"verified,omitempty"`
 	Unreplayed   []*JSONTrial `json:"unreplayable_trials,omitempty"`
+	// Sometimes are the spec's sometimes properties, each with the trials
+	// that reached it; Unreached names those no trial did.
+	Sometimes []JSONSometimes `json:"sometimes,omitempty"`
+	Unreached []string        `json:"unreached,omitempty"`
 	Interrupted  bool         `json:"interrupted,omitempty"`
 	// Duration is the campaign's real time in seconds.
 	Duration   float64      `json:"duration_s"`
@@ -150,6 +176,14 @@ type JSONSummary struct {
 	Failing    []*JSONTrial `json:"failing,omitempty"`
 	// Error is the lockstep error that stopped the campaign, if one did.
 	Error string `json:"error,omitempty"`
+}
+
+// JSONSometimes is one sometimes property of a JSONSummary.
+type JSONSometimes struct {
+	Name     string `json:"name"`
+	Pattern  string `json:"pattern"`
+	Required bool   `json:"required,omitempty"`
+	Trials   int    `json:"trials"`
 }
 
 // JSONTrial is one trial of a JSONSummary.
@@ -191,6 +225,16 @@ func NewJSONSummary(c Campaign) *JSONSummary {
 		j.ByKind[string(k)] = n
 	}
 	j.Unreplayable, j.Verified = s.Unreplayable, s.Verified
+	if s.Spec != nil {
+		for _, p := range s.Spec.Properties {
+			if p.Kind == spec.Sometimes {
+				j.Sometimes = append(j.Sometimes, JSONSometimes{Name: p.Name, Pattern: p.Pattern.String(), Required: p.Required, Trials: s.Reached[p.Name]})
+			}
+		}
+		for _, p := range s.Unreached() {
+			j.Unreached = append(j.Unreached, p.Name)
+		}
+	}
 	for _, r := range s.Results {
 		if r.Outcome.Kind.IsFailure() {
 			j.Failing = append(j.Failing, jsonTrial(r))

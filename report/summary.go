@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // maxListed is how many failing traces the summary lists.
@@ -45,6 +46,7 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 			listed++
 		}
 	}
+	writeSometimes(w, s)
 	if s.Verified > 0 || s.Unreplayable > 0 {
 		fmt.Fprintf(w, "replayed: %d of %d failing traces gave the same failure again\n", s.Verified, s.Verified+s.Unreplayable)
 	}
@@ -80,6 +82,40 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 	}
 	if stats {
 		writeStats(w, s)
+	}
+}
+
+// writeSometimes prints the spec's sometimes properties: in how many
+// trials each was reached, and those no trial reached, plainly.
+func writeSometimes(w io.Writer, s *result.Summary) {
+	if s.Spec == nil {
+		return
+	}
+	n := 0
+	for _, p := range s.Spec.Properties {
+		if p.Kind != spec.Sometimes {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(w, "sometimes:")
+		}
+		n++
+		req := ""
+		if p.Required {
+			req = " (required)"
+		}
+		if c := s.Reached[p.Name]; c > 0 {
+			fmt.Fprintf(w, "  %q%s reached in %d of %d trials\n", p.Name, req, c, s.Trials)
+		} else {
+			fmt.Fprintf(w, "  %q%s NEVER REACHED in %d trials\n", p.Name, req, s.Trials)
+		}
+	}
+	if u := s.Unreached(); len(u) > 0 {
+		fmt.Fprintf(w, "%d of %d sometimes properties were never reached", len(u), n)
+		if s.RequiredUnreached() {
+			fmt.Fprint(w, ", a required one among them: the campaign fails")
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -62,6 +62,9 @@ type Summary struct {
 	// after them (run --verify), diverged; Verified the failing trials
 	// replayed and found the same.
 	Unreplayable, Verified int
+	// Reached counts, per name of the spec's sometimes properties, the
+	// trials that printed a line it matched.
+	Reached map[string]int
 	// Interrupted is set when the campaign's context was cancelled (Ctrl-C):
 	// the summary covers the trials that finished before.
 	Interrupted bool
@@ -70,6 +73,32 @@ type Summary struct {
 	// History is the conflict history at the end ("+" strategies): what
 	// it was loaded with and what the trials taught it.
 	History *conflict.History
+}
+
+// Unreached are the spec's sometimes properties no trial reached, in
+// spec order.
+func (s *Summary) Unreached() []spec.Property {
+	if s.Spec == nil {
+		return nil
+	}
+	var out []spec.Property
+	for _, p := range s.Spec.Properties {
+		if p.Kind == spec.Sometimes && s.Reached[p.Name] == 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// RequiredUnreached reports whether a sometimes the spec requires was
+// reached by no trial: the campaign failed.
+func (s *Summary) RequiredUnreached() bool {
+	for _, p := range s.Unreached() {
+		if p.Required {
+			return true
+		}
+	}
+	return false
 }
 
 // HitRatio is failing trials over trials.
@@ -96,6 +125,12 @@ func (s *Summary) Add(r *TrialResult) {
 	}
 	if r.Verify != nil && r.Verify.Same {
 		s.Verified++
+	}
+	for _, name := range r.Reached {
+		if s.Reached == nil {
+			s.Reached = map[string]int{}
+		}
+		s.Reached[name]++
 	}
 	if r.Outcome.Kind.IsFailure() {
 		s.Failures++
@@ -131,6 +166,9 @@ type TrialResult struct {
 	// Conflict is how well the conflict history predicted this trial's
 	// conflicts ("+" strategies; nil otherwise).
 	Conflict *conflict.Stats
+	// Reached names the spec's sometimes properties a line of this
+	// trial matched.
+	Reached []string `json:",omitempty"`
 	// Verify is what replaying the trial's trace right after it showed
 	// (run --verify); nil when it was not replayed.
 	Verify *Verification

@@ -19,6 +19,10 @@ const (
 	// Livelock: a thread kept running without reaching a gated syscall, or
 	// ops kept flowing while virtual time stood still (limits.livelock_steps).
 	Livelock OutcomeKind = "livelock"
+	// PropertyViolated: a node printed a line a never property forbids,
+	// or a trial ended without the line an eventually property asks for
+	// (spec properties:).
+	PropertyViolated OutcomeKind = "property-violated"
 	// Diverged: a replay met an op other than the recorded one.
 	Diverged OutcomeKind = "diverged"
 	// Error is lockstep's own failure, reported apart from bugs in the
@@ -43,11 +47,15 @@ func (k OutcomeKind) IsLocksteps() bool { return k == Error || k == Unreplayable
 // Outcome is how one trial ended: the engine decides it, the trace
 // records it and replay compares it.
 type Outcome struct {
-	Kind   OutcomeKind   `json:"kind"`
-	Detail string        `json:"detail,omitempty"`
-	Node   string        `json:"node,omitempty"` // the node it names, if any
-	Steps  int           `json:"steps"`
-	VTime  time.Duration `json:"vtime"` // virtual time at the end, in ns
+	Kind   OutcomeKind `json:"kind"`
+	Detail string      `json:"detail,omitempty"`
+	Node   string      `json:"node,omitempty"` // the node it names, if any
+	// Property names the spec's property a PropertyViolated broke: what
+	// identifies the failure across runs (the line may hold other
+	// numbers).
+	Property string        `json:"property,omitempty"`
+	Steps    int           `json:"steps"`
+	VTime    time.Duration `json:"vtime"` // virtual time at the end, in ns
 }
 
 func (o Outcome) String() string {

@@ -81,6 +81,9 @@ type Spec struct {
 		Model *HistoryCheck
 	}
 	checkerLine int
+	// Properties are patterns over the nodes' output lines that must never,
+	// eventually or sometimes match (properties:).
+	Properties []Property
 	// Faults is the fault plan; its zero value injects nothing.
 	Faults FaultPlan
 	Time   struct {
@@ -643,7 +646,7 @@ var (
 )
 
 func (d *decoder) spec(root ast.Node, s *Spec) error {
-	pairs, err := d.fields(root, "", "name", "nodes", "network", "scheduler", "trials", "limits", "checker", "faults", "time", "trace")
+	pairs, err := d.fields(root, "", "name", "nodes", "network", "scheduler", "trials", "limits", "checker", "faults", "time", "trace", "properties")
 	if err != nil {
 		return err
 	}
@@ -664,7 +667,7 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	s.Time.Delays = DefaultDelays
 	s.Time.MaxDelay = DefaultMaxDelay
 	s.Trace.Data = DefaultTraceData
-	var nodesNode, checkerNode, subnetNode, faultsNode, timeUntil, timeSpreadNode ast.Node
+	var nodesNode, checkerNode, subnetNode, faultsNode, timeUntil, timeSpreadNode, propertiesNode ast.Node
 	timeSpread := true
 	haveName := false
 	pctNode := ast.Node(nil)
@@ -791,6 +794,8 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 			}
 		case "checker":
 			checkerNode = p.value
+		case "properties":
+			propertiesNode = p.value
 		case "faults":
 			faultsNode = p.value
 		case "trace":
@@ -906,6 +911,11 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	}
 	if checkerNode != nil {
 		if err := d.checker(checkerNode, s); err != nil {
+			return err
+		}
+	}
+	if propertiesNode != nil {
+		if err := d.properties(propertiesNode, s); err != nil {
 			return err
 		}
 	}

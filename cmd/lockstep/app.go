@@ -265,6 +265,8 @@ func runStatus(ctx context.Context, sum *engine.Summary) error {
 	switch {
 	case sum.Failures > 0:
 		return &exitError{code: 1}
+	case sum.RequiredUnreached() && !sum.Interrupted:
+		return &exitError{code: 1, err: fmt.Errorf("no trial reached a required sometimes property")}
 	case sum.Interrupted:
 		return interruptedStatus(ctx)
 	case sum.Unreplayable > 0:

@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/spec"
+)
+
+// maxPropertyLine bounds a line the properties are matched against: a
+// node printing megabytes without a newline is cut there, not buffered.
+const maxPropertyLine = 64 << 10
+
+// maxPropertyRead bounds what one scan reads of one output file.
+const maxPropertyRead = 1 << 20
+
+// properties watches the nodes' output for the spec's properties: at every
+// decision it reads what each node printed since the last one (every
+// thread is stopped then, so what is there is the same in a replay) and
+// matches each new line. A never that matches is the trial's failure,
+// at the step after which it was printed.
+type properties struct {
+	props []spec.Property
+	dir   string
+	files []*outputFile
+	// reached says, per property, whether a line matched it.
+	reached []bool
+	// broke is the first never that matched, with the line.
+	broke *brokenProperty
+}
+
+type brokenProperty struct {
+	prop *spec.Property
+	node string
+	line string
+	step int
+}
+
+// outputFile is one node output file being read.
+type outputFile struct {
+	node, name string
+	f          *os.File
+	off        int64
+	partial    []byte
+	buf        []byte
+}
+
+// newProperties watches the output files of nodes in dir; nil when the
+// spec has no properties.
+func newProperties(sp *spec.Spec, dir string) *properties {
+	if len(sp.Properties) == 0 {
+		return nil
+	}
+	p := &properties{props: sp.Properties, dir: dir, reached: make([]bool, len(sp.Properties))}
+	for _, n := range sp.Nodes {
+		for _, ext := range []string{".out", ".err"} {
+			p.files = append(p.files, &outputFile{node: n.Name, name: n.Name + ext})
+		}
+	}
+	return p
+}
+
+// scan reads what the nodes printed since the last scan; step is the
+// number of the last op released. It reports the first never broken.
+func (p *properties) scan(step int) (*brokenProperty, error) {
+	if p == nil {
+		return nil, nil
+	}
+	for _, of := range p.files {
+		if err := p.read(of, step); err != nil {
+			return nil, err
+		}
+		if p.broke != nil {
+			return p.broke, nil
+		}
+	}
+	return nil, nil
+}
+
+// read matches the complete lines of of written since the last read.
+func (p *properties) read(of *outputFile, step int) error {
+	if of.f == nil {
+		// A node's output file may be replaced by a link or a FIFO by the
+		// node itself: never follow the one, never wait on the other.
+		f, err := os.OpenFile(filepath.Join(p.dir, of.name), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // the node has not started
+		}
+		if err != nil {
+			return fmt.Errorf("properties: reading %s: %w", of.name, err)
+		}
+		of.f = f
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(of.f.Fd()), &st); err != nil {
+		return fmt.Errorf("properties: %s: %w", of.name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size <= of.off {
+		return nil
+	}
+	want := min(st.Size-of.off, maxPropertyRead)
+	if int64(cap(of.buf)) < want {
+		of.buf = make([]byte, want)
+	}
+	b := of.buf[:want]
+	n, err := of.f.ReadAt(b, of.off)
+	if n == 0 && err != nil {
+		return nil // truncated under us (an output limit's cut): read on from the next scan
+	}
+	of.off += int64(n)
+	b = b[:n]
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			break
+		}
+		line := b[:i]
+		if len(of.partial) > 0 {
+			line = append(of.partial, line...)
+			of.partial = of.partial[:0]
+		}
+		p.match(of.node, line, step)
+		if p.broke != nil {
+			return nil
+		}
+		b = b[i+1:]
+	}
+	if len(of.partial)+len(b) <= maxPropertyLine {
+		of.partial = append(of.partial, b...)
+	}
+	return nil
+}
+
+// flush matches the last lines that did not end in a newline: at the end
+// of a trial, the node's output is final.
+func (p *properties) flush(step int) {
+	if p == nil {
+		return
+	}
+	for _, of := range p.files {
+		if len(of.partial) > 0 && p.broke == nil {
+			p.match(of.node, of.partial, step)
+			of.partial = of.partial[:0]
+		}
+	}
+}
+
+func (p *properties) match(node string, line []byte, step int) {
+	line = bytes.TrimRight(line, "\r")
+	for i := range p.props {
+		pr := &p.props[i]
+		if !pr.Applies(node) || !pr.Pattern.Match(line) {
+			continue
+		}
+		p.reached[i] = true
+		if pr.Kind == spec.Never && p.broke == nil {
+			p.broke = &brokenProperty{prop: pr, node: node, line: string(line), step: step}
+		}
+	}
+}
+
+// missed is the first eventually no line matched.
+func (p *properties) missed() *spec.Property {
+	if p == nil {
+		return nil
+	}
+	for i := range p.props {
+		if p.props[i].Kind == spec.Eventually && !p.reached[i] {
+			return &p.props[i]
+		}
+	}
+	return nil
+}
+
+// sometimes are the names of the sometimes properties a line matched.
+func (p *properties) sometimes() []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for i := range p.props {
+		if p.props[i].Kind == spec.Sometimes && p.reached[i] {
+			out = append(out, p.props[i].Name)
+		}
+	}
+	return out
+}
+
+func (p *properties) close() {
+	if p == nil {
+		return
+	}
+	for _, of := range p.files {
+		if of.f != nil {
+			of.f.Close()
+		}
+	}
+}
+
+// quoteLine is a node's line as an outcome quotes it, cut to a readable
+// length.
+func quoteLine(line string) string {
+	const most = 200
+	if len(line) > most {
+		return strconv.Quote(line[:most]) + "…"
+	}
+	return strconv.Quote(line)
+}
+
+// finalProperties reads the nodes' last lines once they are gone: a never
+// they printed after the last decision fails a passing trial too, an
+// eventually none printed fails it, and the sometimes reached are kept.
+func (t *Trial) finalProperties(res *TrialResult) error {
+	if t.props == nil {
+		return nil
+	}
+	step := len(res.Records)
+	br, err := t.props.scan(step)
+	if err != nil {
+		return err
+	}
+	if br == nil {
+		t.props.flush(step)
+		br = t.props.broke
+	}
+	res.Reached = t.props.sometimes()
+	if res.Outcome.Kind != Pass {
+		return nil
+	}
+	if br != nil {
+		res.Outcome.Kind, res.Outcome.Node, res.Outcome.Property = PropertyViolated, br.node, br.prop.Name
+		res.Outcome.Detail = fmt.Sprintf("%s printed %s after step %d (never %q)", br.node, quoteLine(br.line), br.step, br.prop.Name)
+		return nil
+	}
+	if m := t.props.missed(); m != nil {
+		res.Outcome.Kind, res.Outcome.Property = PropertyViolated, m.Name
+		res.Outcome.Detail = fmt.Sprintf("no node printed a line matching %q by the end of the trial (eventually %q)", m.Pattern, m.Name)
+		if len(m.Nodes) > 0 {
+			res.Outcome.Detail += fmt.Sprintf(" (watched %v)", m.Nodes)
+		}
+	}
+	return nil
+}

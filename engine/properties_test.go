@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/spec"
+)
+
+// A server that logs its broken invariant and carries on (room_server):
+// never makes the line a failure naming the node, the line and the step,
+// whose trace replays; the trials that did not break it reach the
+// sometimes and the eventually; a spec whose eventually asks for what the
+// broken trials lack fails exactly those; and the default never set fails
+// a server that prints a Go panic and keeps running.
+func TestProperties(t *testing.T) {
+	requireTrials(t)
+	bin := repoPath("testdata", "bin", "c")
+	if _, err := os.Stat(filepath.Join(bin, "room_server")); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	dir := t.TempDir()
+	sp, err := spec.Load(repoPath("testdata", "specs", "properties", "room.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 12, OutDir: filepath.Join(dir, "never"), TraceAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	detail := regexp.MustCompile(`^server printed "ERROR: invariant violated: 2 clients inside the room" after step \d+ \(never "one client inside"\)$`)
+	broken := map[int]bool{}
+	for _, r := range sum.Results {
+		o := r.Outcome
+		switch o.Kind {
+		case PropertyViolated:
+			if o.Node != "server" || o.Property != "one client inside" || !detail.MatchString(o.Detail) {
+				t.Errorf("trial %d: %+v", r.Index, o)
+			}
+			broken[r.Index] = true
+			if len(broken) <= 2 {
+				rr, err := Replay(t.Context(), r.TracePath, filepath.Join(dir, "replay"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !rr.Same || rr.Trial.Outcome.Detail != o.Detail {
+					t.Errorf("trial %d: replay: same %v, %s; %v", r.Index, rr.Same, rr.Diff, rr.Trial.Outcome)
+				}
+			}
+		case Pass:
+		default:
+			t.Fatalf("trial %d: %v", r.Index, o)
+		}
+		if !slices.Contains(r.Reached, "a client entered") || slices.Contains(r.Reached, "two inside") {
+			t.Errorf("trial %d reached %v", r.Index, r.Reached)
+		}
+	}
+	if len(broken) == 0 || len(broken) == len(sum.Results) {
+		t.Fatalf("%d of %d trials broke the invariant: the test needs both kinds", len(broken), len(sum.Results))
+	}
+	if sum.Reached["a client entered"] != sum.Trials || len(sum.Unreached()) != 1 || sum.Unreached()[0].Name != "two inside" {
+		t.Errorf("reached %v, unreached %v", sum.Reached, sum.Unreached())
+	}
+
+	// The same trials (same seed) with an eventually the broken ones lack
+	// instead of the never: those fail at the end, the others pass.
+	text, err := os.ReadFile(sp.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := strings.Replace(string(text), `    - {match: "invariant violated", nodes: [server], name: one client inside}
+  eventually: ["^all 2 visits done"]`, `  eventually: ["at most 1 inside"]`, 1)
+	sp2 := loadText(t, filepath.Join(filepath.Dir(sp.Path), "room-eventually.yaml"), ev)
+	sum2, err := Run(t.Context(), sp2, RunOptions{Trials: 12, OutDir: filepath.Join(dir, "eventually")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sum2.Results {
+		o := r.Outcome
+		if want := broken[r.Index]; want != (o.Kind == PropertyViolated) || want && !strings.Contains(o.Detail, `no node printed a line matching "at most 1 inside" by the end of the trial`) {
+			t.Errorf("trial %d (broke the invariant: %v): %v", r.Index, want, o)
+		}
+	}
+
+	// never: default on a server that prints a Go panic and carries on.
+	panicky := fmt.Sprintf(`name: panicky
+nodes:
+  - name: server
+    role: server
+    command: ["/bin/sh", "-c", "echo starting; echo 'panic: runtime error: index out of range [3] with length 2'; exec %[1]s/room_server 7000 1"]
+    ready: {listen: 7000}
+  - name: alice
+    role: client
+    command: ["%[1]s/room_client", "server", "7000", "1"]
+properties: {never: default}
+`, bin)
+	sp3 := loadText(t, filepath.Join(dir, "panicky.yaml"), panicky)
+	sum3, err := Run(t.Context(), sp3, RunOptions{Trials: 1, OutDir: filepath.Join(dir, "panicky")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := sum3.Results[0].Outcome; o.Kind != PropertyViolated || o.Property != "go panic" || o.Node != "server" {
+		t.Fatalf("a server's panic line: %v", o)
+	}
+}
+
+// loadText writes a spec's text to path and loads it.
+func loadText(t *testing.T, path, text string) *spec.Spec {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(path) })
+	sp, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
