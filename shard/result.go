@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
@@ -69,6 +70,10 @@ type Trial struct {
 	// Conntrack and Conflict as in engine.TrialResult.
 	Conntrack engine.ConntrackStats `json:"conntrack"`
 	Conflict  *conflict.Stats       `json:"conflict,omitempty"`
+	// Reached and Verify as in engine.TrialResult: the sometimes
+	// properties it reached, what replaying its trace showed.
+	Reached []string             `json:"reached,omitempty"`
+	Verify  *result.Verification `json:"verify,omitempty"`
 }
 
 // Write saves a shard's summary into dir (the shard's output directory)
@@ -106,7 +111,7 @@ func Write(dir string, sum *engine.Summary, started time.Time) error {
 		r.Results = append(r.Results, Trial{
 			Index: t.Index, Seed: t.Seed, Outcome: t.Outcome, Dir: d, Trace: tr, Duration: t.Duration,
 			Stats: t.Stats, Launch: t.Launch, Teardown: t.Teardown, Reset: t.Reset, NodesCPU: t.NodesCPU,
-			Conntrack: t.Conntrack, Conflict: t.Conflict,
+			Conntrack: t.Conntrack, Conflict: t.Conflict, Reached: t.Reached, Verify: t.Verify,
 		})
 	}
 	if h := sum.History; h != nil {
