@@ -34,12 +34,18 @@ type prefix struct {
 	i    int
 	then sched.Strategy
 	seed int64
+	// recalled is the record the last Next matched (sched.Recaller): a
+	// probe-aimed fault of the prefix is aimed with its recorded answer.
+	recalled *sched.Op
 }
+
+// Recalled is the record the last Next matched; nil past the prefix.
+func (p *prefix) Recalled() *sched.Op { return p.recalled }
 
 func (p *prefix) Name() string { return "prefix+" + p.then.Name() }
 
 func (p *prefix) Reset(_ int64, hint int) {
-	p.i = 0
+	p.i, p.recalled = 0, nil
 	p.then.Reset(p.seed, hint)
 }
 
@@ -77,10 +83,12 @@ func (p *prefix) Extra(now time.Duration, choices []*sched.Op) []*sched.Op {
 }
 
 func (p *prefix) Next(enabled []*sched.Op) (int, error) {
+	p.recalled = nil
 	if w := p.want(); w != nil {
 		p.i++
 		for i, o := range enabled {
 			if sameOp(o, w) {
+				p.recalled = w
 				return i, nil
 			}
 		}
