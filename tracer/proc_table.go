@@ -1,55 +1,18 @@
 package tracer
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // toOtherNode reports whether fi is an internet socket whose peer lockstep
 // gates, or whose peer it cannot tell (not connected yet).
 func (pt *procTable) toOtherNode(fi *fdInfo) bool {
 	return fi.kind == fdInet && (!fi.peer.IsValid() || pt.gated(fi.peer.Addr()))
-}
-
-// foreignUnix reports whether the Unix socket address at addr names a
-// socket file bound in another network namespace than the node's: another
-// node's (through the trial's directory, which every node of a trial
-// shares), the host's or another campaign's. Abstract addresses are
-// per-namespace already; a path that names no socket is the kernel's to
-// answer.
-func (pt *procTable) foreignUnix(th *thread, addr, length uint64) (string, bool) {
-	if addr == 0 || length <= 2 {
-		return "", false
-	}
-	length = min(length, unix.SizeofSockaddrUnix)
-	b := make([]byte, length)
-	if ptrace.ReadMem(th.tid, addr, b) != nil || binary.NativeEndian.Uint16(b) != unix.AF_UNIX || b[2] == 0 {
-		return "", false
-	}
-	path := string(b[2:])
-	for i := range path {
-		if path[i] == 0 {
-			path = path[:i]
-			break
-		}
-	}
-	var st unix.Stat_t
-	if !statIn(th.proc.pid, path, &st) || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return path, false
-	}
-	d, err := th.proc.node.diagFor()
-	if err != nil {
-		return path, false
-	}
-	bound, err := d.UnixBoundAt(st.Dev, st.Ino)
-	return path, err == nil && !bound
 }
 
 // sockDup returns lockstep's duplicate of the TCP socket with these

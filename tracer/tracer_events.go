@@ -176,6 +176,7 @@ func (t *Tracer) onExec(th *thread) {
 	th.openThreadFiles()
 	t.forgetAllFds(p)
 	p.site.Forget()
+	p.scratch = 0 // the image's memory is new
 	if t.opts.Clock != nil {
 		if err := t.vt.clockReadsWithoutStops(th); err != nil {
 			t.log.Warn("hiding vDSO", "thread", th.String(), "err", err)

@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/spec"
+)
+
+// The sandbox probes (testdata/hostile/sandbox, issue 45): each node
+// program tries one way out of its sandbox that a hostile-probe round
+// found open, and the test checks both what the node was told and, on the
+// host, that nothing got through. Each spec runs two trials: a probe must
+// not spoil the next trial.
+func TestHostileSandbox(t *testing.T) {
+	requireTrials(t)
+	for _, tt := range []struct {
+		spec string
+		// host, when set, makes what the node reaches for on the host in
+		// dir (HOSTDIR in the spec's commands) and returns the check that
+		// nothing reached it, run after each trial.
+		host func(t *testing.T, dir string) func(t *testing.T)
+		want OutcomeKind
+		out  map[string]string // node output file → lines it must hold
+		not  map[string]string // node output file → text it must not hold
+	}{
+		// Item 2: a Unix socket is reached only if the node bound it,
+		// however the path names it (a magic link, a relative path, a
+		// symlink): the host's listener and the other node see nothing.
+		{spec: "unixlink", host: hostUnixSockets, want: Pass, out: map[string]string{
+			"server.out": "own socket: ok\nown socket through /proc/self/fd: ok\nown socket through /dev/fd: ok\n",
+			"client.out": "own socket in /tmp: ok\n" +
+				"own socket in /tmp through /proc/self/fd: ok\nown socket in /tmp through /dev/fd: ok\n" +
+				"own socket by a relative path: ok\nown socket through a symlink: ok\nown abstract socket: ok\n" +
+				"host socket: Connection refused\n" +
+				"host socket through /proc/self/fd: Connection refused\nhost socket through /dev/fd: Connection refused\n" +
+				"host datagram socket: Connection refused\n" +
+				"host datagram socket through /proc/self/fd: Connection refused\n" +
+				"host datagram socket through /dev/fd: Connection refused\n" +
+				"host socket by a relative path: Connection refused\nhost socket through a symlink: Connection refused\n" +
+				"other node's socket: Connection refused\n" +
+				"other node's socket through /proc/self/fd: Connection refused\n" +
+				"other node's socket through /dev/fd: Connection refused\n",
+		}, not: map[string]string{"server.out": "stranger"}},
+	} {
+		t.Run(tt.spec, func(t *testing.T) {
+			prog := repoPath("testdata", "bin", "hostile", tt.spec)
+			testutil.RequireBinary(t, prog)
+			dir := hostDir(t)
+			check := func(*testing.T) {}
+			if tt.host != nil {
+				check = tt.host(t, dir)
+			}
+			sp := loadSandboxSpec(t, tt.spec, dir)
+			sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sum.Results) != 2 {
+				t.Fatalf("%d trials ran, want 2", len(sum.Results))
+			}
+			for _, r := range sum.Results {
+				if r.Outcome.Kind != tt.want {
+					t.Fatalf("trial %d: outcome %v, want %s", r.Index, r.Outcome, tt.want)
+				}
+				for file, want := range tt.out {
+					b, err := os.ReadFile(filepath.Join(r.Dir, file))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !strings.Contains(string(b), want) {
+						t.Fatalf("trial %d: %s:\n%s\nwant in it:\n%s", r.Index, file, b, want)
+					}
+				}
+				for file, bad := range tt.not {
+					if b, _ := os.ReadFile(filepath.Join(r.Dir, file)); strings.Contains(string(b), bad) {
+						t.Fatalf("trial %d: %s:\n%s\nwant no %q in it", r.Index, file, b, bad)
+					}
+				}
+				check(t)
+				if left := processesMentioning(r.Dir); len(left) > 0 {
+					t.Fatalf("trial %d left running: %v", r.Index, left)
+				}
+			}
+		})
+	}
+}
+
+// loadSandboxSpec loads testdata/hostile/sandbox/NAME.yaml with HOSTDIR
+// in its commands replaced by dir.
+func loadSandboxSpec(t *testing.T, name, dir string) *spec.Spec {
+	t.Helper()
+	src := repoPath("testdata", "hostile", "sandbox")
+	b, err := os.ReadFile(filepath.Join(src, name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "{{dir}}", src)
+	text = strings.ReplaceAll(text, "HOSTDIR", dir)
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// hostDir makes the host's directory a spec's HOSTDIR names, under /run:
+// where the host's daemons keep their sockets, and outside /tmp, which a
+// node sees through an overlay of its own (the kernel refuses a connect
+// through an overlay to a socket bound beneath it, which hid the hole).
+func hostDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/run", "lockstep-hostile-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// hostUnixSockets listens on a stream socket and binds a datagram socket
+// in dir (stream.sock, dgram.sock); its check fails if a connection or a
+// datagram came from the node.
+func hostUnixSockets(t *testing.T, dir string) func(*testing.T) {
+	l := hostUnixSocket(t, unix.SOCK_STREAM, filepath.Join(dir, "stream.sock"))
+	if err := unix.Listen(l, 16); err != nil {
+		t.Fatal(err)
+	}
+	d := hostUnixSocket(t, unix.SOCK_DGRAM, filepath.Join(dir, "dgram.sock"))
+	return func(t *testing.T) {
+		t.Helper()
+		if c, _, err := unix.Accept(l); !errors.Is(err, unix.EAGAIN) {
+			var b [64]byte
+			n, _ := unix.Read(c, b[:])
+			unix.Close(c)
+			t.Fatalf("the host's listener accepted a connection from the node (%v), which sent %q", err, b[:max(n, 0)])
+		}
+		var b [64]byte
+		if n, _, err := unix.Recvfrom(d, b[:], unix.MSG_DONTWAIT); !errors.Is(err, unix.EAGAIN) {
+			t.Fatalf("the host's datagram socket received %q from the node (%v)", b[:max(n, 0)], err)
+		}
+	}
+}
+
+// hostUnixSocket makes a non-blocking Unix socket bound at path, closed
+// with the test.
+func hostUnixSocket(t *testing.T, typ int, path string) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_UNIX, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
