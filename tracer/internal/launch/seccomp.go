@@ -41,7 +41,10 @@ type refusal struct {
 //     makes the C library fall back to clone, as under Docker;
 //   - io_uring and Linux AIO move bytes, and wait with timeouts, in the
 //     kernel beyond the gate (ENOSYS, as a kernel built without them: the
-//     C library, libuv, Java and databases fall back to plain syscalls).
+//     C library, libuv, Java and databases fall back to plain syscalls);
+//   - memfd_secret: its memory is out of process_vm_readv's reach, so
+//     lockstep cannot capture a send from it (ENOSYS, as Docker's profile
+//     and a kernel without secretmem answer).
 var refusedSyscalls = []refusal{
 	{unix.SYS_ADD_KEY, unix.EPERM}, {unix.SYS_REQUEST_KEY, unix.EPERM}, {unix.SYS_KEYCTL, unix.EPERM},
 	{unix.SYS_SCHED_SETSCHEDULER, unix.EPERM}, {unix.SYS_SCHED_SETPARAM, unix.EPERM},
@@ -50,6 +53,7 @@ var refusedSyscalls = []refusal{
 	{unix.SYS_IO_URING_SETUP, unix.ENOSYS}, {unix.SYS_IO_URING_ENTER, unix.ENOSYS}, {unix.SYS_IO_URING_REGISTER, unix.ENOSYS},
 	{unix.SYS_IO_SETUP, unix.ENOSYS}, {unix.SYS_IO_SUBMIT, unix.ENOSYS}, {unix.SYS_IO_GETEVENTS, unix.ENOSYS},
 	{unix.SYS_IO_PGETEVENTS, unix.ENOSYS}, {unix.SYS_IO_CANCEL, unix.ENOSYS}, {unix.SYS_IO_DESTROY, unix.ENOSYS},
+	{unix.SYS_MEMFD_SECRET, unix.ENOSYS},
 }
 
 // newNamespaces are the clone and unshare flags a node is refused (EPERM):
