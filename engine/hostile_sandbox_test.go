@@ -29,7 +29,10 @@ func TestHostileSandbox(t *testing.T) {
 		host func(t *testing.T, dir string) func(t *testing.T)
 		want OutcomeKind
 		out  map[string]string // node output file → lines it must hold
-		not  map[string]string // node output file → text it must not hold
+		// lines, when set, gives client.out's lines, which depend on what
+		// the host has.
+		lines func(t *testing.T) string
+		not   map[string]string // node output file → text it must not hold
 	}{
 		// a Unix socket is reached only if the node bound it,
 		// however the path names it (a magic link, a relative path, a
@@ -56,6 +59,9 @@ func TestHostileSandbox(t *testing.T) {
 			"client.out": "memfd_secret: Function not implemented\nsend from the vvar page: Bad address\n",
 			"server.out": "received: first\nlast\n\n",
 		}},
+		// The host's kernel through /proc and /sys: masked and read-only
+		// where Docker's default profile has them so; vsock refused.
+		{spec: "procmask", want: Pass, lines: procMaskLines},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
 			prog := repoPath("testdata", "bin", "hostile", tt.spec)
@@ -64,6 +70,9 @@ func TestHostileSandbox(t *testing.T) {
 			check := func(*testing.T) {}
 			if tt.host != nil {
 				check = tt.host(t, dir)
+			}
+			if tt.lines != nil {
+				tt.out = map[string]string{"client.out": tt.lines(t)}
 			}
 			sp := loadSandboxSpec(t, tt.spec, dir)
 			sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir()})
@@ -120,6 +129,31 @@ func loadSandboxSpec(t *testing.T, name, dir string) *spec.Spec {
 		t.Fatal(err)
 	}
 	return sp
+}
+
+// procMaskLines is what procmask prints on this host: each path of
+// Docker's masked paths empty (absent where the host's kernel has none),
+// each of its read-only ones not writable, vsock refused.
+func procMaskLines(t *testing.T) string {
+	var b strings.Builder
+	for _, p := range []string{"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+		"/sys/firmware", "/sys/devices/virtual/powercap"} {
+		if fileExists(p) {
+			b.WriteString(p + ": empty\n")
+		} else {
+			b.WriteString(p + ": absent\n")
+		}
+	}
+	for _, p := range []string{"/proc/sysrq-trigger", "/proc/irq/*/smp_affinity", "/proc/bus/pci/*/*", "/proc/sys/kernel/core_pattern"} {
+		if m, _ := filepath.Glob(p); len(m) > 0 {
+			b.WriteString(p + " open for writing: Read-only file system\n")
+		} else {
+			b.WriteString(p + ": absent\n")
+		}
+	}
+	b.WriteString("/proc/self/comm write: ok\nsocket AF_VSOCK: Address family not supported by protocol\n")
+	return b.String()
 }
 
 // hostDir makes the host's directory a spec's HOSTDIR names, under /run:
