@@ -5,12 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -32,6 +34,8 @@ func TestHostileSandbox(t *testing.T) {
 		// lines, when set, gives client.out's lines, which depend on what
 		// the host has.
 		lines func(t *testing.T) string
+		// trace, when set, checks a trial's records.
+		trace func(t *testing.T, r *TrialResult)
 		not   map[string]string // node output file → text it must not hold
 	}{
 		// a Unix socket is reached only if the node bound it,
@@ -62,6 +66,28 @@ func TestHostileSandbox(t *testing.T) {
 		// The host's kernel through /proc and /sys: masked and read-only
 		// where Docker's default profile has them so; vsock refused.
 		{spec: "procmask", want: Pass, lines: procMaskLines},
+		// A TCP sendmmsg is captured as sendmsg is: each message a
+		// delivery of its own, in order, and nothing reaches the peer
+		// around the schedule.
+		{spec: "sendmmsg", want: Pass, out: map[string]string{
+			"client.out": "sendmmsg: 3 messages of 3, 3, 3 bytes\n",
+			"server.out": "received: a1|m1|m2|m3|z|\n",
+		}, trace: func(t *testing.T, r *TrialResult) {
+			var sent int64 = -1
+			var delivered []string
+			for _, rec := range r.Records {
+				switch {
+				case rec.Op.Node != "client":
+				case rec.Op.Kind == sched.Send && rec.Op.Syscall == "sendmmsg":
+					sent = rec.Result
+				case rec.Op.Kind == sched.Deliver:
+					delivered = append(delivered, string(rec.Data))
+				}
+			}
+			if want := []string{"a1|", "m1|", "m2|", "m3|", "z|"}; sent != 3 || !slices.Equal(delivered, want) {
+				t.Fatalf("trial %d: sendmmsg returned %d and the deliveries were %q; want 3 and %q", r.Index, sent, delivered, want)
+			}
+		}},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
 			prog := repoPath("testdata", "bin", "hostile", tt.spec)
@@ -75,7 +101,7 @@ func TestHostileSandbox(t *testing.T) {
 				tt.out = map[string]string{"client.out": tt.lines(t)}
 			}
 			sp := loadSandboxSpec(t, tt.spec, dir)
-			sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir()})
+			sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: tt.trace != nil})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,6 +127,9 @@ func TestHostileSandbox(t *testing.T) {
 					}
 				}
 				check(t)
+				if tt.trace != nil {
+					tt.trace(t, r)
+				}
 				if left := processesMentioning(r.Dir); len(left) > 0 {
 					t.Fatalf("trial %d left running: %v", r.Index, left)
 				}

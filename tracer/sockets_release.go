@@ -73,7 +73,7 @@ func (sk *sockets) releaseSend(p *pendingOp) (Released, error) {
 			return r, nil
 		}
 	}
-	if sk.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG && !sk.ops.readyOp(p, p.fi.dup, unix.POLLERR|unix.POLLHUP) {
+	if sk.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && !sk.ops.readyOp(p, p.fi.dup, unix.POLLERR|unix.POLLHUP) {
 		n, err := nw.capture(p)
 		if sk.answerCapture(p, &r, n, err, "capturing send, running it natively") {
 			return r, nil
