@@ -66,6 +66,13 @@ func TestHostileSandbox(t *testing.T) {
 		// The host's kernel through /proc and /sys: masked and read-only
 		// where Docker's default profile has them so; vsock refused.
 		{spec: "procmask", want: Pass, lines: procMaskLines},
+		// A receive timeout on the node's own Unix socket runs on the
+		// virtual clock, as other timed waits do: not a deadlock.
+		{spec: "unixtimeout", want: Pass, out: map[string]string{"client.out": "" +
+			"recv: Resource temporarily unavailable after 30s\nrecv with a writer: 4 bytes after 1s\n" +
+			"read: Resource temporarily unavailable after 30s\nread with a writer: 4 bytes after 1s\n" +
+			"recvmsg: Resource temporarily unavailable after 30s\nrecvmsg with a writer: 4 bytes after 1s\n",
+		}},
 		// A TCP sendmmsg is captured as sendmsg is: each message a
 		// delivery of its own, in order, and nothing reaches the peer
 		// around the schedule.

@@ -98,16 +98,36 @@ func (pt *procTable) sockOptsOf(fi *fdInfo) sockOpts {
 	if fi.opts.gen == pt.sockOptsGen && pt.changingSockOpts == 0 {
 		return fi.opts
 	}
+	return pt.readSockOpts(fi, fi.dup)
+}
+
+// unixSockOpts is sockOptsOf for a node-local socket, of which lockstep
+// keeps no duplicate: it takes one for the read, and caches what it read
+// as sockOptsOf does.
+func (pt *procTable) unixSockOpts(p *process, fd int, fi *fdInfo) sockOpts {
+	if fi.opts.gen == pt.sockOptsGen && pt.changingSockOpts == 0 {
+		return fi.opts
+	}
+	d := p.dupFd(fd)
+	if d < 0 {
+		return sockOpts{}
+	}
+	defer unix.Close(d)
+	return pt.readSockOpts(fi, d)
+}
+
+// readSockOpts reads fi's settings through sock, a duplicate of it.
+func (pt *procTable) readSockOpts(fi *fdInfo, sock int) sockOpts {
 	o := sockOpts{gen: pt.sockOptsGen}
-	if fl, err := unix.FcntlInt(uintptr(fi.dup), unix.F_GETFL, 0); err == nil {
+	if fl, err := unix.FcntlInt(uintptr(sock), unix.F_GETFL, 0); err == nil {
 		o.nonblock = fl&unix.O_NONBLOCK != 0
 	}
-	if tv, err := unix.GetsockoptTimeval(fi.dup, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
+	if tv, err := unix.GetsockoptTimeval(sock, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
 		o.rcvTimeo = tv.Sec*1e9 + tv.Usec*1e3
 	}
 	o.rcvLowat = 1
 	if pt.opts.Capture && fi.sockType == unix.SOCK_STREAM {
-		if n, err := unix.GetsockoptInt(fi.dup, unix.SOL_SOCKET, unix.SO_RCVLOWAT); err == nil {
+		if n, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_RCVLOWAT); err == nil {
 			o.rcvLowat = n
 		}
 	}
@@ -144,9 +164,12 @@ func (pt *procTable) sockOptsChanged(th *thread) {
 }
 
 func (pt *procTable) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
-	if pt.sockOptsOf(fi).nonblock {
-		return true
-	}
+	return pt.sockOptsOf(fi).nonblock || dontWait(nr, a)
+}
+
+// dontWait says whether a recv's flags make it non-blocking
+// (MSG_DONTWAIT).
+func dontWait(nr int, a [6]uint64) bool {
 	switch nr {
 	case unix.SYS_RECVFROM:
 		return a[3]&unix.MSG_DONTWAIT != 0

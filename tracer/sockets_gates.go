@@ -25,6 +25,9 @@ func (sk *sockets) onRecv(th *thread, nr int, a [6]uint64) bool {
 		th.fakeProcStat(fi.stat, a[1], a[2])
 		return true
 	}
+	if fi.kind == fdUnix {
+		return sk.vt.onUnixRecv(th, nr, a, fi)
+	}
 	if fi.kind != fdInet || !sk.net.sockGated(th, fi, nr, a) {
 		return false
 	}

@@ -59,6 +59,8 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 			// A rewritten rdtsc, likewise.
 		case th.proc != nil && th.proc.nsInit && t.initSignal(th, sig):
 			// Killed for a signal a traced namespace init cannot die of.
+		case th.proc != nil && t.vt.restartIgnored(th, sig):
+			// A timed wait woken by a signal its process ignores.
 		default:
 			// Signal-delivery stop: hand the signal on (the JVM relies on
 			// SIGSEGV, programs on SIGTERM handlers).
