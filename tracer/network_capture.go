@@ -49,11 +49,6 @@ func (nw *network) capture(p *pendingOp) (int64, error) {
 // rest again. A message it cannot read ends the call there, or fails it
 // when it is the first, as in the kernel.
 func (nw *network) captureMmsg(p *pendingOp) (int64, error) {
-	const (
-		sizeofMmsghdr = 64 // struct msghdr, then msg_len and padding
-		offMsgLen     = 56
-		uioMaxiov     = 1024 // the most messages sendmmsg takes
-	)
 	tid, a := p.th.tid, p.args
 	var sent int64
 	room := maxCapture

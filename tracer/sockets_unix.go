@@ -63,10 +63,6 @@ func (sk *sockets) onUnixDests(th *thread, nr int, a [6]uint64) bool {
 // unixDests lists the socket paths a connect, sendto, sendmsg or sendmmsg
 // (each of its messages) addresses.
 func unixDests(tid, nr int, a [6]uint64) []string {
-	const (
-		sizeofMmsghdr = 64   // struct msghdr, then msg_len and padding
-		uioMaxiov     = 1024 // the most messages sendmmsg takes
-	)
 	var paths []string
 	add := func(addr, length uint64) {
 		if p := unixPath(tid, addr, length); p != "" {
