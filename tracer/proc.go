@@ -64,6 +64,9 @@ type thread struct {
 	waitNr       int
 	waitAddr     uint64
 	waitExpired  unix.Errno
+	// waitArg is the argument whose timeout the wait goes without, or
+	// noTimeoutArg (a socket's timeout).
+	waitArg int
 	// waitRequeued: a FUTEX_WAIT_REQUEUE_PI, which, interrupted once
 	// requeued onto the PI lock, answers EAGAIN where its timeout would
 	// have answered ETIMEDOUT.

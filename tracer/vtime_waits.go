@@ -115,12 +115,14 @@ func (vt *vtime) onUnixRecv(th *thread, nr int, a [6]uint64, fi *fdInfo) bool {
 // before it reaches the thread, but a traced thread gets every signal, and
 // a wait on a socket with a receive timeout answers one EINTR, which the
 // program would never have seen (a node's child exiting ended its Unix
-// recv). The wait's virtual deadline starts again with the new call.
+// recv). The wait's virtual deadline starts again with the new call. Only
+// a wait whose timeout is the socket's: the others went into the kernel
+// without their timeout argument, and would wait again without one.
 //
 // Precondition: runs on the tracer thread; th is at a signal-delivery
 // stop.
 func (vt *vtime) restartIgnored(th *thread, sig syscall.Signal) bool {
-	if th.state != tsTimedWait || th.interrupted || !ignores(th.proc.pid, sig) {
+	if th.state != tsTimedWait || th.interrupted || th.waitArg != noTimeoutArg || !ignores(th.proc.pid, sig) {
 		return false
 	}
 	if ptrace.GetRegs(th.tid, &th.regs) != nil || th.regs.Syscall() != th.waitNr || th.regs.Result() != -int64(unix.EINTR) {
@@ -217,7 +219,7 @@ func (vt *vtime) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline 
 		}
 	}
 	th.waitDeadline = deadline
-	th.waitNr, th.waitAddr, th.waitExpired = nr, a[0], expired
+	th.waitNr, th.waitAddr, th.waitExpired, th.waitArg = nr, a[0], expired, arg
 	th.waitRequeued = false
 	th.interrupted = false
 	vt.pt.setState(th, tsTimedWait)
