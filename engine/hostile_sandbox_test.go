@@ -31,16 +31,16 @@ func TestHostileSandbox(t *testing.T) {
 		host func(t *testing.T, dir string) func(t *testing.T)
 		want OutcomeKind
 		out  map[string]string // node output file → lines it must hold
+		not  map[string]string // node output file → text it must not hold
 		// lines, when set, gives client.out's lines, which depend on what
 		// the host has.
-		lines func(t *testing.T) string
+		lines func() string
 		// trace, when set, checks a trial's records.
 		trace func(t *testing.T, r *TrialResult)
-		not   map[string]string // node output file → text it must not hold
 	}{
-		// a Unix socket is reached only if the node bound it,
-		// however the path names it (a magic link, a relative path, a
-		// symlink): the host's listener and the other node see nothing.
+		// A Unix socket is reached only if the node bound it, however the
+		// path names it (a magic link, a relative path, a symlink): the
+		// host's listener and the other node see nothing.
 		{spec: "unixlink", host: hostUnixSockets, want: Pass, out: map[string]string{
 			"server.out": "own socket: ok\nown socket through /proc/self/fd: ok\nown socket through /dev/fd: ok\n",
 			"client.out": "own socket in /tmp: ok\n" +
@@ -56,9 +56,9 @@ func TestHostileSandbox(t *testing.T) {
 				"other node's socket through /proc/self/fd: Connection refused\n" +
 				"other node's socket through /dev/fd: Connection refused\n",
 		}, not: map[string]string{"server.out": "stranger"}},
-		// a send from memory lockstep cannot read is refused, not
-		// run natively ahead of the bytes in flight; memfd_secret, whose
-		// memory it never can, is refused outright.
+		// A send from memory lockstep cannot read is refused, not run
+		// natively ahead of the bytes in flight; memfd_secret, whose
+		// memory it never can read, is refused outright.
 		{spec: "secretsend", want: Pass, out: map[string]string{
 			"client.out": "memfd_secret: Function not implemented\nsend from the vvar page: Bad address\n",
 			"server.out": "received: first\nlast\n\n",
@@ -81,41 +81,19 @@ func TestHostileSandbox(t *testing.T) {
 			"server.out":    "received: a1|m1|m2|m3|z|\n",
 			"udpclient.out": "udp sendmmsg: 3 messages of 2, 2, 2 bytes\n",
 			"udpserver.out": "datagrams: u1 u2 u3 u4 u5\n",
-		}, trace: func(t *testing.T, r *TrialResult) {
-			for _, c := range []struct {
-				node string
-				want []string
-			}{{"client", []string{"a1|", "m1|", "m2|", "m3|", "z|"}}, {"udpclient", []string{"u1", "u2", "u3", "u4", "u5"}}} {
-				var sent int64 = -1
-				var delivered []string
-				for _, rec := range r.Records {
-					switch {
-					case rec.Op.Node != c.node:
-					case rec.Op.Kind == sched.Send && rec.Op.Syscall == "sendmmsg":
-						sent = rec.Result
-					case rec.Op.Kind == sched.Deliver:
-						delivered = append(delivered, string(rec.Data))
-					}
-				}
-				if c.node == "udpclient" {
-					slices.Sort(delivered) // datagrams keep no order
-				}
-				if sent != 3 || !slices.Equal(delivered, c.want) {
-					t.Fatalf("trial %d: %s's sendmmsg returned %d and its deliveries were %q; want 3 and %q", r.Index, c.node, sent, delivered, c.want)
-				}
-			}
-		}},
+		}, trace: sendmmsgDeliveries},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
 			prog := repoPath("testdata", "bin", "hostile", tt.spec)
 			testutil.RequireBinary(t, prog)
-			dir := hostDir(t)
+			var dir string
 			check := func(*testing.T) {}
 			if tt.host != nil {
+				dir = hostDir(t)
 				check = tt.host(t, dir)
 			}
 			if tt.lines != nil {
-				tt.out = map[string]string{"client.out": tt.lines(t)}
+				tt.out = map[string]string{"client.out": tt.lines()}
 			}
 			sp := loadSandboxSpec(t, tt.spec, dir)
 			sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: tt.trace != nil})
@@ -180,7 +158,7 @@ func loadSandboxSpec(t *testing.T, name, dir string) *spec.Spec {
 // procMaskLines is what procmask prints on this host: each path of
 // Docker's masked paths empty (absent where the host's kernel has none),
 // each of its read-only ones not writable, vsock refused.
-func procMaskLines(t *testing.T) string {
+func procMaskLines() string {
 	var b strings.Builder
 	for _, p := range []string{"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
@@ -200,6 +178,34 @@ func procMaskLines(t *testing.T) string {
 	}
 	b.WriteString("/proc/self/comm write: ok\nsocket AF_VSOCK: Address family not supported by protocol\n")
 	return b.String()
+}
+
+// sendmmsgDeliveries checks that each sendmmsg sent its three messages
+// and that each of the client's and udpclient's messages was a delivery
+// of its own (the TCP client's in order).
+func sendmmsgDeliveries(t *testing.T, r *TrialResult) {
+	for _, c := range []struct {
+		node string
+		want []string
+	}{{"client", []string{"a1|", "m1|", "m2|", "m3|", "z|"}}, {"udpclient", []string{"u1", "u2", "u3", "u4", "u5"}}} {
+		var sent int64 = -1
+		var delivered []string
+		for _, rec := range r.Records {
+			switch {
+			case rec.Op.Node != c.node:
+			case rec.Op.Kind == sched.Send && rec.Op.Syscall == "sendmmsg":
+				sent = rec.Result
+			case rec.Op.Kind == sched.Deliver:
+				delivered = append(delivered, string(rec.Data))
+			}
+		}
+		if c.node == "udpclient" {
+			slices.Sort(delivered) // datagrams keep no order
+		}
+		if sent != 3 || !slices.Equal(delivered, c.want) {
+			t.Fatalf("trial %d: %s's sendmmsg returned %d and its deliveries were %q; want 3 and %q", r.Index, c.node, sent, delivered, c.want)
+		}
+	}
 }
 
 // hostDir makes the host's directory a spec's HOSTDIR names, under /run:
