@@ -43,8 +43,8 @@ type refusal struct {
 //     kernel beyond the gate (ENOSYS, as a kernel built without them: the
 //     C library, libuv, Java and databases fall back to plain syscalls);
 //   - memfd_secret: its memory is out of process_vm_readv's reach, so
-//     lockstep cannot capture a send from it (ENOSYS, as Docker's profile
-//     and a kernel without secretmem answer).
+//     lockstep cannot capture a send from it (ENOSYS, as a kernel without
+//     secretmem answers; Docker's default profile allows it).
 var refusedSyscalls = []refusal{
 	{unix.SYS_ADD_KEY, unix.EPERM}, {unix.SYS_REQUEST_KEY, unix.EPERM}, {unix.SYS_KEYCTL, unix.EPERM},
 	{unix.SYS_SCHED_SETSCHEDULER, unix.EPERM}, {unix.SYS_SCHED_SETPARAM, unix.EPERM},
