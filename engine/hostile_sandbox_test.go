@@ -160,7 +160,7 @@ func loadSandboxSpec(t *testing.T, name, dir string) *spec.Spec {
 // each of its read-only ones not writable, vsock refused.
 func procMaskLines() string {
 	var b strings.Builder
-	for _, p := range []string{"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	for _, p := range []string{"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
 		"/sys/firmware", "/sys/devices/virtual/powercap"} {
 		if fileExists(p) {

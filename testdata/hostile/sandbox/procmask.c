@@ -65,7 +65,7 @@ static void readonly(const char *pattern, int flags)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	const char *masks[] = { "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	const char *masks[] = { "/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
 		"/sys/firmware", "/sys/devices/virtual/powercap" };
 	for (size_t i = 0; i < sizeof masks / sizeof *masks; i++)

@@ -16,10 +16,11 @@ import (
 
 // maskedPaths are hidden: a file under /dev/null, a directory under an
 // empty read-only tmpfs. They hold the host's memory (kcore), its users'
-// key names (keys), timers and scheduler state that show other
-// processes', and firmware and devices a node has no business with.
+// key names (keys), timers, interrupts and scheduler state that show
+// other processes', and firmware and devices a node has no business with.
+// /proc/interrupts is in recent Docker releases' list.
 var maskedPaths = []string{
-	"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
 	"/sys/firmware", "/sys/devices/virtual/powercap",
 }
