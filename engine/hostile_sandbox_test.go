@@ -51,6 +51,8 @@ func TestHostileSandbox(t *testing.T) {
 				"host datagram socket: Connection refused\n" +
 				"host datagram socket through /proc/self/fd: Connection refused\n" +
 				"host datagram socket through /dev/fd: Connection refused\n" +
+				"host datagram socket by sendmmsg through /proc/self/fd: Connection refused\n" +
+				"host datagram socket by sendmmsg through /dev/fd: Connection refused\n" +
 				"host socket by a relative path: Connection refused\nhost socket through a symlink: Connection refused\n" +
 				"other node's socket: Connection refused\n" +
 				"other node's socket through /proc/self/fd: Connection refused\n" +

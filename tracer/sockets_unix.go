@@ -49,7 +49,10 @@ func (sk *sockets) onUnixDests(th *thread, nr int, a [6]uint64) bool {
 		return false
 	}
 	th.unixChecked = nil
-	for _, path := range paths {
+	for i, path := range paths {
+		if slices.Contains(paths[:i], path) {
+			continue // a sendmmsg's messages to one socket: checked once
+		}
 		if errno, why := sk.pt.unixPeer(th, path); errno != 0 {
 			sk.refuse(th, nr, errno, why)
 			return true

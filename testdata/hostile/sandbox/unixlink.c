@@ -13,6 +13,7 @@
 #include "probe.h"
 #include <poll.h>
 #include <stddef.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 
 static socklen_t addr_of(struct sockaddr_un *a, const char *path)
@@ -24,14 +25,23 @@ static socklen_t addr_of(struct sockaddr_un *a, const char *path)
 }
 
 /* try connects a new socket of type to path and reports it; a datagram
- * socket sends its byte with sendto instead. */
+ * socket sends its bytes with sendto instead, a SOCK_DGRAM | MMSG one with
+ * a sendmmsg of two messages. */
+#define MMSG 0x40000
 static void try(const char *what, int type, const char *path)
 {
 	struct sockaddr_un a;
 	socklen_t l = addr_of(&a, path);
-	int s = socket(AF_UNIX, type, 0);
+	int s = socket(AF_UNIX, type & ~MMSG, 0);
 	long r;
-	if (type == SOCK_DGRAM)
+	if (type & MMSG) {
+		struct iovec iov = { "leak", 4 };
+		struct mmsghdr m[2];
+		memset(m, 0, sizeof m);
+		for (int i = 0; i < 2; i++)
+			m[i].msg_hdr = (struct msghdr){ .msg_name = &a, .msg_namelen = l, .msg_iov = &iov, .msg_iovlen = 1 };
+		r = sendmmsg(s, m, 2, 0);
+	} else if (type == SOCK_DGRAM)
 		r = sendto(s, "leak", 4, 0, (struct sockaddr *)&a, l);
 	else if ((r = connect(s, (struct sockaddr *)&a, l)) == 0)
 		r = write(s, "leak", 4);
@@ -120,6 +130,7 @@ int main(int argc, char **argv)
 	through("host socket", SOCK_STREAM, hs);
 	try("host datagram socket", SOCK_DGRAM, hd);
 	through("host datagram socket", SOCK_DGRAM, hd);
+	through("host datagram socket by sendmmsg", SOCK_DGRAM | MMSG, hd);
 	if (chdir(argv[3]) == 0)
 		try("host socket by a relative path", SOCK_STREAM, "stream.sock");
 	unlink("/tmp/hostlink");
