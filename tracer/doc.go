@@ -9,8 +9,9 @@
 // their own operations), virtual time (clock page, sleeps, timed waits,
 // kernel timers, the time-stamp counter rewritten where it does not trap),
 // quiescence (disk syscalls run alone), the ways around the gate it
-// refuses (sockets_bypass.go: splice and sendfile on sockets, other nodes'
-// Unix sockets), faults, and tearing trees down.
+// refuses (sockets_bypass.go: splice and sendfile on sockets;
+// sockets_unix.go: Unix sockets the node did not bind, however their path
+// names them; sends it cannot read), faults, and tearing trees down.
 //
 // A Tracer composes parts with one job each, and each part's methods touch
 // only its own state and the parts it was given:
@@ -61,7 +62,7 @@
 //     datagrams, FIN checks, bytes in flight (network_inflight.go), and network_kinds.go, the network's side of
 //     the op kinds);
 //   - quiescence.go, quiescence_wait.go; sockets.go, sockets_bypass.go,
-//     sockets_gates.go, sockets_release.go; disk.go;
+//     sockets_unix.go, sockets_gates.go, sockets_release.go; disk.go;
 //   - ops_release.go: enabledness and release by kind;
 //   - tracer.go (the Tracer), tracer_*.go (events, launch, settle, dump,
 //     the trial loop), and at the top tracer_new.go, which composes the

@@ -19,26 +19,86 @@ func (nw *network) freshData() []byte {
 	return nil
 }
 
-// capture copies a send's bytes out of the tracee and queues a deliver op.
+// capture copies a send's bytes out of the tracee and queues a deliver op
+// (one per message of a sendmmsg), and returns what the send returns.
 func (nw *network) capture(p *pendingOp) (int64, error) {
 	fi := p.fi
 	if fi.dup < 0 || !fi.peer.IsValid() {
 		return 0, errors.New("socket not connected")
 	}
+	if p.nr == unix.SYS_SENDMMSG {
+		return nw.captureMmsg(p)
+	}
 	data, err := nw.payload(p)
 	if err != nil {
 		return 0, err
 	}
-	if len(data) == 0 {
-		return 0, nil
+	if len(data) > 0 {
+		if err := nw.queueChunk(p, data); err != nil {
+			return 0, err
+		}
 	}
+	return int64(len(data)), nil
+}
+
+// captureMmsg captures a sendmmsg's messages on a stream socket, each a
+// delivery of its own in order, and writes each one's msg_len as the
+// kernel does. It stops after a message it took only part of (past
+// maxCapture in all): the call then returns that fewer messages went, as
+// a partial send on a non-blocking socket does, and the program sends the
+// rest again. A message it cannot read ends the call there, or fails it
+// when it is the first, as in the kernel.
+func (nw *network) captureMmsg(p *pendingOp) (int64, error) {
+	tid, a := p.th.tid, p.args
+	var sent int64
+	room := maxCapture
+	for i := range min(a[2], uioMaxiov) {
+		hdr := a[1] + i*sizeofMmsghdr
+		data, whole, err := nw.msgPayload(tid, hdr, room)
+		if err != nil {
+			if sent > 0 {
+				break
+			}
+			return 0, err
+		}
+		var n [4]byte
+		binary.LittleEndian.PutUint32(n[:], uint32(len(data)))
+		if err := ptrace.WriteMem(tid, hdr+offMsgLen, n[:]); err != nil {
+			nw.bufs.put(data)
+			if sent > 0 {
+				break
+			}
+			return 0, err
+		}
+		if len(data) > 0 {
+			if err := nw.queueChunk(p, data); err != nil {
+				nw.bufs.put(data)
+				if sent > 0 {
+					break
+				}
+				return 0, err
+			}
+		}
+		sent++
+		room -= len(data)
+		if !whole || room == 0 {
+			break
+		}
+	}
+	return sent, nil
+}
+
+// queueChunk queues a deliver op for data, captured from p's send, on
+// p's connection.
+func (nw *network) queueChunk(p *pendingOp, data []byte) error {
+	fi := p.fi
 	key := fi.outKey()
 	c := nw.conns[key]
 	if c == nil || c.dup < 0 {
 		// New, or the 4-tuple of a closed connection reused.
 		d, err := unix.Dup(fi.dup)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		unix.CloseOnExec(d)
 		c = &conn{key: key, dup: d, src: fi.local, dst: fi.peer}
@@ -58,7 +118,7 @@ func (nw *network) capture(p *pendingOp) (int64, error) {
 	c.queue = append(c.queue, d)
 	c.queued += len(data)
 	nw.ops.fresh = append(nw.ops.fresh, d)
-	return int64(len(data)), nil
+	return nil
 }
 
 // payload copies the bytes a send would send out of the tracee, into a
@@ -76,36 +136,53 @@ func (nw *network) payload(p *pendingOp) ([]byte, error) {
 	case unix.SYS_WRITEV:
 		return nw.gather(th.tid, a[1], a[2])
 	case unix.SYS_SENDMSG:
-		var hdr [56]byte
-		if err := ptrace.ReadMem(th.tid, a[1], hdr[:]); err != nil {
-			return nil, err
-		}
-		iov := binary.LittleEndian.Uint64(hdr[16:])
-		iovlen := binary.LittleEndian.Uint64(hdr[24:])
-		controllen := binary.LittleEndian.Uint64(hdr[40:])
-		if controllen != 0 {
-			return nil, errors.New("sendmsg with ancillary data")
-		}
-		return nw.gather(th.tid, iov, iovlen)
+		data, _, err := nw.msgPayload(th.tid, a[1], maxCapture)
+		return data, err
 	}
 	return nil, errors.New("unsupported send syscall")
+}
+
+// msgPayload copies the bytes of the message whose struct msghdr is at
+// hdr, up to room of them; whole says it took them all.
+func (nw *network) msgPayload(tid int, hdr uint64, room int) (data []byte, whole bool, err error) {
+	var h [56]byte
+	if err := ptrace.ReadMem(tid, hdr, h[:]); err != nil {
+		return nil, false, err
+	}
+	iov := binary.LittleEndian.Uint64(h[16:])
+	iovlen := binary.LittleEndian.Uint64(h[24:])
+	controllen := binary.LittleEndian.Uint64(h[40:])
+	if controllen != 0 {
+		return nil, false, errors.New("sendmsg with ancillary data")
+	}
+	return nw.gatherUpTo(tid, iov, iovlen, room)
 }
 
 // gather copies the bytes an iovec array names (up to maxCapture) in one
 // read.
 func (nw *network) gather(pid int, iovAddr, iovcnt uint64) ([]byte, error) {
+	data, _, err := nw.gatherUpTo(pid, iovAddr, iovcnt, maxCapture)
+	return data, err
+}
+
+// gatherUpTo is gather of up to room bytes; whole says it took them all.
+func (nw *network) gatherUpTo(pid int, iovAddr, iovcnt uint64, room int) ([]byte, bool, error) {
 	if iovcnt > 1024 {
-		return nil, errors.New("too many iovecs")
+		return nil, false, errors.New("too many iovecs")
 	}
 	raw := make([]byte, 16*iovcnt)
 	if err := ptrace.ReadMem(pid, iovAddr, raw); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	segs := make([]unix.RemoteIovec, 0, iovcnt)
-	total := 0
-	for i := uint64(0); i < iovcnt && total < maxCapture; i++ {
+	total, whole := 0, true
+	for i := uint64(0); i < iovcnt; i++ {
 		base := binary.LittleEndian.Uint64(raw[16*i:])
-		l := min(binary.LittleEndian.Uint64(raw[16*i+8:]), uint64(maxCapture-total))
+		full := binary.LittleEndian.Uint64(raw[16*i+8:])
+		l := min(full, uint64(room-total))
+		if l < full {
+			whole = false
+		}
 		if l == 0 {
 			continue
 		}
@@ -115,7 +192,7 @@ func (nw *network) gather(pid int, iovAddr, iovcnt uint64) ([]byte, error) {
 	out := nw.bufs.get(total)
 	if err := ptrace.ReadMemVec(pid, out, segs); err != nil {
 		nw.bufs.put(out)
-		return nil, err
+		return nil, false, err
 	}
-	return out, nil
+	return out, whole, nil
 }

@@ -30,7 +30,7 @@ func (nw *network) dropDatagram(id uint64) error {
 }
 
 // dgramDest is where a send on a datagram socket goes: the address the call
-// names, else the socket's peer.
+// names, else the socket's peer (a sendmmsg's first message's).
 func (th *thread) dgramDest(fi *fdInfo, nr int, a [6]uint64) netip.AddrPort {
 	switch nr {
 	case unix.SYS_SENDTO:
@@ -38,17 +38,28 @@ func (th *thread) dgramDest(fi *fdInfo, nr int, a [6]uint64) netip.AddrPort {
 			_, ap := decodeSockaddr(th.tid, a[4], a[5])
 			return ap
 		}
-	case unix.SYS_SENDMSG:
-		var hdr [16]byte
-		if ptrace.ReadMem(th.tid, a[1], hdr[:]) == nil {
-			if name := binary.LittleEndian.Uint64(hdr[0:]); name != 0 {
-				_, ap := decodeSockaddr(th.tid, name, uint64(binary.LittleEndian.Uint32(hdr[8:])))
-				return ap
-			}
-		}
+	case unix.SYS_SENDMSG, unix.SYS_SENDMMSG:
+		return th.msgDest(fi, a[1])
 	}
 	return fi.peer
 }
+
+// msgDest is where the message whose struct msghdr is at hdr goes.
+func (th *thread) msgDest(fi *fdInfo, hdr uint64) netip.AddrPort {
+	if name, length := msgName(th.tid, hdr); name != 0 {
+		_, ap := decodeSockaddr(th.tid, name, length)
+		return ap
+	}
+	return fi.peer
+}
+
+// Where a sendmmsg's messages are (struct mmsghdr: a msghdr, then msg_len
+// and padding), and how many it takes.
+const (
+	sizeofMmsghdr = 64
+	offMsgLen     = 56
+	uioMaxiov     = 1024
+)
 
 // dgramGated says whether a datagram socket's call takes part in the
 // schedule: a send to a gated address; a receive on a socket connected to
@@ -59,6 +70,13 @@ func (nw *network) dgramGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool 
 	case unix.SYS_WRITE, unix.SYS_WRITEV, unix.SYS_SENDTO, unix.SYS_SENDMSG:
 		d := th.dgramDest(fi, nr, a)
 		return d.IsValid() && nw.pt.gated(d.Addr().Unmap())
+	case unix.SYS_SENDMMSG:
+		// Any message to a node: each is captured (captureDgrams).
+		for i := range min(a[2], uioMaxiov) {
+			if d := th.msgDest(fi, a[1]+i*sizeofMmsghdr); d.IsValid() && nw.pt.gated(d.Addr().Unmap()) {
+				return true
+			}
+		}
 	case unix.SYS_READ, unix.SYS_READV, unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
 		if fi.peer.IsValid() {
 			return nw.pt.gated(fi.peer.Addr().Unmap())
@@ -78,15 +96,65 @@ func (nw *network) dgramGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool 
 // captureDgram takes a datagram out of the sender and queues its deliver
 // op; the send returns its length, as a UDP send does at once.
 func (nw *network) captureDgram(p *pendingOp) (int64, error) {
-	fi := p.fi
-	dst := p.th.dgramDest(fi, p.nr, p.args)
-	if fi.dup < 0 || !dst.IsValid() {
+	if p.nr == unix.SYS_SENDMMSG {
+		return nw.captureDgrams(p)
+	}
+	dst := p.th.dgramDest(p.fi, p.nr, p.args)
+	if p.fi.dup < 0 || !dst.IsValid() {
 		return 0, errors.New("datagram with no destination")
 	}
 	data, err := nw.payload(p)
 	if err != nil {
 		return 0, err
 	}
+	if err := nw.queueDgram(p, dst, data); err != nil {
+		return 0, err
+	}
+	return int64(len(data)), nil
+}
+
+// captureDgrams captures a sendmmsg's datagrams, each a delivery of its
+// own, and writes each one's msg_len as the kernel does. A message it
+// cannot read or send ends the call there, or fails it when it is the
+// first, as in the kernel.
+func (nw *network) captureDgrams(p *pendingOp) (int64, error) {
+	var sent int64
+	for i := range min(p.args[2], uioMaxiov) {
+		if err := nw.captureDgramAt(p, p.args[1]+i*sizeofMmsghdr); err != nil {
+			if sent > 0 {
+				break
+			}
+			return 0, err
+		}
+		sent++
+	}
+	return sent, nil
+}
+
+// captureDgramAt captures the datagram of the struct mmsghdr at hdr.
+func (nw *network) captureDgramAt(p *pendingOp, hdr uint64) error {
+	th := p.th
+	dst := th.msgDest(p.fi, hdr)
+	if p.fi.dup < 0 || !dst.IsValid() {
+		return errors.New("datagram with no destination")
+	}
+	data, _, err := nw.msgPayload(th.tid, hdr, maxCapture)
+	if err != nil {
+		return err
+	}
+	var n [4]byte
+	binary.LittleEndian.PutUint32(n[:], uint32(len(data)))
+	if err := ptrace.WriteMem(th.tid, hdr+offMsgLen, n[:]); err != nil {
+		nw.bufs.put(data)
+		return err
+	}
+	return nw.queueDgram(p, dst, data)
+}
+
+// queueDgram queues a deliver op for a datagram to dst, captured from p's
+// send.
+func (nw *network) queueDgram(p *pendingOp, dst netip.AddrPort, data []byte) error {
+	fi := p.fi
 	if fi.local.Port() == 0 {
 		// Bind now, as the kernel's send would have: the receiver's reply
 		// must find the sender's port before lockstep delivers.
@@ -94,7 +162,7 @@ func (nw *network) captureDgram(p *pendingOp) (int64, error) {
 	}
 	fd, err := unix.Dup(fi.dup)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	unix.CloseOnExec(fd)
 	key := p.th.proc.dgramSource(fi).String() + ">" + dst.String()
@@ -107,7 +175,7 @@ func (nw *network) captureDgram(p *pendingOp) (int64, error) {
 	}
 	d.causes = []uint64{p.op.ID}
 	nw.ops.fresh = append(nw.ops.fresh, d)
-	return int64(len(data)), nil
+	return nil
 }
 
 // dgramSource is the address a datagram leaves from: the socket's, or the

@@ -54,7 +54,7 @@ func (nw *network) stirPeer(p *pendingOp) {
 // sockGated says whether a socket call talks to another node.
 func (nw *network) sockGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
 	if fi.sockType == unix.SOCK_DGRAM {
-		return nr != unix.SYS_SENDMMSG && nw.dgramGated(th, fi, nr, a)
+		return nw.dgramGated(th, fi, nr, a)
 	}
 	if fi.peer.IsValid() {
 		return nw.pt.gated(fi.peer.Addr())

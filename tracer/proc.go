@@ -64,6 +64,9 @@ type thread struct {
 	waitNr       int
 	waitAddr     uint64
 	waitExpired  unix.Errno
+	// waitArg is the argument whose timeout the wait goes without, or
+	// noTimeoutArg (a socket's timeout).
+	waitArg int
 	// waitRequeued: a FUTEX_WAIT_REQUEUE_PI, which, interrupted once
 	// requeued onto the PI lock, answers EAGAIN where its timeout would
 	// have answered ETIMEDOUT.
@@ -91,6 +94,9 @@ type thread struct {
 	// connecting is set from a connect's release until the thread stops
 	// again: the handshake is in flight, and its end must be waited for.
 	connecting *connectWait
+	// unixChecked is the connect or send to Unix sockets this thread was
+	// let make again once they were checked (onUnixDests).
+	unixChecked *unixCheck
 }
 
 type connectWait struct {
@@ -125,6 +131,9 @@ type process struct {
 	// tscSites maps the counter reads patchTSC rewrote in the process's
 	// image to their sizes; a forked child shares its parent's.
 	tscSites map[uint64]uint8
+	// scratch is a page lockstep mapped in the process for what the
+	// syscalls it injects point at (thread.scratch); 0 for none yet.
+	scratch uint64
 }
 
 // procTable owns the nodes, the traced processes and threads, and the

@@ -1,55 +1,18 @@
 package tracer
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // toOtherNode reports whether fi is an internet socket whose peer lockstep
 // gates, or whose peer it cannot tell (not connected yet).
 func (pt *procTable) toOtherNode(fi *fdInfo) bool {
 	return fi.kind == fdInet && (!fi.peer.IsValid() || pt.gated(fi.peer.Addr()))
-}
-
-// foreignUnix reports whether the Unix socket address at addr names a
-// socket file bound in another network namespace than the node's: another
-// node's (through the trial's directory, which every node of a trial
-// shares), the host's or another campaign's. Abstract addresses are
-// per-namespace already; a path that names no socket is the kernel's to
-// answer.
-func (pt *procTable) foreignUnix(th *thread, addr, length uint64) (string, bool) {
-	if addr == 0 || length <= 2 {
-		return "", false
-	}
-	length = min(length, unix.SizeofSockaddrUnix)
-	b := make([]byte, length)
-	if ptrace.ReadMem(th.tid, addr, b) != nil || binary.NativeEndian.Uint16(b) != unix.AF_UNIX || b[2] == 0 {
-		return "", false
-	}
-	path := string(b[2:])
-	for i := range path {
-		if path[i] == 0 {
-			path = path[:i]
-			break
-		}
-	}
-	var st unix.Stat_t
-	if !statIn(th.proc.pid, path, &st) || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return path, false
-	}
-	d, err := th.proc.node.diagFor()
-	if err != nil {
-		return path, false
-	}
-	bound, err := d.UnixBoundAt(st.Dev, st.Ino)
-	return path, err == nil && !bound
 }
 
 // sockDup returns lockstep's duplicate of the TCP socket with these
@@ -135,16 +98,36 @@ func (pt *procTable) sockOptsOf(fi *fdInfo) sockOpts {
 	if fi.opts.gen == pt.sockOptsGen && pt.changingSockOpts == 0 {
 		return fi.opts
 	}
+	return pt.readSockOpts(fi, fi.dup)
+}
+
+// unixSockOpts is sockOptsOf for a node-local socket, of which lockstep
+// keeps no duplicate: it takes one for the read, and caches what it read
+// as sockOptsOf does.
+func (pt *procTable) unixSockOpts(p *process, fd int, fi *fdInfo) sockOpts {
+	if fi.opts.gen == pt.sockOptsGen && pt.changingSockOpts == 0 {
+		return fi.opts
+	}
+	d := p.dupFd(fd)
+	if d < 0 {
+		return sockOpts{}
+	}
+	defer unix.Close(d)
+	return pt.readSockOpts(fi, d)
+}
+
+// readSockOpts reads fi's settings through sock, a duplicate of it.
+func (pt *procTable) readSockOpts(fi *fdInfo, sock int) sockOpts {
 	o := sockOpts{gen: pt.sockOptsGen}
-	if fl, err := unix.FcntlInt(uintptr(fi.dup), unix.F_GETFL, 0); err == nil {
+	if fl, err := unix.FcntlInt(uintptr(sock), unix.F_GETFL, 0); err == nil {
 		o.nonblock = fl&unix.O_NONBLOCK != 0
 	}
-	if tv, err := unix.GetsockoptTimeval(fi.dup, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
+	if tv, err := unix.GetsockoptTimeval(sock, unix.SOL_SOCKET, unix.SO_RCVTIMEO); err == nil {
 		o.rcvTimeo = tv.Sec*1e9 + tv.Usec*1e3
 	}
 	o.rcvLowat = 1
 	if pt.opts.Capture && fi.sockType == unix.SOCK_STREAM {
-		if n, err := unix.GetsockoptInt(fi.dup, unix.SOL_SOCKET, unix.SO_RCVLOWAT); err == nil {
+		if n, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_RCVLOWAT); err == nil {
 			o.rcvLowat = n
 		}
 	}
@@ -181,9 +164,12 @@ func (pt *procTable) sockOptsChanged(th *thread) {
 }
 
 func (pt *procTable) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
-	if pt.sockOptsOf(fi).nonblock {
-		return true
-	}
+	return pt.sockOptsOf(fi).nonblock || dontWait(nr, a)
+}
+
+// dontWait says whether a recv's flags make it non-blocking
+// (MSG_DONTWAIT).
+func dontWait(nr int, a [6]uint64) bool {
 	switch nr {
 	case unix.SYS_RECVFROM:
 		return a[3]&unix.MSG_DONTWAIT != 0

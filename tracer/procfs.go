@@ -80,23 +80,3 @@ func statusField(pid int, name string) (string, error) {
 	}
 	return string(rest), nil
 }
-
-// statIn stats path as process pid sees it: from its root or working
-// directory, in its mount namespace.
-func statIn(pid int, path string, st *unix.Stat_t) bool {
-	base, how := "/proc/"+strconv.Itoa(pid)+"/cwd", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC}
-	if path[0] == '/' {
-		base, how.Resolve = "/proc/"+strconv.Itoa(pid)+"/root", unix.RESOLVE_IN_ROOT
-	}
-	dir, err := unix.Open(base, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(dir)
-	fd, err := unix.Openat2(dir, path, how)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	return unix.Fstat(fd, st) == nil
-}

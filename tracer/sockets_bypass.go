@@ -1,12 +1,9 @@
 package tracer
 
 import (
-	"encoding/binary"
 	"strconv"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
 // Ways of moving bytes that would go around the gate. The filter refuses
@@ -50,45 +47,4 @@ func (sk *sockets) refuse(th *thread, nr int, errno unix.Errno, why string) {
 	sk.log.Warn("refused a syscall that would bypass the schedule", "node", th.proc.node.name, "thread", th.String(),
 		"syscall", sk.ops.syscallName(nr), "why", why, "errno", errno.Error())
 	th.fake(-int64(errno))
-}
-
-// onUnixConnect refuses a connect, or a datagram sent, to a Unix socket of
-// another namespace with ECONNREFUSED, as two hosts sharing a filesystem
-// would answer: the socket file is there, its socket is not.
-func (sk *sockets) onUnixConnect(th *thread, nr int, addr, length uint64) bool {
-	path, foreign := sk.pt.foreignUnix(th, addr, length)
-	if !foreign {
-		return false
-	}
-	sk.refuse(th, nr, unix.ECONNREFUSED, "the socket "+path+" is not the node's")
-	return true
-}
-
-// onUnixSend refuses a datagram that sendto, sendmsg or sendmmsg (any of
-// its messages) addresses to a Unix socket of another namespace.
-func (sk *sockets) onUnixSend(th *thread, nr int, a [6]uint64) bool {
-	switch nr {
-	case unix.SYS_SENDTO:
-		return a[4] != 0 && sk.onUnixConnect(th, nr, a[4], a[5])
-	case unix.SYS_SENDMSG:
-		return sk.onUnixMsg(th, nr, a[1])
-	case unix.SYS_SENDMMSG:
-		const sizeofMmsghdr = 64 // struct msghdr, then msg_len and padding
-		for i := uint64(0); i < min(a[2], 1024); i++ {
-			if sk.onUnixMsg(th, nr, a[1]+i*sizeofMmsghdr) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// onUnixMsg is onUnixConnect for the address a struct msghdr at hdr names.
-func (sk *sockets) onUnixMsg(th *thread, nr int, hdr uint64) bool {
-	var b [16]byte // msg_name, msg_namelen
-	if ptrace.ReadMem(th.tid, hdr, b[:]) != nil {
-		return false
-	}
-	name, length := binary.NativeEndian.Uint64(b[:]), uint64(binary.NativeEndian.Uint32(b[8:]))
-	return name != 0 && sk.onUnixConnect(th, nr, name, length)
 }

@@ -25,6 +25,9 @@ func (sk *sockets) onRecv(th *thread, nr int, a [6]uint64) bool {
 		th.fakeProcStat(fi.stat, a[1], a[2])
 		return true
 	}
+	if fi.kind == fdUnix {
+		return sk.vt.onUnixRecv(th, nr, a, fi)
+	}
 	if fi.kind != fdInet || !sk.net.sockGated(th, fi, nr, a) {
 		return false
 	}
@@ -50,7 +53,7 @@ func (sk *sockets) onSend(th *thread, nr int, a [6]uint64) bool {
 	fd := int(a[0])
 	fi := p.fdOf(fd)
 	if fi.kind == fdUnix && nr != unix.SYS_WRITE && nr != unix.SYS_WRITEV {
-		return sk.onUnixSend(th, nr, a)
+		return sk.onUnixDests(th, nr, a)
 	}
 	if fi.kind != fdInet || !sk.net.sockGated(th, fi, nr, a) {
 		return false
@@ -127,7 +130,7 @@ func (sk *sockets) onCloseRange(th *thread, _ int, a [6]uint64) bool {
 func (sk *sockets) onConnect(th *thread, nr int, a [6]uint64) bool {
 	fam, ap := decodeSockaddr(th.tid, a[1], a[2])
 	if fam == unix.AF_UNIX {
-		return sk.onUnixConnect(th, nr, a[1], a[2])
+		return sk.onUnixDests(th, nr, a)
 	}
 	if (fam != unix.AF_INET && fam != unix.AF_INET6) || !sk.pt.gated(ap.Addr()) {
 		return false

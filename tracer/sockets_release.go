@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"errors"
 	"net/netip"
 	"time"
 
@@ -68,27 +69,15 @@ func (sk *sockets) releaseSend(p *pendingOp) (Released, error) {
 	// one can receive.
 	if sk.opts.Capture && p.fi.sockType == unix.SOCK_DGRAM {
 		n, err := nw.captureDgram(p)
-		if err == nil {
-			r.Result = n
-			if n > 0 {
-				r.Data = nw.freshData()
-			}
-			th.fake(n)
+		if sk.answerCapture(p, &r, n, err, "capturing datagram, sending it natively") {
 			return r, nil
 		}
-		sk.log.Warn("capturing datagram, sending it natively", "op", p.op.String(), "err", err)
 	}
-	if sk.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && p.nr != unix.SYS_SENDMMSG && !sk.ops.readyOp(p, p.fi.dup, unix.POLLERR|unix.POLLHUP) {
+	if sk.opts.Capture && p.fi.sockType == unix.SOCK_STREAM && !sk.ops.readyOp(p, p.fi.dup, unix.POLLERR|unix.POLLHUP) {
 		n, err := nw.capture(p)
-		if err == nil {
-			r.Result = n
-			if n > 0 {
-				r.Data = nw.freshData()
-			}
-			th.fake(n)
+		if sk.answerCapture(p, &r, n, err, "capturing send, running it natively") {
 			return r, nil
 		}
-		sk.log.Warn("capturing send, running it natively", "op", p.op.String(), "err", err)
 	}
 	// Natively its bytes reach the peer now, and the sender may block
 	// until the peer reads (see stirOp).
@@ -102,6 +91,31 @@ func (sk *sockets) releaseSend(p *pendingOp) (Released, error) {
 	}
 	th.cont(0)
 	return r, nil
+}
+
+// answerCapture answers a send whose bytes were captured (err nil) or
+// could not be read (EFAULT), and reports false, with native's message,
+// for one that should run natively. Bytes lockstep cannot read (a
+// memfd_secret mapping, which the filter refuses, or memory the program
+// unmapped or protected) are refused as the kernel refuses a bad buffer:
+// run natively, the kernel could read them (or part of them), and they
+// would overtake the bytes queued before them.
+func (sk *sockets) answerCapture(p *pendingOp, r *Released, n int64, err error, native string) bool {
+	switch {
+	case err == nil:
+		r.Result = n
+		if n > 0 {
+			r.Data = sk.net.freshData()
+		}
+	case errors.Is(err, unix.EFAULT):
+		sk.log.Warn("refused a send whose bytes lockstep cannot read", "op", p.op.String(), "err", err)
+		r.Result = -int64(unix.EFAULT)
+	default:
+		sk.log.Warn(native, "op", p.op.String(), "err", err)
+		return false
+	}
+	p.th.fake(r.Result)
+	return true
 }
 
 // releaseRecv lets a recv read what was delivered, and names the

@@ -59,6 +59,8 @@ func (t *Tracer) handle(tid int, st ptrace.Status) {
 			// A rewritten rdtsc, likewise.
 		case th.proc != nil && th.proc.nsInit && t.initSignal(th, sig):
 			// Killed for a signal a traced namespace init cannot die of.
+		case th.proc != nil && t.vt.restartIgnored(th, sig):
+			// A timed wait woken by a signal its process ignores.
 		default:
 			// Signal-delivery stop: hand the signal on (the JVM relies on
 			// SIGSEGV, programs on SIGTERM handlers).
@@ -176,6 +178,7 @@ func (t *Tracer) onExec(th *thread) {
 	th.openThreadFiles()
 	t.forgetAllFds(p)
 	p.site.Forget()
+	p.scratch = 0 // the image's memory is new
 	if t.opts.Clock != nil {
 		if err := t.vt.clockReadsWithoutStops(th); err != nil {
 			t.log.Warn("hiding vDSO", "thread", th.String(), "err", err)

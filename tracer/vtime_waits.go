@@ -3,6 +3,7 @@ package tracer
 import (
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -88,6 +89,80 @@ func (vt *vtime) onTimedWait(th *thread, nr int, a [6]uint64) bool {
 	return vt.takeTimeout(th, nr, a, w.timeout, deadline, w.expired)
 }
 
+// onUnixRecv takes over the receive timeout (SO_RCVTIMEO) of a blocking
+// recv on one of the node's own Unix sockets, whose bytes lockstep does
+// not gate: the recv waits in the kernel, and lockstep interrupts it at
+// its virtual deadline (EAGAIN), as a timed wait. Without this a wait
+// longer than the grace period ended the trial as a deadlock (nothing
+// pending, no deadline), a shorter one ran in real time. The timeout is
+// the socket's, not an argument, so the kernel's own stays armed: as long
+// in real time, it comes later unless the trial holds virtual time still
+// that long.
+func (vt *vtime) onUnixRecv(th *thread, nr int, a [6]uint64, fi *fdInfo) bool {
+	if vt.opts.Clock == nil {
+		return false
+	}
+	o := vt.pt.unixSockOpts(th.proc, int(a[0]), fi)
+	if o.rcvTimeo <= 0 || o.nonblock || dontWait(nr, a) {
+		return false
+	}
+	return vt.takeTimeout(th, nr, a, noTimeoutArg, vt.now()+o.rcvTimeo, unix.EAGAIN)
+}
+
+// restartIgnored makes a thread lockstep let into a timed wait wait again
+// when a signal its process ignores interrupted the wait with EINTR, and
+// reports whether it did. Natively the kernel drops an ignored signal
+// before it reaches the thread, but a traced thread gets every signal, and
+// a wait on a socket with a receive timeout answers one EINTR, which the
+// program would never have seen (a node's child exiting ended its Unix
+// recv). The wait's virtual deadline starts again with the new call. Only
+// a wait whose timeout is the socket's: the others went into the kernel
+// without their timeout argument, and would wait again without one.
+//
+// Precondition: runs on the tracer thread; th is at a signal-delivery
+// stop.
+func (vt *vtime) restartIgnored(th *thread, sig syscall.Signal) bool {
+	if th.state != tsTimedWait || th.interrupted || th.waitArg != noTimeoutArg || !ignores(th.proc.pid, sig) {
+		return false
+	}
+	if ptrace.GetRegs(th.tid, &th.regs) != nil || th.regs.Syscall() != th.waitNr || th.regs.Result() != -int64(unix.EINTR) {
+		return false
+	}
+	th.regs.Reenter()
+	if ptrace.SetRegs(th.tid, &th.regs) != nil {
+		return false
+	}
+	th.cont(int(sig))
+	return true
+}
+
+// ignores says whether process pid ignores sig: it has no handler for it,
+// and its action is to ignore it, set so or by default (SIGCHLD, SIGCONT,
+// SIGURG and SIGWINCH).
+func ignores(pid int, sig syscall.Signal) bool {
+	mask := func(name string) uint64 {
+		v, err := statusField(pid, name)
+		if err != nil {
+			return 0
+		}
+		m, _ := strconv.ParseUint(v, 16, 64)
+		return m
+	}
+	bit := uint64(1) << (sig - 1)
+	if sig < 1 || sig > 64 || mask("SigCgt")&bit != 0 {
+		return false
+	}
+	switch sig {
+	case unix.SIGCHLD, unix.SIGCONT, unix.SIGURG, unix.SIGWINCH:
+		return true
+	}
+	return mask("SigIgn")&bit != 0
+}
+
+// noTimeoutArg is takeTimeout's arg for a wait whose timeout is not an
+// argument (a socket's).
+const noTimeoutArg = -1
+
 // onFutexWait takes over the timeout of a futex wait (the filter stops
 // only waits that carry one).
 func (vt *vtime) onFutexWait(th *thread, a [6]uint64) bool {
@@ -129,19 +204,22 @@ func (vt *vtime) onFutexWait(th *thread, a [6]uint64) bool {
 }
 
 // takeTimeout lets the wait at th proceed without the timeout in argument
-// arg, to be interrupted at deadline; one already due answers expired.
+// arg (noTimeoutArg: none to clear), to be interrupted at deadline; one
+// already due answers expired.
 func (vt *vtime) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline int64, expired unix.Errno) bool {
 	vt.stats.TimedWaits++
 	if deadline <= vt.now() {
 		th.fake(-int64(expired))
 		return true
 	}
-	th.regs.SetArg(arg, 0) // the timeout
-	if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
-		return false
+	if arg != noTimeoutArg {
+		th.regs.SetArg(arg, 0) // the timeout
+		if err := ptrace.SetRegs(th.tid, &th.regs); err != nil {
+			return false
+		}
 	}
 	th.waitDeadline = deadline
-	th.waitNr, th.waitAddr, th.waitExpired = nr, a[0], expired
+	th.waitNr, th.waitAddr, th.waitExpired, th.waitArg = nr, a[0], expired, arg
 	th.waitRequeued = false
 	th.interrupted = false
 	vt.pt.setState(th, tsTimedWait)

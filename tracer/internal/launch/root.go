@@ -121,7 +121,8 @@ func (s *spawnSpec) setImageRoot(sb *Sandbox, clockFd int) error {
 			s.rootModes = append(s.rootModes, uintptr(mode))
 		}
 	}
-	s.rootProc, s.procSys = cstr(at["/proc"]), cstr(at["/proc"]+"/sys")
+	s.rootProc = cstr(at["/proc"])
+	s.setMasks(at["/proc"])
 	if s.hosts != nil {
 		// Bound inside the image instead of over the host's /etc/hosts.
 		hosts, err := r.inRoot("/etc/hosts")
@@ -183,10 +184,7 @@ func imageMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 	} else if e := mnt(s.proc0, s.rootProc, nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
 		return stepProc, e
 	}
-	if e := mnt(s.procSys, s.procSys, nil, unix.MS_BIND, nil); e != 0 {
-		return stepReadOnly, e
-	}
-	if e := setattr(s.procSys, 0, &s.roAttr); e != 0 {
+	if e := bindReadOnlyPaths(s); e != 0 {
 		return stepReadOnly, e
 	}
 	if e := mnt(s.tmpfs, s.scratch, s.tmpfs, unix.MS_NOSUID|unix.MS_NODEV, s.tmpfsOpts); e != 0 {
@@ -199,6 +197,10 @@ func imageMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 	}
 	if e := privateDev(s); e != 0 {
 		return stepPrivateDev, e
+	}
+	// After /dev: the host's /dev/null, still in sight, masks files.
+	if e := maskProc(s); e != 0 {
+		return stepMaskProc, e
 	}
 	if s.imageHosts != nil {
 		fd, _, e := syscall.RawSyscall(unix.SYS_OPEN, uintptr(unsafe.Pointer(s.rootHosts)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)

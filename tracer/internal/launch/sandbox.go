@@ -14,8 +14,9 @@ import (
 // the host's filesystems are read-only except Writable; /tmp is an
 // overlay on the host's with writes of its own, /var/tmp and /dev/shm are
 // its own tmpfs, /dev holds a few devices only (no disk of the host's);
-// /proc is a new one, showing only the node's processes (/proc/sys stays
-// read-only); and its processes keep only DefaultCaps and
+// /proc is a new one, showing only the node's processes, with the host's
+// kernel masked and read-only in it as Docker's default (maskedPaths,
+// readOnlyPaths); and its processes keep only DefaultCaps and
 // Caps of root's capabilities. The seccomp filter denies the ways out
 // that remain (deniedSyscalls). Its processes cannot open the clock page
 // through lockstep's /proc (out of sight, and out of reach without

@@ -41,7 +41,10 @@ type refusal struct {
 //     makes the C library fall back to clone, as under Docker;
 //   - io_uring and Linux AIO move bytes, and wait with timeouts, in the
 //     kernel beyond the gate (ENOSYS, as a kernel built without them: the
-//     C library, libuv, Java and databases fall back to plain syscalls).
+//     C library, libuv, Java and databases fall back to plain syscalls);
+//   - memfd_secret: its memory is out of process_vm_readv's reach, so
+//     lockstep cannot capture a send from it (ENOSYS, as a kernel without
+//     secretmem answers; Docker's default profile allows it).
 var refusedSyscalls = []refusal{
 	{unix.SYS_ADD_KEY, unix.EPERM}, {unix.SYS_REQUEST_KEY, unix.EPERM}, {unix.SYS_KEYCTL, unix.EPERM},
 	{unix.SYS_SCHED_SETSCHEDULER, unix.EPERM}, {unix.SYS_SCHED_SETPARAM, unix.EPERM},
@@ -50,6 +53,7 @@ var refusedSyscalls = []refusal{
 	{unix.SYS_IO_URING_SETUP, unix.ENOSYS}, {unix.SYS_IO_URING_ENTER, unix.ENOSYS}, {unix.SYS_IO_URING_REGISTER, unix.ENOSYS},
 	{unix.SYS_IO_SETUP, unix.ENOSYS}, {unix.SYS_IO_SUBMIT, unix.ENOSYS}, {unix.SYS_IO_GETEVENTS, unix.ENOSYS},
 	{unix.SYS_IO_PGETEVENTS, unix.ENOSYS}, {unix.SYS_IO_CANCEL, unix.ENOSYS}, {unix.SYS_IO_DESTROY, unix.ENOSYS},
+	{unix.SYS_MEMFD_SECRET, unix.ENOSYS},
 }
 
 // newNamespaces are the clone and unshare flags a node is refused (EPERM):
@@ -179,9 +183,10 @@ func errno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
 //     host;
 //   - EPERM for the denied syscalls, the refused ones' errno, EPERM for a
 //     clone or unshare making a user or network namespace and for mknod of
-//     a FIFO (a FIFO in the trial's directory would join two nodes), and
+//     a FIFO (a FIFO in the trial's directory would join two nodes),
 //     EOPNOTSUPP for TCP Fast Open, a connect hidden in a send (what a
-//     kernel with Fast Open disabled answers);
+//     kernel with Fast Open disabled answers), and EAFNOSUPPORT for a
+//     vsock socket (what a kernel without vsock answers);
 //   - RET_TRACE for the gated syscalls, for futex waits that carry a
 //     timeout (the JVM's and Go's timed waits, and PI locks'), and for the calls that
 //     change a socket's blocking mode, receive timeout or low-water mark
@@ -270,6 +275,7 @@ func filter(gated, extra []uint32, opens bool) []unix.SockFilter {
 	p.jeq(unix.SYS_SETSOCKOPT, "setsockopt", "")
 	p.jeq(unix.SYS_CLONE, "clone", "")
 	p.jeq(unix.SYS_UNSHARE, "clone", "")
+	p.jeq(unix.SYS_SOCKET, "socket", "")
 	p.jeq(unix.SYS_MKNOD, "mknod", "")
 	p.jeq(unix.SYS_MKNODAT, "mknodat", "allow")
 	p.label("fcntl")
@@ -293,6 +299,11 @@ func filter(gated, extra []uint32, opens bool) []unix.SockFilter {
 	p.label("clone")
 	p.stmt(ldw, offArg0)
 	p.jset(newNamespaces, "eperm", "allow")
+	// socket's family is its first argument: vsock talks to the host (or
+	// its hypervisor) past every network namespace.
+	p.label("socket")
+	p.stmt(ldw, offArg0)
+	p.jeq(unix.AF_VSOCK, "eafnosupport", "allow")
 	// mknod's mode is its second argument, mknodat's its third.
 	p.label("mknod")
 	p.stmt(ldw, offArg1)
@@ -312,5 +323,7 @@ func filter(gated, extra []uint32, opens bool) []unix.SockFilter {
 	p.stmt(ret, errno(unix.ENOSYS))
 	p.label("eopnotsupp")
 	p.stmt(ret, errno(unix.EOPNOTSUPP))
+	p.label("eafnosupport")
+	p.stmt(ret, errno(unix.EAFNOSUPPORT))
 	return p.end()
 }

@@ -60,6 +60,7 @@ func TestFilterRules(t *testing.T) {
 		deny  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 		nosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
 		nosup = unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP)
+		noaf  = unix.SECCOMP_RET_ERRNO | uint32(unix.EAFNOSUPPORT)
 		i386  = 0x40000003 // AUDIT_ARCH_I386
 	)
 	prog := Filter([]uint32{unix.SYS_READ, unix.SYS_WRITE, unix.SYS_CONNECT, unix.SYS_SENDTO, unix.SYS_SENDMSG})
@@ -96,6 +97,11 @@ func TestFilterRules(t *testing.T) {
 		{"io_submit", auditArchX86_64, unix.SYS_IO_SUBMIT, [6]uint64{}, nosys},
 		{"io_getevents", auditArchX86_64, unix.SYS_IO_GETEVENTS, [6]uint64{}, nosys},
 		{"io_pgetevents", auditArchX86_64, unix.SYS_IO_PGETEVENTS, [6]uint64{}, nosys},
+		{"memfd_secret", auditArchX86_64, unix.SYS_MEMFD_SECRET, [6]uint64{}, nosys},
+		{"memfd_create", auditArchX86_64, unix.SYS_MEMFD_CREATE, [6]uint64{}, allow},
+		{"socket AF_VSOCK", auditArchX86_64, unix.SYS_SOCKET, [6]uint64{unix.AF_VSOCK, unix.SOCK_STREAM}, noaf},
+		{"socket AF_INET", auditArchX86_64, unix.SYS_SOCKET, [6]uint64{unix.AF_INET, unix.SOCK_STREAM}, allow},
+		{"socket AF_UNIX", auditArchX86_64, unix.SYS_SOCKET, [6]uint64{unix.AF_UNIX, unix.SOCK_DGRAM}, allow},
 		{"clone of a thread", auditArchX86_64, unix.SYS_CLONE, [6]uint64{0x3d0f00}, allow},
 		{"fork as clone", auditArchX86_64, unix.SYS_CLONE, [6]uint64{17}, allow},
 		{"clone into a new PID namespace", auditArchX86_64, unix.SYS_CLONE, [6]uint64{unix.CLONE_NEWPID | 17}, allow},

@@ -71,6 +71,7 @@ const (
 	stepExec
 	stepImageRoot
 	stepPivotRoot
+	stepMaskProc
 )
 
 var stepNames = map[spawnStep]string{
@@ -86,6 +87,7 @@ var stepNames = map[spawnStep]string{
 	stepTSC: "trapping rdtsc", stepNoNewPrivs: "setting no_new_privs",
 	stepSeccomp: "installing the seccomp filter", stepExec: "executing the program",
 	stepImageRoot: "mounting the image's root", stepPivotRoot: "making the image's root the node's /",
+	stepMaskProc: "masking the host's kernel in /proc and /sys",
 }
 
 // spawnSpec is everything the child needs, prepared by the parent so that
@@ -104,14 +106,18 @@ type spawnSpec struct {
 	// sandbox: see Sandbox. The node's mount namespace gets a /proc of its
 	// PID namespace, and every filesystem read-only except the writable
 	// paths (each bind-mounted onto itself and made writable again) and
-	// procSys, which stays read-only; capsDrop leave the bounding set.
-	sandbox     bool
-	proc, proc0 *byte // "proc", "/proc"
-	writable    []*byte
-	procSys     *byte
-	roAttr      mountAttr // MOUNT_ATTR_RDONLY set
-	rwAttr      mountAttr // MOUNT_ATTR_RDONLY cleared
-	capsDrop    []uintptr
+	// procRO, which stay read-only; maskFiles are hidden under null,
+	// maskDirs under an empty tmpfs (maskOpts) (see maskedPaths); capsDrop
+	// leave the bounding set.
+	sandbox             bool
+	proc, proc0         *byte // "proc", "/proc"
+	writable            []*byte
+	procRO              []*byte
+	maskFiles, maskDirs []*byte
+	null, maskOpts      *byte
+	roAttr              mountAttr // MOUNT_ATTR_RDONLY set
+	rwAttr              mountAttr // MOUNT_ATTR_RDONLY cleared
+	capsDrop            []uintptr
 	// The node's private /tmp, /var/tmp and /dev are built in a tmpfs of
 	// its own mounted on scratch (dirs are made there). privTmp lays an
 	// overlay over /tmp whose writes go there, so the host's /tmp stays
@@ -332,7 +338,8 @@ func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
 	s.sandbox = true
 	s.roAttr = mountAttr{set: unix.MOUNT_ATTR_RDONLY}
 	s.rwAttr = mountAttr{clr: unix.MOUNT_ATTR_RDONLY}
-	s.slash, s.procSys, s.proc, s.proc0 = cstr("/"), cstr("/proc/sys"), cstr("proc"), cstr("/proc")
+	s.slash, s.proc, s.proc0 = cstr("/"), cstr("proc"), cstr("/proc")
+	s.setMasks("/proc")
 	s.tmpfs, s.scratch = cstr("tmpfs"), cstr(sandboxScratch)
 	if clockFd >= 0 {
 		s.clock, s.hasClock = uintptr(clockFd), true
@@ -466,7 +473,7 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 			return stepWritable, e
 		}
 	}
-	if e := mnt(s.procSys, s.procSys, nil, unix.MS_BIND, nil); e != 0 {
+	if e := bindReadOnlyPaths(s); e != 0 {
 		return stepReadOnly, e
 	}
 	if e := setattr(s.slash, unix.AT_RECURSIVE, &s.roAttr); e != 0 {
@@ -477,9 +484,9 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 			return stepWritable, e
 		}
 	}
-	// The host's kernel settings stay read-only under a writable /proc.
-	if e := setattr(s.procSys, 0, &s.roAttr); e != 0 {
-		return stepReadOnly, e
+	// The host's kernel stays out of reach under a writable /proc.
+	if e := maskProc(s); e != 0 {
+		return stepMaskProc, e
 	}
 	// Bound last, from the trial's directory made writable above, whose
 	// flags a bind mount takes.

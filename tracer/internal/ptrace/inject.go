@@ -34,10 +34,12 @@ func Inject(tid int, nr uint64, args ...uint64) (int64, error) {
 	var a [6]uint64
 	copy(a[:], args)
 	regs.setSyscall(nr, a)
-	// A thread stopped inside a syscall (the exec stop) first finishes it:
-	// that step reports with nothing executed and the syscall's result in
-	// the result register, so the registers are set again and the step
-	// repeated.
+	// A thread stopped inside a syscall first finishes it: that step
+	// reports with nothing executed and the syscall's result in the result
+	// register, so the registers are set again and the step repeated. At
+	// the exec stop the syscall is done; at a seccomp stop it is skipped
+	// (setSyscall), and the thread no longer makes it: the caller fakes
+	// its result or has it made again (Regs.Reenter).
 	for try := 0; ; try++ {
 		if err := SetRegs(tid, &regs); err != nil {
 			return 0, err

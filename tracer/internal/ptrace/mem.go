@@ -7,7 +7,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ReadMem copies len(b) bytes of pid's memory at addr.
+// ReadMem copies len(b) bytes of pid's memory at addr. Memory it cannot
+// read, in part or whole, is an error that wraps EFAULT.
 func ReadMem(pid int, addr uint64, b []byte) error {
 	if len(b) == 0 {
 		return nil
@@ -20,13 +21,14 @@ func ReadMem(pid int, addr uint64, b []byte) error {
 		return fmt.Errorf("reading %d bytes at %#x of pid %d: %w", len(b), addr, pid, err)
 	}
 	if n != len(b) {
-		return fmt.Errorf("reading %d bytes at %#x of pid %d: short read %d", len(b), addr, pid, n)
+		return fmt.Errorf("reading %d bytes at %#x of pid %d: short read %d: %w", len(b), addr, pid, n, unix.EFAULT)
 	}
 	return nil
 }
 
 // ReadMemVec fills b from the pieces of pid's memory segs names, in order,
-// in one call; their lengths must add up to len(b).
+// in one call; their lengths must add up to len(b). As for ReadMem,
+// memory it cannot read is an error that wraps EFAULT.
 func ReadMemVec(pid int, b []byte, segs []unix.RemoteIovec) error {
 	if len(b) == 0 {
 		return nil
@@ -38,7 +40,7 @@ func ReadMemVec(pid int, b []byte, segs []unix.RemoteIovec) error {
 		return fmt.Errorf("reading %d bytes in %d pieces of pid %d: %w", len(b), len(segs), pid, err)
 	}
 	if n != len(b) {
-		return fmt.Errorf("reading %d bytes in %d pieces of pid %d: short read %d", len(b), len(segs), pid, n)
+		return fmt.Errorf("reading %d bytes in %d pieces of pid %d: short read %d: %w", len(b), len(segs), pid, n, unix.EFAULT)
 	}
 	return nil
 }

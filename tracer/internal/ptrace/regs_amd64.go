@@ -44,6 +44,15 @@ func (r *Regs) Skip(ret int64) {
 	r.r.Rax = uint64(ret)
 }
 
+// Reenter makes a thread that an injection took out of its syscall-entry
+// stop (its syscall skipped) make the same syscall again when it resumes:
+// back over the two-byte syscall instruction, with the number in rax, as
+// the kernel restarts a syscall.
+func (r *Regs) Reenter() {
+	r.r.Rip -= uint64(len(syscallInsn))
+	r.r.Rax = r.r.Orig_rax
+}
+
 // PC is the instruction pointer.
 func (r *Regs) PC() uint64 { return r.r.Rip }
 
@@ -54,9 +63,11 @@ func (r *Regs) SP() uint64 { return r.r.Rsp }
 func (r *Regs) FP() uint64 { return r.r.Rbp }
 
 // setSyscall prepares the registers to enter syscall nr with args at the
-// syscall instruction Inject writes.
+// syscall instruction Inject writes. The syscall instruction takes the
+// number from rax; orig_rax is -1 so that a syscall the thread is stopped
+// at the entry of (a seccomp stop) is skipped rather than run as nr.
 func (r *Regs) setSyscall(nr uint64, a [6]uint64) {
-	r.r.Rax, r.r.Orig_rax = nr, nr
+	r.r.Rax, r.r.Orig_rax = nr, ^uint64(0)
 	r.r.Rdi, r.r.Rsi, r.r.Rdx, r.r.R10, r.r.R8, r.r.R9 = a[0], a[1], a[2], a[3], a[4], a[5]
 }
 
