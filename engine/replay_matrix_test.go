@@ -42,6 +42,20 @@ const diskNodes = `nodes:
     command: ["/bin/sleep", "1"]
 `
 
+// storeNodes are two stores and a client that needs neither: a crash of
+// one ends no trial, so another fault can be in force beside it.
+const storeNodes = `nodes:
+  - name: s1
+    role: server
+    command: ["%[1]s/disk_log", "{{tmp}}/db", "10"]
+  - name: s2
+    role: server
+    command: ["%[1]s/disk_log", "{{tmp}}/db", "10"]
+  - name: c1
+    role: client
+    command: ["/bin/sleep", "1"]
+`
+
 // matrixKind is how the replay matrix runs one fault kind beyond the
 // default (tcpNodes, faults on s1 and s2, a pause as the other fault of a
 // pair): a kind that needs other nodes, another window or a companion
@@ -73,7 +87,9 @@ type matrixKind struct {
 }
 
 var matrixKinds = map[sched.Kind]matrixKind{
-	faults.Crash:      {pair: ""},
+	// A crashed server's client fails and ends the trial: the crash's
+	// plans run on stores whose client needs neither.
+	faults.Crash:      {pair: "", nodes: storeNodes},
 	faults.Pause:      {pair: ""},
 	faults.ClockJump:  {pair: ""},
 	faults.ClockDrift: {pair: ""},
@@ -94,7 +110,7 @@ var matrixKinds = map[sched.Kind]matrixKind{
 	// A reset ends its client's trial: only a pause drawn first makes a
 	// pair.
 	faults.Reset: {pair: "-", trials: 12, apart: true, instant: true},
-	faults.Power: {nodes: diskNodes, on: []string{"s1"}, window: "from: 20ms\n  until: 300ms", long: "from: 20ms\n  until: 300ms",
+	faults.Power: {nodes: storeNodes, on: []string{"s1", "s2"}, window: "from: 20ms\n  until: 300ms", long: "from: 20ms\n  until: 300ms",
 		extra: "  data: [\"{{tmp}}/db\"]\n  spread: time\n  persist: [none, prefix, subset, torn]\n", pair: "stall", partner: "corrupt", apart: true},
 	faults.Corrupt: {nodes: diskNodes, on: []string{"s1"}, window: "from: 20ms\n  until: 300ms", long: "from: 20ms\n  until: 300ms",
 		extra: "  data: [\"{{tmp}}/db\"]\n  spread: time\n", with: "crash", apart: true},
