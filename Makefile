@@ -26,7 +26,7 @@ testdata: ## build the test programs in C, Go, Rust and Java
 
 test: build testdata ## run every test, the privileged ones included when root
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 40m $(PKGS)
 
 bench: build testdata ## run the benchmarks (figures as ratios to native)
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
