@@ -247,13 +247,16 @@ func capitalize(s string) string {
 // gone) makes the node's next write land at the cap again, and the file
 // never grows by more than what a node writes in one period. The node's
 // descriptors stay files, so writing to them costs and behaves the same.
+// It cuts and appends through lockstep's own descriptors of the files,
+// never their names: a node that puts a link in a file's place (the
+// trial's directory is its to write) moves no write of lockstep's.
 //
 // The same watch notes which of the nodes' own tmpfs mounts it finds full
 // (pinTmpfs, checkTmpfs): a node writing there gets ENOSPC, and its
 // outcome says why.
 type outputCaps struct {
 	mu    sync.Mutex
-	files map[string]capped // by path
+	files map[*os.File]capped
 	stop  chan struct{}
 	done  chan struct{}
 	// tmpfs: the nodes whose mounts to watch, by node, with their size
@@ -282,7 +285,7 @@ type capped struct {
 // newOutputCaps starts the watch; tmpfs names the nodes whose tmpfs
 // mounts it checks (nil: none).
 func newOutputCaps(tmpfs map[string]tmpfsOf) *outputCaps {
-	oc := &outputCaps{files: map[string]capped{}, stop: make(chan struct{}), done: make(chan struct{}),
+	oc := &outputCaps{files: map[*os.File]capped{}, stop: make(chan struct{}), done: make(chan struct{}),
 		tmpfs: tmpfs, pins: map[tmpfsPin]int{}, full: map[string][]string{}}
 	go oc.watch()
 	return oc
@@ -394,12 +397,13 @@ func firstProc(cgroup string) string {
 	return ""
 }
 
-// add caps a node's output file at path (name: "stdout" or "stderr").
-func (oc *outputCaps) add(path, node, name string, cap int64) {
+// add caps a node's output file f (name: "stdout" or "stderr"), which
+// the caller keeps open until close.
+func (oc *outputCaps) add(f *os.File, node, name string, cap int64) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	if _, ok := oc.files[path]; !ok {
-		oc.files[path] = capped{node: node, name: name, cap: cap}
+	if _, ok := oc.files[f]; !ok {
+		oc.files[f] = capped{node: node, name: name, cap: cap}
 	}
 }
 
@@ -424,26 +428,23 @@ func (oc *outputCaps) watch() {
 func (oc *outputCaps) trim(final bool) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	for path, c := range oc.files {
-		fi, err := os.Stat(path)
+	for f, c := range oc.files {
+		fi, err := f.Stat()
 		if err != nil || fi.Size() <= c.cap {
 			continue
 		}
-		if os.Truncate(path, c.cap) == nil {
+		if f.Truncate(c.cap) == nil {
 			c.cut = true
-			oc.files[path] = c
+			oc.files[f] = c
 		}
 	}
 	if !final {
 		return
 	}
-	for path, c := range oc.files {
-		if !c.cut {
-			continue
-		}
-		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+	for f, c := range oc.files {
+		if c.cut {
+			// f is O_APPEND: the line goes at the end.
 			fmt.Fprintf(f, "\n[lockstep: node %s's %s was cut here at its %s output limit (limits.node.output)]\n", c.node, c.name, spec.FormatSize(c.cap))
-			f.Close()
 		}
 	}
 }

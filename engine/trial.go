@@ -132,7 +132,11 @@ type Trial struct {
 	clk   *vclock.Clock
 	addrs map[string]netip.Addr
 	nodes map[netip.Addr]string // addrs reversed, for fault holds
-	files []*os.File
+	// dir writes lockstep's files into the trial's directory, which
+	// the nodes can write too; outputs are each node's stdout and stderr
+	// files, opened at its first start (a restart appends to them).
+	dir     *trialFiles
+	outputs map[string][2]*os.File
 
 	starts   *starts          // nodes not started yet
 	timing   *timing          // delays
@@ -216,6 +220,11 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	tf, err := openTrialFiles(res.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer tf.close()
 	if j.track != nil {
 		j.track.take(j) // what earlier trials of this job left
 	}
@@ -228,6 +237,8 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		nodes:   map[netip.Addr]string{},
 		clients: map[string]bool{},
 		timing:  newTiming(sp.Time.Delays, sp.Time.MaxDelay, p.seed),
+		dir:     tf,
+		outputs: map[string][2]*os.File{},
 		// Read before any node starts: the counters only grow.
 		limitBase: j.limitEvents(),
 		outCaps:   newOutputCaps(j.tmpfsWatch()),
@@ -330,8 +341,9 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 }
 
 func (t *Trial) closeFiles() {
-	for _, f := range t.files {
-		f.Close()
+	for _, fs := range t.outputs {
+		fs[0].Close()
+		fs[1].Close()
 	}
 }
 
@@ -348,19 +360,11 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := appendFile(filepath.Join(t.res.Dir, n.Name+".out"))
+	out, errf, err := t.outputFiles(n.Name)
 	if err != nil {
 		return nil, err
 	}
-	errf, err := appendFile(filepath.Join(t.res.Dir, n.Name+".err"))
-	if err != nil {
-		out.Close()
-		return nil, err
-	}
-	t.files = append(t.files, out, errf)
 	lim := t.j.limits.nodes[n.Name]
-	t.outCaps.add(out.Name(), n.Name, "stdout", lim.output)
-	t.outCaps.add(errf.Name(), n.Name, "stderr", lim.output)
 	cn := t.j.cluster.Node(n.Name)
 	sb := &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps, Trial: t.res.Dir, TmpfsSize: lim.tmpfs}
 	if n.Image != nil {
@@ -384,6 +388,27 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 		// (its {{tmp}}, and {{trialdir}} where clients write histories).
 		Sandbox: sb,
 	}, nil
+}
+
+// outputFiles are a node's stdout and stderr files: opened (and capped)
+// at its first start, before it could put anything in their place, and
+// the same open files when it starts again.
+func (t *Trial) outputFiles(node string) (out, errf *os.File, err error) {
+	if fs, ok := t.outputs[node]; ok {
+		return fs[0], fs[1], nil
+	}
+	if out, err = t.dir.output(node + ".out"); err != nil {
+		return nil, nil, err
+	}
+	if errf, err = t.dir.output(node + ".err"); err != nil {
+		out.Close()
+		return nil, nil, err
+	}
+	t.outputs[node] = [2]*os.File{out, errf}
+	lim := t.j.limits.nodes[node]
+	t.outCaps.add(out, node, "stdout", lim.output)
+	t.outCaps.add(errf, node, "stderr", lim.output)
+	return out, errf, nil
 }
 
 func (t *Trial) set(k OutcomeKind, node, format string, args ...any) {
@@ -800,13 +825,13 @@ func (t *Trial) quiet() (tracer.Action, error) {
 
 // dumpThreads writes the tracees' states to threads.txt in the trial's
 // directory; a failure to is logged, not the trial's.
-func (j *job) dumpThreads(tr *tracer.Tracer, dir string) {
+func (j *job) dumpThreads(tr *tracer.Tracer, tf *trialFiles) {
 	var b bytes.Buffer
 	if err := tr.DumpThreads(&b); err != nil {
 		j.log.Debug("dumping thread states", "err", err)
 		return
 	}
-	if err := os.WriteFile(filepath.Join(dir, "threads.txt"), b.Bytes(), 0o644); err != nil {
+	if _, err := tf.writeFile("threads.txt", b.Bytes()); err != nil {
 		j.log.Warn("writing thread states", "err", err)
 	}
 }
@@ -819,7 +844,7 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 		// Where every thread was when the trial stopped making progress:
 		// whether it was the system's stall or one of lockstep's shows
 		// here (see tracer.DumpThreads).
-		j.dumpThreads(tr, res.Dir)
+		j.dumpThreads(tr, t.dir)
 	}
 	t0 := time.Now()
 	if err := tr.KillAll(); err != nil {
@@ -853,26 +878,33 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 	}
 	res.Reset = time.Since(t0)
 	if res.Outcome.Kind == Pass && len(j.spec.Checker.Command) > 0 {
-		if err := j.runChecker(ctx, res); err != nil {
+		if err := j.runChecker(ctx, res, t.dir); err != nil {
 			res.Outcome.Kind = CheckerFailed
 			res.Outcome.Detail = err.Error()
 		}
 	}
-	if err := checkTrialHistory(ctx, j.spec, j.spec.Checker.Model, res, j.log); err != nil {
+	if err := checkTrialHistory(ctx, j.spec, j.spec.Checker.Model, res, t.dir, j.log); err != nil {
 		return nil, err
 	}
 	if res.Outcome.Kind != Pass || p.traceAll {
-		path := filepath.Join(res.Dir, "trace.jsonl")
-		if err := writeTrace(path, j.spec, res, p, clk); err != nil {
-			return nil, err
+		f, err := t.dir.create("trace.jsonl")
+		if err != nil {
+			return nil, fmt.Errorf("writing trace: %w", err)
 		}
-		res.TracePath = path
+		// Where it went is part of the outcome the trace holds.
+		res.Outcome.Detail = withNotes(res.Outcome.Detail, t.dir.notes)
+		if err := writeTrace(f, j.spec, res, p, clk); err != nil {
+			return nil, fmt.Errorf("writing trace %s: %w", f.Name(), err)
+		}
+		res.TracePath = f.Name()
+	} else {
+		res.Outcome.Detail = withNotes(res.Outcome.Detail, t.dir.notes)
 	}
 	res.Duration = time.Since(start)
 	return res, nil
 }
 
-func (j *job) runChecker(ctx context.Context, res *TrialResult) error {
+func (j *job) runChecker(ctx context.Context, res *TrialResult, tf *trialFiles) error {
 	argv, err := j.spec.ExpandChecker(spec.TemplateVars{TrialDir: res.Dir, NodeDir: res.Dir, Seed: res.Seed, Addrs: map[string]netip.Addr{}})
 	if err != nil {
 		return err
@@ -882,7 +914,9 @@ func (j *job) runChecker(ctx context.Context, res *TrialResult) error {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = res.Dir
 	out, err := cmd.CombinedOutput()
-	os.WriteFile(filepath.Join(res.Dir, "checker.out"), out, 0o644)
+	if _, werr := tf.writeFile("checker.out", out); werr != nil {
+		j.log.Warn("writing the checker's output", "err", werr)
+	}
 	if err != nil {
 		what := checkerEnd(filepath.Base(argv[0]), err, ctx.Err(), j.spec.Checker.Timeout)
 		if last := lastLine(out); last != "" {
@@ -964,8 +998,3 @@ func baseEnv() []string {
 }
 
 var _ = syscall.SIGKILL
-
-// appendFile opens a node's output file for appending, creating it.
-func appendFile(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-}
