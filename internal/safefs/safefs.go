@@ -168,3 +168,21 @@ func (d *Dir) Kind(name string) string {
 	}
 	return "a file of an unknown type"
 }
+
+// OpenInRoot opens the directory name as a process whose root directory
+// is root (a /proc/PID/root) sees it: every link on the way is resolved
+// within that root (RESOLVE_IN_ROOT), so an absolute link a node planted
+// names the node's file, never lockstep's, and what is reached is on the
+// node's mounts, with their flags (read-only where the host is).
+func OpenInRoot(root, name string) (*Dir, error) {
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	defer unix.Close(rfd)
+	fd, err := openat2(rfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: root + "/" + name, Err: err}
+	}
+	return &Dir{f: os.NewFile(uintptr(fd), filepath.Join(root, name))}, nil
+}

@@ -127,3 +127,20 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenInRoot: an absolute link below root resolves inside root, not
+// in lockstep's own tree.
+func TestOpenInRoot(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, outside), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, outside, "mine"), nil, 0o644))
+	must(t, os.Symlink(outside, filepath.Join(root, "data")))
+	d, err := OpenInRoot(root, "/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Kind("mine") != "a regular file" {
+		t.Fatal("the link was not resolved within the root")
+	}
+}
