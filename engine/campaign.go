@@ -32,6 +32,9 @@ type RunOptions struct {
 	Replace     bool
 	StopOnFirst bool
 	TraceAll    bool
+	// KeepTmp keeps the nodes' {{tmp}} directories of passing trials too
+	// (a failing trial's are always kept).
+	KeepTmp bool
 	History     string // history file for "+" strategies ("" = spec's, or none)
 	// Native runs the trials without lockstep (no tracer, real time) for
 	// the baseline hit ratio; a trial whose clients outlive NativeLimit
@@ -200,7 +203,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 			return nil, err
 		}
 		tp := trialParams{index: i, seed: TrialSeed(seed, i), strategy: strat, stepsHint: stepsHint, expect: expect,
-			traceAll: opts.TraceAll, scheme: scheme.String(), frames: scheme.Frames()}
+			traceAll: opts.TraceAll, keepTmp: opts.KeepTmp, scheme: scheme.String(), frames: scheme.Frames()}
 		if im, ok := strat.(interface{ LastImmediate() bool }); ok {
 			tp.immediate = im.LastImmediate
 		}

@@ -29,6 +29,9 @@ func TestHostileFiles(t *testing.T) {
 		aside, holds string
 		// out is a file the trial's directory holds, with what it ends with.
 		out, ends string
+		// gone is a file or directory the trial's directory must not
+		// hold after the trial.
+		gone string
 	}{
 		// A link where the trace goes: the trace goes aside, whole.
 		{spec: "trace-link", victim: true, want: ClientFailed, detail: "a node left a symbolic link at trace.jsonl in the trial's directory, which lockstep does not write through",
@@ -47,6 +50,14 @@ func TestHostileFiles(t *testing.T) {
 		// the file, wherever it now is.
 		{spec: "output-link", victim: true, want: ClientFailed, detail: "node client's stdout passed its 4 KiB output limit and was cut there",
 			out: "client.out.moved", ends: "[lockstep: node client's stdout was cut here at its 4 KiB output limit (limits.node.output)]\n"},
+		// Item 4: {{tmp}} is a filesystem of limits.node.tmp: a node
+		// that fills it gets ENOSPC, its outcome names the limit, and a
+		// failing trial keeps what it wrote (8 MiB of the 64 it tried).
+		{spec: "tmp-full", want: ClientFailed, detail: "node client's {{tmp}} was full at its 8 MiB limit (limits.node.tmp)",
+			out: "client.out", ends: "write after 8 MiB: No space left on device\n"},
+		// A passing trial's {{tmp}} is gone after it, with what the node
+		// wrote there.
+		{spec: "tmp-pass", want: Pass, out: "client.out", ends: "wrote 4 MiB\n", gone: "client"},
 	} {
 		t.Run(tt.spec, func(t *testing.T) {
 			victim := filepath.Join(t.TempDir(), "victim")
@@ -101,12 +112,27 @@ func TestHostileFiles(t *testing.T) {
 						t.Fatalf("trial %d: the outcome does not say where %s went: %q", r.Index, tt.aside, r.Outcome.Detail)
 					}
 				}
+				if tt.gone != "" {
+					if _, err := os.Lstat(filepath.Join(r.Dir, tt.gone)); err == nil {
+						t.Fatalf("trial %d: %s is still in the trial's directory", r.Index, tt.gone)
+					}
+				}
+				if tt.spec == "tmp-full" {
+					fi, err := os.Stat(filepath.Join(r.Dir, "client", "fill"))
+					if err != nil || fi.Size() < 7<<20 || fi.Size() > 8<<20 {
+						t.Fatalf("trial %d: the failing trial's {{tmp}} was not kept: %v (%v)", r.Index, fi, err)
+					}
+				}
 				if tt.out != "" {
 					b, err := os.ReadFile(filepath.Join(r.Dir, tt.out))
 					if err != nil || !strings.HasSuffix(string(b), tt.ends) {
 						t.Fatalf("trial %d: %s: %q (%v), want it to end with %q", r.Index, tt.out, b, err, tt.ends)
 					}
 				}
+			}
+			// No {{tmp}} stays mounted.
+			if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), out+"/") {
+				t.Fatalf("a mount under the output directory stayed:\n%s", b)
 			}
 		})
 	}

@@ -30,13 +30,14 @@ const (
 	nodePidsFloor     = 1024
 	defaultOutputCap  = 64 << 20
 	tmpfsMemoryShare  = 4 // a node's tmpfs default: its memory limit over this
+	tmpMemoryShare    = 2 // a node's {{tmp}} default: its memory limit over this
 	outputCheckPeriod = 50 * time.Millisecond
 )
 
 // nodeLimit is one node's limits, resolved.
 type nodeLimit struct {
-	cg            netns.Limits
-	tmpfs, output int64
+	cg                 netns.Limits
+	tmpfs, tmp, output int64
 	// memorySet, pidsSet: the spec chose them (a text names the field).
 	memorySet, pidsSet bool
 }
@@ -84,6 +85,7 @@ func resolveLimits(sp *spec.Spec, host hostResources, jobs int) *campaignLimits 
 		nl := nodeLimit{
 			cg:        netns.Limits{Memory: l.Memory, Pids: l.Pids, CPUWeight: l.CPUWeight},
 			tmpfs:     l.Tmpfs,
+			tmp:       l.Tmp,
 			output:    l.Output,
 			memorySet: l.Memory != 0,
 			pidsSet:   l.Pids != 0,
@@ -96,6 +98,9 @@ func resolveLimits(sp *spec.Spec, host hostResources, jobs int) *campaignLimits 
 		}
 		if nl.tmpfs == 0 {
 			nl.tmpfs = max(nl.cg.Memory/tmpfsMemoryShare, 1<<20)
+		}
+		if nl.tmp == 0 {
+			nl.tmp = max(nl.cg.Memory/tmpMemoryShare, 1<<20)
 		}
 		if nl.output == 0 {
 			nl.output = defaultOutputCap
@@ -113,6 +118,15 @@ func (j *job) tmpfsWatch() map[string]tmpfsOf {
 		if cn := j.cluster.Node(n.Name); cn != nil && cn.CgroupDir != "" {
 			out[n.Name] = tmpfsOf{cgroup: cn.CgroupDir, size: j.limits.nodes[n.Name].tmpfs}
 		}
+	}
+	return out
+}
+
+// tmpSizes are the nodes' {{tmp}} sizes, by node.
+func (j *job) tmpSizes() map[string]int64 {
+	out := map[string]int64{}
+	for name, l := range j.limits.nodes {
+		out[name] = l.tmp
 	}
 	return out
 }
@@ -216,6 +230,10 @@ func (j *job) limitNotes(base map[string]netns.LimitEvents, out *outputCaps, tol
 			notes = append(notes, fmt.Sprintf("node %s's %s passed its %s output limit and was cut there (limits.node.output)", n.Name, f, spec.FormatSize(l.output)))
 		}
 		for _, m := range out.fullTmpfs(n.Name) {
+			if m == tmpMount {
+				notes = append(notes, fmt.Sprintf("node %s's %s was full at its %s limit (limits.node.tmp)", n.Name, m, spec.FormatSize(l.tmp)))
+				continue
+			}
 			notes = append(notes, fmt.Sprintf("node %s's %s was full at its %s limit (limits.node.tmpfs)", n.Name, m, spec.FormatSize(l.tmpfs)))
 		}
 	}
@@ -366,8 +384,20 @@ func (oc *outputCaps) unpinTmpfs() {
 	}
 }
 
+// pinTmp watches node's {{tmp}} (nodeTmps), through a copy of its
+// mount's descriptor fd.
+func (oc *outputCaps) pinTmp(node string, fd int) {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	oc.pins[tmpfsPin{node: node, mount: tmpMount}] = dup
+}
+
 // fullTmpfs names node's tmpfs mounts that were seen full, in
-// nodeTmpfs's order.
+// nodeTmpfs's order, then its {{tmp}}.
 func (oc *outputCaps) fullTmpfs(node string) []string {
 	if oc == nil {
 		return nil
@@ -375,7 +405,7 @@ func (oc *outputCaps) fullTmpfs(node string) []string {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	var out []string
-	for _, m := range nodeTmpfs() {
+	for _, m := range append(nodeTmpfs(), tmpMount) {
 		if slices.Contains(oc.full[node], m) {
 			out = append(out, m)
 		}

@@ -101,6 +101,7 @@ type trialParams struct {
 	// hold (trial 0's Windows; zero in trial 0 itself).
 	expect   Windows
 	traceAll bool
+	keepTmp  bool // keep a passing trial's {{tmp}} directories (RunOptions.KeepTmp)
 	// plus reports whether the last decision of a "+" strategy released an
 	// op at once (nil when the strategy is not a "+" variant).
 	immediate func() bool
@@ -136,6 +137,7 @@ type Trial struct {
 	// the nodes can write too; outputs are each node's stdout and stderr
 	// files, opened at its first start (a restart appends to them).
 	dir     *trialFiles
+	tmps    *nodeTmps
 	outputs map[string][2]*os.File
 
 	starts   *starts          // nodes not started yet
@@ -214,6 +216,9 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	// A trial starts from empty node directories: what an earlier run into
 	// the same directory left (a Redis dump.rdb, an etcd WAL) would make
 	// the same seed take another path.
+	if err := unmountStale(res.Dir); err != nil {
+		return nil, fmt.Errorf("clearing %s: %w", res.Dir, err)
+	}
 	if err := os.RemoveAll(res.Dir); err != nil {
 		return nil, fmt.Errorf("clearing %s: %w", res.Dir, err)
 	}
@@ -225,6 +230,15 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		return nil, err
 	}
 	defer tf.close()
+	nodeNames := make([]string, len(sp.Nodes))
+	for i, n := range sp.Nodes {
+		nodeNames[i] = n.Name
+	}
+	tmps, err := mountTmps(tf, nodeNames, j.tmpSizes())
+	if err != nil {
+		return nil, err
+	}
+	defer tmps.release(false) // finish keeps a failing trial's first
 	if j.track != nil {
 		j.track.take(j) // what earlier trials of this job left
 	}
@@ -238,10 +252,14 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		clients: map[string]bool{},
 		timing:  newTiming(sp.Time.Delays, sp.Time.MaxDelay, p.seed),
 		dir:     tf,
+		tmps:    tmps,
 		outputs: map[string][2]*os.File{},
 		// Read before any node starts: the counters only grow.
 		limitBase: j.limitEvents(),
 		outCaps:   newOutputCaps(j.tmpfsWatch()),
+	}
+	for node, fd := range tmps.fds() {
+		t.outCaps.pinTmp(node, fd)
 	}
 	t.timing.place(sp.Time.From, sp.Time.Until, j.delayBy, p.expect.Delays, p.seed)
 	// Nodes start in spec order once their start_delay (virtual) has passed
@@ -350,10 +368,7 @@ func (t *Trial) closeFiles() {
 // launchConfig prepares a node's start: its directory, output files (a
 // restarted node's output follows its first run's) and command.
 func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
-	nodeDir := filepath.Join(t.res.Dir, n.Name)
-	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
-		return nil, err
-	}
+	// Its directory, {{tmp}}, is mounted already (nodeTmps).
 	// The node sees the trial's directory at a fixed path (see
 	// tracer.Sandbox.Trial), so its paths are the same in a replay.
 	argv, env, wd, err := t.spec.Expand(n.Name, spec.TemplateVars{TrialDir: tracer.TrialPath, NodeDir: tracer.TrialPath + "/" + n.Name, Seed: t.p.seed, Addrs: t.addrs})
@@ -899,6 +914,10 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 		res.TracePath = f.Name()
 	} else {
 		res.Outcome.Detail = withNotes(res.Outcome.Detail, t.dir.notes)
+	}
+	// Everything that reads the nodes' files is done.
+	if err := t.tmps.release(res.Outcome.Kind != Pass || p.keepTmp); err != nil {
+		j.log.Warn("releasing the nodes' {{tmp}} directories", "trial", res.Index, "err", err)
 	}
 	res.Duration = time.Since(start)
 	return res, nil

@@ -172,6 +172,7 @@ func runCmd() *cli.Command {
 			&cli.BoolFlag{Name: "replace", Usage: "remove the previous run's trials from --out first"},
 			&cli.BoolFlag{Name: "stop-on-first", Usage: "stop at the first failing trial"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "write a trace for every trial, not only failing ones"},
+			&cli.BoolFlag{Name: "keep-tmp", Usage: "keep the nodes' {{tmp}} directories of passing trials too, not only failing ones'"},
 			&cli.StringFlag{Name: "history", Usage: "conflict history file for + strategies (read and updated)"},
 			&cli.BoolFlag{Name: "stats", Usage: "print conflict-prediction accuracy (+ strategies)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
@@ -200,7 +201,7 @@ func runCmd() *cli.Command {
 			}
 			opts := engine.RunOptions{
 				Trials: c.Int("trials"), Strategy: c.String("strategy"), Jobs: c.Int("jobs"),
-				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"),
+				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"), KeepTmp: c.Bool("keep-tmp"),
 				History: c.String("history"), Native: c.Bool("native"), NativeLimit: c.Duration("native-limit"),
 				Logger: logger(c, c.App.ErrWriter),
 			}
