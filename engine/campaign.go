@@ -35,7 +35,7 @@ type RunOptions struct {
 	// KeepTmp keeps the nodes' {{tmp}} directories of passing trials too
 	// (a failing trial's are always kept).
 	KeepTmp bool
-	History     string // history file for "+" strategies ("" = spec's, or none)
+	History string // history file for "+" strategies ("" = spec's, or none)
 	// Native runs the trials without lockstep (no tracer, real time) for
 	// the baseline hit ratio; a trial whose clients outlive NativeLimit
 	// (default: the spec's limits.real_time) is a hang.
