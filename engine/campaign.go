@@ -303,7 +303,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	if r0.Index == sh.Trial(0) {
 		next = 1
 		record(0, r0)
-	} else if err := os.RemoveAll(r0.Dir); err != nil {
+	} else if err := clearTrial(r0.Dir); err != nil {
 		return nil, fmt.Errorf("removing the hint trial's directory: %w", err)
 	}
 

@@ -34,8 +34,8 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 	start := time.Now()
 	res := &TrialResult{Index: index, Seed: seed}
 	res.Dir = trialDir(j.outDir, index)
-	if err := os.RemoveAll(res.Dir); err != nil {
-		return nil, fmt.Errorf("clearing %s: %w", res.Dir, err)
+	if err := clearTrial(res.Dir); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return nil, err

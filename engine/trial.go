@@ -216,11 +216,8 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	// A trial starts from empty node directories: what an earlier run into
 	// the same directory left (a Redis dump.rdb, an etcd WAL) would make
 	// the same seed take another path.
-	if err := unmountStale(res.Dir); err != nil {
-		return nil, fmt.Errorf("clearing %s: %w", res.Dir, err)
-	}
-	if err := os.RemoveAll(res.Dir); err != nil {
-		return nil, fmt.Errorf("clearing %s: %w", res.Dir, err)
+	if err := clearTrial(res.Dir); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return nil, err
