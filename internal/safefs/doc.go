@@ -1,10 +1,10 @@
 // Package safefs opens files in directories a node can write without
 // following what a node may have put there: every name is resolved
 // relative to a directory descriptor lockstep opened itself, by the
-// kernel (openat2 with RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS,
-// RESOLVE_NO_MAGICLINKS and RESOLVE_NO_XDEV), so that a symbolic link, a
-// ".." or a mount point a node planted fails the open instead of taking
-// lockstep, which runs as root, to a file of the host's. Only regular
+// kernel (openat2 with RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS and
+// RESOLVE_NO_MAGICLINKS), so that a symbolic link or a ".." a node planted
+// fails the open instead of taking lockstep, which runs as root, to a file
+// of the host's. Only regular
 // files are opened: a FIFO, device or directory in a file's place is
 // refused with ErrNotRegular (a FIFO without ever blocking).
 //

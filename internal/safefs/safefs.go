@@ -13,9 +13,10 @@ import (
 var ErrNotRegular = errors.New("not a regular file")
 
 // beneath is how every name below a Dir is resolved: within it, through
-// no symbolic link (the last component included), no /proc magic link and
-// no mount point.
-const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
+// no symbolic link (the last component included) and no /proc magic link.
+// Mount points are crossed: a node cannot mount, and the mounts below a
+// trial's directory are lockstep's (each node's {{tmp}}).
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
 // Dir is a directory held open: the names below it are resolved from its
 // descriptor, never from a path, so what happens to the path after Open
