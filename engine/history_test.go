@@ -160,3 +160,23 @@ func TestHistoryLinkNotRead(t *testing.T) {
 		t.Fatalf("got %s %v %q", o.Kind, failed, o.Detail)
 	}
 }
+
+// TestHistoryInTmp: the clients' histories, written in their {{tmp}}
+// (a mount of its own below the trial's directory), are read and checked:
+// kv-sync's trials pass, none as a history lockstep refused to read.
+func TestHistoryInTmp(t *testing.T) {
+	requireTrials(t)
+	sp, err := spec.Load(repoPath("testdata", "workload", "kv-sync.yaml"))
+	if err != nil {
+		t.Skipf("the workload: %v (make testdata)", err)
+	}
+	sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sum.Results {
+		if r.Outcome.Kind != Pass {
+			t.Fatalf("trial %d: %v", r.Index, r.Outcome)
+		}
+	}
+}
