@@ -8,16 +8,48 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/procfs"
 )
 
-// tmpSource names the tmpfs of a node's {{tmp}} in the mount table, so
-// that one a killed lockstep left can be told from every other mount
-// (unmountStale).
+// tmpSource begins the name of the tmpfs of a node's {{tmp}} in the mount
+// table, so that one a killed lockstep left can be told from every other
+// mount (unmountStale, SweepTmp): lockstep-tmp-PID-START, its lockstep's
+// pid and start time (see tmpOwner).
 const tmpSource = "lockstep-tmp"
+
+// tmpOwner names this process as its mounts' owner: pid and start time
+// (clock ticks since boot), which together name a process for good.
+func tmpOwner() string {
+	pid := os.Getpid()
+	st, err := procfs.ReadStat(pid)
+	if err != nil {
+		return tmpSource
+	}
+	start, _ := st.Field(procfs.FieldStartTime)
+	return fmt.Sprintf("%s-%d-%d", tmpSource, pid, start)
+}
+
+// ownerGone reports whether the lockstep a mount's source names has
+// ended; a source naming none counts as gone.
+func ownerGone(source string) bool {
+	var pid int
+	var start int64
+	if _, err := fmt.Sscanf(source, tmpSource+"-%d-%d", &pid, &start); err != nil {
+		return true
+	}
+	st, err := procfs.ReadStat(pid)
+	if err != nil {
+		return true
+	}
+	now, ok := st.Field(procfs.FieldStartTime)
+	return !ok || now != start
+}
 
 // tmpMount is how a node's {{tmp}} is named among its tmpfs mounts (see
 // outputCaps.fullTmpfs) and in an outcome.
@@ -44,8 +76,9 @@ type nodeTmp struct {
 // trial's directory, which no node has seen yet.
 func mountTmps(tf *trialFiles, order []string, sizes map[string]int64) (*nodeTmps, error) {
 	nt := &nodeTmps{tf: tf}
+	owner := tmpOwner()
 	for _, node := range order {
-		m, err := mountTmp(tf, node, sizes[node])
+		m, err := mountTmp(tf, node, sizes[node], owner)
 		if err != nil {
 			nt.release(false)
 			return nil, fmt.Errorf("node %s's {{tmp}}: %w", node, err)
@@ -56,9 +89,9 @@ func mountTmps(tf *trialFiles, order []string, sizes map[string]int64) (*nodeTmp
 }
 
 // mountTmp makes the directory node in the trial's directory and mounts
-// a tmpfs of size bytes on it, through descriptors only (the new mount
-// API): no path is resolved that a node could have changed.
-func mountTmp(tf *trialFiles, node string, size int64) (*os.File, error) {
+// a tmpfs of size bytes on it, named source, through descriptors only
+// (the new mount API): no path is resolved that a node could have changed.
+func mountTmp(tf *trialFiles, node string, size int64, source string) (*os.File, error) {
 	if err := unix.Mkdirat(tf.dir.Fd(), node, 0o755); err != nil {
 		return nil, fmt.Errorf("making it: %w", err)
 	}
@@ -67,7 +100,7 @@ func mountTmp(tf *trialFiles, node string, size int64) (*os.File, error) {
 		return nil, fmt.Errorf("fsopen: %w", err)
 	}
 	defer unix.Close(fsfd)
-	for _, kv := range [][2]string{{"source", tmpSource}, {"size", strconv.FormatInt(size, 10)}, {"mode", "755"}} {
+	for _, kv := range [][2]string{{"source", source}, {"size", strconv.FormatInt(size, 10)}, {"mode", "755"}} {
 		if err := unix.FsconfigSetString(fsfd, kv[0], kv[1]); err != nil {
 			return nil, fmt.Errorf("tmpfs option %s=%s: %w", kv[0], kv[1], err)
 		}
@@ -201,44 +234,57 @@ func copyFile(from, to *os.Root, p string, perm fs.FileMode) error {
 }
 
 // unmountStale unmounts the {{tmp}} mounts a killed lockstep left below
-// dir (an output directory's trials, a trial's directory), which would
-// keep their memory and make dir impossible to remove.
+// dir (an output directory's trials, a trial's directory, which the
+// caller holds), which would keep their memory and make dir impossible to
+// remove.
 func unmountStale(dir string) error {
+	_, err := unmountTmps(func(at, _ string) bool { return strings.HasPrefix(at, filepath.Clean(dir)+"/") })
+	return err
+}
+
+// SweepTmp unmounts the nodes' {{tmp}} mounts whose lockstep has ended
+// (all: every lockstep's) and returns where they were: what a killed
+// lockstep leaves, which keeps its memory until then. lockstep clean calls
+// it.
+func SweepTmp(all bool) ([]string, error) {
+	return unmountTmps(func(_, source string) bool { return all || ownerGone(source) })
+}
+
+// unmountTmps unmounts the {{tmp}} mounts for which stale(mount point,
+// source) holds, the last mounted first, and returns their mount points.
+func unmountTmps(stale func(at, source string) bool) ([]string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
-	var stale []string
+	var ats []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// id parent major:minor root mountpoint options... - fstype source superoptions
 		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, s := range fields {
-			if s == "-" {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(fields) < sep+3 || len(fields) < 5 {
+		sep := slices.Index(fields, "-")
+		if sep < 5 || len(fields) < sep+3 || fields[sep+1] != "tmpfs" || !strings.HasPrefix(fields[sep+2], tmpSource) {
 			continue
 		}
-		at := unescapeMountinfo(fields[4])
-		if fields[sep+1] == "tmpfs" && fields[sep+2] == tmpSource && strings.HasPrefix(at, filepath.Clean(dir)+"/") {
-			stale = append(stale, at)
+		if at := unescapeMountinfo(fields[4]); stale(at, fields[sep+2]) {
+			ats = append(ats, at)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return err
+		return nil, err
 	}
+	slices.Reverse(ats)
+	var done []string
 	var errs []error
-	for i := len(stale) - 1; i >= 0; i-- { // the last mounted first
-		if err := unix.Unmount(stale[i], unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("unmounting %s: %w", stale[i], err))
+	for _, at := range ats {
+		if err := unix.Unmount(at, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", at, err))
+			continue
 		}
+		done = append(done, at)
 	}
-	return errors.Join(errs...)
+	return done, errors.Join(errs...)
 }
 
 // unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).

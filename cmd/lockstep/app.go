@@ -468,13 +468,20 @@ func showCmd() *cli.Command {
 func cleanCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "clean",
-		Usage: "remove namespaces, links, cgroups and run directories left by killed lockstep runs",
+		Usage: "remove namespaces, links, cgroups, run directories and {{tmp}} mounts left by killed lockstep runs",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Usage: "also remove the objects of lockstep runs that are still alive"},
 		},
 		Action: func(c *cli.Context) error {
 			los, err := netns.Sweep(c.Context, c.Bool("all"))
 			removed := 0
+			// The nodes' {{tmp}} mounts of killed runs keep their memory.
+			tmps, terr := engine.SweepTmp(c.Bool("all"))
+			for _, at := range tmps {
+				removed++
+				fmt.Fprintf(c.App.Writer, "unmounted {{tmp}} %s\n", at)
+			}
+			err = errors.Join(err, terr)
 			for _, lo := range los {
 				if lo.Live && !c.Bool("all") {
 					fmt.Fprintf(c.App.Writer, "kept %s (its lockstep is still running)\n", lo.Prefix)
