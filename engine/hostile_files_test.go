@@ -50,6 +50,9 @@ func TestHostileFiles(t *testing.T) {
 		// the file, wherever it now is.
 		{spec: "output-link", victim: true, want: ClientFailed, detail: "node client's stdout passed its 4 KiB output limit and was cut there",
 			out: "client.out.moved", ends: "[lockstep: node client's stdout was cut here at its 4 KiB output limit (limits.node.output)]\n"},
+		// A node's link where a later node's output goes: every output
+		// file is open before the first node starts.
+		{spec: "early-link", victim: true, want: Pass, out: "late.out", ends: "late and unharmed\n"},
 		// Item 4: {{tmp}} is a filesystem of limits.node.tmp: a node
 		// that fills it gets ENOSPC, its outcome names the limit, and a
 		// failing trial keeps what it wrote (8 MiB of the 64 it tried).

@@ -258,6 +258,15 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	for node, fd := range tmps.fds() {
 		t.outCaps.pinTmp(node, fd)
 	}
+	// Every node's output files before the first node starts: one node
+	// could otherwise put a link where a later one's go.
+	for _, n := range sp.Nodes {
+		if _, _, err := t.outputFiles(n.Name); err != nil {
+			t.closeFiles()
+			t.outCaps.close()
+			return nil, fmt.Errorf("node %s's output: %w", n.Name, err)
+		}
+	}
 	t.timing.place(sp.Time.From, sp.Time.Until, j.delayBy, p.expect.Delays, p.seed)
 	// Nodes start in spec order once their start_delay (virtual) has passed
 	// and the nodes before them are ready.
@@ -403,8 +412,8 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 }
 
 // outputFiles are a node's stdout and stderr files: opened (and capped)
-// at its first start, before it could put anything in their place, and
-// the same open files when it starts again.
+// before any node starts (runTrial), and the same open files at each of
+// its starts.
 func (t *Trial) outputFiles(node string) (out, errf *os.File, err error) {
 	if fs, ok := t.outputs[node]; ok {
 		return fs[0], fs[1], nil

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/safefs"
 )
@@ -39,12 +42,16 @@ func (tf *trialFiles) close() {
 }
 
 // create creates (or truncates) name in the trial's directory for
-// lockstep to write, or beside it when the name is a node's (see
-// trialFiles); err is the write's failure in both places.
+// lockstep to write, or beside it when a node took the name (see
+// trialFiles); err is the write's failure in both places, or in the
+// trial's directory alone when no node caused it (a full disk).
 func (tf *trialFiles) create(name string) (*os.File, error) {
 	f, err := tf.dir.Create(name)
 	if err == nil {
 		return f, nil
+	}
+	if !planted(err) {
+		return nil, err
 	}
 	what := tf.dir.Kind(name)
 	aside := filepath.Base(tf.dir.Path()) + "." + name
@@ -65,6 +72,17 @@ func (tf *trialFiles) create(name string) (*os.File, error) {
 	return f, nil
 }
 
+// planted reports whether an open through safefs failed for what a node
+// can have put at the name: a link, a directory, a FIFO or a socket.
+func planted(err error) bool {
+	for _, e := range []error{unix.ELOOP, unix.EISDIR, unix.ENOTDIR, unix.ENXIO, unix.EXDEV, safefs.ErrNotRegular} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // writeFile writes b to name (see create) and returns where it went.
 func (tf *trialFiles) writeFile(name string, b []byte) (string, error) {
 	f, err := tf.create(name)
@@ -79,8 +97,8 @@ func (tf *trialFiles) writeFile(name string, b []byte) (string, error) {
 }
 
 // output opens a node's output file (NODE.out, NODE.err) for appending:
-// once per trial, when the node first starts, so in a directory no node
-// has written yet; a restart appends to the same open file.
+// once per trial, before any node starts, so in a directory no node has
+// written yet; a restart appends to the same open file.
 func (tf *trialFiles) output(name string) (*os.File, error) {
 	return tf.dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 }

@@ -11,6 +11,8 @@
  *            lockstep cuts the file back and appends its cut line
  *   checker  links checker.out and exits 0: the checker's output is
  *            written after a passing trial
+ *   early    a server that tries to link late.out, the output of a node
+ *            that starts after it, then waits for a connection forever
  * Each prints what it did, or the error, and the trial's directory is
  * /run/lockstep/trial (tracer.TrialPath). */
 #define _GNU_SOURCE
@@ -24,15 +26,22 @@
 
 #define TRIAL "/run/lockstep/trial"
 
-static void plant(const char *name, const char *victim) {
+static int try_plant(const char *name, const char *victim) {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s", TRIAL, name);
 	if (symlink(victim, path) != 0) {
 		printf("symlink %s: %s\n", path, strerror(errno));
-		exit(3);
+		fflush(stdout);
+		return -1;
 	}
 	printf("linked %s to %s\n", name, victim);
 	fflush(stdout);
+	return 0;
+}
+
+static void plant(const char *name, const char *victim) {
+	if (try_plant(name, victim) != 0)
+		exit(3);
 }
 
 static void block_forever(void) {
@@ -49,7 +58,7 @@ static void block_forever(void) {
 
 int main(int argc, char **argv) {
 	if (argc != 3) {
-		fprintf(stderr, "usage: links trace|threads|output|checker VICTIM\n");
+		fprintf(stderr, "usage: links trace|threads|output|checker|early VICTIM\n");
 		return 2;
 	}
 	const char *mode = argv[1], *victim = argv[2];
@@ -74,6 +83,10 @@ int main(int argc, char **argv) {
 			if (write(1, line, sizeof line) != sizeof line)
 				return 3;
 		return 1;
+	}
+	if (strcmp(mode, "early") == 0) {
+		try_plant("late.out", victim);
+		block_forever();
 	}
 	if (strcmp(mode, "checker") == 0) {
 		plant("checker.out", victim);
