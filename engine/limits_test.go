@@ -102,16 +102,16 @@ func TestResolveLimits(t *testing.T) {
 	}{
 		{"one node, one job", mk(1, spec.NodeLimits{}), 1,
 			netns.Limits{Memory: 24 * gib, Pids: 16384},
-			nodeLimit{cg: netns.Limits{Memory: 24 * gib, Pids: 16384}, tmpfs: 6 * gib, output: 64 << 20}, false},
+			nodeLimit{cg: netns.Limits{Memory: 24 * gib, Pids: 16384}, tmpfs: 6 * gib, tmp: 12 * gib, output: 64 << 20}, false},
 		{"four nodes, two jobs", mk(4, spec.NodeLimits{}), 2,
 			netns.Limits{Memory: 12 * gib, Pids: 8192},
-			nodeLimit{cg: netns.Limits{Memory: 3 * gib, Pids: 2048}, tmpfs: 3 * gib / 4, output: 64 << 20}, false},
+			nodeLimit{cg: netns.Limits{Memory: 3 * gib, Pids: 2048}, tmpfs: 3 * gib / 4, tmp: 3 * gib / 2, output: 64 << 20}, false},
 		{"many nodes: the floors", mk(64, spec.NodeLimits{}), 2,
 			netns.Limits{Memory: 12 * gib, Pids: 8192},
-			nodeLimit{cg: netns.Limits{Memory: gib, Pids: 1024}, tmpfs: gib / 4, output: 64 << 20}, false},
-		{"the spec's", mk(2, spec.NodeLimits{Memory: 2 * gib, Pids: 100, Tmpfs: 1 << 20, Output: 4 << 10, CPUWeight: 50}), 1,
+			nodeLimit{cg: netns.Limits{Memory: gib, Pids: 1024}, tmpfs: gib / 4, tmp: gib / 2, output: 64 << 20}, false},
+		{"the spec's", mk(2, spec.NodeLimits{Memory: 2 * gib, Pids: 100, Tmpfs: 1 << 20, Tmp: 8 << 20, Output: 4 << 10, CPUWeight: 50}), 1,
 			netns.Limits{Memory: 24 * gib, Pids: 16384},
-			nodeLimit{cg: netns.Limits{Memory: 2 * gib, Pids: 100, CPUWeight: 50}, tmpfs: 1 << 20, output: 4 << 10, memorySet: true, pidsSet: true}, true},
+			nodeLimit{cg: netns.Limits{Memory: 2 * gib, Pids: 100, CPUWeight: 50}, tmpfs: 1 << 20, tmp: 8 << 20, output: 4 << 10, memorySet: true, pidsSet: true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := resolveLimits(tc.sp, host, tc.jobs)
