@@ -134,8 +134,9 @@ type Trial struct {
 	addrs map[string]netip.Addr
 	nodes map[netip.Addr]string // addrs reversed, for fault holds
 	// dir writes lockstep's files into the trial's directory, which
-	// the nodes can write too; outputs are each node's stdout and stderr
-	// files, opened at its first start (a restart appends to them).
+	// the nodes can write too; tmps are the nodes' {{tmp}} mounts;
+	// outputs are each node's stdout and stderr files, opened before any
+	// node starts (a restart appends to them).
 	dir     *trialFiles
 	tmps    *nodeTmps
 	outputs map[string][2]*os.File
