@@ -5,7 +5,7 @@ BIN := bin/lockstep
 PKGS := ./...
 export GOFLAGS ?= -mod=mod
 
-.PHONY: help build test bench bench-real bench-hit bench-storage stress demo generate clean deps testdata cleanup image shard-demo
+.PHONY: help build test fuzz bench bench-real bench-hit bench-storage stress demo generate clean deps testdata cleanup image shard-demo
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -27,6 +27,10 @@ testdata: ## build the test programs in C, Go, Rust and Java
 test: build testdata ## run every test, the privileged ones included when root
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 40m $(PKGS)
+
+fuzz: ## fuzz the spec loader and its templates, FUZZTIME each (15s; CI runs it after test)
+	$(GO) test ./spec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),15s)
+	$(GO) test ./spec -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(or $(FUZZTIME),15s)
 
 bench: build testdata ## run the benchmarks (figures as ratios to native)
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)

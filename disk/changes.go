@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/safefs"
 )
 
 // kind is what a change did.
@@ -161,43 +163,44 @@ func (b *Books) truncateFile(f *file, to int64) {
 }
 
 // dirRef is a data directory, held open (O_PATH): the names in it can be
-// changed back after it was renamed, and after the node is gone.
+// changed back after it was renamed, and after the node is gone. Every
+// change to a name in it goes through its descriptor (the *at calls) with
+// that one name, which the calls do not follow: a directory reached
+// through no link (dirOf) keeps lockstep in the node's data paths.
 type dirRef struct {
-	f   *os.File
+	dir *safefs.Dir
 	key fileKey
 }
 
-// at is the path through which lockstep reaches base in the directory.
-func (d *dirRef) at(base string) string {
-	return "/proc/self/fd/" + strconv.Itoa(int(d.f.Fd())) + "/" + base
+func (d *dirRef) fd() int { return d.dir.Fd() }
+
+// lstat looks at base in the directory, without following it.
+func (d *dirRef) lstat(base string, st *unix.Stat_t) error {
+	return unix.Fstatat(d.fd(), base, st, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // dirOf is the data directory holding p (as the node sees it), or nil when
-// p's directory is not under a data path.
+// p's directory is not under a data path or is reached through a link.
 func (b *Books) dirOf(pid int, p string) *dirRef {
 	d := filepath.Dir(p)
 	if !b.data(d) {
 		return nil
 	}
-	hp, ok := b.host(pid, d)
-	if !ok {
-		return nil
-	}
-	f, err := os.OpenFile(hp, unix.O_PATH|unix.O_DIRECTORY, 0)
+	sub, err := b.dirAt(pid, d)
 	if err != nil {
 		return nil
 	}
 	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil {
-		f.Close()
+	if unix.Fstat(sub.Fd(), &st) != nil {
+		sub.Close()
 		return nil
 	}
 	k := fileKey{st.Dev, st.Ino}
 	if r := b.dirs[k]; r != nil {
-		f.Close()
+		sub.Close()
 		return r
 	}
-	r := &dirRef{f: f, key: k}
+	r := &dirRef{dir: sub, key: k}
 	b.dirs[k] = r
 	return r
 }
@@ -210,16 +213,14 @@ func (b *Books) open(c Call) {
 	if !ok || !b.data(p) {
 		return
 	}
-	hp, ok := b.host(c.Pid, p)
-	if !ok {
+	d := b.dirOf(c.Pid, p)
+	if d == nil {
 		return
 	}
 	var st unix.Stat_t
-	if err := unix.Lstat(hp, &st); err != nil {
+	if err := d.lstat(filepath.Base(p), &st); err != nil {
 		if c.Flags&unix.O_CREAT != 0 && err == unix.ENOENT {
-			if d := b.dirOf(c.Pid, p); d != nil {
-				b.record(&change{kind: chCreate, at: d, base: filepath.Base(p), dirs: []*dirRef{d}})
-			}
+			b.record(&change{kind: chCreate, at: d, base: filepath.Base(p), dirs: []*dirRef{d}})
 		}
 		return
 	}
@@ -231,19 +232,17 @@ func (b *Books) open(c Call) {
 }
 
 // dataName resolves a name that a call creates or removes: its path p, its
-// path hp on the host and the books of its directory d; ok is false when
-// the name is not under the data paths or cannot be resolved.
-func (b *Books) dataName(pid, dirfd int, path string) (p, hp string, d *dirRef, ok bool) {
+// base name and the books of its directory d; ok is false when the name is
+// not under the data paths or cannot be resolved.
+func (b *Books) dataName(pid, dirfd int, path string) (p, base string, d *dirRef, ok bool) {
 	p, ok = resolve(pid, dirfd, path)
 	if !ok || !b.data(p) {
 		return "", "", nil, false
 	}
-	hp, ok = b.host(pid, p)
-	d = b.dirOf(pid, p)
-	if !ok || d == nil {
+	if d = b.dirOf(pid, p); d == nil {
 		return "", "", nil, false
 	}
-	return p, hp, d, true
+	return p, filepath.Base(p), d, true
 }
 
 // create records a new name (mkdir, link, symlink): Path for mkdir, Path2
@@ -253,15 +252,15 @@ func (b *Books) create(c Call) {
 	if c.Op == OpLink {
 		dirfd, path = c.Dirfd2, c.Path2
 	}
-	p, hp, d, ok := b.dataName(c.Pid, dirfd, path)
+	_, base, d, ok := b.dataName(c.Pid, dirfd, path)
 	if !ok {
 		return
 	}
 	var st unix.Stat_t
-	if unix.Lstat(hp, &st) == nil {
+	if d.lstat(base, &st) == nil {
 		return // it will fail with EEXIST
 	}
-	b.record(&change{kind: chCreate, at: d, base: filepath.Base(p), dirs: []*dirRef{d}, dir: c.Op == OpMkdir})
+	b.record(&change{kind: chCreate, at: d, base: base, dirs: []*dirRef{d}, dir: c.Op == OpMkdir})
 }
 
 func (b *Books) rename(c Call) {
@@ -271,15 +270,13 @@ func (b *Books) rename(c Call) {
 		return
 	}
 	d1, d2 := b.dirOf(c.Pid, from), b.dirOf(c.Pid, to)
-	hf, ok1 := b.host(c.Pid, from)
-	ht, ok2 := b.host(c.Pid, to)
-	if d1 == nil || d2 == nil || !ok1 || !ok2 || c.Flags&unix.RENAME_EXCHANGE != 0 {
+	if d1 == nil || d2 == nil || c.Flags&unix.RENAME_EXCHANGE != 0 {
 		// Into or out of the data paths, or an exchange: not in the books
 		// (docs/spec.md, Storage faults).
 		return
 	}
 	var st unix.Stat_t
-	if unix.Lstat(hf, &st) != nil {
+	if d1.lstat(filepath.Base(from), &st) != nil {
 		return // it will fail
 	}
 	ch := &change{kind: chRename, at: d1, base: filepath.Base(from), at2: d2, base2: filepath.Base(to), moved: fileKey{st.Dev, st.Ino}, dirs: []*dirRef{d1}}
@@ -287,50 +284,62 @@ func (b *Books) rename(c Call) {
 		ch.dirs = append(ch.dirs, d2)
 	}
 	var old unix.Stat_t
-	if unix.Lstat(ht, &old) == nil {
+	if d2.lstat(ch.base2, &old) == nil {
 		if old.Dev == st.Dev && old.Ino == st.Ino {
 			return // the same file: nothing changes
 		}
-		b.keep(ch, ht, &old)
+		b.keep(ch, d2, ch.base2, &old)
 	}
 	b.record(ch)
 }
 
-// keep holds what a name about to go names, so that it can come back: a
-// file open, a symbolic link's target, a directory's mode (only an empty
-// one can go).
-func (b *Books) keep(ch *change, hp string, st *unix.Stat_t) {
+// keep holds what base in d, a name about to go, names, so that it can
+// come back: a file open, a symbolic link's target, a directory's mode
+// (only an empty one can go).
+func (b *Books) keep(ch *change, d *dirRef, base string, st *unix.Stat_t) {
 	ch.mode = st.Mode & 0o7777
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		if f, err := os.Open(hp); err == nil {
-			ch.kept = f
+		// The node runs: what is there may have changed since st, and
+		// must not be followed or waited on.
+		fd, err := unix.Openat(d.fd(), base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return
 		}
+		var now unix.Stat_t
+		if unix.Fstat(fd, &now) != nil || now.Mode&unix.S_IFMT != unix.S_IFREG {
+			unix.Close(fd)
+			return
+		}
+		ch.kept = os.NewFile(uintptr(fd), base)
 	case unix.S_IFLNK:
-		ch.link, _ = os.Readlink(hp)
+		buf := make([]byte, unix.PathMax)
+		if n, err := unix.Readlinkat(d.fd(), base, buf); err == nil {
+			ch.link = string(buf[:n])
+		}
 	case unix.S_IFDIR:
 		ch.dir = true
 	}
 }
 
 func (b *Books) unlink(c Call) {
-	p, hp, d, ok := b.dataName(c.Pid, c.Dirfd, c.Path)
+	_, base, d, ok := b.dataName(c.Pid, c.Dirfd, c.Path)
 	if !ok {
 		return
 	}
 	var st unix.Stat_t
-	if unix.Lstat(hp, &st) != nil {
+	if d.lstat(base, &st) != nil {
 		return
 	}
 	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
 	if isDir != (c.Flags&unix.AT_REMOVEDIR != 0) {
 		return // it will fail
 	}
-	ch := &change{kind: chUnlink, at: d, base: filepath.Base(p), dirs: []*dirRef{d}}
+	ch := &change{kind: chUnlink, at: d, base: base, dirs: []*dirRef{d}}
 	if isDir {
 		ch.kind = chRmdir
 		ch.self = b.dirs[fileKey{st.Dev, st.Ino}]
 	}
-	b.keep(ch, hp, &st)
+	b.keep(ch, d, base, &st)
 	b.record(ch)
 }

@@ -173,65 +173,67 @@ func redoData(ch *change, data []byte) error {
 	return err
 }
 
-// undoName takes a name change back, through the directories it was in.
+// undoName takes a name change back, through the directories it was in
+// (see dirRef): each call names one entry of a directory lockstep holds.
 func (b *Books) undoName(ch *change) error {
-	hp := ch.at.at(ch.base)
+	var st unix.Stat_t
 	switch ch.kind {
 	case chCreate:
-		var st unix.Stat_t
-		if unix.Lstat(hp, &st) != nil {
+		if ch.at.lstat(ch.base, &st) != nil {
 			return nil
 		}
 		if ch.dir {
-			return os.RemoveAll(hp)
+			// RemoveAll opens what it descends into with O_NOFOLLOW, from
+			// the directory's descriptor (the magic link is lockstep's own).
+			return os.RemoveAll("/proc/self/fd/" + strconv.Itoa(ch.at.fd()) + "/" + ch.base)
 		}
-		return os.Remove(hp)
+		return unix.Unlinkat(ch.at.fd(), ch.base, 0)
 	case chRename:
-		ht := ch.at2.at(ch.base2)
-		var st unix.Stat_t
-		if unix.Lstat(ht, &st) != nil || (fileKey{st.Dev, st.Ino}) != ch.moved {
+		if ch.at2.lstat(ch.base2, &st) != nil || (fileKey{st.Dev, st.Ino}) != ch.moved {
 			return nil // the rename failed, or what it moved went on
 		}
-		if err := os.Rename(ht, hp); err != nil {
+		if err := unix.Renameat(ch.at2.fd(), ch.base2, ch.at.fd(), ch.base); err != nil {
 			return err
 		}
-		return b.restore(ch, ht)
+		return b.restore(ch, ch.at2, ch.base2)
 	case chUnlink, chRmdir:
-		return b.restore(ch, hp)
+		return b.restore(ch, ch.at, ch.base)
 	}
 	return nil
 }
 
-// restore puts back at hp what a change removed from there.
-func (b *Books) restore(ch *change, hp string) error {
+// restore puts back at base in d what a change removed from there.
+func (b *Books) restore(ch *change, d *dirRef, base string) error {
 	switch {
 	case ch.kind == chRmdir || (ch.dir && ch.kind == chRename):
-		if err := os.Mkdir(hp, os.FileMode(ch.mode)); err != nil {
+		if err := unix.Mkdirat(d.fd(), base, ch.mode); err != nil {
 			return err
 		}
 		if ch.self != nil {
 			// Names inside it come back into the new directory.
-			f, err := os.OpenFile(hp, unix.O_PATH|unix.O_DIRECTORY, 0)
+			sub, err := d.dir.Sub(base)
 			if err != nil {
 				return err
 			}
-			ch.self.f.Close()
-			ch.self.f = f
+			ch.self.dir.Close()
+			ch.self.dir = sub
 		}
 		return nil
 	case ch.link != "":
-		return os.Symlink(ch.link, hp)
+		return unix.Symlinkat(ch.link, d.fd(), base)
 	case ch.kept != nil:
 		fd := int(ch.kept.Fd())
-		err := unix.Linkat(fd, "", unix.AT_FDCWD, hp, unix.AT_EMPTY_PATH)
+		err := unix.Linkat(fd, "", d.fd(), base, unix.AT_EMPTY_PATH)
 		if err == nil {
 			return nil
 		}
-		// No name left (a link count of 0): copy what it holds.
-		out, err := os.OpenFile(hp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, os.FileMode(ch.mode))
+		// No name left (a link count of 0): copy what it holds. O_EXCL
+		// follows no link in base's place.
+		ofd, err := unix.Openat(d.fd(), base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, ch.mode)
 		if err != nil {
 			return err
 		}
+		out := os.NewFile(uintptr(ofd), base)
 		defer out.Close()
 		_, err = io.Copy(out, io.NewSectionReader(ch.kept, 0, size(ch.kept)))
 		return err

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/safefs"
 )
 
 // Op is what a call does to the node's files.
@@ -78,11 +80,11 @@ type Stats struct {
 
 // Books are one node's.
 type Books struct {
-	roots   []string            // data paths, as the node sees them
-	base    string              // what show strips off a path
-	journal bool                // an fsync of a file makes every name change durable
-	reads   bool                // an ioerror may fail reads
-	rootFds map[string]*os.File // each root, once it exists, opened O_PATH
+	roots   []string               // data paths, as the node sees them
+	base    string                 // what show strips off a path
+	journal bool                   // an fsync of a file makes every name change durable
+	reads   bool                   // an ioerror may fail reads
+	rootFds map[string]*safefs.Dir // each root, once it exists (rootOf)
 	files   map[fileKey]*file
 	dirs    map[fileKey]*dirRef // data directories name changes were in
 	log     []*change           // changes not yet durable, in program order
@@ -117,7 +119,7 @@ type armed struct {
 // as a journaling file system commits them together; without, only an
 // fsync of the directory does (POSIX).
 func New(roots []string, base string, journal bool) *Books {
-	b := &Books{rootFds: map[string]*os.File{}, files: map[fileKey]*file{}, dirs: map[fileKey]*dirRef{}, base: filepath.Clean(base), journal: journal}
+	b := &Books{rootFds: map[string]*safefs.Dir{}, files: map[fileKey]*file{}, dirs: map[fileKey]*dirRef{}, base: filepath.Clean(base), journal: journal}
 	for _, r := range roots {
 		b.roots = append(b.roots, filepath.Clean(r))
 	}
@@ -138,7 +140,7 @@ func (b *Books) Close() {
 		f.Close()
 	}
 	for _, d := range b.dirs {
-		d.f.Close()
+		d.dir.Close()
 	}
 	clear(b.dirs)
 	clear(b.files)
@@ -323,71 +325,109 @@ func resolve(pid, dirfd int, path string) (string, bool) {
 	return filepath.Join(base, path), true
 }
 
-// host is the path through which lockstep reaches p, a path under a data
-// root as the node sees it, now and after the node's processes are gone:
-// through the root's descriptor, opened through the process's root the
-// first time the root exists.
-func (b *Books) host(pid int, p string) (string, bool) {
+// errUnreachable: a path is under no data root, or its root never
+// existed while a process of the node did.
+var errUnreachable = errors.New("not reachable")
+
+// rootOf is the data root that holds p, a path under a data root as the
+// node sees it, and p below it. lockstep reaches the root through its
+// descriptor, now and after the node's processes are gone: opened the
+// first time the root exists, through the process's root, its links
+// resolved as the node sees them (safefs.OpenInRoot), never to lockstep's
+// own files. Below the root, names are resolved through no link at all
+// (safefs.Dir): a link a node put in its data paths does not take lockstep
+// out of them, and a change made through one is not in the books.
+func (b *Books) rootOf(pid int, p string) (*safefs.Dir, string, error) {
 	for _, r := range b.roots {
 		rel, ok := under(r, p)
 		if !ok {
 			continue
 		}
-		rf := b.rootFds[r]
-		if rf == nil {
+		rd := b.rootFds[r]
+		if rd == nil {
 			if pid == 0 {
-				return "", false
+				return nil, "", errUnreachable
 			}
-			f, err := os.OpenFile(procPath(pid, "root")+r, unix.O_PATH|unix.O_DIRECTORY, 0)
+			d, err := safefs.OpenInRoot(procPath(pid, "root"), r)
 			if err != nil {
-				return "", false
+				return nil, "", err
 			}
-			b.rootFds[r], rf = f, f
+			b.rootFds[r], rd = d, d
 		}
-		return "/proc/self/fd/" + strconv.Itoa(int(rf.Fd())) + "/" + rel, true
+		return rd, rel, nil
 	}
-	return "", false
+	return nil, "", errUnreachable
+}
+
+// dirAt opens d, a directory under a data root as the node sees it (see
+// rootOf).
+func (b *Books) dirAt(pid int, d string) (*safefs.Dir, error) {
+	root, rel, err := b.rootOf(pid, d)
+	if err != nil {
+		return nil, err
+	}
+	return root.Sub(rel)
 }
 
 // fileOf is the books' file for the process's descriptor fd, opened on
-// first use.
+// first use through the descriptor itself (a file the node has open, on
+// the node's mount: a host file it opened read-only cannot be opened for
+// writing so).
 func (b *Books) fileOf(pid, fd int, path string) (*file, error) {
-	return b.fileVia(procPath(pid, "fd/"+strconv.Itoa(fd)), path)
-}
-
-// fileVia is the books' file that hp reaches (p as the node sees it),
-// opened on first use.
-func (b *Books) fileVia(hp, p string) (*file, error) {
+	hp := procPath(pid, "fd/"+strconv.Itoa(fd))
 	var st unix.Stat_t
 	if err := unix.Stat(hp, &st); err != nil {
 		return nil, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, errors.New("not a regular file")
+		return nil, safefs.ErrNotRegular
 	}
-	k := fileKey{st.Dev, st.Ino}
-	if f := b.files[k]; f != nil {
-		f.path = p
+	if f := b.files[fileKey{st.Dev, st.Ino}]; f != nil {
+		f.path = path
 		return f, nil
 	}
 	h, err := os.OpenFile(hp, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
+	return b.adopt(h, path)
+}
+
+// fileAt is fileOf for a path (as the node sees it), reached below its
+// data root through no link.
+func (b *Books) fileAt(pid int, p string) (*file, error) {
+	root, rel, err := b.rootOf(pid, p)
+	if err != nil {
+		return nil, err
+	}
+	h, err := root.OpenFile(rel, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	return b.adopt(h, p)
+}
+
+// adopt makes h, a regular file opened read-write, the books' file for
+// its inode (p as the node sees it), or closes it when the books have one.
+func (b *Books) adopt(h *os.File, p string) (*file, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(h.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		h.Close()
+		if err == nil {
+			err = safefs.ErrNotRegular
+		}
+		return nil, err
+	}
+	k := fileKey{st.Dev, st.Ino}
+	if f := b.files[k]; f != nil {
+		h.Close()
+		f.path = p
+		return f, nil
+	}
 	b.seq++
 	f := &file{f: h, key: k, path: p, seq: b.seq}
 	b.files[k] = f
 	return f, nil
-}
-
-// fileAt is fileOf for a path (as the node sees it), reached through the
-// data root.
-func (b *Books) fileAt(pid int, p string) (*file, error) {
-	hp, ok := b.host(pid, p)
-	if !ok {
-		return nil, errors.New("not reachable")
-	}
-	return b.fileVia(hp, p)
 }
 
 // fdinfo reads a descriptor's position and open flags.

@@ -419,3 +419,45 @@ func TestPowerNothingPending(t *testing.T) {
 		}
 	}
 }
+
+// TestPowerFollowsNoLink: a node's data directory holds a link to a
+// directory of the host's; what the node does through it (here: calls the
+// books see but that fail, as on the node's read-only view of the host)
+// is not in the books, so the undo at a cut touches nothing of the
+// host's: a file the host made since at the name the node created
+// stays, as does a file the node unlinked and renamed there.
+func TestPowerFollowsNoLink(t *testing.T) {
+	n := newNode(t)
+	host := t.TempDir()
+	if err := os.Symlink(host, n.path("link")); err != nil {
+		t.Fatal(err)
+	}
+	n.fsyncDir()
+	victim := filepath.Join(host, "victim")
+	if err := os.WriteFile(victim, []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.before(Call{Op: OpOpen, Dirfd: unix.AT_FDCWD, Path: n.path("link/made"), Flags: os.O_WRONLY | os.O_CREATE})
+	n.before(Call{Op: OpMkdir, Dirfd: unix.AT_FDCWD, Path: n.path("link/dir")})
+	n.before(Call{Op: OpUnlink, Dirfd: unix.AT_FDCWD, Path: n.path("link/victim")})
+	n.before(Call{Op: OpRename, Dirfd: unix.AT_FDCWD, Path: n.path("link/victim"), Dirfd2: unix.AT_FDCWD, Path2: n.path("link/moved")})
+	n.before(Call{Op: OpTruncate, Fd: -1, Dirfd: unix.AT_FDCWD, Path: n.path("link/victim"), Len: 0})
+	if p := n.b.Pending(); p != 0 {
+		t.Errorf("%d changes through the link are in the books", p)
+	}
+	// The host makes the names the node's calls named.
+	for _, name := range []string{"made", "dir", "moved"} {
+		if err := os.WriteFile(filepath.Join(host, name), []byte("host's"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.cut(PersistNone, 1)
+	for _, name := range []string{"made", "dir", "moved", "victim"} {
+		if _, err := os.Lstat(filepath.Join(host, name)); err != nil {
+			t.Errorf("the host's %s: %v", name, err)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "host" {
+		t.Errorf("the host's file holds %q", b)
+	}
+}

@@ -32,7 +32,10 @@ type RunOptions struct {
 	Replace     bool
 	StopOnFirst bool
 	TraceAll    bool
-	History     string // history file for "+" strategies ("" = spec's, or none)
+	// KeepTmp keeps the nodes' {{tmp}} directories of passing trials too
+	// (a failing trial's are always kept).
+	KeepTmp bool
+	History string // history file for "+" strategies ("" = spec's, or none)
 	// Native runs the trials without lockstep (no tracer, real time) for
 	// the baseline hit ratio; a trial whose clients outlive NativeLimit
 	// (default: the spec's limits.real_time) is a hang.
@@ -204,7 +207,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 			return nil, err
 		}
 		tp := trialParams{index: i, seed: TrialSeed(seed, i), strategy: strat, stepsHint: stepsHint, expect: expect,
-			traceAll: opts.TraceAll, scheme: scheme.String(), frames: scheme.Frames()}
+			traceAll: opts.TraceAll, keepTmp: opts.KeepTmp, scheme: scheme.String(), frames: scheme.Frames()}
 		if im, ok := strat.(interface{ LastImmediate() bool }); ok {
 			tp.immediate = im.LastImmediate
 		}
@@ -308,7 +311,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	if r0.Index == sh.Trial(0) {
 		next = 1
 		record(0, r0)
-	} else if err := os.RemoveAll(r0.Dir); err != nil {
+	} else if err := clearTrial(r0.Dir); err != nil {
 		return nil, fmt.Errorf("removing the hint trial's directory: %w", err)
 	}
 

@@ -9,7 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockstep-dev/lockstep/history"
+	"github.com/lockstep-dev/lockstep/internal/safefs"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -30,19 +33,24 @@ const HistoryVisualization = "history.html"
 // outcome and keeps its Steps and VTime. A check that timed out is not a
 // failure: failed is false and the outcome's Detail says so, for the
 // caller to report. On a violation or a timeout the visualization is
-// written to trialDir/history.html and its path is in the Detail. err is
-// lockstep's own failure (reading the files, writing the drawing).
-func checkHistories(ctx context.Context, sp *spec.Spec, hc *spec.HistoryCheck, trialDir string) (o Outcome, failed bool, err error) {
+// written to trialDir/history.html (see trialFiles) and its path is in the
+// Detail. err is lockstep's own failure (reading the files, writing the
+// drawing). The files are read and written through tf, through no link.
+func checkHistories(ctx context.Context, sp *spec.Spec, hc *spec.HistoryCheck, tf *trialFiles) (o Outcome, failed bool, err error) {
 	model, err := history.NewModel(hc.Model)
 	if err != nil {
 		return Outcome{}, false, err
 	}
+	trialDir := tf.dir.Path()
 	var clients []history.Client
 	for _, n := range sp.Nodes {
-		path := filepath.Join(trialDir, n.Name, hc.History)
-		ops, err := history.ReadFile(path)
+		rel := filepath.Join(n.Name, hc.History)
+		ops, err := readHistory(tf, rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
+		}
+		if pe := (*plantedError)(nil); errors.As(err, &pe) {
+			return Outcome{Kind: CheckerFailed, Node: n.Name, Detail: relTo(trialDir, err.Error())}, true, nil
 		}
 		if err != nil {
 			var pe *fs.PathError
@@ -73,27 +81,75 @@ func checkHistories(ctx context.Context, sp *spec.Spec, hc *spec.HistoryCheck, t
 	case history.Linearizable:
 		return Outcome{Kind: Pass}, false, nil
 	case history.TimedOut:
-		path := filepath.Join(trialDir, HistoryVisualization)
-		if err := res.VisualizeFile(path); err != nil {
-			return Outcome{}, false, fmt.Errorf("drawing the history: %w", err)
+		path, err := drawHistory(tf, res)
+		if err != nil {
+			return Outcome{}, false, err
 		}
 		return Outcome{Kind: Pass, Detail: fmt.Sprintf("linearizability check of the %s timed out after %v; see %s", what, sp.Checker.Timeout, path)}, false, nil
 	}
-	path := filepath.Join(trialDir, HistoryVisualization)
-	if err := res.VisualizeFile(path); err != nil {
-		return Outcome{}, false, fmt.Errorf("drawing the history: %w", err)
+	path, err := drawHistory(tf, res)
+	if err != nil {
+		return Outcome{}, false, err
 	}
 	return Outcome{Kind: NotLinearizable, Detail: fmt.Sprintf("%s is not linearizable under model %s; see %s", what, hc.Model, path)}, true, nil
+}
+
+// plantedError: a node's file in the trial's directory is something
+// lockstep does not read through (a link, a FIFO, a directory).
+type plantedError struct{ path, what string }
+
+func (e *plantedError) Error() string {
+	return fmt.Sprintf("history %s is %s, which lockstep does not read", e.path, e.what)
+}
+
+// readHistory reads the history at rel below the trial's directory. What a
+// node left there that is not a regular file, or that is reached through
+// a link, is a plantedError: a client's bug, not lockstep's, and a link to a
+// host file must not put the file's lines in an outcome.
+func readHistory(tf *trialFiles, rel string) ([]history.Op, error) {
+	f, err := tf.open(rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if what := tf.dir.Kind(rel); what != "" && what != "a regular file" || errors.Is(err, safefs.ErrNotRegular) ||
+			errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOTDIR) {
+			if what == "" {
+				what = "reached through a link"
+			}
+			return nil, &plantedError{path: tf.dir.Join(rel), what: what}
+		}
+		return nil, err
+	}
+	defer f.Close()
+	return history.Read(f, f.Name())
+}
+
+// drawHistory writes porcupine's drawing of the check to history.html and
+// returns where it went.
+func drawHistory(tf *trialFiles, res *history.Result) (string, error) {
+	f, err := tf.create(HistoryVisualization)
+	if err != nil {
+		return "", fmt.Errorf("drawing the history: %w", err)
+	}
+	err = res.Visualize(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("drawing the history in %s: %w", f.Name(), err)
+	}
+	return f.Name(), nil
 }
 
 // checkTrialHistory checks a passing trial's histories and folds the
 // verdict into res.Outcome, keeping its Steps and VTime: the one call the
 // trial loop and native runs make after their command checker.
-func checkTrialHistory(ctx context.Context, sp *spec.Spec, hc *spec.HistoryCheck, res *TrialResult, log *slog.Logger) error {
+func checkTrialHistory(ctx context.Context, sp *spec.Spec, hc *spec.HistoryCheck, res *TrialResult, tf *trialFiles, log *slog.Logger) error {
 	if hc == nil || res.Outcome.Kind != Pass {
 		return nil
 	}
-	o, failed, err := checkHistories(ctx, sp, hc, res.Dir)
+	o, failed, err := checkHistories(ctx, sp, hc, tf)
 	if err != nil {
 		return fmt.Errorf("checking trial %d's histories: %w", res.Index, err)
 	}

@@ -84,7 +84,7 @@ func TestCheckHistories(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sp, dir := historyTrial(t, tc.files)
-			o, failed, err := checkHistories(context.Background(), sp, hc, dir)
+			o, failed, err := checkHistories(context.Background(), sp, hc, trialFilesOf(t, dir))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func TestCheckHistoriesTimeout(t *testing.T) {
 	b.WriteString(`{"process":99,"op":"get","key":"k","output":"none","call":200,"return":300}` + "\n")
 	sp, dir := historyTrial(t, map[string]string{"c1": b.String()})
 	sp.Checker.Timeout = 50 * time.Millisecond
-	o, failed, err := checkHistories(context.Background(), sp, &spec.HistoryCheck{Model: "kv", History: spec.DefaultHistoryFile}, dir)
+	o, failed, err := checkHistories(context.Background(), sp, &spec.HistoryCheck{Model: "kv", History: spec.DefaultHistoryFile}, trialFilesOf(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,5 +127,56 @@ func TestCheckHistoriesTimeout(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, HistoryVisualization)); err != nil {
 		t.Error(err)
+	}
+}
+
+func trialFilesOf(t *testing.T, dir string) *trialFiles {
+	t.Helper()
+	tf, err := openTrialFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tf.close)
+	return tf
+}
+
+// TestHistoryLinkNotRead: a client's history that is a link to a host
+// file is not read (its lines would reach the outcome): the trial fails
+// as the client's, naming what the file is, and the campaign goes on.
+func TestHistoryLinkNotRead(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("root:secret-hash\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, dir := historyTrial(t, map[string]string{})
+	if err := os.Symlink(secret, filepath.Join(dir, "c1", spec.DefaultHistoryFile)); err != nil {
+		t.Fatal(err)
+	}
+	o, failed, err := checkHistories(context.Background(), sp, &spec.HistoryCheck{Model: "kv", History: spec.DefaultHistoryFile}, trialFilesOf(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Kind != CheckerFailed || !failed || o.Node != "c1" || o.Detail != "history c1/history.jsonl is a symbolic link, which lockstep does not read" || strings.Contains(o.Detail, "secret") {
+		t.Fatalf("got %s %v %q", o.Kind, failed, o.Detail)
+	}
+}
+
+// TestHistoryInTmp: the clients' histories, written in their {{tmp}}
+// (a mount of its own below the trial's directory), are read and checked:
+// kv-sync's trials pass, none as a history lockstep refused to read.
+func TestHistoryInTmp(t *testing.T) {
+	requireTrials(t)
+	sp, err := spec.Load(repoPath("testdata", "workload", "kv-sync.yaml"))
+	if err != nil {
+		t.Skipf("the workload: %v (make testdata)", err)
+	}
+	sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sum.Results {
+		if r.Outcome.Kind != Pass {
+			t.Fatalf("trial %d: %v", r.Index, r.Outcome)
+		}
 	}
 }

@@ -9,11 +9,13 @@ import (
 )
 
 // imageRoot is an image node's root: the image's unpacked filesystem under
-// a writable layer in the trial's directory, beside the node's output
-// (NODE.root/upper), so that a restart finds what the node wrote and the
-// next trial starts from the image.
+// a writable layer beside the trial's directory (trials/NNNNN.NODE.root/
+// upper), so that a restart finds what the node wrote and the next trial
+// starts from the image. Not in the trial's directory: the nodes can write
+// there, and one that put a link in the layer's place would have had a
+// restart mount a host directory, followed, as its writable root.
 func imageRoot(trialDir string, n spec.Node) *tracer.Root {
-	layer := filepath.Join(trialDir, n.Name+".root")
+	layer := trialDir + "." + n.Name + ".root"
 	return &tracer.Root{Lower: n.Image.Root, Upper: filepath.Join(layer, "upper"), Work: filepath.Join(layer, "work")}
 }
 

@@ -125,8 +125,8 @@ func TestImageNodes(t *testing.T) {
 		if r.Outcome.Kind != Pass && r.Outcome.Kind != ClientFailed {
 			t.Fatalf("trial %d: %v", r.Index, r.Outcome)
 		}
-		if _, err := os.Stat(filepath.Join(r.Dir, "server.root", "upper", "data", "starts")); err != nil {
-			t.Fatalf("trial %d: the writable layer is not in the trial directory: %v", r.Index, err)
+		if _, err := os.Stat(filepath.Join(r.Dir+".server.root", "upper", "data", "starts")); err != nil {
+			t.Fatalf("trial %d: the writable layer is not beside the trial directory: %v", r.Index, err)
 		}
 	}
 	if failing == nil || passing == nil {

@@ -30,13 +30,14 @@ const (
 	nodePidsFloor     = 1024
 	defaultOutputCap  = 64 << 20
 	tmpfsMemoryShare  = 4 // a node's tmpfs default: its memory limit over this
+	tmpMemoryShare    = 2 // a node's {{tmp}} default: its memory limit over this
 	outputCheckPeriod = 50 * time.Millisecond
 )
 
 // nodeLimit is one node's limits, resolved.
 type nodeLimit struct {
-	cg            netns.Limits
-	tmpfs, output int64
+	cg                 netns.Limits
+	tmpfs, tmp, output int64
 	// memorySet, pidsSet: the spec chose them (a text names the field).
 	memorySet, pidsSet bool
 }
@@ -84,6 +85,7 @@ func resolveLimits(sp *spec.Spec, host hostResources, jobs int) *campaignLimits 
 		nl := nodeLimit{
 			cg:        netns.Limits{Memory: l.Memory, Pids: l.Pids, CPUWeight: l.CPUWeight},
 			tmpfs:     l.Tmpfs,
+			tmp:       l.Tmp,
 			output:    l.Output,
 			memorySet: l.Memory != 0,
 			pidsSet:   l.Pids != 0,
@@ -96,6 +98,9 @@ func resolveLimits(sp *spec.Spec, host hostResources, jobs int) *campaignLimits 
 		}
 		if nl.tmpfs == 0 {
 			nl.tmpfs = max(nl.cg.Memory/tmpfsMemoryShare, 1<<20)
+		}
+		if nl.tmp == 0 {
+			nl.tmp = max(nl.cg.Memory/tmpMemoryShare, 1<<20)
 		}
 		if nl.output == 0 {
 			nl.output = defaultOutputCap
@@ -113,6 +118,15 @@ func (j *job) tmpfsWatch() map[string]tmpfsOf {
 		if cn := j.cluster.Node(n.Name); cn != nil && cn.CgroupDir != "" {
 			out[n.Name] = tmpfsOf{cgroup: cn.CgroupDir, size: j.limits.nodes[n.Name].tmpfs}
 		}
+	}
+	return out
+}
+
+// tmpSizes are the nodes' {{tmp}} sizes, by node.
+func (j *job) tmpSizes() map[string]int64 {
+	out := map[string]int64{}
+	for name, l := range j.limits.nodes {
+		out[name] = l.tmp
 	}
 	return out
 }
@@ -216,6 +230,10 @@ func (j *job) limitNotes(base map[string]netns.LimitEvents, out *outputCaps, tol
 			notes = append(notes, fmt.Sprintf("node %s's %s passed its %s output limit and was cut there (limits.node.output)", n.Name, f, spec.FormatSize(l.output)))
 		}
 		for _, m := range out.fullTmpfs(n.Name) {
+			if m == tmpMount {
+				notes = append(notes, fmt.Sprintf("node %s's %s was full at its %s limit (limits.node.tmp)", n.Name, m, spec.FormatSize(l.tmp)))
+				continue
+			}
 			notes = append(notes, fmt.Sprintf("node %s's %s was full at its %s limit (limits.node.tmpfs)", n.Name, m, spec.FormatSize(l.tmpfs)))
 		}
 	}
@@ -247,13 +265,16 @@ func capitalize(s string) string {
 // gone) makes the node's next write land at the cap again, and the file
 // never grows by more than what a node writes in one period. The node's
 // descriptors stay files, so writing to them costs and behaves the same.
+// It cuts and appends through lockstep's own descriptors of the files,
+// never their names: a node that puts a link in a file's place (the
+// trial's directory is its to write) moves no write of lockstep's.
 //
 // The same watch notes which of the nodes' own tmpfs mounts it finds full
 // (pinTmpfs, checkTmpfs): a node writing there gets ENOSPC, and its
 // outcome says why.
 type outputCaps struct {
 	mu    sync.Mutex
-	files map[string]capped // by path
+	files map[*os.File]capped
 	stop  chan struct{}
 	done  chan struct{}
 	// tmpfs: the nodes whose mounts to watch, by node, with their size
@@ -282,7 +303,7 @@ type capped struct {
 // newOutputCaps starts the watch; tmpfs names the nodes whose tmpfs
 // mounts it checks (nil: none).
 func newOutputCaps(tmpfs map[string]tmpfsOf) *outputCaps {
-	oc := &outputCaps{files: map[string]capped{}, stop: make(chan struct{}), done: make(chan struct{}),
+	oc := &outputCaps{files: map[*os.File]capped{}, stop: make(chan struct{}), done: make(chan struct{}),
 		tmpfs: tmpfs, pins: map[tmpfsPin]int{}, full: map[string][]string{}}
 	go oc.watch()
 	return oc
@@ -363,8 +384,20 @@ func (oc *outputCaps) unpinTmpfs() {
 	}
 }
 
+// pinTmp watches node's {{tmp}} (nodeTmps), through a copy of its
+// mount's descriptor fd.
+func (oc *outputCaps) pinTmp(node string, fd int) {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	oc.pins[tmpfsPin{node: node, mount: tmpMount}] = dup
+}
+
 // fullTmpfs names node's tmpfs mounts that were seen full, in
-// nodeTmpfs's order.
+// nodeTmpfs's order, then its {{tmp}}.
 func (oc *outputCaps) fullTmpfs(node string) []string {
 	if oc == nil {
 		return nil
@@ -372,7 +405,7 @@ func (oc *outputCaps) fullTmpfs(node string) []string {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	var out []string
-	for _, m := range nodeTmpfs() {
+	for _, m := range append(nodeTmpfs(), tmpMount) {
 		if slices.Contains(oc.full[node], m) {
 			out = append(out, m)
 		}
@@ -394,12 +427,13 @@ func firstProc(cgroup string) string {
 	return ""
 }
 
-// add caps a node's output file at path (name: "stdout" or "stderr").
-func (oc *outputCaps) add(path, node, name string, cap int64) {
+// add caps a node's output file f (name: "stdout" or "stderr"), which
+// the caller keeps open until close.
+func (oc *outputCaps) add(f *os.File, node, name string, cap int64) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	if _, ok := oc.files[path]; !ok {
-		oc.files[path] = capped{node: node, name: name, cap: cap}
+	if _, ok := oc.files[f]; !ok {
+		oc.files[f] = capped{node: node, name: name, cap: cap}
 	}
 }
 
@@ -424,26 +458,23 @@ func (oc *outputCaps) watch() {
 func (oc *outputCaps) trim(final bool) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	for path, c := range oc.files {
-		fi, err := os.Stat(path)
+	for f, c := range oc.files {
+		fi, err := f.Stat()
 		if err != nil || fi.Size() <= c.cap {
 			continue
 		}
-		if os.Truncate(path, c.cap) == nil {
+		if f.Truncate(c.cap) == nil {
 			c.cut = true
-			oc.files[path] = c
+			oc.files[f] = c
 		}
 	}
 	if !final {
 		return
 	}
-	for path, c := range oc.files {
-		if !c.cut {
-			continue
-		}
-		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err == nil {
+	for f, c := range oc.files {
+		if c.cut {
+			// f is O_APPEND: the line goes at the end.
 			fmt.Fprintf(f, "\n[lockstep: node %s's %s was cut here at its %s output limit (limits.node.output)]\n", c.node, c.name, spec.FormatSize(c.cap))
-			f.Close()
 		}
 	}
 }

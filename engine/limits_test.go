@@ -102,16 +102,16 @@ func TestResolveLimits(t *testing.T) {
 	}{
 		{"one node, one job", mk(1, spec.NodeLimits{}), 1,
 			netns.Limits{Memory: 24 * gib, Pids: 16384},
-			nodeLimit{cg: netns.Limits{Memory: 24 * gib, Pids: 16384}, tmpfs: 6 * gib, output: 64 << 20}, false},
+			nodeLimit{cg: netns.Limits{Memory: 24 * gib, Pids: 16384}, tmpfs: 6 * gib, tmp: 12 * gib, output: 64 << 20}, false},
 		{"four nodes, two jobs", mk(4, spec.NodeLimits{}), 2,
 			netns.Limits{Memory: 12 * gib, Pids: 8192},
-			nodeLimit{cg: netns.Limits{Memory: 3 * gib, Pids: 2048}, tmpfs: 3 * gib / 4, output: 64 << 20}, false},
+			nodeLimit{cg: netns.Limits{Memory: 3 * gib, Pids: 2048}, tmpfs: 3 * gib / 4, tmp: 3 * gib / 2, output: 64 << 20}, false},
 		{"many nodes: the floors", mk(64, spec.NodeLimits{}), 2,
 			netns.Limits{Memory: 12 * gib, Pids: 8192},
-			nodeLimit{cg: netns.Limits{Memory: gib, Pids: 1024}, tmpfs: gib / 4, output: 64 << 20}, false},
-		{"the spec's", mk(2, spec.NodeLimits{Memory: 2 * gib, Pids: 100, Tmpfs: 1 << 20, Output: 4 << 10, CPUWeight: 50}), 1,
+			nodeLimit{cg: netns.Limits{Memory: gib, Pids: 1024}, tmpfs: gib / 4, tmp: gib / 2, output: 64 << 20}, false},
+		{"the spec's", mk(2, spec.NodeLimits{Memory: 2 * gib, Pids: 100, Tmpfs: 1 << 20, Tmp: 8 << 20, Output: 4 << 10, CPUWeight: 50}), 1,
 			netns.Limits{Memory: 24 * gib, Pids: 16384},
-			nodeLimit{cg: netns.Limits{Memory: 2 * gib, Pids: 100, CPUWeight: 50}, tmpfs: 1 << 20, output: 4 << 10, memorySet: true, pidsSet: true}, true},
+			nodeLimit{cg: netns.Limits{Memory: 2 * gib, Pids: 100, CPUWeight: 50}, tmpfs: 1 << 20, tmp: 8 << 20, output: 4 << 10, memorySet: true, pidsSet: true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := resolveLimits(tc.sp, host, tc.jobs)
@@ -134,14 +134,31 @@ func TestResolveLimits(t *testing.T) {
 
 // TestOutputCaps: an output file written past its cap is cut back to it
 // while the writer goes on, and noted at the end; one under its cap is
-// left alone.
+// left alone. The cuts and the note go through lockstep's descriptors: a
+// node that moves its output away and leaves a link to a host file in
+// its place moves none of them onto the host's file.
 func TestOutputCaps(t *testing.T) {
 	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("host file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tf := trialFilesOf(t, dir)
 	big, small := filepath.Join(dir, "n.out"), filepath.Join(dir, "n.err")
+	bigf, err := tf.output("n.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bigf.Close()
+	smallf, err := tf.output("n.err")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer smallf.Close()
 	oc := newOutputCaps(nil)
-	oc.add(big, "n", "stdout", 64<<10)
-	oc.add(small, "n", "stderr", 64<<10)
-	f, err := appendFile(big)
+	oc.add(bigf, "n", "stdout", 64<<10)
+	oc.add(smallf, "n", "stderr", 64<<10)
+	f, err := os.OpenFile(big, os.O_WRONLY|os.O_APPEND, 0) // the node's
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,13 +173,22 @@ func TestOutputCaps(t *testing.T) {
 	}
 	f.Close()
 	os.WriteFile(small, []byte("a few words\n"), 0o644)
+	if err := os.Rename(big, big+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, big); err != nil {
+		t.Fatal(err)
+	}
 	oc.close()
-	b, _ := os.ReadFile(big)
+	b, _ := os.ReadFile(big + ".moved")
 	if len(b) < 64<<10 || len(b) > 64<<10+200 || !strings.HasSuffix(string(b), "[lockstep: node n's stdout was cut here at its 64 KiB output limit (limits.node.output)]\n") {
 		t.Errorf("n.out: %d bytes ending %q", len(b), b[max(0, len(b)-120):])
 	}
 	if b, _ := os.ReadFile(small); string(b) != "a few words\n" {
 		t.Errorf("n.err: %q", b)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "host file\n" {
+		t.Errorf("the host's file holds %q", b)
 	}
 	if got := oc.truncated("n"); len(got) != 1 || got[0] != "stdout" {
 		t.Errorf("truncated: %v", got)

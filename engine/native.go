@@ -34,12 +34,17 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 	start := time.Now()
 	res := &TrialResult{Index: index, Seed: seed}
 	res.Dir = trialDir(j.outDir, index)
-	if err := os.RemoveAll(res.Dir); err != nil {
-		return nil, fmt.Errorf("clearing %s: %w", res.Dir, err)
+	if err := clearTrial(res.Dir); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	tf, err := openTrialFiles(res.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer tf.close()
 	addrs := map[string]netip.Addr{}
 	for _, n := range sp.Nodes {
 		addrs[n.Name] = j.cluster.Node(n.Name).Addr
@@ -70,13 +75,14 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 			res.Outcome.Detail = withNotes(res.Outcome.Detail, notes)
 		}
 		if res.Outcome.Kind == Pass && len(sp.Checker.Command) > 0 {
-			if err := j.runChecker(ctx, res); err != nil {
+			if err := j.runChecker(ctx, res, tf); err != nil {
 				res.Outcome.Kind, res.Outcome.Detail = CheckerFailed, err.Error()
 			}
 		}
-		if err := checkTrialHistory(ctx, sp, sp.Checker.Model, res, j.log); err != nil {
+		if err := checkTrialHistory(ctx, sp, sp.Checker.Model, res, tf, j.log); err != nil {
 			return nil, err
 		}
+		res.Outcome.Detail = withNotes(res.Outcome.Detail, tf.notes)
 		res.Duration = time.Since(start)
 		return res, nil
 	}
@@ -121,19 +127,19 @@ func (j *job) runNative(ctx context.Context, index int, seed int64, limit time.D
 		}
 		files = append(files, cg)
 		// Appended to, so that outputCaps can cut them back (see there).
-		out, err := appendFile(filepath.Join(res.Dir, n.Name+".out"))
+		out, err := tf.output(n.Name + ".out")
 		if err != nil {
 			return nil, err
 		}
-		errf, err := appendFile(filepath.Join(res.Dir, n.Name+".err"))
+		errf, err := tf.output(n.Name + ".err")
 		if err != nil {
 			out.Close()
 			return nil, err
 		}
 		files = append(files, out, errf)
 		lim := j.limits.nodes[n.Name]
-		caps.add(out.Name(), n.Name, "stdout", lim.output)
-		caps.add(errf.Name(), n.Name, "stderr", lim.output)
+		caps.add(out, n.Name, "stdout", lim.output)
+		caps.add(errf, n.Name, "stderr", lim.output)
 		// ip netns exec enters the namespace and bind-mounts its hosts file,
 		// as the tracer's helper does; the child is born in the node's cgroup
 		// so Reset kills all it leaves behind.

@@ -64,6 +64,22 @@ func (l *outLock) unlock() {
 	}
 }
 
+// clearTrial removes what an earlier run left of trial directory dir: its
+// {{tmp}} mounts, the directory, and what lockstep keeps beside it (image
+// nodes' writable layers, files a node's names displaced: dir.*).
+func clearTrial(dir string) error {
+	if err := unmountStale(dir); err != nil {
+		return fmt.Errorf("clearing %s: %w", dir, err)
+	}
+	aside, _ := filepath.Glob(dir + ".*")
+	for _, p := range append(aside, dir) {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("clearing %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // prepareOut readies a locked output directory for a campaign. A previous
 // run's trials there are refused when the directory was given explicitly
 // (a user's --out), unless replace says to remove them; lockstep's own
@@ -76,6 +92,9 @@ func prepareOut(dir string, explicit, replace bool) error {
 	}
 	if explicit && !replace {
 		return fmt.Errorf("output directory %s %w (its trials/): choose another --out, or pass --replace to remove that run first", dir, ErrOutHoldsRun)
+	}
+	if err := unmountStale(trials); err != nil {
+		return fmt.Errorf("removing the previous run's trials from %s: %w", dir, err)
 	}
 	if err := os.RemoveAll(trials); err != nil {
 		return fmt.Errorf("removing the previous run's trials from %s: %w", dir, err)

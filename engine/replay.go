@@ -16,11 +16,8 @@ import (
 	"github.com/lockstep-dev/lockstep/vclock"
 )
 
-func writeTrace(path string, sp *spec.Spec, res *TrialResult, p trialParams, clk *vclock.Clock) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("writing trace: %w", err)
-	}
+// writeTrace writes a trial's trace to f and closes it.
+func writeTrace(f *os.File, sp *spec.Spec, res *TrialResult, p trialParams, clk *vclock.Clock) error {
 	defer f.Close()
 	w := sched.NewTraceWriter(f)
 	absSpec, _ := filepath.Abs(sp.Path)

@@ -55,7 +55,9 @@ limits: {virtual_time: 10s, real_time: 60s}
 
 func runDisk(t *testing.T, sp *spec.Spec, trials int) *Summary {
 	t.Helper()
-	sum, err := Run(t.Context(), sp, RunOptions{Trials: trials, Strategy: "pos", OutDir: filepath.Join(t.TempDir(), "out"), TraceAll: true})
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: trials, Strategy: "pos", OutDir: filepath.Join(t.TempDir(), "out"), TraceAll: true,
+		// The tests read the data files the trials left in {{tmp}}.
+		KeepTmp: true})
 	if err != nil {
 		t.Fatal(err)
 	}

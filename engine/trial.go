@@ -101,6 +101,7 @@ type trialParams struct {
 	// hold (trial 0's Windows; zero in trial 0 itself).
 	expect   Windows
 	traceAll bool
+	keepTmp  bool // keep a passing trial's {{tmp}} directories (RunOptions.KeepTmp)
 	// plus reports whether the last decision of a "+" strategy released an
 	// op at once (nil when the strategy is not a "+" variant).
 	immediate func() bool
@@ -135,7 +136,13 @@ type Trial struct {
 	clk   *vclock.Clock
 	addrs map[string]netip.Addr
 	nodes map[netip.Addr]string // addrs reversed, for fault holds
-	files []*os.File
+	// dir writes lockstep's files into the trial's directory, which
+	// the nodes can write too; tmps are the nodes' {{tmp}} mounts;
+	// outputs are each node's stdout and stderr files, opened before any
+	// node starts (a restart appends to them).
+	dir     *trialFiles
+	tmps    *nodeTmps
+	outputs map[string][2]*os.File
 
 	// props watches the nodes' output for the spec's properties (nil
 	// without any).
@@ -219,12 +226,26 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	// A trial starts from empty node directories: what an earlier run into
 	// the same directory left (a Redis dump.rdb, an etcd WAL) would make
 	// the same seed take another path.
-	if err := os.RemoveAll(res.Dir); err != nil {
-		return nil, fmt.Errorf("clearing %s: %w", res.Dir, err)
+	if err := clearTrial(res.Dir); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	tf, err := openTrialFiles(res.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer tf.close()
+	nodeNames := make([]string, len(sp.Nodes))
+	for i, n := range sp.Nodes {
+		nodeNames[i] = n.Name
+	}
+	tmps, err := mountTmps(tf, nodeNames, j.tmpSizes())
+	if err != nil {
+		return nil, err
+	}
+	defer tmps.release(false) // finish keeps a failing trial's first
 	if j.track != nil {
 		j.track.take(j) // what earlier trials of this job left
 	}
@@ -237,9 +258,24 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		nodes:   map[netip.Addr]string{},
 		clients: map[string]bool{},
 		timing:  newTiming(sp.Time.Delays, sp.Time.MaxDelay, p.seed),
+		dir:     tf,
+		tmps:    tmps,
+		outputs: map[string][2]*os.File{},
 		// Read before any node starts: the counters only grow.
 		limitBase: j.limitEvents(),
 		outCaps:   newOutputCaps(j.tmpfsWatch()),
+	}
+	for node, fd := range tmps.fds() {
+		t.outCaps.pinTmp(node, fd)
+	}
+	// Every node's output files before the first node starts: one node
+	// could otherwise put a link where a later one's go.
+	for _, n := range sp.Nodes {
+		if _, _, err := t.outputFiles(n.Name); err != nil {
+			t.closeFiles()
+			t.outCaps.close()
+			return nil, fmt.Errorf("node %s's output: %w", n.Name, err)
+		}
 	}
 	t.timing.place(sp.Time.From, sp.Time.Until, j.delayBy, p.expect.Delays, p.seed)
 	// Nodes start in spec order once their start_delay (virtual) has passed
@@ -341,37 +377,27 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 }
 
 func (t *Trial) closeFiles() {
-	for _, f := range t.files {
-		f.Close()
+	for _, fs := range t.outputs {
+		fs[0].Close()
+		fs[1].Close()
 	}
 }
 
 // launchConfig prepares a node's start: its directory, output files (a
 // restarted node's output follows its first run's) and command.
 func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
-	nodeDir := filepath.Join(t.res.Dir, n.Name)
-	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
-		return nil, err
-	}
+	// Its directory, {{tmp}}, is mounted already (nodeTmps).
 	// The node sees the trial's directory at a fixed path (see
 	// tracer.Sandbox.Trial), so its paths are the same in a replay.
 	argv, env, wd, err := t.spec.Expand(n.Name, spec.TemplateVars{TrialDir: tracer.TrialPath, NodeDir: tracer.TrialPath + "/" + n.Name, Seed: t.p.seed, Addrs: t.addrs})
 	if err != nil {
 		return nil, err
 	}
-	out, err := appendFile(filepath.Join(t.res.Dir, n.Name+".out"))
+	out, errf, err := t.outputFiles(n.Name)
 	if err != nil {
 		return nil, err
 	}
-	errf, err := appendFile(filepath.Join(t.res.Dir, n.Name+".err"))
-	if err != nil {
-		out.Close()
-		return nil, err
-	}
-	t.files = append(t.files, out, errf)
 	lim := t.j.limits.nodes[n.Name]
-	t.outCaps.add(out.Name(), n.Name, "stdout", lim.output)
-	t.outCaps.add(errf.Name(), n.Name, "stderr", lim.output)
 	cn := t.j.cluster.Node(n.Name)
 	sb := &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps, Trial: t.res.Dir, TmpfsSize: lim.tmpfs}
 	if n.Image != nil {
@@ -395,6 +421,27 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 		// (its {{tmp}}, and {{trialdir}} where clients write histories).
 		Sandbox: sb,
 	}, nil
+}
+
+// outputFiles are a node's stdout and stderr files: opened (and capped)
+// before any node starts (runTrial), and the same open files at each of
+// its starts.
+func (t *Trial) outputFiles(node string) (out, errf *os.File, err error) {
+	if fs, ok := t.outputs[node]; ok {
+		return fs[0], fs[1], nil
+	}
+	if out, err = t.dir.output(node + ".out"); err != nil {
+		return nil, nil, err
+	}
+	if errf, err = t.dir.output(node + ".err"); err != nil {
+		out.Close()
+		return nil, nil, err
+	}
+	t.outputs[node] = [2]*os.File{out, errf}
+	lim := t.j.limits.nodes[node]
+	t.outCaps.add(out, node, "stdout", lim.output)
+	t.outCaps.add(errf, node, "stderr", lim.output)
+	return out, errf, nil
 }
 
 func (t *Trial) set(k OutcomeKind, node, format string, args ...any) {
@@ -828,13 +875,13 @@ func (t *Trial) quiet() (tracer.Action, error) {
 
 // dumpThreads writes the tracees' states to threads.txt in the trial's
 // directory; a failure to is logged, not the trial's.
-func (j *job) dumpThreads(tr *tracer.Tracer, dir string) {
+func (j *job) dumpThreads(tr *tracer.Tracer, tf *trialFiles) {
 	var b bytes.Buffer
 	if err := tr.DumpThreads(&b); err != nil {
 		j.log.Debug("dumping thread states", "err", err)
 		return
 	}
-	if err := os.WriteFile(filepath.Join(dir, "threads.txt"), b.Bytes(), 0o644); err != nil {
+	if _, err := tf.writeFile("threads.txt", b.Bytes()); err != nil {
 		j.log.Warn("writing thread states", "err", err)
 	}
 }
@@ -847,7 +894,7 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 		// Where every thread was when the trial stopped making progress:
 		// whether it was the system's stall or one of lockstep's shows
 		// here (see tracer.DumpThreads).
-		j.dumpThreads(tr, res.Dir)
+		j.dumpThreads(tr, t.dir)
 	}
 	t0 := time.Now()
 	if err := tr.KillAll(); err != nil {
@@ -884,26 +931,37 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 	}
 	res.Reset = time.Since(t0)
 	if res.Outcome.Kind == Pass && len(j.spec.Checker.Command) > 0 {
-		if err := j.runChecker(ctx, res); err != nil {
+		if err := j.runChecker(ctx, res, t.dir); err != nil {
 			res.Outcome.Kind = CheckerFailed
 			res.Outcome.Detail = err.Error()
 		}
 	}
-	if err := checkTrialHistory(ctx, j.spec, j.spec.Checker.Model, res, j.log); err != nil {
+	if err := checkTrialHistory(ctx, j.spec, j.spec.Checker.Model, res, t.dir, j.log); err != nil {
 		return nil, err
 	}
 	if res.Outcome.Kind != Pass || p.traceAll {
-		path := filepath.Join(res.Dir, "trace.jsonl")
-		if err := writeTrace(path, j.spec, res, p, clk); err != nil {
-			return nil, err
+		f, err := t.dir.create("trace.jsonl")
+		if err != nil {
+			return nil, fmt.Errorf("writing trace: %w", err)
 		}
-		res.TracePath = path
+		// Where it went is part of the outcome the trace holds.
+		res.Outcome.Detail = withNotes(res.Outcome.Detail, t.dir.notes)
+		if err := writeTrace(f, j.spec, res, p, clk); err != nil {
+			return nil, fmt.Errorf("writing trace %s: %w", f.Name(), err)
+		}
+		res.TracePath = f.Name()
+	} else {
+		res.Outcome.Detail = withNotes(res.Outcome.Detail, t.dir.notes)
+	}
+	// Everything that reads the nodes' files is done.
+	if err := t.tmps.release(res.Outcome.Kind != Pass || p.keepTmp); err != nil {
+		j.log.Warn("releasing the nodes' {{tmp}} directories", "trial", res.Index, "err", err)
 	}
 	res.Duration = time.Since(start)
 	return res, nil
 }
 
-func (j *job) runChecker(ctx context.Context, res *TrialResult) error {
+func (j *job) runChecker(ctx context.Context, res *TrialResult, tf *trialFiles) error {
 	argv, err := j.spec.ExpandChecker(spec.TemplateVars{TrialDir: res.Dir, NodeDir: res.Dir, Seed: res.Seed, Addrs: map[string]netip.Addr{}})
 	if err != nil {
 		return err
@@ -913,7 +971,9 @@ func (j *job) runChecker(ctx context.Context, res *TrialResult) error {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = res.Dir
 	out, err := cmd.CombinedOutput()
-	os.WriteFile(filepath.Join(res.Dir, "checker.out"), out, 0o644)
+	if _, werr := tf.writeFile("checker.out", out); werr != nil {
+		j.log.Warn("writing the checker's output", "err", werr)
+	}
 	if err != nil {
 		what := checkerEnd(filepath.Base(argv[0]), err, ctx.Err(), j.spec.Checker.Timeout)
 		if last := lastLine(out); last != "" {
@@ -995,8 +1055,3 @@ func baseEnv() []string {
 }
 
 var _ = syscall.SIGKILL
-
-// appendFile opens a node's output file for appending, creating it.
-func appendFile(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-}

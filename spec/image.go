@@ -75,20 +75,20 @@ func (d *decoder) image(ref, dir string) (*Image, error) {
 // an image node, as Docker builds it, entrypoint: replaces the image's
 // ENTRYPOINT and drops its CMD, command: replaces CMD. The image's values
 // are taken literally, never as templates.
-func (s *Spec) command(n *Node, v TemplateVars) ([]string, error) {
+func (s *Spec) command(n *Node, v TemplateVars, bud *budget) ([]string, error) {
 	if n.Image == nil {
-		return s.expandAll(n.Name, v, n.Command)
+		return s.expandAll(n.Name, v, n.Command, bud)
 	}
 	entry, cmd := n.Image.Config.Entrypoint, n.Image.Config.Cmd
 	if n.Entrypoint != nil {
-		e, err := s.expandAll(n.Name, v, n.Entrypoint)
+		e, err := s.expandAll(n.Name, v, n.Entrypoint, bud)
 		if err != nil {
 			return nil, err
 		}
 		entry, cmd = e, nil
 	}
 	if n.Command != nil {
-		c, err := s.expandAll(n.Name, v, n.Command)
+		c, err := s.expandAll(n.Name, v, n.Command, bud)
 		if err != nil {
 			return nil, err
 		}

@@ -2,8 +2,180 @@ package spec
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
 )
+
+// checkText refuses, before any YAML parser sees it, input that would cost
+// a parser more than its size: more than MaxSize bytes, nesting deeper
+// than maxNesting, or bytes that are not UTF-8 (a spec is text; the parser
+// took a stray Latin-1 byte in a comment without a word). data is the
+// file as read, a byte order mark included.
+func checkText(path string, data []byte) error {
+	if len(data) > MaxSize {
+		return &Error{File: path, Msg: fmt.Sprintf("spec is %d bytes, more than the limit of %d", len(data), MaxSize)}
+	}
+	data = stripBOM(data)
+	if line, col, b, ok := invalidUTF8(data); ok {
+		return &Error{File: path, Line: line, Msg: fmt.Sprintf("not UTF-8 text: byte 0x%02x at column %d (save the file as UTF-8)", b, col)}
+	}
+	if depth, line := nestingDepth(data, maxNesting); line != 0 {
+		return &Error{File: path, Line: line, Msg: fmt.Sprintf("nested more than %d levels deep (%d here): a spec needs a handful", maxNesting, depth)}
+	}
+	if line := countEntries(data, maxEntries); line != 0 {
+		return &Error{File: path, Line: line, Msg: fmt.Sprintf("more than %d entries (lines, or items of a [...] or {...}): a spec needs a few hundred", maxEntries)}
+	}
+	return nil
+}
+
+// maxEntries bounds a spec's entries: its lines that are not blank
+// (comments too: the parser keeps them) and the items of its flow
+// collections. The YAML parser allocates a few hundred bytes per entry,
+// all told (a 1 MiB list of 500,000 one-letter items took 575 MB, 262,000
+// comment lines 91 MB); the longest spec shipped has 200 lines.
+const maxEntries = 20_000
+
+// countEntries counts data's entries (see maxEntries) and returns the
+// 1-based line where they first passed limit, 0 when they never did. It
+// counts a line of a block scalar as an entry too: over-counting only
+// refuses a spec with 20,000 lines.
+func countEntries(data []byte, limit int) (line int) {
+	n, flow := 0, 0
+	for i, raw := range strings.Split(string(data), "\n") {
+		body := strings.TrimLeft(strings.TrimRight(raw, "\r"), " \t")
+		if body == "" {
+			continue
+		}
+		n++
+		var commas int
+		flow, commas = scanCommas(body, flow)
+		if n += commas; n > limit {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// scanCommas counts the commas a line holds inside flow collections,
+// outside quoted strings and a trailing comment (as scanFlow reads it),
+// from flow collections already open; it returns those open at its end.
+func scanCommas(s string, flow int) (open, commas int) {
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && quote == '"' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case (c == '"' || c == '\'') && (i == 0 || strings.IndexByte(" \t[{,:", s[i-1]) >= 0):
+			quote = c
+		case c == '#' && (i == 0 || s[i-1] == ' ' || s[i-1] == '\t'):
+			return flow, commas
+		case c == '[' || c == '{':
+			flow++
+		case (c == ']' || c == '}') && flow > 0:
+			flow--
+		case c == ',' && flow > 0:
+			commas++
+		}
+	}
+	return flow, commas
+}
+
+// invalidUTF8 finds the first byte of data that is not UTF-8: its line,
+// its column (1-based, in bytes) and value.
+func invalidUTF8(data []byte) (line, col int, b byte, found bool) {
+	if utf8.Valid(data) {
+		return 0, 0, 0, false
+	}
+	line, start := 1, 0
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return line, i - start + 1, data[i], true
+		}
+		if data[i] == '\n' {
+			line, start = line+1, i+1
+		}
+		i += n
+	}
+	return 0, 0, 0, false
+}
+
+// maxExpanded bounds the nodes a YAML document holds once its aliases are
+// expanded. A spec uses no alias, but a compose file may, and the decoder
+// that reads one expands them: nine anchors each listing the one before
+// nine times (a "billion laughs", a few hundred bytes) would make 9^9
+// nodes.
+const maxExpanded = 1 << 20
+
+// checkAliases refuses a document whose aliases expand past maxExpanded
+// nodes. data has passed checkText; input the parser refuses is left for
+// the caller's parse to report.
+func checkAliases(path string, data []byte) error {
+	if !bytes.ContainsRune(data, '*') {
+		return nil // no alias: no parse
+	}
+	f, err := parser.ParseBytes(stripBOM(data), 0)
+	if err != nil {
+		return nil
+	}
+	for _, doc := range f.Docs {
+		anchors := map[string]int{}
+		if expanded(doc.Body, anchors) > maxExpanded {
+			return &Error{File: path, Msg: fmt.Sprintf("its aliases expand to more than %d nodes: a spec or compose file needs far fewer", maxExpanded)}
+		}
+	}
+	return nil
+}
+
+// expanded counts n's nodes with its aliases expanded, up to just past
+// maxExpanded; anchors are the anchors seen so far, by name, with their
+// counts (an alias names an anchor before it).
+func expanded(n ast.Node, anchors map[string]int) int {
+	add := func(a, b int) int { return min(a+b, maxExpanded+1) }
+	switch n := n.(type) {
+	case nil:
+		return 0
+	case *ast.MappingNode:
+		c := 1
+		for _, v := range n.Values {
+			c = add(c, expanded(v, anchors))
+		}
+		return c
+	case *ast.MappingValueNode:
+		return add(expanded(n.Key, anchors), expanded(n.Value, anchors))
+	case *ast.MappingKeyNode:
+		return expanded(n.Value, anchors)
+	case *ast.SequenceNode:
+		c := 1
+		for _, v := range n.Values {
+			c = add(c, expanded(v, anchors))
+		}
+		return c
+	case *ast.AnchorNode:
+		c := expanded(n.Value, anchors)
+		if n.Name != nil {
+			anchors[n.Name.String()] = c
+		}
+		return c
+	case *ast.AliasNode:
+		if n.Value == nil {
+			return 1
+		}
+		return max(anchors[n.Value.String()], 1)
+	case *ast.TagNode:
+		return expanded(n.Value, anchors)
+	}
+	return 1
+}
 
 // bom is the UTF-8 byte order mark some editors put first in a file. YAML
 // allows it there; left in, the parser made it part of the first key, and

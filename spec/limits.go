@@ -17,6 +17,7 @@ type NodeLimits struct {
 	Pids      int   // processes and threads at once
 	CPUWeight int   // cgroup v2 cpu.weight, 1 to 10000
 	Tmpfs     int64 // bytes in each of its own /tmp, /var/tmp, /dev/shm
+	Tmp       int64 // bytes in its {{tmp}} directory
 	Output    int64 // bytes kept of each of its stdout and stderr
 }
 
@@ -50,6 +51,9 @@ func (s *Spec) NodeLimits(name string) NodeLimits {
 		if o.Tmpfs != 0 {
 			l.Tmpfs = o.Tmpfs
 		}
+		if o.Tmp != 0 {
+			l.Tmp = o.Tmp
+		}
 		if o.Output != 0 {
 			l.Output = o.Output
 		}
@@ -60,7 +64,7 @@ func (s *Spec) NodeLimits(name string) NodeLimits {
 // nodeLimits decodes limits.node or nodes[i].limits.
 func (d *decoder) nodeLimits(n ast.Node, field string) (NodeLimits, error) {
 	var l NodeLimits
-	ps, err := d.fields(n, field, "memory", "pids", "cpu_weight", "tmpfs", "output")
+	ps, err := d.fields(n, field, "memory", "pids", "cpu_weight", "tmpfs", "tmp", "output")
 	if err != nil {
 		return l, err
 	}
@@ -71,6 +75,8 @@ func (d *decoder) nodeLimits(n ast.Node, field string) (NodeLimits, error) {
 			l.Memory, err = d.size(q.value, f, minLimitMemory)
 		case "tmpfs":
 			l.Tmpfs, err = d.size(q.value, f, minLimitTmpfs)
+		case "tmp":
+			l.Tmp, err = d.size(q.value, f, minLimitTmpfs)
 		case "output":
 			l.Output, err = d.size(q.value, f, minLimitOutput)
 		case "pids":

@@ -39,7 +39,7 @@ func TestNodeLimitsMerge(t *testing.T) {
 nodes:
   - name: s1
     command: ["/bin/true"]
-    limits: {memory: 4GiB, output: 1MiB}
+    limits: {memory: 4GiB, output: 1MiB, tmp: 8MiB}
   - name: c1
     role: client
     command: ["/bin/true"]
@@ -50,7 +50,7 @@ limits:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := sp.NodeLimits("s1"), (NodeLimits{Memory: 4 << 30, Pids: 4096, Tmpfs: 256 << 20, Output: 1 << 20, CPUWeight: 200}); got != want {
+	if got, want := sp.NodeLimits("s1"), (NodeLimits{Memory: 4 << 30, Pids: 4096, Tmpfs: 256 << 20, Tmp: 8 << 20, Output: 1 << 20, CPUWeight: 200}); got != want {
 		t.Errorf("s1: %+v, want %+v", got, want)
 	}
 	if got, want := sp.NodeLimits("c1"), (NodeLimits{Memory: 2 << 30, Pids: 4096, Tmpfs: 256 << 20, CPUWeight: 200}); got != want {

@@ -265,10 +265,23 @@ func Load(path string) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	return load(path, data, HostNets)
+}
+
+// load is Load of data read from path, a spec or a compose file, with the
+// host's networks supplied by hostNets.
+func load(path string, data []byte, hostNets func() ([]netip.Prefix, error)) (*Spec, error) {
+	// Before compose.Is: it parses the file too, and expands its aliases.
+	if err := checkText(path, data); err != nil {
+		return nil, err
+	}
+	if err := checkAliases(path, data); err != nil {
+		return nil, err
+	}
 	if compose.Is(path, data) {
 		return loadCompose(path, data)
 	}
-	return Parse(path, data)
+	return parse(path, data, hostNets)
 }
 
 // readFile reads a spec file of at most MaxSize bytes. Only regular
@@ -335,8 +348,8 @@ func Parse(path string, data []byte) (*Spec, error) {
 // (tests give their own).
 func parse(path string, data []byte, hostNets func() ([]netip.Prefix, error)) (*Spec, error) {
 	d := &decoder{file: path, hostNets: hostNets}
-	if len(data) > MaxSize {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("spec is %d bytes, more than the limit of %d", len(data), MaxSize)}
+	if err := checkText(path, data); err != nil {
+		return nil, err
 	}
 	s := &Spec{Path: path, Digest: digest(data)}
 	abs, err := filepath.Abs(path)
@@ -347,9 +360,6 @@ func parse(path string, data []byte, hostNets func() ([]netip.Prefix, error)) (*
 	data = stripBOM(data) // the digest above is of the file as it is
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &Error{File: path, Msg: "empty spec"}
-	}
-	if depth, line := nestingDepth(data, maxNesting); line != 0 {
-		return nil, &Error{File: path, Line: line, Msg: fmt.Sprintf("nested more than %d levels deep (%d here): a spec needs a handful", maxNesting, depth)}
 	}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
@@ -1252,20 +1262,31 @@ func (s *Spec) funcs(node string, v TemplateVars) template.FuncMap {
 	}
 }
 
-func (s *Spec) expandAll(node string, v TemplateVars, in []string) ([]string, error) {
+// expandAll renders the templates in, what they produce counted against
+// bud (see maxTemplateOutput).
+func (s *Spec) expandAll(node string, v TemplateVars, in []string, bud *budget) ([]string, error) {
 	out := make([]string, len(in))
 	for i, a := range in {
 		if !strings.Contains(a, "{{") {
 			out[i] = a
 			continue
 		}
-		t, err := template.New("arg").Option("missingkey=error").Funcs(s.funcs(node, v)).Parse(a)
+		if err := bud.parse(a); err != nil {
+			return nil, fmt.Errorf("template %s: %w", quoteTemplate(a), err)
+		}
+		t, err := template.New("arg").Option("missingkey=error").Funcs(s.funcs(node, v)).Funcs(boundedFuncs(bud)).Parse(a)
 		if err != nil {
-			return nil, fmt.Errorf("template %q: %v", a, cleanTemplateErr(err))
+			return nil, fmt.Errorf("template %s: %v", quoteTemplate(a), cleanTemplateErr(err))
+		}
+		if err := checkTree(t); err != nil {
+			return nil, fmt.Errorf("template %s: %w", quoteTemplate(a), err)
 		}
 		var b strings.Builder
-		if err := t.Execute(&b, nil); err != nil {
-			return nil, fmt.Errorf("template %q: %v", a, cleanTemplateErr(err))
+		if err := t.Execute(budgetWriter{b: bud, w: &b}, nil); err != nil {
+			if errors.Is(err, errTemplateOutput) {
+				return nil, fmt.Errorf("template %s: %w", quoteTemplate(a), errTemplateOutput)
+			}
+			return nil, fmt.Errorf("template %s: %v", quoteTemplate(a), cleanTemplateErr(err))
 		}
 		out[i] = b.String()
 	}
@@ -1292,7 +1313,8 @@ func (s *Spec) Expand(node string, v TemplateVars) (argv, env []string, workdir 
 	if ns == nil {
 		return nil, nil, "", fmt.Errorf("no node %q", node)
 	}
-	if argv, err = s.command(ns, v); err != nil {
+	bud := newBudget()
+	if argv, err = s.command(ns, v, bud); err != nil {
 		return nil, nil, "", err
 	}
 	keys := make([]string, 0, len(ns.Env))
@@ -1301,7 +1323,7 @@ func (s *Spec) Expand(node string, v TemplateVars) (argv, env []string, workdir 
 	}
 	sortStrings(keys)
 	for _, k := range keys {
-		val, err := s.expandAll(node, v, []string{ns.Env[k]})
+		val, err := s.expandAll(node, v, []string{ns.Env[k]}, bud)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -1312,7 +1334,7 @@ func (s *Spec) Expand(node string, v TemplateVars) (argv, env []string, workdir 
 		env, workdir = ns.Image.imageEnv(env), ns.Image.workdir()
 	}
 	if ns.Workdir != "" {
-		wd, err := s.expandAll(node, v, []string{ns.Workdir})
+		wd, err := s.expandAll(node, v, []string{ns.Workdir}, bud)
 		if err != nil {
 			return nil, nil, "", err
 		}
@@ -1329,7 +1351,7 @@ func within(path, dir string) bool {
 
 // ExpandChecker renders the checker's command.
 func (s *Spec) ExpandChecker(v TemplateVars) ([]string, error) {
-	return s.expandAll("", v, s.Checker.Command)
+	return s.expandAll("", v, s.Checker.Command, newBudget())
 }
 
 // validateTemplates renders every template with placeholder values so that
@@ -1349,13 +1371,16 @@ func (s *Spec) validateTemplates(d *decoder) error {
 	// Two different trial directories tell a workdir that lockstep makes
 	// per trial from one that must exist already.
 	v, other := vars("/lockstep-trial"), vars("/lockstep-other-trial")
+	// One budget for every node's templates: the spec's validation is
+	// bounded whatever the number of nodes and fields.
+	bud := newBudget()
 	for i, n := range s.Nodes {
 		serr := func(line int, field, format string, args ...any) error {
 			return &Error{File: d.file, Line: line, Field: fmt.Sprintf("nodes[%d].%s", i, field), Msg: "node " + n.Name + ": " + fmt.Sprintf(format, args...)}
 		}
 		argv := make([]string, len(n.Command))
 		for j, a := range n.Command {
-			out, err := s.expandAll(n.Name, v, []string{a})
+			out, err := s.expandAll(n.Name, v, []string{a}, bud)
 			if err != nil {
 				return serr(n.cmdLine, fmt.Sprintf("command[%d]", j), "%v", err)
 			}
@@ -1366,7 +1391,7 @@ func (s *Spec) validateTemplates(d *decoder) error {
 		}
 		env := make([]string, 0, len(n.Env))
 		for _, k := range sortedKeys(n.Env) {
-			out, err := s.expandAll(n.Name, v, []string{n.Env[k]})
+			out, err := s.expandAll(n.Name, v, []string{n.Env[k]}, bud)
 			if err != nil {
 				return serr(n.envLines[k], "env."+k, "%v", err)
 			}
@@ -1381,11 +1406,11 @@ func (s *Spec) validateTemplates(d *decoder) error {
 				return serr(n.imageLine, "image", "%v", err)
 			}
 		} else if n.Workdir != "" {
-			wd, err := s.expandAll(n.Name, v, []string{n.Workdir})
+			wd, err := s.expandAll(n.Name, v, []string{n.Workdir}, bud)
 			if err != nil {
 				return serr(n.workdirLine, "workdir", "%v", err)
 			}
-			wd2, _ := s.expandAll(n.Name, other, []string{n.Workdir})
+			wd2, _ := s.expandAll(n.Name, other, []string{n.Workdir}, bud)
 			if wd[0] == wd2[0] {
 				if err := checkDir(wd[0]); err != nil {
 					return serr(n.workdirLine, "workdir", "%v", err)

@@ -181,9 +181,10 @@ func (d *decoder) checkDisk(n, kinds ast.Node, diskNodes map[string]ast.Node, pl
 	for _, nd := range s.Nodes {
 		v.Addrs[nd.Name] = netip.IPv4Unspecified()
 	}
+	bud := newBudget() // one for every node's: see validateTemplates
 	for _, name := range plan.Nodes {
 		v.NodeDir = "/run/lockstep/trial/" + name
-		paths, err := s.expandAll(name, v, plan.Disk.Data)
+		paths, err := s.expandAll(name, v, plan.Disk.Data, bud)
 		if err != nil {
 			return d.errf(at, "faults.data", "node %s: %v", name, err)
 		}
@@ -202,7 +203,7 @@ func (s *Spec) DataPaths(node string, v TemplateVars) ([]string, error) {
 	if !s.Faults.StorageNode(node) {
 		return nil, nil
 	}
-	paths, err := s.expandAll(node, v, s.Faults.Disk.Data)
+	paths, err := s.expandAll(node, v, s.Faults.Disk.Data, newBudget())
 	if err != nil {
 		return nil, fmt.Errorf("faults.data of node %s: %w", node, err)
 	}

@@ -172,6 +172,7 @@ func runCmd() *cli.Command {
 			&cli.BoolFlag{Name: "replace", Usage: "remove the previous run's trials from --out first"},
 			&cli.BoolFlag{Name: "stop-on-first", Usage: "stop at the first failing trial"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "write a trace for every trial, not only failing ones"},
+			&cli.BoolFlag{Name: "keep-tmp", Usage: "keep the nodes' {{tmp}} directories of passing trials too, not only failing ones'"},
 			&cli.StringFlag{Name: "history", Usage: "conflict history file for + strategies (read and updated)"},
 			&cli.BoolFlag{Name: "stats", Usage: "print conflict-prediction accuracy (+ strategies)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
@@ -201,7 +202,7 @@ func runCmd() *cli.Command {
 			}
 			opts := engine.RunOptions{
 				Trials: c.Int("trials"), Strategy: c.String("strategy"), Jobs: c.Int("jobs"),
-				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"),
+				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"), KeepTmp: c.Bool("keep-tmp"),
 				History: c.String("history"), Native: c.Bool("native"), NativeLimit: c.Duration("native-limit"),
 				Logger: logger(c, c.App.ErrWriter), Verify: c.Bool("verify"),
 			}
@@ -472,13 +473,20 @@ func showCmd() *cli.Command {
 func cleanCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "clean",
-		Usage: "remove namespaces, links, cgroups and run directories left by killed lockstep runs",
+		Usage: "remove namespaces, links, cgroups, run directories and {{tmp}} mounts left by killed lockstep runs",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Usage: "also remove the objects of lockstep runs that are still alive"},
 		},
 		Action: func(c *cli.Context) error {
 			los, err := netns.Sweep(c.Context, c.Bool("all"))
 			removed := 0
+			// The nodes' {{tmp}} mounts of killed runs keep their memory.
+			tmps, terr := engine.SweepTmp(c.Bool("all"))
+			for _, at := range tmps {
+				removed++
+				fmt.Fprintf(c.App.Writer, "unmounted {{tmp}} %s\n", at)
+			}
+			err = errors.Join(err, terr)
 			for _, lo := range los {
 				if lo.Live && !c.Bool("all") {
 					fmt.Fprintf(c.App.Writer, "kept %s (its lockstep is still running)\n", lo.Prefix)

@@ -187,6 +187,7 @@ var Rules = []Rule{
 	{Pkg: "faults", Never: []string{"tracer", "netns", "bpf", "engine"}, Why: "faults plans; the engine applies them"},
 	{Pkg: "history", Never: []string{"tracer", "netns", "bpf", "engine"}, Why: "history checks histories"},
 	{Pkg: "bpf", Only: []string{}, Why: "bpf imports no other lockstep package"},
+	{Pkg: "internal/safefs", Only: []string{}, Why: "safefs is a leaf that every package writing where a node can uses"},
 	{Pkg: "tracer", Never: []string{"engine", "spec", "netns", "faults", "report", "explain"},
 		Why: "the tracer runs what the engine tells it, through its own options"},
 	{Pkg: "netns", Never: []string{"engine", "spec", "tracer", "sched", "faults"}, Why: "netns knows nothing of scheduling"},
