@@ -18,30 +18,55 @@ const (
 	maxTagBytes = 8
 )
 
-// http2Frame names HTTP/2's frame types, by their type byte.
-var http2Frame = [...]string{"DATA", "HEADERS", "PRIORITY", "RST_STREAM", "SETTINGS", "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE", "CONTINUATION"}
+// http2Frames are HTTP/2's frame types by their type byte, with what RFC
+// 9113 requires of each: a stream (or none), a length, the flags defined.
+// Checking them keeps a run of zero bytes, which parses as empty frames,
+// from being taken for HTTP/2.
+var http2Frames = [...]struct {
+	name   string
+	stream int8 // 1 a stream's, -1 the connection's (stream 0), 0 either
+	size   int  // the payload's length, -1 any
+	least  int  // the payload's least length
+	unit   int  // the payload's length is a multiple of it
+	flags  byte // the flags defined
+}{
+	{"DATA", 1, -1, 0, 1, 0x09},
+	{"HEADERS", 1, -1, 1, 1, 0x2d},
+	{"PRIORITY", 1, 5, 5, 1, 0},
+	{"RST_STREAM", 1, 4, 4, 1, 0},
+	{"SETTINGS", -1, -1, 0, 6, 0x01},
+	{"PUSH_PROMISE", 1, -1, 4, 1, 0x0c},
+	{"PING", -1, 8, 8, 1, 0x01},
+	{"GOAWAY", -1, -1, 8, 1, 0},
+	{"WINDOW_UPDATE", 0, 4, 4, 1, 0},
+	{"CONTINUATION", 1, -1, 1, 1, 0x04},
+}
 
-// http2Shape recognizes a run of HTTP/2 frames (a 3-byte length that the
-// frames' bytes add up to exactly, a known type, a stream id's reserved bit
-// clear): their types with the flags that change their meaning (ack, end
-// of stream), and a gRPC message's protobuf shape.
+// http2Shape recognizes a run of HTTP/2 frames (frame headers that follow
+// RFC 9113 and lengths that the frames' bytes add up to exactly, up to
+// where the bytes were cut): their types with the flags that change their
+// meaning (ack, end of stream), and a gRPC message's protobuf shape.
 func http2Shape(b []byte, n, depth int) (string, bool) {
 	var names []string
-	i := 0
+	i, whole := 0, 0
 	for i < n && len(names) < 4 {
 		if i+9 > len(b) {
-			if len(names) == 0 {
-				return "", false
-			}
 			names = append(names, cut)
 			break
 		}
 		size := int(b[i])<<16 | int(b[i+1])<<8 | int(b[i+2])
 		typ, flags := b[i+3], b[i+4]
-		if int(typ) >= len(http2Frame) || b[i+5]&0x80 != 0 || i+9+size > n {
+		stream := binary.BigEndian.Uint32(b[i+5:i+9]) &^ (1 << 31)
+		if int(typ) >= len(http2Frames) || i+9+size > n {
 			return "", false
 		}
-		name := http2Frame[typ]
+		f := http2Frames[typ]
+		if f.size >= 0 && size != f.size || size < f.least || size%f.unit != 0 || flags&^f.flags != 0 ||
+			f.stream == 1 && stream == 0 || f.stream == -1 && stream != 0 ||
+			typ == 0 && size == 0 && flags&1 == 0 { // an empty DATA frame only ends a stream
+			return "", false
+		}
+		name := f.name
 		switch {
 		case (typ == 4 || typ == 6) && flags&1 != 0: // SETTINGS, PING
 			name += "/ack"
@@ -59,12 +84,15 @@ func http2Shape(b []byte, n, depth int) (string, bool) {
 		}
 		names = append(names, name)
 		i += 9 + size
+		if i <= len(b) {
+			whole++
+		}
+	}
+	if whole == 0 {
+		return "", false // not one frame seen whole: too little to tell
 	}
 	if i < n && names[len(names)-1] != cut {
 		names = append(names, cut)
-	}
-	if len(names) == 1 && names[0] == cut {
-		return "", false
 	}
 	return "h2 " + strings.Join(names, " "), true
 }
@@ -84,7 +112,7 @@ func lengthShape(b []byte, n, depth int) (string, bool) {
 			v := f.read(b[off:end])
 			after := uint64(n - end)
 			exact := v == after || v == uint64(n) || v == uint64(n-off)
-			first := off == 0 && f.firstOfMany && v > 0 && v < after
+			first := off == 0 && f.firstOfMany && v >= uint64(f.width) && v < after
 			if !exact && !first {
 				continue
 			}
@@ -102,9 +130,10 @@ func lengthShape(b []byte, n, depth int) (string, bool) {
 // field whose high bytes are zero is not also taken for a 2-byte one.
 //
 // A field that counts fewer bytes than follow it is taken for the first
-// of several messages only if it is a big-endian field of 4 or 8 bytes
-// (firstOfMany): a small little-endian number is as often a tag byte
-// followed by zeros ("\x02\x00\x00\x00").
+// of several messages only if it is a big-endian field of 8 bytes
+// (firstOfMany, as etcd's streams batch them): a small 4-byte or
+// little-endian number is as often a type ("\x00\x00\x00\x05", Java's
+// writeInt) or a tag byte followed by zeros ("\x02\x00\x00\x00").
 var lengthFields = []struct {
 	width       int
 	read        func([]byte) uint64
@@ -112,7 +141,7 @@ var lengthFields = []struct {
 }{
 	{8, binary.BigEndian.Uint64, true},
 	{8, binary.LittleEndian.Uint64, false},
-	{4, func(b []byte) uint64 { return uint64(binary.BigEndian.Uint32(b)) }, true},
+	{4, func(b []byte) uint64 { return uint64(binary.BigEndian.Uint32(b)) }, false},
 	{4, func(b []byte) uint64 { return uint64(binary.LittleEndian.Uint32(b)) }, false},
 	{3, func(b []byte) uint64 { return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 }, false},
 	{2, func(b []byte) uint64 { return uint64(binary.BigEndian.Uint16(b)) }, false},
@@ -133,7 +162,7 @@ func msgpackShape(b []byte, n int) (string, bool) {
 		}
 		s := string(b[:off]) + r.out.String()
 		if err != nil {
-			s += cut
+			s = strings.TrimSuffix(s, " ") + cut
 		}
 		return s, true
 	}

@@ -25,7 +25,8 @@ import (
 //   - a length field at the start, or after one tag byte (masked), then
 //     what follows it;
 //   - protobuf (field numbers and wire types kept);
-//   - anything else: its first byte (a type tag, as a rule) and a mask.
+//   - anything else: its first byte (a type tag, as a rule), or four that
+//     are a small number, and a mask.
 //
 // A message cut short (the trace keeps trace.data bytes) shapes as far as
 // its bytes go, ending in "…": a cut in the middle of the n-th key of a
@@ -63,7 +64,7 @@ func shapeOf(b []byte, n, depth int) string {
 	if s, ok := protobufShape(b, n); ok {
 		return s
 	}
-	return binaryShape(b, n)
+	return binaryShape(b, n, depth)
 }
 
 // masked stands for bytes whose values do not make a kind.
@@ -74,13 +75,21 @@ const masked = "·"
 const cut = "…"
 
 // binaryShape is the fallback: the first byte, which most binary protocols
-// make a type or version tag, and a mask for the rest. Printable runs are
-// not kept: in unknown binary they are as often values as names.
-func binaryShape(b []byte, n int) string {
-	if n == 1 {
-		return string(b[:1])
+// make a type or version tag, or the first four when they are a small
+// big-endian number (a type written as a Java or C int, as ZooKeeper's
+// quorum packets start), and a mask for the rest. Printable runs are not
+// kept: in unknown binary they are as often values as names.
+func binaryShape(b []byte, n, depth int) string {
+	tag := 1
+	if depth == 0 && len(b) >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0 {
+		// Not after a length field: there a small number is as often a
+		// request's sequence number (ZooKeeper's xid).
+		tag = 4
 	}
-	return string(b[:1]) + masked
+	if n == tag {
+		return string(b[:tag])
+	}
+	return string(b[:tag]) + masked
 }
 
 // textShape recognizes a message whose first line is printable text.
