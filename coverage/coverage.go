@@ -119,6 +119,7 @@ type Features []Feature
 // templates learned on the way. Adding the same trials in the same order
 // gives the same IDs and counts.
 type Coverage struct {
+	replays   sched.FaultReplays
 	kinds     *Kinds
 	templates *Templates
 	ids       map[Feature]int // 1, 2, … in order first seen
@@ -127,9 +128,12 @@ type Coverage struct {
 	names     map[string]string
 }
 
-// New returns an empty coverage.
-func New() *Coverage {
-	return &Coverage{kinds: NewKinds(), templates: NewTemplates(), ids: map[Feature]int{}, names: map[string]string{}}
+// New returns an empty coverage. fr says which fault kinds are recoveries
+// (faults.ReplayOf, handed in as the engine hands it to a replay: this
+// package does not import faults), for the faults in force at each
+// message.
+func New(fr sched.FaultReplays) *Coverage {
+	return &Coverage{replays: fr, kinds: NewKinds(), templates: NewTemplates(), ids: map[Feature]int{}, names: map[string]string{}}
 }
 
 // Kinds are the message kinds learned so far.
@@ -158,7 +162,7 @@ func (c *Coverage) Features(t *Trial) Features {
 
 	tr := t.Trace
 	msgs, sendKinds := c.kinds.Messages(tr)
-	inForce := faultsInForce(tr)
+	inForce := faultsInForce(tr, c.replays)
 	timelines := map[string][]event{}
 	var order []string // nodes, in order first seen
 	at := func(node string, e event) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -64,7 +65,7 @@ func TestFaultsInForce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := readFixture(t, tc.name)
-			inForce := faultsInForce(tr)
+			inForce := faultsInForce(tr, faults.ReplayOf)
 			during := 0
 			for i, r := range tr.Records {
 				want := ""
@@ -93,8 +94,12 @@ func TestFaultsInForce(t *testing.T) {
 		{Step: 4, Op: sched.Op{Kind: "restart", Node: "n2", Object: "node:n2", LPID: "fault"}},
 		{Step: 5, Op: sched.Op{Kind: sched.Send, Node: "n3"}},
 	}}
-	if got, want := faultsInForce(tr), []string{"pause", "crash+pause", "crash+pause", "pause", "pause"}; !slices.Equal(got, want) {
+	if got, want := faultsInForce(tr, faults.ReplayOf), []string{"pause", "crash+pause", "crash+pause", "pause", "pause"}; !slices.Equal(got, want) {
 		t.Errorf("in force %q, want %q", got, want)
+	}
+	// Told of no recoveries, a restart is one more fault.
+	if got, want := faultsInForce(tr, nil), []string{"pause", "crash+pause", "crash+pause", "crash+pause+restart", "crash+pause+restart"}; !slices.Equal(got, want) {
+		t.Errorf("no recoveries known: in force %q, want %q", got, want)
 	}
 }
 
@@ -136,7 +141,7 @@ func TestCoverage(t *testing.T) {
 		t.Fatalf("logs %+v: want n1's out and err (4 lines)", trial.Logs)
 	}
 
-	c := New()
+	c := New(faults.ReplayOf)
 	fs := c.Features(trial)
 	classes := map[Class]int{}
 	for _, f := range fs {
@@ -208,7 +213,7 @@ func TestCoverageDeterministic(t *testing.T) {
 		trials = append(trials, trial)
 	}
 	run := func() ([]string, []int) {
-		c := New()
+		c := New(faults.ReplayOf)
 		var novelty []int
 		for _, tr := range trials {
 			novelty = append(novelty, len(c.Add(tr)))

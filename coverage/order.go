@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -58,15 +57,17 @@ func orderings(timeline []event, window int, add func(a, b, fault string)) {
 // heal) of its target, and to the end of the trial when no recovery
 // follows it (a pause, a hold, a clock jump, a reset, a corruption: the
 // trial is from then on one that has seen it). A recovery itself is in
-// force at no record.
-func faultsInForce(tr *sched.Trace) []string {
+// force at no record. Which kinds are recoveries is package faults' to
+// say, through fr (faults.ReplayOf), as for a replay: with nil, none is,
+// and every fault stays in force.
+func faultsInForce(tr *sched.Trace, fr sched.FaultReplays) []string {
 	out := make([]string, len(tr.Records))
 	var on []*sched.Op
 	cur := ""
 	for i := range tr.Records {
 		r := &tr.Records[i]
 		if k := r.Op.Kind; k.IsFault() {
-			if faults.ReplayOf(k).Recovery {
+			if fr != nil && fr(k).Recovery {
 				on = slices.DeleteFunc(on, func(f *sched.Op) bool { return recovers(&r.Op, f) })
 			} else {
 				on = append(on, &r.Op)
