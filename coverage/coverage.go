@@ -204,8 +204,8 @@ func (c *Coverage) Features(t *Trial) Features {
 			if e == nil {
 				continue
 			}
-			add(Feature{ClassTemplate, e.Template})
-			elem := "@" + e.Template
+			add(Feature{ClassTemplate, e.Text})
+			elem := "@" + e.Text
 			c.names[elem] = e.Name()
 			timeline = append(timeline, event{elem: elem})
 		}

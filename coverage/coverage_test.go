@@ -185,7 +185,7 @@ func TestCoverage(t *testing.T) {
 		}
 	}
 	// The log's order: candidate, then election won.
-	want := Feature{ClassOrdering, "@" + Template(strings.Split(raftLog, "\n")[1]) + " ⇒ @" + Template(strings.Split(raftLog, "\n")[2]) + " | "}
+	want := Feature{ClassOrdering, "@" + TemplateOf(strings.Split(raftLog, "\n")[1]) + " ⇒ @" + TemplateOf(strings.Split(raftLog, "\n")[2]) + " | "}
 	if c.Count(want) != 2 {
 		t.Errorf("ordering %q not seen twice", want.Key)
 	}

@@ -11,7 +11,8 @@
 //     numbers them in the order first seen (k1, k2, …) and labels them
 //     (`k7 "\x01{Addr:s Candidate:s …"`, `k3 "PUT"`);
 //   - log templates: each line a node printed, with timestamps, numbers,
-//     ids, addresses and hex masked (Template), numbered t1, t2, …;
+//     ids, addresses and hex masked (TemplateOf), numbered t1, t2, … by
+//     Templates;
 //   - orderings: at each node, a kind or template followed shortly by
 //     another (the next Window distinct ones), with the faults in force
 //     then.
@@ -26,5 +27,6 @@
 // JSON, msgpack, protobuf, HTTP/2, length-prefixed binary) are recognized
 // by their bytes, never by the system or port. The package reads traces
 // and trial directories; it runs nothing and must not import tracer,
-// netns, bpf or engine.
+// netns, bpf, engine or faults (which fault kinds are recoveries comes in
+// as a sched.FaultReplays).
 package coverage

@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// Template is the shape of a line a node printed: what is the same every
-// time one log statement prints it. Timestamps become "<ts>", and every
+// TemplateOf is the template of a line a node printed: what is the same
+// every time one log statement prints it. Timestamps become "<ts>", and every
 // word that is a value becomes "·": a word with a digit in it (numbers,
 // addresses and host:port, ids such as n1 or 8e9e05c5, UUIDs, hex such as
 // 0xc000010000, durations, versions), or a run of eight or more hex
@@ -19,7 +19,7 @@ import (
 // and the error, themselves masked as text; the others are values.
 //
 // A line that is blank has no template ("").
-func Template(line string) string {
+func TemplateOf(line string) string {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return ""
@@ -62,7 +62,7 @@ var timestamps = []*regexp.Regexp{
 	regexp.MustCompile(`\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b`),
 }
 
-// maskText masks the values of a line of text (see Template).
+// maskText masks the values of a line of text (see TemplateOf).
 func maskText(s string) string {
 	for _, re := range timestamps {
 		s = re.ReplaceAllLiteralString(s, "<ts>")
@@ -97,11 +97,14 @@ func wordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
 }
 
-// textKeys are the keys of a JSON log line whose values say which
-// statement printed it.
-var textKeys = map[string]bool{
-	"level": true, "lvl": true, "severity": true, "msg": true, "message": true,
-	"caller": true, "logger": true, "error": true, "err": true,
+// textKey says whether a key of a JSON log line has a value that says
+// which statement printed it.
+func textKey(key string) bool {
+	switch key {
+	case "level", "lvl", "severity", "msg", "message", "caller", "logger", "error", "err":
+		return true
+	}
+	return false
 }
 
 // jsonTemplate is the template of a JSON log line: its keys in order,
@@ -129,7 +132,7 @@ func jsonTemplate(line string) (string, bool) {
 		}
 		key = maskToken(key)
 		var s string
-		if textKeys[key] && json.Unmarshal(v, &s) == nil {
+		if textKey(key) && json.Unmarshal(v, &s) == nil {
 			parts = append(parts, key+"="+strconv.Quote(maskText(s)))
 			continue
 		}
@@ -141,39 +144,39 @@ func jsonTemplate(line string) (string, bool) {
 	return "{" + strings.Join(parts, " ") + "}", true
 }
 
-// TemplateEntry is one template of a campaign's log lines.
-type TemplateEntry struct {
+// Template is one template of a campaign's log lines.
+type Template struct {
 	// ID numbers templates in the order first seen, from 1.
-	ID       int
-	Template string
+	ID   int
+	Text string // the template, TemplateOf a line
 	// Count is how many lines had it; Example is the first.
 	Count   int
 	Example string
 }
 
 // Name is the template's short name, "t3".
-func (t *TemplateEntry) Name() string { return "t" + strconv.Itoa(t.ID) }
+func (t *Template) Name() string { return "t" + strconv.Itoa(t.ID) }
 
 // Templates numbers the templates of a campaign's log lines in the order
 // first seen.
 type Templates struct {
-	byText map[string]*TemplateEntry
-	list   []*TemplateEntry
+	byText map[string]*Template
+	list   []*Template
 }
 
 // NewTemplates returns an empty registry.
-func NewTemplates() *Templates { return &Templates{byText: map[string]*TemplateEntry{}} }
+func NewTemplates() *Templates { return &Templates{byText: map[string]*Template{}} }
 
 // Classify returns the template of a line, registering it if new, and
 // counts the line; a blank line has none (nil).
-func (ts *Templates) Classify(line string) *TemplateEntry {
-	t := Template(line)
+func (ts *Templates) Classify(line string) *Template {
+	t := TemplateOf(line)
 	if t == "" {
 		return nil
 	}
 	e := ts.byText[t]
 	if e == nil {
-		e = &TemplateEntry{ID: len(ts.list) + 1, Template: t, Example: line}
+		e = &Template{ID: len(ts.list) + 1, Text: t, Example: line}
 		ts.byText[t] = e
 		ts.list = append(ts.list, e)
 	}
@@ -182,7 +185,7 @@ func (ts *Templates) Classify(line string) *TemplateEntry {
 }
 
 // List is every template seen, by ID.
-func (ts *Templates) List() []*TemplateEntry { return ts.list }
+func (ts *Templates) List() []*Template { return ts.list }
 
 // lines splits a node's output into lines.
 func lines(b []byte) []string {

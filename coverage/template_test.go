@@ -49,8 +49,8 @@ func TestTemplate(t *testing.T) {
 		{"blank", "   ", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Template(tc.line); got != tc.want {
-				t.Errorf("Template(%q)\n = %q\nwant %q", tc.line, got, tc.want)
+			if got := TemplateOf(tc.line); got != tc.want {
+				t.Errorf("TemplateOf(%q)\n = %q\nwant %q", tc.line, got, tc.want)
 			}
 		})
 	}
@@ -68,12 +68,12 @@ func TestTemplateSameStatement(t *testing.T) {
 			`4:X 01 Jan 2024 00:00:12.454 # +sdown sentinel d2f7c0d824f8d89ac4966283cfeafc1fb824f4f7 10.77.0.3 26379 @ mymaster 10.77.0.1 6379`},
 		{"goroutine 1 [running]:", "goroutine 1234 [running]:"},
 	} {
-		if a, b := Template(p[0]), Template(p[1]); a != b {
+		if a, b := TemplateOf(p[0]), TemplateOf(p[1]); a != b {
 			t.Errorf("%q\nand %q\ntemplates %q\nand %q, want one", p[0], p[1], a, b)
 		}
 	}
-	if a, b := Template(`2024-01-01T00:00:00.400Z [INFO]  raft-n1: entering leader state: leader="Node at 10.77.0.1:7000 [Leader]"`),
-		Template(`2024-01-01T00:00:00.000Z [INFO]  raft-n1: entering follower state: follower="Node at 10.77.0.1:7000 [Follower]" leader-address= leader-id=`); a == b {
+	if a, b := TemplateOf(`2024-01-01T00:00:00.400Z [INFO]  raft-n1: entering leader state: leader="Node at 10.77.0.1:7000 [Leader]"`),
+		TemplateOf(`2024-01-01T00:00:00.000Z [INFO]  raft-n1: entering follower state: follower="Node at 10.77.0.1:7000 [Follower]" leader-address= leader-id=`); a == b {
 		t.Errorf("two statements share template %q", a)
 	}
 }
