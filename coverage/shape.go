@@ -46,7 +46,12 @@ func Shape(b []byte, n int) string {
 const maxNest = 3
 
 // shapeOf tries each format in turn; depth counts the nestings so far.
+// A nested message (after a length field, in a chunk) may end before the
+// bytes do: what follows it is not its.
 func shapeOf(b []byte, n, depth int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
 	if s, ok := textShape(b, n, depth); ok {
 		return s
 	}
