@@ -162,7 +162,9 @@ func msgpackShape(b []byte, n int) (string, bool) {
 		}
 		s := string(b[:off]) + r.out.String()
 		if err != nil {
-			s = strings.TrimSuffix(s, " ") + cut
+			// A space before the cut says more keys followed: a map cut
+			// there is not one that ended there.
+			s += cut
 		}
 		return s, true
 	}

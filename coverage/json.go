@@ -15,7 +15,7 @@ func jsonShape(b []byte, n int) (string, bool) {
 	}
 	s := r.out.String()
 	if err != nil || r.i >= len(b) && len(b) < n && !r.done {
-		s = strings.TrimSuffix(s, " ") + cut
+		s += cut
 	}
 	return s, true
 }

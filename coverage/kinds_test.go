@@ -218,6 +218,14 @@ func TestKindsCutShort(t *testing.T) {
 	if cut != whole || whole.Count != 2 {
 		t.Errorf("cut short: %s, whole: %s (count %d)", cut.Label(), whole.Label(), whole.Count)
 	}
+	// A map cut after a key, with more keys to come, is not one that
+	// ended there: hashicorp/raft's answers to a TimeoutNow (29 bytes)
+	// and to an InstallSnapshot (44 bytes, cut at 32).
+	ended := ks.Classify(":7000", []byte("\xa0\x83\xa4Addr\xc0\xa2ID\xc0\xafProtocolVersion\x00"), 29)
+	more := "\xa0\x85\xa4Addr\xc0\xa2ID\xc0\xafProtocolVersion\x00\xa7Success\xc3\xa4Term\x05"
+	if k := ks.Classify(":7000", []byte(more[:32]), len(more)); k == ended {
+		t.Errorf("a map with more keys, cut, joined %s", ended.Label())
+	}
 	// Seen cut short first, it stays apart.
 	ks = NewKinds()
 	first := ks.Classify(":7000", []byte(raftHeartbeat[:60]), len(raftHeartbeat))

@@ -61,9 +61,9 @@ func TestShape(t *testing.T) {
 		{"raft AppendEntriesResponse", raftAppendResp, 0, "\xa0{Addr:s ID:s LastLog:i NoRetryBackoff:b ProtocolVersion:i Success:b Term:i}"},
 		{"raft TimeoutNow", raftTimeoutNow, 0, "\x03{Addr:s ID:s ProtocolVersion:i}"},
 		{"raft heartbeat", raftHeartbeat, 0, "\x00{Addr:s Entries:n ID:s Leader:s LeaderCommitIndex:i PrevLogEntry:i PrevLogTerm:i ProtocolVersion:i Term:i}"},
-		{"raft AppendEntries cut short", raftAppend, 276, "\x00{Addr:s Entries:[{AppendedAt:s Data:s Extensions:n Index:i Term:i Type:i}] ID:s Leader:s LeaderCommitIndex:i PrevLogEntry:i PrevLogTerm:i…"},
+		{"raft AppendEntries cut short", raftAppend, 276, "\x00{Addr:s Entries:[{AppendedAt:s Data:s Extensions:n Index:i Term:i Type:i}] ID:s Leader:s LeaderCommitIndex:i PrevLogEntry:i PrevLogTerm:i …"},
 		// trace.data's default, 32 bytes, still tells them apart.
-		{"raft heartbeat, 32 bytes", raftHeartbeat[:32], 128, "\x00{Addr:s Entries:n…"},
+		{"raft heartbeat, 32 bytes", raftHeartbeat[:32], 128, "\x00{Addr:s Entries:n …"},
 		{"raft AppendEntries, 32 bytes", raftAppend[:32], 276, "\x00{Addr:s Entries:[{…"},
 		{"raft RequestVote, 32 bytes", raftVote[:32], 123, "\x01{Addr:s Candidate:…"},
 		{"raft snapshot, JSON", raftSnapshot, 1609, "{hash:s last:i entries:[{index:i cmd:s hash:s}]…"},
