@@ -122,15 +122,16 @@ type Message struct {
 
 // Messages classifies the messages of a trace in step order, registering
 // their kinds in ks. Each message is counted once: by its delivery, or by
-// its send when no delivery carried it. Sends whose bytes a delivery
-// carried share the delivery's kind, in SendKinds.
+// its send when no delivery carried it. sendKinds gives every send's kind
+// by its op's ID: a send whose bytes a delivery carried has the
+// delivery's.
 func (ks *Kinds) Messages(tr *sched.Trace) (msgs []Message, sendKinds map[uint64]*Kind) {
 	p := newProtocols(tr)
-	carried := map[uint64]int{} // send op id → its delivery's record
-	for i, r := range tr.Records {
+	carried := map[uint64]bool{} // sends whose bytes a delivery kept
+	for _, r := range tr.Records {
 		if r.Op.Kind == sched.Deliver && len(r.Data) > 0 {
 			for _, c := range r.Causes {
-				carried[c] = i
+				carried[c] = true
 			}
 		}
 	}
@@ -148,7 +149,7 @@ func (ks *Kinds) Messages(tr *sched.Trace) (msgs []Message, sendKinds map[uint64
 				sendKinds[c] = k
 			}
 		case sched.Send:
-			if _, ok := carried[r.Op.ID]; ok || len(r.Data) == 0 {
+			if carried[r.Op.ID] || len(r.Data) == 0 {
 				continue
 			}
 			k := ks.Classify(p.of(r.Op.Conn), r.Data, sched.DataLen(r))

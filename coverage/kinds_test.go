@@ -258,3 +258,35 @@ func TestProtocols(t *testing.T) {
 		t.Errorf("node of 10.77.0.1: %q, want n1", got)
 	}
 }
+
+// TestMessagesLostSend: a send no delivery carried (its node crashed with
+// it in flight) is a message of its own; a carried send is counted by its
+// delivery only, and shares its kind.
+func TestMessagesLostSend(t *testing.T) {
+	const conn = "10.77.0.3:32768>10.77.0.2:7000"
+	tr := &sched.Trace{Records: []sched.Record{
+		{Step: 1, Op: sched.Op{ID: 1, Node: "lockd", Kind: sched.Accept, Object: "listen:10.77.0.2:7000"}},
+		{Step: 2, Op: sched.Op{ID: 2, Node: "app", Kind: sched.Send, Conn: conn, Bytes: 10}, Data: []byte("ACQUIRE x\n")},
+		{Step: 3, Op: sched.Op{ID: 3, Node: "app", Kind: sched.Deliver, Conn: conn, Object: "inbox:lockd/0", Bytes: 10}, Data: []byte("ACQUIRE x\n"), Causes: []uint64{2}},
+		{Step: 4, Op: sched.Op{ID: 4, Node: "app", Kind: sched.Send, Conn: conn, Bytes: 10}, Data: []byte("RELEASE x\n")},
+		{Step: 5, Op: sched.Op{ID: 5, Node: "app", LPID: "fault", Kind: "crash", Object: "node:app"}},
+	}}
+	ks := NewKinds()
+	msgs, sendKinds := ks.Messages(tr)
+	if len(msgs) != 2 || msgs[0].Record != 2 || msgs[1].Record != 3 {
+		t.Fatalf("messages %+v: want the delivery (record 2) and the lost send (record 3)", msgs)
+	}
+	acquire, release := msgs[0].Kind, msgs[1].Kind
+	if acquire.Shape != "ACQUIRE" || acquire.Count != 1 || release.Shape != "RELEASE" || release.Count != 1 {
+		t.Errorf("kinds %s (%d), %s (%d): want ACQUIRE and RELEASE once each", acquire.Label(), acquire.Count, release.Label(), release.Count)
+	}
+	if sendKinds[2] != acquire || sendKinds[4] != release {
+		t.Errorf("send kinds %v: want the carried send's its delivery's, the lost one's its own", sendKinds)
+	}
+	if m := msgs[0]; m.From != "app" || m.To != "lockd" || msgs[1].From != "app" || msgs[1].To != "lockd" {
+		t.Errorf("messages %+v: want app to lockd", msgs)
+	}
+	if acquire.Proto != ":7000" {
+		t.Errorf("protocol %s, want :7000", acquire.Proto)
+	}
+}
