@@ -116,21 +116,31 @@ func textShape(b []byte, n, depth int) (string, bool) {
 	if s, ok := httpShape(line); ok {
 		return s, true
 	}
-	if next == len(line)+2 && len(line) <= 8 && depth < maxNest {
-		if size, err := strconv.ParseUint(string(line), 16, 32); err == nil {
-			// A chunk of an HTTP/1.1 chunked body: the hex size, CRLF,
-			// then the chunk's bytes, which are the message.
-			rest := b[next:]
-			if size == 0 {
-				return "chunk end", true
-			}
-			if len(rest) == 0 {
-				return "chunk" + cut, true
-			}
-			return "chunk " + shapeOf(rest, min(int(size), n-next), depth+1), true
-		}
+	if s, ok := chunkShape(b, n, line, next, depth); ok {
+		return s, true
 	}
 	return wordShape(line), true
+}
+
+// chunkShape recognizes a chunk of an HTTP/1.1 chunked body: its size in
+// lower-case hex (as servers write it; "ADD" is a verb), CRLF, then the
+// chunk's bytes, which are the message, and are there.
+func chunkShape(b []byte, n int, line []byte, next, depth int) (string, bool) {
+	if next != len(line)+2 || len(line) > 8 || depth >= maxNest || bytes.ContainsAny(line, "ABCDEF") {
+		return "", false
+	}
+	size, err := strconv.ParseUint(string(line), 16, 32)
+	switch {
+	case err != nil:
+		return "", false
+	case size == 0:
+		return "chunk end", true
+	case n == next:
+		return "", false // nothing follows: a line, not a chunk's size
+	case len(b) == next:
+		return "chunk" + cut, true
+	}
+	return "chunk " + shapeOf(b[next:], min(int(size), n-next), depth+1), true
 }
 
 // firstLine is b up to its first CRLF or LF, where the next line starts,

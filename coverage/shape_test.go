@@ -112,6 +112,8 @@ func TestShape(t *testing.T) {
 		{"locks GRANT", "GRANT x 1 1\n", 0, "GRANT"},
 		{"lease PUT", "PUT 1 1\n", 0, "PUT"},
 		{"ms JOIN", "JOIN w2\n", 0, "JOIN"},
+		{"a verb that reads as hex", "ADD\r\n", 0, "ADD"},
+		{"a lower-case one, alone", "add\r\n", 0, "add"},
 		{"a line that is a value", "},{\"index\":78,\"cmd\":\"w0.op29.1\",\"hash\":\"28525a194c6a15f1\"},{", 1900, "·"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
