@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // WriteTrace prints a trace's interleaving for `lockstep show`: a header,
-// the outcome, then one line per released op.
+// the outcome, then one line per released op. A send or delivery whose
+// bytes the trace kept ends with its message's kind, numbered as
+// `lockstep kinds` numbers this trace's.
 func WriteTrace(w io.Writer, tr *sched.Trace) {
 	h := tr.Header
 	fmt.Fprintf(w, "Trace of %s, trial %d, seed %d, strategy %s\n", h.Spec, h.Trial, h.Seed, h.Strategy)
@@ -19,10 +22,69 @@ func WriteTrace(w io.Writer, tr *sched.Trace) {
 		}
 		fmt.Fprintln(w)
 	}
+	kinds := messageKinds(tr)
 	fmt.Fprintln(w, "Event trace:")
 	fmt.Fprintf(w, "  %5s  %9s  %-10s %-16s %-22s %-22s %s\n", "step", "vtime", "node", "lpid", "op", "peer", "bytes")
-	for _, r := range tr.Records {
-		fmt.Fprintln(w, sched.FormatRecord(r))
+	for i, r := range tr.Records {
+		line := sched.FormatRecord(r)
+		if k := kinds[i]; k != nil {
+			line += "  " + k.Label()
+		}
+		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintf(w, "%d ops\n", len(tr.Records))
+}
+
+// messageKinds is the kind of each record's message, by the record's
+// index: a delivery's, and a send's (its delivery's when one carried it).
+func messageKinds(tr *sched.Trace) map[int]*coverage.Kind {
+	msgs, sendKinds := coverage.NewKinds().Messages(tr)
+	out := map[int]*coverage.Kind{}
+	for _, m := range msgs {
+		out[m.Record] = m.Kind
+	}
+	for i, r := range tr.Records {
+		if k := sendKinds[r.Op.ID]; k != nil && r.Op.Kind == sched.Send {
+			out[i] = k
+		}
+	}
+	return out
+}
+
+// WriteKinds lists the kinds of messages of a campaign for `lockstep
+// kinds`, by protocol (the serving port) then number: each kind's label,
+// how many messages had it, and the first one's bytes.
+func WriteKinds(w io.Writer, ks []*coverage.Kind, traces int) {
+	messages := 0
+	protos := map[string][]*coverage.Kind{}
+	var order []string
+	for _, k := range ks {
+		messages += k.Count
+		if _, ok := protos[k.Proto]; !ok {
+			order = append(order, k.Proto)
+		}
+		protos[k.Proto] = append(protos[k.Proto], k)
+	}
+	fmt.Fprintf(w, "%d kinds of %d messages in %s\n", len(ks), messages, plural(traces, "trace"))
+	for _, p := range order {
+		n := 0
+		for _, k := range protos[p] {
+			n += k.Count
+		}
+		fmt.Fprintf(w, "\nport %s: %s, %s\n", p, plural(len(protos[p]), "kind"), plural(n, "message"))
+		for _, k := range protos[p] {
+			ex := k.Example[:min(len(k.Example), exampleLen)]
+			fmt.Fprintf(w, "  %-56s %7d  %s\n", k.Label(), k.Count, sched.FormatData(ex, k.ExampleLen))
+		}
+	}
+}
+
+// exampleLen is how many bytes of a kind's example WriteKinds shows.
+const exampleLen = 40
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

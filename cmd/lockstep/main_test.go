@@ -77,6 +77,11 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"explain", junk},
 		{"replay", unknown},
 		{"show", unknown},
+		{"kinds"},
+		{"kinds", "/no/such/trace.jsonl"},
+		{"kinds", junk},
+		{"kinds", unknown},
+		{"kinds", dir, junk},
 		{"explain", unknown},
 		{"run", "--no-such-flag", "x.yaml"},
 	}

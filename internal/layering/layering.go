@@ -185,6 +185,8 @@ var Rules = []Rule{
 	{Pkg: "vclock", Never: []string{"tracer", "netns", "bpf", "engine"}, Why: "vclock is pure virtual time"},
 	{Pkg: "conflict", Never: []string{"tracer", "netns", "bpf", "engine"}, Why: "conflict is pure analysis over traces"},
 	{Pkg: "faults", Never: []string{"tracer", "netns", "bpf", "engine"}, Why: "faults plans; the engine applies them"},
+	{Pkg: "coverage", Never: []string{"tracer", "netns", "bpf", "engine", "faults", "report", "explain"},
+		Why: "coverage reads traces and trial directories into features; it runs nothing, and report (which must not reach faults) draws on it"},
 	{Pkg: "history", Never: []string{"tracer", "netns", "bpf", "engine"}, Why: "history checks histories"},
 	{Pkg: "bpf", Only: []string{}, Why: "bpf imports no other lockstep package"},
 	{Pkg: "internal/safefs", Only: []string{}, Why: "safefs is a leaf that every package writing where a node can uses"},

@@ -1,0 +1,304 @@
+package coverage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// Trial is what a trial left that features are read from: its trace and
+// the lines its nodes printed.
+type Trial struct {
+	Trace *sched.Trace
+	// Logs are the nodes' outputs, each a node's stdout or stderr, in the
+	// order of the nodes' names then out before err.
+	Logs []Log
+}
+
+// Log is the lines one node printed on one stream.
+type Log struct {
+	Node   string
+	Stream string // "out" or "err"
+	Lines  []string
+}
+
+// ReadTrial reads a trial's directory: trace.jsonl, and the
+// <node>.out and <node>.err of each node the trace names.
+func ReadTrial(dir string) (*Trial, error) {
+	tr, err := ReadTrace(filepath.Join(dir, "trace.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	t := &Trial{Trace: tr}
+	for _, node := range nodes(tr) {
+		for _, stream := range []string{"out", "err"} {
+			b, err := os.ReadFile(filepath.Join(dir, node+"."+stream))
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			t.Logs = append(t.Logs, Log{Node: node, Stream: stream, Lines: lines(b)})
+		}
+	}
+	return t, nil
+}
+
+// ReadTrace reads a trace file.
+func ReadTrace(path string) (*sched.Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tr, err := sched.ReadTrace(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return tr, nil
+}
+
+// nodes are the nodes a trace's ops name, sorted.
+func nodes(tr *sched.Trace) []string {
+	var out []string
+	for _, r := range tr.Records {
+		if r.Op.LPID != "fault" && r.Op.Node != "" {
+			out = append(out, r.Op.Node)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Class is what a feature is of.
+type Class uint8
+
+const (
+	ClassKind     Class = iota + 1 // a message kind
+	ClassTemplate                  // a log template
+	ClassOrdering                  // one feature before another at a node
+)
+
+func (c Class) String() string {
+	switch c {
+	case ClassKind:
+		return "kind"
+	case ClassTemplate:
+		return "template"
+	case ClassOrdering:
+		return "ordering"
+	}
+	return "invalid"
+}
+
+// Feature is one thing a trial can show: a message kind (Key: its protocol
+// and shape, ":7000 PUT"), a log template (Key: the template), or an
+// ordering (Key: two elements and the faults in force, "<:7000 PUT ⇒
+// >:7000 OK | partition", an element a message received "<", sent ">" or
+// a line printed "@"). Keys say what a feature is, not when it was first
+// seen: campaigns, shards and runs agree on them.
+type Feature struct {
+	Class Class
+	Key   string
+}
+
+func (f Feature) String() string { return f.Class.String() + " " + f.Key }
+
+// Features are the features of one trial, each once, in the order first
+// seen.
+type Features []Feature
+
+// Coverage is a campaign's coverage: the features its trials showed, in the
+// order first seen, with how many trials showed each, and the kinds and
+// templates learned on the way. Adding the same trials in the same order
+// gives the same IDs and counts.
+type Coverage struct {
+	replays   sched.FaultReplays
+	kinds     *Kinds
+	templates *Templates
+	ids       map[Feature]int // 1, 2, … in order first seen
+	list      []Feature
+	counts    []int // by ID-1: trials that showed the feature
+	names     map[string]string
+}
+
+// New returns an empty coverage. fr says which fault kinds are recoveries
+// (faults.ReplayOf, handed in as the engine hands it to a replay: this
+// package does not import faults), for the faults in force at each
+// message.
+func New(fr sched.FaultReplays) *Coverage {
+	return &Coverage{replays: fr, kinds: NewKinds(), templates: NewTemplates(), ids: map[Feature]int{}, names: map[string]string{}}
+}
+
+// Kinds are the message kinds learned so far.
+func (c *Coverage) Kinds() *Kinds { return c.kinds }
+
+// Templates are the log templates learned so far.
+func (c *Coverage) Templates() *Templates { return c.templates }
+
+// Features reads a trial's features, learning its kinds and templates:
+// each message's kind, each line's template, and at each node the
+// orderings of the messages it received and sent (with the faults in
+// force) and of the lines of each of its streams. Lines carry no step, so
+// their orderings are with each other and under no fault.
+func (c *Coverage) Features(t *Trial) Features {
+	var fs Features
+	seen := map[Feature]bool{}
+	add := func(f Feature) {
+		if !seen[f] {
+			seen[f] = true
+			fs = append(fs, f)
+		}
+	}
+	addOrdering := func(a, b, fault string) {
+		add(Feature{ClassOrdering, a + " ⇒ " + b + " | " + fault})
+	}
+
+	tr := t.Trace
+	msgs, sendKinds := c.kinds.Messages(tr)
+	inForce := faultsInForce(tr, c.replays)
+	timelines := map[string][]event{}
+	var order []string // nodes, in order first seen
+	at := func(node string, e event) {
+		if node == "" {
+			return
+		}
+		if _, ok := timelines[node]; !ok {
+			order = append(order, node)
+		}
+		timelines[node] = append(timelines[node], e)
+	}
+	// Messages and sends in step order: a message is received at its
+	// delivery (or, lost, not at all), sent at its send.
+	next := 0
+	for i := range tr.Records {
+		r := &tr.Records[i]
+		if r.Op.Kind == sched.Send {
+			if k := sendKinds[r.Op.ID]; k != nil {
+				add(Feature{ClassKind, k.key()})
+				at(r.Op.Node, c.event(">", k, inForce[i]))
+			}
+		}
+		for next < len(msgs) && msgs[next].Record == i {
+			m := msgs[next]
+			next++
+			add(Feature{ClassKind, m.Kind.key()})
+			if r.Op.Kind == sched.Deliver {
+				at(m.To, c.event("<", m.Kind, inForce[i]))
+			}
+		}
+	}
+	for _, node := range order {
+		orderings(timelines[node], Window, addOrdering)
+	}
+	for _, l := range t.Logs {
+		var timeline []event
+		for _, line := range l.Lines {
+			e := c.templates.Classify(line)
+			if e == nil {
+				continue
+			}
+			add(Feature{ClassTemplate, e.Text})
+			elem := "@" + e.Text
+			c.names[elem] = e.Name()
+			timeline = append(timeline, event{elem: elem})
+		}
+		orderings(timeline, Window, addOrdering)
+	}
+	return fs
+}
+
+// event is a message's element at a node, remembering its short name.
+func (c *Coverage) event(dir string, k *Kind, fault string) event {
+	elem := dir + k.key()
+	c.names[elem] = dir + k.Name()
+	return event{elem: elem, fault: fault}
+}
+
+// Add reads a trial's features into the coverage and returns those it
+// showed first: its novelty.
+func (c *Coverage) Add(t *Trial) (novel []Feature) { return c.Merge(c.Features(t)) }
+
+// Merge adds one trial's features (each counted once) and returns those
+// new to the coverage.
+func (c *Coverage) Merge(fs Features) (novel []Feature) {
+	for _, f := range fs {
+		id, ok := c.ids[f]
+		if !ok {
+			c.list = append(c.list, f)
+			c.counts = append(c.counts, 0)
+			id = len(c.list)
+			c.ids[f] = id
+			novel = append(novel, f)
+		}
+		c.counts[id-1]++
+	}
+	return novel
+}
+
+// Len is how many features the campaign has seen.
+func (c *Coverage) Len() int { return len(c.list) }
+
+// List is every feature seen, in the order first seen.
+func (c *Coverage) List() []Feature { return c.list }
+
+// ID is a feature's number in the campaign (1 for the first seen), 0 if
+// never seen.
+func (c *Coverage) ID(f Feature) int { return c.ids[f] }
+
+// Count is how many trials showed a feature.
+func (c *Coverage) Count(f Feature) int {
+	if id := c.ids[f]; id > 0 {
+		return c.counts[id-1]
+	}
+	return 0
+}
+
+// Rarity is how rare a feature is, for a search to spend its energy on:
+// 1 over the trials that showed it (1 for a feature seen once or never),
+// so a trial reaching rare features can be preferred as AFL's rare-branch
+// schedules do.
+func (c *Coverage) Rarity(f Feature) float64 { return 1 / float64(max(1, c.Count(f))) }
+
+// Describe says what a feature is with the campaign's short names: a
+// kind's label, a template's name and text, an ordering of short names
+// ("<k3 ⇒ >k5 | partition").
+func (c *Coverage) Describe(f Feature) string {
+	switch f.Class {
+	case ClassKind:
+		if k := c.kinds.byKey[f.Key]; k != nil {
+			return k.Proto + " " + k.Label()
+		}
+	case ClassTemplate:
+		if t := c.templates.byText[f.Key]; t != nil {
+			return t.Name() + " " + f.Key
+		}
+	case ClassOrdering:
+		// The fault kinds hold no " | ", a template may.
+		i := strings.LastIndex(f.Key, " | ")
+		if i < 0 {
+			break
+		}
+		pair, fault := f.Key[:i], f.Key[i+len(" | "):]
+		a, b, _ := strings.Cut(pair, " ⇒ ")
+		s := c.short(a) + " ⇒ " + c.short(b)
+		if fault != "" {
+			s += " | " + fault
+		}
+		return s
+	}
+	return f.String()
+}
+
+func (c *Coverage) short(elem string) string {
+	if n, ok := c.names[elem]; ok {
+		return n
+	}
+	return elem
+}
