@@ -2,11 +2,8 @@ package engine
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -28,7 +25,6 @@ const maxPropertyRead = 1 << 20
 // at the step after which it was printed.
 type properties struct {
 	props []spec.Property
-	dir   string
 	files []*outputFile
 	// reached says, per property, whether a line matched it.
 	reached []bool
@@ -52,19 +48,30 @@ type outputFile struct {
 	buf        []byte
 }
 
-// newProperties watches the output files of nodes in dir; nil when the
-// spec has no properties.
-func newProperties(sp *spec.Spec, dir string) *properties {
+// newProperties watches the nodes' output files, lockstep's own open
+// files (Trial.outputs); nil when the spec has no properties. Each is read
+// through a descriptor of its own on the same file, never by its path: a
+// node may put a link or a FIFO where its output file was.
+func newProperties(sp *spec.Spec, outputs map[string][2]*os.File) (*properties, error) {
 	if len(sp.Properties) == 0 {
-		return nil
+		return nil, nil
 	}
-	p := &properties{props: sp.Properties, dir: dir, reached: make([]bool, len(sp.Properties))}
+	p := &properties{props: sp.Properties, reached: make([]bool, len(sp.Properties))}
 	for _, n := range sp.Nodes {
-		for _, ext := range []string{".out", ".err"} {
-			p.files = append(p.files, &outputFile{node: n.Name, name: n.Name + ext})
+		for i, ext := range []string{".out", ".err"} {
+			w := outputs[n.Name][i]
+			if w == nil {
+				continue
+			}
+			f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(w.Fd())), os.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				p.close()
+				return nil, fmt.Errorf("properties: reading %s%s: %w", n.Name, ext, err)
+			}
+			p.files = append(p.files, &outputFile{node: n.Name, name: n.Name + ext, f: f})
 		}
 	}
-	return p
+	return p, nil
 }
 
 // scan reads what the nodes printed since the last scan; step is the
@@ -86,23 +93,11 @@ func (p *properties) scan(step int) (*brokenProperty, error) {
 
 // read matches the complete lines of of written since the last read.
 func (p *properties) read(of *outputFile, step int) error {
-	if of.f == nil {
-		// A node's output file may be replaced by a link or a FIFO by the
-		// node itself: never follow the one, never wait on the other.
-		f, err := os.OpenFile(filepath.Join(p.dir, of.name), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // the node has not started
-		}
-		if err != nil {
-			return fmt.Errorf("properties: reading %s: %w", of.name, err)
-		}
-		of.f = f
-	}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(of.f.Fd()), &st); err != nil {
 		return fmt.Errorf("properties: %s: %w", of.name, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size <= of.off {
+	if st.Size <= of.off {
 		return nil
 	}
 	want := min(st.Size-of.off, maxPropertyRead)

@@ -302,7 +302,11 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	})
 	defer tr.Close()
 
-	t.props = newProperties(sp, res.Dir)
+	if t.props, err = newProperties(sp, t.outputs); err != nil {
+		t.closeFiles()
+		t.outCaps.close()
+		return nil, err
+	}
 	defer t.props.close()
 	defer t.closeFiles()
 	defer t.closeDisks()
