@@ -2,7 +2,10 @@ package procfs
 
 import (
 	"os"
+	"runtime"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseStat(t *testing.T) {
@@ -40,9 +43,13 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
-// TestReadStat reads this process's own line.
+// TestReadStat reads this thread's own line: the process's line is its
+// main thread's, which may sleep while another thread of the Go runtime
+// reads it.
 func TestReadStat(t *testing.T) {
-	s, err := ReadStat(os.Getpid())
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s, err := ReadStat(unix.Gettid())
 	if err != nil {
 		t.Fatal(err)
 	}
