@@ -52,41 +52,12 @@ func countEntries(data []byte, limit int) (line int) {
 		}
 		n++
 		var commas int
-		flow, commas = scanCommas(body, flow)
+		flow, _, commas = scanFlow(body, flow)
 		if n += commas; n > limit {
 			return i + 1
 		}
 	}
 	return 0
-}
-
-// scanCommas counts the commas a line holds inside flow collections,
-// outside quoted strings and a trailing comment (as scanFlow reads it),
-// from flow collections already open; it returns those open at its end.
-func scanCommas(s string, flow int) (open, commas int) {
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == '\\' && quote == '"' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case (c == '"' || c == '\'') && (i == 0 || strings.IndexByte(" \t[{,:", s[i-1]) >= 0):
-			quote = c
-		case c == '#' && (i == 0 || s[i-1] == ' ' || s[i-1] == '\t'):
-			return flow, commas
-		case c == '[' || c == '{':
-			flow++
-		case (c == ']' || c == '}') && flow > 0:
-			flow--
-		case c == ',' && flow > 0:
-			commas++
-		}
-	}
-	return flow, commas
 }
 
 // invalidUTF8 finds the first byte of data that is not UTF-8: its line,
@@ -228,7 +199,7 @@ func nestingDepth(data []byte, limit int) (depth, line int) {
 			}
 		}
 		var peak int
-		flow, peak = scanFlow(body, flow)
+		flow, peak, _ = scanFlow(body, flow)
 		if d := len(indents) + peak; d > depth {
 			depth = d
 			if d > limit && line == 0 {
@@ -242,10 +213,11 @@ func nestingDepth(data []byte, limit int) (depth, line int) {
 	return depth, line
 }
 
-// scanFlow counts the flow collections a line opens and closes, outside
-// quoted strings and a trailing comment, from flow already open: it
-// returns those open at its end and the most open at once.
-func scanFlow(s string, flow int) (open, peak int) {
+// scanFlow counts the flow collections a line opens and closes, and the
+// commas inside them, outside quoted strings and a trailing comment, from
+// flow already open: it returns those open at its end, the most open at
+// once and the commas (countEntries, nestingDepth).
+func scanFlow(s string, flow int) (open, peak, commas int) {
 	var quote byte
 	peak = flow
 	for i := 0; i < len(s); i++ {
@@ -262,13 +234,15 @@ func scanFlow(s string, flow int) (open, peak int) {
 			// ("don't" is plain text).
 			quote = c
 		case c == '#' && (i == 0 || s[i-1] == ' ' || s[i-1] == '\t'):
-			return flow, peak
+			return flow, peak, commas
 		case c == '[' || c == '{':
 			flow++
 			peak = max(peak, flow)
 		case (c == ']' || c == '}') && flow > 0:
 			flow--
+		case c == ',' && flow > 0:
+			commas++
 		}
 	}
-	return flow, peak
+	return flow, peak, commas
 }
