@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
-	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // aimModes are the ways a plan aims its faults; the replay matrix runs
@@ -274,15 +273,8 @@ func replayCell(t *testing.T, bin string, want sched.Kind, mk matrixKind, mode, 
 	}
 	kinds, plan := matrixPlan(want, mk, mode, arr)
 	dir := t.TempDir()
-	path := filepath.Join(dir, "cell.yaml")
-	text := fmt.Sprintf("name: matrix-%s\n%s%stime: {delays: 0}\nlimits: {virtual_time: 30s, real_time: 30s}\n", want, fmt.Sprintf(nodes, bin), plan)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := spec.Load(path)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, text)
-	}
+	sp := loadText(t, filepath.Join(dir, "cell.yaml"),
+		fmt.Sprintf("name: matrix-%s\n%s%stime: {delays: 0}\nlimits: {virtual_time: 30s, real_time: 30s}\n", want, fmt.Sprintf(nodes, bin), plan))
 	trials := 4
 	if mk.trials > 0 {
 		trials = mk.trials
@@ -361,15 +353,8 @@ func TestReplayEditedAim(t *testing.T) {
 	}
 	_, plan := matrixPlan(faults.Slow, matrixKinds[faults.Slow], "probe", "alone")
 	dir := t.TempDir()
-	path := filepath.Join(dir, "aim.yaml")
-	text := fmt.Sprintf("name: edited-aim\n%s%stime: {delays: 0}\nlimits: {virtual_time: 30s, real_time: 30s}\n", fmt.Sprintf(tcpNodes, bin), plan)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := spec.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := loadText(t, filepath.Join(dir, "aim.yaml"),
+		fmt.Sprintf("name: edited-aim\n%s%stime: {delays: 0}\nlimits: {virtual_time: 30s, real_time: 30s}\n", fmt.Sprintf(tcpNodes, bin), plan))
 	sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(dir, "out"), TraceAll: true})
 	if err != nil {
 		t.Fatal(err)
@@ -393,7 +378,7 @@ func TestReplayEditedAim(t *testing.T) {
 	if edited == string(b) {
 		t.Fatal("the slow's object is not in the trace")
 	}
-	path = filepath.Join(dir, "edited.jsonl")
+	path := filepath.Join(dir, "edited.jsonl")
 	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
