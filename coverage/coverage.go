@@ -3,11 +3,13 @@ package coverage
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/internal/safefs"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -35,12 +37,24 @@ func ReadTrial(dir string) (*Trial, error) {
 		return nil, err
 	}
 	t := &Trial{Trace: tr}
+	// A trial's directory is the nodes' to write: their output is read
+	// through no link (a node may leave one to a host file there).
+	d, err := safefs.OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
 	for _, node := range nodes(tr) {
 		for _, stream := range []string{"out", "err"} {
-			b, err := os.ReadFile(filepath.Join(dir, node+"."+stream))
+			f, err := d.Open(node + "." + stream)
 			if errors.Is(err, os.ErrNotExist) {
 				continue
 			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", filepath.Join(dir, node+"."+stream), err)
+			}
+			b, err := io.ReadAll(f)
+			f.Close()
 			if err != nil {
 				return nil, err
 			}
