@@ -36,7 +36,21 @@ func ReadTrial(dir string) (*Trial, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trial{Trace: tr}
+	logs, err := ReadLogs(dir, nodes(tr))
+	if err != nil {
+		return nil, err
+	}
+	return &Trial{Trace: tr, Logs: logs}, nil
+}
+
+// maxLogRead bounds what is read of one output file for its templates: a
+// node that printed gigabytes is read for its first lines only.
+const maxLogRead = 16 << 20
+
+// ReadLogs reads the <node>.out and <node>.err of each node in a trial's
+// directory, in the order given, out before err; a file not there is
+// left out.
+func ReadLogs(dir string, nodes []string) ([]Log, error) {
 	// A trial's directory is the nodes' to write: their output is read
 	// through no link (a node may leave one to a host file there).
 	d, err := safefs.OpenDir(dir)
@@ -44,7 +58,8 @@ func ReadTrial(dir string) (*Trial, error) {
 		return nil, err
 	}
 	defer d.Close()
-	for _, node := range nodes(tr) {
+	var logs []Log
+	for _, node := range nodes {
 		for _, stream := range []string{"out", "err"} {
 			f, err := d.Open(node + "." + stream)
 			if errors.Is(err, os.ErrNotExist) {
@@ -53,15 +68,31 @@ func ReadTrial(dir string) (*Trial, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", filepath.Join(dir, node+"."+stream), err)
 			}
-			b, err := io.ReadAll(f)
+			b, err := io.ReadAll(io.LimitReader(f, maxLogRead))
 			f.Close()
 			if err != nil {
 				return nil, err
 			}
-			t.Logs = append(t.Logs, Log{Node: node, Stream: stream, Lines: lines(b)})
+			logs = append(logs, Log{Node: node, Stream: stream, Lines: lines(b)})
 		}
 	}
-	return t, nil
+	return logs, nil
+}
+
+// Classes counts the features seen by class: kinds, templates and
+// orderings.
+func (c *Coverage) Classes() (kinds, templates, orderings int) {
+	for _, f := range c.list {
+		switch f.Class {
+		case ClassKind:
+			kinds++
+		case ClassTemplate:
+			templates++
+		case ClassOrdering:
+			orderings++
+		}
+	}
+	return kinds, templates, orderings
 }
 
 // ReadTrace reads a trace file.

@@ -15,6 +15,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/conflict"
+	"github.com/lockstep-dev/lockstep/coverage"
+	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -152,6 +155,11 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	if n == 0 {
 		return finish(sum, start, false), nil
 	}
+	var cov *coverage.Coverage
+	if !opts.Native {
+		cov = coverage.New(faults.ReplayOf)
+		sum.Coverage = &result.CoverageSummary{}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -265,6 +273,9 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 				break
 			}
 			delete(pending, reported)
+			// In trial order, whatever the jobs: the same campaign gives
+			// the same coverage.
+			addCoverage(cov, sum, r, opts.Logger)
 			sum.Add(r)
 			if r.Conflict != nil {
 				sum.Stats = append(sum.Stats, *r.Conflict)
@@ -359,6 +370,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	for p := reported + 1; len(pending) > 0; p++ {
 		if r, ok := pending[p]; ok {
 			delete(pending, p)
+			addCoverage(cov, sum, r, opts.Logger)
 			sum.Add(r)
 			if r.Conflict != nil {
 				sum.Stats = append(sum.Stats, *r.Conflict)
@@ -466,4 +478,28 @@ func TrialSeed(base int64, trial int) int64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return int64(z ^ (z >> 31))
+}
+
+// addCoverage reads a finished trial's features (its ops and the lines its
+// nodes printed) into the campaign's coverage: how many it showed first,
+// and the curve. A trial whose output cannot be read adds its ops' alone.
+func addCoverage(cov *coverage.Coverage, sum *Summary, r *TrialResult, log *slog.Logger) {
+	if cov == nil {
+		return
+	}
+	t := &coverage.Trial{Trace: &sched.Trace{Records: r.Records}}
+	var nodes []string
+	for _, n := range sum.Spec.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	logs, err := coverage.ReadLogs(r.Dir, nodes)
+	if err != nil {
+		log.Warn("reading a trial's output for its coverage", "trial", r.Index, "err", err)
+	}
+	t.Logs = logs
+	r.Novel = len(cov.Add(t))
+	c := sum.Coverage
+	c.Features = cov.Len()
+	c.Kinds, c.Templates, c.Orderings = cov.Classes()
+	c.Curve = append(c.Curve, c.Features)
 }

@@ -66,6 +66,20 @@ func TestProperties(t *testing.T) {
 	if sum.Reached["a client entered"] != sum.Trials || len(sum.Unreached()) != 1 || sum.Unreached()[0].Name != "two inside" {
 		t.Errorf("reached %v, unreached %v", sum.Reached, sum.Unreached())
 	}
+	// The campaign's coverage: the room's message kinds (ENTER, OK, EXIT,
+	// BYE) and the server's templates, counted in trial order, so two
+	// jobs give the same curve as one.
+	c := sum.Coverage
+	if c == nil || len(c.Curve) != sum.Trials || c.Kinds != 4 || c.Templates == 0 || c.Orderings == 0 || c.Curve[len(c.Curve)-1] != c.Features {
+		t.Fatalf("coverage %+v", c)
+	}
+	sum2j, err := Run(t.Context(), sp, RunOptions{Trials: 12, Jobs: 2, OutDir: filepath.Join(dir, "jobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sum2j.Coverage.Curve, c.Curve) {
+		t.Errorf("coverage curve with two jobs %v, with one %v", sum2j.Coverage.Curve, c.Curve)
+	}
 
 	// The same trials (same seed) with an eventually the broken ones lack
 	// instead of the never: those fail at the end, the others pass.

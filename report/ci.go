@@ -168,7 +168,10 @@ type JSONSummary struct {
 	// that reached it; Unreached names those no trial did.
 	Sometimes []JSONSometimes `json:"sometimes,omitempty"`
 	Unreached []string        `json:"unreached,omitempty"`
-	Interrupted  bool         `json:"interrupted,omitempty"`
+	// Coverage is the features the trials showed, by class, and the
+	// curve of features seen after each trial.
+	Coverage    *result.CoverageSummary `json:"coverage,omitempty"`
+	Interrupted bool                    `json:"interrupted,omitempty"`
 	// Duration is the campaign's real time in seconds.
 	Duration   float64      `json:"duration_s"`
 	First      *JSONTrial   `json:"first_failure,omitempty"`
@@ -224,7 +227,7 @@ func NewJSONSummary(c Campaign) *JSONSummary {
 	for k, n := range s.ByKind {
 		j.ByKind[string(k)] = n
 	}
-	j.Unreplayable, j.Verified = s.Unreplayable, s.Verified
+	j.Unreplayable, j.Verified, j.Coverage = s.Unreplayable, s.Verified, s.Coverage
 	if s.Spec != nil {
 		for _, p := range s.Spec.Properties {
 			if p.Kind == spec.Sometimes {

@@ -46,6 +46,11 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 			listed++
 		}
 	}
+	if c := s.Coverage; c != nil && c.Features > 0 {
+		last := min(100, len(c.Curve))
+		fmt.Fprintf(w, "coverage: %d features (%d message kinds, %d log templates, %d orderings); the last %d trials added %d\n",
+			c.Features, c.Kinds, c.Templates, c.Orderings, last, c.AddedSince(last))
+	}
 	writeSometimes(w, s)
 	if s.Verified > 0 || s.Unreplayable > 0 {
 		fmt.Fprintf(w, "replayed: %d of %d failing traces gave the same failure again\n", s.Verified, s.Verified+s.Unreplayable)

@@ -65,6 +65,9 @@ type Summary struct {
 	// Reached counts, per name of the spec's sometimes properties, the
 	// trials that printed a line it matched.
 	Reached map[string]int
+	// Coverage is what the campaign's trials showed, as features
+	// (package coverage): nil for native runs.
+	Coverage *CoverageSummary
 	// Interrupted is set when the campaign's context was cancelled (Ctrl-C):
 	// the summary covers the trials that finished before.
 	Interrupted bool
@@ -169,9 +172,31 @@ type TrialResult struct {
 	// Reached names the spec's sometimes properties a line of this
 	// trial matched.
 	Reached []string `json:",omitempty"`
+	// Novel is how many features this trial showed first in its campaign
+	// (package coverage).
+	Novel int `json:",omitempty"`
 	// Verify is what replaying the trial's trace right after it showed
 	// (run --verify); nil when it was not replayed.
 	Verify *Verification
+}
+
+// CoverageSummary is a campaign's coverage: how many features its trials
+// showed, by class, and the curve of features seen after each trial.
+type CoverageSummary struct {
+	Features, Kinds, Templates, Orderings int
+	// Curve is the features seen after each trial, in trial order.
+	Curve []int
+}
+
+// AddedSince is how many features the last n trials added.
+func (c *CoverageSummary) AddedSince(n int) int {
+	if c == nil || len(c.Curve) == 0 {
+		return 0
+	}
+	if n >= len(c.Curve) {
+		return c.Curve[len(c.Curve)-1]
+	}
+	return c.Curve[len(c.Curve)-1] - c.Curve[len(c.Curve)-1-n]
 }
 
 // Verification is a failing trial's trace replayed right after the trial.

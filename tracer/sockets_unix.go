@@ -53,7 +53,16 @@ func (sk *sockets) onUnixDests(th *thread, nr int, a [6]uint64) bool {
 		if slices.Contains(paths[:i], path) {
 			continue // a sendmmsg's messages to one socket: checked once
 		}
-		if errno, why := sk.pt.unixPeer(th, path); errno != 0 {
+		if errno, why, kernel := sk.pt.unixPeer(th, path); errno != 0 {
+			if kernel {
+				// The kernel's own answer (no such file, not a socket):
+				// nothing was kept from the node. glibc asks for nscd's
+				// socket at every name lookup.
+				sk.log.Debug("a Unix destination the kernel would refuse too", "node", th.proc.node.name, "thread", th.String(),
+					"syscall", sk.ops.syscallName(nr), "why", why, "errno", errno.Error())
+				th.fake(-int64(errno))
+				return true
+			}
 			sk.refuse(th, nr, errno, why)
 			return true
 		}
@@ -119,35 +128,38 @@ func unixPath(tid int, addr, length uint64) string {
 // the node's network namespace is bound to.
 //
 // Precondition: runs on the tracer thread; th is at its syscall's stop.
-func (pt *procTable) unixPeer(th *thread, path string) (unix.Errno, string) {
+// kernel reports an answer the kernel itself would give (the path does
+// not resolve, or names no socket), which refuses nothing the node could
+// have reached.
+func (pt *procTable) unixPeer(th *thread, path string) (errno unix.Errno, why string, kernel bool) {
 	fd, err := th.openPath(path)
 	if err != nil {
-		return unix.ECONNREFUSED, fmt.Sprintf("resolving %s in the node: %v", path, err)
+		return unix.ECONNREFUSED, fmt.Sprintf("resolving %s in the node: %v", path, err), false
 	}
 	if fd < 0 {
 		// What the kernel's own lookup would answer (ENOENT, EACCES...).
-		return unix.Errno(-fd), "the node cannot reach " + path
+		return unix.Errno(-fd), "the node cannot reach " + path, true
 	}
 	defer th.inject(unix.SYS_CLOSE, uint64(fd))
 	dev, ino, sock, err := fileIdentity(th.proc.pid, int(fd))
 	switch {
 	case err != nil:
-		return unix.ECONNREFUSED, fmt.Sprintf("identifying %s: %v", path, err)
+		return unix.ECONNREFUSED, fmt.Sprintf("identifying %s: %v", path, err), false
 	case !sock:
-		return unix.ECONNREFUSED, path + " is not a socket" // as the kernel answers
+		return unix.ECONNREFUSED, path + " is not a socket", true // as the kernel answers
 	}
 	d, err := th.proc.node.diagFor()
 	if err != nil {
-		return unix.ECONNREFUSED, fmt.Sprintf("listing the node's Unix sockets: %v", err)
+		return unix.ECONNREFUSED, fmt.Sprintf("listing the node's Unix sockets: %v", err), false
 	}
 	bound, err := d.UnixBoundAt(dev, ino)
 	switch {
 	case err != nil:
-		return unix.ECONNREFUSED, fmt.Sprintf("listing the node's Unix sockets: %v", err)
+		return unix.ECONNREFUSED, fmt.Sprintf("listing the node's Unix sockets: %v", err), false
 	case !bound:
-		return unix.ECONNREFUSED, "the socket " + path + " is not the node's"
+		return unix.ECONNREFUSED, "the socket " + path + " is not the node's", false
 	}
-	return 0, ""
+	return 0, "", false
 }
 
 // openPath makes th open path with O_PATH, in its own context, and returns
