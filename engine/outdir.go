@@ -93,11 +93,14 @@ func prepareOut(dir string, explicit, replace bool) error {
 	if explicit && !replace {
 		return fmt.Errorf("output directory %s %w (its trials/): choose another --out, or pass --replace to remove that run first", dir, ErrOutHoldsRun)
 	}
-	if err := unmountStale(trials); err != nil {
-		return fmt.Errorf("removing the previous run's trials from %s: %w", dir, err)
-	}
-	if err := os.RemoveAll(trials); err != nil {
-		return fmt.Errorf("removing the previous run's trials from %s: %w", dir, err)
+	// The trials, and the replays --verify kept of them (verify/trials).
+	for _, d := range []string{trials, filepath.Join(dir, "verify")} {
+		if err := unmountStale(d); err != nil {
+			return fmt.Errorf("removing the previous run's trials from %s: %w", dir, err)
+		}
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("removing the previous run's trials from %s: %w", dir, err)
+		}
 	}
 	return nil
 }
