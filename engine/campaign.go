@@ -155,10 +155,11 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	if n == 0 {
 		return finish(sum, start, false), nil
 	}
-	var cov *coverage.Coverage
+	var cov *campaignCoverage
 	if !opts.Native {
-		cov = coverage.New(faults.ReplayOf)
+		cov = &campaignCoverage{cov: coverage.New(faults.ReplayOf), first: map[coverage.Feature]int{}}
 		sum.Coverage = &result.CoverageSummary{}
+		defer cov.seen(sum.Coverage)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -480,11 +481,26 @@ func TrialSeed(base int64, trial int) int64 {
 	return int64(z ^ (z >> 31))
 }
 
+// campaignCoverage is a campaign's coverage as its trials finish, with
+// the trial that showed each feature first (what a shard's result keeps).
+type campaignCoverage struct {
+	cov   *coverage.Coverage
+	first map[coverage.Feature]int
+}
+
+// seen writes the features seen into c (CoverageSummary.Seen).
+func (cc *campaignCoverage) seen(c *result.CoverageSummary) {
+	c.Seen = c.Seen[:0]
+	for _, f := range cc.cov.List() {
+		c.Seen = append(c.Seen, result.SeenFeature{Class: f.Class.String(), Key: f.Key, First: cc.first[f], Trials: cc.cov.Count(f)})
+	}
+}
+
 // addCoverage reads a finished trial's features (its ops and the lines its
 // nodes printed) into the campaign's coverage: how many it showed first,
 // and the curve. A trial whose output cannot be read adds its ops' alone.
-func addCoverage(cov *coverage.Coverage, sum *Summary, r *TrialResult, log *slog.Logger) {
-	if cov == nil {
+func addCoverage(cc *campaignCoverage, sum *Summary, r *TrialResult, log *slog.Logger) {
+	if cc == nil {
 		return
 	}
 	t := &coverage.Trial{Trace: &sched.Trace{Records: r.Records}}
@@ -497,9 +513,13 @@ func addCoverage(cov *coverage.Coverage, sum *Summary, r *TrialResult, log *slog
 		log.Warn("reading a trial's output for its coverage", "trial", r.Index, "err", err)
 	}
 	t.Logs = logs
-	r.Novel = len(cov.Add(t))
+	novel := cc.cov.Add(t)
+	for _, f := range novel {
+		cc.first[f] = r.Index
+	}
+	r.Novel = len(novel)
 	c := sum.Coverage
-	c.Features = cov.Len()
-	c.Kinds, c.Templates, c.Orderings = cov.Classes()
+	c.Features = cc.cov.Len()
+	c.Kinds, c.Templates, c.Orderings = cc.cov.Classes()
 	c.Curve = append(c.Curve, c.Features)
 }

@@ -2,6 +2,7 @@ package result
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/conflict"
@@ -186,6 +187,63 @@ type CoverageSummary struct {
 	Features, Kinds, Templates, Orderings int
 	// Curve is the features seen after each trial, in trial order.
 	Curve []int
+	// Seen are the features themselves, for a shard's result to carry to
+	// a merge (not in the JSON summary: there may be thousands).
+	Seen []SeenFeature `json:"-"`
+}
+
+// SeenFeature is one feature of a campaign's coverage as shards keep it:
+// its class and key (package coverage), the first trial that showed it
+// and how many did. A merge joins them into the one-process coverage.
+type SeenFeature struct {
+	Class  string `json:"class"`
+	Key    string `json:"key"`
+	First  int    `json:"first"`
+	Trials int    `json:"trials"`
+}
+
+// MergeCoverage is the coverage of shards' trials together: the features
+// each shard saw, joined by key (the first trial the least, the trials
+// added), and the curve over the trials' indices, in order, as one
+// process would have drawn it.
+func MergeCoverage(shards [][]SeenFeature, indices []int) *CoverageSummary {
+	byKey := map[string]*SeenFeature{}
+	var order []*SeenFeature
+	for _, seen := range shards {
+		for _, f := range seen {
+			k := f.Class + "\x00" + f.Key
+			if m, ok := byKey[k]; ok {
+				m.First, m.Trials = min(m.First, f.First), m.Trials+f.Trials
+				continue
+			}
+			g := f
+			byKey[k] = &g
+			order = append(order, &g)
+		}
+	}
+	c := &CoverageSummary{Features: len(order)}
+	firsts := make([]int, 0, len(order))
+	for _, f := range order {
+		c.Seen = append(c.Seen, *f)
+		firsts = append(firsts, f.First)
+		switch f.Class {
+		case "kind":
+			c.Kinds++
+		case "template":
+			c.Templates++
+		case "ordering":
+			c.Orderings++
+		}
+	}
+	slices.Sort(firsts)
+	j := 0
+	for _, i := range indices {
+		for j < len(firsts) && firsts[j] <= i {
+			j++
+		}
+		c.Curve = append(c.Curve, j)
+	}
+	return c
 }
 
 // AddedSince is how many features the last n trials added.

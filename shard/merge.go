@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -104,6 +105,19 @@ func Merge(dirs []string) (*Campaign, error) {
 		sum.Interrupted = sum.Interrupted || r.Interrupted
 	}
 	slices.SortFunc(all, func(a, b *engine.TrialResult) int { return a.Index - b.Index })
+	var seen [][]result.SeenFeature
+	for _, r := range rs {
+		if r.Coverage != nil {
+			seen = append(seen, r.Coverage)
+		}
+	}
+	if len(seen) > 0 {
+		indices := make([]int, len(all))
+		for i, t := range all {
+			indices[i] = t.Index
+		}
+		sum.Coverage = result.MergeCoverage(seen, indices)
+	}
 	for _, t := range all {
 		sum.Add(t)
 		if t.Conflict != nil {

@@ -49,6 +49,9 @@ type Result struct {
 	History     string  `json:"history,omitempty"`
 	HistoryBase int     `json:"history_base,omitempty"`
 	Results     []Trial `json:"results"`
+	// Coverage are the features the shard's trials showed, each with the
+	// first trial that did and how many did (result.MergeCoverage).
+	Coverage []result.SeenFeature `json:"coverage,omitempty"`
 
 	dir string // where the file was read from
 }
@@ -113,6 +116,9 @@ func Write(dir string, sum *engine.Summary, started time.Time) error {
 			Stats: t.Stats, Launch: t.Launch, Teardown: t.Teardown, Reset: t.Reset, NodesCPU: t.NodesCPU,
 			Conntrack: t.Conntrack, Conflict: t.Conflict, Reached: t.Reached, Verify: t.Verify,
 		})
+	}
+	if sum.Coverage != nil {
+		r.Coverage = sum.Coverage.Seen
 	}
 	if h := sum.History; h != nil {
 		r.History = HistoryFile
