@@ -39,6 +39,11 @@ type brokenProperty struct {
 	step int
 }
 
+// String is the broken never as the trial's outcome says it.
+func (br *brokenProperty) String() string {
+	return fmt.Sprintf("%s printed %s after step %d (never %q)", br.node, quoteLine(br.line), br.step, br.prop.Name)
+}
+
 // outputFile is one node output file being read.
 type outputFile struct {
 	node, name string
@@ -231,7 +236,7 @@ func (t *Trial) finalProperties(res *TrialResult) error {
 	}
 	if br != nil {
 		res.Outcome.Kind, res.Outcome.Node, res.Outcome.Property = PropertyViolated, br.node, br.prop.Name
-		res.Outcome.Detail = fmt.Sprintf("%s printed %s after step %d (never %q)", br.node, quoteLine(br.line), br.step, br.prop.Name)
+		res.Outcome.Detail = br.String()
 		return nil
 	}
 	if m := t.props.missed(); m != nil {

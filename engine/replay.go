@@ -124,8 +124,7 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 	}
 	defer j.close()
 	tail := sched.NewReplayTail(replayTailMax)
-	strat := sched.NewReplay(tr, tail, faults.ReplayOf)
-	p := trialParams{index: tr.Header.Trial, seed: tr.Header.Seed, strategy: strat, traceAll: true, scheme: tr.Header.Scheme, frames: 1, expect: headerWindows(tr.Header)}
+	p := replayParams(tr, tail)
 	if tr.Header.Epoch != 0 {
 		sp.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()
 	}
@@ -136,6 +135,13 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 		return nil, err
 	}
 	return compareReplay(tr, res, tail), nil
+}
+
+// replayParams are the parameters of a trial that replays tr, its tail
+// then released by tail: the trace's trial, seed, scheme and windows.
+func replayParams(tr *sched.Trace, tail *sched.ReplayTail) trialParams {
+	return trialParams{index: tr.Header.Trial, seed: tr.Header.Seed, strategy: sched.NewReplay(tr, tail, faults.ReplayOf), traceAll: true,
+		scheme: tr.Header.Scheme, frames: 1, expect: headerWindows(tr.Header)}
 }
 
 // compareReplay says whether a replayed trial gave its trace's outcome

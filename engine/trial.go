@@ -454,7 +454,7 @@ func (t *Trial) set(k OutcomeKind, node, format string, args ...any) {
 
 // broke ends the trial on a never property a node's line matched.
 func (t *Trial) broke(br *brokenProperty) {
-	t.set(PropertyViolated, br.node, "%s printed %s after step %d (never %q)", br.node, quoteLine(br.line), br.step, br.prop.Name)
+	t.set(PropertyViolated, br.node, "%s", br)
 	t.outcome.Property = br.prop.Name
 }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
 )
@@ -25,8 +24,8 @@ func (j *job) verify(ctx context.Context, r *TrialResult, p trialParams) error {
 	tail := sched.NewReplayTail(replayTailMax)
 	// As `lockstep replay` runs it (ReplayLogged), so that a verified
 	// trace is one the command reproduces.
-	vp := trialParams{index: p.index, seed: p.seed, strategy: sched.NewReplay(tr, tail, faults.ReplayOf), traceAll: true,
-		scheme: p.scheme, frames: 1, expect: p.expect, dir: trialDir(filepath.Join(j.outDir, "verify"), p.index)}
+	vp := replayParams(tr, tail)
+	vp.dir = trialDir(filepath.Join(j.outDir, "verify"), p.index)
 	res, err := j.runTrial(ctx, vp)
 	if ctx.Err() != nil {
 		return nil // stopped: no verdict either way
