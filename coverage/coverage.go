@@ -193,16 +193,27 @@ func (c *Coverage) Templates() *Templates { return c.templates }
 // force) and of the lines of each of its streams. Lines carry no step, so
 // their orderings are with each other and under no fault.
 func (c *Coverage) Features(t *Trial) Features {
+	fs, _ := c.FeaturesAt(t)
+	return fs
+}
+
+// FeaturesAt is Features with, for each, the index of the trace record at
+// which the trial first showed it: a message kind's send or delivery, an
+// ordering's later message; -1 for what lines show (a line carries no
+// step).
+func (c *Coverage) FeaturesAt(t *Trial) (Features, []int) {
 	var fs Features
+	var where []int
 	seen := map[Feature]bool{}
-	add := func(f Feature) {
+	add := func(f Feature, rec int) {
 		if !seen[f] {
 			seen[f] = true
 			fs = append(fs, f)
+			where = append(where, rec)
 		}
 	}
-	addOrdering := func(a, b, fault string) {
-		add(Feature{ClassOrdering, a + " ⇒ " + b + " | " + fault})
+	addOrdering := func(a, b event) {
+		add(Feature{ClassOrdering, a.elem + " ⇒ " + b.elem + " | " + b.fault}, b.rec)
 	}
 
 	tr := t.Trace
@@ -226,16 +237,16 @@ func (c *Coverage) Features(t *Trial) Features {
 		r := &tr.Records[i]
 		if r.Op.Kind == sched.Send {
 			if k := sendKinds[r.Op.ID]; k != nil {
-				add(Feature{ClassKind, k.key()})
-				at(r.Op.Node, c.event(">", k, inForce[i]))
+				add(Feature{ClassKind, k.key()}, i)
+				at(r.Op.Node, c.event(">", k, inForce[i], i))
 			}
 		}
 		for next < len(msgs) && msgs[next].Record == i {
 			m := msgs[next]
 			next++
-			add(Feature{ClassKind, m.Kind.key()})
+			add(Feature{ClassKind, m.Kind.key()}, i)
 			if r.Op.Kind == sched.Deliver {
-				at(m.To, c.event("<", m.Kind, inForce[i]))
+				at(m.To, c.event("<", m.Kind, inForce[i], i))
 			}
 		}
 	}
@@ -249,21 +260,21 @@ func (c *Coverage) Features(t *Trial) Features {
 			if e == nil {
 				continue
 			}
-			add(Feature{ClassTemplate, e.Text})
+			add(Feature{ClassTemplate, e.Text}, -1)
 			elem := "@" + e.Text
 			c.names[elem] = e.Name()
-			timeline = append(timeline, event{elem: elem})
+			timeline = append(timeline, event{elem: elem, rec: -1})
 		}
 		orderings(timeline, Window, addOrdering)
 	}
-	return fs
+	return fs, where
 }
 
 // event is a message's element at a node, remembering its short name.
-func (c *Coverage) event(dir string, k *Kind, fault string) event {
+func (c *Coverage) event(dir string, k *Kind, fault string, rec int) event {
 	elem := dir + k.key()
 	c.names[elem] = dir + k.Name()
-	return event{elem: elem, fault: fault}
+	return event{elem: elem, fault: fault, rec: rec}
 }
 
 // Add reads a trial's features into the coverage and returns those it
@@ -303,6 +314,14 @@ func (c *Coverage) Count(f Feature) int {
 		return c.counts[id-1]
 	}
 	return 0
+}
+
+// CountOf is how many trials showed the feature with this ID (0 if none).
+func (c *Coverage) CountOf(id int) int {
+	if id < 1 || id > len(c.counts) {
+		return 0
+	}
+	return c.counts[id-1]
 }
 
 // Rarity is how rare a feature is, for a search to spend its energy on:

@@ -39,7 +39,7 @@ func TestOrderings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			orderings(tc.timeline, tc.window, func(a, b, fault string) { got = append(got, a+" "+b+" "+fault) })
+			orderings(tc.timeline, tc.window, func(a, b event) { got = append(got, a.elem+" "+b.elem+" "+b.fault) })
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("orderings %q, want %q", got, tc.want)
 			}

@@ -23,12 +23,13 @@ const Window = 4
 type event struct {
 	elem  string
 	fault string
+	rec   int // the trace record it was at (-1: a line)
 }
 
 // orderings pairs each event of a node's timeline with the next Window
 // distinct events after it (repeats of one event in a row are one), each
 // pair with the faults in force at the later event.
-func orderings(timeline []event, window int, add func(a, b, fault string)) {
+func orderings(timeline []event, window int, add func(a, b event)) {
 	var seq []event
 	for _, e := range timeline {
 		if n := len(seq); n > 0 && seq[n-1].elem == e.elem {
@@ -46,7 +47,7 @@ func orderings(timeline []event, window int, add func(a, b, fault string)) {
 				continue
 			}
 			seen = append(seen, b.elem)
-			add(a.elem, b.elem, b.fault)
+			add(a, b)
 		}
 	}
 }

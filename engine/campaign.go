@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/coverage"
+	"github.com/lockstep-dev/lockstep/explore"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
@@ -144,7 +145,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 			// trial of a 10 s client a hang.
 			opts.NativeLimit = sp.Limits.RealTime
 		}
-	} else if _, err := newStrategy(sp, strategy, nil); err != nil {
+	} else if _, err := newStrategy(sp, strategy, nil); err != nil && strategy != Explore {
 		return nil, err
 	}
 	sum := &Summary{Spec: sp, Strategy: strategy, Seed: seed, Planned: trials, ByKind: map[OutcomeKind]int{}, History: hist}
@@ -160,6 +161,13 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		cov = &campaignCoverage{cov: coverage.New(faults.ReplayOf), first: map[coverage.Feature]int{}}
 		sum.Coverage = &result.CoverageSummary{}
 		defer cov.seen(sum.Coverage)
+	}
+	// An exploring campaign keeps the trials that showed something new;
+	// each generation of trials branches from the corpus as the previous
+	// generations left it (see learnFrom).
+	var corpus *explore.Corpus
+	if strategy == Explore {
+		corpus = explore.New()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -206,21 +214,32 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		stop      bool
 		stepsHint int
 		expect    Windows
-		frozen    sched.Predictor
+		frozen    learned
 		frozenFor = -1
 	)
-	// runAt runs trial i with the history view pred.
-	runAt := func(j *job, i int, pred sched.Predictor) (*TrialResult, error) {
-		strat, err := newStrategy(sp, strategy, pred)
+	// runAt runs trial i with what the campaign had learned (the history
+	// and the corpus as earlier generations left them).
+	runAt := func(j *job, i int, l learned) (*TrialResult, error) {
+		tp := trialParams{index: i, seed: TrialSeed(seed, i), stepsHint: stepsHint, expect: expect,
+			traceAll: opts.TraceAll, keepTmp: opts.KeepTmp, scheme: scheme.String(), frames: scheme.Frames()}
+		plan, err := trialStrategy(sp, strategy, l, &tp)
 		if err != nil {
 			return nil, err
 		}
-		tp := trialParams{index: i, seed: TrialSeed(seed, i), strategy: strat, stepsHint: stepsHint, expect: expect,
-			traceAll: opts.TraceAll, keepTmp: opts.KeepTmp, scheme: scheme.String(), frames: scheme.Frames()}
-		if im, ok := strat.(interface{ LastImmediate() bool }); ok {
+		if im, ok := tp.strategy.(interface{ LastImmediate() bool }); ok {
 			tp.immediate = im.LastImmediate
 		}
 		r, err := j.runTrial(ctx, tp)
+		if err == nil && corpus != nil {
+			r.Plan, r.Parent = plan.String(), -1
+			if plan.Parent != nil {
+				r.Parent = plan.Parent.Trial
+			}
+			if b, ok := tp.strategy.(*sched.Branch); ok && b.Diverged > 0 {
+				r.Plan += fmt.Sprintf(" (the prefix diverged at step %d)", b.Diverged)
+			}
+			opts.Logger.Info("explore", "trial", i, "plan", r.Plan, "outcome", r.Outcome.Kind)
+		}
 		if err != nil || !opts.Verify || !r.Outcome.Kind.IsFailure() || r.TracePath == "" || ctx.Err() != nil {
 			return r, err
 		}
@@ -233,14 +252,14 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		if opts.Native {
 			return j.runNative(ctx, i, TrialSeed(seed, i), opts.NativeLimit)
 		}
-		var pred sched.Predictor
-		if hist != nil {
+		var l learned
+		if hist != nil || corpus != nil {
 			mu.Lock()
 			b := p / historyBatch
 			for frozenFor < b {
 				// Wait until every trial of earlier batches is merged.
 				if reported >= min(b*historyBatch, n) {
-					frozen, frozenFor = hist.Snapshot(), b
+					frozen, frozenFor = learnFrom(hist, corpus, cov), b
 					break
 				}
 				if stop || firstErr != nil || ctx.Err() != nil {
@@ -249,10 +268,10 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 				}
 				cond.Wait()
 			}
-			pred = frozen
+			l = frozen
 			mu.Unlock()
 		}
-		return runAt(j, i, pred)
+		return runAt(j, i, l)
 	}
 	record := func(p int, r *TrialResult) {
 		mu.Lock()
@@ -275,8 +294,8 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 			}
 			delete(pending, reported)
 			// In trial order, whatever the jobs: the same campaign gives
-			// the same coverage.
-			addCoverage(cov, sum, r, opts.Logger)
+			// the same coverage and corpus.
+			keep(corpus, cov, sum, r, addCoverage(cov, sum, r, opts.Logger))
 			sum.Add(r)
 			if r.Conflict != nil {
 				sum.Stats = append(sum.Stats, *r.Conflict)
@@ -298,11 +317,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	} else {
 		// Another shard owns trial 0, but its step count is this shard's
 		// hint too: run it, without counting it or learning from it.
-		var pred sched.Predictor
-		if hist != nil {
-			pred = hist.Snapshot()
-		}
-		r0, err = runAt(js[0], 0, pred)
+		r0, err = runAt(js[0], 0, learnFrom(hist, nil, cov))
 	}
 	switch {
 	case interrupted():
@@ -371,7 +386,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	for p := reported + 1; len(pending) > 0; p++ {
 		if r, ok := pending[p]; ok {
 			delete(pending, p)
-			addCoverage(cov, sum, r, opts.Logger)
+			keep(corpus, cov, sum, r, addCoverage(cov, sum, r, opts.Logger))
 			sum.Add(r)
 			if r.Conflict != nil {
 				sum.Stats = append(sum.Stats, *r.Conflict)
@@ -499,9 +514,10 @@ func (cc *campaignCoverage) seen(c *result.CoverageSummary) {
 // addCoverage reads a finished trial's features (its ops and the lines its
 // nodes printed) into the campaign's coverage: how many it showed first,
 // and the curve. A trial whose output cannot be read adds its ops' alone.
-func addCoverage(cc *campaignCoverage, sum *Summary, r *TrialResult, log *slog.Logger) {
+// It returns the trial's features.
+func addCoverage(cc *campaignCoverage, sum *Summary, r *TrialResult, log *slog.Logger) trialFeatures {
 	if cc == nil {
-		return
+		return trialFeatures{}
 	}
 	t := &coverage.Trial{Trace: &sched.Trace{Records: r.Records}}
 	var nodes []string
@@ -513,7 +529,14 @@ func addCoverage(cc *campaignCoverage, sum *Summary, r *TrialResult, log *slog.L
 		log.Warn("reading a trial's output for its coverage", "trial", r.Index, "err", err)
 	}
 	t.Logs = logs
-	novel := cc.cov.Add(t)
+	fs, where := cc.cov.FeaturesAt(t)
+	tf := trialFeatures{fs: fs, novelAt: -1}
+	for i, f := range fs {
+		if where[i] >= 0 && cc.cov.ID(f) == 0 && (tf.novelAt < 0 || where[i] < tf.novelAt) {
+			tf.novelAt = where[i]
+		}
+	}
+	novel := cc.cov.Merge(fs)
 	for _, f := range novel {
 		cc.first[f] = r.Index
 	}
@@ -522,4 +545,6 @@ func addCoverage(cc *campaignCoverage, sum *Summary, r *TrialResult, log *slog.L
 	c.Features = cc.cov.Len()
 	c.Kinds, c.Templates, c.Orderings = cc.cov.Classes()
 	c.Curve = append(c.Curve, c.Features)
+	r.Features = c.Features
+	return tf
 }

@@ -27,83 +27,6 @@ func (p Point) P() float64 {
 	return float64(p.Failed) / float64(p.Runs)
 }
 
-// prefix replays the first k records of a trace, then leaves every choice
-// to another strategy, reset with a seed of its own.
-type prefix struct {
-	recs []sched.Record
-	i    int
-	then sched.Strategy
-	seed int64
-	// recalled is the record the last Next matched (sched.Recaller): a
-	// probe-aimed fault of the prefix is aimed with its recorded answer.
-	recalled *sched.Op
-}
-
-// Recalled is the record the last Next matched; nil past the prefix.
-func (p *prefix) Recalled() *sched.Op { return p.recalled }
-
-func (p *prefix) Name() string { return "prefix+" + p.then.Name() }
-
-func (p *prefix) Reset(_ int64, hint int) {
-	p.i, p.recalled = 0, nil
-	p.then.Reset(p.seed, hint)
-}
-
-// want is the next recorded op, nil once the prefix is done.
-func (p *prefix) want() *sched.Op {
-	for p.i < len(p.recs) && p.recs[p.i].Auto {
-		p.i++
-	}
-	if p.i >= len(p.recs) {
-		return nil
-	}
-	return &p.recs[p.i].Op
-}
-
-func (p *prefix) Extra(now time.Duration, choices []*sched.Op) []*sched.Op {
-	w := p.want()
-	if w == nil || !(w.Kind == sched.Advance || w.Kind.IsFault()) {
-		return nil
-	}
-	for _, o := range choices {
-		if sameOp(o, w) {
-			return nil
-		}
-	}
-	// A fault is made up as a replay would (faults.ReplayOf): only a kind
-	// that needs nothing the engine alone knows is there.
-	if w.Kind == sched.Advance && time.Duration(w.At) <= now || w.Kind.IsFault() && !faults.ReplayOf(w.Kind).Remake {
-		return nil
-	}
-	o := *w
-	if o.Kind == sched.Advance {
-		o.Delay = o.At - int64(now)
-	}
-	return []*sched.Op{&o}
-}
-
-func (p *prefix) Next(enabled []*sched.Op) (int, error) {
-	p.recalled = nil
-	if w := p.want(); w != nil {
-		p.i++
-		for i, o := range enabled {
-			if sameOp(o, w) {
-				p.recalled = w
-				return i, nil
-			}
-		}
-		// Diverged: the rest is the strategy's.
-		p.recs = nil
-	}
-	return p.then.Next(enabled)
-}
-
-// sameOp is replay's identity: the same process, kind, call site, object,
-// syscall and target.
-func sameOp(a, b *sched.Op) bool {
-	return sched.SameOnProcess(a, b) && (a.Kind != faults.Pause || a.Delay == b.Delay)
-}
-
 // curve measures the failure probability after prefixes of recs: first at
 // six evenly spaced lengths (none and all included), then by bisection
 // where the probability jumps most, until about ten points or the budget.
@@ -129,7 +52,7 @@ func (e *explainer) curve(ctx context.Context, recs []sched.Record, strategy str
 				}
 				return errBudget
 			}
-			res, err := e.rr.Run(ctx, &prefix{recs: recs[:k], then: then, seed: int64(s)*7919 + 1}, false)
+			res, err := e.rr.Run(ctx, &sched.Branch{Prefix: recs[:k], Then: then, Seed: int64(s)*7919 + 1, Faults: faults.ReplayOf}, false)
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,7 @@ import (
 // connection, a corruption's down node).
 func TestPrefixRemakes(t *testing.T) {
 	for _, k := range faults.Kinds() {
-		p := &prefix{recs: []sched.Record{{Op: sched.Op{ID: 1 << 52, Kind: k, Node: "s1", LPID: "fault", Object: "node:s1"}}}}
+		p := &sched.Branch{Faults: faults.ReplayOf, Prefix: []sched.Record{{Op: sched.Op{ID: 1 << 52, Kind: k, Node: "s1", LPID: "fault", Object: "node:s1"}}}}
 		got := p.Extra(0, nil)
 		if want := faults.ReplayOf(k).Remake; (len(got) == 1) != want {
 			t.Errorf("%s: Extra gave %v, want a remade op: %v", k, got, want)
@@ -23,10 +23,10 @@ func TestPrefixRemakes(t *testing.T) {
 			t.Errorf("%s: remade %v", k, got[0])
 		}
 	}
-	if got := (&prefix{recs: []sched.Record{{Op: sched.Op{Kind: sched.Advance, At: 5, Delay: 5}}}}).Extra(2, nil); len(got) != 1 || got[0].Delay != 3 {
+	if got := (&sched.Branch{Prefix: []sched.Record{{Op: sched.Op{Kind: sched.Advance, At: 5, Delay: 5}}}}).Extra(2, nil); len(got) != 1 || got[0].Delay != 3 {
 		t.Errorf("advance to 5 at 2: %v", got)
 	}
-	if got := (&prefix{recs: []sched.Record{{Op: sched.Op{Kind: sched.Advance, At: 5}}}}).Extra(5, nil); got != nil {
+	if got := (&sched.Branch{Prefix: []sched.Record{{Op: sched.Op{Kind: sched.Advance, At: 5}}}}).Extra(5, nil); got != nil {
 		t.Errorf("advance to 5 at 5: %v", got)
 	}
 }

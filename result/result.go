@@ -179,6 +179,14 @@ type TrialResult struct {
 	// Verify is what replaying the trial's trace right after it showed
 	// (run --verify); nil when it was not replayed.
 	Verify *Verification
+	// Plan is what an exploring campaign ran ("fresh", or "trial 12 to
+	// decision 340 of 900, then flip"); Parent the trial it branched from,
+	// -1 for a fresh draw. Empty under other strategies.
+	Plan   string `json:",omitempty"`
+	Parent int    `json:"-"`
+	// Features and Corpus are the campaign's features and corpus size once
+	// this trial was counted, for the progress line.
+	Features, Corpus int `json:"-"`
 }
 
 // CoverageSummary is a campaign's coverage: how many features its trials
@@ -187,6 +195,9 @@ type CoverageSummary struct {
 	Features, Kinds, Templates, Orderings int
 	// Curve is the features seen after each trial, in trial order.
 	Curve []int
+	// Corpus is how many trials an exploring campaign kept (0 under
+	// other strategies).
+	Corpus int `json:",omitempty"`
 	// Seen are the features themselves, for a shard's result to carry to
 	// a merge (not in the JSON summary: there may be thousands).
 	Seen []SeenFeature `json:"-"`

@@ -165,7 +165,7 @@ func runCmd() *cli.Command {
 		ArgsUsage: "SPEC",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "trials", Aliases: []string{"n"}, Usage: "number of trials (default: the spec's)"},
-			&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "random, pct, pos or pos*, with an optional + (default: the spec's)"},
+			&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "random, pct, pos or pos*, with an optional +, or explore (default: the spec's)"},
 			&cli.Int64Flag{Name: "seed", Usage: "campaign seed (default: the spec's)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "trials run in parallel, each in its own network"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: lockstep-out/NAME, replaced by each run); one holding a previous run is refused"},

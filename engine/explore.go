@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"github.com/lockstep-dev/lockstep/conflict"
+	"github.com/lockstep-dev/lockstep/coverage"
+	"github.com/lockstep-dev/lockstep/explore"
+	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
+)
+
+// Explore is the strategy name of an exploring campaign: POS underneath,
+// with a corpus of the trials that showed new features to branch from
+// (package explore).
+const Explore = "explore"
+
+// learned is what a generation of trials sees of the campaign's earlier
+// generations: the conflict history's predictions ("+" strategies) and
+// the corpus (explore).
+type learned struct {
+	pred sched.Predictor
+	view *explore.View
+}
+
+// learnFrom freezes what the trials before a generation taught: a
+// snapshot of the history, a view of the corpus with its energies.
+func learnFrom(hist *conflict.History, corpus *explore.Corpus, cc *campaignCoverage) learned {
+	var l learned
+	if hist != nil {
+		l.pred = hist.Snapshot()
+	}
+	if corpus != nil && cc != nil {
+		l.view = corpus.Freeze(cc.cov.CountOf)
+	}
+	return l
+}
+
+// trialStrategy sets p's strategy for the trial: the named one, or under
+// explore a fresh POS draw or a branch of a corpus entry, which runs with
+// that entry's seed (its nodes' randomness and its fault and delay draws,
+// so that its prefix replays) while the strategy after the branch takes
+// the trial's own. It returns the explore plan (zero otherwise).
+func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explore.Plan, error) {
+	if name != Explore {
+		s, err := newStrategy(sp, name, l.pred)
+		p.strategy = s
+		return explore.Plan{}, err
+	}
+	pos, err := newStrategy(sp, "pos", nil)
+	if err != nil {
+		return explore.Plan{}, err
+	}
+	plan := l.view.Plan(p.seed, faults.ReplayOf)
+	if plan.Parent == nil {
+		p.strategy = pos
+		return plan, nil
+	}
+	p.strategy = plan.Branch(pos, p.seed, faults.ReplayOf)
+	p.seed = plan.Parent.Seed
+	return plan, nil
+}
+
+// trialFeatures are a trial's features as the campaign's coverage read
+// them, and the record at which it first showed one no earlier trial had
+// (-1: none, or only in its lines).
+type trialFeatures struct {
+	fs      coverage.Features
+	novelAt int
+}
+
+// keep offers a counted trial to the corpus (nil unless exploring), with
+// its features as the coverage read them, and notes the corpus size.
+func keep(corpus *explore.Corpus, cc *campaignCoverage, sum *Summary, r *TrialResult, tf trialFeatures) {
+	if corpus == nil || cc == nil {
+		return
+	}
+	ids := make([]int, 0, len(tf.fs))
+	for _, f := range tf.fs {
+		ids = append(ids, cc.cov.ID(f))
+	}
+	corpus.Add(&explore.Entry{Trial: r.Index, Seed: r.Seed, Records: r.Records, Features: ids, Novel: r.Novel, NovelAt: tf.novelAt}, r.Parent, cc.cov.CountOf)
+	r.Corpus = corpus.Len()
+	sum.Coverage.Corpus = r.Corpus
+}

@@ -1,0 +1,96 @@
+package explore
+
+import (
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+func records(n int, faultAt int) []sched.Record {
+	var rs []sched.Record
+	for i := range n {
+		o := sched.Op{ID: uint64(i + 1), LPID: "n1/0/t0", Kind: sched.Sleep}
+		if i == faultAt {
+			o = sched.Op{ID: 1<<52 + 1, LPID: "fault", Kind: "crash", Node: "n1", Object: "node:n1"}
+		}
+		rs = append(rs, sched.Record{Step: i + 1, Op: o})
+	}
+	return rs
+}
+
+// TestCorpus: only trials that showed something first are kept; a branch
+// counts against its parent's energy; a full corpus lets its least
+// energetic entry go.
+func TestCorpus(t *testing.T) {
+	counts := map[int]int{1: 10, 2: 1, 3: 1, 4: 5}
+	count := func(id int) int { return counts[id] }
+	c := New()
+	c.Max = 2
+	if c.Add(&Entry{Trial: 0, Records: records(4, -1), Features: []int{1}, NovelAt: -1}, -1, count) {
+		t.Error("kept a trial that showed nothing first")
+	}
+	c.Add(&Entry{Trial: 1, Records: records(4, -1), Features: []int{1, 2}, Novel: 1, NovelAt: 2}, -1, count)
+	c.Add(&Entry{Trial: 2, Records: records(4, -1), Features: []int{1, 3}, Novel: 1, NovelAt: -1}, -1, count)
+	// Trial 3 branched from trial 1: trial 1's energy is divided.
+	c.Add(&Entry{Trial: 3, Records: records(4, -1), Features: []int{4}, Novel: 1, NovelAt: 0}, 1, count)
+	if c.Len() != 2 {
+		t.Fatalf("corpus of %d, want its maximum 2", c.Len())
+	}
+	var kept []int
+	for _, e := range c.entries {
+		kept = append(kept, e.Trial)
+	}
+	// Energies: trial 1 (1/10+1)/√2 ≈ 0.78, trial 2 1.1, trial 3 0.2.
+	if kept[0] != 1 || kept[1] != 2 {
+		t.Errorf("kept trials %v, want [1 2]", kept)
+	}
+	if c.byTrial[1].Picks != 1 {
+		t.Errorf("trial 1 picked %d times, want 1", c.byTrial[1].Picks)
+	}
+}
+
+// TestPlan: an empty view draws fresh; the same view and seed give the
+// same plan; most branches of an entry whose novelty has a record keep it
+// in their prefix; Drop is drawn only when a fault follows the prefix.
+func TestPlan(t *testing.T) {
+	if p := (*View)(nil).Plan(7, nil); p.Parent != nil {
+		t.Fatalf("empty view: %v", p)
+	}
+	count := func(int) int { return 1 }
+	c := New()
+	c.Add(&Entry{Trial: 0, Records: records(100, 80), Features: []int{1}, Novel: 1, NovelAt: 60}, -1, count)
+	v := c.Freeze(count)
+	fresh, past, drops := 0, 0, 0
+	for seed := range int64(1000) {
+		p := v.Plan(seed, nil)
+		if q := v.Plan(seed, nil); q.String() != p.String() {
+			t.Fatalf("seed %d: %v, then %v", seed, p, q)
+		}
+		switch {
+		case p.Parent == nil:
+			fresh++
+			continue
+		case p.Prefix > 60:
+			past++
+		}
+		if p.Change == sched.Drop {
+			drops++
+			if p.Prefix > 80 || p.Fault != "crash" {
+				t.Errorf("drop with no fault after the prefix: %v", p)
+			}
+		}
+		if p.Prefix < 0 || p.Prefix > 100 {
+			t.Errorf("prefix %d of 100 decisions", p.Prefix)
+		}
+	}
+	if fresh < 150 || fresh > 250 {
+		t.Errorf("%d of 1000 plans fresh, want about %v", fresh, FreshShare*1000)
+	}
+	// Two thirds past the novelty, and a third of the uniform draws.
+	if branches := 1000 - fresh; past < branches*3/4 {
+		t.Errorf("%d of %d branches keep the novelty, want about 3/4", past, branches)
+	}
+	if drops == 0 {
+		t.Error("no drop drawn")
+	}
+}

@@ -1,0 +1,236 @@
+package sched
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Change is what a Branch does where its forced prefix ends: the mutation
+// an exploring campaign makes to a trial it keeps (package explore).
+type Change uint8
+
+const (
+	// Extend changes nothing: the strategy takes over after the prefix.
+	Extend Change = iota
+	// Flip releases another op than the one the parent released there,
+	// one racing with it (the same object, another process) when one is
+	// enabled.
+	Flip
+	// Early takes the injection on offer at once (a fault the parent's
+	// budget had left, or the parent's next one sooner), else the delay
+	// on offer.
+	Early
+	// Late declines injections and delays for Wait decisions: the
+	// parent's next fault or delay lands later.
+	Late
+	// Drop declines the injections of the parent's next fault's kind for
+	// the rest of the trial (Fault is its kind): that fault, and those
+	// the injector would have offered after it, are not made.
+	Drop
+)
+
+var changeNames = [...]string{Extend: "extend", Flip: "flip", Early: "early", Late: "late", Drop: "drop"}
+
+func (c Change) String() string {
+	if int(c) < len(changeNames) {
+		return changeNames[c]
+	}
+	return fmt.Sprintf("change(%d)", c)
+}
+
+// Changes are the changes a Branch knows, in order.
+func Changes() []Change { return []Change{Extend, Flip, Early, Late, Drop} }
+
+// Branch forces a recorded prefix (replay's identity, as Replay matches
+// ops), makes one Change where it ends and leaves every later choice to
+// Then, reset with Seed. A prefix that diverges (the run took another
+// path) ends there: the branch is made at that point instead.
+type Branch struct {
+	// Prefix are the records forced; Auto ones (a quiet period's
+	// recoveries) are skipped, as replay skips them.
+	Prefix []Record
+	// Parent is the op the recorded run released right after the prefix
+	// (nil at its end): what Flip releases something else than.
+	Parent *Op
+	Change Change
+	// Wait is how many decisions Late declines injections and delays.
+	Wait int
+	// Fault is the kind Drop declines.
+	Fault Kind
+	// Then chooses after the branch; Seed resets it (the engine's reset
+	// seed is the run's environment, the recorded trial's).
+	Then   Strategy
+	Seed   int64
+	Faults FaultReplays
+
+	i        int
+	r        *rand.Rand
+	recalled *Op
+	branched bool
+	after    int // decisions made after the branch
+	// Diverged is the step of the prefix at which the run offered no op
+	// the trace recorded (0: the prefix replayed whole).
+	Diverged int
+}
+
+func (b *Branch) Name() string { return "branch+" + b.Then.Name() }
+
+func (b *Branch) Reset(_ int64, hint int) {
+	b.i, b.recalled, b.branched, b.after, b.Diverged = 0, nil, false, 0, 0
+	b.r = newRand(b.Seed ^ 0x6272616e6368) // "branch"
+	b.Then.Reset(b.Seed, hint)
+}
+
+// Recalled is the record the last Next forced (Recaller): a probe-aimed
+// fault of the prefix is aimed with its recorded answer. Nil past the
+// prefix.
+func (b *Branch) Recalled() *Op { return b.recalled }
+
+// want is the next recorded op of the prefix, nil once it is done.
+func (b *Branch) want() *Op {
+	for b.i < len(b.Prefix) && b.Prefix[b.i].Auto {
+		b.i++
+	}
+	if b.i >= len(b.Prefix) {
+		return nil
+	}
+	return &b.Prefix[b.i].Op
+}
+
+// Extra remakes the prefix's next advance or fault when the run does not
+// offer it, as Replay does (see Replay.Extra).
+func (b *Branch) Extra(now time.Duration, choices []*Op) []*Op {
+	w := b.want()
+	if w == nil || !(w.Kind == Advance || w.Kind.IsFault()) {
+		return nil
+	}
+	for _, o := range choices {
+		if sameForced(o, w) {
+			return nil
+		}
+	}
+	if w.Kind == Advance && time.Duration(w.At) <= now || w.Kind.IsFault() && !b.Faults.of(w.Kind).Remake {
+		return nil
+	}
+	o := *w
+	o.ID = extraIDBase + uint64(b.i) + 1
+	if o.Kind == Advance {
+		o.Delay = o.At - int64(now)
+	}
+	if o.Kind.IsFault() {
+		o.At = 0
+	}
+	return []*Op{&o}
+}
+
+// sameForced is replay's identity, on any thread of the process.
+func sameForced(a, b *Op) bool { return SameOnProcess(a, b) }
+
+func (b *Branch) Next(enabled []*Op) (int, error) {
+	b.recalled = nil
+	if w := b.want(); w != nil {
+		for i, o := range enabled {
+			if sameForced(o, w) {
+				b.i++
+				b.recalled = w
+				return i, nil
+			}
+		}
+		// Another path: the branch is made here.
+		b.Diverged = b.Prefix[b.i].Step
+		b.Prefix = nil
+	}
+	if !b.branched {
+		b.branched = true
+		if i := b.change(enabled); i >= 0 {
+			return i, nil
+		}
+	}
+	b.after++
+	keep := enabled
+	if b.declining() {
+		keep = enabled[:0:0]
+		for _, o := range enabled {
+			if !b.Declines(o) {
+				keep = append(keep, o)
+			}
+		}
+		if len(keep) == 0 {
+			keep = enabled
+		}
+	}
+	i, err := b.Then.Next(keep)
+	if err != nil || len(keep) == len(enabled) {
+		return i, err
+	}
+	for j, o := range enabled {
+		if o == keep[i] {
+			return j, nil
+		}
+	}
+	return 0, fmt.Errorf("branch: the strategy chose an op it was not offered")
+}
+
+// change makes the branch's one change at its first decision: the index
+// of the op it releases, or -1 to leave the choice to Then.
+func (b *Branch) change(enabled []*Op) int {
+	switch b.Change {
+	case Flip:
+		return b.flip(enabled)
+	case Early:
+		for _, pass := range []func(*Op) bool{b.injection, func(o *Op) bool { return o.Kind == Advance }} {
+			for i, o := range enabled {
+				if pass(o) {
+					return i
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// flip picks another op than the parent's: one racing with it (the same
+// object, another process) if any is enabled, else any other program op.
+func (b *Branch) flip(enabled []*Op) int {
+	var racing, other []int
+	for i, o := range enabled {
+		if o.Kind == Advance || o.Kind.IsFault() || b.Parent != nil && SameOnProcess(o, b.Parent) {
+			continue
+		}
+		if b.Parent != nil && o.Object != "" && o.Object == b.Parent.Object && o.LPID != b.Parent.LPID {
+			racing = append(racing, i)
+		} else {
+			other = append(other, i)
+		}
+	}
+	for _, c := range [][]int{racing, other} {
+		if len(c) > 0 {
+			return c[b.r.IntN(len(c))]
+		}
+	}
+	return -1
+}
+
+// injection says whether o is a fault that starts one (not a recovery).
+func (b *Branch) injection(o *Op) bool {
+	return o.Kind.IsFault() && !b.Faults.of(o.Kind).Recovery
+}
+
+// declining says whether the branch declines some ops now.
+func (b *Branch) declining() bool {
+	return b.branched && (b.Change == Late && b.after <= b.Wait || b.Change == Drop)
+}
+
+// Declines says whether the branch keeps o back now (Decliner): Late's
+// injections and delays while it waits, Drop's kind for good. In the
+// prefix nothing is declined: the recorded run took what was offered.
+func (b *Branch) Declines(o *Op) bool {
+	if !b.declining() {
+		return false
+	}
+	if b.Change == Drop {
+		return o.Kind == b.Fault && b.injection(o)
+	}
+	return b.injection(o) || o.Kind == Advance
+}

@@ -1,0 +1,87 @@
+package sched
+
+import (
+	"testing"
+)
+
+// TestBranch: a branch forces its prefix (any thread of the recorded
+// process), makes its change at the first decision past it, and leaves
+// the rest to its strategy, declining what the change keeps back.
+func TestBranch(t *testing.T) {
+	crash, restart := Kind("crash"), Kind("restart")
+	fr := FaultReplays(func(k Kind) FaultReplay { return FaultReplay{Recovery: k == restart, Remake: k == crash} })
+	a := &Op{ID: 1, LPID: "n1/0/t0", Kind: Send, Object: "sock:1", Site: "a"}
+	b := &Op{ID: 2, LPID: "n2/0/t0", Kind: Send, Object: "sock:1", Site: "b"}
+	c := &Op{ID: 3, LPID: "n3/0/t0", Kind: Sleep, Site: "c"}
+	adv := &Op{ID: 1<<48 + 1, LPID: "clock", Kind: Advance, At: 10}
+	cr := &Op{ID: 1<<52 + 1, LPID: "fault", Kind: crash, Node: "n2", Object: "node:n2"}
+	rs := &Op{ID: 1<<52 + 2, LPID: "fault", Kind: restart, Node: "n1", Object: "node:n1"}
+	enabled := []*Op{a, b, c, adv, cr, rs}
+	// The recorded run released c first (on another thread of n3), then a.
+	prefix := []Record{{Step: 1, Op: Op{LPID: "n3/0/t9", Kind: Sleep, Site: "c"}}, {Step: 2, Op: *a, Auto: true}}
+	for _, tc := range []struct {
+		name   string
+		change Change
+		wait   int
+		fault  Kind
+		// want is the op the branch's first decision past the prefix
+		// releases (nil: Then's, the oldest); declined the ops it keeps
+		// back then.
+		want     *Op
+		declined []*Op
+	}{
+		{"extend", Extend, 0, "", a, nil},
+		{"flip to the racing op", Flip, 0, "", b, nil},
+		{"early takes the injection", Early, 0, "", cr, nil},
+		{"late declines injections and delays", Late, 2, "", a, []*Op{cr, adv}},
+		{"drop declines the kind", Drop, 0, crash, a, []*Op{cr}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := &Branch{Prefix: prefix, Parent: a, Change: tc.change, Wait: tc.wait, Fault: tc.fault, Then: Oldest{}, Seed: 1, Faults: fr}
+			br.Reset(99, 0)
+			i, err := br.Next(enabled)
+			if err != nil || enabled[i] != c || br.Recalled() == nil {
+				t.Fatalf("prefix: released %v (recalled %v, err %v), want %v", enabled[i], br.Recalled(), err, c)
+			}
+			i, err = br.Next(enabled)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if enabled[i] != tc.want {
+				t.Errorf("released %v, want %v", enabled[i], tc.want)
+			}
+			if br.Recalled() != nil || br.Diverged != 0 {
+				t.Errorf("past the prefix: recalled %v, diverged at %d", br.Recalled(), br.Diverged)
+			}
+			for _, o := range enabled {
+				want := false
+				for _, d := range tc.declined {
+					want = want || d == o
+				}
+				if got := br.Declines(o); got != want {
+					t.Errorf("Declines(%v) = %v, want %v", o, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestBranchLateEnds: Late declines for its Wait decisions only; a branch
+// whose prefix is not offered says where it diverged and branches there.
+func TestBranchLateEnds(t *testing.T) {
+	adv := &Op{ID: 1<<48 + 1, LPID: "clock", Kind: Advance, At: 10}
+	a := &Op{ID: 5, LPID: "n1/0/t0", Kind: Sleep, Site: "a"}
+	br := &Branch{Prefix: []Record{{Step: 4, Op: Op{LPID: "n9/0/t0", Kind: Recv, Site: "z"}}}, Change: Late, Wait: 2, Then: Oldest{}}
+	br.Reset(0, 0)
+	for d := 1; d <= 4; d++ {
+		if _, err := br.Next([]*Op{a, adv}); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := br.Declines(adv), d <= 2; got != want {
+			t.Errorf("after decision %d: declines the advance %v, want %v", d, got, want)
+		}
+	}
+	if br.Diverged != 4 {
+		t.Errorf("diverged at %d, want step 4", br.Diverged)
+	}
+}
