@@ -1,6 +1,6 @@
 // Package coverage owns the features of a trial and a campaign's coverage
 // of them: what a search that learns from what it sees (strategy explore,
-// DESIGN.md "Exploring") counts, read from what lockstep records anyway,
+// docs/architecture.md "Exploring") counts, read from what lockstep records anyway,
 // with no instrumentation of the system under test.
 //
 // A trial's features are of three classes:

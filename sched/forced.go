@@ -23,7 +23,7 @@ func (Oldest) Name() string                    { return "oldest" }
 func (Oldest) Reset(int64, int)                {}
 func (Oldest) Next(enabled []*Op) (int, error) { return 0, nil }
 
-// Key identifies an op across runs of one spec, as DESIGN.md's "Identity"
+// Key identifies an op across runs of one spec, as docs/architecture.md's "Identity"
 // says: its process (not its thread, which Go and the JVM do not keep), its
 // kind and object, and its position among the ops of that process, kind
 // and object released before it. A delivery is its sender's; an advance

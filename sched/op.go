@@ -27,7 +27,7 @@ const (
 	Shutdown    Kind = "shutdown"
 	// Advance lets virtual time run to a pending deadline although other
 	// ops are enabled: the ops enabled when it is chosen are held until the
-	// clock reaches that deadline (a delay; see DESIGN.md, Time).
+	// clock reaches that deadline (a delay; see docs/architecture.md, Time).
 	Advance Kind = "advance"
 )
 

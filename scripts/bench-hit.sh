@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 trials=${TRIALS:-1000}
 [ -n "${QUICK:-}" ] && trials=100
 # One job by default: on the 2-vCPU machines this project runs on, two jobs
-# gave fewer trials per minute than one (see README, Figures).
+# gave fewer trials per minute than one (see docs/results.md, Performance).
 jobs=${JOBS:-1}
 out=${OUT:-bench-out/hit}
 mkdir -p "$out"

@@ -46,7 +46,7 @@ type Options struct {
 	// a node's.
 	Host func(addr netip.Addr) bool
 	// Capture turns sends on gated TCP sockets into messages in flight,
-	// delivered later as their own ops (DESIGN.md "Messages in flight").
+	// delivered later as their own ops (docs/architecture.md "Messages in flight").
 	Capture bool
 	// DeliverCap bounds the undelivered bytes per connection direction
 	// (past it a send is disabled until deliveries drain) and the bytes

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// network owns delivery (DESIGN.md "Messages in flight"): the connections
+// network owns delivery (docs/architecture.md "Messages in flight"): the connections
 // lockstep tracks, the bytes in flight, datagrams, FINs held or waited for,
 // partitions and what they hold.
 type network struct {

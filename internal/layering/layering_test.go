@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestLayering: lockstep's packages import in the direction DESIGN.md
+// TestLayering: lockstep's packages import in the direction docs/architecture.md
 // gives (see Rules).
 func TestLayering(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
