@@ -216,6 +216,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		expect    Windows
 		frozen    learned
 		frozenFor = -1
+		plans     = map[int]explore.Plan{} // by trial, until counted
 	)
 	// runAt runs trial i with what the campaign had learned (the history
 	// and the corpus as earlier generations left them).
@@ -231,10 +232,10 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 		}
 		r, err := j.runTrial(ctx, tp)
 		if err == nil && corpus != nil {
-			r.Plan, r.Parent = plan.String(), -1
-			if plan.Parent != nil {
-				r.Parent = plan.Parent.Trial
-			}
+			r.Plan = plan.String()
+			mu.Lock()
+			plans[i] = plan
+			mu.Unlock()
 			if b, ok := tp.strategy.(*sched.Branch); ok && b.Diverged > 0 {
 				r.Plan += fmt.Sprintf(" (the prefix diverged at step %d)", b.Diverged)
 			}
@@ -295,7 +296,10 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 			delete(pending, reported)
 			// In trial order, whatever the jobs: the same campaign gives
 			// the same coverage and corpus.
-			keep(corpus, cov, sum, r, addCoverage(cov, sum, r, opts.Logger))
+			tf := addCoverage(cov, sum, r, opts.Logger)
+			tf.plan = plans[r.Index]
+			delete(plans, r.Index)
+			keep(corpus, cov, sum, r, tf)
 			sum.Add(r)
 			if r.Conflict != nil {
 				sum.Stats = append(sum.Stats, *r.Conflict)
@@ -386,7 +390,10 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	for p := reported + 1; len(pending) > 0; p++ {
 		if r, ok := pending[p]; ok {
 			delete(pending, p)
-			keep(corpus, cov, sum, r, addCoverage(cov, sum, r, opts.Logger))
+			tf := addCoverage(cov, sum, r, opts.Logger)
+			tf.plan = plans[r.Index]
+			delete(plans, r.Index)
+			keep(corpus, cov, sum, r, tf)
 			sum.Add(r)
 			if r.Conflict != nil {
 				sum.Stats = append(sum.Stats, *r.Conflict)

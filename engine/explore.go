@@ -66,6 +66,7 @@ func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explo
 type trialFeatures struct {
 	fs      coverage.Features
 	novelAt int
+	plan    explore.Plan // what the trial ran (explore)
 }
 
 // keep offers a counted trial to the corpus (nil unless exploring), with
@@ -78,7 +79,7 @@ func keep(corpus *explore.Corpus, cc *campaignCoverage, sum *Summary, r *TrialRe
 	for _, f := range tf.fs {
 		ids = append(ids, cc.cov.ID(f))
 	}
-	corpus.Add(&explore.Entry{Trial: r.Index, Seed: r.Seed, Records: r.Records, Features: ids, Novel: r.Novel, NovelAt: tf.novelAt}, r.Parent, cc.cov.CountOf)
+	corpus.Add(&explore.Entry{Trial: r.Index, Seed: r.Seed, Records: r.Records, Features: ids, Novel: r.Novel, NovelAt: tf.novelAt}, tf.plan, cc.cov.CountOf)
 	r.Corpus = corpus.Len()
 	sum.Coverage.Corpus = r.Corpus
 }

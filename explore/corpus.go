@@ -40,10 +40,12 @@ type Entry struct {
 // coverage ID (coverage.Coverage.CountOf).
 type Counter func(id int) int
 
-// Corpus is an exploring campaign's kept trials.
+// Corpus is an exploring campaign's kept trials, and how often each way
+// of making a trial (an Arm) showed something new.
 type Corpus struct {
 	entries []*Entry
 	byTrial map[int]*Entry
+	arms    []armStats // by Arm
 	// Max bounds the corpus: past it, the entry with the least energy
 	// leaves.
 	Max int
@@ -52,19 +54,63 @@ type Corpus struct {
 // DefaultMax is the corpus size New keeps.
 const DefaultMax = 256
 
+// Arm is a way of making a trial: a fresh draw, or a branch with one of
+// the changes.
+type Arm uint8
+
+// Fresh is the arm of fresh draws; a branch's arm is 1 + its change.
+const Fresh Arm = 0
+
+// Arms are every arm, fresh first.
+func Arms() []Arm {
+	out := []Arm{Fresh}
+	for _, c := range sched.Changes() {
+		out = append(out, Arm(1+c))
+	}
+	return out
+}
+
+// ArmOf is the arm a plan used.
+func ArmOf(p Plan) Arm {
+	if p.Parent == nil {
+		return Fresh
+	}
+	return Arm(1 + int(p.Change))
+}
+
+func (a Arm) String() string {
+	if a == Fresh {
+		return "fresh"
+	}
+	return sched.Change(a - 1).String()
+}
+
+// armStats are an arm's trials and those that showed a feature first.
+type armStats struct{ trials, novel int }
+
 // New makes an empty corpus.
-func New() *Corpus { return &Corpus{byTrial: map[int]*Entry{}, Max: DefaultMax} }
+func New() *Corpus {
+	return &Corpus{byTrial: map[int]*Entry{}, Max: DefaultMax, arms: make([]armStats, len(Arms()))}
+}
 
 // Len is how many trials the corpus keeps.
 func (c *Corpus) Len() int { return len(c.entries) }
 
 // Add considers a finished trial, in trial order: it joins the corpus when
-// it showed a feature first (novel > 0). parent is the trial it branched
-// from (-1: a fresh draw), whose picks it counts. count gives the features'
-// counts for the energy that decides which entry leaves a full corpus.
-func (c *Corpus) Add(e *Entry, parent int, count Counter) bool {
-	if p := c.byTrial[parent]; p != nil {
-		p.Picks++
+// it showed a feature first (novel > 0). plan is what it ran: its arm is
+// credited with what it showed, its parent's picks counted. count gives
+// the features' counts for the energy that decides which entry leaves a
+// full corpus.
+func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
+	if plan.Parent != nil {
+		if p := c.byTrial[plan.Parent.Trial]; p != nil {
+			p.Picks++
+		}
+	}
+	a := &c.arms[ArmOf(plan)]
+	a.trials++
+	if e.Novel > 0 {
+		a.novel++
 	}
 	if e.Novel == 0 {
 		return false
@@ -112,6 +158,9 @@ type View struct {
 	entries []*Entry
 	energy  []float64
 	total   float64
+	// odds are each arm's share of the trials: its rate of novel trials
+	// so far (with one of two as a prior), normalized.
+	odds []float64
 }
 
 // Freeze takes the view the next generation draws its plans from.
@@ -122,8 +171,30 @@ func (c *Corpus) Freeze(count Counter) *View {
 		v.energy = append(v.energy, en)
 		v.total += en
 	}
+	var sum float64
+	for _, a := range c.arms {
+		rate := float64(a.novel+1) / float64(a.trials+2)
+		v.odds = append(v.odds, rate)
+		sum += rate
+	}
+	for i := range v.odds {
+		v.odds[i] /= sum
+	}
+	// Fresh draws never fall below MinFresh: they are what finds what no
+	// entry leads to, and what the campaign is worth when nothing does.
+	if v.odds[Fresh] < MinFresh {
+		rest := (1 - MinFresh) / (1 - v.odds[Fresh])
+		for i := range v.odds {
+			v.odds[i] *= rest
+		}
+		v.odds[Fresh] = MinFresh
+	}
 	return v
 }
+
+// Odds are the share of the next generation's trials each arm gets
+// (Arms' order).
+func (v *View) Odds() []float64 { return slices.Clone(v.odds) }
 
 // Len is how many entries the view holds.
 func (v *View) Len() int {
@@ -133,10 +204,9 @@ func (v *View) Len() int {
 	return len(v.entries)
 }
 
-// FreshShare is the share of an exploring campaign's trials drawn fresh
-// (POS with the trial's own seed) once the corpus holds something: new
-// starting points beside the branches of kept ones.
-const FreshShare = 0.2
+// MinFresh is the least share of an exploring campaign's trials drawn
+// fresh (POS with the trial's own seed) once the corpus holds something.
+const MinFresh = 0.2
 
 // Plan is what one trial of an exploring campaign runs.
 type Plan struct {
@@ -164,40 +234,55 @@ func (p Plan) String() string {
 	return s
 }
 
-// Plan draws what the trial with this seed runs: fresh with FreshShare's
-// odds (always while the view is empty), else a branch of an entry drawn
-// in proportion to its energy, at a decision drawn uniformly, with one of
-// the changes that can apply there.
+// Plan draws what the trial with this seed runs: an arm by the odds
+// (fresh always while the view is empty); for a branch, an entry drawn in
+// proportion to its energy, and a decision, mostly past the record where
+// it showed something first. A drop with no fault after the prefix
+// extends instead.
 func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x6578706c6f7265)) // "explore"
-	if v.Len() == 0 || r.Float64() < FreshShare || v.total <= 0 {
+	if v.Len() == 0 || v.total <= 0 {
 		return Plan{}
 	}
-	x := r.Float64() * v.total
-	i := 0
-	for ; i < len(v.entries)-1; i++ {
-		if x < v.energy[i] {
-			break
-		}
-		x -= v.energy[i]
+	arm := Arm(pick(r, v.odds))
+	if arm == Fresh {
+		return Plan{}
 	}
-	e := v.entries[i]
+	e := v.entries[pick(r, v.energy)]
 	p := Plan{Parent: e, Prefix: r.IntN(len(e.decisions) + 1)}
 	if e.novel >= 0 && r.IntN(3) > 0 {
-		// Mostly past what it showed first: keep it, and vary what
-		// follows.
-		p.Prefix = e.novel + r.IntN(len(e.decisions)-e.novel+1)
+		// Mostly just past what it showed first: keep it, and vary what
+		// follows it (a prefix that ran on would keep what followed too).
+		p.Prefix = e.novel + r.IntN(1+(len(e.decisions)-e.novel)/4)
 	}
-	changes := []sched.Change{sched.Extend, sched.Flip, sched.Early, sched.Late}
-	if k, ok := e.nextFault(p.Prefix, fr); ok {
-		changes = append(changes, sched.Drop)
+	p.Change = sched.Change(arm - 1)
+	switch p.Change {
+	case sched.Late:
+		p.Wait = 1 + r.IntN(max(8, len(e.decisions)/8))
+	case sched.Drop:
+		k, ok := e.nextFault(p.Prefix, fr)
+		if !ok {
+			p.Change = sched.Extend
+		}
 		p.Fault = k
 	}
-	p.Change = changes[r.IntN(len(changes))]
-	if p.Change == sched.Late {
-		p.Wait = 1 + r.IntN(max(8, len(e.decisions)/8))
-	}
 	return p
+}
+
+// pick draws an index with odds in proportion to the weights.
+func pick(r *rand.Rand, weights []float64) int {
+	var total float64
+	for _, w := range weights {
+		total += w
+	}
+	x := r.Float64() * total
+	for i, w := range weights {
+		if x < w {
+			return i
+		}
+		x -= w
+	}
+	return len(weights) - 1
 }
 
 // nextFault is the kind of the first injection the entry made at or after

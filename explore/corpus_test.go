@@ -26,13 +26,13 @@ func TestCorpus(t *testing.T) {
 	count := func(id int) int { return counts[id] }
 	c := New()
 	c.Max = 2
-	if c.Add(&Entry{Trial: 0, Records: records(4, -1), Features: []int{1}, NovelAt: -1}, -1, count) {
+	if c.Add(&Entry{Trial: 0, Records: records(4, -1), Features: []int{1}, NovelAt: -1}, Plan{}, count) {
 		t.Error("kept a trial that showed nothing first")
 	}
-	c.Add(&Entry{Trial: 1, Records: records(4, -1), Features: []int{1, 2}, Novel: 1, NovelAt: 2}, -1, count)
-	c.Add(&Entry{Trial: 2, Records: records(4, -1), Features: []int{1, 3}, Novel: 1, NovelAt: -1}, -1, count)
+	c.Add(&Entry{Trial: 1, Records: records(4, -1), Features: []int{1, 2}, Novel: 1, NovelAt: 2}, Plan{}, count)
+	c.Add(&Entry{Trial: 2, Records: records(4, -1), Features: []int{1, 3}, Novel: 1, NovelAt: -1}, Plan{}, count)
 	// Trial 3 branched from trial 1: trial 1's energy is divided.
-	c.Add(&Entry{Trial: 3, Records: records(4, -1), Features: []int{4}, Novel: 1, NovelAt: 0}, 1, count)
+	c.Add(&Entry{Trial: 3, Records: records(4, -1), Features: []int{4}, Novel: 1, NovelAt: 0}, Plan{Parent: c.byTrial[1], Change: sched.Flip}, count)
 	if c.Len() != 2 {
 		t.Fatalf("corpus of %d, want its maximum 2", c.Len())
 	}
@@ -47,6 +47,42 @@ func TestCorpus(t *testing.T) {
 	if c.byTrial[1].Picks != 1 {
 		t.Errorf("trial 1 picked %d times, want 1", c.byTrial[1].Picks)
 	}
+	// Arms: fresh 1 novel of 3, flip 1 of 1; with one of two as a prior.
+	if got, want := c.arms[Fresh], (armStats{trials: 3, novel: 2}); got != want {
+		t.Errorf("fresh arm %+v, want %+v", got, want)
+	}
+	if got, want := c.arms[1+Arm(sched.Flip)], (armStats{trials: 1, novel: 1}); got != want {
+		t.Errorf("flip arm %+v, want %+v", got, want)
+	}
+}
+
+// TestOdds: arms that showed more get more trials, fresh draws never
+// fewer than MinFresh.
+func TestOdds(t *testing.T) {
+	c := New()
+	count := func(int) int { return 1 }
+	for i := range 20 {
+		// Fresh draws never novel, flips always.
+		c.Add(&Entry{Trial: i, Records: records(4, -1)}, Plan{}, count)
+		c.Add(&Entry{Trial: 100 + i, Records: records(4, -1), Novel: 1, NovelAt: 1}, Plan{Parent: &Entry{Trial: -1}, Change: sched.Flip}, count)
+	}
+	odds := c.Freeze(count).Odds()
+	if odds[Fresh] != MinFresh {
+		t.Errorf("fresh odds %.3f, want the floor %v", odds[Fresh], MinFresh)
+	}
+	flip := odds[1+Arm(sched.Flip)]
+	for a, o := range odds {
+		if Arm(a) != Fresh && Arm(a) != 1+Arm(sched.Flip) && o >= flip {
+			t.Errorf("arm %v odds %.3f, not below flip's %.3f", Arm(a), o, flip)
+		}
+	}
+	sum := 0.0
+	for _, o := range odds {
+		sum += o
+	}
+	if sum < 0.999 || sum > 1.001 {
+		t.Errorf("odds sum to %v", sum)
+	}
 }
 
 // TestPlan: an empty view draws fresh; the same view and seed give the
@@ -58,7 +94,7 @@ func TestPlan(t *testing.T) {
 	}
 	count := func(int) int { return 1 }
 	c := New()
-	c.Add(&Entry{Trial: 0, Records: records(100, 80), Features: []int{1}, Novel: 1, NovelAt: 60}, -1, count)
+	c.Add(&Entry{Trial: 0, Records: records(100, 80), Features: []int{1}, Novel: 1, NovelAt: 60}, Plan{}, count)
 	v := c.Freeze(count)
 	fresh, past, drops := 0, 0, 0
 	for seed := range int64(1000) {
@@ -83,8 +119,9 @@ func TestPlan(t *testing.T) {
 			t.Errorf("prefix %d of 100 decisions", p.Prefix)
 		}
 	}
-	if fresh < 150 || fresh > 250 {
-		t.Errorf("%d of 1000 plans fresh, want about %v", fresh, FreshShare*1000)
+	// No trial counted yet: every arm has even odds.
+	if fresh < 110 || fresh > 260 {
+		t.Errorf("%d of 1000 plans fresh, want about 1000/%d", fresh, len(Arms()))
 	}
 	// Two thirds past the novelty, and a third of the uniform draws.
 	if branches := 1000 - fresh; past < branches*3/4 {

@@ -180,10 +180,8 @@ type TrialResult struct {
 	// (run --verify); nil when it was not replayed.
 	Verify *Verification
 	// Plan is what an exploring campaign ran ("fresh", or "trial 12 to
-	// decision 340 of 900, then flip"); Parent the trial it branched from,
-	// -1 for a fresh draw. Empty under other strategies.
-	Plan   string `json:",omitempty"`
-	Parent int    `json:"-"`
+	// decision 340 of 900, then flip"); empty under other strategies.
+	Plan string `json:",omitempty"`
 	// Features and Corpus are the campaign's features and corpus size once
 	// this trial was counted, for the progress line.
 	Features, Corpus int `json:"-"`
