@@ -1,0 +1,110 @@
+// Package symname turns the symbol names of compiled code into the names a
+// developer wrote: C++ and Rust symbols demangled (Rust's legacy and v0
+// manglings), JNI native methods back into Java's dotted names, and tells
+// a Rust frame of the program's own crate from one of the toolchain's
+// library crates (std and its kin) or a runtime's (tokio), which a
+// program's generics instantiate inside its own binary.
+//
+// Both the tracer (choosing which frame labels an op) and explain
+// (printing it) use it, so they agree on what is the program's own code.
+package symname
+
+import (
+	"strings"
+
+	"github.com/ianlancetaylor/demangle"
+)
+
+// Demangle returns the readable name of a C++ or Rust symbol without its
+// parameter list and Rust's hash suffix, and a C function's name without
+// the suffix GCC gives a specialized copy (read_request.constprop.0); any
+// other name (Go's) is returned unchanged.
+func Demangle(sym string) string {
+	if !strings.HasPrefix(sym, "_Z") && !strings.HasPrefix(sym, "_R") {
+		return stripClone(sym)
+	}
+	// Filter returns its input when the name is not one it understands.
+	return demangle.Filter(sym, demangle.NoParams, demangle.NoClones)
+}
+
+// IsRust says whether sym is mangled the way rustc mangles: v0 (_R…) or
+// the legacy scheme, an Itanium-like _ZN…E whose last element is the
+// 17-character hash h0123456789abcdef.
+func IsRust(sym string) bool {
+	if strings.HasPrefix(sym, "_R") {
+		return true
+	}
+	if !strings.HasPrefix(sym, "_ZN") || !strings.HasSuffix(sym, "E") {
+		return false
+	}
+	body := sym[:len(sym)-1]
+	i := strings.LastIndex(body, "17h")
+	return i > 0 && len(body)-i == 3+16 && isHex(body[i+3:])
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// libraryCrates are crates whose code is never the call site a developer
+// wants to read: Rust's standard library and the async runtimes and
+// collections under most servers. Their generics are compiled into the
+// program's binary and so are not told apart by module.
+var libraryCrates = map[string]bool{
+	"std": true, "core": true, "alloc": true, "hashbrown": true,
+	"tokio": true, "mio": true, "futures_util": true, "futures_core": true,
+	"futures_executor": true, "futures_channel": true, "async_std": true,
+	"parking_lot": true, "parking_lot_core": true, "crossbeam_channel": true,
+	"crossbeam_utils": true, "bytes": true, "std_detect": true,
+	"panic_unwind": true, "rustc_std_workspace_core": true,
+}
+
+// RustLibrary says whether a demangled Rust path belongs to a library
+// crate: the crate of its path, or for an impl ("<std::io::Lines<B> as
+// core::iter::Iterator>::next") of the implementing type, is std, core,
+// alloc, tokio or one of their kin. A trait impl of the program's own type
+// for std's trait ("<app::Conn as std::io::Read>::read") is the program's.
+func RustLibrary(path string) bool {
+	return libraryCrates[Crate(path)]
+}
+
+// Crate is the first element of a demangled Rust path, looking through
+// an impl's angle brackets and a reference, pointer or slice type to the
+// implementing type's crate.
+func Crate(path string) string {
+	p := strings.TrimPrefix(path, "<")
+	for {
+		q := strings.TrimLeft(p, "&[(*")
+		q = strings.TrimPrefix(q, "mut ")
+		q = strings.TrimPrefix(q, "const ")
+		q = strings.TrimPrefix(q, "dyn ")
+		if q == p {
+			break
+		}
+		p = q
+	}
+	end := strings.IndexAny(p, ":<> ;,)]")
+	if end < 0 {
+		return p
+	}
+	return p[:end]
+}
+
+// cloneSuffixes are what GCC appends to a function's name for a copy it
+// specialized or split (-O2's constant propagation, SRA, partial
+// inlining, the cold part).
+var cloneSuffixes = []string{".constprop.", ".isra.", ".part.", ".cold", ".lto_priv."}
+
+func stripClone(sym string) string {
+	for _, c := range cloneSuffixes {
+		if i := strings.Index(sym, c); i > 0 {
+			sym = sym[:i]
+		}
+	}
+	return sym
+}
