@@ -39,8 +39,8 @@ func TestIsRust(t *testing.T) {
 func TestRustLibrary(t *testing.T) {
 	for path, want := range map[string]bool{
 		"<std::io::Lines<B> as core::iter::traits::iterator::Iterator>::next": true,
-		"std::io::read_until":                      true,
-		"core::ptr::drop_in_place<std::io::Lines>": true,
+		"std::io::read_until":                               true,
+		"core::ptr::drop_in_place<std::io::Lines>":          true,
 		"<&mut std::net::TcpStream as std::io::Read>::read": true,
 		"tokio::runtime::task::harness::Harness<T,S>::poll": true,
 		"<[u8] as alloc::borrow::ToOwned>::to_owned":        false, // a slice type: no crate
