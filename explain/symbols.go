@@ -134,23 +134,32 @@ func (s *symbolizer) lookup(site string) (fn, file string, line int) {
 	if fn == "" {
 		fn = m.nearest(pc)
 	}
-	if file == "" && fn != "" && m.program {
+	if file == "" && m.program {
 		// (A Rust binary built without -g still has DWARF: std's.)
-		s.hint(m)
+		s.hint(m, fn != "")
 	}
 	if file != "" {
 		file = filepath.Base(file)
 	}
-	return readable(fn), file, line
+	fn = readable(fn)
+	if m.gotab == nil {
+		fn = symname.StripClone(fn) // a Go name's dots are its own
+	}
+	return fn, file, line
 }
 
-// hint notes, once per program, that its code has no line information.
-func (s *symbolizer) hint(m *module) {
+// hint notes, once per program, that its code has no line information,
+// or (named false) not even the names of its functions.
+func (s *symbolizer) hint(m *module, named bool) {
 	if s.hinted[m.name] {
 		return
 	}
 	s.hinted[m.name] = true
-	s.hints = append(s.hints, fmt.Sprintf("%s has no debug information for its code: its call sites name functions, not lines (build it with -g for file:line)", m.name))
+	h := fmt.Sprintf("%s has no debug information for its code: its call sites name functions, not lines (build it with -g for file:line)", m.name)
+	if !named {
+		h = fmt.Sprintf("%s is stripped: its call sites are offsets in it (build it with -g, and keep its symbols, for function and file:line)", m.name)
+	}
+	s.hints = append(s.hints, h)
 }
 
 // readable is a symbol as its source spelled it: demangled, or a JNI
@@ -278,5 +287,9 @@ func (m *module) nearest(ret uint64) string {
 	if sy.Size == 0 {
 		return sy.Name
 	}
-	return fmt.Sprintf("%s+%#x", readable(sy.Name), ret-sy.Value)
+	name := readable(sy.Name)
+	if m.gotab == nil {
+		name = symname.StripClone(name)
+	}
+	return fmt.Sprintf("%s+%#x", name, ret-sy.Value)
 }

@@ -165,6 +165,13 @@ func TestSymbolizeLanguages(t *testing.T) {
 		},
 		wantFunc: "serve", wantHint: true,
 	}, {
+		name: "c stripped",
+		bin:  func(t *testing.T) string { return build(t, dir, "lockd_s", "gcc", "-O2", "-s", lockd, "-pthread") },
+		site: func(t *testing.T, bin string) sched.Op {
+			return sched.Op{Site: filepath.Base(bin) + "+0x1235"}
+		},
+		wantFunc: "", wantHint: true,
+	}, {
 		name: "rust legacy mangling, a std frame and its caller",
 		bin:  func(t *testing.T) string { return build(t, dir, "lines", "rustc", "-g", "--edition", "2021", lines) },
 		site: func(t *testing.T, bin string) sched.Op {
@@ -257,4 +264,10 @@ func TestSymbolizeDemo(t *testing.T) {
 	if fn, _, _ := s.lookup("nosuchmodule+0x10"); fn != "" {
 		t.Errorf("an unknown module gave %q", fn)
 	}
+}
+
+// lookupText is a site's frame as Where words it without a caller.
+func (s *symbolizer) lookupText(site string) string {
+	fn, file, line := s.lookup(site)
+	return Event{Site: site, Func: fn, File: file, Line: line}.Where()
 }

@@ -16,12 +16,11 @@ import (
 )
 
 // Demangle returns the readable name of a C++ or Rust symbol without its
-// parameter list and Rust's hash suffix, and a C function's name without
-// the suffix GCC gives a specialized copy (read_request.constprop.0); any
-// other name (Go's) is returned unchanged.
+// parameter list and Rust's hash suffix; any other name (C's, Go's) is
+// returned unchanged.
 func Demangle(sym string) string {
 	if !strings.HasPrefix(sym, "_Z") && !strings.HasPrefix(sym, "_R") {
-		return stripClone(sym)
+		return sym
 	}
 	// Filter returns its input when the name is not one it understands.
 	return demangle.Filter(sym, demangle.NoParams, demangle.NoClones)
@@ -75,9 +74,16 @@ func RustLibrary(path string) bool {
 
 // Crate is the first element of a demangled Rust path, looking through
 // an impl's angle brackets and a reference, pointer or slice type to the
-// implementing type's crate.
+// implementing type's crate; for an impl on a type without a path (a
+// type parameter, "<I as core::iter::IntoIterator>", or a primitive), to
+// the trait's.
 func Crate(path string) string {
-	p := strings.TrimPrefix(path, "<")
+	p, isImpl := strings.CutPrefix(path, "<")
+	if isImpl {
+		if self, trait, ok := strings.Cut(p, " as "); ok && !strings.Contains(self, "::") {
+			p = trait
+		}
+	}
 	for {
 		q := strings.TrimLeft(p, "&[(*")
 		q = strings.TrimPrefix(q, "mut ")
@@ -95,16 +101,33 @@ func Crate(path string) string {
 	return p[:end]
 }
 
-// cloneSuffixes are what GCC appends to a function's name for a copy it
-// specialized or split (-O2's constant propagation, SRA, partial
-// inlining, the cold part).
-var cloneSuffixes = []string{".constprop.", ".isra.", ".part.", ".cold", ".lto_priv."}
+// cloneParts are the words GCC appends to a C function's name for a copy
+// it specialized or split (-O2's constant propagation, scalar
+// replacement, partial inlining, the cold part), each but "cold" with a
+// number: read_request.constprop.0, serve.part.0.cold.
+var cloneParts = map[string]bool{"constprop": true, "isra": true, "part": true, "cold": true, "lto_priv": true, "localalias": true}
 
-func stripClone(sym string) string {
-	for _, c := range cloneSuffixes {
-		if i := strings.Index(sym, c); i > 0 {
-			sym = sym[:i]
+// StripClone returns a C symbol without GCC's clone suffixes. Only a name
+// whose every dot-separated part after the first is such a word or a
+// number is changed, so a Go name (main.part) must not be given to it: a
+// C identifier has no dot of its own.
+func StripClone(sym string) string {
+	parts := strings.Split(sym, ".")
+	if len(parts) < 2 || parts[0] == "" {
+		return sym
+	}
+	clone := false
+	for _, p := range parts[1:] {
+		switch {
+		case cloneParts[p]:
+			clone = true
+		case p != "" && strings.Trim(p, "0123456789") == "":
+		default:
+			return sym
 		}
 	}
-	return sym
+	if !clone {
+		return sym
+	}
+	return parts[0]
 }

@@ -11,8 +11,6 @@ func TestDemangle(t *testing.T) {
 		{"_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector<int, std::allocator<int> >::push_back"},
 		{"_ZN4lock6Server6handleEv", "lock::Server::handle"},
 		{"handle_client", "handle_client"},
-		{"read_request.constprop.0", "read_request"},
-		{"serve.part.0.cold", "serve"},
 		{"main.(*server).handle", "main.(*server).handle"},
 		{"_Zgarbage", "_Zgarbage"},
 	} {
@@ -39,14 +37,16 @@ func TestIsRust(t *testing.T) {
 func TestRustLibrary(t *testing.T) {
 	for path, want := range map[string]bool{
 		"<std::io::Lines<B> as core::iter::traits::iterator::Iterator>::next": true,
-		"std::io::read_until":                               true,
-		"core::ptr::drop_in_place<std::io::Lines>":          true,
-		"<&mut std::net::TcpStream as std::io::Read>::read": true,
-		"tokio::runtime::task::harness::Harness<T,S>::poll": true,
-		"<[u8] as alloc::borrow::ToOwned>::to_owned":        false, // a slice type: no crate
-		"callsite_lines::serve_commands":                    false,
-		"<lockd::Conn as std::io::Read>::read":              false,
-		"lockd::main::{{closure}}":                          false,
+		"std::io::read_until":                                         true,
+		"core::ptr::drop_in_place<std::io::Lines>":                    true,
+		"<&mut std::net::TcpStream as std::io::Read>::read":           true,
+		"tokio::runtime::task::harness::Harness<T,S>::poll":           true,
+		"<[u8] as alloc::borrow::ToOwned>::to_owned":                  true, // no path: the trait's
+		"<I as core::iter::traits::collect::IntoIterator>::into_iter": true,
+		"<T as lockd::Codec>::encode":                                 false,
+		"callsite_lines::serve_commands":                              false,
+		"<lockd::Conn as std::io::Read>::read":                        false,
+		"lockd::main::{{closure}}":                                    false,
 	} {
 		if got := RustLibrary(path); got != want {
 			t.Errorf("RustLibrary(%q) = %v, want %v (crate %q)", path, got, want, Crate(path))
@@ -70,6 +70,23 @@ func TestJNIMethod(t *testing.T) {
 		got, ok := JNIMethod(tc.sym)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("JNIMethod(%q) = %q, %v; want %q, %v", tc.sym, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestStripClone(t *testing.T) {
+	for sym, want := range map[string]string{
+		"read_request.constprop.0": "read_request",
+		"serve.part.0.cold":        "serve",
+		"handle.isra.0":            "handle",
+		"main.cold":                "main", // why Go names are not given to it
+		"read_request":             "read_request",
+		"x.1":                      "x.1", // a static's number alone is kept
+		"main.coldStart":           "main.coldStart",
+		".constprop.0":             ".constprop.0",
+	} {
+		if got := StripClone(sym); got != want {
+			t.Errorf("StripClone(%q) = %q, want %q", sym, got, want)
 		}
 	}
 }

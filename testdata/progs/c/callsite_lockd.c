@@ -21,6 +21,8 @@ static void *serve(void *arg)
 {
 	int fd = *(int *)arg;
 	char buf[256];
+	/* Named by itself, before its first read (main's rename would race). */
+	pthread_setname_np(pthread_self(), "lockd-worker");
 	while (read_request(fd, buf, sizeof buf) > 0)
 		printf("got %s\n", buf);
 	close(fd);
@@ -41,7 +43,6 @@ int main(int argc, char **argv)
 		die("accept");
 	if (pthread_create(&t, NULL, serve, &fd) != 0)
 		die("pthread_create");
-	pthread_setname_np(t, "lockd-worker");
 	pthread_join(t, NULL);
 	printf("done\n");
 	return 0;
