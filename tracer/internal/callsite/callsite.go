@@ -126,7 +126,7 @@ type symtab struct {
 	gobin *goBinary
 	// rust is set when a symbol is mangled by rustc: its frames may be
 	// a library crate's generics, and the program's own caller is looked
-	// for (see Cache.Caller).
+	// for (see Cache.SiteAndCaller).
 	rust bool
 }
 
