@@ -172,6 +172,24 @@ func TestSymbolizeLanguages(t *testing.T) {
 		},
 		wantFunc: "", wantHint: true,
 	}, {
+		name: "c++ with -g",
+		bin: func(t *testing.T) string {
+			return build(t, dir, "cpp_g", "g++", "-O2", "-g", filepath.Join("testdata", "callsite.cpp"))
+		},
+		site: func(t *testing.T, bin string) sched.Op {
+			return sched.Op{Site: retSite(t, bin, demangledIs("lockd::Server::handle"))}
+		},
+		wantFunc: "lockd::Server::handle", wantFile: "callsite.cpp",
+	}, {
+		name: "c++ without -g",
+		bin: func(t *testing.T) string {
+			return build(t, dir, "cpp", "g++", "-O2", filepath.Join("testdata", "callsite.cpp"))
+		},
+		site: func(t *testing.T, bin string) sched.Op {
+			return sched.Op{Site: retSite(t, bin, demangledIs("lockd::Server::handle"))}
+		},
+		wantFunc: "lockd::Server::handle", wantHint: true,
+	}, {
 		name: "rust legacy mangling, a std frame and its caller",
 		bin:  func(t *testing.T) string { return build(t, dir, "lines", "rustc", "-g", "--edition", "2021", lines) },
 		site: func(t *testing.T, bin string) sched.Op {

@@ -23,7 +23,23 @@ func Demangle(sym string) string {
 		return sym
 	}
 	// Filter returns its input when the name is not one it understands.
-	return demangle.Filter(sym, demangle.NoParams, demangle.NoClones)
+	return dropABITags(demangle.Filter(sym, demangle.NoParams, demangle.NoClones))
+}
+
+// dropABITags removes C++ ABI tags ("handle[abi:cxx11]": libstdc++'s
+// std::string in a return type), which say nothing a reader looks for.
+func dropABITags(name string) string {
+	for {
+		i := strings.Index(name, "[abi:")
+		if i < 0 {
+			return name
+		}
+		j := strings.IndexByte(name[i:], ']')
+		if j < 0 {
+			return name
+		}
+		name = name[:i] + name[i+j+1:]
+	}
 }
 
 // IsRust says whether sym is mangled the way rustc mangles: v0 (_R…) or

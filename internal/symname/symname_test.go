@@ -10,6 +10,7 @@ func TestDemangle(t *testing.T) {
 		{"_RNvCs1234_7mycrate4main", "mycrate::main"},
 		{"_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector<int, std::allocator<int> >::push_back"},
 		{"_ZN4lock6Server6handleEv", "lock::Server::handle"},
+		{"_ZN5lockd6Server6handleB5cxx11Ei", "lockd::Server::handle"},
 		{"handle_client", "handle_client"},
 		{"main.(*server).handle", "main.(*server).handle"},
 		{"_Zgarbage", "_Zgarbage"},
