@@ -7,6 +7,7 @@ require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/cyphar/filepath-securejoin v0.7.0
 	github.com/goccy/go-yaml v1.19.2
+	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/opencontainers/go-digest v1.0.0
 	github.com/opencontainers/image-spec v1.1.1
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -364,10 +364,12 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 		}
 		ex.MinimizedTrace = dst
 	}
-	ex.Races, err = e.name(ctx, min, mres.Records, rr.Spec)
+	syms := newSymbolizer(rr.Spec)
+	ex.Races, err = e.name(ctx, min, mres.Records, rr.Spec, syms)
 	if err != nil && !errors.Is(err, errBudget) {
 		return nil, err
 	}
+	ex.Notes = append(ex.Notes, syms.hints...)
 	if errors.Is(err, errBudget) {
 		ex.Notes = append(ex.Notes, "the budget ran out before every race was flipped")
 	}

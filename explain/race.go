@@ -12,16 +12,19 @@ import (
 
 // Event is one op of a race, as the minimized run released it.
 type Event struct {
-	Step    int    `json:"step"`
-	Node    string `json:"node"`
-	LPID    string `json:"lpid"`
-	Thread  string `json:"thread,omitempty"` // the thread's name (comm)
-	Op      string `json:"op"`               // kind, with the syscall when it says more
-	To      string `json:"to,omitempty"`     // a delivery's receiving process
-	Peer    string `json:"peer,omitempty"`   // the remote address
-	Data    string `json:"data,omitempty"`   // the message's first bytes, quoted
-	Site    string `json:"site,omitempty"`   // module+0xoffset
-	Func    string `json:"func,omitempty"`   // the call site symbolized, when the binary says
+	Step   int    `json:"step"`
+	Node   string `json:"node"`
+	LPID   string `json:"lpid"`
+	Thread string `json:"thread,omitempty"` // the thread's name (comm)
+	Op     string `json:"op"`               // kind, with the syscall when it says more
+	To     string `json:"to,omitempty"`     // a delivery's receiving process
+	Peer   string `json:"peer,omitempty"`   // the remote address
+	Data   string `json:"data,omitempty"`   // the message's first bytes, quoted
+	Site   string `json:"site,omitempty"`   // module+0xoffset
+	// Caller is the program's own frame past a library's (see
+	// sched.Op.Caller): what Func, File and Line name when set.
+	Caller  string `json:"caller,omitempty"`
+	Func    string `json:"func,omitempty"` // the call site symbolized, when the binary says
 	File    string `json:"file,omitempty"`
 	Line    int    `json:"line,omitempty"`
 	Comment string `json:"comment,omitempty"` // a fault's or an advance's parameters
@@ -63,6 +66,8 @@ func (ev Event) Where() string {
 			w += " (" + ev.Func + ")"
 		}
 		return w
+	case ev.Func != "" && ev.Caller != "":
+		return ev.Func + " (" + ev.Caller + ")"
 	case ev.Func != "":
 		return ev.Func + " (" + ev.Site + ")"
 	}
@@ -133,9 +138,8 @@ const maxFlips = 3
 // name names each decision of min in the minimized run's records: of the
 // pairs it may have ordered, the first whose flip makes the failure go
 // away (at most maxFlips tried), else the likeliest.
-func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched.Record, sp *spec.Spec) ([]Race, error) {
+func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched.Record, sp *spec.Spec, syms *symbolizer) ([]Race, error) {
 	keys := sched.Keys(recs)
-	syms := newSymbolizer(sp)
 	past := newCausality(recs)
 	var out []Race
 	for i, d := range min {
@@ -512,8 +516,9 @@ func event(r *sched.Record, syms *symbolizer) Event {
 			ev.LPID = op.Node // a fault's LPID is "fault": name its target
 		}
 	}
-	if op.Site != "" {
-		ev.Func, ev.File, ev.Line = syms.lookup(op.Site)
+	if op.Site != "" || op.Caller != "" {
+		ev.Caller = op.Caller
+		ev.Func, ev.File, ev.Line = syms.where(op)
 	}
 	return ev
 }

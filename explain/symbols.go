@@ -4,63 +4,118 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"debug/gosym"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/internal/symname"
+	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // symbolizer turns call sites ("demoproc+0x15cb": a module's base name and
 // a file offset, see tracer/internal/callsite) into function, file and
-// line, from the binary's DWARF, or Go's pclntab, or its symbol table.
-// Modules are found among the spec's node commands and on PATH; a module
-// it cannot find or read (a JVM's code cache, a stripped library) keeps
-// its module+offset.
+// line, from the binary's DWARF, or Go's pclntab, or the nearest symbol of
+// its symbol table (demangled: C++, Rust; a JNI method as Java's name).
+// Programs are found among the spec's node commands and on PATH, shared
+// objects (a JVM's libnio.so) in the library folders; a module it cannot
+// find or read (a JVM's code cache) keeps its module+offset.
 type symbolizer struct {
-	paths map[string]string // base name → path
-	mods  map[string]*module
+	paths   map[string]string // base name → path
+	libDirs []string          // folders searched for a shared object
+	mods    map[string]*module
+	// hints are the notes to print once: each program whose sites had
+	// no line because it was built without debug information.
+	hints  []string
+	hinted map[string]bool
 }
 
 type module struct {
+	name  string
 	f     *elf.File
 	dw    *dwarf.Data
 	gotab *gosym.Table
-	syms  []elf.Symbol
+	funcs []elf.Symbol // function symbols, sorted by address
+	// program says the module is one of the spec's programs (not a
+	// system or JVM library), whose missing DWARF is worth a hint.
+	program bool
 }
 
 func newSymbolizer(sp *spec.Spec) *symbolizer {
-	s := &symbolizer{paths: map[string]string{}, mods: map[string]*module{}}
-	if sp == nil {
-		return s
-	}
-	for _, n := range sp.Nodes {
-		if len(n.Command) == 0 {
-			continue
-		}
-		p := strings.ReplaceAll(n.Command[0], "{{dir}}", sp.Dir)
-		if strings.Contains(p, "{{") {
-			continue
-		}
-		if !filepath.IsAbs(p) {
-			if lp, err := exec.LookPath(p); err == nil {
-				p = lp
+	s := &symbolizer{paths: map[string]string{}, mods: map[string]*module{}, hinted: map[string]bool{}}
+	if sp != nil {
+		for _, n := range sp.Nodes {
+			if p := nodeProgram(sp, n.Command); p != "" {
+				s.paths[filepath.Base(p)] = p
 			}
 		}
-		s.paths[filepath.Base(p)] = filepath.Clean(p)
 	}
+	s.libDirs = libraryDirs(s.paths)
 	return s
 }
 
-// lookup symbolizes a site; empty results when it cannot.
+// nodeProgram is the path of a node's program, "" when the command is
+// templated past what explain can fill in.
+func nodeProgram(sp *spec.Spec, cmd []string) string {
+	if len(cmd) == 0 {
+		return ""
+	}
+	p := strings.ReplaceAll(cmd[0], "{{dir}}", sp.Dir)
+	if strings.Contains(p, "{{") {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		if lp, err := exec.LookPath(p); err == nil {
+			p = lp
+		}
+	}
+	return filepath.Clean(p)
+}
+
+// libraryDirs are the folders a shared object named in a site is looked
+// for in: beside the programs and their ../lib, the JDK's (from JAVA_HOME
+// or the java on PATH: libnio.so, libjava.so), and the system's.
+func libraryDirs(programs map[string]string) []string {
+	var dirs []string
+	for _, p := range programs {
+		dirs = append(dirs, filepath.Dir(p), filepath.Join(filepath.Dir(p), "..", "lib"))
+	}
+	var homes []string
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		homes = append(homes, h)
+	}
+	if j, err := exec.LookPath("java"); err == nil {
+		if r, err := filepath.EvalSymlinks(j); err == nil {
+			homes = append(homes, filepath.Dir(filepath.Dir(r)))
+		}
+	}
+	for _, h := range homes {
+		dirs = append(dirs, filepath.Join(h, "lib"), filepath.Join(h, "lib", "server"))
+	}
+	return append(dirs, "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/lib", "/usr/local/lib")
+}
+
+// where symbolizes an op's call site: its Caller (the program's own frame
+// past a library's) when the tracer found one, else its Site.
+func (s *symbolizer) where(op *sched.Op) (fn, file string, line int) {
+	if op.Caller != "" {
+		if fn, file, line = s.lookup(op.Caller); fn != "" || file != "" {
+			return fn, file, line
+		}
+	}
+	return s.lookup(op.Site)
+}
+
+// lookup symbolizes a site's first frame; empty results when it cannot.
 func (s *symbolizer) lookup(site string) (fn, file string, line int) {
+	site, _, _ = strings.Cut(site, ";") // more frames: the first
 	name, offs, ok := strings.Cut(site, "+0x")
 	if !ok {
 		return "", "", 0
-	}
-	if i := strings.IndexByte(offs, '+'); i >= 0 { // more frames: the first
-		offs = offs[:i]
 	}
 	off, err := strconv.ParseUint(offs, 16, 64)
 	if err != nil {
@@ -75,51 +130,106 @@ func (s *symbolizer) lookup(site string) (fn, file string, line int) {
 		return "", "", 0
 	}
 	// A return address follows its call: the call's line is one byte back.
-	pc--
-	if m.dw != nil {
-		fn, file, line = m.dwarfLine(pc)
-	}
-	if file == "" && m.gotab != nil {
-		f, l, g := m.gotab.PCToLine(pc)
-		if g != nil {
-			fn, file, line = g.Name, f, l
-		}
-	}
+	fn, file, line = m.lineOf(pc - 1)
 	if fn == "" {
-		fn = m.symbol(pc)
+		fn = m.nearest(pc)
 	}
-	fn = demangleRust(fn)
+	if file == "" && m.program {
+		// (A Rust binary built without -g still has DWARF: std's.)
+		s.hint(m, fn != "")
+	}
 	if file != "" {
 		file = filepath.Base(file)
+	}
+	fn = readable(fn)
+	if m.gotab == nil {
+		fn = symname.StripClone(fn) // a Go name's dots are its own
 	}
 	return fn, file, line
 }
 
+// hint notes, once per program, that its code has no line information,
+// or (named false) not even the names of its functions.
+func (s *symbolizer) hint(m *module, named bool) {
+	if s.hinted[m.name] {
+		return
+	}
+	s.hinted[m.name] = true
+	h := fmt.Sprintf("%s has no debug information for its code: its call sites name functions, not lines (build it with -g for file:line)", m.name)
+	if !named {
+		h = fmt.Sprintf("%s is stripped: its call sites are offsets in it (build it with -g, and keep its symbols, for function and file:line)", m.name)
+	}
+	s.hints = append(s.hints, h)
+}
+
+// readable is a symbol as its source spelled it: demangled, or a JNI
+// native method's Java name.
+func readable(fn string) string {
+	if j, ok := symname.JNIMethod(fn); ok {
+		return j
+	}
+	return symname.Demangle(fn)
+}
+
+// module opens the named module once; nil when it cannot be found or read.
 func (s *symbolizer) module(name string) *module {
 	if m, ok := s.mods[name]; ok {
 		return m
 	}
 	s.mods[name] = nil
-	p := s.paths[name]
+	p, program := s.find(name)
 	if p == "" {
-		lp, err := exec.LookPath(name)
-		if err != nil {
-			return nil
-		}
-		p = lp
+		return nil
 	}
-	f, err := elf.Open(p)
+	m, err := openModule(p)
 	if err != nil {
 		return nil
 	}
+	m.name, m.program = name, program
+	s.mods[name] = m
+	return m
+}
+
+// find locates a module by base name: a program (a node's command or on
+// PATH), or a shared object in the library folders.
+func (s *symbolizer) find(name string) (path string, program bool) {
+	if p := s.paths[name]; p != "" {
+		return p, true
+	}
+	if strings.Contains(name, ".so") {
+		for _, d := range s.libDirs {
+			p := filepath.Join(d, name)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p, false
+			}
+		}
+		return "", false
+	}
+	if lp, err := exec.LookPath(name); err == nil {
+		return lp, true
+	}
+	return "", false
+}
+
+func openModule(p string) (*module, error) {
+	f, err := elf.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", p, err)
+	}
 	m := &module{f: f}
 	m.dw, _ = f.DWARF()
-	m.syms, _ = f.Symbols()
-	if len(m.syms) == 0 {
+	syms, _ := f.Symbols()
+	if len(syms) == 0 {
 		// Stripped (Debian's packages): what it exports, which for a
 		// server with a module API (Redis) is most of its functions.
-		m.syms, _ = f.DynamicSymbols()
+		syms, _ = f.DynamicSymbols()
 	}
+	for _, sy := range syms {
+		if elf.ST_TYPE(sy.Info) == elf.STT_FUNC && sy.Value != 0 {
+			m.funcs = append(m.funcs, sy)
+		}
+	}
+	sort.SliceStable(m.funcs, func(i, j int) bool { return m.funcs[i].Value < m.funcs[j].Value })
 	if sec := f.Section(".gopclntab"); sec != nil {
 		if data, err := sec.Data(); err == nil {
 			var text uint64
@@ -129,8 +239,7 @@ func (s *symbolizer) module(name string) *module {
 			m.gotab, _ = gosym.NewTable(nil, gosym.NewLineTable(data, text))
 		}
 	}
-	s.mods[name] = m
-	return m
+	return m, nil
 }
 
 // addr converts a file offset into the ELF's virtual address.
@@ -143,203 +252,44 @@ func (m *module) addr(off uint64) (uint64, bool) {
 	return 0, false
 }
 
-func (m *module) dwarfLine(pc uint64) (fn, file string, line int) {
-	r := m.dw.Reader()
-	cu, err := r.SeekPC(pc)
-	if err != nil || cu == nil {
-		return "", "", 0
+// lineOf is pc's function, file and line from DWARF or Go's line table.
+func (m *module) lineOf(pc uint64) (fn, file string, line int) {
+	if m.dw != nil {
+		fn, file, line = m.dwarfLine(pc)
 	}
-	lr, err := m.dw.LineReader(cu)
-	if err != nil || lr == nil {
-		return "", "", 0
-	}
-	var e dwarf.LineEntry
-	if err := lr.SeekPC(pc, &e); err != nil {
-		return "", "", 0
-	}
-	if e.File != nil {
-		file = e.File.Name
-	}
-	// The function: the subprogram of the unit that holds pc.
-	for {
-		ent, err := r.Next()
-		if err != nil || ent == nil || ent.Tag == dwarf.TagCompileUnit {
-			break
+	if file == "" && m.gotab != nil {
+		f, l, g := m.gotab.PCToLine(pc)
+		if g != nil {
+			fn, file, line = g.Name, f, l
 		}
-		if ent.Tag != dwarf.TagSubprogram {
-			continue
-		}
-		if !m.holds(ent, pc) {
-			if ent.Children {
-				r.SkipChildren()
-			}
-			continue
-		}
-		frames, inner := m.inlined(r, ent, pc, lr.Files())
-		return pick(append(frames, frame{fn: inner, file: file, line: e.Line}))
 	}
-	return fn, file, e.Line
+	return fn, file, line
 }
 
-// frame is one function on the inline chain at a pc: where in fn the pc
-// is (a call to the next inlined function, or the pc itself).
-type frame struct {
-	fn, file string
-	line     int
-}
-
-// holds says whether a DWARF entry's ranges hold pc.
-func (m *module) holds(ent *dwarf.Entry, pc uint64) bool {
-	ranges, err := m.dw.Ranges(ent)
-	if err != nil {
-		return false
+// nearest names the function symbol holding the call before return
+// address ret, or, when that lies past the end of the nearest symbol
+// before it (a stripped binary's local function, which only the exported
+// symbols surround), that symbol and ret's distance from it:
+// "handler+0x1a4".
+func (m *module) nearest(ret uint64) string {
+	pc := ret - 1
+	i := sort.Search(len(m.funcs), func(i int) bool { return m.funcs[i].Value > pc })
+	if i == 0 {
+		return ""
 	}
-	for _, rg := range ranges {
-		if pc >= rg[0] && pc < rg[1] {
-			return true
+	// Aliases share an address: prefer one whose size holds pc.
+	for j := i - 1; j >= 0 && m.funcs[j].Value == m.funcs[i-1].Value; j-- {
+		if sy := m.funcs[j]; pc < sy.Value+sy.Size {
+			return sy.Name
 		}
 	}
-	return false
-}
-
-// inlined walks the inline chain at pc down from subprogram sub (r is
-// just past it): each inlined call holding pc gives its caller's frame,
-// at the call's line. It returns those frames, outermost first, and the
-// innermost function, whose code the line table's line is in.
-func (m *module) inlined(r *dwarf.Reader, sub *dwarf.Entry, pc uint64, files []*dwarf.LineFile) ([]frame, string) {
-	var out []frame
-	fn := m.funcName(sub)
-	if !sub.Children {
-		return nil, fn
+	sy := m.funcs[i-1]
+	if sy.Size == 0 {
+		return sy.Name
 	}
-	for {
-		ent, err := r.Next()
-		if err != nil || ent == nil || ent.Tag == 0 {
-			// The end of the current parent's children: nothing deeper.
-			break
-		}
-		switch {
-		case ent.Tag == dwarf.TagInlinedSubroutine && m.holds(ent, pc):
-			f := frame{fn: fn}
-			if i, ok := ent.Val(dwarf.AttrCallFile).(int64); ok && i >= 0 && int(i) < len(files) && files[i] != nil {
-				f.file = files[i].Name
-			}
-			if l, ok := ent.Val(dwarf.AttrCallLine).(int64); ok {
-				f.line = int(l)
-			}
-			out = append(out, f)
-			fn = m.funcName(ent)
-			if !ent.Children {
-				return out, fn
-			}
-			// Its children follow: read on, a level down.
-		case ent.Tag == dwarf.TagLexDwarfBlock && m.holds(ent, pc):
-			if !ent.Children {
-				return out, fn
-			}
-		default:
-			if ent.Children {
-				r.SkipChildren()
-			}
-		}
+	name := readable(sy.Name)
+	if m.gotab == nil {
+		name = symname.StripClone(name)
 	}
-	return out, fn
-}
-
-// funcName names a subprogram or an inlined one (through its abstract
-// origin): the linkage name demangled, else the name.
-func (m *module) funcName(ent *dwarf.Entry) string {
-	if off, ok := ent.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
-		r := m.dw.Reader()
-		r.Seek(off)
-		if o, err := r.Next(); err == nil && o != nil {
-			ent = o
-		}
-	}
-	if s, ok := ent.Val(dwarf.AttrLinkageName).(string); ok && s != "" {
-		return demangleRust(s)
-	}
-	s, _ := ent.Val(dwarf.AttrName).(string)
-	return s
-}
-
-// pick chooses the frame to report from an inline chain (outermost
-// first): the innermost that is the program's, not a toolchain's library
-// inlined into it (Go's syscall and net, Rust's std, C headers of
-// /usr/include).
-func pick(frames []frame) (fn, file string, line int) {
-	best := frames[0]
-	for _, f := range frames {
-		if !toolchain(f) {
-			best = f
-		}
-	}
-	return best.fn, best.file, best.line
-}
-
-// toolchain says whether a frame is a language's library code.
-func toolchain(f frame) bool {
-	switch {
-	case strings.Contains(f.file, "/rustc/") || strings.Contains(f.file, "/library/std/") || strings.Contains(f.file, "/library/core/") || strings.Contains(f.file, "/library/alloc/"):
-		return true
-	case strings.HasPrefix(f.file, "/usr/include/") || strings.HasPrefix(f.file, "/usr/lib/gcc/"):
-		return true
-	case strings.HasPrefix(f.fn, "std::") || strings.HasPrefix(f.fn, "core::") || strings.HasPrefix(f.fn, "alloc::") || strings.HasPrefix(f.fn, "<"):
-		return true
-	}
-	return goStd(f.fn)
-}
-
-// goStd says whether a Go function's name is the runtime's or the standard
-// library's: its import path's first element has no dot, and it is not
-// main.
-func goStd(fn string) bool {
-	if fn == "" || strings.HasPrefix(fn, "main.") || !strings.Contains(fn, ".") {
-		return false
-	}
-	first, _, _ := strings.Cut(fn, "/")
-	if i := strings.IndexByte(first, '.'); i >= 0 && !strings.Contains(fn[:i], "/") && !strings.Contains(fn, "/") {
-		// "fmt.Fprintf", "syscall.Read": no slash, the package is the
-		// part before the dot.
-		return true
-	}
-	return !strings.Contains(first, ".")
-}
-
-// symbol is the name of the function symbol holding pc.
-func (m *module) symbol(pc uint64) string {
-	for _, s := range m.syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && pc >= s.Value && pc < s.Value+s.Size {
-			return s.Name
-		}
-	}
-	return ""
-}
-
-// demangleRust turns a Rust symbol in the legacy mangling
-// (_ZN2ms4Conn4send17h0123456789abcdefE) into its path (ms::Conn::send);
-// any other name is returned as it is.
-func demangleRust(s string) string {
-	rest, ok := strings.CutPrefix(s, "_ZN")
-	if !ok || !strings.HasSuffix(rest, "E") {
-		return s
-	}
-	rest = rest[:len(rest)-1]
-	var parts []string
-	for rest != "" {
-		i := 0
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-			i++
-		}
-		n, err := strconv.Atoi(rest[:i])
-		if err != nil || i+n > len(rest) {
-			return s
-		}
-		parts = append(parts, rest[i:i+n])
-		rest = rest[i+n:]
-	}
-	if k := len(parts); k > 1 && len(parts[k-1]) == 17 && parts[k-1][0] == 'h' {
-		parts = parts[:k-1] // the hash
-	}
-	return strings.Join(parts, "::")
+	return fmt.Sprintf("%s+%#x", name, ret-sy.Value)
 }

@@ -408,6 +408,7 @@ func opTitle(r *sched.Record) string {
 	field("connection", op.Conn)
 	field("object", op.Object)
 	field("site", op.Site)
+	field("caller", op.Caller)
 	if op.Bytes != 0 {
 		field("bytes", fmt.Sprint(op.Bytes))
 	}

@@ -123,6 +123,11 @@ type Op struct {
 	// Site is the call site as module+0xoffset ("" for faults and deliveries,
 	// which carry their send's site).
 	Site string `json:"site,omitempty"`
+	// Caller is, when Site is a library's code compiled into the program
+	// (a Rust std iterator's next()), the program's own frame further up
+	// the stack, as module+0xoffset: for humans (explain), no part of
+	// the op's identity.
+	Caller string `json:"caller,omitempty"`
 	// Peer is the remote address when known ("10.77.0.2:7000").
 	Peer string `json:"peer,omitempty"`
 	// Conn names the connection direction for sends/deliveries/recvs

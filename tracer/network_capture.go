@@ -107,7 +107,7 @@ func (nw *network) queueChunk(p *pendingOp, data []byte) error {
 	nw.ops.seq++
 	d := &pendingOp{seq: nw.ops.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, buf: data, conn: c, sendID: p.op.ID}}
 	d.op = sched.Op{
-		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site,
+		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site, Caller: p.op.Caller,
 		Object: nw.pt.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
 		Syscall: "deliver",
 	}

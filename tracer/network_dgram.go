@@ -169,7 +169,7 @@ func (nw *network) queueDgram(p *pendingOp, dst netip.AddrPort, data []byte) err
 	nw.ops.seq++
 	d := &pendingOp{seq: nw.ops.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}}
 	d.op = sched.Op{
-		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site,
+		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site, Caller: p.op.Caller,
 		Object: nw.pt.inbox(dst.Addr()), Peer: dst.String(), Conn: key, Bytes: len(data),
 		Syscall: DatagramSyscall,
 	}

@@ -108,7 +108,7 @@ func (ot *opTable) newPending(th *thread, kind sched.Kind, nr int, args [6]uint6
 	}
 	p.op.Thread = th.comm
 	t0 := time.Now()
-	p.op.Site = ot.sites.Site(&th.proc.site, th.regs.SP(), th.regs.FP(), ot.opts.SiteFrames)
+	p.op.Site, p.op.Caller = ot.sites.SiteAndCaller(&th.proc.site, th.regs.SP(), th.regs.FP(), ot.opts.SiteFrames)
 	ot.stats.SiteTime += time.Since(t0)
 	if th.firstCause != 0 {
 		p.causes = append(p.causes, th.firstCause)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/internal/symname"
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
@@ -91,6 +92,7 @@ type Cache struct {
 	isReturn map[frameID]bool
 	classes  map[frameID]frameClass
 	names    map[frameID]string
+	rust     map[frameID]rustKind
 }
 
 // frameID is a return address as a module and a file offset.
@@ -111,7 +113,7 @@ func (c *Cache) name(id frameID) string {
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{syms: map[string]*symtab{}, classes: map[frameID]frameClass{}, isReturn: map[frameID]bool{}, names: map[frameID]string{}}
+	return &Cache{syms: map[string]*symtab{}, classes: map[frameID]frameClass{}, isReturn: map[frameID]bool{}, names: map[frameID]string{}, rust: map[frameID]rustKind{}}
 }
 
 type symtab struct {
@@ -122,6 +124,10 @@ type symtab struct {
 	// gobin is set for a Go binary: its functions are told apart by
 	// package (see goClass).
 	gobin *goBinary
+	// rust is set when a symbol is mangled by rustc: its frames may be
+	// a library crate's generics, and the program's own caller is looked
+	// for (see Cache.SiteAndCaller).
+	rust bool
 }
 
 // skipModules are shared objects whose frames are never the call site.
@@ -180,6 +186,7 @@ func (c *Cache) symbols(path, root string) *symtab {
 		for _, s := range ss {
 			st.addrs = append(st.addrs, s.a)
 			st.names = append(st.names, s.n)
+			st.rust = st.rust || symname.IsRust(s.n)
 		}
 		f.Close()
 	}
@@ -268,13 +275,16 @@ type Process struct {
 	// goexe is 1 when the process runs a Go binary, -1 when not, 0 not
 	// yet known: a Go stack is walked along its frame pointers first.
 	goexe int8
+	// rustexe is, the same way, whether one of its modules is a Rust
+	// binary: only then is a caller looked for past a library frame.
+	rustexe int8
 }
 
 // maxNotCode bounds Process.notCode; past it the set starts again.
 const maxNotCode = 1 << 14
 
 // Forget drops the mappings (the process exec'd).
-func (p *Process) Forget() { p.maps, p.notCode, p.goexe = nil, nil, 0 }
+func (p *Process) Forget() { p.maps, p.notCode, p.goexe, p.rustexe = nil, nil, 0, 0 }
 
 // isGo says whether one of p's modules is a Go binary.
 func (c *Cache) isGo(p *Process) bool {
@@ -299,10 +309,17 @@ func (c *Cache) isGo(p *Process) bool {
 // libc, the loader and the language runtime, as module+0xoffset. frames > 1
 // joins that many user frames with ';' (pid+stack:K).
 func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
+	s, _ := c.site(p, sp, fp, frames)
+	return s
+}
+
+// site is Site, and the frame the site starts with (zero when it is not
+// known: "?", or a Go stack's frame-pointer walk).
+func (c *Cache) site(p *Process, sp, fp uint64, frames int) (string, frameID) {
 	if p.maps == nil {
 		m, err := loadMaps(p.Pid)
 		if err != nil {
-			return "?"
+			return "?", frameID{}
 		}
 		p.maps = m
 	}
@@ -311,19 +328,20 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 		// the stack meets stale return addresses of earlier calls (fmt's
 		// formatting, left in a frame's unused slots).
 		if fs, dep := c.framePointerSites(p, sp, fp, frames); len(fs) > 0 {
-			return strings.Join(fs, ";")
+			return strings.Join(fs, ";"), frameID{}
 		} else if dep != "" {
-			return dep
+			return dep, frameID{}
 		}
 	}
 	var buf [stackScanWords * 8]byte
 	if ptrace.ReadMem(p.Pid, sp, buf[:]) != nil {
 		// Near the top of the stack mapping: read less.
 		if ptrace.ReadMem(p.Pid, sp, buf[:64]) != nil {
-			return "?"
+			return "?", frameID{}
 		}
 	}
 	var sites []string
+	var first, fallbackID frameID
 	fallback := ""
 	reloaded := false
 	for i := 0; i < stackScanWords && len(sites) < frames; i++ {
@@ -366,10 +384,13 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 		}
 		switch c.classify(m, off) {
 		case frameUser:
+			if len(sites) == 0 {
+				first = key
+			}
 			sites = append(sites, c.name(key))
 		case frameSkip, frameDep:
 			if fallback == "" {
-				fallback = c.name(key)
+				fallback, fallbackID = c.name(key), key
 			}
 		}
 	}
@@ -378,16 +399,16 @@ func (c *Cache) Site(p *Process, sp, fp uint64, frames int) string {
 		// not fit in the scan window; Go and other frame-pointer code can
 		// be walked along the saved-rbp chain instead.
 		if fs, _ := c.framePointerSites(p, sp, fp, frames); len(fs) > len(sites) {
-			sites = fs
+			sites, first = fs, frameID{}
 		}
 	}
 	if len(sites) == 0 {
 		if fallback != "" {
-			return fallback
+			return fallback, fallbackID
 		}
-		return "?"
+		return "?", frameID{}
 	}
-	return strings.Join(sites, ";")
+	return strings.Join(sites, ";"), first
 }
 
 // framePointerWalk bounds the saved-rbp chain walk.

@@ -1,6 +1,7 @@
 package callsite
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/lockstep-dev/lockstep/internal/symname"
+	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
 
 func TestLooksLikeReturn(t *testing.T) {
@@ -205,4 +209,54 @@ func TestGoStackFramePointers(t *testing.T) {
 		ms := p.maps.find(stale)
 		t.Fatalf("Site = %q, want %q (this package's; the stale fmt frame is +%#x)", got, want, stale-ms.start+ms.offset)
 	}
+}
+
+// TestRustKind: in a Rust debug build, std's Lines::next, compiled into
+// the program, is a library frame and serve_commands the program's own;
+// a C program's frames are neither.
+func TestRustKind(t *testing.T) {
+	rust := testutil.RepoPath("testdata", "bin", "rust", "callsite_lines")
+	c := testutil.RepoPath("testdata", "bin", "c", "callsite_lockd")
+	testutil.RequireBinary(t, rust)
+	testutil.RequireBinary(t, c)
+	for _, tc := range []struct {
+		bin, sym string
+		want     rustKind
+	}{
+		{rust, "callsite_lines::serve_commands", rustOwn},
+		{rust, "<std::io::Lines<B> as core::iter::traits::iterator::Iterator>::next", rustLib},
+		{rust, "<std::io::buffered::bufreader::BufReader<R> as std::io::BufRead>::fill_buf", rustLib},
+		{c, "serve", rustNone},
+	} {
+		off := symbolOffset(t, tc.bin, tc.sym)
+		cache := NewCache()
+		maps := &memMaps{exec: []mapping{{path: tc.bin}}}
+		if got := cache.rustKindOf(frameID{tc.bin, off + 1}, maps); got != tc.want {
+			t.Errorf("%s: rustKindOf = %d, want %d", tc.sym, got, tc.want)
+		}
+	}
+}
+
+// symbolOffset is the file offset of the function whose demangled name is
+// sym.
+func symbolOffset(t *testing.T, bin, sym string) uint64 {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	for _, s := range syms {
+		if symname.Demangle(s.Name) != sym || s.Value == 0 {
+			continue
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && s.Value >= p.Vaddr && s.Value < p.Vaddr+p.Filesz {
+				return s.Value - p.Vaddr + p.Off
+			}
+		}
+	}
+	t.Fatalf("no %s in %s", sym, bin)
+	return 0
 }

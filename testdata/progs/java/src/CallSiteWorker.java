@@ -1,0 +1,37 @@
+// CallSiteWorker PORT: for the call-site tests. Accepts one connection and
+// reads it on a thread named "lock-worker", printing "got LINE" for each
+// line (through a socket stream: the JDK's libnio), then "done". The
+// thread's name is what explain shows for a JVM op.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+
+public class CallSiteWorker {
+    public static void main(String[] args) throws Exception {
+        ServerSocket server = new ServerSocket();
+        server.setReuseAddress(true);
+        server.bind(new java.net.InetSocketAddress(Integer.parseInt(args[0])));
+        Socket conn = server.accept();
+        Thread worker = new Thread(() -> serve(conn), "lock-worker");
+        worker.start();
+        worker.join();
+        server.close();
+        System.out.println("done");
+        System.out.flush();
+    }
+
+    static void serve(Socket conn) {
+        try (conn) {
+            BufferedReader in = new BufferedReader(new InputStreamReader(conn.getInputStream(), StandardCharsets.UTF_8));
+            for (String line; (line = in.readLine()) != null; ) {
+                System.out.println("got " + line);
+                System.out.flush();
+            }
+        } catch (Exception e) {
+            e.printStackTrace();
+            System.exit(1);
+        }
+    }
+}
