@@ -4,16 +4,78 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
 )
 
+// decoder decodes one spec file's YAML tree into a Spec, each error
+// located in the file.
 type decoder struct {
 	file     string
 	hostNets func() ([]netip.Prefix, error)
-	images   map[string]*Image // by reference: nodes often share one
+	// images holds each image reference's Image: nodes often share one,
+	// and ResolveImages then opens it once.
+	images map[string]*Image
+}
+
+// A field is one key of a mapping and the setter that decodes its value,
+// at path, into the T the mapping builds. A section of the spec is a
+// table of fields: a new key is a row. The table's order is the order
+// in which a misspelt key's suggestions are tried (see closest).
+type field[T any] struct {
+	key string
+	set setter[T]
+}
+
+type setter[T any] func(d *decoder, v ast.Node, path string, t T) error
+
+// decodeMap decodes the mapping n, at path, into t: each key by its row
+// of table, in the file's order. A key the table lacks, or one given
+// twice, is an error (see fields).
+func decodeMap[T any](d *decoder, n ast.Node, path string, table []field[T], t T) error {
+	keys := make([]string, len(table))
+	for i, f := range table {
+		keys[i] = f.key
+	}
+	pairs, err := d.fields(n, path, keys...)
+	if err != nil {
+		return err
+	}
+	for _, p := range pairs {
+		i := slices.IndexFunc(table, func(f field[T]) bool { return f.key == p.key })
+		if err := table[i].set(d, p.value, join(path, p.key), t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// section is the setter of a key whose value is a mapping of its own,
+// decoded by table into the same T.
+func section[T any](table []field[T]) setter[T] {
+	return func(d *decoder, v ast.Node, path string, t T) error {
+		return decodeMap(d, v, path, table, t)
+	}
+}
+
+// durationField sets the duration at(t) points at (see decoder.duration
+// for allowZero and most).
+func durationField[T any](at func(T) *time.Duration, allowZero bool, most time.Duration) setter[T] {
+	return func(d *decoder, v ast.Node, path string, t T) (err error) {
+		*at(t), err = d.duration(v, path, allowZero, most)
+		return err
+	}
+}
+
+// intField sets the integer at(t) points at to one from lo to hi.
+func intField[T any](at func(T) *int, lo, hi int64) setter[T] {
+	return func(d *decoder, v ast.Node, path string, t T) (err error) {
+		*at(t), err = d.intIn(v, path, lo, hi)
+		return err
+	}
 }
 
 func (d *decoder) errf(n ast.Node, field, format string, args ...any) error {
@@ -202,6 +264,18 @@ func (d *decoder) integer(n ast.Node, field string) (int64, error) {
 		return int64(x), nil
 	}
 	return 0, d.errf(n, field, "must be an integer")
+}
+
+// intIn decodes an integer from lo to hi.
+func (d *decoder) intIn(n ast.Node, field string, lo, hi int64) (int, error) {
+	v, err := d.integer(n, field)
+	if err != nil {
+		return 0, err
+	}
+	if v < lo || v > hi {
+		return 0, d.errf(n, field, "must be between %d and %d, got %d", lo, hi, v)
+	}
+	return int(v), nil
 }
 
 func (d *decoder) number(n ast.Node, field string) (float64, error) {

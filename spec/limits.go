@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"time"
+
 	"fmt"
 	"math"
 	"strconv"
@@ -59,6 +61,19 @@ func (s *Spec) NodeLimits(name string) NodeLimits {
 		}
 	}
 	return l
+}
+
+// limitsFields are the limits section's.
+var limitsFields = []field[*draft]{
+	{"virtual_time", durationField(func(b *draft) *time.Duration { return &b.s.Limits.VirtualTime }, false, maxVirtualTime)},
+	{"steps", intField(func(b *draft) *int { return &b.s.Limits.Steps }, 1, maxSteps)},
+	{"real_time", durationField(func(b *draft) *time.Duration { return &b.s.Limits.RealTime }, false, maxRealTime)},
+	{"deadlock_grace", durationField(func(b *draft) *time.Duration { return &b.s.Limits.DeadlockGrace }, true, time.Minute)},
+	{"livelock_steps", intField(func(b *draft) *int { return &b.s.Limits.LivelockSteps }, 1, maxSteps)},
+	{"node", func(d *decoder, v ast.Node, path string, b *draft) (err error) {
+		b.s.Limits.Node, err = d.nodeLimits(v, path)
+		return err
+	}},
 }
 
 // nodeLimits decodes limits.node or nodes[i].limits.

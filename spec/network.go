@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -44,6 +45,45 @@ func HostNets() ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(ip, ones).Masked())
 	}
 	return out, nil
+}
+
+// networkFields are the network section's.
+var networkFields = []field[*draft]{
+	{"subnet", decodeSubnet},
+}
+
+func decodeSubnet(d *decoder, v ast.Node, path string, b *draft) error {
+	str, err := d.str(v, path)
+	if err != nil {
+		return err
+	}
+	pfx, perr := netip.ParsePrefix(str)
+	if perr != nil {
+		return d.errf(v, path, "invalid subnet %q", str)
+	}
+	if !pfx.Addr().Is4() {
+		return d.errf(v, path, "must be an IPv4 subnet, got %s", str)
+	}
+	if pfx.Bits() < 8 || pfx.Bits() > 30 {
+		return d.errf(v, path, "prefix length must be between 8 and 30, got /%d", pfx.Bits())
+	}
+	if err := d.usableSubnet(v, pfx.Masked()); err != nil {
+		return err
+	}
+	b.s.Network.Subnet = pfx.Masked()
+	b.subnet = v
+	return nil
+}
+
+// defaultSubnet checks the default subnet of a spec that gives none: it
+// must not clash with the host either.
+func (d *decoder) defaultSubnet(s *Spec) error {
+	err := d.usableSubnet(nil, s.Network.Subnet)
+	var se *Error
+	if errors.As(err, &se) {
+		se.Msg = "the default " + se.Msg + " (set network.subnet)"
+	}
+	return err
 }
 
 // usableSubnet refuses a subnet whose addresses cannot carry the cluster's

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,119 @@ type Node struct {
 	envLines                                         map[string]int
 }
 
+// nodeDraft is a node being decoded.
+type nodeDraft struct {
+	n   *Node
+	s   *Spec
+	idx int
+	// names are the nodes before this one, by name: a name is taken once.
+	names map[string]int
+	// command is where command is, when given.
+	command ast.Node
+}
+
+// nodeFields are a node's (nodes[i]).
+var nodeFields = []field[*nodeDraft]{
+	{"name", decodeNodeName},
+	{"role", func(d *decoder, v ast.Node, path string, nd *nodeDraft) error {
+		r, err := d.str(v, path)
+		if err != nil {
+			return err
+		}
+		if r != string(RoleServer) && r != string(RoleClient) {
+			return d.errf(v, path, "unknown role %q (want server or client)", r)
+		}
+		nd.n.Role = Role(r)
+		return nil
+	}},
+	{"command", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
+		if nd.n.Command, err = d.strings(v, path); err != nil {
+			return err
+		}
+		nd.command, nd.n.cmdLine = v, lineOf(v)
+		if len(nd.n.Command) == 0 {
+			return d.errf(v, path, "must not be empty")
+		}
+		return nil
+	}},
+	{"env", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
+		nd.n.Env, nd.n.envLines, err = d.envMap(v, path)
+		return err
+	}},
+	{"workdir", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
+		if nd.n.Workdir, err = d.str(v, path); err != nil {
+			return err
+		}
+		if nd.n.Workdir == "" {
+			return d.errf(v, path, "must not be empty (leave it out for the default)")
+		}
+		nd.n.workdirLine = lineOf(v)
+		return nil
+	}},
+	{"start_delay", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
+		nd.n.StartDelay, err = d.duration(v, path, true, maxVirtualTime)
+		nd.n.delayLine = lineOf(v)
+		return err
+	}},
+	{"ready", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
+		nd.n.ReadyPort, err = d.ready(v, path)
+		return err
+	}},
+	{"capabilities", func(d *decoder, v ast.Node, path string, nd *nodeDraft) error {
+		names, err := d.strings(v, path)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			c, err := ParseCap(name)
+			if err != nil {
+				return d.errf(v, path, "%v", err)
+			}
+			nd.n.Caps = append(nd.n.Caps, c)
+		}
+		return nil
+	}},
+	{"image", func(d *decoder, v ast.Node, path string, nd *nodeDraft) error {
+		ref, err := d.str(v, path)
+		if err != nil {
+			return err
+		}
+		if nd.n.Image, err = d.image(ref, nd.s.Dir); err != nil {
+			return d.errf(v, path, "%v", err)
+		}
+		nd.n.imageLine = lineOf(v)
+		return nil
+	}},
+	{"entrypoint", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
+		if nd.n.Entrypoint, err = d.strings(v, path); err != nil {
+			return err
+		}
+		if nd.n.Entrypoint == nil {
+			nd.n.Entrypoint = []string{} // given empty: the image's is dropped
+		}
+		return nil
+	}},
+	{"limits", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
+		nd.n.Limits, err = d.nodeLimits(v, path)
+		return err
+	}},
+}
+
+func decodeNodeName(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
+	if nd.n.Name, err = d.str(v, path); err != nil {
+		return err
+	}
+	if !ValidHostName(nd.n.Name) {
+		return d.errf(v, path, "%q is not a valid host name (letters, digits and inner dashes, at most 63)", nd.n.Name)
+	}
+	if prev, dup := nd.names[nd.n.Name]; dup {
+		return d.errf(v, path, "duplicate node name %q (also nodes[%d])", nd.n.Name, prev)
+	}
+	nd.names[nd.n.Name] = nd.idx
+	return nil
+}
+
+// nodes decodes the nodes section into s.Nodes.
 func (d *decoder) nodes(n ast.Node, s *Spec) error {
 	seq, ok := n.(*ast.SequenceNode)
 	if !ok {
@@ -46,129 +160,43 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 	if len(seq.Values) > maxNodes {
 		return d.errf(n, "nodes", "at most %d nodes, got %d", maxNodes, len(seq.Values))
 	}
-	seen := map[string]int{}
+	names := map[string]int{}
 	for i, v := range seq.Values {
-		path := fmt.Sprintf("nodes[%d]", i)
-		np, err := d.fields(v, path, "name", "role", "command", "env", "workdir", "start_delay", "ready", "capabilities", "image", "entrypoint", "limits")
-		if err != nil {
+		if err := d.node(v, i, names, s); err != nil {
 			return err
 		}
-		ns := Node{Role: RoleServer, line: lineOf(unwrap(v))}
-		var cmdNode ast.Node
-		for _, q := range np {
-			f := path + "." + q.key
-			switch q.key {
-			case "name":
-				if ns.Name, err = d.str(q.value, f); err != nil {
-					return err
-				}
-				if !ValidHostName(ns.Name) {
-					return d.errf(q.value, f, "%q is not a valid host name (letters, digits and inner dashes, at most 63)", ns.Name)
-				}
-				if prev, dup := seen[ns.Name]; dup {
-					return d.errf(q.value, f, "duplicate node name %q (also nodes[%d])", ns.Name, prev)
-				}
-				seen[ns.Name] = i
-			case "role":
-				r, err := d.str(q.value, f)
-				if err != nil {
-					return err
-				}
-				if r != string(RoleServer) && r != string(RoleClient) {
-					return d.errf(q.value, f, "unknown role %q (want server or client)", r)
-				}
-				ns.Role = Role(r)
-			case "command":
-				if ns.Command, err = d.strings(q.value, f); err != nil {
-					return err
-				}
-				cmdNode = q.value
-				ns.cmdLine = lineOf(q.value)
-				if len(ns.Command) == 0 {
-					return d.errf(q.value, f, "must not be empty")
-				}
-			case "image":
-				ref, err := d.str(q.value, f)
-				if err != nil {
-					return err
-				}
-				if ns.Image, err = d.image(ref, s.Dir); err != nil {
-					return d.errf(q.value, f, "%v", err)
-				}
-				ns.imageLine = lineOf(q.value)
-			case "entrypoint":
-				if ns.Entrypoint, err = d.strings(q.value, f); err != nil {
-					return err
-				}
-				if ns.Entrypoint == nil {
-					ns.Entrypoint = []string{}
-				}
-			case "env":
-				if ns.Env, ns.envLines, err = d.envMap(q.value, f); err != nil {
-					return err
-				}
-			case "workdir":
-				if ns.Workdir, err = d.str(q.value, f); err != nil {
-					return err
-				}
-				if ns.Workdir == "" {
-					return d.errf(q.value, f, "must not be empty (leave it out for the default)")
-				}
-				ns.workdirLine = lineOf(q.value)
-			case "start_delay":
-				if ns.StartDelay, err = d.duration(q.value, f, true, maxVirtualTime); err != nil {
-					return err
-				}
-				ns.delayLine = lineOf(q.value)
-			case "ready":
-				if ns.ReadyPort, err = d.ready(q.value, f); err != nil {
-					return err
-				}
-			case "limits":
-				if ns.Limits, err = d.nodeLimits(q.value, f); err != nil {
-					return err
-				}
-			case "capabilities":
-				names, err := d.strings(q.value, f)
-				if err != nil {
-					return err
-				}
-				for _, name := range names {
-					c, err := ParseCap(name)
-					if err != nil {
-						return d.errf(q.value, f, "%v", err)
-					}
-					ns.Caps = append(ns.Caps, c)
-				}
-			}
-		}
-		if ns.Name == "" {
-			return d.errf(v, path+".name", "missing")
-		}
-		if cmdNode == nil && ns.Image == nil {
-			return d.errf(v, path+".command", "missing")
-		}
-		if ns.Entrypoint != nil && ns.Image == nil {
-			return d.errf(v, path+".entrypoint", "only an image node has an entrypoint (put it in command)")
-		}
-		if ns.Image != nil {
-			// A replay refuses a spec whose image changed.
-			s.Digest = digest([]byte(s.Digest + "\n" + path + ".image " + ns.Image.ID))
-		}
-		s.Nodes = append(s.Nodes, ns)
 	}
 	if _, err := nodeAddrs(s.Network.Subnet, len(s.Nodes)); err != nil {
 		return d.errf(n, "nodes", "%v", err)
 	}
-	clients := 0
-	for _, ns := range s.Nodes {
-		if ns.Role == RoleClient {
-			clients++
-		}
-	}
-	if clients == 0 {
+	if !slices.ContainsFunc(s.Nodes, func(ns Node) bool { return ns.Role == RoleClient }) {
 		return d.errf(n, "nodes", "no node has role client: a trial ends when its clients exit")
 	}
+	return nil
+}
+
+// node decodes nodes[i], v, and appends it to s.Nodes.
+func (d *decoder) node(v ast.Node, i int, names map[string]int, s *Spec) error {
+	path := fmt.Sprintf("nodes[%d]", i)
+	nd := &nodeDraft{n: &Node{Role: RoleServer, line: lineOf(unwrap(v))}, s: s, idx: i, names: names}
+	if err := decodeMap(d, v, path, nodeFields, nd); err != nil {
+		return err
+	}
+	ns := nd.n
+	if ns.Name == "" {
+		return d.errf(v, path+".name", "missing")
+	}
+	if nd.command == nil && ns.Image == nil {
+		return d.errf(v, path+".command", "missing")
+	}
+	if ns.Entrypoint != nil && ns.Image == nil {
+		return d.errf(v, path+".entrypoint", "only an image node has an entrypoint (put it in command)")
+	}
+	if ns.Image != nil {
+		// A replay refuses a spec whose image changed.
+		s.Digest = digest([]byte(s.Digest + "\n" + path + ".image " + ns.Image.ID))
+	}
+	s.Nodes = append(s.Nodes, *ns)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"errors"
 	"net/netip"
 	"regexp"
 	"strings"
@@ -154,16 +153,61 @@ var (
 	maxEpoch = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
-var (
-	nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-)
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
-func (d *decoder) spec(root ast.Node, s *Spec) error {
-	pairs, err := d.fields(root, "", "name", "nodes", "network", "scheduler", "trials", "limits", "checker", "faults", "time", "trace", "properties")
-	if err != nil {
+// draft is a spec being decoded. Sections decode into s in the file's
+// order, but the nodes must be known before the sections that name them
+// (faults, checker, properties): those are kept here and decoded after
+// the rest (see decoder.spec), as are the nodes that checks across
+// sections point at.
+type draft struct {
+	s     *Spec
+	named bool
+	// Decoded once the others are, in this order.
+	nodes, faults, checker, properties ast.Node
+	// Where network.subnet, scheduler.pct_depth, time.until and
+	// time.spread are, when given.
+	subnet, pctDepth, timeUntil, timeSpread ast.Node
+	// noTimeSpread is time.spread: false.
+	noTimeSpread bool
+}
+
+// specFields are the spec's sections (docs/spec.md).
+var specFields = []field[*draft]{
+	{"name", decodeName},
+	{"nodes", keep(func(b *draft) *ast.Node { return &b.nodes })},
+	{"network", section(networkFields)},
+	{"scheduler", section(schedulerFields)},
+	{"trials", intField(func(b *draft) *int { return &b.s.Trials }, 1, MaxTrials)},
+	{"limits", section(limitsFields)},
+	{"checker", keep(func(b *draft) *ast.Node { return &b.checker })},
+	{"faults", keep(func(b *draft) *ast.Node { return &b.faults })},
+	{"time", section(timeFields)},
+	{"trace", section(traceFields)},
+	{"properties", keep(func(b *draft) *ast.Node { return &b.properties })},
+}
+
+// keep sets a section aside, to be decoded after the others.
+func keep(at func(*draft) *ast.Node) setter[*draft] {
+	return func(_ *decoder, v ast.Node, _ string, b *draft) error {
+		*at(b) = v
+		return nil
+	}
+}
+
+func decodeName(d *decoder, v ast.Node, path string, b *draft) (err error) {
+	if b.s.Name, err = d.str(v, path); err != nil {
 		return err
 	}
-	// Defaults.
+	if !nameRE.MatchString(b.s.Name) {
+		return d.errf(v, path, "%q is not a valid name (lowercase letters, digits and dashes)", b.s.Name)
+	}
+	b.named = true
+	return nil
+}
+
+// setDefaults gives s what a spec that says nothing gets.
+func setDefaults(s *Spec) {
 	s.Network.Subnet = DefaultSubnet
 	s.Scheduler.Strategy = "pos"
 	s.Scheduler.Seed = 1
@@ -180,255 +224,53 @@ func (d *decoder) spec(root ast.Node, s *Spec) error {
 	s.Time.Delays = DefaultDelays
 	s.Time.MaxDelay = DefaultMaxDelay
 	s.Trace.Data = DefaultTraceData
-	var nodesNode, checkerNode, subnetNode, faultsNode, timeUntil, timeSpreadNode, propertiesNode ast.Node
-	timeSpread := true
-	haveName := false
-	pctNode := ast.Node(nil)
-	for _, p := range pairs {
-		switch p.key {
-		case "name":
-			if s.Name, err = d.str(p.value, "name"); err != nil {
-				return err
-			}
-			if !nameRE.MatchString(s.Name) {
-				return d.errf(p.value, "name", "%q is not a valid name (lowercase letters, digits and dashes)", s.Name)
-			}
-			haveName = true
-		case "nodes":
-			nodesNode = p.value
-		case "network":
-			np, err := d.fields(p.value, "network", "subnet")
-			if err != nil {
-				return err
-			}
-			for _, q := range np {
-				v, err := d.str(q.value, "network.subnet")
-				if err != nil {
-					return err
-				}
-				pfx, perr := netip.ParsePrefix(v)
-				if perr != nil {
-					return d.errf(q.value, "network.subnet", "invalid subnet %q", v)
-				}
-				if !pfx.Addr().Is4() {
-					return d.errf(q.value, "network.subnet", "must be an IPv4 subnet, got %s", v)
-				}
-				if pfx.Bits() < 8 || pfx.Bits() > 30 {
-					return d.errf(q.value, "network.subnet", "prefix length must be between 8 and 30, got /%d", pfx.Bits())
-				}
-				if err := d.usableSubnet(q.value, pfx.Masked()); err != nil {
-					return err
-				}
-				s.Network.Subnet = pfx.Masked()
-				subnetNode = q.value
-			}
-		case "scheduler":
-			sp, err := d.fields(p.value, "scheduler", "strategy", "seed", "pct_depth", "conflict")
-			if err != nil {
-				return err
-			}
-			for _, q := range sp {
-				f := "scheduler." + q.key
-				switch q.key {
-				case "strategy":
-					if s.Scheduler.Strategy, err = d.str(q.value, f); err != nil {
-						return err
-					}
-					if serr := checkStrategy(s.Scheduler.Strategy); serr != nil {
-						return d.errf(q.value, f, "%v", serr)
-					}
-				case "seed":
-					if s.Scheduler.Seed, err = d.integer(q.value, f); err != nil {
-						return err
-					}
-				case "pct_depth":
-					v, err := d.integer(q.value, f)
-					if err != nil {
-						return err
-					}
-					if v < 1 || v > maxPCTDepth {
-						return d.errf(q.value, f, "must be between 1 and %d, got %d", maxPCTDepth, v)
-					}
-					s.Scheduler.PCTDepth = int(v)
-					pctNode = q.value
-				case "conflict":
-					if err := d.conflict(q.value, s); err != nil {
-						return err
-					}
-				}
-			}
-		case "trials":
-			v, err := d.integer(p.value, "trials")
-			if err != nil {
-				return err
-			}
-			if v < 1 || v > MaxTrials {
-				return d.errf(p.value, "trials", "must be between 1 and %d, got %d", MaxTrials, v)
-			}
-			s.Trials = int(v)
-		case "limits":
-			lp, err := d.fields(p.value, "limits", "virtual_time", "steps", "real_time", "deadlock_grace", "livelock_steps", "node")
-			if err != nil {
-				return err
-			}
-			for _, q := range lp {
-				f := "limits." + q.key
-				switch q.key {
-				case "virtual_time":
-					if s.Limits.VirtualTime, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
-						return err
-					}
-				case "real_time":
-					if s.Limits.RealTime, err = d.duration(q.value, f, false, maxRealTime); err != nil {
-						return err
-					}
-				case "deadlock_grace":
-					if s.Limits.DeadlockGrace, err = d.duration(q.value, f, true, time.Minute); err != nil {
-						return err
-					}
-				case "livelock_steps":
-					if s.Limits.LivelockSteps, err = d.count(q.value, f, maxSteps); err != nil {
-						return err
-					}
-				case "node":
-					if s.Limits.Node, err = d.nodeLimits(q.value, f); err != nil {
-						return err
-					}
-				case "steps":
-					v, err := d.integer(q.value, f)
-					if err != nil {
-						return err
-					}
-					if v < 1 || v > maxSteps {
-						return d.errf(q.value, f, "must be between 1 and %d, got %d", maxSteps, v)
-					}
-					s.Limits.Steps = int(v)
-				}
-			}
-		case "checker":
-			checkerNode = p.value
-		case "properties":
-			propertiesNode = p.value
-		case "faults":
-			faultsNode = p.value
-		case "trace":
-			tp, err := d.fields(p.value, "trace", "data")
-			if err != nil {
-				return err
-			}
-			for _, q := range tp {
-				v, err := d.integer(q.value, "trace.data")
-				if err != nil {
-					return err
-				}
-				if v < 0 || v > maxTraceData {
-					return d.errf(q.value, "trace.data", "must be between 0 and %d bytes, got %d", maxTraceData, v)
-				}
-				s.Trace.Data = int(v)
-			}
-		case "time":
-			tp, err := d.fields(p.value, "time", "epoch", "delays", "max_delay", "tick", "skew", "from", "until", "spread")
-			if err != nil {
-				return err
-			}
-			for _, q := range tp {
-				f := "time." + q.key
-				switch q.key {
-				case "epoch":
-					v, err := d.str(q.value, f)
-					if err != nil {
-						return err
-					}
-					e, perr := time.Parse(time.RFC3339, v)
-					if perr != nil {
-						return d.errf(q.value, f, "invalid time %q (want RFC 3339, e.g. 2024-01-01T00:00:00Z)", v)
-					}
-					if e.Before(minEpoch) || e.After(maxEpoch) {
-						return d.errf(q.value, f, "must be between 1970-01-01T00:00:00Z and 2200-01-01T00:00:00Z, got %s", v)
-					}
-					s.Time.Epoch = e
-				case "delays":
-					v, err := d.integer(q.value, f)
-					if err != nil {
-						return err
-					}
-					if v < 0 || v > maxDelays {
-						return d.errf(q.value, f, "must be between 0 and %d, got %d", maxDelays, v)
-					}
-					s.Time.Delays = int(v)
-				case "tick":
-					if s.Time.Tick, err = d.duration(q.value, f, true, time.Second); err != nil {
-						return err
-					}
-				case "skew":
-					if s.Time.Skew, err = d.duration(q.value, f, true, time.Hour); err != nil {
-						return err
-					}
-				case "max_delay":
-					if s.Time.MaxDelay, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
-						return err
-					}
-				case "from":
-					if s.Time.From, err = d.duration(q.value, f, true, maxVirtualTime); err != nil {
-						return err
-					}
-				case "until":
-					if s.Time.Until, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
-						return err
-					}
-					timeUntil = q.value
-				case "spread":
-					if timeSpread, s.Time.By, err = d.spread(q.value, f); err != nil {
-						return err
-					}
-					timeSpreadNode = q.value
-				}
-			}
-		}
+}
+
+// spec decodes the document root into s.
+func (d *decoder) spec(root ast.Node, s *Spec) error {
+	setDefaults(s)
+	b := &draft{s: s}
+	if err := decodeMap(d, root, "", specFields, b); err != nil {
+		return err
 	}
-	if !haveName {
+	if !b.named {
 		return d.errf(root, "name", "missing")
 	}
-	if pctNode != nil && strings.TrimSuffix(s.Scheduler.Strategy, "+") != "pct" {
-		return d.errf(pctNode, "scheduler.pct_depth", "only applies to strategy pct, not %s", s.Scheduler.Strategy)
+	if b.pctDepth != nil && strings.TrimSuffix(s.Scheduler.Strategy, "+") != "pct" {
+		return d.errf(b.pctDepth, "scheduler.pct_depth", "only applies to strategy pct, not %s", s.Scheduler.Strategy)
 	}
-	if nodesNode == nil {
+	if b.nodes == nil {
 		return d.errf(root, "nodes", "missing")
 	}
-	if subnetNode == nil {
-		// The default must not clash with the host either.
-		if err := d.usableSubnet(nil, s.Network.Subnet); err != nil {
-			var se *Error
-			if errors.As(err, &se) {
-				se.Msg = "the default " + se.Msg + " (set network.subnet)"
-			}
+	if b.subnet == nil {
+		if err := d.defaultSubnet(s); err != nil {
 			return err
 		}
 	}
-	if err := d.nodes(nodesNode, s); err != nil {
+	if err := d.nodes(b.nodes, s); err != nil {
 		return err
 	}
-	if faultsNode != nil {
-		if err := d.faults(faultsNode, s); err != nil {
+	if b.faults != nil {
+		if err := d.faults(b.faults, s); err != nil {
 			return err
 		}
 	}
-	if err := d.delayWindow(timeUntil, s); err != nil {
+	if err := d.delayWindow(b.timeUntil, s); err != nil {
 		return err
 	}
-	if !timeSpread {
-		if timeUntil != nil {
-			return d.errf(timeSpreadNode, "time.spread", "is false, but time.until sets a delay window")
+	if b.noTimeSpread {
+		if b.timeUntil != nil {
+			return d.errf(b.timeSpread, "time.spread", "is false, but time.until sets a delay window")
 		}
 		s.Time.Until = 0 // offered from time.from on, even with spread faults
 	}
-	if checkerNode != nil {
-		if err := d.checker(checkerNode, s); err != nil {
+	if b.checker != nil {
+		if err := d.checker(b.checker, s); err != nil {
 			return err
 		}
 	}
-	if propertiesNode != nil {
-		if err := d.properties(propertiesNode, s); err != nil {
+	if b.properties != nil {
+		if err := d.properties(b.properties, s); err != nil {
 			return err
 		}
 	}
