@@ -39,7 +39,6 @@ type Node struct {
 // nodeDraft is a node being decoded.
 type nodeDraft struct {
 	n   *Node
-	s   *Spec
 	idx int
 	// names are the nodes before this one, by name: a name is taken once.
 	names map[string]int
@@ -113,10 +112,7 @@ var nodeFields = []field[*nodeDraft]{
 		if err != nil {
 			return err
 		}
-		if nd.n.Image, err = d.image(ref, nd.s.Dir); err != nil {
-			return d.errf(v, path, "%v", err)
-		}
-		nd.n.imageLine = lineOf(v)
+		nd.n.Image, nd.n.imageLine = d.image(ref), lineOf(v)
 		return nil
 	}},
 	{"entrypoint", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
@@ -178,7 +174,7 @@ func (d *decoder) nodes(n ast.Node, s *Spec) error {
 // node decodes nodes[i], v, and appends it to s.Nodes.
 func (d *decoder) node(v ast.Node, i int, names map[string]int, s *Spec) error {
 	path := fmt.Sprintf("nodes[%d]", i)
-	nd := &nodeDraft{n: &Node{Role: RoleServer, line: lineOf(unwrap(v))}, s: s, idx: i, names: names}
+	nd := &nodeDraft{n: &Node{Role: RoleServer, line: lineOf(unwrap(v))}, idx: i, names: names}
 	if err := decodeMap(d, v, path, nodeFields, nd); err != nil {
 		return err
 	}
@@ -191,10 +187,6 @@ func (d *decoder) node(v ast.Node, i int, names map[string]int, s *Spec) error {
 	}
 	if ns.Entrypoint != nil && ns.Image == nil {
 		return d.errf(v, path+".entrypoint", "only an image node has an entrypoint (put it in command)")
-	}
-	if ns.Image != nil {
-		// A replay refuses a spec whose image changed.
-		s.Digest = digest([]byte(s.Digest + "\n" + path + ".image " + ns.Image.ID))
 	}
 	s.Nodes = append(s.Nodes, *ns)
 	return nil

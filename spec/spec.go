@@ -62,6 +62,12 @@ type Spec struct {
 		Model *HistoryCheck
 	}
 	checkerLine int
+	// composed is set for a spec imported from a compose file, whose
+	// errors say so (see loadCompose).
+	composed bool
+	// imagesResolved is set once the image nodes have their images (see
+	// ResolveImages).
+	imagesResolved bool
 	// Properties are patterns over the nodes' output lines that must never,
 	// eventually or sometimes match (properties:).
 	Properties []Property

@@ -7,23 +7,26 @@ import (
 	"strings"
 )
 
+// placeholderVars are the template values validation renders with, for a
+// trial in the directory trial.
+func (s *Spec) placeholderVars(trial string) TemplateVars {
+	addrs, _ := nodeAddrs(s.Network.Subnet, len(s.Nodes))
+	v := TemplateVars{TrialDir: trial, NodeDir: trial + "/node", Seed: 1, Addrs: map[string]netip.Addr{}}
+	for i, n := range s.Nodes {
+		v.Addrs[n.Name] = addrs[i]
+	}
+	return v
+}
+
 // validateTemplates renders every template with placeholder values so that
 // an unknown node or a syntax error is reported when the spec is loaded,
 // under the field that holds it, and checks that every node can start: its
 // program is something the kernel can execute, its workdir exists and its
 // arguments fit in what execve accepts.
 func (s *Spec) validateTemplates(d *decoder) error {
-	addrs, _ := nodeAddrs(s.Network.Subnet, len(s.Nodes))
-	vars := func(trial string) TemplateVars {
-		v := TemplateVars{TrialDir: trial, NodeDir: trial + "/node", Seed: 1, Addrs: map[string]netip.Addr{}}
-		for i, n := range s.Nodes {
-			v.Addrs[n.Name] = addrs[i]
-		}
-		return v
-	}
 	// Two different trial directories tell a workdir that lockstep makes
 	// per trial from one that must exist already.
-	v, other := vars("/lockstep-trial"), vars("/lockstep-other-trial")
+	v, other := s.placeholderVars("/lockstep-trial"), s.placeholderVars("/lockstep-other-trial")
 	// One budget for every node's templates: the spec's validation is
 	// bounded whatever the number of nodes and fields.
 	bud := newBudget()
@@ -53,12 +56,9 @@ func (s *Spec) validateTemplates(d *decoder) error {
 			}
 			env = append(env, k+"="+out[0])
 		}
-		if n.Image != nil {
-			// The image's paths: nothing to find on the host.
-			if err := s.checkImageNode(n, v); err != nil {
-				return serr(n.imageLine, "image", "%v", err)
-			}
-		} else if n.Workdir != "" {
+		// An image node's paths are the image's, checked by ResolveImages
+		// once it is unpacked: nothing to find on the host.
+		if n.Image == nil && n.Workdir != "" {
 			wd, err := s.expandAll(n.Name, v, []string{n.Workdir}, bud)
 			if err != nil {
 				return serr(n.workdirLine, "workdir", "%v", err)
