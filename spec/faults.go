@@ -297,13 +297,14 @@ var faultFields = append([]field[*faultDraft]{
 	}},
 }, diskRows()...)
 
-// diskRows are the rows of the storage faults' fields (diskField).
+// diskRows are faultFields' rows of the storage faults' fields
+// (diskPlanFields), which also note where each field is.
 func diskRows() []field[*faultDraft] {
-	rows := make([]field[*faultDraft], len(diskFields))
-	for i, key := range diskFields {
-		rows[i] = field[*faultDraft]{key, func(d *decoder, v ast.Node, _ string, fd *faultDraft) error {
-			fd.disk[key] = v
-			return d.diskField(key, v, &fd.plan.Disk)
+	rows := make([]field[*faultDraft], len(diskPlanFields))
+	for i, f := range diskPlanFields {
+		rows[i] = field[*faultDraft]{f.key, func(d *decoder, v ast.Node, path string, fd *faultDraft) error {
+			fd.disk[f.key] = v
+			return f.set(d, v, path, &fd.plan.Disk)
 		}}
 	}
 	return rows
@@ -553,68 +554,75 @@ func (d *decoder) rate(n ast.Node, path string) (int64, error) {
 	return int64(v), nil
 }
 
+// holdFields are faults.hold's.
+var holdFields = []field[*FaultPlan]{
+	{"match", func(d *decoder, v ast.Node, path string, plan *FaultPlan) error {
+		seq, ok := v.(*ast.SequenceNode)
+		if !ok || len(seq.Values) == 0 {
+			return d.errf(v, path, "must be a list of patterns ({prefix, contains, lacks}), got %s", describe(v))
+		}
+		for i, pv := range seq.Values {
+			pf := fmt.Sprintf("%s[%d]", path, i)
+			var pt BytePattern
+			if err := decodeMap(d, pv, pf, patternFields, &pt); err != nil {
+				return err
+			}
+			if pt.Prefix == nil && pt.Contains == nil && pt.Lacks == nil {
+				return d.errf(pv, pf, "needs prefix, contains or lacks")
+			}
+			plan.HoldMatch = append(plan.HoldMatch, pt)
+		}
+		return nil
+	}},
+	{"direction", func(d *decoder, v ast.Node, path string, plan *FaultPlan) error {
+		str, err := d.str(v, path)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(HoldDirections(), str) {
+			return d.errf(v, path, "unknown direction %q (want to or from; without it each hold draws one)", str)
+		}
+		plan.HoldDirection = str
+		return nil
+	}},
+}
+
+// patternFields are a pattern's of faults.hold.match.
+var patternFields = []field[*BytePattern]{
+	{"prefix", bytesField(func(p *BytePattern) *[]byte { return &p.Prefix })},
+	{"contains", bytesField(func(p *BytePattern) *[]byte { return &p.Contains })},
+	{"lacks", bytesField(func(p *BytePattern) *[]byte { return &p.Lacks })},
+}
+
+// bytesField sets the pattern at(t) points at: bytes as parseBytes reads
+// them, at least one and at most HoldMatchBytes.
+func bytesField[T any](at func(T) *[]byte) setter[T] {
+	return func(d *decoder, v ast.Node, path string, t T) error {
+		str, err := d.str(v, path)
+		if err != nil {
+			return err
+		}
+		b, err := parseBytes(str)
+		if err != nil {
+			return d.errf(v, path, "%v", err)
+		}
+		if len(b) == 0 {
+			return d.errf(v, path, "is empty")
+		}
+		if len(b) > HoldMatchBytes {
+			return d.errf(v, path, "is %d bytes; patterns look at a message's first %d", len(b), HoldMatchBytes)
+		}
+		*at(t) = b
+		return nil
+	}
+}
+
 // holdMatch decodes faults.hold: {match: [{prefix, contains, lacks}...],
 // direction: to|from}, what a hold holds when it holds one kind of
 // message (docs/spec.md, Network faults).
 func (d *decoder) holdMatch(n ast.Node, path string, plan *FaultPlan) error {
-	fp, err := d.fields(n, path, "match", "direction")
-	if err != nil {
+	if err := decodeMap(d, n, path, holdFields, plan); err != nil {
 		return err
-	}
-	for _, q := range fp {
-		f := path + "." + q.key
-		switch q.key {
-		case "direction":
-			v, err := d.str(q.value, f)
-			if err != nil {
-				return err
-			}
-			if !slices.Contains(HoldDirections(), v) {
-				return d.errf(q.value, f, "unknown direction %q (want to or from; without it each hold draws one)", v)
-			}
-			plan.HoldDirection = v
-		case "match":
-			seq, ok := q.value.(*ast.SequenceNode)
-			if !ok || len(seq.Values) == 0 {
-				return d.errf(q.value, f, "must be a list of patterns ({prefix, contains, lacks}), got %s", describe(q.value))
-			}
-			for i, v := range seq.Values {
-				pf := fmt.Sprintf("%s[%d]", f, i)
-				pp, err := d.fields(v, pf, "prefix", "contains", "lacks")
-				if err != nil {
-					return err
-				}
-				var pt BytePattern
-				for _, x := range pp {
-					str, err := d.str(x.value, pf+"."+x.key)
-					if err != nil {
-						return err
-					}
-					b, err := parseBytes(str)
-					if err != nil {
-						return d.errf(x.value, pf+"."+x.key, "%v", err)
-					}
-					if len(b) == 0 {
-						return d.errf(x.value, pf+"."+x.key, "is empty")
-					}
-					if len(b) > HoldMatchBytes {
-						return d.errf(x.value, pf+"."+x.key, "is %d bytes; patterns look at a message's first %d", len(b), HoldMatchBytes)
-					}
-					switch x.key {
-					case "prefix":
-						pt.Prefix = b
-					case "contains":
-						pt.Contains = b
-					case "lacks":
-						pt.Lacks = b
-					}
-				}
-				if len(pp) == 0 {
-					return d.errf(v, pf, "needs prefix, contains or lacks")
-				}
-				plan.HoldMatch = append(plan.HoldMatch, pt)
-			}
-		}
 	}
 	if len(plan.HoldMatch) == 0 {
 		return d.errf(n, path+".match", "missing")
