@@ -11,6 +11,12 @@
 // which the engine and the CLI do before they run a spec's nodes.
 // Expanding a node's command templates for a trial is pure and lives here.
 //
+// The decoder is driven by tables: each section (spec.go, nodes.go,
+// network.go, scheduler.go, limits.go, timing.go, trace.go, faults.go,
+// hold.go, storage.go) is a table of fields, each a key and the setter that
+// decodes its value, so that a new key is a row and no function grows
+// with the format; checks across fields follow the table's decoding.
+//
 // spec is data: it imports none of the packages that act on a spec
 // (tracer, netns, sched, faults, conflict, history). The words it shares
 // with them (strategies, schemes, fault kinds, models, capabilities) it

@@ -41,7 +41,8 @@ func (e *Error) Error() string {
 	return strings.ReplaceAll(msg, "\ufeff", "")
 }
 
-// Load reads and validates a spec file.
+// Load reads and validates a spec file. Its image nodes' images are
+// named, not read: whoever runs the nodes resolves them (ResolveImages).
 func Load(path string) (*Spec, error) {
 	data, err := readFile(path)
 	if err != nil {
@@ -121,7 +122,8 @@ func fileKind(m os.FileMode) string {
 }
 
 // Parse validates a spec read from path (used for error messages and
-// for resolving {{dir}}).
+// for resolving {{dir}}). As with Load, its images are left to
+// ResolveImages.
 func Parse(path string, data []byte) (*Spec, error) {
 	return parse(path, data, HostNets)
 }
