@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/internal/procfs"
 	"log/slog"
 	"os"
@@ -67,6 +68,11 @@ const historyBatch = 8
 // networks down and returns the summary of the trials finished before,
 // with Interrupted set.
 func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) {
+	// A spec loads without its images (spec is data): unpack them now,
+	// unless the caller did.
+	if err := image.Resolve(ctx, sp); err != nil {
+		return nil, err
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}

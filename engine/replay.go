@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/vclock"
@@ -96,6 +97,10 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 		return nil, err
 	}
 	sp, err := spec.Load(tr.Header.Spec)
+	if err == nil {
+		// Before the digest, which covers the images.
+		err = image.Resolve(ctx, sp)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("loading the trace's spec: %w", err)
 	}

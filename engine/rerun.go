@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -29,6 +30,10 @@ type Rerunner struct {
 // log (nil: warnings to stderr) gets the engine's and the tracer's log.
 func NewRerunner(ctx context.Context, tr *sched.Trace, outDir string, log *slog.Logger) (*Rerunner, error) {
 	sp, err := spec.Load(tr.Header.Spec)
+	if err == nil {
+		// Before the digest, which covers the images.
+		err = image.Resolve(ctx, sp)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("loading the trace's spec: %w", err)
 	}

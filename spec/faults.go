@@ -67,20 +67,6 @@ type FaultPlan struct {
 	HoldDirection string
 }
 
-// BytePattern picks messages by their bytes (faults.hold.match): a
-// message matches when it begins with Prefix, contains Contains and does
-// not contain Lacks (an empty field says nothing).
-type BytePattern struct {
-	Prefix, Contains, Lacks []byte
-}
-
-// HoldMatchBytes is how many of a message's first bytes a pattern looks
-// at (the engine hands the faults that many: faults.MatchBytes).
-const HoldMatchBytes = 1024
-
-// HoldDirections are faults.hold.direction's words.
-func HoldDirections() []string { return []string{"to", "from"} }
-
 // Enabled reports whether the plan injects anything.
 func (p FaultPlan) Enabled() bool { return p.Budget > 0 && len(p.Kinds) > 0 && len(p.Nodes) > 0 }
 
@@ -223,170 +209,201 @@ func faultNames(sep string) string {
 // cent (a lease renewed at 90 % of its term).
 const defaultMaxDrift = 100_000
 
+// faultDraft is the faults section being decoded.
+type faultDraft struct {
+	plan FaultPlan
+	s    *Spec
+	// Where these fields are, when given.
+	until, nodes, kinds, spread, hold, outage ast.Node
+	// disk holds where each storage field is, by key.
+	disk map[string]ast.Node
+	// noSpread is faults.spread: false.
+	noSpread bool
+}
+
+// faultFields are the faults section's; the storage faults' fields
+// (diskFields) follow them.
+var faultFields = append([]field[*faultDraft]{
+	{"kinds", decodeFaultKinds},
+	{"nodes", func(d *decoder, v ast.Node, path string, fd *faultDraft) (err error) {
+		fd.plan.Nodes, err = d.strings(v, path)
+		fd.nodes = v
+		return err
+	}},
+	{"budget", intField(func(fd *faultDraft) *int { return &fd.plan.Budget }, 0, 100)},
+	{"from", durationField(func(fd *faultDraft) *time.Duration { return &fd.plan.From }, true, maxVirtualTime)},
+	{"until", func(d *decoder, v ast.Node, path string, fd *faultDraft) (err error) {
+		fd.plan.Until, err = d.duration(v, path, false, maxVirtualTime)
+		fd.until = v
+		return err
+	}},
+	{"max_pause", durationField(func(fd *faultDraft) *time.Duration { return &fd.plan.MaxPause }, false, maxVirtualTime)},
+	{"max_clock_jump", durationField(func(fd *faultDraft) *time.Duration { return &fd.plan.MaxClockJump }, false, 100*365*24*time.Hour)},
+	{"max_drift", func(d *decoder, v ast.Node, path string, fd *faultDraft) (err error) {
+		fd.plan.MaxDrift, err = d.rate(v, path)
+		return err
+	}},
+	{"max_outage", func(d *decoder, v ast.Node, path string, fd *faultDraft) (err error) {
+		fd.plan.MaxOutage, err = d.duration(v, path, true, maxVirtualTime)
+		fd.outage = v
+		return err
+	}},
+	{"groups", decodeFaultGroups},
+	{"max_hold", durationField(func(fd *faultDraft) *time.Duration { return &fd.plan.MaxHold }, false, maxVirtualTime)},
+	{"target", func(d *decoder, v ast.Node, path string, fd *faultDraft) (err error) {
+		fd.plan.Probe, err = d.target(v, path, fd.s)
+		return err
+	}},
+	{"clock_direction", func(d *decoder, v ast.Node, path string, fd *faultDraft) error {
+		str, err := d.str(v, path)
+		if err != nil {
+			return err
+		}
+		dir := ClockDirection(str)
+		if dir != ClockForward && dir != ClockBackward && dir != ClockBoth {
+			return d.errf(v, path, "unknown direction %q (want forward, backward or both)", str)
+		}
+		fd.plan.ClockDirection = dir
+		return nil
+	}},
+	{"undo_clock", func(d *decoder, v ast.Node, path string, fd *faultDraft) error {
+		undo, err := d.boolean(v, path)
+		fd.plan.KeepClock = !undo
+		return err
+	}},
+	{"spread", func(d *decoder, v ast.Node, path string, fd *faultDraft) error {
+		spread, by, err := d.spread(v, path)
+		fd.noSpread, fd.plan.By, fd.spread = !spread, by, v
+		return err
+	}},
+	{"overlap", intField(func(fd *faultDraft) *int { return &fd.plan.Overlap }, 1, 10)},
+	{"hold", func(d *decoder, v ast.Node, path string, fd *faultDraft) error {
+		fd.hold = v
+		return d.holdMatch(v, path, &fd.plan)
+	}},
+}, diskRows()...)
+
+// diskRows are faultFields' rows of the storage faults' fields
+// (diskPlanFields), which also note where each field is.
+func diskRows() []field[*faultDraft] {
+	rows := make([]field[*faultDraft], len(diskPlanFields))
+	for i, f := range diskPlanFields {
+		rows[i] = field[*faultDraft]{f.key, func(d *decoder, v ast.Node, path string, fd *faultDraft) error {
+			fd.disk[f.key] = v
+			return f.set(d, v, path, &fd.plan.Disk)
+		}}
+	}
+	return rows
+}
+
+func decodeFaultKinds(d *decoder, v ast.Node, path string, fd *faultDraft) error {
+	names, err := d.strings(v, path)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return d.errf(v, path, "must name at least one of %s", faultNames(", "))
+	}
+	plan := &fd.plan
+	for _, name := range names {
+		w, ok := keyword(name)
+		if !ok {
+			return d.errf(v, path, "unknown fault %q (want %s; restart and heal follow them)", name, faultNames(" or "))
+		}
+		switch name {
+		case "bipartition":
+			plan.Shapes = []string{ShapeIsolate, ShapeMinority, ShapeBridge}
+		case "bridge":
+			if !slices.Contains(plan.Shapes, ShapeBridge) {
+				plan.Shapes = append(plan.Shapes, ShapeBridge)
+			}
+		}
+		if !slices.Contains(plan.Kinds, w.kind) {
+			plan.Kinds = append(plan.Kinds, w.kind)
+		}
+	}
+	fd.kinds = v
+	return nil
+}
+
+func decodeFaultGroups(d *decoder, v ast.Node, path string, fd *faultDraft) (err error) {
+	if str, ok := v.(*ast.StringNode); ok {
+		// Groups drawn at each injection from who talks to whom.
+		if str.Value != "follow" {
+			return d.errf(v, path, "must be a list of lists of node names or follow, got string %q", str.Value)
+		}
+		fd.plan.Follow = true
+		return nil
+	}
+	fd.plan.Groups, err = d.groups(v, path, fd.s)
+	return err
+}
+
 // faults decodes the spec's faults section (docs/spec.md, "Faults"); it
 // runs after the nodes are known, since it names them.
 func (d *decoder) faults(n ast.Node, s *Spec) error {
 	if _, isNull := n.(*ast.NullNode); isNull {
 		return nil
 	}
-	fp, err := d.fields(n, "faults", append([]string{"kinds", "nodes", "budget", "from", "until", "max_pause", "max_clock_jump", "max_drift", "max_outage", "groups", "max_hold", "target", "clock_direction", "undo_clock", "spread", "overlap", "hold"}, diskFields...)...)
-	if err != nil {
+	fd := &faultDraft{
+		plan: FaultPlan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift,
+			MaxOutage: 2 * time.Second, MaxHold: time.Second, Until: s.Limits.VirtualTime, Disk: DefaultDiskPlan()},
+		s:    s,
+		disk: map[string]ast.Node{},
+	}
+	if err := decodeMap(d, n, "faults", faultFields, fd); err != nil {
 		return err
 	}
-	plan := FaultPlan{Budget: 1, MaxPause: time.Second, MaxClockJump: 10 * time.Second, MaxDrift: defaultMaxDrift, MaxOutage: 2 * time.Second, MaxHold: time.Second, Until: s.Limits.VirtualTime, Disk: DefaultDiskPlan()}
-	var untilNode, nodesNode, kindsNode, spreadNode, holdNode, outageNode ast.Node
-	spread := true
-	haveKinds := false
-	diskNodes := map[string]ast.Node{}
-	for _, q := range fp {
-		f := "faults." + q.key
-		if slices.Contains(diskFields, q.key) {
-			if err := d.diskField(q.key, q.value, &plan.Disk); err != nil {
-				return err
-			}
-			diskNodes[q.key] = q.value
-			continue
-		}
-		switch q.key {
-		case "kinds":
-			names, err := d.strings(q.value, f)
-			if err != nil {
-				return err
-			}
-			if len(names) == 0 {
-				return d.errf(q.value, f, "must name at least one of %s", faultNames(", "))
-			}
-			for _, name := range names {
-				w, ok := keyword(name)
-				if !ok {
-					return d.errf(q.value, f, "unknown fault %q (want %s; restart and heal follow them)", name, faultNames(" or "))
-				}
-				k := w.kind
-				switch name {
-				case "bipartition":
-					plan.Shapes = []string{ShapeIsolate, ShapeMinority, ShapeBridge}
-				case "bridge":
-					if !slices.Contains(plan.Shapes, ShapeBridge) {
-						plan.Shapes = append(plan.Shapes, ShapeBridge)
-					}
-				}
-				if !slices.Contains(plan.Kinds, k) {
-					plan.Kinds = append(plan.Kinds, k)
-				}
-			}
-			haveKinds = true
-			kindsNode = q.value
-		case "nodes":
-			if plan.Nodes, err = d.strings(q.value, f); err != nil {
-				return err
-			}
-			nodesNode = q.value
-		case "budget":
-			v, err := d.integer(q.value, f)
-			if err != nil {
-				return err
-			}
-			if v < 0 || v > 100 {
-				return d.errf(q.value, f, "must be between 0 and 100, got %d", v)
-			}
-			plan.Budget = int(v)
-		case "from":
-			if plan.From, err = d.duration(q.value, f, true, maxVirtualTime); err != nil {
-				return err
-			}
-		case "until":
-			if plan.Until, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
-				return err
-			}
-			untilNode = q.value
-		case "max_pause":
-			if plan.MaxPause, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
-				return err
-			}
-		case "max_outage":
-			if plan.MaxOutage, err = d.duration(q.value, f, true, maxVirtualTime); err != nil {
-				return err
-			}
-			outageNode = q.value
-		case "groups":
-			if str, ok := q.value.(*ast.StringNode); ok {
-				// Groups drawn at each injection from who talks to whom.
-				if str.Value != "follow" {
-					return d.errf(q.value, f, "must be a list of lists of node names or follow, got string %q", str.Value)
-				}
-				plan.Follow = true
-				break
-			}
-			if plan.Groups, err = d.groups(q.value, f, s); err != nil {
-				return err
-			}
-		case "max_hold":
-			if plan.MaxHold, err = d.duration(q.value, f, false, maxVirtualTime); err != nil {
-				return err
-			}
-		case "hold":
-			if err := d.holdMatch(q.value, f, &plan); err != nil {
-				return err
-			}
-			holdNode = q.value
-		case "target":
-			if plan.Probe, err = d.target(q.value, f, s); err != nil {
-				return err
-			}
-		case "clock_direction":
-			v, err := d.str(q.value, f)
-			if err != nil {
-				return err
-			}
-			dir := ClockDirection(v)
-			if dir != ClockForward && dir != ClockBackward && dir != ClockBoth {
-				return d.errf(q.value, f, "unknown direction %q (want forward, backward or both)", v)
-			}
-			plan.ClockDirection = dir
-		case "spread":
-			if spread, plan.By, err = d.spread(q.value, f); err != nil {
-				return err
-			}
-			spreadNode = q.value
-		case "overlap":
-			v, err := d.integer(q.value, f)
-			if err != nil {
-				return err
-			}
-			if v < 1 || v > 10 {
-				return d.errf(q.value, f, "must be between 1 and 10, got %d", v)
-			}
-			plan.Overlap = int(v)
-		case "undo_clock":
-			undo, err := d.boolean(q.value, f)
-			if err != nil {
-				return err
-			}
-			plan.KeepClock = !undo
-		case "max_drift":
-			if plan.MaxDrift, err = d.rate(q.value, f); err != nil {
-				return err
-			}
-		case "max_clock_jump":
-			if plan.MaxClockJump, err = d.duration(q.value, f, false, 100*365*24*time.Hour); err != nil {
-				return err
-			}
-		}
-	}
-	if !haveKinds {
+	if fd.kinds == nil {
 		return d.errf(n, "faults.kinds", "missing")
 	}
-	if spread && spreadNode != nil && untilNode == nil {
-		return d.errf(spreadNode, "faults.spread", "needs faults.until: the window ends at limits.virtual_time (%v), past most runs", s.Limits.VirtualTime)
+	if err := d.faultWindow(fd); err != nil {
+		return err
 	}
-	plan.Spread = spread && untilNode != nil
-	if untilNode != nil && plan.Until <= plan.From {
-		return d.errf(untilNode, "faults.until", "%v is not after faults.from (%v)", plan.Until, plan.From)
+	if err := d.faultNodes(fd); err != nil {
+		return err
 	}
-	if untilNode != nil && plan.Until >= s.Limits.VirtualTime {
-		return d.errf(untilNode, "faults.until", "%v leaves no quiet period before limits.virtual_time (%v)", plan.Until, s.Limits.VirtualTime)
+	plan := fd.plan
+	if fd.hold != nil && !slices.Contains(plan.Kinds, FaultHold) {
+		return d.errf(fd.hold, "faults.hold", "holds one kind of message, but faults.kinds has no hold")
 	}
-	if nodesNode == nil {
+	for _, k := range plan.Kinds {
+		if k.has(traitOutage) && plan.MaxOutage == 0 {
+			return d.errf(fd.outage, "faults.max_outage", "must be positive for %s, which lasts up to it", k)
+		}
+	}
+	if err := d.netFaults(fd.kinds, plan); err != nil {
+		return err
+	}
+	if err := d.checkDisk(n, fd.kinds, fd.disk, plan, s); err != nil {
+		return err
+	}
+	s.Faults = plan
+	return nil
+}
+
+// faultWindow checks the window injections happen in (faults.from,
+// faults.until, faults.spread) against the trial's virtual time.
+func (d *decoder) faultWindow(fd *faultDraft) error {
+	s, plan := fd.s, &fd.plan
+	if !fd.noSpread && fd.spread != nil && fd.until == nil {
+		return d.errf(fd.spread, "faults.spread", "needs faults.until: the window ends at limits.virtual_time (%v), past most runs", s.Limits.VirtualTime)
+	}
+	plan.Spread = !fd.noSpread && fd.until != nil
+	if fd.until != nil && plan.Until <= plan.From {
+		return d.errf(fd.until, "faults.until", "%v is not after faults.from (%v)", plan.Until, plan.From)
+	}
+	if fd.until != nil && plan.Until >= s.Limits.VirtualTime {
+		return d.errf(fd.until, "faults.until", "%v leaves no quiet period before limits.virtual_time (%v)", plan.Until, s.Limits.VirtualTime)
+	}
+	return nil
+}
+
+// faultNodes defaults faults.nodes to the servers and checks that every
+// node it names is one.
+func (d *decoder) faultNodes(fd *faultDraft) error {
+	s, plan := fd.s, &fd.plan
+	if fd.nodes == nil {
 		for _, nd := range s.Nodes {
 			if nd.Role == RoleServer {
 				plan.Nodes = append(plan.Nodes, nd.Name)
@@ -397,26 +414,11 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 		i := slices.IndexFunc(s.Nodes, func(nd Node) bool { return nd.Name == name })
 		switch {
 		case i < 0:
-			return d.errf(nodesNode, "faults.nodes", "no node %q", name)
+			return d.errf(fd.nodes, "faults.nodes", "no node %q", name)
 		case s.Nodes[i].Role == RoleClient:
-			return d.errf(nodesNode, "faults.nodes", "%s is a client: faults apply to servers (a client's exit ends the trial)", name)
+			return d.errf(fd.nodes, "faults.nodes", "%s is a client: faults apply to servers (a client's exit ends the trial)", name)
 		}
 	}
-	if holdNode != nil && !slices.Contains(plan.Kinds, FaultHold) {
-		return d.errf(holdNode, "faults.hold", "holds one kind of message, but faults.kinds has no hold")
-	}
-	for _, k := range plan.Kinds {
-		if k.has(traitOutage) && plan.MaxOutage == 0 {
-			return d.errf(outageNode, "faults.max_outage", "must be positive for %s, which lasts up to it", k)
-		}
-	}
-	if err := d.netFaults(kindsNode, plan); err != nil {
-		return err
-	}
-	if err := d.checkDisk(n, kindsNode, diskNodes, plan, s); err != nil {
-		return err
-	}
-	s.Faults = plan
 	return nil
 }
 
@@ -536,101 +538,4 @@ func (d *decoder) rate(n ast.Node, path string) (int64, error) {
 		return 0, d.errf(n, path, "must be from 1ppm to below 100%%, got %q", str)
 	}
 	return int64(v), nil
-}
-
-// holdMatch decodes faults.hold: {match: [{prefix, contains, lacks}...],
-// direction: to|from}, what a hold holds when it holds one kind of
-// message (docs/spec.md, Network faults).
-func (d *decoder) holdMatch(n ast.Node, path string, plan *FaultPlan) error {
-	fp, err := d.fields(n, path, "match", "direction")
-	if err != nil {
-		return err
-	}
-	for _, q := range fp {
-		f := path + "." + q.key
-		switch q.key {
-		case "direction":
-			v, err := d.str(q.value, f)
-			if err != nil {
-				return err
-			}
-			if !slices.Contains(HoldDirections(), v) {
-				return d.errf(q.value, f, "unknown direction %q (want to or from; without it each hold draws one)", v)
-			}
-			plan.HoldDirection = v
-		case "match":
-			seq, ok := q.value.(*ast.SequenceNode)
-			if !ok || len(seq.Values) == 0 {
-				return d.errf(q.value, f, "must be a list of patterns ({prefix, contains, lacks}), got %s", describe(q.value))
-			}
-			for i, v := range seq.Values {
-				pf := fmt.Sprintf("%s[%d]", f, i)
-				pp, err := d.fields(v, pf, "prefix", "contains", "lacks")
-				if err != nil {
-					return err
-				}
-				var pt BytePattern
-				for _, x := range pp {
-					str, err := d.str(x.value, pf+"."+x.key)
-					if err != nil {
-						return err
-					}
-					b, err := parseBytes(str)
-					if err != nil {
-						return d.errf(x.value, pf+"."+x.key, "%v", err)
-					}
-					if len(b) == 0 {
-						return d.errf(x.value, pf+"."+x.key, "is empty")
-					}
-					if len(b) > HoldMatchBytes {
-						return d.errf(x.value, pf+"."+x.key, "is %d bytes; patterns look at a message's first %d", len(b), HoldMatchBytes)
-					}
-					switch x.key {
-					case "prefix":
-						pt.Prefix = b
-					case "contains":
-						pt.Contains = b
-					case "lacks":
-						pt.Lacks = b
-					}
-				}
-				if len(pp) == 0 {
-					return d.errf(v, pf, "needs prefix, contains or lacks")
-				}
-				plan.HoldMatch = append(plan.HoldMatch, pt)
-			}
-		}
-	}
-	if len(plan.HoldMatch) == 0 {
-		return d.errf(n, path+".match", "missing")
-	}
-	return nil
-}
-
-// parseBytes reads a byte pattern as a spec writes it: ASCII text in
-// which \xHH stands for the byte HH and \\ for a backslash.
-func parseBytes(s string) ([]byte, error) {
-	var out []byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' && i+1 < len(s) && s[i+1] == '\\':
-			out = append(out, '\\')
-			i++
-		case c == '\\' && i+3 < len(s) && s[i+1] == 'x':
-			b, err := strconv.ParseUint(s[i+2:i+4], 16, 8)
-			if err != nil {
-				return nil, fmt.Errorf("bad escape %q (want \\xHH)", s[i:i+4])
-			}
-			out = append(out, byte(b))
-			i += 3
-		case c == '\\':
-			return nil, fmt.Errorf("bad escape at %q (want \\xHH or \\\\)", s[i:])
-		case c < 0x20 || c > 0x7e:
-			return nil, fmt.Errorf("byte %#02x is not printable ASCII: write bytes as \\xHH inside single quotes", c)
-		default:
-			out = append(out, c)
-		}
-	}
-	return out, nil
 }

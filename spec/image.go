@@ -1,10 +1,8 @@
 package spec
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -12,12 +10,13 @@ import (
 	v1 "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/lockstep-dev/lockstep/compose"
-	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/internal/execpath"
 )
 
-// Image is an image node's image (spec: image:), read and unpacked when
-// the spec loads.
+// Image is an image node's image (spec: image:). Parsing a spec records
+// the reference alone: reading and unpacking an image (which may run
+// podman) is not data, and is left to whoever runs the nodes, through
+// ResolveImages.
 type Image struct {
 	Ref string // as the spec names it
 	// ID is the digest of the image's config: a trace records it through
@@ -29,46 +28,68 @@ type Image struct {
 	Config v1.ImageConfig
 }
 
-// ImageCache is where images are unpacked unless LOCKSTEP_IMAGE_CACHE says
-// otherwise: kept across campaigns, one directory per image config.
-const ImageCache = "/var/tmp/lockstep/images"
-
-func imageCache() string {
-	if c := os.Getenv("LOCKSTEP_IMAGE_CACHE"); c != "" {
-		return c
-	}
-	return ImageCache
-}
-
-// openImage reads and unpacks the image ref names (a path relative to
-// dir, or a transport: see package image).
-func openImage(ref, dir string) (*Image, error) {
-	ctx := context.Background()
-	im, err := image.Open(ctx, ref, dir, imageCache())
-	if err != nil {
-		return nil, err
-	}
-	root, err := im.Unpack(ctx, imageCache())
-	if err != nil {
-		return nil, err
-	}
-	return &Image{Ref: ref, ID: im.ID.String(), Root: root, Config: im.Config}, nil
-}
-
-// image opens ref once per spec.
-func (d *decoder) image(ref, dir string) (*Image, error) {
+// image is the Image of ref: one per spec however many nodes name it, so
+// that ResolveImages opens it once.
+func (d *decoder) image(ref string) *Image {
 	if im, ok := d.images[ref]; ok {
-		return im, nil
-	}
-	im, err := openImage(ref, dir)
-	if err != nil {
-		return nil, err
+		return im
 	}
 	if d.images == nil {
 		d.images = map[string]*Image{}
 	}
+	im := &Image{Ref: ref}
 	d.images[ref] = im
-	return im, nil
+	return im
+}
+
+// ResolveImages gives the image nodes their images and checks that each
+// can start in its own, as Load checks that a host program exists. open
+// reads and unpacks an image, its Ref relative to the spec's directory,
+// and fills in its ID, Root and Config: package image's Resolve is how
+// lockstep does it. The images' IDs go into the spec's digest, so that a
+// replay refuses an image that changed since its trace. Errors are the
+// spec's (*Error), at the node's image: field. Once it has succeeded,
+// ResolveImages does nothing.
+func (s *Spec) ResolveImages(open func(*Image) error) error {
+	if s.imagesResolved {
+		return nil
+	}
+	err := s.resolveImages(open)
+	var se *Error
+	if s.composed && errors.As(err, &se) {
+		se.Msg += composeNote(s.Path)
+	}
+	if err == nil {
+		s.imagesResolved = true
+	}
+	return err
+}
+
+func (s *Spec) resolveImages(open func(*Image) error) error {
+	opened := map[*Image]bool{}
+	for i, n := range s.Nodes {
+		if n.Image == nil || opened[n.Image] {
+			continue
+		}
+		if err := open(n.Image); err != nil {
+			return &Error{File: s.Path, Line: n.imageLine, Field: fmt.Sprintf("nodes[%d].image", i), Msg: err.Error()}
+		}
+		opened[n.Image] = true
+	}
+	sum := s.Digest
+	v := s.placeholderVars("/lockstep-trial")
+	for i, n := range s.Nodes {
+		if n.Image == nil {
+			continue
+		}
+		// The image's paths: nothing to find on the host.
+		if err := s.checkImageNode(n, v); err != nil {
+			return &Error{File: s.Path, Line: n.imageLine, Field: fmt.Sprintf("nodes[%d].image", i), Msg: "node " + n.Name + ": " + err.Error()}
+		}
+		sum = digest([]byte(sum + "\n" + fmt.Sprintf("nodes[%d]", i) + ".image " + n.Image.ID))
+	}
+	s.Digest = sum
+	return nil
 }
 
 // command is a node's argv unexpanded but for the spec's own parts: for
@@ -161,7 +182,16 @@ func loadCompose(path string, data []byte) (*Spec, error) {
 	s, err := Parse(path, imported)
 	var se *Error
 	if errors.As(err, &se) {
-		se.Msg += " (in the spec imported from it: see lockstep import " + filepath.Base(path) + ")"
+		se.Msg += composeNote(path)
+	}
+	if s != nil {
+		s.composed = true
 	}
 	return s, err
+}
+
+// composeNote ends an error in the spec imported from the compose file
+// at path, whose lines are not the file's.
+func composeNote(path string) string {
+	return " (in the spec imported from it: see lockstep import " + filepath.Base(path) + ")"
 }

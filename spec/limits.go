@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml/ast"
 )
@@ -61,42 +62,43 @@ func (s *Spec) NodeLimits(name string) NodeLimits {
 	return l
 }
 
+// limitsFields are the limits section's.
+var limitsFields = []field[*draft]{
+	{"virtual_time", durationField(func(b *draft) *time.Duration { return &b.s.Limits.VirtualTime }, false, maxVirtualTime)},
+	{"steps", intField(func(b *draft) *int { return &b.s.Limits.Steps }, 1, maxSteps)},
+	{"real_time", durationField(func(b *draft) *time.Duration { return &b.s.Limits.RealTime }, false, maxRealTime)},
+	{"deadlock_grace", durationField(func(b *draft) *time.Duration { return &b.s.Limits.DeadlockGrace }, true, time.Minute)},
+	{"livelock_steps", intField(func(b *draft) *int { return &b.s.Limits.LivelockSteps }, 1, maxSteps)},
+	{"node", func(d *decoder, v ast.Node, path string, b *draft) (err error) {
+		b.s.Limits.Node, err = d.nodeLimits(v, path)
+		return err
+	}},
+}
+
+// nodeLimitFields are limits.node's and nodes[i].limits'.
+var nodeLimitFields = []field[*NodeLimits]{
+	{"memory", sizeField(func(l *NodeLimits) *int64 { return &l.Memory }, minLimitMemory)},
+	{"pids", intField(func(l *NodeLimits) *int { return &l.Pids }, minLimitPids, maxLimitPids)},
+	{"cpu_weight", intField(func(l *NodeLimits) *int { return &l.CPUWeight }, 1, maxCPUWeight)},
+	{"tmpfs", sizeField(func(l *NodeLimits) *int64 { return &l.Tmpfs }, minLimitTmpfs)},
+	{"tmp", sizeField(func(l *NodeLimits) *int64 { return &l.Tmp }, minLimitTmpfs)},
+	{"output", sizeField(func(l *NodeLimits) *int64 { return &l.Output }, minLimitOutput)},
+}
+
+// sizeField sets the byte size at(t) points at to one of least bytes or
+// more (see decoder.size).
+func sizeField[T any](at func(T) *int64, least int64) setter[T] {
+	return func(d *decoder, v ast.Node, path string, t T) (err error) {
+		*at(t), err = d.size(v, path, least)
+		return err
+	}
+}
+
 // nodeLimits decodes limits.node or nodes[i].limits.
 func (d *decoder) nodeLimits(n ast.Node, field string) (NodeLimits, error) {
 	var l NodeLimits
-	ps, err := d.fields(n, field, "memory", "pids", "cpu_weight", "tmpfs", "tmp", "output")
-	if err != nil {
-		return l, err
-	}
-	for _, q := range ps {
-		f := field + "." + q.key
-		switch q.key {
-		case "memory":
-			l.Memory, err = d.size(q.value, f, minLimitMemory)
-		case "tmpfs":
-			l.Tmpfs, err = d.size(q.value, f, minLimitTmpfs)
-		case "tmp":
-			l.Tmp, err = d.size(q.value, f, minLimitTmpfs)
-		case "output":
-			l.Output, err = d.size(q.value, f, minLimitOutput)
-		case "pids":
-			var v int64
-			if v, err = d.integer(q.value, f); err == nil && (v < minLimitPids || v > maxLimitPids) {
-				err = d.errf(q.value, f, "must be between %d and %d, got %d", minLimitPids, maxLimitPids, v)
-			}
-			l.Pids = int(v)
-		case "cpu_weight":
-			var v int64
-			if v, err = d.integer(q.value, f); err == nil && (v < 1 || v > maxCPUWeight) {
-				err = d.errf(q.value, f, "must be between 1 and %d, got %d", maxCPUWeight, v)
-			}
-			l.CPUWeight = int(v)
-		}
-		if err != nil {
-			return l, err
-		}
-	}
-	return l, nil
+	err := decodeMap(d, n, field, nodeLimitFields, &l)
+	return l, err
 }
 
 // sizeUnits are the units a size may carry: binary multiples, as the

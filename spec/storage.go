@@ -93,63 +93,68 @@ func storageNames() string {
 	return strings.Join(names, ", ")
 }
 
-// diskFields are the faults section's fields of storage faults.
-var diskFields = []string{"data", "persist", "max_stall", "io_errors", "io_calls", "corruptions", "names"}
-
-// diskField decodes one storage field of the faults section into plan.
-func (d *decoder) diskField(key string, n ast.Node, plan *DiskPlan) error {
-	f := "faults." + key
-	var err error
-	oneOf := func(allowed ...string) ([]string, error) {
-		vs, err := d.strings(n, f)
-		if err != nil {
-			return nil, err
-		}
-		if len(vs) == 0 {
-			return nil, d.errf(n, f, "must name at least one of %s", strings.Join(allowed, ", "))
-		}
-		var out []string
-		for _, v := range vs {
-			if !slices.Contains(allowed, v) {
-				return nil, d.errf(n, f, "unknown value %q (want %s)", v, strings.Join(allowed, ", "))
-			}
-			if !slices.Contains(out, v) {
-				out = append(out, v)
-			}
-		}
-		return out, nil
-	}
-	switch key {
-	case "data":
-		vs, err := d.strings(n, f)
+// diskPlanFields are the faults section's fields of storage faults.
+var diskPlanFields = []field[*DiskPlan]{
+	{"data", func(d *decoder, v ast.Node, path string, plan *DiskPlan) error {
+		vs, err := d.strings(v, path)
 		if err != nil {
 			return err
 		}
 		if len(vs) == 0 {
-			return d.errf(n, f, "must name at least one path (default [\"{{tmp}}\"])")
+			return d.errf(v, path, "must name at least one path (default [\"{{tmp}}\"])")
 		}
 		plan.Data = vs
-	case "persist":
-		plan.Persist, err = oneOf(PersistNone, PersistAll, PersistPrefix, PersistSubset, PersistTorn)
-	case "max_stall":
-		plan.MaxStall, err = d.duration(n, f, false, maxVirtualTime)
-	case "io_errors":
-		plan.IOErrors, err = oneOf("EIO", "ENOSPC")
-	case "io_calls":
-		plan.IOCalls, err = oneOf("write", "fsync", "read")
-	case "corruptions":
-		plan.Corruptions, err = oneOf(CorruptFlip, CorruptTail)
-	case "names":
-		v, err := d.str(n, f)
+		return nil
+	}},
+	{"persist", oneOf(func(p *DiskPlan) *[]string { return &p.Persist }, PersistNone, PersistAll, PersistPrefix, PersistSubset, PersistTorn)},
+	{"max_stall", durationField(func(p *DiskPlan) *time.Duration { return &p.MaxStall }, false, maxVirtualTime)},
+	{"io_errors", oneOf(func(p *DiskPlan) *[]string { return &p.IOErrors }, "EIO", "ENOSPC")},
+	{"io_calls", oneOf(func(p *DiskPlan) *[]string { return &p.IOCalls }, "write", "fsync", "read")},
+	{"corruptions", oneOf(func(p *DiskPlan) *[]string { return &p.Corruptions }, CorruptFlip, CorruptTail)},
+	{"names", func(d *decoder, v ast.Node, path string, plan *DiskPlan) error {
+		str, err := d.str(v, path)
 		if err != nil {
 			return err
 		}
-		if v != NamesPOSIX && v != NamesJournal {
-			return d.errf(n, f, "unknown value %q (want posix or journal)", v)
+		if str != NamesPOSIX && str != NamesJournal {
+			return d.errf(v, path, "unknown value %q (want posix or journal)", str)
 		}
-		plan.Names = v
+		plan.Names = str
+		return nil
+	}},
+}
+
+// diskFields are the keys of diskPlanFields, in its order.
+var diskFields = func() []string {
+	keys := make([]string, len(diskPlanFields))
+	for i, f := range diskPlanFields {
+		keys[i] = f.key
 	}
-	return err
+	return keys
+}()
+
+// oneOf sets the list at(t) points at to some of allowed, each once.
+func oneOf[T any](at func(T) *[]string, allowed ...string) setter[T] {
+	return func(d *decoder, v ast.Node, path string, t T) error {
+		vs, err := d.strings(v, path)
+		if err != nil {
+			return err
+		}
+		if len(vs) == 0 {
+			return d.errf(v, path, "must name at least one of %s", strings.Join(allowed, ", "))
+		}
+		var out []string
+		for _, s := range vs {
+			if !slices.Contains(allowed, s) {
+				return d.errf(v, path, "unknown value %q (want %s)", s, strings.Join(allowed, ", "))
+			}
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+		*at(t) = out
+		return nil
+	}
 }
 
 // checkDisk checks the plan's storage faults once the section is read:

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"time"
+
 	"github.com/goccy/go-yaml/ast"
 )
 
@@ -8,6 +10,42 @@ import (
 // stands still (limits.livelock_steps). Real exchanges between timers are
 // a few hundred ops; a bulk transfer of a few megabytes a few thousand.
 const DefaultLivelockSteps = 20000
+
+// timeFields are the time section's.
+var timeFields = []field[*draft]{
+	{"epoch", decodeEpoch},
+	{"delays", intField(func(b *draft) *int { return &b.s.Time.Delays }, 0, maxDelays)},
+	{"max_delay", durationField(func(b *draft) *time.Duration { return &b.s.Time.MaxDelay }, false, maxVirtualTime)},
+	{"tick", durationField(func(b *draft) *time.Duration { return &b.s.Time.Tick }, true, time.Second)},
+	{"skew", durationField(func(b *draft) *time.Duration { return &b.s.Time.Skew }, true, time.Hour)},
+	{"from", durationField(func(b *draft) *time.Duration { return &b.s.Time.From }, true, maxVirtualTime)},
+	{"until", func(d *decoder, v ast.Node, path string, b *draft) (err error) {
+		b.s.Time.Until, err = d.duration(v, path, false, maxVirtualTime)
+		b.timeUntil = v
+		return err
+	}},
+	{"spread", func(d *decoder, v ast.Node, path string, b *draft) error {
+		spread, by, err := d.spread(v, path)
+		b.noTimeSpread, b.s.Time.By, b.timeSpread = !spread, by, v
+		return err
+	}},
+}
+
+func decodeEpoch(d *decoder, v ast.Node, path string, b *draft) error {
+	str, err := d.str(v, path)
+	if err != nil {
+		return err
+	}
+	e, perr := time.Parse(time.RFC3339, str)
+	if perr != nil {
+		return d.errf(v, path, "invalid time %q (want RFC 3339, e.g. 2024-01-01T00:00:00Z)", str)
+	}
+	if e.Before(minEpoch) || e.After(maxEpoch) {
+		return d.errf(v, path, "must be between 1970-01-01T00:00:00Z and 2200-01-01T00:00:00Z, got %s", str)
+	}
+	b.s.Time.Epoch = e
+	return nil
+}
 
 // delayWindow checks and completes the delay window (time.from,
 // time.until) once the fault plan is known. Without time.until, a spec
@@ -51,16 +89,4 @@ func (d *decoder) boolean(n ast.Node, field string) (bool, error) {
 		return v.Value, nil
 	}
 	return false, d.errf(n, field, "must be true or false, got %s", describe(n))
-}
-
-// count decodes an integer from 1 to hi.
-func (d *decoder) count(n ast.Node, field string, hi int64) (int, error) {
-	v, err := d.integer(n, field)
-	if err != nil {
-		return 0, err
-	}
-	if v < 1 || v > hi {
-		return 0, d.errf(n, field, "must be between 1 and %d, got %d", hi, v)
-	}
-	return int(v), nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/report"
 	"github.com/lockstep-dev/lockstep/spec"
@@ -39,6 +40,20 @@ func (e *exitError) ExitCode() int { return e.code }
 func (e *exitError) Unwrap() error { return e.err }
 
 func badInput(err error) error { return &exitError{code: 2, err: err} }
+
+// loadSpec loads the spec at path with its images unpacked (spec.Load
+// only names them), so that a spec whose images are missing or cannot
+// start is bad input like any other.
+func loadSpec(ctx context.Context, path string) (*spec.Spec, error) {
+	sp, err := spec.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := image.Resolve(ctx, sp); err != nil {
+		return nil, err
+	}
+	return sp, nil
+}
 
 // runApp runs the app on args with each command's flags allowed after its
 // arguments too (`lockstep run SPEC --trials 5`).
@@ -188,7 +203,7 @@ func runCmd() *cli.Command {
 			if c.NArg() != 1 {
 				return badInput(errors.New("run: want exactly one SPEC argument"))
 			}
-			sp, err := spec.Load(c.Args().First())
+			sp, err := loadSpec(c.Context, c.Args().First())
 			if err != nil {
 				// CI still gets a report saying why nothing ran.
 				return withCIReports(c, badInput(err), report.Campaign{Spec: c.Args().First(), Err: err})

@@ -41,7 +41,7 @@ func benchCmd() *cli.Command {
 			strategies := strings.Split(c.String("strategies"), ",")
 			var specs []*spec.Spec
 			for _, p := range c.Args().Slice() {
-				s, err := spec.Load(p)
+				s, err := loadSpec(c.Context, p)
 				if err != nil {
 					return badInput(err)
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lockstep-dev/lockstep/compose"
+	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -36,7 +37,11 @@ func importCmd() *cli.Command {
 			if !c.Bool("no-check") {
 				// As lockstep run would load it: the images exist and hold
 				// their programs.
-				if _, err := spec.Parse(path, out); err != nil {
+				sp, err := spec.Parse(path, out)
+				if err == nil {
+					err = image.Resolve(c.Context, sp)
+				}
+				if err != nil {
 					return badInput(fmt.Errorf("%w (in the spec imported from it; --no-check writes it anyway)", err))
 				}
 			}

@@ -38,7 +38,7 @@ func k8sCmd() *cli.Command {
 			if c.NArg() != 1 {
 				return badInput(errors.New("k8s: want exactly one SPEC argument"))
 			}
-			sp, err := spec.Load(c.Args().First())
+			sp, err := loadSpec(c.Context, c.Args().First())
 			if err != nil {
 				return badInput(err)
 			}

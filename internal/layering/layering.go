@@ -174,8 +174,8 @@ func (g Graph) path(from, to string) []string {
 // engine → {spec, netns, tracer, bpf, vclock, sched, conflict, faults};
 // spec is data, report reads results, and the pure packages stay pure.
 var Rules = []Rule{
-	{Pkg: "spec", Only: []string{"compose", "image", "internal/execpath"},
-		Why: "spec is data and validation only, importing no runtime package: the engine maps it onto them"},
+	{Pkg: "spec", Only: []string{"compose", "internal/execpath"},
+		Why: "spec is data and validation only, importing no runtime package (nor image, which unpacks a spec's images): the engine maps it onto them"},
 	{Pkg: "result", Never: []string{"engine", "tracer$", "tracer/internal", "netns", "bpf", "vclock", "faults", "report", "explain"},
 		Why: "results are plain data"},
 	{Pkg: "report", Never: []string{"engine", "tracer$", "tracer/internal", "netns", "bpf", "vclock", "faults", "explain", "shard"},

@@ -1,0 +1,127 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// BytePattern picks messages by their bytes (faults.hold.match): a
+// message matches when it begins with Prefix, contains Contains and does
+// not contain Lacks (an empty field says nothing).
+type BytePattern struct {
+	Prefix, Contains, Lacks []byte
+}
+
+// HoldMatchBytes is how many of a message's first bytes a pattern looks
+// at (the engine hands the faults that many: faults.MatchBytes).
+const HoldMatchBytes = 1024
+
+// HoldDirections are faults.hold.direction's words.
+func HoldDirections() []string { return []string{"to", "from"} }
+
+// holdFields are faults.hold's.
+var holdFields = []field[*FaultPlan]{
+	{"match", func(d *decoder, v ast.Node, path string, plan *FaultPlan) error {
+		seq, ok := v.(*ast.SequenceNode)
+		if !ok || len(seq.Values) == 0 {
+			return d.errf(v, path, "must be a list of patterns ({prefix, contains, lacks}), got %s", describe(v))
+		}
+		for i, pv := range seq.Values {
+			pf := fmt.Sprintf("%s[%d]", path, i)
+			var pt BytePattern
+			if err := decodeMap(d, pv, pf, patternFields, &pt); err != nil {
+				return err
+			}
+			if pt.Prefix == nil && pt.Contains == nil && pt.Lacks == nil {
+				return d.errf(pv, pf, "needs prefix, contains or lacks")
+			}
+			plan.HoldMatch = append(plan.HoldMatch, pt)
+		}
+		return nil
+	}},
+	{"direction", func(d *decoder, v ast.Node, path string, plan *FaultPlan) error {
+		str, err := d.str(v, path)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(HoldDirections(), str) {
+			return d.errf(v, path, "unknown direction %q (want to or from; without it each hold draws one)", str)
+		}
+		plan.HoldDirection = str
+		return nil
+	}},
+}
+
+// patternFields are a pattern's of faults.hold.match.
+var patternFields = []field[*BytePattern]{
+	{"prefix", bytesField(func(p *BytePattern) *[]byte { return &p.Prefix })},
+	{"contains", bytesField(func(p *BytePattern) *[]byte { return &p.Contains })},
+	{"lacks", bytesField(func(p *BytePattern) *[]byte { return &p.Lacks })},
+}
+
+// bytesField sets the pattern at(t) points at: bytes as parseBytes reads
+// them, at least one and at most HoldMatchBytes.
+func bytesField[T any](at func(T) *[]byte) setter[T] {
+	return func(d *decoder, v ast.Node, path string, t T) error {
+		str, err := d.str(v, path)
+		if err != nil {
+			return err
+		}
+		b, err := parseBytes(str)
+		if err != nil {
+			return d.errf(v, path, "%v", err)
+		}
+		if len(b) == 0 {
+			return d.errf(v, path, "is empty")
+		}
+		if len(b) > HoldMatchBytes {
+			return d.errf(v, path, "is %d bytes; patterns look at a message's first %d", len(b), HoldMatchBytes)
+		}
+		*at(t) = b
+		return nil
+	}
+}
+
+// holdMatch decodes faults.hold: {match: [{prefix, contains, lacks}...],
+// direction: to|from}, what a hold holds when it holds one kind of
+// message (docs/spec.md, Network faults).
+func (d *decoder) holdMatch(n ast.Node, path string, plan *FaultPlan) error {
+	if err := decodeMap(d, n, path, holdFields, plan); err != nil {
+		return err
+	}
+	if len(plan.HoldMatch) == 0 {
+		return d.errf(n, path+".match", "missing")
+	}
+	return nil
+}
+
+// parseBytes reads a byte pattern as a spec writes it: ASCII text in
+// which \xHH stands for the byte HH and \\ for a backslash.
+func parseBytes(s string) ([]byte, error) {
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s) && s[i+1] == '\\':
+			out = append(out, '\\')
+			i++
+		case c == '\\' && i+3 < len(s) && s[i+1] == 'x':
+			b, err := strconv.ParseUint(s[i+2:i+4], 16, 8)
+			if err != nil {
+				return nil, fmt.Errorf("bad escape %q (want \\xHH)", s[i:i+4])
+			}
+			out = append(out, byte(b))
+			i += 3
+		case c == '\\':
+			return nil, fmt.Errorf("bad escape at %q (want \\xHH or \\\\)", s[i:])
+		case c < 0x20 || c > 0x7e:
+			return nil, fmt.Errorf("byte %#02x is not printable ASCII: write bytes as \\xHH inside single quotes", c)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
