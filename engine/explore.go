@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/explore"
@@ -67,6 +69,19 @@ type trialFeatures struct {
 	fs      coverage.Features
 	novelAt int
 	plan    explore.Plan // what the trial ran (explore)
+}
+
+// planned notes on an exploring campaign's trial what it ran, and keeps
+// the plan until the trial is counted.
+func (c *campaign) planned(r *TrialResult, i int, plan explore.Plan, s sched.Strategy) {
+	r.Plan = plan.String()
+	if b, ok := s.(*sched.Branch); ok && b.Diverged > 0 {
+		r.Plan += fmt.Sprintf(" (the prefix diverged at step %d)", b.Diverged)
+	}
+	c.opts.Logger.Info("explore", "trial", i, "plan", r.Plan, "outcome", r.Outcome.Kind)
+	c.mu.Lock()
+	c.plans[i] = plan
+	c.mu.Unlock()
 }
 
 // keep offers a counted trial to the corpus (nil unless exploring), with

@@ -374,24 +374,34 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 		ex.Notes = append(ex.Notes, "the budget ran out before every race was flipped")
 	}
 	ex.Slice = Slice(mres.Records, FailingNode(mres.Outcome.Node))
-	if opts.Continuations == 0 {
-		opts.Continuations = DefaultContinuations
-	}
-	if opts.Continuations > 0 {
-		strategy := tr.Header.Strategy
-		if _, err := sched.New(strategy, sched.Params{}); err != nil {
-			strategy = "pos" // a replayed or minimized trace's: the spec's default
-		}
-		ex.Curve, err = e.curve(ctx, res.Records, strings.TrimSuffix(strategy, "+"), opts.Continuations)
-		if errors.Is(err, errBudget) {
-			ex.Notes = append(ex.Notes, "the budget ran out while measuring the probability curve")
-		} else if err != nil {
-			return nil, err
-		}
+	if err := e.probability(ctx, ex, tr.Header.Strategy, res.Records, opts.Continuations); err != nil {
+		return nil, err
 	}
 	ex.Runs = e.runs
 	ex.Elapsed = time.Since(start)
 	return ex, nil
+}
+
+// probability measures ex's curve: the failure's probability after
+// prefixes of recs, each continued runs times (0: DefaultContinuations,
+// negative: none) with the trace's strategy.
+func (e *explainer) probability(ctx context.Context, ex *Explanation, strategy string, recs []sched.Record, runs int) error {
+	if runs == 0 {
+		runs = DefaultContinuations
+	}
+	if runs < 0 {
+		return nil
+	}
+	if _, err := sched.New(strategy, sched.Params{}); err != nil {
+		strategy = "pos" // a replayed or minimized trace's (or explore's): POS continues it
+	}
+	var err error
+	ex.Curve, err = e.curve(ctx, recs, strings.TrimSuffix(strategy, "+"), runs)
+	if errors.Is(err, errBudget) {
+		ex.Notes = append(ex.Notes, "the budget ran out while measuring the probability curve")
+		return nil
+	}
+	return err
 }
 
 // minimize is ddmin (Zeller and Hildebrandt) over the decisions: it

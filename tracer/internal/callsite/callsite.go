@@ -349,28 +349,9 @@ func (c *Cache) site(p *Process, sp, fp uint64, frames int) (string, frameID) {
 		if w < 0x1000 {
 			continue
 		}
-		m := p.maps.find(w)
+		m := p.mappingOf(w, &reloaded)
 		if m == nil {
-			if _, known := p.notCode[w]; known {
-				continue
-			}
-			if !reloaded && w < 0x7fffffffffff && w > 0x400000 {
-				// Possibly code mapped since we last looked.
-				if nm, err := loadMaps(p.Pid); err == nil {
-					p.maps = nm
-					reloaded = true
-					m = p.maps.find(w)
-				}
-			}
-			if m == nil {
-				if reloaded {
-					if p.notCode == nil || len(p.notCode) >= maxNotCode {
-						p.notCode = map[uint64]struct{}{}
-					}
-					p.notCode[w] = struct{}{}
-				}
-				continue
-			}
+			continue
 		}
 		off := w - m.start + m.offset
 		key := frameID{m.path, off}
@@ -409,6 +390,35 @@ func (c *Cache) site(p *Process, sp, fp uint64, frames int) (string, frameID) {
 		return "?", frameID{}
 	}
 	return strings.Join(sites, ";"), first
+}
+
+// mappingOf is the mapping that holds address w, nil when none does. An
+// address outside every mapping may be code mapped since the maps were
+// read: they are read again, once per stack scan (reloaded), and an
+// address still outside is remembered as no code.
+func (p *Process) mappingOf(w uint64, reloaded *bool) *mapping {
+	if m := p.maps.find(w); m != nil {
+		return m
+	}
+	if _, known := p.notCode[w]; known {
+		return nil
+	}
+	if !*reloaded && w < 0x7fffffffffff && w > 0x400000 {
+		if nm, err := loadMaps(p.Pid); err == nil {
+			p.maps = nm
+			*reloaded = true
+			if m := p.maps.find(w); m != nil {
+				return m
+			}
+		}
+	}
+	if *reloaded {
+		if p.notCode == nil || len(p.notCode) >= maxNotCode {
+			p.notCode = map[uint64]struct{}{}
+		}
+		p.notCode[w] = struct{}{}
+	}
+	return nil
 }
 
 // framePointerWalk bounds the saved-rbp chain walk.
