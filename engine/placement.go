@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/faults"
@@ -23,6 +24,15 @@ func (t *timing) place(from, until time.Duration, by faults.By, expect int, seed
 	t.from = from
 	if until > from {
 		t.placer = faults.NewPlacer(t.budget, from, until, by, expect, seed, delayStream)
+	}
+}
+
+// reseed draws the rest of the trial's delays from seed (a forked run):
+// their targets, and the triggers of those not yet made.
+func (t *timing) reseed(seed int64) {
+	t.r = rand.New(rand.NewPCG(uint64(seed), timingStream))
+	if t.placer != nil {
+		t.placer.Redraw(seed, delayStream, t.now, t.step)
 	}
 }
 

@@ -51,11 +51,14 @@ type timing struct {
 	trigger string
 }
 
+// timingStream is the delays' random stream.
+const timingStream = 0x74696d696e67 // "timing"
+
 func newTiming(budget int, maxDelay time.Duration, seed int64) *timing {
 	return &timing{
 		budget:   budget,
 		maxDelay: maxDelay,
-		r:        rand.New(rand.NewPCG(uint64(seed), 0x74696d696e67)), // "timing"
+		r:        rand.New(rand.NewPCG(uint64(seed), timingStream)),
 		since:    map[uint64]time.Duration{},
 		held:     map[uint64]time.Duration{},
 		nextID:   advanceIDBase,

@@ -170,6 +170,9 @@ type Trial struct {
 	// result comes back; imm says a "+" strategy released it at once.
 	pending *sched.Op
 	imm     bool
+	// forked is the seed of a fork made at the decision under way, for
+	// its op's record.
+	forked  *int64
 	outcome *Outcome
 	live    livelock
 	// limitBase are the nodes' limit counters when the trial began;
@@ -361,6 +364,9 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	}
 
 	p.strategy.Reset(p.seed, p.stepsHint)
+	if f, ok := p.strategy.(sched.Forker); ok {
+		f.OnFork(t.fork)
+	}
 	t.realLimit = time.Now().Add(sp.Limits.RealTime)
 	if err := tr.Run(ctx, t); err != nil {
 		if ctx.Err() != nil {
@@ -527,6 +533,19 @@ func (t *Trial) record(op sched.Op, auto bool) {
 	t.steps++
 	t.live.step(&op, t.clk.Now())
 	t.res.Records = append(t.res.Records, sched.Record{Step: t.steps, VTime: int64(t.clk.Now()), Op: op, Auto: auto})
+	if t.forked != nil && !auto {
+		t.res.Records[len(t.res.Records)-1].Fork = t.forked
+		t.forked = nil
+	}
+}
+
+// fork draws the trial's faults and delays from seed from now on
+// (sched.Forker): an exploring campaign's branch leaves its parent's run
+// here, and the record of the op released at this decision says so.
+func (t *Trial) fork(seed int64) {
+	t.forked = &seed
+	t.faults.Reseed(seed)
+	t.timing.reseed(seed)
 }
 
 // applyFault carries out a fault's effect by its mechanism (e.Act): that

@@ -198,6 +198,12 @@ type Sock struct {
 	Conn string
 }
 
+// The injector's random streams: its draws, and its triggers'.
+const (
+	faultsStream  = 0x6661756c7473   // "faults"
+	triggerStream = 0x74726967676572 // "trigger"
+)
+
 // idBase keeps fault ops' IDs apart from the tracer's and from advance ops.
 const idBase = uint64(1) << 52
 
@@ -241,8 +247,10 @@ type Injector struct {
 	nextID uint64
 	// place holds the injections' triggers (nil when not spread).
 	place *Placer
-	// step is the trial's step count at the last Observe.
+	// step and now are the trial's step count and virtual time at the
+	// last Observe.
 	step int
+	now  time.Duration
 	// trigger is the kind of the trigger the last injection used.
 	trigger string
 	// owned are the plan's kinds that keep their own state (kindDef.holds
@@ -254,7 +262,7 @@ type Injector struct {
 func New(plan Plan, all []string, seed int64) *Injector {
 	in := &Injector{
 		plan: plan, all: all, budget: plan.Budget,
-		r:       rand.New(rand.NewPCG(uint64(seed), 0x6661756c7473)), // "faults"
+		r:       rand.New(rand.NewPCG(uint64(seed), faultsStream)),
 		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{}, drifts: map[string]bool{},
 		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase, held: map[string]time.Duration{},
 		own: map[sched.Kind]any{},
@@ -265,7 +273,7 @@ func New(plan Plan, all []string, seed int64) *Injector {
 		}
 	}
 	if plan.Spread {
-		in.place = NewPlacer(plan.Budget, plan.From, plan.Until, plan.By, plan.Expect, seed, 0x74726967676572) // "trigger"
+		in.place = NewPlacer(plan.Budget, plan.From, plan.Until, plan.By, plan.Expect, seed, triggerStream)
 	}
 	return in
 }
@@ -276,9 +284,23 @@ func (in *Injector) Observe(now time.Duration, step int) {
 	if in == nil {
 		return
 	}
-	in.step = step
+	in.step, in.now = step, now
 	if in.place != nil {
 		in.place.Observe(now, step)
+	}
+}
+
+// Reseed draws the rest of the trial's injections from seed (a forked
+// run, sched.Forker): the kinds, targets and sizes of those not yet
+// drawn, and the triggers of those not yet made. The injection on offer
+// stays: it was drawn before the fork.
+func (in *Injector) Reseed(seed int64) {
+	if in == nil {
+		return
+	}
+	in.r = rand.New(rand.NewPCG(uint64(seed), faultsStream))
+	if in.place != nil {
+		in.place.Redraw(seed, triggerStream, in.now, in.step)
 	}
 }
 

@@ -56,6 +56,8 @@ type Placer struct {
 	times       []time.Duration // pending time triggers, sorted
 	steps       []int           // pending step triggers, sorted
 	open, close int             // steps at which the clock reached from and until; -1 before
+	by          By
+	expect      int
 }
 
 // NewPlacer draws n triggers over [from, until) from the seed's streams
@@ -63,7 +65,7 @@ type Placer struct {
 // expect is the steps the window is expected to hold, 0 when unknown (a
 // campaign's trial 0), which leaves every trigger a time.
 func NewPlacer(n int, from, until time.Duration, by By, expect int, seed int64, stream uint64) *Placer {
-	p := &Placer{from: from, until: until, open: -1, close: -1}
+	p := &Placer{from: from, until: until, open: -1, close: -1, by: by, expect: expect}
 	times := Triggers(n, from, until, seed, stream)
 	if expect <= 0 || by == ByTime {
 		p.times = times
@@ -105,6 +107,33 @@ func Triggers(n int, from, until time.Duration, seed int64, stream uint64) []tim
 // Observe notes the trial's step count at now: the window opens at the
 // first step the clock stands in it, and closes at the first it has
 // passed it. Call it at every decision, before Due.
+// forkStream keeps a fork's draws (Redraw) apart from the first ones.
+const forkStream = 0x666f726b // "fork"
+
+// Redraw draws the pending triggers again from seed, over what is left of
+// the window at now and step: a forked run (an exploring campaign's
+// branch) places the injections or delays it has not made anew. A trigger
+// that was a step stays one only while the window is expected to hold
+// more steps than it has.
+func (p *Placer) Redraw(seed int64, stream uint64, now time.Duration, step int) {
+	n := len(p.times) + len(p.steps)
+	times := Triggers(n, max(now, p.from), p.until, seed, stream^forkStream)
+	p.times, p.steps = nil, nil
+	r := rand.New(rand.NewPCG(uint64(seed), stream^forkStream^stepStream))
+	cur := 0
+	if p.open >= 0 {
+		cur = step - p.open
+	}
+	for _, at := range times {
+		if p.expect > cur && p.by != ByTime && (p.by == BySteps || r.IntN(2) == 1) {
+			p.steps = append(p.steps, cur+r.IntN(p.expect-cur))
+		} else {
+			p.times = append(p.times, at)
+		}
+	}
+	slices.Sort(p.steps)
+}
+
 func (p *Placer) Observe(now time.Duration, step int) {
 	if p.open < 0 && now >= p.from {
 		p.open = step

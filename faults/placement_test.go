@@ -69,3 +69,36 @@ func TestPlacer(t *testing.T) {
 		t.Fatalf("ByBoth drew %d steps and %d times of 2,000", steps, times)
 	}
 }
+
+// TestPlacerRedraw: a fork draws the pending triggers again over what is
+// left of the window, the same for the same seed, and keeps their number.
+func TestPlacerRedraw(t *testing.T) {
+	for _, by := range []By{ByTime, BySteps, ByBoth} {
+		p := NewPlacer(4, time.Second, 5*time.Second, by, 100, 1, 7)
+		p.Observe(time.Second, 10)
+		p.Take(time.Second, 10) // one made
+		p.Observe(2*time.Second, 40)
+		q := *p
+		p.Redraw(9, 7, 2*time.Second, 40)
+		q.Redraw(9, 7, 2*time.Second, 40)
+		if got := len(p.times) + len(p.steps); got != 3 {
+			t.Errorf("%v: %d triggers after the redraw, want 3", by, got)
+		}
+		for _, at := range p.times {
+			if at < 2*time.Second || at >= 5*time.Second {
+				t.Errorf("%v: time trigger %v outside what is left of the window", by, at)
+			}
+		}
+		for _, s := range p.steps {
+			if s < 30 || s >= 100 {
+				t.Errorf("%v: step trigger %d not between the steps the window held (30) and those expected (100)", by, s)
+			}
+		}
+		if !slices.Equal(p.times, q.times) || !slices.Equal(p.steps, q.steps) {
+			t.Errorf("%v: the same seed drew %v %v, then %v %v", by, p.times, p.steps, q.times, q.steps)
+		}
+		if by == ByTime && len(p.steps) > 0 || by == BySteps && len(p.times) > 0 {
+			t.Errorf("%v: drew times %v and steps %v", by, p.times, p.steps)
+		}
+	}
+}

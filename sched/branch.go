@@ -64,6 +64,7 @@ type Branch struct {
 	Seed   int64
 	Faults FaultReplays
 
+	fork     func(seed int64)
 	i        int
 	r        *rand.Rand
 	recalled *Op
@@ -75,6 +76,10 @@ type Branch struct {
 }
 
 func (b *Branch) Name() string { return "branch+" + b.Then.Name() }
+
+// OnFork is told the engine's fork (Forker): the branch forks where its
+// prefix ends, so that what follows draws its faults and delays afresh.
+func (b *Branch) OnFork(fork func(seed int64)) { b.fork = fork }
 
 func (b *Branch) Reset(_ int64, hint int) {
 	b.i, b.recalled, b.branched, b.after, b.Diverged = 0, nil, false, 0, 0
@@ -143,6 +148,9 @@ func (b *Branch) Next(enabled []*Op) (int, error) {
 	}
 	if !b.branched {
 		b.branched = true
+		if b.fork != nil {
+			b.fork(b.Seed)
+		}
 		if i := b.change(enabled); i >= 0 {
 			return i, nil
 		}

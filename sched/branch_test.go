@@ -38,12 +38,20 @@ func TestBranch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			br := &Branch{Prefix: prefix, Parent: a, Change: tc.change, Wait: tc.wait, Fault: tc.fault, Then: Oldest{}, Seed: 1, Faults: fr}
+			var forks []int64
+			br.OnFork(func(seed int64) { forks = append(forks, seed) })
 			br.Reset(99, 0)
 			i, err := br.Next(enabled)
 			if err != nil || enabled[i] != c || br.Recalled() == nil {
 				t.Fatalf("prefix: released %v (recalled %v, err %v), want %v", enabled[i], br.Recalled(), err, c)
 			}
+			if len(forks) != 0 {
+				t.Fatalf("forked in the prefix")
+			}
 			i, err = br.Next(enabled)
+			if _, err := br.Next(enabled); err != nil || len(forks) != 1 || forks[0] != 1 {
+				t.Errorf("forks %v (err %v), want one, with the branch's seed", forks, err)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

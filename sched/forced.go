@@ -226,6 +226,13 @@ func (r *Recorder) Recalled() *Op {
 	return nil
 }
 
+// OnFork passes the engine's fork on to the wrapped strategy (Forker).
+func (r *Recorder) OnFork(fork func(seed int64)) {
+	if f, ok := r.Strategy.(Forker); ok {
+		f.OnFork(fork)
+	}
+}
+
 // Extra passes on the wrapped strategy's extra ops (see Extender).
 func (r *Recorder) Extra(now time.Duration, choices []*Op) []*Op {
 	if x, ok := r.Strategy.(Extender); ok {

@@ -296,7 +296,12 @@ type Replay struct {
 	// Moved counts the decisions matched on another thread of the recorded
 	// op's process (see SameOnProcess).
 	Moved int
+	fork  func(seed int64)
 }
+
+// OnFork is told the engine's fork (Forker): a replay forks at the
+// decision its trace's Fork record marks, as the recorded run did.
+func (r *Replay) OnFork(fork func(seed int64)) { r.fork = fork }
 
 // NewReplay replays tr; once the records run out it asks fallback, or fails
 // when fallback is nil. fr says which fault ops it may make up (Extra).
@@ -373,6 +378,9 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 			return r.fallback.Next(enabled)
 		}
 		return 0, fmt.Errorf("replay: trace ended at step %d but the trial continues", r.step)
+	}
+	if f := r.records[r.step].Fork; f != nil && r.fork != nil {
+		r.fork(*f)
 	}
 	want := &r.records[r.step].Op
 	r.step++

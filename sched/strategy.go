@@ -17,6 +17,14 @@ type Strategy interface {
 	Next(enabled []*Op) (int, error)
 }
 
+// Forker is a strategy that may leave the run it forces at some decision
+// (Branch, and Replay where its trace did): it calls fork with a seed, at
+// most once per trial, during the Next that makes that decision, and the
+// engine draws faults and delays from that seed from then on.
+type Forker interface {
+	OnFork(fork func(seed int64))
+}
+
 // Predictor is what conflict analysis offers the "+" variants: whether an
 // operation with this signature may take part in a conflict. A signature
 // never seen before may conflict.

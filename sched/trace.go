@@ -58,6 +58,11 @@ type Record struct {
 	// spread plan: "time" or "step" (its trigger's kind); empty otherwise.
 	// Replay does not compare it: the same decisions fire the same ones.
 	Trigger string `json:"trigger,omitempty"`
+	// Fork, when set, says the run left a recorded one at this record's
+	// decision (an exploring campaign's branch, sched.Branch): from there
+	// on, the fault and delay draws came from this seed. A replay forks
+	// at the same decision.
+	Fork *int64 `json:"fork,omitempty"`
 }
 
 // Entry is one line of a trace file.
