@@ -153,6 +153,52 @@ func TrialSeed(base int64, trial int) int64 {
 type campaignCoverage struct {
 	cov   *coverage.Coverage
 	first map[coverage.Feature]int
+	// passing counts, by feature ID, the passing trials that showed each;
+	// failing are the feature IDs of the first failing trials, by trial,
+	// for the features no passing trial had (unique).
+	passing map[int]int
+	failing map[int][]int
+}
+
+// maxUniqueTrials bounds the failing trials whose features no passing
+// trial had are named: the summary lists ten.
+const maxUniqueTrials = 10
+
+// note counts a trial's features as passing or keeps a failing trial's.
+func (cc *campaignCoverage) note(r *TrialResult, fs coverage.Features) {
+	failed := r.Outcome.Kind.IsFailure()
+	if failed && len(cc.failing) >= maxUniqueTrials || !failed && r.Outcome.Kind != Pass {
+		return
+	}
+	ids := make([]int, 0, len(fs))
+	for _, f := range fs {
+		id := cc.cov.ID(f)
+		if !failed {
+			cc.passing[id]++
+		}
+		ids = append(ids, id)
+	}
+	if failed {
+		cc.failing[r.Index] = ids
+	}
+}
+
+// unique names, on the first failing trials of results, the features no
+// passing trial of the campaign showed: what sets them apart.
+func (cc *campaignCoverage) unique(results []*TrialResult) {
+	list := cc.cov.List()
+	for _, r := range results {
+		ids, ok := cc.failing[r.Index]
+		if !ok {
+			continue
+		}
+		r.Unique = nil
+		for _, id := range ids {
+			if cc.passing[id] == 0 && id >= 1 && id <= len(list) {
+				r.Unique = append(r.Unique, cc.cov.Describe(list[id-1]))
+			}
+		}
+	}
 }
 
 // seen writes the features seen into c (CoverageSummary.Seen).
@@ -182,6 +228,7 @@ func addCoverage(cc *campaignCoverage, sum *Summary, r *TrialResult, log *slog.L
 	}
 	t.Logs = logs
 	fs, where := cc.cov.FeaturesAt(t)
+	defer cc.note(r, fs)
 	tf := trialFeatures{fs: fs, novelAt: -1}
 	for i, f := range fs {
 		if where[i] >= 0 && cc.cov.ID(f) == 0 && (tf.novelAt < 0 || where[i] < tf.novelAt) {

@@ -50,6 +50,13 @@ func TestExploreFindsBehindRareKind(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "migrating") {
 		t.Errorf("the failing trial's server did not migrate (%v): %s", err, out)
 	}
+	// What sets the failing trial apart: its server's last words, which
+	// no passing trial printed (MIGRATE alone does not: passing trials
+	// showed it too).
+	if !slices.ContainsFunc(f.Unique, func(u string) bool { return strings.HasSuffix(u, "handoff: commits in id order after a migration") }) ||
+		slices.ContainsFunc(f.Unique, func(u string) bool { return strings.Contains(u, "MIGRATE") }) {
+		t.Errorf("features only the failing trial showed: %q", f.Unique)
+	}
 	t.Logf("explore found it at trial %d (%s); POS not in %d", f.Index, f.Plan, budget)
 }
 

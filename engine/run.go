@@ -47,6 +47,7 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	}
 	if c.cov != nil {
 		defer c.cov.seen(c.sum.Coverage)
+		defer func() { c.cov.unique(c.sum.Results) }()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -157,7 +158,8 @@ func newCampaign(sp *spec.Spec, opts RunOptions) (*campaign, error) {
 		c.sum.Shard = c.sh
 	}
 	if !c.opts.Native {
-		c.cov = &campaignCoverage{cov: coverage.New(faults.ReplayOf), first: map[coverage.Feature]int{}}
+		c.cov = &campaignCoverage{cov: coverage.New(faults.ReplayOf), first: map[coverage.Feature]int{},
+			passing: map[int]int{}, failing: map[int][]int{}}
 		c.sum.Coverage = &result.CoverageSummary{}
 	}
 	return c, nil

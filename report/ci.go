@@ -200,6 +200,10 @@ type JSONTrial struct {
 	VTime int64  `json:"vtime_ns"`
 	Trace string `json:"trace,omitempty"`
 	Dir   string `json:"dir,omitempty"`
+	// Plan is what an exploring campaign ran in the trial; Unique the
+	// features a failing one showed that no passing trial did.
+	Plan   string   `json:"plan,omitempty"`
+	Unique []string `json:"unique_features,omitempty"`
 }
 
 func jsonTrial(r *result.TrialResult) *JSONTrial {
@@ -208,7 +212,7 @@ func jsonTrial(r *result.TrialResult) *JSONTrial {
 	}
 	o := r.Outcome
 	return &JSONTrial{Index: r.Index, Kind: string(o.Kind), Detail: o.Detail, Node: o.Node, Steps: o.Steps,
-		VTime: int64(o.VTime / time.Nanosecond), Trace: r.TracePath, Dir: r.Dir}
+		VTime: int64(o.VTime / time.Nanosecond), Trace: r.TracePath, Dir: r.Dir, Plan: r.Plan, Unique: r.Unique}
 }
 
 // NewJSONSummary is a campaign in the form WriteJSON writes.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestJSON(t *testing.T) {
 		t.Errorf("by kind %v", got.ByKind)
 	}
 	want := JSONTrial{Index: 1, Kind: "node-crashed", Detail: "node server/0 was killed by SIGABRT", Node: "server", Steps: 18, VTime: 2e9, Trace: "/o/1/trace.jsonl", Dir: "/o/1"}
-	if got.First == nil || *got.First != want {
+	if got.First == nil || !reflect.DeepEqual(*got.First, want) {
 		t.Errorf("first failure %+v, want %+v", got.First, want)
 	}
 	if len(got.Failing) != 2 || got.Failing[1].Index != 3 || got.FirstError != nil || got.Error != "" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/result"
@@ -30,6 +31,7 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 	if s.First != nil {
 		fmt.Fprintf(w, "first failure: trial %d: %v\n", s.First.Index, s.First.Outcome)
 		fmt.Fprintf(w, "  trace: %s\n  node output: %s\n", s.First.TracePath, s.First.Dir)
+		writeUnique(w, s.First.Unique)
 	}
 	if s.Failures > 1 {
 		fmt.Fprintln(w, "failing traces:")
@@ -48,8 +50,12 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 	}
 	if c := s.Coverage; c != nil && c.Features > 0 {
 		last := min(100, len(c.Curve))
-		fmt.Fprintf(w, "coverage: %d features (%d message kinds, %d log templates, %d orderings); the last %d trials added %d\n",
-			c.Features, c.Kinds, c.Templates, c.Orderings, last, c.AddedSince(last))
+		corpus := ""
+		if c.Corpus > 0 {
+			corpus = fmt.Sprintf("; corpus of %d trials", c.Corpus)
+		}
+		fmt.Fprintf(w, "coverage: %d features (%d message kinds, %d log templates, %d orderings); the last %d trials added %d%s\n",
+			c.Features, c.Kinds, c.Templates, c.Orderings, last, c.AddedSince(last), corpus)
 	}
 	writeSometimes(w, s)
 	if s.Verified > 0 || s.Unreplayable > 0 {
@@ -201,4 +207,22 @@ func writeStats(w io.Writer, s *result.Summary) {
 			fmt.Fprintf(w, "  first: %s\n", ct.First)
 		}
 	}
+}
+
+// maxUnique is how many of a failing trial's features no passing trial had
+// the summary names.
+const maxUnique = 6
+
+// writeUnique names what the first failing trial showed that no passing
+// trial did: where to look first.
+func writeUnique(w io.Writer, unique []string) {
+	if len(unique) == 0 {
+		return
+	}
+	shown := unique[:min(len(unique), maxUnique)]
+	more := ""
+	if n := len(unique) - len(shown); n > 0 {
+		more = fmt.Sprintf("; and %d more", n)
+	}
+	fmt.Fprintf(w, "  features no passing trial showed (%d): %s%s\n", len(unique), strings.Join(shown, "; "), more)
 }

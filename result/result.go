@@ -182,6 +182,10 @@ type TrialResult struct {
 	// Plan is what an exploring campaign ran ("fresh", or "trial 12 to
 	// decision 340 of 900, then flip"); empty under other strategies.
 	Plan string `json:",omitempty"`
+	// Unique are the features this failing trial showed that no passing
+	// trial of its campaign did, described (one of the first failing
+	// trials; nil otherwise).
+	Unique []string `json:",omitempty"`
 	// Features and Corpus are the campaign's features and corpus size once
 	// this trial was counted, for the progress line.
 	Features, Corpus int `json:"-"`

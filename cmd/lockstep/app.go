@@ -244,7 +244,7 @@ func runCmd() *cli.Command {
 					failures++
 				}
 				if bar != nil {
-					bar.Describe(fmt.Sprintf("%d failures, %.1f trials/s", failures, float64(done)/time.Since(start).Seconds()))
+					bar.Describe(progressLine(failures, done, time.Since(start), r))
 					bar.Add(1)
 				}
 			}
@@ -519,4 +519,17 @@ func cleanCmd() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// progressLine is what the progress bar says after a trial: failures,
+// the campaign's features (and an exploring campaign's corpus), speed.
+func progressLine(failures, done int, took time.Duration, r *engine.TrialResult) string {
+	s := fmt.Sprintf("%d failures", failures)
+	if r.Features > 0 {
+		s += fmt.Sprintf(", %d features", r.Features)
+	}
+	if r.Corpus > 0 {
+		s += fmt.Sprintf(", corpus %d", r.Corpus)
+	}
+	return s + fmt.Sprintf(", %.1f trials/s", float64(done)/took.Seconds())
 }
