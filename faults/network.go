@@ -278,7 +278,6 @@ func (in *Injector) ordered(nodes []string) []string {
 
 // choseCut puts a chosen cut of the network up.
 func choseCut(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
-	in.spend(now)
 	c := in.offerCut
 	in.offerCut = nil
 	base := *c
@@ -293,10 +292,13 @@ func choseCut(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 	}
 	if in.clashes(c) {
 		// A probe aimed it at a node whose links another cut holds:
-		// it cuts nothing rather than take another's links down with it.
-		o.Peer = "cuts nothing: " + c.name + " shares a link with a cut in force"
+		// it cuts nothing rather than take another's links down with it,
+		// and spends neither the budget nor a trigger: the next
+		// injection is drawn as if it had not been offered.
+		o.Peer = "cuts nothing: " + c.name + " shares a link with a cut in force; not spent"
 		return nil
 	}
+	in.spend(now)
 	in.cuts = append(in.cuts, c)
 	o.Peer = "cuts " + c.name
 	if o.Kind == Bipartition {

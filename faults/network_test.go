@@ -380,3 +380,26 @@ func TestOverlappingCuts(t *testing.T) {
 		}
 	}
 }
+
+// TestCutNothingNotSpent: a cut aimed where a cut in force holds its link
+// cuts nothing and spends neither the budget nor a trigger.
+func TestCutNothingNotSpent(t *testing.T) {
+	in := New(Plan{Kinds: []sched.Kind{Link}, Nodes: []string{"n1", "n2", "n3"}, Budget: 2, Overlap: 2, Until: time.Hour}, []string{"n1", "n2", "n3"}, 1)
+	in.cuts = []*netCut{{name: "n1|n2", a: []string{"n1"}, b: []string{"n2"}, shape: "|"}}
+	in.offerCut = &netCut{a: []string{"n2"}, b: []string{"n1"}, shape: "|"}
+	o := &sched.Op{Kind: Link, Node: "n2", Object: "link:n2|n1"}
+	var e Effect
+	if err := choseCut(in, o, time.Second, &e); err != nil {
+		t.Fatal(err)
+	}
+	if in.budget != 2 || len(in.cuts) != 1 || e.Cut != nil || !strings.HasPrefix(o.Peer, "cuts nothing") {
+		t.Errorf("budget %d, %d cuts, effect %+v, peer %q: want nothing cut and nothing spent", in.budget, len(in.cuts), e, o.Peer)
+	}
+	in.offerCut = &netCut{a: []string{"n2"}, b: []string{"n3"}, shape: "|"}
+	if err := choseCut(in, &sched.Op{Kind: Link, Node: "n2"}, time.Second, &e); err != nil {
+		t.Fatal(err)
+	}
+	if in.budget != 1 || len(in.cuts) != 2 {
+		t.Errorf("a cut of a free link: budget %d, %d cuts; want 1 and 2", in.budget, len(in.cuts))
+	}
+}
