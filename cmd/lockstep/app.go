@@ -195,6 +195,7 @@ func runCmd() *cli.Command {
 			&cli.DurationFlag{Name: "native-limit", Usage: "with --native: clients still running after this are a hang (default: the spec's limits.real_time)"},
 			&cli.StringFlag{Name: "junit", Usage: "also write the result as JUnit XML to `FILE` (a test case per campaign)"},
 			&cli.StringFlag{Name: "json", Usage: "also write the summary as JSON to `FILE`"},
+			&cli.StringFlag{Name: "html", Usage: "also write the campaign's report (totals, the coverage curve, failures) to `FILE` (self-contained HTML)"},
 			shardFlag, shardEnvFlag,
 			&cli.DurationFlag{Name: "explain", Usage: "explain the first failure (lockstep explain), within this real-time `BUDGET`, under the summary"},
 			&cli.BoolFlag{Name: "verify", Value: true, Usage: "replay each failing trial's trace right after it; a failure whose replay diverges is reported as unreplayable, a lockstep problem (--verify=false for speed)"},
@@ -371,7 +372,7 @@ func newBar(w io.Writer, total int, quiet bool) *progressbar.ProgressBar {
 	)
 }
 
-// writeCIReports writes the --junit and --json files run was asked for. A
+// writeCIReports writes the --junit, --json and --html files run was asked for. A
 // report that cannot be written is a lockstep error: CI would otherwise
 // read a stale file or none.
 func writeCIReports(c *cli.Context, camp report.Campaign) error {
@@ -381,6 +382,7 @@ func writeCIReports(c *cli.Context, camp report.Campaign) error {
 	}{
 		{"junit", func(w io.Writer, camp report.Campaign) error { return report.WriteJUnit(w, []report.Campaign{camp}) }},
 		{"json", report.WriteJSON},
+		{"html", report.WriteCampaignHTML},
 	} {
 		p := c.String(out.flag)
 		if p == "" {
