@@ -34,6 +34,32 @@ func BenchmarkTrialsPerMinute(b *testing.B) {
 	}
 }
 
+// BenchmarkExploreCost: an exploring campaign's trials per minute against
+// POS's on the demo's fixed spec (every trial runs to its end), in
+// alternating campaigns of 48 trials: what prefix replays, features and the
+// corpus cost per trial (issue 43: within 10 %).
+func BenchmarkExploreCost(b *testing.B) {
+	skipUnlessTrials(b)
+	sp, err := spec.Load(repoPath("testdata", "demo", "demo-fixed.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const trials = 48
+	var took [2]time.Duration
+	for range b.N {
+		for i, name := range []string{"pos", Explore} {
+			start := time.Now()
+			if _, err := Run(context.Background(), sp, RunOptions{Trials: trials, Strategy: name, OutDir: b.TempDir()}); err != nil {
+				b.Fatal(err)
+			}
+			took[i] += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(trials*b.N)/took[0].Minutes(), "pos-trials/min")
+	b.ReportMetric(float64(trials*b.N)/took[1].Minutes(), "explore-trials/min")
+	b.ReportMetric(took[0].Seconds()/took[1].Seconds(), "explore/pos-rate")
+}
+
 // BenchmarkBulkTransfer runs testdata/specs/bulk.yaml (one connection carrying
 // LOCKSTEP_BENCH_BULK_MB MiB, default 100, in 64 KiB writes and reads)
 // natively and as one POS trial, and reports both throughputs: over the

@@ -116,3 +116,17 @@ func BenchmarkEtcdTrial(b *testing.B) {
 	sp.Faults.Budget = 0
 	trialbench.Run(b, sp)
 }
+
+// BenchmarkEtcdExploreCost: an exploring campaign's trials per minute
+// against POS's on the example's spec, faults included (issue 43: within
+// 10 %); 24 trials each, so that three generations branch.
+func BenchmarkEtcdExploreCost(b *testing.B) {
+	if _, err := os.Stat(etcdBin); err != nil {
+		b.Skipf("%s not installed: skipping", etcdBin)
+	}
+	testutil.RequireNetns(b)
+	testutil.RequirePtrace(b)
+	buildClient(b)
+	trialbench.Strategies(b, extest.LoadSpec(b, "spec.yaml"), 24, "pos", "explore")
+}
+

@@ -42,3 +42,27 @@ func Run(b *testing.B, sp *spec.Spec) {
 		b.ReportMetric((r.Stats.SettleTime-r.NodesCPU).Seconds()/r.Duration.Seconds(), "own-quiescence-share")
 	}
 }
+
+// Strategies runs b.N rounds of one campaign of trials per strategy on
+// spec, one after the other in each round (so that a machine's drift
+// spreads over all), and reports each strategy's trials per minute and
+// each one's ratio to the first's: what a strategy costs per trial, its
+// prefix replays and corpus included (explore against POS).
+func Strategies(b *testing.B, sp *spec.Spec, trials int, names ...string) {
+	took := make([]time.Duration, len(names))
+	for range b.N {
+		for i, name := range names {
+			start := time.Now()
+			if _, err := engine.Run(context.Background(), sp, engine.RunOptions{Trials: trials, Strategy: name, OutDir: b.TempDir()}); err != nil {
+				b.Fatal(err)
+			}
+			took[i] += time.Since(start)
+		}
+	}
+	for i, name := range names {
+		b.ReportMetric(float64(trials*b.N)/took[i].Minutes(), name+"-trials/min")
+		if i > 0 {
+			b.ReportMetric(took[0].Seconds()/took[i].Seconds(), name+"/"+names[0]+"-rate")
+		}
+	}
+}
