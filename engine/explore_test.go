@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -107,4 +108,58 @@ func handoffSpec(t *testing.T) *spec.Spec {
 		t.Fatal(err)
 	}
 	return sp
+}
+
+// Every branch of an exploring campaign forks where its prefix ends, and
+// its trace marks the op released there: replaying it forks there too and
+// gives the same run, under spread faults and delays (the forks' draws),
+// whether the fork's op is a program's or a fault.
+func TestExploreForksReplay(t *testing.T) {
+	requireTrials(t)
+	if _, err := os.Stat(repoPath("testdata", "bin", "c", "handoff_server")); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	sp, err := spec.Load(repoPath("testdata", "specs", "explore", "handoff-faults.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	seed := int64(3)
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 32, Seed: &seed, Strategy: Explore, OutDir: filepath.Join(dir, "run"), TraceAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKind := map[string]int{}
+	replayed := 0
+	for _, r := range sum.Results {
+		fork := -1
+		for i, rec := range r.Records {
+			if rec.Fork != nil {
+				fork = i
+			}
+		}
+		if fork < 0 {
+			continue
+		}
+		k := "program"
+		if r.Records[fork].Op.Kind.IsFault() || r.Records[fork].Op.Kind == sched.Advance {
+			k = "fault or delay"
+		}
+		if byKind[k] >= 3 {
+			continue
+		}
+		byKind[k]++
+		rr, err := Replay(t.Context(), r.TracePath, filepath.Join(dir, "replay"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rr.Same {
+			t.Errorf("trial %d (%s, forked on a %s op at step %d): replay: %s", r.Index, r.Plan, k, r.Records[fork].Step, rr.Diff)
+		}
+		replayed++
+	}
+	if byKind["program"] == 0 {
+		t.Errorf("no branch forked on a program's op in 32 trials (%v)", byKind)
+	}
+	t.Logf("replayed %d forked traces: %v", replayed, byKind)
 }

@@ -494,6 +494,7 @@ func (t *Trial) Released(id uint64, r tracer.Released) {
 		Step: t.steps, VTime: int64(t.clk.Now()), Op: *t.pending,
 		Result: r.Result, Causes: r.Causes, Data: r.Data, Immediate: t.imm,
 	})
+	t.markFork()
 	if r.Completes != 0 {
 		// A delivery read by a recv released earlier (MSG_WAITALL), the
 		// last one of its kind on its connection, so a recent record.
@@ -533,7 +534,15 @@ func (t *Trial) record(op sched.Op, auto bool) {
 	t.steps++
 	t.live.step(&op, t.clk.Now())
 	t.res.Records = append(t.res.Records, sched.Record{Step: t.steps, VTime: int64(t.clk.Now()), Op: op, Auto: auto})
-	if t.forked != nil && !auto {
+	if !auto {
+		t.markFork()
+	}
+}
+
+// markFork writes a fork made at the decision under way on its op's
+// record, the last one: a replay forks where that record is decided.
+func (t *Trial) markFork() {
+	if t.forked != nil {
 		t.res.Records[len(t.res.Records)-1].Fork = t.forked
 		t.forked = nil
 	}

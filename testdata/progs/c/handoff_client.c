@@ -1,5 +1,6 @@
-/* handoff_client HOST PORT ID: say "HELLO ID", wait for the server's
- * answer (OK or MIGRATE), say "COMMIT ID", wait for "DONE". */
+/* handoff_client HOST PORT ID [MS]: say "HELLO ID", wait for the server's
+ * answer (OK or MIGRATE), think MS milliseconds (0 by default), say
+ * "COMMIT ID", wait for "DONE". */
 #include "common.h"
 
 static void answer(int fd, char *buf, size_t size)
@@ -17,8 +18,8 @@ static void answer(int fd, char *buf, size_t size)
 int main(int argc, char **argv)
 {
 	char buf[64];
-	if (argc != 4) {
-		fprintf(stderr, "usage: handoff_client HOST PORT ID\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: handoff_client HOST PORT ID [MS]\n");
 		return 2;
 	}
 	int fd = connect_to(argv[1], argv[2]);
@@ -26,6 +27,8 @@ int main(int argc, char **argv)
 	write_all(fd, buf, n);
 	answer(fd, buf, sizeof buf);
 	printf("%s", buf);
+	if (argc == 5)
+		msleep(atol(argv[4]));
 	n = snprintf(buf, sizeof buf, "COMMIT %s\n", argv[3]);
 	write_all(fd, buf, n);
 	answer(fd, buf, sizeof buf);
