@@ -48,6 +48,11 @@ type RunOptions struct {
 	// failure whose replay diverges becomes an Unreplayable outcome
 	// (run --verify, on by default in the CLI).
 	Verify bool
+	// Symptom, when set, is a production log excerpt the campaign aims at
+	// (run --symptom): a trial whose node prints its last line fails
+	// (property "symptom"), every trial's lines are matched against it,
+	// and an exploring campaign steers to longer matches.
+	Symptom *coverage.Symptom
 }
 
 // historyBatch is how many trials share one frozen view of the history

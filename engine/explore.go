@@ -94,7 +94,8 @@ func keep(corpus *explore.Corpus, cc *campaignCoverage, sum *Summary, r *TrialRe
 	for _, f := range tf.fs {
 		ids = append(ids, cc.cov.ID(f))
 	}
-	corpus.Add(&explore.Entry{Trial: r.Index, Seed: r.Seed, Records: r.Records, Features: ids, Novel: r.Novel, NovelAt: tf.novelAt}, tf.plan, cc.cov.CountOf)
+	corpus.Add(&explore.Entry{Trial: r.Index, Seed: r.Seed, Records: r.Records, Features: ids, Novel: r.Novel, NovelAt: tf.novelAt,
+		Goal: r.Symptom, GoalAt: r.SymptomStep}, tf.plan, cc.cov.CountOf)
 	r.Corpus = corpus.Len()
 	sum.Coverage.Corpus = r.Corpus
 }

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -26,6 +27,13 @@ const maxPropertyRead = 1 << 20
 type properties struct {
 	props []spec.Property
 	files []*outputFile
+	// symptom, when set, is matched against every line (run --symptom):
+	// lines are the templates of the lines printed, in the order read,
+	// steps the step after which each was; printing its last line is the
+	// trial's failure (symptomProperty).
+	symptom *coverage.Symptom
+	lines   []string
+	steps   []int
 	// reached says, per property, whether a line matched it.
 	reached []bool
 	// broke is the first never that matched, with the line.
@@ -57,11 +65,11 @@ type outputFile struct {
 // files (Trial.outputs); nil when the spec has no properties. Each is read
 // through a descriptor of its own on the same file, never by its path: a
 // node may put a link or a FIFO where its output file was.
-func newProperties(sp *spec.Spec, outputs map[string][2]*os.File) (*properties, error) {
-	if len(sp.Properties) == 0 {
+func newProperties(sp *spec.Spec, outputs map[string][2]*os.File, symptom *coverage.Symptom) (*properties, error) {
+	if len(sp.Properties) == 0 && symptom == nil {
 		return nil, nil
 	}
-	p := &properties{props: sp.Properties, reached: make([]bool, len(sp.Properties))}
+	p := &properties{props: sp.Properties, reached: make([]bool, len(sp.Properties)), symptom: symptom}
 	for _, n := range sp.Nodes {
 		for i, ext := range []string{".out", ".err"} {
 			w := outputs[n.Name][i]
@@ -154,6 +162,9 @@ func (p *properties) flush(step int) {
 
 func (p *properties) match(node string, line []byte, step int) {
 	line = bytes.TrimRight(line, "\r")
+	if p.symptom != nil {
+		p.matchSymptom(node, line, step)
+	}
 	for i := range p.props {
 		pr := &p.props[i]
 		if !pr.Applies(node) || !pr.Pattern.Match(line) {
@@ -164,6 +175,39 @@ func (p *properties) match(node string, line []byte, step int) {
 			p.broke = &brokenProperty{prop: pr, node: node, line: string(line), step: step}
 		}
 	}
+}
+
+// symptomProperty is the never a symptom's last line stands for: a trial
+// that prints it has reproduced the symptom, a failing trace.
+var symptomProperty = spec.Property{Kind: spec.Never, Name: "symptom"}
+
+// maxSymptomLines bounds the lines a trial keeps for its symptom match.
+const maxSymptomLines = 1 << 17
+
+// matchSymptom notes a line's template for the symptom match, and ends
+// the trial when it is the symptom's last line.
+func (p *properties) matchSymptom(node string, line []byte, step int) {
+	t := coverage.TemplateOf(string(line))
+	if len(p.lines) < maxSymptomLines {
+		p.lines, p.steps = append(p.lines, t), append(p.steps, step)
+	}
+	if p.broke == nil && p.symptom.Last(t) {
+		p.broke = &brokenProperty{prop: &symptomProperty, node: node, line: string(line), step: step}
+	}
+}
+
+// symptomMatch is how much of the symptom the trial's lines reproduced
+// (coverage.Symptom.Match), and the step after which the last line of
+// that match was printed (0 with none).
+func (p *properties) symptomMatch() (n, step int) {
+	if p == nil || p.symptom == nil {
+		return 0, 0
+	}
+	n, last := p.symptom.Match(p.lines)
+	if last >= 0 {
+		step = p.steps[last]
+	}
+	return n, step
 }
 
 // missed is the first eventually no line matched.
@@ -231,6 +275,7 @@ func (t *Trial) finalProperties(res *TrialResult) error {
 		br = t.props.broke
 	}
 	res.Reached = t.props.sometimes()
+	res.Symptom, res.SymptomStep = t.props.symptomMatch()
 	if res.Outcome.Kind != Pass {
 		return nil
 	}

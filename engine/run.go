@@ -264,7 +264,7 @@ func (c *campaign) startJobs(ctx context.Context) ([]*job, func(), error) {
 // the corpus as earlier generations left them).
 func (c *campaign) runAt(j *job, i int, l learned) (*TrialResult, error) {
 	tp := trialParams{index: i, seed: TrialSeed(c.seed, i), stepsHint: c.stepsHint, expect: c.expect,
-		traceAll: c.opts.TraceAll, keepTmp: c.opts.KeepTmp, scheme: c.scheme.String(), frames: c.scheme.Frames()}
+		traceAll: c.opts.TraceAll, keepTmp: c.opts.KeepTmp, scheme: c.scheme.String(), frames: c.scheme.Frames(), symptom: c.opts.Symptom}
 	plan, err := trialStrategy(c.sp, c.strategy, l, &tp)
 	if err != nil {
 		return nil, err
@@ -350,9 +350,34 @@ func (c *campaign) count(r *TrialResult) {
 	tf.plan = c.plans[r.Index]
 	delete(c.plans, r.Index)
 	keep(c.corpus, c.cov, c.sum, r, tf)
+	c.symptom(r)
 	c.sum.Add(r)
 	if r.Conflict != nil {
 		c.sum.Stats = append(c.sum.Stats, *r.Conflict)
+	}
+}
+
+// symptom notes how far a trial got towards the campaign's symptom: the
+// best match so far, and whether it reproduced it (printed its last line,
+// or failed as its failure line says).
+func (c *campaign) symptom(r *TrialResult) {
+	sy := c.opts.Symptom
+	if sy == nil {
+		return
+	}
+	s := c.sum.Symptom
+	if s == nil {
+		s = &result.SymptomSummary{Lines: len(sy.Templates), BestTrial: -1, Reproduced: -1}
+		c.sum.Symptom = s
+	}
+	if r.Symptom > s.Best {
+		s.Best, s.BestTrial = r.Symptom, r.Index
+	}
+	o := r.Outcome
+	reproduced := o.Kind == PropertyViolated && o.Property == symptomProperty.Name ||
+		sy.Failure != "" && o.Kind.IsFailure() && coverage.Same(sy.Failure, coverage.TemplateOf(o.Detail))
+	if reproduced && s.Reproduced < 0 {
+		s.Reproduced = r.Index
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/sched"
@@ -110,6 +111,9 @@ type trialParams struct {
 	// dir, when set, is the trial's directory instead of its place under
 	// the job's output directory (a --verify replay's).
 	dir string
+	// symptom, when set, is what the trial's lines are matched against
+	// (run --symptom): its last line printed ends the trial.
+	symptom *coverage.Symptom
 }
 
 // replayEndWait bounds the real time a replay waits, after the trace's
@@ -305,7 +309,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	})
 	defer tr.Close()
 
-	if t.props, err = newProperties(sp, t.outputs); err != nil {
+	if t.props, err = newProperties(sp, t.outputs, p.symptom); err != nil {
 		t.closeFiles()
 		t.outCaps.close()
 		return nil, err

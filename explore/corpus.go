@@ -27,6 +27,10 @@ type Entry struct {
 	// showed a feature first (-1: only its lines did, which carry no
 	// step).
 	NovelAt int
+	// Goal is how many lines of the campaign's symptom it printed in
+	// order (run --symptom), GoalAt how many records it had when it
+	// printed the last of them.
+	Goal, GoalAt int
 	// Picks is how many trials have branched from it so far.
 	Picks int
 	// decisions are the indices in Records of the ops a strategy chose
@@ -34,6 +38,7 @@ type Entry struct {
 	// NovelAt's record (-1: unknown).
 	decisions []int
 	novel     int
+	goal      int // decisions before GoalAt's point (-1: no goal)
 }
 
 // Counter says how many trials of the campaign showed a feature, by
@@ -46,6 +51,8 @@ type Corpus struct {
 	entries []*Entry
 	byTrial map[int]*Entry
 	arms    []armStats // by Arm
+	// bestGoal is the most lines of the symptom a trial printed in order.
+	bestGoal int
 	// Max bounds the corpus: past it, the entry with the least energy
 	// leaves.
 	Max int
@@ -112,16 +119,26 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 	if e.Novel > 0 {
 		a.novel++
 	}
-	if e.Novel == 0 {
+	closer := e.Goal > c.bestGoal
+	c.bestGoal = max(c.bestGoal, e.Goal)
+	if e.Novel == 0 && !closer {
 		return false
 	}
-	e.novel = -1
+	e.novel, e.goal = -1, -1
 	for i, r := range e.Records {
 		if !r.Auto {
 			e.decisions = append(e.decisions, i)
 		}
 		if i == e.NovelAt {
 			e.novel = len(e.decisions)
+		}
+	}
+	if e.Goal > 0 {
+		e.goal = 0
+		for _, i := range e.decisions {
+			if i < e.GoalAt {
+				e.goal++
+			}
 		}
 	}
 	c.entries = append(c.entries, e)
@@ -168,6 +185,11 @@ func (c *Corpus) Freeze(count Counter) *View {
 	v := &View{entries: slices.Clone(c.entries)}
 	for _, e := range v.entries {
 		en := energy(e, count)
+		if c.bestGoal > 0 {
+			// Steered to the symptom: each line short of the best match
+			// quarters an entry's share.
+			en *= math.Pow(4, float64(e.Goal-c.bestGoal))
+		}
 		v.energy = append(v.energy, en)
 		v.total += en
 	}
@@ -250,10 +272,14 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 	}
 	e := v.entries[pick(r, v.energy)]
 	p := Plan{Parent: e, Prefix: r.IntN(len(e.decisions) + 1)}
-	if e.novel >= 0 && r.IntN(3) > 0 {
+	from := e.novel
+	if e.goal >= 0 {
+		from = e.goal // a symptom's: past the last line it matched
+	}
+	if from >= 0 && r.IntN(3) > 0 {
 		// Mostly just past what it showed first: keep it, and vary what
 		// follows it (a prefix that ran on would keep what followed too).
-		p.Prefix = e.novel + r.IntN(1+(len(e.decisions)-e.novel)/4)
+		p.Prefix = from + r.IntN(1+(len(e.decisions)-from)/4)
 	}
 	p.Change = sched.Change(arm - 1)
 	switch p.Change {

@@ -171,6 +171,7 @@ type JSONSummary struct {
 	// Coverage is the features the trials showed, by class, and the
 	// curve of features seen after each trial.
 	Coverage    *result.CoverageSummary `json:"coverage,omitempty"`
+	Symptom     *result.SymptomSummary  `json:"symptom,omitempty"`
 	Interrupted bool                    `json:"interrupted,omitempty"`
 	// Duration is the campaign's real time in seconds.
 	Duration   float64      `json:"duration_s"`
@@ -231,7 +232,7 @@ func NewJSONSummary(c Campaign) *JSONSummary {
 	for k, n := range s.ByKind {
 		j.ByKind[string(k)] = n
 	}
-	j.Unreplayable, j.Verified, j.Coverage = s.Unreplayable, s.Verified, s.Coverage
+	j.Unreplayable, j.Verified, j.Coverage, j.Symptom = s.Unreplayable, s.Verified, s.Coverage, s.Symptom
 	if s.Spec != nil {
 		for _, p := range s.Spec.Properties {
 			if p.Kind == spec.Sometimes {

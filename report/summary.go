@@ -58,6 +58,16 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 			c.Features, c.Kinds, c.Templates, c.Orderings, last, c.AddedSince(last), corpus)
 	}
 	writeSometimes(w, s)
+	if sy := s.Symptom; sy != nil {
+		switch {
+		case sy.Reproduced >= 0:
+			fmt.Fprintf(w, "symptom: reproduced by trial %d (matched %d of %d lines in order at best, trial %d)\n", sy.Reproduced, sy.Best, sy.Lines, sy.BestTrial)
+		case sy.Best > 0:
+			fmt.Fprintf(w, "symptom: not reproduced; matched %d of %d lines in order at best, trial %d\n", sy.Best, sy.Lines, sy.BestTrial)
+		default:
+			fmt.Fprintf(w, "symptom: not reproduced; no trial printed any of its %d lines\n", sy.Lines)
+		}
+	}
 	if s.Verified > 0 || s.Unreplayable > 0 {
 		fmt.Fprintf(w, "replayed: %d of %d failing traces gave the same failure again\n", s.Verified, s.Verified+s.Unreplayable)
 	}

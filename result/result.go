@@ -77,6 +77,9 @@ type Summary struct {
 	// History is the conflict history at the end ("+" strategies): what
 	// it was loaded with and what the trials taught it.
 	History *conflict.History
+	// Symptom is how close the trials came to run --symptom's excerpt
+	// (nil without one).
+	Symptom *SymptomSummary
 }
 
 // Unreached are the spec's sometimes properties no trial reached, in
@@ -186,9 +189,23 @@ type TrialResult struct {
 	// trial of its campaign did, described (one of the first failing
 	// trials; nil otherwise).
 	Unique []string `json:",omitempty"`
+	// Symptom is how many of a --symptom's lines the trial printed in
+	// order; SymptomStep the step after which the last of them was.
+	Symptom     int `json:",omitempty"`
+	SymptomStep int `json:",omitempty"`
 	// Features and Corpus are the campaign's features and corpus size once
 	// this trial was counted, for the progress line.
 	Features, Corpus int `json:"-"`
+}
+
+// SymptomSummary is how close a campaign came to its --symptom: of its
+// Lines, the most a trial printed in order (Best, first in BestTrial), and
+// the first trial that reproduced it (-1: none).
+type SymptomSummary struct {
+	Lines      int `json:"lines"`
+	Best       int `json:"best"`
+	BestTrial  int `json:"best_trial"`
+	Reproduced int `json:"reproduced"`
 }
 
 // CoverageSummary is a campaign's coverage: how many features its trials

@@ -27,6 +27,10 @@ type Header struct {
 	// running trial 0. 0 (trial 0, older traces): every trigger a time.
 	FaultSteps int `json:"fault_steps,omitempty"`
 	DelaySteps int `json:"delay_steps,omitempty"`
+	// Symptom are the templates of the symptom the trial was run against
+	// (run --symptom): a node printing the last one ended it, and a
+	// replay ends at the same line.
+	Symptom []string `json:"symptom,omitempty"`
 }
 
 // Record is one released op.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/netns"
@@ -198,6 +199,7 @@ func runCmd() *cli.Command {
 			&cli.StringFlag{Name: "html", Usage: "also write the campaign's report (totals, the coverage curve, failures) to `FILE` (self-contained HTML)"},
 			shardFlag, shardEnvFlag,
 			&cli.DurationFlag{Name: "explain", Usage: "explain the first failure (lockstep explain), within this real-time `BUDGET`, under the summary"},
+			&cli.StringFlag{Name: "symptom", Usage: "aim at the production log excerpt in `FILE` (the lines several nodes wrote, in order, and optionally a \"failure: ...\" line): a trial whose node prints its last line fails, and explore steers to trials that print more of it in order"},
 			&cli.BoolFlag{Name: "verify", Value: true, Usage: "replay each failing trial's trace right after it; a failure whose replay diverges is reported as unreplayable, a lockstep problem (--verify=false for speed)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -221,6 +223,13 @@ func runCmd() *cli.Command {
 				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"), KeepTmp: c.Bool("keep-tmp"),
 				History: c.String("history"), Native: c.Bool("native"), NativeLimit: c.Duration("native-limit"),
 				Logger: logger(c, c.App.ErrWriter), Verify: c.Bool("verify"),
+			}
+			if p := c.String("symptom"); p != "" {
+				sy, err := readSymptom(p)
+				if err != nil {
+					return badInput(err)
+				}
+				opts.Symptom = sy
 			}
 			if c.IsSet("seed") {
 				s := c.Int64("seed")
@@ -534,4 +543,14 @@ func progressLine(failures, done int, took time.Duration, r *engine.TrialResult)
 		s += fmt.Sprintf(", corpus %d", r.Corpus)
 	}
 	return s + fmt.Sprintf(", %.1f trials/s", float64(done)/took.Seconds())
+}
+
+// readSymptom reads run --symptom's file.
+func readSymptom(path string) (*coverage.Symptom, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--symptom: %w", err)
+	}
+	defer f.Close()
+	return coverage.ReadSymptom(f, path)
 }

@@ -1,0 +1,144 @@
+package coverage
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Symptom is a production log excerpt turned into templates (run
+// --symptom): the lines several nodes wrote, in the order written, with
+// whatever prefixes and timestamps they carried, and optionally the
+// failure that followed. A trial reproduces it when one of its nodes
+// prints the last line, or when it fails the way the failure line says.
+type Symptom struct {
+	// Lines are the excerpt's lines as written, Templates their templates
+	// (TemplateOf), in order.
+	Lines     []string
+	Templates []string
+	// Failure is the template of the failure line ("failure: ..." in the
+	// file), "" when none was given.
+	Failure string
+}
+
+// SymptomOf is the symptom of these templates (a trace header's), nil for
+// none.
+func SymptomOf(templates []string) *Symptom {
+	if len(templates) == 0 {
+		return nil
+	}
+	return &Symptom{Lines: templates, Templates: templates}
+}
+
+// TemplatesOrNil are the symptom's templates, nil for a nil symptom.
+func (s *Symptom) TemplatesOrNil() []string {
+	if s == nil {
+		return nil
+	}
+	return s.Templates
+}
+
+// minSymptomTemplate is the shortest template a line is matched on: a
+// shorter one ("·", "<ts> ·") says nothing of what was logged.
+const minSymptomTemplate = 6
+
+// ReadSymptom reads a symptom file: one log line per line, blank lines
+// and lines starting with '#' left out, and at most one line starting
+// with "failure:", the failure that followed the lines.
+func ReadSymptom(r io.Reader, name string) (*Symptom, error) {
+	s := &Symptom{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimRight(sc.Text(), "\r")
+		switch trimmed := strings.TrimSpace(line); {
+		case trimmed == "" || strings.HasPrefix(trimmed, "#"):
+			continue
+		case strings.HasPrefix(trimmed, "failure:"):
+			if s.Failure != "" {
+				return nil, fmt.Errorf("%s:%d: a second failure line (one failure ends a symptom)", name, n)
+			}
+			s.Failure = TemplateOf(strings.TrimSpace(strings.TrimPrefix(trimmed, "failure:")))
+			continue
+		}
+		t := TemplateOf(line)
+		if !saysSomething(t) {
+			return nil, fmt.Errorf("%s:%d: %q says too little once its values are masked (%q)", name, n, line, t)
+		}
+		s.Lines = append(s.Lines, line)
+		s.Templates = append(s.Templates, t)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(s.Lines) == 0 {
+		return nil, fmt.Errorf("%s: no log line (a symptom is the lines the nodes wrote before the failure)", name)
+	}
+	return s, nil
+}
+
+// saysSomething says whether a template holds a word of three letters or
+// more besides its timestamps: "<ts> ·" says nothing of what was logged.
+func saysSomething(t string) bool {
+	run := 0
+	for _, c := range strings.ReplaceAll(t, "<ts>", " ") {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			if run++; run >= 3 {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+// Same says whether two templates are of one statement: equal, or one
+// holds the other whole, as a production line holds a trial's line under
+// a prefix of its log collector's ("n1 | ", a pod name, a timestamp).
+func Same(symptom, line string) bool {
+	if len(line) < minSymptomTemplate || len(symptom) < minSymptomTemplate {
+		return symptom == line
+	}
+	return strings.Contains(symptom, line) || strings.Contains(line, symptom)
+}
+
+// Last says whether a trial's line template is the symptom's last line:
+// the trial got there.
+func (s *Symptom) Last(template string) bool {
+	return Same(s.Templates[len(s.Templates)-1], template)
+}
+
+// Match is how much of the symptom a trial's lines reproduced: the
+// longest subsequence of the symptom's lines that the trial printed in
+// the same order (lines are given in the order the trial printed them,
+// across its nodes), and the index in lines of the line that completed the
+// first such longest match (-1 with none).
+func (s *Symptom) Match(lines []string) (n, last int) {
+	m := len(s.Templates)
+	// best[j] is the longest match of the symptom's first j lines with the
+	// lines read so far, at[j] where the last line of one such match was
+	// printed: the longest common subsequence, one row at a time.
+	best := make([]int, m+1)
+	at := make([]int, m+1)
+	for j := range at {
+		at[j] = -1
+	}
+	for i, line := range lines {
+		diag := 0 // best[j-1] before this line
+		for j := 1; j <= m; j++ {
+			up := best[j]
+			switch {
+			case Same(s.Templates[j-1], line) && diag+1 > up:
+				// The earliest line that makes the match this long: a
+				// branch from there keeps the match and varies the most.
+				best[j], at[j] = diag+1, i
+			case best[j-1] > up:
+				best[j], at[j] = best[j-1], at[j-1]
+			}
+			diag = up
+		}
+	}
+	return best[m], at[m]
+}
