@@ -40,7 +40,7 @@ func faultPlan(p spec.FaultPlan) (faults.Plan, error) {
 		plan.Kinds = append(plan.Kinds, kind)
 	}
 	for _, m := range p.HoldMatch {
-		plan.Match = append(plan.Match, faults.Pattern{Prefix: m.Prefix, Contains: m.Contains, Lacks: m.Lacks})
+		plan.Match = append(plan.Match, faults.Pattern{Prefix: m.Prefix, Contains: m.Contains, Lacks: m.Lacks, Kind: m.Kind})
 	}
 	if p.HoldDirection != "" {
 		dir, ok := faults.ParseHoldDir(p.HoldDirection)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -16,16 +17,27 @@ const MatchBytes = 1024
 // Pattern picks messages by their bytes, for holds of one kind of message
 // (Plan.Match). A message is what one send sent (one deliver op); it
 // matches when it begins with Prefix, contains Contains and does not
-// contain Lacks, within its first MatchBytes bytes (an empty field says
-// nothing).
+// contain Lacks, within its first MatchBytes bytes, and when its shape
+// begins with Kind: a learned message kind's label, as `lockstep kinds`
+// prints it (coverage.Shape; an empty field says nothing).
 type Pattern struct {
-	Prefix, Contains, Lacks []byte
+	Prefix, Contains, Lacks, Kind []byte
 }
 
 func (p Pattern) matches(msg string) bool {
 	return strings.HasPrefix(msg, string(p.Prefix)) &&
 		(len(p.Contains) == 0 || strings.Contains(msg, string(p.Contains))) &&
-		(len(p.Lacks) == 0 || !strings.Contains(msg, string(p.Lacks)))
+		(len(p.Lacks) == 0 || !strings.Contains(msg, string(p.Lacks))) &&
+		(len(p.Kind) == 0 || ofKind(msg, string(p.Kind)))
+}
+
+// ofKind says whether a message's shape begins with a kind's label; a
+// label copied with the "…" that ends a cut one says as much without it.
+func ofKind(msg, label string) bool {
+	if msg == "" {
+		return false
+	}
+	return strings.HasPrefix(coverage.Shape([]byte(msg), len(msg)), strings.TrimSuffix(label, "…"))
 }
 
 // HoldDir is which of a node's messages a hold of one kind holds.

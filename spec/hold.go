@@ -10,9 +10,11 @@ import (
 
 // BytePattern picks messages by their bytes (faults.hold.match): a
 // message matches when it begins with Prefix, contains Contains and does
-// not contain Lacks (an empty field says nothing).
+// not contain Lacks, and when its shape begins with Kind, a learned
+// message kind's label as `lockstep kinds` prints it (an empty field says
+// nothing).
 type BytePattern struct {
-	Prefix, Contains, Lacks []byte
+	Prefix, Contains, Lacks, Kind []byte
 }
 
 // HoldMatchBytes is how many of a message's first bytes a pattern looks
@@ -27,7 +29,7 @@ var holdFields = []field[*FaultPlan]{
 	{"match", func(d *decoder, v ast.Node, path string, plan *FaultPlan) error {
 		seq, ok := v.(*ast.SequenceNode)
 		if !ok || len(seq.Values) == 0 {
-			return d.errf(v, path, "must be a list of patterns ({prefix, contains, lacks}), got %s", describe(v))
+			return d.errf(v, path, "must be a list of patterns ({prefix, contains, lacks, kind}), got %s", describe(v))
 		}
 		for i, pv := range seq.Values {
 			pf := fmt.Sprintf("%s[%d]", path, i)
@@ -35,8 +37,8 @@ var holdFields = []field[*FaultPlan]{
 			if err := decodeMap(d, pv, pf, patternFields, &pt); err != nil {
 				return err
 			}
-			if pt.Prefix == nil && pt.Contains == nil && pt.Lacks == nil {
-				return d.errf(pv, pf, "needs prefix, contains or lacks")
+			if pt.Prefix == nil && pt.Contains == nil && pt.Lacks == nil && pt.Kind == nil {
+				return d.errf(pv, pf, "needs prefix, contains, lacks or kind")
 			}
 			plan.HoldMatch = append(plan.HoldMatch, pt)
 		}
@@ -60,6 +62,7 @@ var patternFields = []field[*BytePattern]{
 	{"prefix", bytesField(func(p *BytePattern) *[]byte { return &p.Prefix })},
 	{"contains", bytesField(func(p *BytePattern) *[]byte { return &p.Contains })},
 	{"lacks", bytesField(func(p *BytePattern) *[]byte { return &p.Lacks })},
+	{"kind", bytesField(func(p *BytePattern) *[]byte { return &p.Kind })},
 }
 
 // bytesField sets the pattern at(t) points at: bytes as parseBytes reads

@@ -26,6 +26,7 @@ faults:
       - prefix: '\x01'
       - {prefix: '\x00', lacks: '\xb1LeaderCommitIndex\x00'}
       - contains: 'GET \\ '
+      - kind: '\x01{Addr:s Candidate:s'
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -34,20 +35,21 @@ faults:
 		{Prefix: []byte{1}},
 		{Prefix: []byte{0}, Lacks: []byte("\xb1LeaderCommitIndex\x00")},
 		{Contains: []byte(`GET \ `)},
+		{Kind: []byte("\x01{Addr:s Candidate:s")},
 	}
 	p := s.Faults
 	if p.HoldDirection != "to" || len(p.HoldMatch) != len(want) {
 		t.Fatalf("direction %q, %d patterns", p.HoldDirection, len(p.HoldMatch))
 	}
 	for i := range want {
-		if string(p.HoldMatch[i].Prefix) != string(want[i].Prefix) || string(p.HoldMatch[i].Contains) != string(want[i].Contains) || string(p.HoldMatch[i].Lacks) != string(want[i].Lacks) {
+		if string(p.HoldMatch[i].Prefix) != string(want[i].Prefix) || string(p.HoldMatch[i].Contains) != string(want[i].Contains) || string(p.HoldMatch[i].Lacks) != string(want[i].Lacks) || string(p.HoldMatch[i].Kind) != string(want[i].Kind) {
 			t.Errorf("pattern %d: %+v, want %+v", i, p.HoldMatch[i], want[i])
 		}
 	}
 	for _, tc := range []struct{ name, hold, want string }{
 		{"bad escape", "    match: [{prefix: '\\x1'}]\n", `faults.hold.match[0].prefix: bad escape`},
 		{"not ascii", "    match: [{prefix: \"\\xb1\"}]\n", `faults.hold.match[0].prefix: byte 0xc2 is not printable ASCII`},
-		{"empty pattern", "    match: [{}]\n", `faults.hold.match[0]: needs prefix, contains or lacks`},
+		{"empty pattern", "    match: [{}]\n", `faults.hold.match[0]: needs prefix, contains, lacks or kind`},
 		{"not a list", "    match: {prefix: a}\n", `faults.hold.match: must be a list of patterns`},
 		{"no match", "    direction: to\n", `faults.hold.match: missing`},
 		{"direction", "    match: [{prefix: a}]\n    direction: both\n", `faults.hold.direction: unknown direction "both"`},
