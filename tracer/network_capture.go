@@ -26,7 +26,7 @@ func (nw *network) capture(p *pendingOp) (int64, error) {
 	if fi.dup < 0 || !fi.peer.IsValid() {
 		return 0, errors.New("socket not connected")
 	}
-	if p.nr == unix.SYS_SENDMMSG {
+	if p.call.nr == unix.SYS_SENDMMSG {
 		return nw.captureMmsg(p)
 	}
 	data, err := nw.payload(p)
@@ -49,11 +49,11 @@ func (nw *network) capture(p *pendingOp) (int64, error) {
 // rest again. A message it cannot read ends the call there, or fails it
 // when it is the first, as in the kernel.
 func (nw *network) captureMmsg(p *pendingOp) (int64, error) {
-	tid, a := p.th.tid, p.args
+	tid, c := p.th.tid, p.call
 	var sent int64
 	room := maxCapture
-	for i := range min(a[2], uioMaxiov) {
-		hdr := a[1] + i*sizeofMmsghdr
+	for i := range min(c.n, uioMaxiov) {
+		hdr := c.buf + i*sizeofMmsghdr
 		data, whole, err := nw.msgPayload(tid, hdr, room)
 		if err != nil {
 			if sent > 0 {
@@ -124,19 +124,19 @@ func (nw *network) queueChunk(p *pendingOp, data []byte) error {
 // payload copies the bytes a send would send out of the tracee, into a
 // buffer of t.bufs.
 func (nw *network) payload(p *pendingOp) ([]byte, error) {
-	th, a := p.th, p.args
-	switch p.nr {
+	th, c := p.th, p.call
+	switch c.nr {
 	case unix.SYS_WRITE, unix.SYS_SENDTO:
-		data := nw.bufs.get(int(min(a[2], maxCapture)))
-		if err := ptrace.ReadMem(th.tid, a[1], data); err != nil {
+		data := nw.bufs.get(int(min(c.n, maxCapture)))
+		if err := ptrace.ReadMem(th.tid, c.buf, data); err != nil {
 			nw.bufs.put(data)
 			return nil, err
 		}
 		return data, nil
 	case unix.SYS_WRITEV:
-		return nw.gather(th.tid, a[1], a[2])
+		return nw.gather(th.tid, c.buf, c.n)
 	case unix.SYS_SENDMSG:
-		data, _, err := nw.msgPayload(th.tid, a[1], maxCapture)
+		data, _, err := nw.msgPayload(th.tid, c.buf, maxCapture)
 		return data, err
 	}
 	return nil, errors.New("unsupported send syscall")

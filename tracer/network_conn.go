@@ -91,12 +91,9 @@ func (nw *network) consume(p *pendingOp, avail int) ([]uint64, []byte) {
 	if known && room < want {
 		want = room
 	}
-	var flags uint64
-	switch p.nr {
-	case unix.SYS_RECVFROM:
-		flags = p.args[3]
-	case unix.SYS_RECVMSG:
-		flags = p.args[2]
+	var flags uint64 // recvmmsg's are not looked at: its room is unknown
+	if p.call.nr == unix.SYS_RECVFROM || p.call.nr == unix.SYS_RECVMSG {
+		flags = p.call.flags
 	}
 	peek := flags&unix.MSG_PEEK != 0
 	if known && want < room && flags&unix.MSG_WAITALL != 0 && !peek && !p.immediate && p.deadline < 0 {
@@ -145,15 +142,14 @@ func (nw *network) consume(p *pendingOp, avail int) ([]uint64, []byte) {
 // stopped tracee: counting everything waiting instead made a server
 // reading pipelined commands into small buffers seem to read them all).
 func (p *pendingOp) recvRoom() (uint64, bool) {
-	a := p.args
-	iov, iovcnt := a[1], a[2]
-	switch p.nr {
+	iov, iovcnt := p.call.buf, p.call.n
+	switch p.call.nr {
 	case unix.SYS_READ, unix.SYS_RECVFROM:
-		return a[2], true
+		return p.call.n, true
 	case unix.SYS_READV:
 	case unix.SYS_RECVMSG:
 		var hdr [32]byte
-		if err := ptrace.ReadMem(p.th.tid, a[1], hdr[:]); err != nil {
+		if err := ptrace.ReadMem(p.th.tid, p.call.buf, hdr[:]); err != nil {
 			return 0, false
 		}
 		iov = binary.LittleEndian.Uint64(hdr[16:])

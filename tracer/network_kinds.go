@@ -52,9 +52,9 @@ func (nw *network) stirPeer(p *pendingOp) {
 }
 
 // sockGated says whether a socket call talks to another node.
-func (nw *network) sockGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
+func (nw *network) sockGated(th *thread, fi *fdInfo, c call) bool {
 	if fi.sockType == unix.SOCK_DGRAM {
-		return nw.dgramGated(th, fi, nr, a)
+		return nw.dgramGated(th, fi, c)
 	}
 	if fi.peer.IsValid() {
 		return nw.pt.gated(fi.peer.Addr())

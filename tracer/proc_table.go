@@ -144,7 +144,7 @@ func (pt *procTable) readSockOpts(fi *fdInfo, sock int) sockOpts {
 // this alone. What lockstep read of any socket's (the fd may share a
 // description with others) no longer holds, nor does what it reads until
 // the thread is seen again, the call done (handle).
-func (pt *procTable) onSockOptsChange(th *thread, _ int, _ [6]uint64) bool {
+func (pt *procTable) onSockOptsChange(th *thread, _ call) bool {
 	pt.sockOptsGen++
 	if !th.changingSockOpts {
 		th.changingSockOpts = true
@@ -163,22 +163,14 @@ func (pt *procTable) sockOptsChanged(th *thread) {
 	}
 }
 
-func (pt *procTable) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
-	return pt.sockOptsOf(fi).nonblock || dontWait(nr, a)
+func (pt *procTable) nonblocking(fi *fdInfo, c call) bool {
+	return pt.sockOptsOf(fi).nonblock || dontWait(c)
 }
 
 // dontWait says whether a recv's flags make it non-blocking
-// (MSG_DONTWAIT).
-func dontWait(nr int, a [6]uint64) bool {
-	switch nr {
-	case unix.SYS_RECVFROM:
-		return a[3]&unix.MSG_DONTWAIT != 0
-	case unix.SYS_RECVMSG:
-		return a[2]&unix.MSG_DONTWAIT != 0
-	case unix.SYS_RECVMMSG:
-		return a[3]&unix.MSG_DONTWAIT != 0
-	}
-	return false
+// (MSG_DONTWAIT); read and readv have none.
+func dontWait(c call) bool {
+	return c.flags&unix.MSG_DONTWAIT != 0
 }
 
 // nextAlone returns the held disk syscall to run next, the lowest LPID's,

@@ -22,7 +22,7 @@ import (
 // schedule: a Go member of etcd woke a thread, went into fallocate, and that
 // thread ran first in some runs and second in others. Held, it runs after
 // them, alone; it is not an op, and the schedule does not see it.
-func (q *quiescence) onAlone(th *thread, _ int, _ [6]uint64) bool {
+func (q *quiescence) onAlone(th *thread, _ call) bool {
 	q.stats.Alone++
 	q.pt.setState(th, tsAlone)
 	return true
@@ -35,13 +35,13 @@ func (q *quiescence) onAlone(th *thread, _ int, _ [6]uint64) bool {
 // disk's real time, during which no other thread may run (onAlone): etcd's
 // trials took half as long again when every fdatasync ran alone. A call on
 // something that is not a file runs as it is, alone, for its errors.
-func (q *quiescence) onDiskSync(th *thread, nr int, a [6]uint64) bool {
-	if nr == unix.SYS_SYNC || isFile(th.proc.pid, int(a[0])) {
+func (q *quiescence) onDiskSync(th *thread, c call) bool {
+	if c.nr == unix.SYS_SYNC || isFile(th.proc.pid, c.fd) {
 		q.stats.DiskSyncs++
 		th.fake(0)
 		return true
 	}
-	return q.onAlone(th, nr, a)
+	return q.onAlone(th, c)
 }
 
 // isFile reports whether the process's descriptor fd names a file or a
@@ -371,7 +371,7 @@ func (q *quiescence) sleepingIn(th *thread) string {
 	if err != nil {
 		return ""
 	}
-	return q.ops.syscallName(nr)
+	return syscallName(nr)
 }
 
 // leaderWaiting reports whether th, a zombie, is a thread group's leader
@@ -479,7 +479,7 @@ func (q *quiescence) unsettled() []string {
 		case tsNew, tsHeld:
 			why = "starting"
 		case tsAlone:
-			why = "held at " + q.ops.syscallName(th.regs.Syscall())
+			why = "held at " + syscallName(th.regs.Syscall())
 		default:
 			s, _, ok := th.kernelState()
 			switch {

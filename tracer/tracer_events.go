@@ -455,11 +455,11 @@ func (t *Tracer) onSeccomp(th *thread) {
 		t.pt.setState(th, tsRunning)
 		return
 	}
-	nr := th.regs.Syscall()
-	if th.proc.node.disk != nil && t.dk.onDisk(th, nr, th.regs.Args()) {
+	c := decodeCall(th.regs.Syscall(), th.regs.Args())
+	if th.proc.node.disk != nil && t.dk.onDisk(th, c) {
 		return
 	}
-	if g, ok := t.gates[nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(th, nr, th.regs.Args()) {
+	if g, ok := t.gates[c.nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(th, c) {
 		return
 	}
 	th.allow()

@@ -29,7 +29,7 @@ func (th *thread) pendingDeadline(vt *vtime) (Deadline, bool, bool) {
 	if th.interrupted {
 		return Deadline{}, false, true
 	}
-	return Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: vt.ops.syscallName(th.waitNr), Kind: sched.Sleep, Thread: th.name()}, false, false
+	return Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: syscallName(th.waitNr), Kind: sched.Sleep, Thread: th.name()}, false, false
 }
 
 // pendingDeadline: a timer's expiry, while it is armed and exists.
