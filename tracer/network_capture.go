@@ -13,8 +13,8 @@ import (
 // freshData is the head of the message the last capture queued: what a
 // captured send sent.
 func (nw *network) freshData() []byte {
-	if n := len(nw.ops.fresh); n > 0 && nw.ops.fresh[n-1].chunk != nil {
-		return nw.head(nw.ops.fresh[n-1].chunk.data)
+	if p := nw.ops.lastFresh(); p != nil && p.chunk != nil {
+		return nw.head(p.chunk.data)
 	}
 	return nil
 }
@@ -104,20 +104,17 @@ func (nw *network) queueChunk(p *pendingOp, data []byte) error {
 		c = &conn{key: key, dup: d, src: fi.local, dst: fi.peer}
 		nw.conns[key] = c
 	}
-	nw.ops.seq++
-	d := &pendingOp{seq: nw.ops.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, buf: data, conn: c, sendID: p.op.ID}}
-	d.op = sched.Op{
+	op := sched.Op{
 		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site, Caller: p.op.Caller,
 		Object: nw.pt.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
 		Syscall: "deliver",
 	}
 	if nw.opts.MatchBytes > 0 {
-		d.op.Msg = string(data[:min(len(data), nw.opts.MatchBytes)])
+		op.Msg = string(data[:min(len(data), nw.opts.MatchBytes)])
 	}
-	d.causes = []uint64{p.op.ID}
+	d := nw.ops.newChunkOp(&chunk{data: data, buf: data, conn: c, sendID: p.op.ID}, op, []uint64{p.op.ID})
 	c.queue = append(c.queue, d)
 	c.queued += len(data)
-	nw.ops.fresh = append(nw.ops.fresh, d)
 	return nil
 }
 

@@ -26,7 +26,7 @@ func (nw *network) maybeFinishConn(c *conn) {
 	if c.shutWr {
 		unix.Shutdown(c.dup, unix.SHUT_WR)
 		c.shutWr = false
-		nw.netGen++ // a FIN
+		nw.invalidate() // a FIN
 	}
 	if c.closing {
 		nw.closeConn(c)
@@ -42,7 +42,7 @@ func (nw *network) dropQueue(c *conn) {
 }
 
 func (nw *network) closeConn(c *conn) {
-	nw.netGen++ // a FIN, or a reset
+	nw.invalidate() // a FIN, or a reset
 	nw.dropQueue(c)
 	if c.dup >= 0 {
 		unix.Close(c.dup)
@@ -187,7 +187,7 @@ func (nw *network) releaseDup(fi *fdInfo) {
 	if fi == nil {
 		return
 	}
-	nw.netGen++ // the socket may close: a FIN, or a reset
+	nw.invalidate() // the socket may close: a FIN, or a reset
 	if fi.kind == fdInet && fi.peer.IsValid() {
 		if c := nw.conns[fi.outKey()]; c != nil {
 			c.closing = true
@@ -274,7 +274,7 @@ func (nw *network) finishConnect(th *thread) {
 		return
 	}
 	local := netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
-	ni := nw.pt.byAddr[cw.peer.Addr().Unmap()]
+	ni := nw.pt.nodeAt(cw.peer.Addr())
 	if ni == nil {
 		return
 	}
@@ -295,13 +295,13 @@ func (nw *network) expectFin(local, peer netip.AddrPort) {
 	if !peer.IsValid() || !local.IsValid() || local.Port() == 0 {
 		return
 	}
-	ni := nw.pt.byAddr[peer.Addr().Unmap()]
+	ni := nw.pt.nodeAt(peer.Addr())
 	if ni == nil {
 		return
 	}
 	nw.stats.FinWaits++
 	nw.finWaits = append(nw.finWaits, finWait{
-		closer: nw.pt.byAddr[local.Addr().Unmap()], node: ni,
+		closer: nw.pt.nodeAt(local.Addr()), node: ni,
 		local: peer, remote: local, until: time.Now().Add(finWaitLimit),
 	})
 }

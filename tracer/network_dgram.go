@@ -20,7 +20,7 @@ const DatagramSyscall = "datagram"
 //
 // Precondition: runs on the tracer thread.
 func (nw *network) dropDatagram(id uint64) error {
-	p := nw.ops.pending[id]
+	p := nw.ops.byID(id)
 	if p == nil || p.chunk == nil || p.chunk.dg == nil {
 		return fmt.Errorf("drop: no datagram in flight with id %d", id)
 	}
@@ -166,15 +166,12 @@ func (nw *network) queueDgram(p *pendingOp, dst netip.AddrPort, data []byte) err
 	}
 	unix.CloseOnExec(fd)
 	key := p.th.proc.dgramSource(fi).String() + ">" + dst.String()
-	nw.ops.seq++
-	d := &pendingOp{seq: nw.ops.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}}
-	d.op = sched.Op{
+	op := sched.Op{
 		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site, Caller: p.op.Caller,
 		Object: nw.pt.inbox(dst.Addr()), Peer: dst.String(), Conn: key, Bytes: len(data),
 		Syscall: DatagramSyscall,
 	}
-	d.causes = []uint64{p.op.ID}
-	nw.ops.fresh = append(nw.ops.fresh, d)
+	nw.ops.newChunkOp(&chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}, op, []uint64{p.op.ID})
 	return nil
 }
 

@@ -107,6 +107,30 @@ func (ot *opTable) newPending(th *thread, kind sched.Kind, c call) *pendingOp {
 	return p
 }
 
+// newChunkOp makes the pending op that delivers ch, a chunk in flight
+// (a captured message, or the rest of one its receiver had no room for),
+// as op, caused by causes; the network queues the chunk.
+func (ot *opTable) newChunkOp(ch *chunk, op sched.Op, causes []uint64) *pendingOp {
+	ot.seq++
+	p := &pendingOp{seq: ot.seq, fd: -1, deadline: -1, chunk: ch, op: op, causes: causes}
+	ot.fresh = append(ot.fresh, p)
+	return p
+}
+
+// lastFresh is the op made last since the last quiescent point, or nil.
+func (ot *opTable) lastFresh() *pendingOp {
+	if n := len(ot.fresh); n > 0 {
+		return ot.fresh[n-1]
+	}
+	return nil
+}
+
+// kindOf is what the tracer does with ops of p's kind.
+func (ot *opTable) kindOf(p *pendingOp) *opKind { return ot.kinds[p.op.Kind] }
+
+// byID is the pending op numbered id, or nil.
+func (ot *opTable) byID(id uint64) *pendingOp { return ot.pending[id] }
+
 func (ot *opTable) dropPending(p *pendingOp) {
 	p.dropped = true
 	if p.op.ID != 0 {
@@ -161,6 +185,11 @@ func (ot *opTable) pollPending(ops []*pendingOp) {
 	}
 	clear(spans) // drop the references to the ops
 }
+
+// invalidate drops this state's batched readiness answers: the caller may
+// have changed what they answered (a step's faults, a Release from outside
+// the trial loop), so an op's readiness is polled again.
+func (ot *opTable) invalidate() { ot.pollGen++ }
 
 // batched returns this state's batched answer for p, if it has one.
 func (ot *opTable) batched(p *pendingOp) (ready, ok bool) {

@@ -73,6 +73,24 @@ func (pt *procTable) node(cfg LaunchConfig) *nodeInfo {
 }
 
 // stirAll is stir for every node (faults, launches, clock changes: what
+// expectEvent says an event may come even when every thread is held (a
+// signal sent, a process's exit or clone on its way): the next collect
+// asks the kernel.
+func (pt *procTable) expectEvent() { pt.expect = true }
+
+// nodeAt is the node whose address is a, or nil.
+func (pt *procTable) nodeAt(a netip.Addr) *nodeInfo { return pt.byAddr[a.Unmap()] }
+
+// nodeNamed is the node called name, or nil.
+func (pt *procTable) nodeNamed(name string) *nodeInfo { return pt.nodes[name] }
+
+// threadOf is the traced thread tid, or nil.
+func (pt *procTable) threadOf(tid int) *thread { return pt.threads[tid] }
+
+// current says p is still the process its pid names: it has not exited,
+// and the pid was not reused.
+func (pt *procTable) current(p *process) bool { return !p.exited && pt.procs[p.pid] == p }
+
 // they wake is not worked out).
 func (pt *procTable) stirAll() {
 	for _, ni := range pt.nodeList {

@@ -58,9 +58,9 @@ func (q *quiescence) handleTimed(tid int, st ptrace.Status) {
 	t0 := time.Now()
 	if st.Kind() != ptrace.SeccompStop {
 		// An exit, a clone, an exec or a signal may have others behind it.
-		q.pt.expect = true
+		q.pt.expectEvent()
 		// And may close sockets (an exit, an exec), or run a handler.
-		q.net.netGen++
+		q.net.invalidate()
 	}
 	q.handle(tid, st)
 	q.stats.HandleTime += time.Since(t0)

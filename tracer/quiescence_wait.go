@@ -176,7 +176,7 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 			}
 			for tid, c := range busy {
 				if c-runnableCPU[tid] >= uint64(q.opts.Grace/4) {
-					q.spinning = append(q.spinning, q.pt.threads[tid].lpid)
+					q.spinning = append(q.spinning, q.pt.threadOf(tid).lpid)
 				}
 			}
 			if len(q.spinning) == 0 && len(busy) > 0 && starvedRounds < maxStarvedRounds {

@@ -29,7 +29,7 @@ func (sk *sockets) enabledRead(p *pendingOp) bool {
 // enabledSend: a send, unless its connection has DeliverCap bytes in
 // flight.
 func (sk *sockets) enabledSend(p *pendingOp) bool {
-	if c := sk.net.conns[p.fi.outKey()]; c != nil && c.queued >= sk.opts.DeliverCap {
+	if c := sk.net.connOf(p.fi.outKey()); c != nil && c.queued >= sk.opts.DeliverCap {
 		return false
 	}
 	return true
@@ -81,7 +81,7 @@ func (sk *sockets) releaseSend(p *pendingOp) (Released, error) {
 	}
 	// Natively its bytes reach the peer now, and the sender may block
 	// until the peer reads (see stirOp).
-	nw.netGen++
+	nw.invalidate()
 	nw.stirPeer(p)
 	if p.fi.peer.IsValid() {
 		if nw.nativeSends == nil {
@@ -195,7 +195,7 @@ func (sk *sockets) releaseClose(p *pendingOp) (Released, error) {
 
 func (sk *sockets) releaseShutdown(p *pendingOp) (Released, error) {
 	how := int(p.call.flags) // shutdown's how
-	if c := sk.net.conns[p.fi.outKey()]; c != nil && len(c.queue) > 0 && how != unix.SHUT_RD {
+	if c := sk.net.connOf(p.fi.outKey()); c != nil && len(c.queue) > 0 && how != unix.SHUT_RD {
 		// The FIN must follow the queued data: shut down our duplicate
 		// once drained and let the tracee's call succeed now.
 		c.shutWr = true

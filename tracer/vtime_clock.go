@@ -59,7 +59,7 @@ func (vt *vtime) untilWall(ni *nodeInfo, id int32, abs, vnow int64) int64 {
 //
 // Precondition: runs on the tracer thread.
 func (vt *vtime) driftClock(node string, ppm int64) {
-	ni := vt.pt.nodes[node]
+	ni := vt.pt.nodeNamed(node)
 	if ni == nil {
 		return
 	}
@@ -76,7 +76,7 @@ func (vt *vtime) driftClock(node string, ppm int64) {
 //
 // Precondition: runs on the tracer thread.
 func (vt *vtime) shiftClock(node string, d time.Duration) {
-	if ni := vt.pt.nodes[node]; ni != nil {
+	if ni := vt.pt.nodeNamed(node); ni != nil {
 		ni.clockOffset += d
 	}
 }

@@ -68,7 +68,7 @@ func (vt *vtime) removeTimer(v *vtimer) {
 // exec). Checking lazily spares hooks in close, dup2 and exec.
 func (vt *vtime) timerLive(v *vtimer) bool {
 	p := v.proc
-	if p.exited || vt.pt.procs[p.pid] != p {
+	if !vt.pt.current(p) {
 		return false
 	}
 	switch v.kind {
@@ -87,7 +87,7 @@ func (vt *vtime) pruneTimers() {
 		return
 	}
 	for p := range vt.timers.signalled {
-		if p.exited || vt.pt.procs[p.pid] != p {
+		if !vt.pt.current(p) {
 			delete(vt.timers.signalled, p)
 		}
 	}
@@ -154,7 +154,7 @@ func (vt *vtime) fireDueTimer() bool {
 			vt.expireNow(v, err)
 		}
 	case kindItimer:
-		vt.pt.expect = true
+		vt.pt.expectEvent()
 		v.proc.node.stir()
 		if err := unix.Kill(v.proc.pid, unix.SIGALRM); err != nil {
 			vt.log.Debug("sending SIGALRM", "proc", v.proc.String(), "err", err)
@@ -207,7 +207,7 @@ func (vt *vtime) firePosix(v *vtimer, n int64) {
 	binary.LittleEndian.PutUint32(info[16:], uint32(v.id))      // si_timerid
 	binary.LittleEndian.PutUint32(info[20:], uint32(v.overrun)) // si_overrun
 	binary.LittleEndian.PutUint64(info[24:], v.value)           // si_value
-	vt.pt.expect = true
+	vt.pt.expectEvent()
 	v.proc.node.stir()
 	if err := queueSignal(v.proc.pid, tid, int(v.signo), &info); err != nil {
 		vt.log.Debug("queueing timer signal", "lpid", v.lpid, "signal", v.signo, "err", err)
@@ -506,7 +506,7 @@ func (vt *vtime) onTimerCreate(th *thread, c call) bool {
 				return vt.answer(th, unix.EINVAL)
 			}
 		case sigevSignal | sigevThreadID:
-			if other := vt.pt.threads[v.tid]; v.signo < 1 || v.signo > 64 || other == nil || other.proc != p {
+			if other := vt.pt.threadOf(v.tid); v.signo < 1 || v.signo > 64 || other == nil || other.proc != p {
 				return vt.answer(th, unix.EINVAL)
 			}
 		default:
