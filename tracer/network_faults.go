@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -124,7 +123,7 @@ func (nw *network) flushAcks(crosses func(a, b netip.Addr) bool) {
 		local, remote netip.AddrPort
 	}
 	var waiting []owed
-	for _, name := range slices.Sorted(maps.Keys(nw.pt.nodes)) {
+	for _, name := range nw.pt.nodeNames() {
 		ni := nw.pt.nodeNamed(name)
 		d, err := ni.diagFor()
 		if err != nil {

@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"iter"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -77,6 +79,35 @@ func (pt *procTable) node(cfg LaunchConfig) *nodeInfo {
 // signal sent, a process's exit or clone on its way): the next collect
 // asks the kernel.
 func (pt *procTable) expectEvent() { pt.expect = true }
+
+// eventExpected says expectEvent was called since a wait last found no
+// event (noEventWaiting).
+func (pt *procTable) eventExpected() bool { return pt.expect }
+
+// noEventWaiting records that a wait found no event.
+func (pt *procTable) noEventWaiting() { pt.expect = false }
+
+// takeResumed says whether cont let a thread go since the last call.
+func (pt *procTable) takeResumed() bool {
+	r := pt.resumed
+	pt.resumed = false
+	return r
+}
+
+// allThreads ranges over the traced threads, in no order.
+func (pt *procTable) allThreads() iter.Seq[*thread] { return maps.Values(pt.threads) }
+
+// allProcs ranges over the traced processes, in no order.
+func (pt *procTable) allProcs() iter.Seq[*process] { return maps.Values(pt.procs) }
+
+// threadCount is how many threads are traced.
+func (pt *procTable) threadCount() int { return len(pt.threads) }
+
+// nodesInOrder are the nodes in the order they were launched first.
+func (pt *procTable) nodesInOrder() []*nodeInfo { return pt.nodeList }
+
+// nodeNames are the nodes' names, sorted.
+func (pt *procTable) nodeNames() []string { return slices.Sorted(maps.Keys(pt.nodes)) }
 
 // nodeAt is the node whose address is a, or nil.
 func (pt *procTable) nodeAt(a netip.Addr) *nodeInfo { return pt.byAddr[a.Unmap()] }

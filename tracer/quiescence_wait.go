@@ -74,7 +74,7 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 	// When threads were first found due to move (runnable without CPU, or
 	// with an exit or stop not yet reported) past the grace period.
 	var dueSince time.Time
-	if q.pt.resumed && q.opts.Serialize && q.opts.CPU >= 0 {
+	if q.pt.takeResumed() && q.opts.Serialize && q.opts.CPU >= 0 {
 		// The threads just resumed have not run: they wait behind the
 		// tracer in its CPU's round-robin queue. Let them before asking
 		// the kernel for their stops, which would find none.
@@ -82,7 +82,6 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		q.stats.SettleYield += time.Since(t0)
 	}
-	q.pt.resumed = false
 	for spins := 0; ; spins++ {
 		if n := q.collect(); n > 0 {
 			lastProgress = time.Now()
@@ -139,7 +138,7 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 			// CPU starved an exiting node past the grace period).
 			busy := map[int]uint64{}
 			var due []string
-			for _, th := range q.pt.threads {
+			for th := range q.pt.allThreads() {
 				if th.state != tsRunning {
 					continue
 				}
@@ -227,11 +226,11 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 // has not run since they were last seen asleep are not read again
 // (proc_node.go).
 func (q *quiescence) sleepCheck() (bool, map[int]uint64) {
-	for _, ni := range q.pt.nodeList {
+	for _, ni := range q.pt.nodesInOrder() {
 		ni.readCPU()
 	}
-	now := make(map[int]uint64, len(q.pt.nodes))
-	for _, th := range q.pt.threads {
+	now := make(map[int]uint64, len(q.pt.nodesInOrder()))
+	for th := range q.pt.allThreads() {
 		if th.state != tsRunning && th.state != tsTimedWait && th.state != tsNew {
 			continue
 		}
@@ -275,7 +274,7 @@ func (q *quiescence) sleepCheck() (bool, map[int]uint64) {
 			now[th.tid] = c
 		}
 	}
-	for _, ni := range q.pt.nodeList {
+	for _, ni := range q.pt.nodesInOrder() {
 		if ni.cpu.ok {
 			now[-1-ni.idx] = ni.cpu.usage
 			ni.cpu.asleepAt, ni.cpu.asleepOK = ni.cpu.usage, true
@@ -339,7 +338,7 @@ const kernelWaitLimit = time.Minute
 // each with its syscall.
 func (q *quiescence) inKernelSleep() []string {
 	var out []string
-	for _, th := range q.pt.threads {
+	for th := range q.pt.allThreads() {
 		if th.state != tsRunning && th.state != tsNew && th.state != tsTimedWait {
 			continue
 		}
@@ -466,7 +465,7 @@ func (q *quiescence) blockingWait(d time.Duration) bool {
 // progress on its own.
 func (q *quiescence) unsettled() []string {
 	var out []string
-	for _, th := range q.pt.threads {
+	for th := range q.pt.allThreads() {
 		var why string
 		switch th.state {
 		case tsGated, tsGroupStop:
