@@ -19,7 +19,7 @@ import (
 type arg uint8
 
 const (
-	_          arg = iota // not read
+	argNone    arg = iota // not read
 	argFd                 // call.fd
 	argFd2                // call.fd2
 	argBuf                // call.buf
@@ -201,11 +201,11 @@ var syscallTable = map[int]syscallInfo{
 	// Sleeps and timed waits (vtime_waits.go).
 	unix.SYS_NANOSLEEP:       {"nanosleep", args(argTimeout, argOut)},
 	unix.SYS_CLOCK_NANOSLEEP: {"clock_nanosleep", args(argID, argFlags, argTimeout, argOut)},
-	unix.SYS_FUTEX:           {"futex", args(0, argFlags, 0, argTimeout)},
-	unix.SYS_RT_SIGTIMEDWAIT: {"rt_sigtimedwait", args(0, 0, argTimeout)},
-	unix.SYS_SEMTIMEDOP:      {"semtimedop", args(0, 0, 0, argTimeout)},
-	unix.SYS_MQ_TIMEDRECEIVE: {"mq_timedreceive", args(argFd, argBuf, argLen, 0, argTimeout)},
-	unix.SYS_MQ_TIMEDSEND:    {"mq_timedsend", args(argFd, argBuf, argLen, 0, argTimeout)},
+	unix.SYS_FUTEX:           {"futex", args(argNone, argFlags, argNone, argTimeout)},
+	unix.SYS_RT_SIGTIMEDWAIT: {"rt_sigtimedwait", args(argNone, argNone, argTimeout)},
+	unix.SYS_SEMTIMEDOP:      {"semtimedop", args(argNone, argNone, argNone, argTimeout)},
+	unix.SYS_MQ_TIMEDRECEIVE: {"mq_timedreceive", args(argFd, argBuf, argLen, argNone, argTimeout)},
+	unix.SYS_MQ_TIMEDSEND:    {"mq_timedsend", args(argFd, argBuf, argLen, argNone, argTimeout)},
 	unix.SYS_FUTEX_WAITV:     {"futex_waitv", args(argBuf, argLen, argFlags, argTimeout, argID)},
 	// Clocks (vtime_clock.go) and getrandom (proc.go).
 	unix.SYS_CLOCK_GETTIME: {"clock_gettime", args(argID, argOut)},
@@ -256,10 +256,10 @@ var syscallTable = map[int]syscallInfo{
 	unix.SYS_RMDIR:           {"rmdir", args(argPath)},
 	// Ways around the gate (sockets_bypass.go): sendfile(out, in, ...),
 	// splice(in, off, out, off, ...).
-	unix.SYS_SPLICE:   {"splice", args(argFd, 0, argFd2, 0, argLen, argFlags)},
-	unix.SYS_SENDFILE: {"sendfile", args(argFd, argFd2, 0, argLen)},
-	unix.SYS_PREADV2:  {"preadv2", args(argFd, argBuf, argLen, argOff, 0, argFlags)},
-	unix.SYS_PWRITEV2: {"pwritev2", args(argFd, argBuf, argLen, argOff, 0, argFlags)},
+	unix.SYS_SPLICE:   {"splice", args(argFd, argNone, argFd2, argNone, argLen, argFlags)},
+	unix.SYS_SENDFILE: {"sendfile", args(argFd, argFd2, argNone, argLen)},
+	unix.SYS_PREADV2:  {"preadv2", args(argFd, argBuf, argLen, argOff, argNone, argFlags)},
+	unix.SYS_PWRITEV2: {"pwritev2", args(argFd, argBuf, argLen, argOff, argNone, argFlags)},
 	// The descriptor table and socket settings (proc_table.go).
 	unix.SYS_DUP2:        {"dup2", args(argFd, argFd2)},
 	unix.SYS_DUP3:        {"dup3", args(argFd, argFd2, argFlags)},
