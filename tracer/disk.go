@@ -39,15 +39,6 @@ var diskOps = map[int]disk.Op{
 	unix.SYS_UNLINK: disk.OpUnlink, unix.SYS_UNLINKAT: disk.OpUnlink, unix.SYS_RMDIR: disk.OpUnlink,
 }
 
-// diskNames name the calls only a Disk's node stops at, for diagnostics.
-var diskNames = map[int]string{
-	unix.SYS_PWRITE64: "pwrite64", unix.SYS_PWRITEV: "pwritev", unix.SYS_PREAD64: "pread64", unix.SYS_PREADV: "preadv",
-	unix.SYS_OPEN: "open", unix.SYS_OPENAT: "openat", unix.SYS_CREAT: "creat", unix.SYS_OPENAT2: "openat2",
-	unix.SYS_MKDIR: "mkdir", unix.SYS_MKDIRAT: "mkdirat", unix.SYS_LINK: "link", unix.SYS_LINKAT: "linkat",
-	unix.SYS_SYMLINK: "symlink", unix.SYS_SYMLINKAT: "symlinkat", unix.SYS_UNLINK: "unlink", unix.SYS_UNLINKAT: "unlinkat",
-	unix.SYS_RMDIR: "rmdir",
-}
-
 // diskFilter is the seccomp program of a node with a Disk: the gates', and
 // the calls of diskOps the gates do not stop (opens only when they create
 // or truncate; reads only when they may fail).
@@ -74,91 +65,17 @@ func (dk *disks) diskFilter(d Disk) []unix.SockFilter {
 // when the Disk's answer took the stop over: a failure returned without
 // running the call (ioerror), or a stalled fsync made a sleep until its
 // end in virtual time (stall).
-func (dk *disks) onDisk(th *thread, nr int, a [6]uint64) bool {
-	op, ok := diskOps[nr]
+func (dk *disks) onDisk(th *thread, sc call) bool {
+	op, ok := diskOps[sc.nr]
 	if !ok {
 		return false
 	}
-	c := disk.Call{Pid: th.tid, Op: op, Fd: -1, Dirfd: unix.AT_FDCWD, Dirfd2: unix.AT_FDCWD}
-	switch op {
-	case disk.OpWrite, disk.OpRead, disk.OpSync:
-		c.Fd = int(int32(a[0]))
-		if th.proc.fdOf(c.Fd).kind != fdFile {
-			return false
-		}
-		c.Off, c.Len = -1, int64(a[2])
-		switch nr {
-		case unix.SYS_PWRITE64, unix.SYS_PREAD64:
-			c.Off = int64(a[3])
-		case unix.SYS_WRITEV, unix.SYS_PWRITEV, unix.SYS_PWRITEV2:
-			c.Len = iovLen(th.tid, a[1], a[2])
-			if nr != unix.SYS_WRITEV {
-				c.Off = int64(a[3])
-			}
-			if nr == unix.SYS_PWRITEV2 {
-				c.Flags = int(a[5])
-			}
-		}
-	case disk.OpSyncAll:
-	case disk.OpTruncate:
-		c.Len = int64(a[1])
-		if nr == unix.SYS_FTRUNCATE {
-			c.Fd = int(int32(a[0]))
-		} else {
-			c.Path = readPath(th.tid, a[0])
-		}
-	case disk.OpOpen:
-		switch nr {
-		case unix.SYS_OPEN:
-			c.Path, c.Flags = readPath(th.tid, a[0]), int(a[1])
-		case unix.SYS_CREAT:
-			c.Path, c.Flags = readPath(th.tid, a[0]), unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC
-		case unix.SYS_OPENAT:
-			c.Dirfd, c.Path, c.Flags = int(int32(a[0])), readPath(th.tid, a[1]), int(a[2])
-		case unix.SYS_OPENAT2:
-			c.Dirfd, c.Path = int(int32(a[0])), readPath(th.tid, a[1])
-			var how [8]byte
-			if ptrace.ReadMem(th.tid, a[2], how[:]) == nil {
-				c.Flags = int(binary.LittleEndian.Uint64(how[:]))
-			}
-		}
-	case disk.OpMkdir:
-		if nr == unix.SYS_MKDIR {
-			c.Path = readPath(th.tid, a[0])
-		} else {
-			c.Dirfd, c.Path = int(int32(a[0])), readPath(th.tid, a[1])
-		}
-	case disk.OpLink:
-		switch nr {
-		case unix.SYS_LINK, unix.SYS_SYMLINK:
-			c.Path2 = readPath(th.tid, a[1])
-		case unix.SYS_LINKAT:
-			c.Dirfd2, c.Path2 = int(int32(a[2])), readPath(th.tid, a[3])
-		case unix.SYS_SYMLINKAT:
-			c.Dirfd2, c.Path2 = int(int32(a[1])), readPath(th.tid, a[2])
-		}
-	case disk.OpRename:
-		if nr == unix.SYS_RENAME {
-			c.Path, c.Path2 = readPath(th.tid, a[0]), readPath(th.tid, a[1])
-		} else {
-			c.Dirfd, c.Path = int(int32(a[0])), readPath(th.tid, a[1])
-			c.Dirfd2, c.Path2 = int(int32(a[2])), readPath(th.tid, a[3])
-			if nr == unix.SYS_RENAMEAT2 {
-				c.Flags = int(a[4])
-			}
-		}
-	case disk.OpUnlink:
-		switch nr {
-		case unix.SYS_UNLINK:
-			c.Path = readPath(th.tid, a[0])
-		case unix.SYS_RMDIR:
-			c.Path, c.Flags = readPath(th.tid, a[0]), unix.AT_REMOVEDIR
-		case unix.SYS_UNLINKAT:
-			c.Dirfd, c.Path, c.Flags = int(int32(a[0])), readPath(th.tid, a[1]), int(a[2])
-		}
+	c, ok := diskCall(th, op, sc)
+	if !ok {
+		return false
 	}
 	// Named only now: most reads and writes are of sockets and pipes.
-	c.SyscallName = dk.diskSyscallName(nr)
+	c.SyscallName = syscallName(sc.nr)
 	ans := th.proc.node.disk.Before(c)
 	switch {
 	case ans.Errno != 0:
@@ -167,18 +84,90 @@ func (dk *disks) onDisk(th *thread, nr int, a [6]uint64) bool {
 	case ans.Stall > 0 && dk.opts.Clock != nil:
 		// A sleep until the stall's end; released then, it returns 0 (see
 		// releaseSleep) without running: the books made it durable.
-		po := dk.ops.newPending(th, sched.Sleep, nr, a)
+		po := dk.ops.newPending(th, sched.Sleep, sc)
 		po.deadline = dk.vt.now() + int64(ans.Stall)
 		return true
 	}
 	return false
 }
 
-func (dk *disks) diskSyscallName(nr int) string {
-	if n, ok := diskNames[nr]; ok {
-		return n
+// diskCall is what a Disk is told of the call sc, op; false when it is a
+// read, write or flush of something that is not a file.
+func diskCall(th *thread, op disk.Op, sc call) (disk.Call, bool) {
+	c := disk.Call{Pid: th.tid, Op: op, Fd: -1, Dirfd: unix.AT_FDCWD, Dirfd2: unix.AT_FDCWD}
+	switch op {
+	case disk.OpWrite, disk.OpRead, disk.OpSync:
+		c.Fd = sc.fd
+		if th.proc.fdOf(c.Fd).kind != fdFile {
+			return c, false
+		}
+		ioCall(&c, th.tid, sc)
+	case disk.OpSyncAll:
+	case disk.OpTruncate:
+		c.Len = int64(sc.n)
+		if sc.nr == unix.SYS_FTRUNCATE {
+			c.Fd = sc.fd
+		} else {
+			c.Path = readPath(th.tid, sc.path)
+		}
+	default:
+		pathCall(&c, th.tid, sc)
 	}
-	return dk.ops.syscallName(nr)
+	return c, true
+}
+
+// ioCall fills in where a read or write goes and how much it moves: the
+// offset of the positioned calls, the iovecs' sum for the vectored writes.
+func ioCall(c *disk.Call, tid int, sc call) {
+	c.Off, c.Len = -1, int64(sc.n)
+	switch sc.nr {
+	case unix.SYS_PWRITE64, unix.SYS_PREAD64:
+		c.Off = int64(sc.off)
+	case unix.SYS_WRITEV, unix.SYS_PWRITEV, unix.SYS_PWRITEV2:
+		c.Len = iovLen(tid, sc.buf, sc.n)
+		if sc.nr != unix.SYS_WRITEV {
+			c.Off = int64(sc.off)
+		}
+		if sc.nr == unix.SYS_PWRITEV2 {
+			c.Flags = int(sc.flags)
+		}
+	}
+}
+
+// pathCall fills in the paths (and the directories they are relative to)
+// of an open, mkdir, link, rename or unlink, and the flags that say what
+// it does. A link's target is not read: the Disk books the new name.
+func pathCall(c *disk.Call, tid int, sc call) {
+	switch sc.nr {
+	case unix.SYS_OPEN:
+		c.Path, c.Flags = readPath(tid, sc.path), int(sc.flags)
+	case unix.SYS_CREAT:
+		c.Path, c.Flags = readPath(tid, sc.path), unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC
+	case unix.SYS_OPENAT, unix.SYS_UNLINKAT:
+		c.Dirfd, c.Path, c.Flags = sc.fd, readPath(tid, sc.path), int(sc.flags)
+	case unix.SYS_OPENAT2:
+		c.Dirfd, c.Path = sc.fd, readPath(tid, sc.path)
+		var how [8]byte // struct open_how's flags
+		if ptrace.ReadMem(tid, sc.in, how[:]) == nil {
+			c.Flags = int(binary.LittleEndian.Uint64(how[:]))
+		}
+	case unix.SYS_MKDIR, unix.SYS_UNLINK:
+		c.Path = readPath(tid, sc.path)
+	case unix.SYS_RMDIR:
+		c.Path, c.Flags = readPath(tid, sc.path), unix.AT_REMOVEDIR
+	case unix.SYS_MKDIRAT:
+		c.Dirfd, c.Path = sc.fd, readPath(tid, sc.path)
+	case unix.SYS_LINK, unix.SYS_SYMLINK:
+		c.Path2 = readPath(tid, sc.path2)
+	case unix.SYS_LINKAT, unix.SYS_SYMLINKAT:
+		c.Dirfd2, c.Path2 = sc.fd2, readPath(tid, sc.path2)
+	case unix.SYS_RENAME:
+		c.Path, c.Path2 = readPath(tid, sc.path), readPath(tid, sc.path2)
+	case unix.SYS_RENAMEAT, unix.SYS_RENAMEAT2:
+		c.Dirfd, c.Path = sc.fd, readPath(tid, sc.path)
+		c.Dirfd2, c.Path2 = sc.fd2, readPath(tid, sc.path2)
+		c.Flags = int(sc.flags) // renameat has none: 0
+	}
 }
 
 // readPath reads a NUL-terminated path from the tracee, page by page (a

@@ -39,15 +39,19 @@
 //   - disks: the storage faults' stops on data files (disk.go).
 //
 // The gate table binds each gated syscall to the part that owns what its
-// handler changes.
+// handler changes. The syscall table (syscalls.go) names every syscall the
+// tracer knows and lays out its arguments; a stop's registers are decoded
+// through it once (decodeCall), and handlers read the decoded call's
+// fields by role, never an argument by its number.
 //
 // Each file holds one part's code and is named for it (proc_, ops_,
 // vtime_, network_, quiescence_, sockets_, tracer_; disk.go the disks';
-// api.go, gate.go and procfs.go hold what every part uses). A file names only
-// files on its own line of this list or on the lines before it, from the
-// ground up:
+// api.go, gate.go, syscalls.go and procfs.go hold what every part uses).
+// A file names only files on its own line of this list or on the lines
+// before it, from the ground up:
 //
-//   - procfs.go, vtime_images.go (the executables' counter reads),
+//   - procfs.go, syscalls.go (the syscall table, the decoded call),
+//     vtime_images.go (the executables' counter reads),
 //     vtime_vdso*.go (the vDSO and the clock page), quiescence_alarm.go;
 //   - api.go: the exported types (Options, State, Action, Deadline, ...);
 //   - proc_fdinfo.go, proc_node.go, proc.go (the thread handle, processes

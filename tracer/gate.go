@@ -4,7 +4,6 @@ import "slices"
 
 // A gate is what the tracer does at the seccomp stop of one syscall.
 type gate struct {
-	name string
 	// clock says the gate needs virtual time: without a clock the syscall
 	// runs natively.
 	clock bool
@@ -12,8 +11,9 @@ type gate struct {
 	// its own (launch.Filter), not with the unconditional ones.
 	argRule bool
 	// handle answers the stop, releases it or makes it a pending op, and
-	// reports true; false lets the syscall run natively.
-	handle func(th *thread, nr int, a [6]uint64) bool
+	// reports true; false lets the syscall run natively. The call comes
+	// decoded by its syscallTable row.
+	handle func(th *thread, c call) bool
 }
 
 // filteredSyscalls lists the gates the seccomp filter stops unconditionally,

@@ -45,6 +45,16 @@ func newNetwork(opts *Options, log *slog.Logger, stats *Stats, pt *procTable, op
 	}
 }
 
+// connOf is the connection whose sender's key is key, or nil.
+func (nw *network) connOf(key string) *conn { return nw.conns[key] }
+
+// invalidate says a socket may have gained an end of stream, an error or
+// bytes lockstep's books miss (a FIN, a reset, a close, a native send, a
+// process's event): what a poll found calm no longer vouches for its
+// readiness (knownRecv, knownSend). Every such change calls it; nothing
+// else moves netGen.
+func (nw *network) invalidate() { nw.netGen++ }
+
 // conn is one direction of a TCP connection whose sends lockstep captured:
 // the bytes wait here, in order, until their deliver ops are released.
 type conn struct {

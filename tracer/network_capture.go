@@ -13,8 +13,8 @@ import (
 // freshData is the head of the message the last capture queued: what a
 // captured send sent.
 func (nw *network) freshData() []byte {
-	if n := len(nw.ops.fresh); n > 0 && nw.ops.fresh[n-1].chunk != nil {
-		return nw.head(nw.ops.fresh[n-1].chunk.data)
+	if p := nw.ops.lastFresh(); p != nil && p.chunk != nil {
+		return nw.head(p.chunk.data)
 	}
 	return nil
 }
@@ -26,7 +26,7 @@ func (nw *network) capture(p *pendingOp) (int64, error) {
 	if fi.dup < 0 || !fi.peer.IsValid() {
 		return 0, errors.New("socket not connected")
 	}
-	if p.nr == unix.SYS_SENDMMSG {
+	if p.call.nr == unix.SYS_SENDMMSG {
 		return nw.captureMmsg(p)
 	}
 	data, err := nw.payload(p)
@@ -49,11 +49,11 @@ func (nw *network) capture(p *pendingOp) (int64, error) {
 // rest again. A message it cannot read ends the call there, or fails it
 // when it is the first, as in the kernel.
 func (nw *network) captureMmsg(p *pendingOp) (int64, error) {
-	tid, a := p.th.tid, p.args
+	tid, c := p.th.tid, p.call
 	var sent int64
 	room := maxCapture
-	for i := range min(a[2], uioMaxiov) {
-		hdr := a[1] + i*sizeofMmsghdr
+	for i := range min(c.n, uioMaxiov) {
+		hdr := c.buf + i*sizeofMmsghdr
 		data, whole, err := nw.msgPayload(tid, hdr, room)
 		if err != nil {
 			if sent > 0 {
@@ -104,39 +104,36 @@ func (nw *network) queueChunk(p *pendingOp, data []byte) error {
 		c = &conn{key: key, dup: d, src: fi.local, dst: fi.peer}
 		nw.conns[key] = c
 	}
-	nw.ops.seq++
-	d := &pendingOp{seq: nw.ops.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, buf: data, conn: c, sendID: p.op.ID}}
-	d.op = sched.Op{
+	op := sched.Op{
 		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site, Caller: p.op.Caller,
 		Object: nw.pt.inbox(fi.peer.Addr()), Peer: fi.peer.String(), Conn: key, Bytes: len(data),
 		Syscall: "deliver",
 	}
 	if nw.opts.MatchBytes > 0 {
-		d.op.Msg = string(data[:min(len(data), nw.opts.MatchBytes)])
+		op.Msg = string(data[:min(len(data), nw.opts.MatchBytes)])
 	}
-	d.causes = []uint64{p.op.ID}
+	d := nw.ops.newChunkOp(&chunk{data: data, buf: data, conn: c, sendID: p.op.ID}, op, []uint64{p.op.ID})
 	c.queue = append(c.queue, d)
 	c.queued += len(data)
-	nw.ops.fresh = append(nw.ops.fresh, d)
 	return nil
 }
 
 // payload copies the bytes a send would send out of the tracee, into a
 // buffer of t.bufs.
 func (nw *network) payload(p *pendingOp) ([]byte, error) {
-	th, a := p.th, p.args
-	switch p.nr {
+	th, c := p.th, p.call
+	switch c.nr {
 	case unix.SYS_WRITE, unix.SYS_SENDTO:
-		data := nw.bufs.get(int(min(a[2], maxCapture)))
-		if err := ptrace.ReadMem(th.tid, a[1], data); err != nil {
+		data := nw.bufs.get(int(min(c.n, maxCapture)))
+		if err := ptrace.ReadMem(th.tid, c.buf, data); err != nil {
 			nw.bufs.put(data)
 			return nil, err
 		}
 		return data, nil
 	case unix.SYS_WRITEV:
-		return nw.gather(th.tid, a[1], a[2])
+		return nw.gather(th.tid, c.buf, c.n)
 	case unix.SYS_SENDMSG:
-		data, _, err := nw.msgPayload(th.tid, a[1], maxCapture)
+		data, _, err := nw.msgPayload(th.tid, c.buf, maxCapture)
 		return data, err
 	}
 	return nil, errors.New("unsupported send syscall")

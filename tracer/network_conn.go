@@ -26,7 +26,7 @@ func (nw *network) maybeFinishConn(c *conn) {
 	if c.shutWr {
 		unix.Shutdown(c.dup, unix.SHUT_WR)
 		c.shutWr = false
-		nw.netGen++ // a FIN
+		nw.invalidate() // a FIN
 	}
 	if c.closing {
 		nw.closeConn(c)
@@ -42,7 +42,7 @@ func (nw *network) dropQueue(c *conn) {
 }
 
 func (nw *network) closeConn(c *conn) {
-	nw.netGen++ // a FIN, or a reset
+	nw.invalidate() // a FIN, or a reset
 	nw.dropQueue(c)
 	if c.dup >= 0 {
 		unix.Close(c.dup)
@@ -91,12 +91,9 @@ func (nw *network) consume(p *pendingOp, avail int) ([]uint64, []byte) {
 	if known && room < want {
 		want = room
 	}
-	var flags uint64
-	switch p.nr {
-	case unix.SYS_RECVFROM:
-		flags = p.args[3]
-	case unix.SYS_RECVMSG:
-		flags = p.args[2]
+	var flags uint64 // recvmmsg's are not looked at: its room is unknown
+	if p.call.nr == unix.SYS_RECVFROM || p.call.nr == unix.SYS_RECVMSG {
+		flags = p.call.flags
 	}
 	peek := flags&unix.MSG_PEEK != 0
 	if known && want < room && flags&unix.MSG_WAITALL != 0 && !peek && !p.immediate && p.deadline < 0 {
@@ -145,15 +142,14 @@ func (nw *network) consume(p *pendingOp, avail int) ([]uint64, []byte) {
 // stopped tracee: counting everything waiting instead made a server
 // reading pipelined commands into small buffers seem to read them all).
 func (p *pendingOp) recvRoom() (uint64, bool) {
-	a := p.args
-	iov, iovcnt := a[1], a[2]
-	switch p.nr {
+	iov, iovcnt := p.call.buf, p.call.n
+	switch p.call.nr {
 	case unix.SYS_READ, unix.SYS_RECVFROM:
-		return a[2], true
+		return p.call.n, true
 	case unix.SYS_READV:
 	case unix.SYS_RECVMSG:
 		var hdr [32]byte
-		if err := ptrace.ReadMem(p.th.tid, a[1], hdr[:]); err != nil {
+		if err := ptrace.ReadMem(p.th.tid, p.call.buf, hdr[:]); err != nil {
 			return 0, false
 		}
 		iov = binary.LittleEndian.Uint64(hdr[16:])
@@ -191,7 +187,7 @@ func (nw *network) releaseDup(fi *fdInfo) {
 	if fi == nil {
 		return
 	}
-	nw.netGen++ // the socket may close: a FIN, or a reset
+	nw.invalidate() // the socket may close: a FIN, or a reset
 	if fi.kind == fdInet && fi.peer.IsValid() {
 		if c := nw.conns[fi.outKey()]; c != nil {
 			c.closing = true
@@ -278,7 +274,7 @@ func (nw *network) finishConnect(th *thread) {
 		return
 	}
 	local := netip.AddrPortFrom(netip.AddrFrom4(s4.Addr), uint16(s4.Port))
-	ni := nw.pt.byAddr[cw.peer.Addr().Unmap()]
+	ni := nw.pt.nodeAt(cw.peer.Addr())
 	if ni == nil {
 		return
 	}
@@ -299,13 +295,13 @@ func (nw *network) expectFin(local, peer netip.AddrPort) {
 	if !peer.IsValid() || !local.IsValid() || local.Port() == 0 {
 		return
 	}
-	ni := nw.pt.byAddr[peer.Addr().Unmap()]
+	ni := nw.pt.nodeAt(peer.Addr())
 	if ni == nil {
 		return
 	}
 	nw.stats.FinWaits++
 	nw.finWaits = append(nw.finWaits, finWait{
-		closer: nw.pt.byAddr[local.Addr().Unmap()], node: ni,
+		closer: nw.pt.nodeAt(local.Addr()), node: ni,
 		local: peer, remote: local, until: time.Now().Add(finWaitLimit),
 	})
 }

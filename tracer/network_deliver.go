@@ -28,7 +28,7 @@ func (nw *network) deliver(p *pendingOp) (Released, error) {
 		// The connection broke (reset by a crashed peer): the bytes are
 		// lost as they would be on a real network; the sender learns of it
 		// on its next call.
-		nw.netGen++
+		nw.invalidate()
 		r.Result = -int64(err.(unix.Errno))
 		nw.bufs.put(p.chunk.buf)
 		nw.maybeFinishConn(c)
@@ -50,21 +50,17 @@ func (nw *network) deliver(p *pendingOp) (Released, error) {
 		if !c.acked {
 			// Not known to sit in a live socket: the receiver may be gone
 			// and answer with a reset, an error for the sender (known).
-			nw.netGen++
+			nw.invalidate()
 		}
 	}
 	if n < len(p.chunk.data) {
 		// The rest waits for room: it becomes a new op at the head.
 		c.blocked = true
-		nw.ops.seq++
-		rest := &pendingOp{seq: nw.ops.seq, fd: -1, deadline: -1, chunk: &chunk{data: p.chunk.data[n:], buf: p.chunk.buf, conn: c, sendID: p.chunk.sendID}}
-		rest.op = p.op
-		rest.op.ID = 0
-		rest.op.Bytes = len(rest.chunk.data)
-		rest.causes = p.causes
+		op := p.op
+		op.ID, op.Bytes = 0, len(p.chunk.data)-n
+		rest := nw.ops.newChunkOp(&chunk{data: p.chunk.data[n:], buf: p.chunk.buf, conn: c, sendID: p.chunk.sendID}, op, p.causes)
 		c.queue = append([]*pendingOp{rest}, c.queue...)
 		c.queued += len(rest.chunk.data)
-		nw.ops.fresh = append(nw.ops.fresh, rest)
 	} else {
 		c.blocked = false
 		nw.bufs.put(p.chunk.buf)
@@ -85,7 +81,7 @@ func (nw *network) roomFor(c *conn, n int) bool {
 	}
 	// lockstep's count of the bytes read can fall short (a recv with
 	// MSG_WAITALL reads on past what was there): ask the receiving socket.
-	rn := nw.pt.byAddr[c.dst.Addr().Unmap()]
+	rn := nw.pt.nodeAt(c.dst.Addr())
 	if rn == nil {
 		return true
 	}
@@ -114,7 +110,7 @@ const (
 // bytes delivered and not read, then whether the sending socket holds the
 // rest back for want of window.
 func (nw *network) flowOf(c *conn) flow {
-	rn := nw.pt.byAddr[c.dst.Addr().Unmap()]
+	rn := nw.pt.nodeAt(c.dst.Addr())
 	if rn == nil || !c.src.IsValid() {
 		return flowArrived // not a node's: nothing to wait for
 	}
@@ -132,7 +128,7 @@ func (nw *network) flowOf(c *conn) flow {
 	if uint64(rq) >= c.sent-c.consumed {
 		return flowArrived
 	}
-	if sn := nw.pt.byAddr[c.src.Addr().Unmap()]; sn != nil {
+	if sn := nw.pt.nodeAt(c.src.Addr()); sn != nil {
 		if sd, err := sn.diagFor(); err == nil {
 			if s, err := sd.Sending(c.src, c.dst); err == nil && s.WindowFull() {
 				return flowHeld
@@ -144,7 +140,7 @@ func (nw *network) flowOf(c *conn) flow {
 		// bytes unread, or gone): the rest is lost, as on a real network.
 		// Without this a Redis primary's deliveries to clients that had
 		// left were waited for until the polls ran out, 150 ms each.
-		nw.netGen++
+		nw.invalidate()
 		return flowArrived
 	}
 	return flowMoving
@@ -173,7 +169,7 @@ func (nw *network) resetFlow(c *conn) flow {
 	if reset(c.dup) {
 		return flowArrived // the reset came back already
 	}
-	sn := nw.pt.byAddr[c.src.Addr().Unmap()]
+	sn := nw.pt.nodeAt(c.src.Addr())
 	if sn == nil {
 		return flowArrived
 	}

@@ -20,7 +20,7 @@ const DatagramSyscall = "datagram"
 //
 // Precondition: runs on the tracer thread.
 func (nw *network) dropDatagram(id uint64) error {
-	p := nw.ops.pending[id]
+	p := nw.ops.byID(id)
 	if p == nil || p.chunk == nil || p.chunk.dg == nil {
 		return fmt.Errorf("drop: no datagram in flight with id %d", id)
 	}
@@ -31,15 +31,15 @@ func (nw *network) dropDatagram(id uint64) error {
 
 // dgramDest is where a send on a datagram socket goes: the address the call
 // names, else the socket's peer (a sendmmsg's first message's).
-func (th *thread) dgramDest(fi *fdInfo, nr int, a [6]uint64) netip.AddrPort {
-	switch nr {
+func (th *thread) dgramDest(fi *fdInfo, c call) netip.AddrPort {
+	switch c.nr {
 	case unix.SYS_SENDTO:
-		if a[4] != 0 {
-			_, ap := decodeSockaddr(th.tid, a[4], a[5])
+		if c.addr != 0 {
+			_, ap := decodeSockaddr(th.tid, c.addr, c.addrLen)
 			return ap
 		}
 	case unix.SYS_SENDMSG, unix.SYS_SENDMMSG:
-		return th.msgDest(fi, a[1])
+		return th.msgDest(fi, c.buf)
 	}
 	return fi.peer
 }
@@ -65,15 +65,15 @@ const (
 // schedule: a send to a gated address; a receive on a socket connected to
 // a gated address, or bound to a node's or the wildcard address (what it
 // receives then comes only from lockstep's deliveries).
-func (nw *network) dgramGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
-	switch nr {
+func (nw *network) dgramGated(th *thread, fi *fdInfo, c call) bool {
+	switch c.nr {
 	case unix.SYS_WRITE, unix.SYS_WRITEV, unix.SYS_SENDTO, unix.SYS_SENDMSG:
-		d := th.dgramDest(fi, nr, a)
+		d := th.dgramDest(fi, c)
 		return d.IsValid() && nw.pt.gated(d.Addr().Unmap())
 	case unix.SYS_SENDMMSG:
 		// Any message to a node: each is captured (captureDgrams).
-		for i := range min(a[2], uioMaxiov) {
-			if d := th.msgDest(fi, a[1]+i*sizeofMmsghdr); d.IsValid() && nw.pt.gated(d.Addr().Unmap()) {
+		for i := range min(c.n, uioMaxiov) {
+			if d := th.msgDest(fi, c.buf+i*sizeofMmsghdr); d.IsValid() && nw.pt.gated(d.Addr().Unmap()) {
 				return true
 			}
 		}
@@ -96,10 +96,10 @@ func (nw *network) dgramGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool 
 // captureDgram takes a datagram out of the sender and queues its deliver
 // op; the send returns its length, as a UDP send does at once.
 func (nw *network) captureDgram(p *pendingOp) (int64, error) {
-	if p.nr == unix.SYS_SENDMMSG {
+	if p.call.nr == unix.SYS_SENDMMSG {
 		return nw.captureDgrams(p)
 	}
-	dst := p.th.dgramDest(p.fi, p.nr, p.args)
+	dst := p.th.dgramDest(p.fi, p.call)
 	if p.fi.dup < 0 || !dst.IsValid() {
 		return 0, errors.New("datagram with no destination")
 	}
@@ -119,8 +119,8 @@ func (nw *network) captureDgram(p *pendingOp) (int64, error) {
 // first, as in the kernel.
 func (nw *network) captureDgrams(p *pendingOp) (int64, error) {
 	var sent int64
-	for i := range min(p.args[2], uioMaxiov) {
-		if err := nw.captureDgramAt(p, p.args[1]+i*sizeofMmsghdr); err != nil {
+	for i := range min(p.call.n, uioMaxiov) {
+		if err := nw.captureDgramAt(p, p.call.buf+i*sizeofMmsghdr); err != nil {
 			if sent > 0 {
 				break
 			}
@@ -166,15 +166,12 @@ func (nw *network) queueDgram(p *pendingOp, dst netip.AddrPort, data []byte) err
 	}
 	unix.CloseOnExec(fd)
 	key := p.th.proc.dgramSource(fi).String() + ">" + dst.String()
-	nw.ops.seq++
-	d := &pendingOp{seq: nw.ops.seq, fd: -1, deadline: -1, chunk: &chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}}
-	d.op = sched.Op{
+	op := sched.Op{
 		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site, Caller: p.op.Caller,
 		Object: nw.pt.inbox(dst.Addr()), Peer: dst.String(), Conn: key, Bytes: len(data),
 		Syscall: DatagramSyscall,
 	}
-	d.causes = []uint64{p.op.ID}
-	nw.ops.fresh = append(nw.ops.fresh, d)
+	nw.ops.newChunkOp(&chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}, op, []uint64{p.op.ID})
 	return nil
 }
 

@@ -123,7 +123,7 @@ func (nw *network) unheld(w finWait, ino uint32) bool {
 		return true // no file any more: an orphan on its way out
 	}
 	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
-	for _, p := range nw.pt.procs {
+	for p := range nw.pt.allProcs() {
 		if p.node == w.closer && !p.exited && holds(p.pid, want) {
 			return false
 		}

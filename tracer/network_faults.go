@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -124,8 +123,8 @@ func (nw *network) flushAcks(crosses func(a, b netip.Addr) bool) {
 		local, remote netip.AddrPort
 	}
 	var waiting []owed
-	for _, name := range slices.Sorted(maps.Keys(nw.pt.nodes)) {
-		ni := nw.pt.nodes[name]
+	for _, name := range nw.pt.nodeNames() {
+		ni := nw.pt.nodeNamed(name)
 		d, err := ni.diagFor()
 		if err != nil {
 			continue
@@ -177,7 +176,7 @@ func (nw *network) resetSock(object string) error {
 		return fmt.Errorf("reset: no connected socket %s", object)
 	}
 	s := socks[i]
-	ni := nw.pt.nodes[s.Node]
+	ni := nw.pt.nodeNamed(s.Node)
 	localS, peerS, _ := strings.Cut(s.Conn, ">")
 	local, err1 := netip.ParseAddrPort(localS)
 	peer, err2 := netip.ParseAddrPort(peerS)
@@ -210,7 +209,7 @@ func (nw *network) resetSock(object string) error {
 		return fmt.Errorf("reset %s: %w", s.Conn, err)
 	}
 	nw.stats.Resets++
-	if pn := nw.pt.byAddr[peer.Addr().Unmap()]; pn != nil {
+	if pn := nw.pt.nodeAt(peer.Addr()); pn != nil {
 		nw.finWaits = append(nw.finWaits, finWait{node: pn, local: peer, remote: local, until: time.Now().Add(finWaitLimit)})
 	}
 	return nil

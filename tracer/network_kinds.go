@@ -33,7 +33,7 @@ func (nw *network) stirNativeSender(p *pendingOp) {
 // stirReceiver stirs the node a delivery reaches.
 func (nw *network) stirReceiver(p *pendingOp) {
 	if p.chunk != nil && p.chunk.conn != nil {
-		nw.pt.byAddr[p.chunk.conn.dst.Addr().Unmap()].stir()
+		nw.pt.nodeAt(p.chunk.conn.dst.Addr()).stir()
 		return
 	}
 	nw.stirPeer(p)
@@ -42,19 +42,19 @@ func (nw *network) stirReceiver(p *pendingOp) {
 // stirPeer stirs the node at the other end of p's socket.
 func (nw *network) stirPeer(p *pendingOp) {
 	if p.fi != nil && p.fi.peer.IsValid() {
-		nw.pt.byAddr[p.fi.peer.Addr().Unmap()].stir()
+		nw.pt.nodeAt(p.fi.peer.Addr()).stir()
 	}
 	// A datagram, a connect, an unconnected socket: the peer is in the
 	// op's name only.
 	if ap, err := netip.ParseAddrPort(p.op.Peer); err == nil {
-		nw.pt.byAddr[ap.Addr().Unmap()].stir()
+		nw.pt.nodeAt(ap.Addr()).stir()
 	}
 }
 
 // sockGated says whether a socket call talks to another node.
-func (nw *network) sockGated(th *thread, fi *fdInfo, nr int, a [6]uint64) bool {
+func (nw *network) sockGated(th *thread, fi *fdInfo, c call) bool {
 	if fi.sockType == unix.SOCK_DGRAM {
-		return nw.dgramGated(th, fi, nr, a)
+		return nw.dgramGated(th, fi, c)
 	}
 	if fi.peer.IsValid() {
 		return nw.pt.gated(fi.peer.Addr())

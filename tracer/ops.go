@@ -10,11 +10,11 @@ import (
 
 // pendingOp is a sched.Op plus what the tracer needs to probe and release it.
 type pendingOp struct {
-	op   sched.Op
-	seq  uint64 // order of appearance within a quiescent round
-	th   *thread
-	nr   int
-	args [6]uint64
+	op  sched.Op
+	seq uint64 // order of appearance within a quiescent round
+	th  *thread
+	// call is the syscall the op's thread stopped at.
+	call call
 	fd   int
 	fi   *fdInfo
 	// deadline is the virtual time (ns) at which a sleep or timeout expires;

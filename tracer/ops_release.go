@@ -40,7 +40,7 @@ func (ot *opTable) release(id uint64) (Released, error) {
 		th.lastOp = id
 	}
 	if !k.calm {
-		ot.net.netGen++
+		ot.net.invalidate()
 	}
 	return k.release(p)
 }
@@ -63,7 +63,7 @@ func (ot *opTable) numberFresh() {
 		p.op.ID = ot.nextID
 		ot.pending[p.op.ID] = p
 		if p.deadline >= 0 {
-			ot.vt.queue.add(p)
+			ot.vt.addDeadline(p)
 		}
 	}
 	ot.fresh = ot.fresh[:0]

@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"log/slog"
-	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -42,18 +41,6 @@ type opKind struct {
 	release func(p *pendingOp) (Released, error)
 }
 
-// ungatedNames names the syscalls lockstep does not gate that a thread is
-// commonly found asleep in (the rest show as numbers).
-var ungatedNames = map[int]string{
-	unix.SYS_FUTEX: "futex", unix.SYS_READ: "read", unix.SYS_WRITE: "write",
-	unix.SYS_WAIT4: "wait4", unix.SYS_WAITID: "waitid", unix.SYS_EXECVE: "execve",
-	unix.SYS_SCHED_YIELD: "sched_yield", unix.SYS_RT_SIGSUSPEND: "rt_sigsuspend",
-	unix.SYS_RT_SIGTIMEDWAIT: "rt_sigtimedwait", unix.SYS_PAUSE: "pause",
-	unix.SYS_CLONE: "clone", unix.SYS_CLONE3: "clone3", unix.SYS_VFORK: "vfork",
-	unix.SYS_EXIT: "exit", unix.SYS_EXIT_GROUP: "exit_group", unix.SYS_SENDMSG: "sendmsg",
-	unix.SYS_RECVMSG: "recvmsg",
-}
-
 // opTable owns the pending ops: their creation at a stop, their numbering
 // at a quiescent point, and the batched readiness polls that say which are
 // enabled.
@@ -65,7 +52,6 @@ type opTable struct {
 	net   *network
 	vt    *vtime
 	kinds map[sched.Kind]*opKind
-	gates map[int]gate // for the syscalls' names
 
 	// seq orders ops within a quiescent round (pendingOp.seq); per tracer,
 	// since the tracers of concurrent jobs run at once.
@@ -96,12 +82,12 @@ func newOpTable(opts *Options, log *slog.Logger, stats *Stats, pt *procTable) *o
 	}
 }
 
-func (ot *opTable) newPending(th *thread, kind sched.Kind, nr int, args [6]uint64) *pendingOp {
+func (ot *opTable) newPending(th *thread, kind sched.Kind, c call) *pendingOp {
 	ot.seq++
-	p := &pendingOp{th: th, nr: nr, args: args, fd: -1, deadline: -1, seq: ot.seq}
+	p := &pendingOp{th: th, call: c, fd: -1, deadline: -1, seq: ot.seq}
 	p.op = sched.Op{
 		Node: th.proc.node.name, LPID: th.lpid, Kind: kind,
-		Syscall: ot.syscallName(nr),
+		Syscall: syscallName(c.nr),
 	}
 	if th.comm == "" {
 		th.readState(false) // once; quiescence's reads keep it current
@@ -120,6 +106,30 @@ func (ot *opTable) newPending(th *thread, kind sched.Kind, nr int, args [6]uint6
 	ot.stats.Ops++
 	return p
 }
+
+// newChunkOp makes the pending op that delivers ch, a chunk in flight
+// (a captured message, or the rest of one its receiver had no room for),
+// as op, caused by causes; the network queues the chunk.
+func (ot *opTable) newChunkOp(ch *chunk, op sched.Op, causes []uint64) *pendingOp {
+	ot.seq++
+	p := &pendingOp{seq: ot.seq, fd: -1, deadline: -1, chunk: ch, op: op, causes: causes}
+	ot.fresh = append(ot.fresh, p)
+	return p
+}
+
+// lastFresh is the op made last since the last quiescent point, or nil.
+func (ot *opTable) lastFresh() *pendingOp {
+	if n := len(ot.fresh); n > 0 {
+		return ot.fresh[n-1]
+	}
+	return nil
+}
+
+// kindOf is what the tracer does with ops of p's kind.
+func (ot *opTable) kindOf(p *pendingOp) *opKind { return ot.kinds[p.op.Kind] }
+
+// byID is the pending op numbered id, or nil.
+func (ot *opTable) byID(id uint64) *pendingOp { return ot.pending[id] }
 
 func (ot *opTable) dropPending(p *pendingOp) {
 	p.dropped = true
@@ -176,6 +186,11 @@ func (ot *opTable) pollPending(ops []*pendingOp) {
 	clear(spans) // drop the references to the ops
 }
 
+// invalidate drops this state's batched readiness answers: the caller may
+// have changed what they answered (a step's faults, a Release from outside
+// the trial loop), so an op's readiness is polled again.
+func (ot *opTable) invalidate() { ot.pollGen++ }
+
 // batched returns this state's batched answer for p, if it has one.
 func (ot *opTable) batched(p *pendingOp) (ready, ok bool) {
 	return p.pollReady, p.polled != 0 && p.polled == ot.pollGen
@@ -196,14 +211,4 @@ func (ot *opTable) readyProbe(p *pendingOp) bool {
 		return r
 	}
 	return ready(p.probe)
-}
-
-func (ot *opTable) syscallName(nr int) string {
-	if g, ok := ot.gates[nr]; ok {
-		return g.name
-	}
-	if name, ok := ungatedNames[nr]; ok {
-		return name
-	}
-	return "syscall" + strconv.Itoa(nr)
 }

@@ -343,11 +343,11 @@ func tgidOf(tid int) (int, error) {
 }
 
 // onGetrandom fills the buffer from the process's seeded stream.
-func (th *thread) onGetrandom(_ int, a [6]uint64) bool {
+func (th *thread) onGetrandom(c call) bool {
 	if th.proc.rand == nil {
 		return false
 	}
-	th.fakeRandom(a[0], a[1])
+	th.fakeRandom(c.buf, c.n)
 	return true
 }
 

@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"iter"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -73,6 +75,53 @@ func (pt *procTable) node(cfg LaunchConfig) *nodeInfo {
 }
 
 // stirAll is stir for every node (faults, launches, clock changes: what
+// expectEvent says an event may come even when every thread is held (a
+// signal sent, a process's exit or clone on its way): the next collect
+// asks the kernel.
+func (pt *procTable) expectEvent() { pt.expect = true }
+
+// eventExpected says expectEvent was called since a wait last found no
+// event (noEventWaiting).
+func (pt *procTable) eventExpected() bool { return pt.expect }
+
+// noEventWaiting records that a wait found no event.
+func (pt *procTable) noEventWaiting() { pt.expect = false }
+
+// takeResumed says whether cont let a thread go since the last call.
+func (pt *procTable) takeResumed() bool {
+	r := pt.resumed
+	pt.resumed = false
+	return r
+}
+
+// allThreads ranges over the traced threads, in no order.
+func (pt *procTable) allThreads() iter.Seq[*thread] { return maps.Values(pt.threads) }
+
+// allProcs ranges over the traced processes, in no order.
+func (pt *procTable) allProcs() iter.Seq[*process] { return maps.Values(pt.procs) }
+
+// threadCount is how many threads are traced.
+func (pt *procTable) threadCount() int { return len(pt.threads) }
+
+// nodesInOrder are the nodes in the order they were launched first.
+func (pt *procTable) nodesInOrder() []*nodeInfo { return pt.nodeList }
+
+// nodeNames are the nodes' names, sorted.
+func (pt *procTable) nodeNames() []string { return slices.Sorted(maps.Keys(pt.nodes)) }
+
+// nodeAt is the node whose address is a, or nil.
+func (pt *procTable) nodeAt(a netip.Addr) *nodeInfo { return pt.byAddr[a.Unmap()] }
+
+// nodeNamed is the node called name, or nil.
+func (pt *procTable) nodeNamed(name string) *nodeInfo { return pt.nodes[name] }
+
+// threadOf is the traced thread tid, or nil.
+func (pt *procTable) threadOf(tid int) *thread { return pt.threads[tid] }
+
+// current says p is still the process its pid names: it has not exited,
+// and the pid was not reused.
+func (pt *procTable) current(p *process) bool { return !p.exited && pt.procs[p.pid] == p }
+
 // they wake is not worked out).
 func (pt *procTable) stirAll() {
 	for _, ni := range pt.nodeList {
@@ -144,7 +193,7 @@ func (pt *procTable) readSockOpts(fi *fdInfo, sock int) sockOpts {
 // this alone. What lockstep read of any socket's (the fd may share a
 // description with others) no longer holds, nor does what it reads until
 // the thread is seen again, the call done (handle).
-func (pt *procTable) onSockOptsChange(th *thread, _ int, _ [6]uint64) bool {
+func (pt *procTable) onSockOptsChange(th *thread, _ call) bool {
 	pt.sockOptsGen++
 	if !th.changingSockOpts {
 		th.changingSockOpts = true
@@ -163,22 +212,14 @@ func (pt *procTable) sockOptsChanged(th *thread) {
 	}
 }
 
-func (pt *procTable) nonblocking(fi *fdInfo, nr int, a [6]uint64) bool {
-	return pt.sockOptsOf(fi).nonblock || dontWait(nr, a)
+func (pt *procTable) nonblocking(fi *fdInfo, c call) bool {
+	return pt.sockOptsOf(fi).nonblock || dontWait(c)
 }
 
 // dontWait says whether a recv's flags make it non-blocking
-// (MSG_DONTWAIT).
-func dontWait(nr int, a [6]uint64) bool {
-	switch nr {
-	case unix.SYS_RECVFROM:
-		return a[3]&unix.MSG_DONTWAIT != 0
-	case unix.SYS_RECVMSG:
-		return a[2]&unix.MSG_DONTWAIT != 0
-	case unix.SYS_RECVMMSG:
-		return a[3]&unix.MSG_DONTWAIT != 0
-	}
-	return false
+// (MSG_DONTWAIT); read and readv have none.
+func dontWait(c call) bool {
+	return c.flags&unix.MSG_DONTWAIT != 0
 }
 
 // nextAlone returns the held disk syscall to run next, the lowest LPID's,

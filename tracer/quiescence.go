@@ -58,9 +58,9 @@ func (q *quiescence) handleTimed(tid int, st ptrace.Status) {
 	t0 := time.Now()
 	if st.Kind() != ptrace.SeccompStop {
 		// An exit, a clone, an exec or a signal may have others behind it.
-		q.pt.expect = true
+		q.pt.expectEvent()
 		// And may close sockets (an exit, an exec), or run a handler.
-		q.net.netGen++
+		q.net.invalidate()
 	}
 	q.handle(tid, st)
 	q.stats.HandleTime += time.Since(t0)
@@ -75,7 +75,7 @@ func (q *quiescence) collect() int {
 	for !q.quiet() {
 		tid, st, err := ptrace.Wait(-1, ptrace.Tracees|ptrace.NoHang)
 		if err != nil || tid <= 0 {
-			q.pt.expect = false
+			q.pt.noEventWaiting()
 			return n
 		}
 		n++
@@ -91,4 +91,4 @@ func (q *quiescence) collect() int {
 // killed; a SIGKILL one tracee sends another while every thread is held is
 // seen at the next wait, which the release of any op that resumes a
 // thread brings.
-func (q *quiescence) quiet() bool { return !q.pt.expect && q.pt.nHeld() == len(q.pt.threads) }
+func (q *quiescence) quiet() bool { return !q.pt.eventExpected() && q.pt.nHeld() == q.pt.threadCount() }

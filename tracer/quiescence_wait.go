@@ -22,7 +22,7 @@ import (
 // schedule: a Go member of etcd woke a thread, went into fallocate, and that
 // thread ran first in some runs and second in others. Held, it runs after
 // them, alone; it is not an op, and the schedule does not see it.
-func (q *quiescence) onAlone(th *thread, _ int, _ [6]uint64) bool {
+func (q *quiescence) onAlone(th *thread, _ call) bool {
 	q.stats.Alone++
 	q.pt.setState(th, tsAlone)
 	return true
@@ -35,13 +35,13 @@ func (q *quiescence) onAlone(th *thread, _ int, _ [6]uint64) bool {
 // disk's real time, during which no other thread may run (onAlone): etcd's
 // trials took half as long again when every fdatasync ran alone. A call on
 // something that is not a file runs as it is, alone, for its errors.
-func (q *quiescence) onDiskSync(th *thread, nr int, a [6]uint64) bool {
-	if nr == unix.SYS_SYNC || isFile(th.proc.pid, int(a[0])) {
+func (q *quiescence) onDiskSync(th *thread, c call) bool {
+	if c.nr == unix.SYS_SYNC || isFile(th.proc.pid, c.fd) {
 		q.stats.DiskSyncs++
 		th.fake(0)
 		return true
 	}
-	return q.onAlone(th, nr, a)
+	return q.onAlone(th, c)
 }
 
 // isFile reports whether the process's descriptor fd names a file or a
@@ -74,7 +74,7 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 	// When threads were first found due to move (runnable without CPU, or
 	// with an exit or stop not yet reported) past the grace period.
 	var dueSince time.Time
-	if q.pt.resumed && q.opts.Serialize && q.opts.CPU >= 0 {
+	if q.pt.takeResumed() && q.opts.Serialize && q.opts.CPU >= 0 {
 		// The threads just resumed have not run: they wait behind the
 		// tracer in its CPU's round-robin queue. Let them before asking
 		// the kernel for their stops, which would find none.
@@ -82,7 +82,6 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		q.stats.SettleYield += time.Since(t0)
 	}
-	q.pt.resumed = false
 	for spins := 0; ; spins++ {
 		if n := q.collect(); n > 0 {
 			lastProgress = time.Now()
@@ -139,7 +138,7 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 			// CPU starved an exiting node past the grace period).
 			busy := map[int]uint64{}
 			var due []string
-			for _, th := range q.pt.threads {
+			for th := range q.pt.allThreads() {
 				if th.state != tsRunning {
 					continue
 				}
@@ -176,7 +175,7 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 			}
 			for tid, c := range busy {
 				if c-runnableCPU[tid] >= uint64(q.opts.Grace/4) {
-					q.spinning = append(q.spinning, q.pt.threads[tid].lpid)
+					q.spinning = append(q.spinning, q.pt.threadOf(tid).lpid)
 				}
 			}
 			if len(q.spinning) == 0 && len(busy) > 0 && starvedRounds < maxStarvedRounds {
@@ -227,11 +226,11 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 // has not run since they were last seen asleep are not read again
 // (proc_node.go).
 func (q *quiescence) sleepCheck() (bool, map[int]uint64) {
-	for _, ni := range q.pt.nodeList {
+	for _, ni := range q.pt.nodesInOrder() {
 		ni.readCPU()
 	}
-	now := make(map[int]uint64, len(q.pt.nodes))
-	for _, th := range q.pt.threads {
+	now := make(map[int]uint64, len(q.pt.nodesInOrder()))
+	for th := range q.pt.allThreads() {
 		if th.state != tsRunning && th.state != tsTimedWait && th.state != tsNew {
 			continue
 		}
@@ -275,7 +274,7 @@ func (q *quiescence) sleepCheck() (bool, map[int]uint64) {
 			now[th.tid] = c
 		}
 	}
-	for _, ni := range q.pt.nodeList {
+	for _, ni := range q.pt.nodesInOrder() {
 		if ni.cpu.ok {
 			now[-1-ni.idx] = ni.cpu.usage
 			ni.cpu.asleepAt, ni.cpu.asleepOK = ni.cpu.usage, true
@@ -339,7 +338,7 @@ const kernelWaitLimit = time.Minute
 // each with its syscall.
 func (q *quiescence) inKernelSleep() []string {
 	var out []string
-	for _, th := range q.pt.threads {
+	for th := range q.pt.allThreads() {
 		if th.state != tsRunning && th.state != tsNew && th.state != tsTimedWait {
 			continue
 		}
@@ -371,7 +370,7 @@ func (q *quiescence) sleepingIn(th *thread) string {
 	if err != nil {
 		return ""
 	}
-	return q.ops.syscallName(nr)
+	return syscallName(nr)
 }
 
 // leaderWaiting reports whether th, a zombie, is a thread group's leader
@@ -466,7 +465,7 @@ func (q *quiescence) blockingWait(d time.Duration) bool {
 // progress on its own.
 func (q *quiescence) unsettled() []string {
 	var out []string
-	for _, th := range q.pt.threads {
+	for th := range q.pt.allThreads() {
 		var why string
 		switch th.state {
 		case tsGated, tsGroupStop:
@@ -479,7 +478,7 @@ func (q *quiescence) unsettled() []string {
 		case tsNew, tsHeld:
 			why = "starting"
 		case tsAlone:
-			why = "held at " + q.ops.syscallName(th.regs.Syscall())
+			why = "held at " + syscallName(th.regs.Syscall())
 		default:
 			s, _, ok := th.kernelState()
 			switch {

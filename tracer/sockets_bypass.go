@@ -18,14 +18,10 @@ import (
 // net package and Java's transferTo fall back to reads and writes, which
 // the gate sees. (tee and vmsplice reach pipes only; copy_file_range
 // regular files only.)
-func (sk *sockets) onSocketSplice(th *thread, nr int, a [6]uint64) bool {
-	fds := [2]int{int(a[0]), int(a[1])} // sendfile(out, in, ...)
-	if nr == unix.SYS_SPLICE {
-		fds = [2]int{int(a[0]), int(a[2])} // splice(in, off, out, off, ...)
-	}
-	for _, fd := range fds {
+func (sk *sockets) onSocketSplice(th *thread, c call) bool {
+	for _, fd := range [2]int{c.fd, c.fd2} {
 		if sk.pt.toOtherNode(th.proc.fdOf(fd)) {
-			sk.refuse(th, nr, unix.EINVAL, "fd "+strconv.Itoa(fd)+" is a socket to another node")
+			sk.refuse(th, c.nr, unix.EINVAL, "fd "+strconv.Itoa(fd)+" is a socket to another node")
 			return true
 		}
 	}
@@ -34,17 +30,17 @@ func (sk *sockets) onSocketSplice(th *thread, nr int, a [6]uint64) bool {
 
 // onVectorIO refuses preadv2 and pwritev2 on a socket to another node
 // with EOPNOTSUPP: readv and writev, which the gate sees, do the same.
-func (sk *sockets) onVectorIO(th *thread, nr int, a [6]uint64) bool {
-	if !sk.pt.toOtherNode(th.proc.fdOf(int(a[0]))) {
+func (sk *sockets) onVectorIO(th *thread, c call) bool {
+	if !sk.pt.toOtherNode(th.proc.fdOf(c.fd)) {
 		return false
 	}
-	sk.refuse(th, nr, unix.EOPNOTSUPP, "fd "+strconv.Itoa(int(a[0]))+" is a socket to another node")
+	sk.refuse(th, c.nr, unix.EOPNOTSUPP, "fd "+strconv.Itoa(c.fd)+" is a socket to another node")
 	return true
 }
 
 // refuse fails the syscall th stopped at with errno, and says so.
 func (sk *sockets) refuse(th *thread, nr int, errno unix.Errno, why string) {
 	sk.log.Warn("refused a syscall that would bypass the schedule", "node", th.proc.node.name, "thread", th.String(),
-		"syscall", sk.ops.syscallName(nr), "why", why, "errno", errno.Error())
+		"syscall", syscallName(nr), "why", why, "errno", errno.Error())
 	th.fake(-int64(errno))
 }

@@ -29,7 +29,7 @@ func (sk *sockets) enabledRead(p *pendingOp) bool {
 // enabledSend: a send, unless its connection has DeliverCap bytes in
 // flight.
 func (sk *sockets) enabledSend(p *pendingOp) bool {
-	if c := sk.net.conns[p.fi.outKey()]; c != nil && c.queued >= sk.opts.DeliverCap {
+	if c := sk.net.connOf(p.fi.outKey()); c != nil && c.queued >= sk.opts.DeliverCap {
 		return false
 	}
 	return true
@@ -81,7 +81,7 @@ func (sk *sockets) releaseSend(p *pendingOp) (Released, error) {
 	}
 	// Natively its bytes reach the peer now, and the sender may block
 	// until the peer reads (see stirOp).
-	nw.netGen++
+	nw.invalidate()
 	nw.stirPeer(p)
 	if p.fi.peer.IsValid() {
 		if nw.nativeSends == nil {
@@ -194,8 +194,8 @@ func (sk *sockets) releaseClose(p *pendingOp) (Released, error) {
 }
 
 func (sk *sockets) releaseShutdown(p *pendingOp) (Released, error) {
-	how := int(p.args[1])
-	if c := sk.net.conns[p.fi.outKey()]; c != nil && len(c.queue) > 0 && how != unix.SHUT_RD {
+	how := int(p.call.flags) // shutdown's how
+	if c := sk.net.connOf(p.fi.outKey()); c != nil && len(c.queue) > 0 && how != unix.SHUT_RD {
 		// The FIN must follow the queued data: shut down our duplicate
 		// once drained and let the tracee's call succeed now.
 		c.shutWr = true
@@ -208,28 +208,28 @@ func (sk *sockets) releaseShutdown(p *pendingOp) (Released, error) {
 
 // timeoutPoll makes a poll-family call return "timed out" without waiting.
 func (th *thread) timeoutPoll(p *pendingOp) {
-	a := p.args
-	switch p.nr {
+	c := p.call
+	switch c.nr {
 	case unix.SYS_POLL, unix.SYS_PPOLL:
-		n := int(a[1])
+		n := int(c.n)
 		if n > 0 && n <= 4096 {
 			buf := make([]byte, 8*n)
-			if ptrace.ReadMem(th.tid, a[0], buf) == nil {
+			if ptrace.ReadMem(th.tid, c.buf, buf) == nil {
 				for i := 0; i < n; i++ {
 					buf[8*i+6], buf[8*i+7] = 0, 0
 				}
-				ptrace.WriteMem(th.tid, a[0], buf)
+				ptrace.WriteMem(th.tid, c.buf, buf)
 			}
 		}
 	case unix.SYS_SELECT, unix.SYS_PSELECT6:
-		nfds := int(a[0])
-		for _, addr := range []uint64{a[1], a[2], a[3]} {
+		nfds := int(c.n)
+		for _, addr := range c.fdSets {
 			if addr != 0 && nfds > 0 && nfds <= 1024 {
 				ptrace.WriteMem(th.tid, addr, make([]byte, (nfds+63)/64*8))
 			}
 		}
-		if p.nr == unix.SYS_SELECT && a[4] != 0 {
-			ptrace.WriteMem(th.tid, a[4], make([]byte, 16)) // Linux updates the timeout
+		if c.nr == unix.SYS_SELECT && c.timeout != 0 {
+			ptrace.WriteMem(th.tid, c.timeout, make([]byte, 16)) // Linux updates the timeout
 		}
 	}
 	th.fake(0)

@@ -30,8 +30,7 @@ import (
 // unixCheck is a connect or send a thread was let make after its Unix
 // destinations were checked: the same call, seen again at once, runs.
 type unixCheck struct {
-	nr    int
-	args  [6]uint64
+	call  call
 	paths []string
 }
 
@@ -39,12 +38,12 @@ type unixCheck struct {
 // bind with ECONNREFUSED, as two hosts sharing a filesystem answer (the
 // socket file is there, its socket is not); what cannot be checked is
 // refused too.
-func (sk *sockets) onUnixDests(th *thread, nr int, a [6]uint64) bool {
-	paths := unixDests(th.tid, nr, a)
+func (sk *sockets) onUnixDests(th *thread, c call) bool {
+	paths := unixDests(th.tid, c)
 	if len(paths) == 0 {
 		return false
 	}
-	if c := th.unixChecked; c != nil && c.nr == nr && c.args == a && slices.Equal(c.paths, paths) {
+	if u := th.unixChecked; u != nil && u.call == c && slices.Equal(u.paths, paths) {
 		th.unixChecked = nil
 		return false
 	}
@@ -59,38 +58,36 @@ func (sk *sockets) onUnixDests(th *thread, nr int, a [6]uint64) bool {
 				// nothing was kept from the node. glibc asks for nscd's
 				// socket at every name lookup.
 				sk.log.Debug("a Unix destination the kernel would refuse too", "node", th.proc.node.name, "thread", th.String(),
-					"syscall", sk.ops.syscallName(nr), "why", why, "errno", errno.Error())
+					"syscall", syscallName(c.nr), "why", why, "errno", errno.Error())
 				th.fake(-int64(errno))
 				return true
 			}
-			sk.refuse(th, nr, errno, why)
+			sk.refuse(th, c.nr, errno, why)
 			return true
 		}
 	}
-	th.unixChecked = &unixCheck{nr: nr, args: a, paths: paths}
+	th.unixChecked = &unixCheck{call: c, paths: paths}
 	th.reenter()
 	return true
 }
 
 // unixDests lists the socket paths a connect, sendto, sendmsg or sendmmsg
 // (each of its messages) addresses.
-func unixDests(tid, nr int, a [6]uint64) []string {
+func unixDests(tid int, c call) []string {
 	var paths []string
 	add := func(addr, length uint64) {
 		if p := unixPath(tid, addr, length); p != "" {
 			paths = append(paths, p)
 		}
 	}
-	switch nr {
-	case unix.SYS_CONNECT:
-		add(a[1], a[2])
-	case unix.SYS_SENDTO:
-		add(a[4], a[5])
+	switch c.nr {
+	case unix.SYS_CONNECT, unix.SYS_SENDTO:
+		add(c.addr, c.addrLen)
 	case unix.SYS_SENDMSG:
-		add(msgName(tid, a[1]))
+		add(msgName(tid, c.buf))
 	case unix.SYS_SENDMMSG:
-		for i := range min(a[2], uioMaxiov) {
-			add(msgName(tid, a[1]+i*sizeofMmsghdr))
+		for i := range min(c.n, uioMaxiov) {
+			add(msgName(tid, c.buf+i*sizeofMmsghdr))
 		}
 	}
 	return paths

@@ -20,7 +20,7 @@ func (t *Tracer) DumpThreads(w io.Writer) error {
 	var lines []string
 	if err := t.do(func() {
 		for _, th := range t.pt.threads {
-			lines = append(lines, th.describe(t.ops.syscallName))
+			lines = append(lines, th.describe(syscallName))
 		}
 	}); err != nil {
 		return err

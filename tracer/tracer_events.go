@@ -261,7 +261,7 @@ func (t *Tracer) noteDying(p *process) {
 			continue
 		}
 		t.pt.setState(o, tsRunning)
-		t.pt.expect = true
+		t.pt.expectEvent()
 	}
 }
 
@@ -363,7 +363,7 @@ func (t *Tracer) killAndReap(match func(*process) bool) int {
 	}
 	for _, pid := range slices.Sorted(maps.Keys(t.pt.procs)) {
 		if match(t.pt.procs[pid]) {
-			t.pt.expect = true
+			t.pt.expectEvent()
 			t.pt.stirAll()
 			unix.Kill(pid, unix.SIGKILL)
 		}
@@ -406,7 +406,7 @@ func (t *Tracer) initSignal(th *thread, sig syscall.Signal) bool {
 		return false
 	}
 	th.proc.fatal = sig
-	t.pt.expect = true
+	t.pt.expectEvent()
 	th.proc.node.stir()
 	unix.Kill(th.proc.pid, unix.SIGKILL)
 	return true
@@ -455,11 +455,11 @@ func (t *Tracer) onSeccomp(th *thread) {
 		t.pt.setState(th, tsRunning)
 		return
 	}
-	nr := th.regs.Syscall()
-	if th.proc.node.disk != nil && t.dk.onDisk(th, nr, th.regs.Args()) {
+	c := decodeCall(th.regs.Syscall(), th.regs.Args())
+	if th.proc.node.disk != nil && t.dk.onDisk(th, c) {
 		return
 	}
-	if g, ok := t.gates[nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(th, nr, th.regs.Args()) {
+	if g, ok := t.gates[c.nr]; ok && (t.opts.Clock != nil || !g.clock) && g.handle(th, c) {
 		return
 	}
 	th.allow()

@@ -58,7 +58,6 @@ func newTracer(opts Options) *Tracer {
 	t.gates = gateTable(t)
 	t.ops.kinds = kindTable(t)
 	t.ops.vt = t.vt
-	t.ops.gates = t.gates
 	t.dk = &disks{opts: &t.opts, ops: t.ops, vt: t.vt, gates: t.gates}
 	t.filter = launch.Filter(filteredSyscalls(t.gates))
 	return t
@@ -116,8 +115,9 @@ func (t *Tracer) loop() {
 }
 
 // gateTable returns the syscalls that stop under the tracer; every other syscall
-// runs natively. To gate another one, add its entry here with its handler:
-// the seccomp filter is built from this table, and whether a pending op is
+// runs natively. To gate another one, give it a row in syscallTable (its
+// name and argument layout) and an entry here with its handler: the
+// seccomp filter is built from this table, and whether a pending op is
 // enabled and how it is released go by the op's kind (the kind table,
 // kindTable).
 //
@@ -129,87 +129,82 @@ func (t *Tracer) loop() {
 // The handlers are bound to the parts of t that own what they change.
 func gateTable(t *Tracer) map[int]gate {
 	return map[int]gate{
-		unix.SYS_READ:            {name: "read", handle: t.sk.onRecv},
-		unix.SYS_READV:           {name: "readv", handle: t.sk.onRecv},
-		unix.SYS_RECVFROM:        {name: "recvfrom", handle: t.sk.onRecv},
-		unix.SYS_RECVMSG:         {name: "recvmsg", handle: t.sk.onRecv},
-		unix.SYS_RECVMMSG:        {name: "recvmmsg", handle: t.sk.onRecv},
-		unix.SYS_WRITE:           {name: "write", handle: t.sk.onSend},
-		unix.SYS_WRITEV:          {name: "writev", handle: t.sk.onSend},
-		unix.SYS_SENDTO:          {name: "sendto", handle: t.sk.onSend},
-		unix.SYS_SENDMSG:         {name: "sendmsg", handle: t.sk.onSend},
-		unix.SYS_SENDMMSG:        {name: "sendmmsg", handle: t.sk.onSend},
-		unix.SYS_CLOSE:           {name: "close", handle: t.sk.onClose},
-		unix.SYS_SHUTDOWN:        {name: "shutdown", handle: t.sk.onShutdown},
-		unix.SYS_CONNECT:         {name: "connect", handle: t.sk.onConnect},
-		unix.SYS_ACCEPT:          {name: "accept", handle: t.sk.onAccept},
-		unix.SYS_ACCEPT4:         {name: "accept4", handle: t.sk.onAccept},
-		unix.SYS_POLL:            {name: "poll", handle: t.sk.onPoll},
-		unix.SYS_PPOLL:           {name: "ppoll", handle: t.sk.onPoll},
-		unix.SYS_SELECT:          {name: "select", handle: t.sk.onPoll},
-		unix.SYS_PSELECT6:        {name: "pselect6", handle: t.sk.onPoll},
-		unix.SYS_EPOLL_WAIT:      {name: "epoll_wait", handle: t.sk.onPoll},
-		unix.SYS_EPOLL_PWAIT:     {name: "epoll_pwait", handle: t.sk.onPoll},
-		unix.SYS_EPOLL_PWAIT2:    {name: "epoll_pwait2", handle: t.sk.onPoll},
-		unix.SYS_NANOSLEEP:       {name: "nanosleep", clock: true, handle: t.vt.onSleep},
-		unix.SYS_CLOCK_NANOSLEEP: {name: "clock_nanosleep", clock: true, handle: t.vt.onSleep},
-		unix.SYS_FUTEX:           {name: "futex", clock: true, argRule: true, handle: t.vt.onFutex},
+		unix.SYS_READ:            {handle: t.sk.onRecv},
+		unix.SYS_READV:           {handle: t.sk.onRecv},
+		unix.SYS_RECVFROM:        {handle: t.sk.onRecv},
+		unix.SYS_RECVMSG:         {handle: t.sk.onRecv},
+		unix.SYS_RECVMMSG:        {handle: t.sk.onRecv},
+		unix.SYS_WRITE:           {handle: t.sk.onSend},
+		unix.SYS_WRITEV:          {handle: t.sk.onSend},
+		unix.SYS_SENDTO:          {handle: t.sk.onSend},
+		unix.SYS_SENDMSG:         {handle: t.sk.onSend},
+		unix.SYS_SENDMMSG:        {handle: t.sk.onSend},
+		unix.SYS_CLOSE:           {handle: t.sk.onClose},
+		unix.SYS_SHUTDOWN:        {handle: t.sk.onShutdown},
+		unix.SYS_CONNECT:         {handle: t.sk.onConnect},
+		unix.SYS_ACCEPT:          {handle: t.sk.onAccept},
+		unix.SYS_ACCEPT4:         {handle: t.sk.onAccept},
+		unix.SYS_POLL:            {handle: t.sk.onPoll},
+		unix.SYS_PPOLL:           {handle: t.sk.onPoll},
+		unix.SYS_SELECT:          {handle: t.sk.onPoll},
+		unix.SYS_PSELECT6:        {handle: t.sk.onPoll},
+		unix.SYS_EPOLL_WAIT:      {handle: t.sk.onPoll},
+		unix.SYS_EPOLL_PWAIT:     {handle: t.sk.onPoll},
+		unix.SYS_EPOLL_PWAIT2:    {handle: t.sk.onPoll},
+		unix.SYS_NANOSLEEP:       {clock: true, handle: t.vt.onSleep},
+		unix.SYS_CLOCK_NANOSLEEP: {clock: true, handle: t.vt.onSleep},
+		unix.SYS_FUTEX:           {clock: true, argRule: true, handle: t.vt.onFutex},
 		// Other timed waits (vtime_waits.go's timedWaits), untimed ones run as
 		// they are.
-		unix.SYS_RT_SIGTIMEDWAIT: {name: "rt_sigtimedwait", clock: true, handle: t.vt.onTimedWait},
-		unix.SYS_SEMTIMEDOP:      {name: "semtimedop", clock: true, handle: t.vt.onTimedWait},
-		unix.SYS_MQ_TIMEDRECEIVE: {name: "mq_timedreceive", clock: true, handle: t.vt.onTimedWait},
-		unix.SYS_MQ_TIMEDSEND:    {name: "mq_timedsend", clock: true, handle: t.vt.onTimedWait},
-		unix.SYS_FUTEX_WAITV:     {name: "futex_waitv", clock: true, handle: t.vt.onTimedWait},
-		unix.SYS_CLOCK_GETTIME:   {name: "clock_gettime", clock: true, handle: t.vt.onClockGettime},
-		unix.SYS_GETTIMEOFDAY:    {name: "gettimeofday", clock: true, handle: t.vt.onGettimeofday},
-		unix.SYS_TIME:            {name: "time", clock: true, handle: t.vt.onTime},
-		unix.SYS_GETRANDOM:       {name: "getrandom", handle: (*thread).onGetrandom},
+		unix.SYS_RT_SIGTIMEDWAIT: {clock: true, handle: t.vt.onTimedWait},
+		unix.SYS_SEMTIMEDOP:      {clock: true, handle: t.vt.onTimedWait},
+		unix.SYS_MQ_TIMEDRECEIVE: {clock: true, handle: t.vt.onTimedWait},
+		unix.SYS_MQ_TIMEDSEND:    {clock: true, handle: t.vt.onTimedWait},
+		unix.SYS_FUTEX_WAITV:     {clock: true, handle: t.vt.onTimedWait},
+		unix.SYS_CLOCK_GETTIME:   {clock: true, handle: t.vt.onClockGettime},
+		unix.SYS_GETTIMEOFDAY:    {clock: true, handle: t.vt.onGettimeofday},
+		unix.SYS_TIME:            {clock: true, handle: t.vt.onTime},
+		unix.SYS_GETRANDOM:       {handle: (*thread).onGetrandom},
 		// Virtual kernel timers (vtime_timers.go). timerfd_create is not gated: a
 		// timerfd's clock is read from /proc/PID/fdinfo when it is first armed.
-		unix.SYS_TIMERFD_SETTIME:  {name: "timerfd_settime", clock: true, handle: timerGate(t.vt.onTimerfdSettime)},
-		unix.SYS_TIMERFD_GETTIME:  {name: "timerfd_gettime", clock: true, handle: timerGate(t.vt.onTimerfdGettime)},
-		unix.SYS_ALARM:            {name: "alarm", clock: true, handle: timerGate(t.vt.onAlarm)},
-		unix.SYS_SETITIMER:        {name: "setitimer", clock: true, handle: timerGate(t.vt.onSetitimer)},
-		unix.SYS_GETITIMER:        {name: "getitimer", clock: true, handle: timerGate(t.vt.onGetitimer)},
-		unix.SYS_TIMER_CREATE:     {name: "timer_create", clock: true, handle: timerGate(t.vt.onTimerCreate)},
-		unix.SYS_TIMER_SETTIME:    {name: "timer_settime", clock: true, handle: timerGate(t.vt.onTimerSettime)},
-		unix.SYS_TIMER_GETTIME:    {name: "timer_gettime", clock: true, handle: timerGate(t.vt.onTimerGettime)},
-		unix.SYS_TIMER_GETOVERRUN: {name: "timer_getoverrun", clock: true, handle: timerGate(t.vt.onTimerGetoverrun)},
-		unix.SYS_TIMER_DELETE:     {name: "timer_delete", clock: true, handle: timerGate(t.vt.onTimerDelete)},
+		unix.SYS_TIMERFD_SETTIME:  {clock: true, handle: t.vt.onTimerfdSettime},
+		unix.SYS_TIMERFD_GETTIME:  {clock: true, handle: t.vt.onTimerfdGettime},
+		unix.SYS_ALARM:            {clock: true, handle: t.vt.onAlarm},
+		unix.SYS_SETITIMER:        {clock: true, handle: t.vt.onSetitimer},
+		unix.SYS_GETITIMER:        {clock: true, handle: t.vt.onGetitimer},
+		unix.SYS_TIMER_CREATE:     {clock: true, handle: t.vt.onTimerCreate},
+		unix.SYS_TIMER_SETTIME:    {clock: true, handle: t.vt.onTimerSettime},
+		unix.SYS_TIMER_GETTIME:    {clock: true, handle: t.vt.onTimerGettime},
+		unix.SYS_TIMER_GETOVERRUN: {clock: true, handle: t.vt.onTimerGetoverrun},
+		unix.SYS_TIMER_DELETE:     {clock: true, handle: t.vt.onTimerDelete},
 		// Syscalls that may sleep on the disk run while nothing else does.
-		unix.SYS_FSYNC:           {name: "fsync", handle: t.q.onDiskSync},
-		unix.SYS_FDATASYNC:       {name: "fdatasync", handle: t.q.onDiskSync},
-		unix.SYS_SYNC_FILE_RANGE: {name: "sync_file_range", handle: t.q.onDiskSync},
-		unix.SYS_SYNCFS:          {name: "syncfs", handle: t.q.onDiskSync},
-		unix.SYS_SYNC:            {name: "sync", handle: t.q.onDiskSync},
-		unix.SYS_MSYNC:           {name: "msync", handle: t.q.onAlone},
-		unix.SYS_FALLOCATE:       {name: "fallocate", handle: t.q.onAlone},
-		unix.SYS_FTRUNCATE:       {name: "ftruncate", handle: t.q.onAlone},
-		unix.SYS_TRUNCATE:        {name: "truncate", handle: t.q.onAlone},
-		unix.SYS_RENAME:          {name: "rename", handle: t.q.onAlone},
-		unix.SYS_RENAMEAT:        {name: "renameat", handle: t.q.onAlone},
-		unix.SYS_RENAMEAT2:       {name: "renameat2", handle: t.q.onAlone},
+		unix.SYS_FSYNC:           {handle: t.q.onDiskSync},
+		unix.SYS_FDATASYNC:       {handle: t.q.onDiskSync},
+		unix.SYS_SYNC_FILE_RANGE: {handle: t.q.onDiskSync},
+		unix.SYS_SYNCFS:          {handle: t.q.onDiskSync},
+		unix.SYS_SYNC:            {handle: t.q.onDiskSync},
+		unix.SYS_MSYNC:           {handle: t.q.onAlone},
+		unix.SYS_FALLOCATE:       {handle: t.q.onAlone},
+		unix.SYS_FTRUNCATE:       {handle: t.q.onAlone},
+		unix.SYS_TRUNCATE:        {handle: t.q.onAlone},
+		unix.SYS_RENAME:          {handle: t.q.onAlone},
+		unix.SYS_RENAMEAT:        {handle: t.q.onAlone},
+		unix.SYS_RENAMEAT2:       {handle: t.q.onAlone},
 		// Ways around the gate, refused on sockets (sockets_bypass.go).
-		unix.SYS_SPLICE:   {name: "splice", handle: t.sk.onSocketSplice},
-		unix.SYS_SENDFILE: {name: "sendfile", handle: t.sk.onSocketSplice},
-		unix.SYS_PREADV2:  {name: "preadv2", handle: t.sk.onVectorIO},
-		unix.SYS_PWRITEV2: {name: "pwritev2", handle: t.sk.onVectorIO},
+		unix.SYS_SPLICE:   {handle: t.sk.onSocketSplice},
+		unix.SYS_SENDFILE: {handle: t.sk.onSocketSplice},
+		unix.SYS_PREADV2:  {handle: t.sk.onVectorIO},
+		unix.SYS_PWRITEV2: {handle: t.sk.onVectorIO},
 		// Changes to the fd table that would make the fd kind cache stale.
-		unix.SYS_DUP2:        {name: "dup2", handle: t.sk.onDup},
-		unix.SYS_DUP3:        {name: "dup3", handle: t.sk.onDup},
-		unix.SYS_CLOSE_RANGE: {name: "close_range", handle: t.sk.onCloseRange},
+		unix.SYS_DUP2:        {handle: t.sk.onDup},
+		unix.SYS_DUP3:        {handle: t.sk.onDup},
+		unix.SYS_CLOSE_RANGE: {handle: t.sk.onCloseRange},
 		// Changes to what sockOpts caches; the filter stops these three
 		// only for F_SETFL, FIONBIO, SO_RCVTIMEO and SO_RCVLOWAT.
-		unix.SYS_FCNTL:      {name: "fcntl", argRule: true, handle: t.pt.onSockOptsChange},
-		unix.SYS_IOCTL:      {name: "ioctl", argRule: true, handle: t.pt.onSockOptsChange},
-		unix.SYS_SETSOCKOPT: {name: "setsockopt", argRule: true, handle: t.pt.onSockOptsChange},
+		unix.SYS_FCNTL:      {argRule: true, handle: t.pt.onSockOptsChange},
+		unix.SYS_IOCTL:      {argRule: true, handle: t.pt.onSockOptsChange},
+		unix.SYS_SETSOCKOPT: {argRule: true, handle: t.pt.onSockOptsChange},
 	}
-}
-
-// timerGate adapts a timer handler, which needs no syscall number.
-func timerGate(h func(th *thread, a [6]uint64) bool) func(*thread, int, [6]uint64) bool {
-	return func(th *thread, _ int, a [6]uint64) bool { return h(th, a) }
 }
 
 // kindTable returns the op kinds the tracer makes, bound to the parts of t

@@ -40,8 +40,8 @@ func (t *Tracer) Run(ctx context.Context, s Stepper) error {
 			// next state asks the kernel rather than the books (known).
 			t.ops.pollAll = a.Release == 0
 			if a.Crash != "" || len(a.Clocks) > 0 || len(a.Drifts) > 0 || len(a.Cuts) > 0 || a.Reset != "" || a.Drop != 0 || a.Launch != nil {
-				t.ops.pollGen++ // the readiness polled for st may have changed
-				t.net.netGen++
+				t.ops.invalidate() // the readiness polled for st may have changed
+				t.net.invalidate()
 				t.pt.stirAll()
 			}
 			if a.Crash != "" {
@@ -123,7 +123,7 @@ func (t *Tracer) Release(id uint64) (Released, error) {
 	var r Released
 	var err error
 	if e := t.do(func() {
-		t.ops.pollGen++ // the caller may have done anything since Settle
+		t.ops.invalidate() // the caller may have done anything since Settle
 		t.pt.stirAll()
 		r, err = t.ops.release(id)
 	}); e != nil {
@@ -142,7 +142,7 @@ func (t *Tracer) Kill(node string) error {
 	return t.do(func() {
 		for _, p := range t.pt.procs {
 			if p.node.name == node {
-				t.pt.expect = true
+				t.pt.expectEvent()
 				p.node.stir()
 				unix.Kill(p.pid, unix.SIGKILL)
 			}

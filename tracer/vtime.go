@@ -56,6 +56,9 @@ type deadlineQueue struct {
 }
 
 // add queues o, once.
+// addDeadline queues the deadline of a numbered op.
+func (vt *vtime) addDeadline(p *pendingOp) { vt.queue.add(p) }
+
 func (q *deadlineQueue) add(o deadlineOwner) {
 	if q.queued == nil {
 		q.queued = map[deadlineOwner]bool{}

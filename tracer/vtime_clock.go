@@ -59,7 +59,7 @@ func (vt *vtime) untilWall(ni *nodeInfo, id int32, abs, vnow int64) int64 {
 //
 // Precondition: runs on the tracer thread.
 func (vt *vtime) driftClock(node string, ppm int64) {
-	ni := vt.pt.nodes[node]
+	ni := vt.pt.nodeNamed(node)
 	if ni == nil {
 		return
 	}
@@ -76,49 +76,49 @@ func (vt *vtime) driftClock(node string, ppm int64) {
 //
 // Precondition: runs on the tracer thread.
 func (vt *vtime) shiftClock(node string, d time.Duration) {
-	if ni := vt.pt.nodes[node]; ni != nil {
+	if ni := vt.pt.nodeNamed(node); ni != nil {
 		ni.clockOffset += d
 	}
 }
 
 // onClockGettime answers clock_gettime from virtual time.
-func (vt *vtime) onClockGettime(th *thread, _ int, a [6]uint64) bool {
-	ns, ok := vt.readClock(th.proc.node, int32(a[0]))
+func (vt *vtime) onClockGettime(th *thread, c call) bool {
+	ns, ok := vt.readClock(th.proc.node, int32(c.id))
 	if !ok {
 		return false
 	}
 	vt.stats.ClockReads++
-	if a[1] != 0 {
+	if c.out != 0 {
 		var b [16]byte
 		putTimespec(b[:], ns)
-		ptrace.WriteMem(th.tid, a[1], b[:])
+		ptrace.WriteMem(th.tid, c.out, b[:])
 	}
 	th.fake(0)
 	return true
 }
 
 // onGettimeofday answers gettimeofday from the virtual wall clock.
-func (vt *vtime) onGettimeofday(th *thread, _ int, a [6]uint64) bool {
+func (vt *vtime) onGettimeofday(th *thread, c call) bool {
 	vt.stats.ClockReads++
 	ns, _ := vt.readClock(th.proc.node, unix.CLOCK_REALTIME)
-	if a[0] != 0 {
+	if c.out != 0 {
 		var b [16]byte
 		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
 		binary.LittleEndian.PutUint64(b[8:], uint64(ns%1e9/1e3))
-		ptrace.WriteMem(th.tid, a[0], b[:])
+		ptrace.WriteMem(th.tid, c.out, b[:])
 	}
 	th.fake(0)
 	return true
 }
 
 // onTime answers time from the virtual wall clock.
-func (vt *vtime) onTime(th *thread, _ int, a [6]uint64) bool {
+func (vt *vtime) onTime(th *thread, c call) bool {
 	vt.stats.ClockReads++
 	ns, _ := vt.readClock(th.proc.node, unix.CLOCK_REALTIME)
-	if a[0] != 0 {
+	if c.out != 0 {
 		var b [8]byte
 		binary.LittleEndian.PutUint64(b[:], uint64(ns/1e9))
-		ptrace.WriteMem(th.tid, a[0], b[:])
+		ptrace.WriteMem(th.tid, c.out, b[:])
 	}
 	th.fake(ns / 1e9)
 	return true

@@ -72,7 +72,7 @@ func (vt *vtime) publishClocks() {
 		return
 	}
 	now := vt.opts.Clock.Now()
-	for _, ni := range vt.pt.nodeList {
+	for _, ni := range vt.pt.nodesInOrder() {
 		pg := ni.clockPage
 		off := vt.wallOffset(ni)
 		if pg == nil || (pg.published && pg.now == now && pg.offset == off) {

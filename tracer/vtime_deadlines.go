@@ -10,11 +10,11 @@ import (
 
 // pendingDeadline: an op's, while it is pending.
 func (p *pendingOp) pendingDeadline(vt *vtime) (Deadline, bool, bool) {
-	if p.dropped || p.op.ID == 0 || vt.ops.pending[p.op.ID] != p || p.deadline < 0 || p.deadline >= never {
+	if p.dropped || p.op.ID == 0 || vt.ops.byID(p.op.ID) != p || p.deadline < 0 || p.deadline >= never {
 		return Deadline{}, true, false
 	}
 	d := Deadline{At: time.Duration(p.deadline), Node: p.op.Node, LPID: p.op.LPID, What: p.op.Syscall, Kind: p.op.Kind, Op: p.op.ID}
-	if vt.ops.kinds[p.op.Kind].threadName {
+	if vt.ops.kindOf(p).threadName {
 		d.Thread = p.th.name()
 	}
 	return d, false, false
@@ -23,13 +23,13 @@ func (p *pendingOp) pendingDeadline(vt *vtime) (Deadline, bool, bool) {
 // pendingDeadline: a timed wait's, while the thread is in it; hidden while it is
 // being interrupted.
 func (th *thread) pendingDeadline(vt *vtime) (Deadline, bool, bool) {
-	if th.state != tsTimedWait || vt.pt.threads[th.tid] != th {
+	if th.state != tsTimedWait || vt.pt.threadOf(th.tid) != th {
 		return Deadline{}, true, false
 	}
 	if th.interrupted {
 		return Deadline{}, false, true
 	}
-	return Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: vt.ops.syscallName(th.waitNr), Kind: sched.Sleep, Thread: th.name()}, false, false
+	return Deadline{At: time.Duration(th.waitDeadline), Node: th.proc.node.name, LPID: th.lpid, What: syscallName(th.waitNr), Kind: sched.Sleep, Thread: th.name()}, false, false
 }
 
 // pendingDeadline: a timer's expiry, while it is armed and exists.

@@ -68,7 +68,7 @@ func (vt *vtime) removeTimer(v *vtimer) {
 // exec). Checking lazily spares hooks in close, dup2 and exec.
 func (vt *vtime) timerLive(v *vtimer) bool {
 	p := v.proc
-	if p.exited || vt.pt.procs[p.pid] != p {
+	if !vt.pt.current(p) {
 		return false
 	}
 	switch v.kind {
@@ -87,7 +87,7 @@ func (vt *vtime) pruneTimers() {
 		return
 	}
 	for p := range vt.timers.signalled {
-		if p.exited || vt.pt.procs[p.pid] != p {
+		if !vt.pt.current(p) {
 			delete(vt.timers.signalled, p)
 		}
 	}
@@ -154,7 +154,7 @@ func (vt *vtime) fireDueTimer() bool {
 			vt.expireNow(v, err)
 		}
 	case kindItimer:
-		vt.pt.expect = true
+		vt.pt.expectEvent()
 		v.proc.node.stir()
 		if err := unix.Kill(v.proc.pid, unix.SIGALRM); err != nil {
 			vt.log.Debug("sending SIGALRM", "proc", v.proc.String(), "err", err)
@@ -207,7 +207,7 @@ func (vt *vtime) firePosix(v *vtimer, n int64) {
 	binary.LittleEndian.PutUint32(info[16:], uint32(v.id))      // si_timerid
 	binary.LittleEndian.PutUint32(info[20:], uint32(v.overrun)) // si_overrun
 	binary.LittleEndian.PutUint64(info[24:], v.value)           // si_value
-	vt.pt.expect = true
+	vt.pt.expectEvent()
 	v.proc.node.stir()
 	if err := queueSignal(v.proc.pid, tid, int(v.signo), &info); err != nil {
 		vt.log.Debug("queueing timer signal", "lpid", v.lpid, "signal", v.signo, "err", err)
@@ -355,8 +355,8 @@ func timerfdClock(pid, fd int) (int32, bool) {
 }
 
 // timerfd_settime(fd, flags, new, old)
-func (vt *vtime) onTimerfdSettime(th *thread, a [6]uint64) bool {
-	p, fd := th.proc, int(a[0])
+func (vt *vtime) onTimerfdSettime(th *thread, c call) bool {
+	p, fd := th.proc, c.fd
 	clk, ok := timerfdClock(p.pid, fd)
 	if !ok {
 		return false // not a timerfd: the kernel says EINVAL or EBADF
@@ -365,7 +365,7 @@ func (vt *vtime) onTimerfdSettime(th *thread, a [6]uint64) bool {
 	if !ok {
 		return false
 	}
-	s, errno := readSpec(th.tid, a[2], false)
+	s, errno := readSpec(th.tid, c.in, false)
 	if errno != 0 {
 		return vt.answer(th, errno)
 	}
@@ -378,7 +378,7 @@ func (vt *vtime) onTimerfdSettime(th *thread, a [6]uint64) bool {
 		v = &vtimer{kind: kindTimerfd, proc: p, fd: fd, dup: dup, clock: vclk}
 		vt.addTimer(v)
 	}
-	if a[3] != 0 && writeSpec(th.tid, a[3], vt.current(v), false) != nil {
+	if c.out != 0 && writeSpec(th.tid, c.out, vt.current(v), false) != nil {
 		return vt.answer(th, unix.EFAULT)
 	}
 	// Setting a timerfd discards expirations not yet read: disarming the
@@ -388,17 +388,17 @@ func (vt *vtime) onTimerfdSettime(th *thread, a [6]uint64) bool {
 	}
 	v.ticks = 0
 	v.lpid = th.lpid
-	vt.arm(v, s, a[1]&tfdTimerAbstime != 0)
+	vt.arm(v, s, c.flags&tfdTimerAbstime != 0)
 	return vt.answer(th, 0)
 }
 
 // timerfd_gettime(fd, cur)
-func (vt *vtime) onTimerfdGettime(th *thread, a [6]uint64) bool {
-	v := vt.findTimer(th.proc, kindTimerfd, int64(int(a[0])))
+func (vt *vtime) onTimerfdGettime(th *thread, c call) bool {
+	v := vt.findTimer(th.proc, kindTimerfd, int64(c.fd))
 	if v == nil {
 		return false // never armed through lockstep: the kernel's answer is right
 	}
-	if writeSpec(th.tid, a[1], vt.current(v), false) != nil {
+	if writeSpec(th.tid, c.out, vt.current(v), false) != nil {
 		return vt.answer(th, unix.EFAULT)
 	}
 	return vt.answer(th, 0)
@@ -416,10 +416,10 @@ func (vt *vtime) itimer(th *thread) *vtimer {
 
 // alarm(seconds): returns the seconds left of the previous alarm, rounded
 // as the kernel does (to nearest, and never 0 for a pending one).
-func (vt *vtime) onAlarm(th *thread, a [6]uint64) bool {
+func (vt *vtime) onAlarm(th *thread, c call) bool {
 	v := vt.itimer(th)
 	old := alarmSeconds(vt.current(v).value)
-	secs := int64(uint32(a[0]))
+	secs := int64(uint32(c.n))
 	vt.arm(v, spec{value: secs * 1e9}, false)
 	v.alarm = true
 	th.fake(old)
@@ -437,19 +437,19 @@ func alarmSeconds(left int64) int64 {
 }
 
 // setitimer(which, new, old); only ITIMER_REAL is virtual.
-func (vt *vtime) onSetitimer(th *thread, a [6]uint64) bool {
-	if a[0] != unix.ITIMER_REAL {
+func (vt *vtime) onSetitimer(th *thread, c call) bool {
+	if c.id != unix.ITIMER_REAL {
 		return false
 	}
 	var s spec
-	if a[1] != 0 { // a NULL new value disarms, as Linux allows
+	if c.in != 0 { // a NULL new value disarms, as Linux allows
 		var errno unix.Errno
-		if s, errno = readSpec(th.tid, a[1], true); errno != 0 {
+		if s, errno = readSpec(th.tid, c.in, true); errno != 0 {
 			return vt.answer(th, errno)
 		}
 	}
 	v := vt.itimer(th)
-	if a[2] != 0 && writeSpec(th.tid, a[2], roundUsec(vt.current(v)), true) != nil {
+	if c.out != 0 && writeSpec(th.tid, c.out, roundUsec(vt.current(v)), true) != nil {
 		return vt.answer(th, unix.EFAULT)
 	}
 	vt.arm(v, s, false)
@@ -458,11 +458,11 @@ func (vt *vtime) onSetitimer(th *thread, a [6]uint64) bool {
 }
 
 // getitimer(which, cur)
-func (vt *vtime) onGetitimer(th *thread, a [6]uint64) bool {
-	if a[0] != unix.ITIMER_REAL {
+func (vt *vtime) onGetitimer(th *thread, c call) bool {
+	if c.id != unix.ITIMER_REAL {
 		return false
 	}
-	if writeSpec(th.tid, a[1], roundUsec(vt.current(vt.findTimer(th.proc, kindItimer, 0))), true) != nil {
+	if writeSpec(th.tid, c.out, roundUsec(vt.current(vt.findTimer(th.proc, kindItimer, 0))), true) != nil {
 		return vt.answer(th, unix.EFAULT)
 	}
 	return vt.answer(th, 0)
@@ -478,8 +478,8 @@ func roundUsec(s spec) spec {
 }
 
 // timer_create(clockid, sevp, timerid)
-func (vt *vtime) onTimerCreate(th *thread, a [6]uint64) bool {
-	clk, ok := virtualClock(int32(a[0]))
+func (vt *vtime) onTimerCreate(th *thread, c call) bool {
+	clk, ok := virtualClock(int32(c.id))
 	if !ok {
 		return false // CPU-time clocks and invalid ones: the kernel's
 	}
@@ -488,9 +488,9 @@ func (vt *vtime) onTimerCreate(th *thread, a [6]uint64) bool {
 	id := posixIDBase + tab.nextID[p]
 	v := &vtimer{kind: kindPosix, proc: p, lpid: th.lpid, id: id, execs: p.execs, dup: -1, clock: clk,
 		notify: sigevSignal, signo: int32(unix.SIGALRM), value: uint64(id)}
-	if a[1] != 0 {
+	if c.in != 0 {
 		var ev [20]byte
-		if ptrace.ReadMem(th.tid, a[1], ev[:]) != nil {
+		if ptrace.ReadMem(th.tid, c.in, ev[:]) != nil {
 			return vt.answer(th, unix.EFAULT)
 		}
 		v.value = binary.LittleEndian.Uint64(ev[0:])
@@ -506,7 +506,7 @@ func (vt *vtime) onTimerCreate(th *thread, a [6]uint64) bool {
 				return vt.answer(th, unix.EINVAL)
 			}
 		case sigevSignal | sigevThreadID:
-			if other := vt.pt.threads[v.tid]; v.signo < 1 || v.signo > 64 || other == nil || other.proc != p {
+			if other := vt.pt.threadOf(v.tid); v.signo < 1 || v.signo > 64 || other == nil || other.proc != p {
 				return vt.answer(th, unix.EINVAL)
 			}
 		default:
@@ -515,7 +515,7 @@ func (vt *vtime) onTimerCreate(th *thread, a [6]uint64) bool {
 	}
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(id))
-	if ptrace.WriteMem(th.tid, a[2], b[:]) != nil {
+	if ptrace.WriteMem(th.tid, c.out, b[:]) != nil {
 		return vt.answer(th, unix.EFAULT)
 	}
 	tab.nextID[p]++
@@ -528,38 +528,38 @@ func (vt *vtime) posixTimer(th *thread, id uint64) *vtimer {
 }
 
 // timer_settime(timerid, flags, new, old)
-func (vt *vtime) onTimerSettime(th *thread, a [6]uint64) bool {
-	v := vt.posixTimer(th, a[0])
+func (vt *vtime) onTimerSettime(th *thread, c call) bool {
+	v := vt.posixTimer(th, c.id)
 	if v == nil {
 		return false // a kernel timer (CPU clock) or no timer: the kernel's
 	}
-	s, errno := readSpec(th.tid, a[2], false)
+	s, errno := readSpec(th.tid, c.in, false)
 	if errno != 0 {
 		return vt.answer(th, errno)
 	}
-	if a[3] != 0 && writeSpec(th.tid, a[3], vt.current(v), false) != nil {
+	if c.out != 0 && writeSpec(th.tid, c.out, vt.current(v), false) != nil {
 		return vt.answer(th, unix.EFAULT)
 	}
 	v.overrun = 0
-	vt.arm(v, s, a[1]&tfdTimerAbstime != 0)
+	vt.arm(v, s, c.flags&tfdTimerAbstime != 0)
 	return vt.answer(th, 0)
 }
 
 // timer_gettime(timerid, cur)
-func (vt *vtime) onTimerGettime(th *thread, a [6]uint64) bool {
-	v := vt.posixTimer(th, a[0])
+func (vt *vtime) onTimerGettime(th *thread, c call) bool {
+	v := vt.posixTimer(th, c.id)
 	if v == nil {
 		return false
 	}
-	if writeSpec(th.tid, a[1], vt.current(v), false) != nil {
+	if writeSpec(th.tid, c.out, vt.current(v), false) != nil {
 		return vt.answer(th, unix.EFAULT)
 	}
 	return vt.answer(th, 0)
 }
 
 // timer_getoverrun(timerid)
-func (vt *vtime) onTimerGetoverrun(th *thread, a [6]uint64) bool {
-	v := vt.posixTimer(th, a[0])
+func (vt *vtime) onTimerGetoverrun(th *thread, c call) bool {
+	v := vt.posixTimer(th, c.id)
 	if v == nil {
 		return false
 	}
@@ -568,8 +568,8 @@ func (vt *vtime) onTimerGetoverrun(th *thread, a [6]uint64) bool {
 }
 
 // timer_delete(timerid)
-func (vt *vtime) onTimerDelete(th *thread, a [6]uint64) bool {
-	v := vt.posixTimer(th, a[0])
+func (vt *vtime) onTimerDelete(th *thread, c call) bool {
+	v := vt.posixTimer(th, c.id)
 	if v == nil {
 		return false
 	}
@@ -634,21 +634,13 @@ func (vt *vtime) interruptedBySignal(p *pendingOp) bool {
 // (pselect6, ppoll, epoll_pwait's sigmask argument); false when the call
 // has none, and the thread's own mask holds.
 func (p *pendingOp) waitMask() (uint64, bool) {
-	var at uint64
-	switch p.nr {
-	case unix.SYS_PSELECT6:
-		if p.args[5] == 0 {
-			return 0, false
-		}
+	at := p.call.sigmask
+	if p.call.nr == unix.SYS_PSELECT6 && at != 0 {
 		var b [8]byte // {const sigset_t *ss; size_t ss_len}
-		if ptrace.ReadMem(p.th.tid, p.args[5], b[:]) != nil {
+		if ptrace.ReadMem(p.th.tid, at, b[:]) != nil {
 			return 0, false
 		}
 		at = binary.LittleEndian.Uint64(b[:])
-	case unix.SYS_PPOLL:
-		at = p.args[3]
-	case unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2:
-		at = p.args[4]
 	}
 	if at == 0 {
 		return 0, false

@@ -11,26 +11,26 @@ import (
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
-func (vt *vtime) onSleep(th *thread, nr int, a [6]uint64) bool {
+func (vt *vtime) onSleep(th *thread, c call) bool {
 	var rel int64
 	var ok bool
-	switch nr {
+	switch c.nr {
 	case unix.SYS_NANOSLEEP:
-		rel, ok = readTimespec(th.tid, a[0])
+		rel, ok = readTimespec(th.tid, c.timeout)
 	case unix.SYS_CLOCK_NANOSLEEP:
-		vnow, virt := vt.readClock(th.proc.node, int32(a[0]))
+		vnow, virt := vt.readClock(th.proc.node, int32(c.id))
 		if !virt {
 			return false
 		}
-		rel, ok = readTimespec(th.tid, a[2])
-		if ok && a[1]&1 != 0 { // TIMER_ABSTIME
-			rel = vt.untilWall(th.proc.node, int32(a[0]), rel, vnow)
+		rel, ok = readTimespec(th.tid, c.timeout)
+		if ok && c.flags&1 != 0 { // TIMER_ABSTIME
+			rel = vt.untilWall(th.proc.node, int32(c.id), rel, vnow)
 		}
 	}
 	if !ok {
 		return false // let the kernel report EFAULT/EINVAL
 	}
-	po := vt.ops.newPending(th, sched.Sleep, nr, a)
+	po := vt.ops.newPending(th, sched.Sleep, c)
 	po.deadline = vt.now() + max(rel, 0)
 	return true
 }
@@ -40,12 +40,11 @@ func (vt *vtime) onSleep(th *thread, nr int, a [6]uint64) bool {
 // at its virtual deadline. Without this, a wait longer than the grace
 // period ended the trial as a deadlock, and a shorter one ran in real time.
 type timedWait struct {
-	// timeout is the argument that points at the struct timespec (none:
-	// the wait is untimed and runs as it is).
-	timeout int
-	// abs tells an absolute timeout's clock from the arguments; nil for a
-	// relative timeout.
-	abs func(a [6]uint64) int32
+	// abs tells an absolute timeout's clock from the call; nil for a
+	// relative timeout. (The timeout is the call's: its syscallTable
+	// layout says which argument points at the struct timespec; NULL:
+	// the wait is untimed and runs as it is.)
+	abs func(c call) int32
 	// expired is what the syscall returns when its timeout ends it.
 	expired unix.Errno
 }
@@ -54,23 +53,23 @@ type timedWait struct {
 // onFutexWait). io_getevents and io_uring's timeouts have no entry: the
 // filter refuses Linux AIO and io_uring.
 var timedWaits = map[int]timedWait{
-	unix.SYS_RT_SIGTIMEDWAIT: {timeout: 2, expired: unix.EAGAIN},
-	unix.SYS_SEMTIMEDOP:      {timeout: 3, expired: unix.EAGAIN},
-	unix.SYS_MQ_TIMEDRECEIVE: {timeout: 4, abs: realtime, expired: unix.ETIMEDOUT},
-	unix.SYS_MQ_TIMEDSEND:    {timeout: 4, abs: realtime, expired: unix.ETIMEDOUT},
-	// futex_waitv(waiters, n, flags, timeout, clockid).
-	unix.SYS_FUTEX_WAITV: {timeout: 3, abs: func(a [6]uint64) int32 { return int32(a[4]) }, expired: unix.ETIMEDOUT},
+	unix.SYS_RT_SIGTIMEDWAIT: {expired: unix.EAGAIN},
+	unix.SYS_SEMTIMEDOP:      {expired: unix.EAGAIN},
+	unix.SYS_MQ_TIMEDRECEIVE: {abs: realtime, expired: unix.ETIMEDOUT},
+	unix.SYS_MQ_TIMEDSEND:    {abs: realtime, expired: unix.ETIMEDOUT},
+	// futex_waitv's clock is its last argument.
+	unix.SYS_FUTEX_WAITV: {abs: func(c call) int32 { return int32(c.id) }, expired: unix.ETIMEDOUT},
 }
 
-func realtime([6]uint64) int32 { return unix.CLOCK_REALTIME }
+func realtime(call) int32 { return unix.CLOCK_REALTIME }
 
 // onTimedWait takes over the timeout of a timedWaits syscall.
-func (vt *vtime) onTimedWait(th *thread, nr int, a [6]uint64) bool {
-	w := timedWaits[nr]
-	if a[w.timeout] == 0 {
+func (vt *vtime) onTimedWait(th *thread, c call) bool {
+	w := timedWaits[c.nr]
+	if c.timeout == 0 {
 		return false // untimed
 	}
-	ns, ok := readTimespec(th.tid, a[w.timeout])
+	ns, ok := readTimespec(th.tid, c.timeout)
 	if !ok {
 		return false // let the kernel report EFAULT/EINVAL
 	}
@@ -79,14 +78,14 @@ func (vt *vtime) onTimedWait(th *thread, nr int, a [6]uint64) bool {
 	}
 	deadline := vt.now() + ns
 	if w.abs != nil {
-		clk := w.abs(a)
+		clk := w.abs(c)
 		vnow, virt := vt.readClock(th.proc.node, clk)
 		if !virt {
 			return false
 		}
 		deadline = vt.now() + vt.untilWall(th.proc.node, clk, ns, vnow)
 	}
-	return vt.takeTimeout(th, nr, a, w.timeout, deadline, w.expired)
+	return vt.takeTimeout(th, c, c.timeoutArg(), deadline, w.expired)
 }
 
 // onUnixRecv takes over the receive timeout (SO_RCVTIMEO) of a blocking
@@ -98,15 +97,15 @@ func (vt *vtime) onTimedWait(th *thread, nr int, a [6]uint64) bool {
 // the socket's, not an argument, so the kernel's own stays armed: as long
 // in real time, it comes later unless the trial holds virtual time still
 // that long.
-func (vt *vtime) onUnixRecv(th *thread, nr int, a [6]uint64, fi *fdInfo) bool {
+func (vt *vtime) onUnixRecv(th *thread, c call, fi *fdInfo) bool {
 	if vt.opts.Clock == nil {
 		return false
 	}
-	o := vt.pt.unixSockOpts(th.proc, int(a[0]), fi)
-	if o.rcvTimeo <= 0 || o.nonblock || dontWait(nr, a) {
+	o := vt.pt.unixSockOpts(th.proc, c.fd, fi)
+	if o.rcvTimeo <= 0 || o.nonblock || dontWait(c) {
 		return false
 	}
-	return vt.takeTimeout(th, nr, a, noTimeoutArg, vt.now()+o.rcvTimeo, unix.EAGAIN)
+	return vt.takeTimeout(th, c, noTimeoutArg, vt.now()+o.rcvTimeo, unix.EAGAIN)
 }
 
 // restartIgnored makes a thread lockstep let into a timed wait wait again
@@ -159,15 +158,11 @@ func ignores(pid int, sig syscall.Signal) bool {
 	return mask("SigIgn")&bit != 0
 }
 
-// noTimeoutArg is takeTimeout's arg for a wait whose timeout is not an
-// argument (a socket's).
-const noTimeoutArg = -1
-
 // onFutexWait takes over the timeout of a futex wait (the filter stops
 // only waits that carry one).
-func (vt *vtime) onFutexWait(th *thread, a [6]uint64) bool {
-	cmd := a[1] & futexCmdMask
-	abs, ok := readTimespec(th.tid, a[3])
+func (vt *vtime) onFutexWait(th *thread, c call) bool {
+	cmd := c.flags & futexCmdMask
+	abs, ok := readTimespec(th.tid, c.timeout)
 	if !ok {
 		return false
 	}
@@ -182,7 +177,7 @@ func (vt *vtime) onFutexWait(th *thread, a [6]uint64) bool {
 		// does (the kernel answers ERESTARTNOINTR, finishTimedWait
 		// ETIMEDOUT).
 		clk := int32(unix.CLOCK_MONOTONIC)
-		if cmd == futexLockPI || a[1]&256 != 0 { // FUTEX_CLOCK_REALTIME
+		if cmd == futexLockPI || c.flags&256 != 0 { // FUTEX_CLOCK_REALTIME
 			clk = unix.CLOCK_REALTIME
 		}
 		vnow, _ := vt.readClock(th.proc.node, clk)
@@ -196,17 +191,17 @@ func (vt *vtime) onFutexWait(th *thread, a [6]uint64) bool {
 		// and is interrupted at once if it waits.
 		deadline = max(deadline, vt.now()+1)
 	}
-	if !vt.takeTimeout(th, unix.SYS_FUTEX, a, 3, deadline, unix.ETIMEDOUT) {
+	if !vt.takeTimeout(th, c, c.timeoutArg(), deadline, unix.ETIMEDOUT) {
 		return false
 	}
 	th.waitRequeued = cmd == futexWaitReqPI
 	return true
 }
 
-// takeTimeout lets the wait at th proceed without the timeout in argument
-// arg (noTimeoutArg: none to clear), to be interrupted at deadline; one
-// already due answers expired.
-func (vt *vtime) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline int64, expired unix.Errno) bool {
+// takeTimeout lets the wait c at th proceed without the timeout in
+// argument arg (noTimeoutArg: none to clear), to be interrupted at
+// deadline; one already due answers expired.
+func (vt *vtime) takeTimeout(th *thread, c call, arg int, deadline int64, expired unix.Errno) bool {
 	vt.stats.TimedWaits++
 	if deadline <= vt.now() {
 		th.fake(-int64(expired))
@@ -219,7 +214,7 @@ func (vt *vtime) takeTimeout(th *thread, nr int, a [6]uint64, arg int, deadline 
 		}
 	}
 	th.waitDeadline = deadline
-	th.waitNr, th.waitAddr, th.waitExpired, th.waitArg = nr, a[0], expired, arg
+	th.waitNr, th.waitAddr, th.waitExpired, th.waitArg = c.nr, c.first(), expired, arg
 	th.waitRequeued = false
 	th.interrupted = false
 	vt.pt.setState(th, tsTimedWait)
@@ -353,8 +348,8 @@ func (vt *vtime) finishTimedWait(th *thread) {
 
 // onFutex takes over a timed futex wait's timeout (the filter stops only
 // waits that carry one).
-func (vt *vtime) onFutex(th *thread, _ int, a [6]uint64) bool {
-	return vt.onFutexWait(th, a)
+func (vt *vtime) onFutex(th *thread, c call) bool {
+	return vt.onFutexWait(th, c)
 }
 
 // sockTimeout gives a blocking recv or accept the virtual deadline of its
@@ -374,10 +369,10 @@ func (vt *vtime) sockTimeout(po *pendingOp) {
 // first one (the op's), only how many datagrams the call takes once
 // released (releaseMmsgTimeout).
 func (vt *vtime) takeMmsgTimeout(po *pendingOp) {
-	if po.nr != unix.SYS_RECVMMSG || po.args[4] == 0 || vt.opts.Clock == nil {
+	if po.call.nr != unix.SYS_RECVMMSG || po.call.timeout == 0 || vt.opts.Clock == nil {
 		return
 	}
-	ns, ok := readTimespec(po.th.tid, po.args[4])
+	ns, ok := readTimespec(po.th.tid, po.call.timeout)
 	if !ok {
 		return // the kernel answers EFAULT or EINVAL at once
 	}
@@ -400,10 +395,10 @@ func (vt *vtime) releaseMmsgTimeout(p *pendingOp) {
 	left := max(p.mmsgEnd-vt.now(), 0)
 	var b [16]byte
 	putTimespec(b[:], left)
-	if ptrace.WriteMem(th.tid, p.args[4], b[:]) != nil || left == 0 {
+	if ptrace.WriteMem(th.tid, p.call.timeout, b[:]) != nil || left == 0 {
 		return
 	}
-	th.regs.SetArg(4, 0)
+	th.regs.SetArg(p.call.timeoutArg(), 0)
 	ptrace.SetRegs(th.tid, &th.regs)
 }
 
@@ -420,10 +415,10 @@ func (vt *vtime) releaseSleep(p *pendingOp) (Released, error) {
 	}
 	rem := uint64(0)
 	switch {
-	case p.nr == unix.SYS_NANOSLEEP:
-		rem = p.args[1]
-	case p.nr == unix.SYS_CLOCK_NANOSLEEP && p.args[1]&1 == 0: // relative only
-		rem = p.args[3]
+	case p.call.nr == unix.SYS_NANOSLEEP:
+		rem = p.call.out
+	case p.call.nr == unix.SYS_CLOCK_NANOSLEEP && p.call.flags&1 == 0: // relative only
+		rem = p.call.out
 	}
 	if rem != 0 {
 		var b [16]byte

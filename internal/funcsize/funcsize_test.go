@@ -35,8 +35,7 @@ var known = map[string]size{
 	"faults.Injector.Deadline":          {37, 31},
 	"image.applyEntry":                  {96, 37},
 	"report.writeBenchTable":            {110, 32},
-	"tracer.disks.onDisk":               {99, 33},
-	"tracer.quiescence.waitQuiescent":   {160, 42},
+	"tracer.quiescence.waitQuiescent":   {159, 42},
 	"tracer/internal/launch.filter":     {127, 8},
 	"tracer/internal/launch.spawnChild": {98, 33},
 }
