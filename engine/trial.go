@@ -327,25 +327,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			t.clients[n.Name] = true
 		}
 	}
-	if j.faults.Enabled() {
-		plan := j.faults
-		plan.Expect = p.expect.Faults
-		t.faults = faults.New(plan, names, p.seed)
-		t.drops = j.faults.Needs(faults.NeedDatagrams)
-		t.holds = j.faults.Needs(faults.NeedConns)
-		t.corrupts = j.faults.Needs(faults.NeedDataFiles)
-		if len(j.faults.Probe) > 0 {
-			t.faults.Aim = t.aimer()
-		}
-	}
-	if sp.Time.Skew > 0 {
-		// One draw per node in spec order, from a stream of its own.
-		r := rand.New(rand.NewPCG(uint64(p.seed), 0x736b6577)) // "skew"
-		t.skew = map[string]time.Duration{}
-		for _, n := range names {
-			t.skew[n] = time.Duration(r.Int64N(int64(2*sp.Time.Skew)+1)) - sp.Time.Skew
-		}
-	}
+	t.drawFaults(j.faults, p, names)
 	// The first nodes start together before anything runs.
 	for {
 		n, ok := t.starts.due(0)
@@ -388,6 +370,29 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	res.Outcome.VTime = clk.Now()
 	res.Windows = Windows{Faults: t.faults.WindowSteps(t.steps), Delays: t.timing.windowSteps(t.steps)}
 	return j.finish(ctx, tr, res, p, clk, start, t)
+}
+
+// drawFaults sets up the trial's fault plan (nil without one), drawn from
+// its seed, and its nodes' wall-clock skews.
+func (t *Trial) drawFaults(plan faults.Plan, p trialParams, names []string) {
+	if plan.Enabled() {
+		plan.Expect = p.expect.Faults
+		t.faults = faults.New(plan, names, p.seed)
+		t.drops = plan.Needs(faults.NeedDatagrams)
+		t.holds = plan.Needs(faults.NeedConns)
+		t.corrupts = plan.Needs(faults.NeedDataFiles)
+		if len(plan.Probe) > 0 {
+			t.faults.Aim = t.aimer()
+		}
+	}
+	if skew := t.spec.Time.Skew; skew > 0 {
+		// One draw per node in spec order, from a stream of its own.
+		r := rand.New(rand.NewPCG(uint64(p.seed), 0x736b6577)) // "skew"
+		t.skew = map[string]time.Duration{}
+		for _, n := range names {
+			t.skew[n] = time.Duration(r.Int64N(int64(2*skew)+1)) - skew
+		}
+	}
 }
 
 func (t *Trial) closeFiles() {
