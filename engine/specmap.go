@@ -3,7 +3,9 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
@@ -40,7 +42,7 @@ func faultPlan(p spec.FaultPlan) (faults.Plan, error) {
 		plan.Kinds = append(plan.Kinds, kind)
 	}
 	for _, m := range p.HoldMatch {
-		plan.Match = append(plan.Match, faults.Pattern{Prefix: m.Prefix, Contains: m.Contains, Lacks: m.Lacks, Kind: m.Kind})
+		plan.Match = append(plan.Match, faults.Pattern{Prefix: m.Prefix, Contains: m.Contains, Lacks: m.Lacks, OfKind: ofKind(m.Kind)})
 	}
 	if p.HoldDirection != "" {
 		dir, ok := faults.ParseHoldDir(p.HoldDirection)
@@ -79,4 +81,18 @@ func faultKind(k spec.FaultKind) (sched.Kind, error) {
 		return sched.KindInvalid, fmt.Errorf("spec: fault kind %q is no fault package faults knows", k)
 	}
 	return kind, nil
+}
+
+// ofKind is what a hold pattern's kind (a learned message kind's label, as
+// `lockstep kinds` prints it) matches: messages whose shape begins with
+// it; a label copied with the "…" that ends a cut one says as much without
+// it. Nil for no kind.
+func ofKind(label []byte) func(msg string) bool {
+	if len(label) == 0 {
+		return nil
+	}
+	want := strings.TrimSuffix(string(label), "…")
+	return func(msg string) bool {
+		return msg != "" && strings.HasPrefix(coverage.Shape([]byte(msg), len(msg)), want)
+	}
 }

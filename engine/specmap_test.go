@@ -202,3 +202,23 @@ limits: {virtual_time: 60s}
 		t.Error("send, an op kind that is no fault, made a plan")
 	}
 }
+
+// TestPatternKind: a pattern naming a learned kind by its label holds
+// that kind's messages whatever their values: raft's vote requests of any
+// term, not its AppendEntries; a label copied with its "…" too.
+func TestPatternKind(t *testing.T) {
+	vote := "\x01\x88\xa4Addr\xae10.77.0.3:7000\xa9Candidate\xae10.77.0.3:7000\xa2ID\xa2n3\xacLastLogIndex\x0c"
+	vote2 := "\x01\x88\xa4Addr\xae10.77.0.1:7000\xa9Candidate\xae10.77.0.1:7000\xa2ID\xa2n1\xacLastLogIndex\xcd\x01\x00"
+	appendEntries := "\x00\x89\xa4Addr\xae10.77.0.3:7000\xa7Entries\x90\xa2ID\xa2n3"
+	for _, label := range []string{"\x01{Addr:s Candidate:s", "\x01{Addr:s Candidate:s ID:s…"} {
+		match := ofKind([]byte(label))
+		for _, tc := range []struct {
+			msg  string
+			want bool
+		}{{vote, true}, {vote2, true}, {appendEntries, false}, {"", false}, {"PUT k1 v1\n", false}} {
+			if got := match(tc.msg); got != tc.want {
+				t.Errorf("kind %q, %q: %v, want %v", label, tc.msg, got, tc.want)
+			}
+		}
+	}
+}

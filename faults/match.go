@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -17,27 +16,19 @@ const MatchBytes = 1024
 // Pattern picks messages by their bytes, for holds of one kind of message
 // (Plan.Match). A message is what one send sent (one deliver op); it
 // matches when it begins with Prefix, contains Contains and does not
-// contain Lacks, within its first MatchBytes bytes, and when its shape
-// begins with Kind: a learned message kind's label, as `lockstep kinds`
-// prints it (coverage.Shape; an empty field says nothing).
+// contain Lacks, within its first MatchBytes bytes, and when OfKind says
+// it is of a learned message kind (a nil field says nothing). OfKind is
+// the engine's (package coverage knows kinds; faults does not import it).
 type Pattern struct {
-	Prefix, Contains, Lacks, Kind []byte
+	Prefix, Contains, Lacks []byte
+	OfKind                  func(msg string) bool
 }
 
 func (p Pattern) matches(msg string) bool {
 	return strings.HasPrefix(msg, string(p.Prefix)) &&
 		(len(p.Contains) == 0 || strings.Contains(msg, string(p.Contains))) &&
 		(len(p.Lacks) == 0 || !strings.Contains(msg, string(p.Lacks))) &&
-		(len(p.Kind) == 0 || ofKind(msg, string(p.Kind)))
-}
-
-// ofKind says whether a message's shape begins with a kind's label; a
-// label copied with the "…" that ends a cut one says as much without it.
-func ofKind(msg, label string) bool {
-	if msg == "" {
-		return false
-	}
-	return strings.HasPrefix(coverage.Shape([]byte(msg), len(msg)), strings.TrimSuffix(label, "…"))
+		(p.OfKind == nil || p.OfKind(msg))
 }
 
 // HoldDir is which of a node's messages a hold of one kind holds.
