@@ -625,21 +625,82 @@ func (t *Trial) nodeAddrs(nodes []string) []netip.Addr {
 
 // Step decides what happens at a quiescent point.
 func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
+	if a, done, err := t.outcomeOrStart(st); done || err != nil {
+		return a, err
+	}
+	now := t.clk.Now()
+	choices, ready, a, err := t.choices(st, now)
+	if choices == nil || err != nil {
+		return a, err
+	}
+	if a, wait := t.awaitRecorded(choices); wait {
+		return a, nil
+	}
+	i, err := t.p.strategy.Next(choices)
+	if err != nil {
+		return t.stop(Diverged, "", "%v", err)
+	}
+	return t.apply(choices[i], ready, now)
+}
+
+// outcomeOrStart is a step's first phase: what ends the trial (a failed
+// launch, a broken property, a node's or client's exit, the clients done, a
+// limit) or starts a node (a restart, a start that is due). done says the
+// step is decided.
+func (t *Trial) outcomeOrStart(st *tracer.State) (tracer.Action, bool, error) {
 	if t.outcome != nil { // a launch failed
-		return tracer.Action{Stop: true}, nil
+		return tracer.Action{Stop: true}, true, nil
 	}
 	if a, stop, err := t.finishCut(); stop || err != nil {
-		return a, err
+		return a, true, err
 	}
 	// What the servers themselves said since the last decision, before
 	// what a client made of it.
 	if br, err := t.props.scan(len(t.res.Records)); err != nil {
-		return tracer.Action{}, err
+		return tracer.Action{}, true, err
 	} else if br != nil {
 		t.broke(br)
-		return tracer.Action{Stop: true}, nil
+		return tracer.Action{Stop: true}, true, nil
 	}
-	for _, e := range st.Exits {
+	t.exits(st.Exits)
+	if t.outcome != nil {
+		return tracer.Action{Stop: true}, true, nil
+	}
+	if len(t.restarts) > 0 {
+		n := *t.spec.Node(t.restarts[0])
+		t.restarts = t.restarts[1:]
+		a, err := t.launch(n)
+		return a, true, err
+	}
+	if len(t.clients) == 0 && t.starts.empty() {
+		a, err := t.stop(Pass, "", "")
+		return a, true, err
+	}
+	if a, done, err := t.limits(st); done || err != nil {
+		return a, true, err
+	}
+	if !t.starts.empty() {
+		if err := t.starts.refresh(); err != nil {
+			a, err := t.stop(Error, "", "%v", err)
+			return a, true, err
+		}
+		if n, ok := t.starts.due(t.clk.Now()); ok {
+			t.starts.take(n.Name)
+			a, err := t.launch(n)
+			return a, true, err
+		}
+	}
+	if t.steps >= t.spec.Limits.Steps {
+		a, err := t.stop(StepLimit, "", "step limit %d reached", t.spec.Limits.Steps)
+		return a, true, err
+	}
+	return tracer.Action{}, false, nil
+}
+
+// exits sets the outcome a root process's exit makes: a client's failure,
+// a node's crash (not an injected one); a client that exited well is done.
+func (t *Trial) exits(exits []tracer.Exit) {
+	for _, e := range exits {
 		if !e.Root {
 			continue
 		}
@@ -655,57 +716,52 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 			t.set(NodeCrashed, e.Node, "%s", t.exitText(e))
 		}
 	}
-	if t.outcome != nil {
-		return tracer.Action{Stop: true}, nil
-	}
-	if len(t.restarts) > 0 {
-		n := *t.spec.Node(t.restarts[0])
-		t.restarts = t.restarts[1:]
-		return t.launch(n)
-	}
-	if len(t.clients) == 0 && t.starts.empty() {
-		return t.stop(Pass, "", "")
-	}
+}
+
+// limits ends the trial at its real-time limit, a livelock or threads
+// that keep running without reaching a gated syscall.
+func (t *Trial) limits(st *tracer.State) (tracer.Action, bool, error) {
 	if time.Now().After(t.realLimit) {
 		if t.live.still >= livelockRealSteps && cycle(t.live.ring) != nil {
 			// Ops flowed to the end, repeating one cycle: the system was
 			// busy going round, lockstep was not stuck. A long burst that
 			// repeats nothing (a legitimate one on a slow machine) stays
 			// lockstep's error: raising the limit would let it finish.
-			return t.stop(Livelock, "", "real-time limit %v reached: %s", t.spec.Limits.RealTime, t.live.describe())
+			a, err := t.stop(Livelock, "", "real-time limit %v reached: %s", t.spec.Limits.RealTime, t.live.describe())
+			return a, true, err
 		}
-		return t.stop(Error, "", "real-time limit %v reached at step %d (raise limits.real_time)", t.spec.Limits.RealTime, t.steps)
+		a, err := t.stop(Error, "", "real-time limit %v reached at step %d (raise limits.real_time)", t.spec.Limits.RealTime, t.steps)
+		return a, true, err
 	}
 	if n := t.spec.Limits.LivelockSteps; n > 0 && t.live.still >= n {
-		return t.stop(Livelock, "", "%s (limits.livelock_steps)", t.live.describe())
+		a, err := t.stop(Livelock, "", "%s (limits.livelock_steps)", t.live.describe())
+		return a, true, err
 	}
-	if len(st.Spinning) > 0 {
-		if t.spinning++; t.spinning >= 3 {
-			return t.stop(Livelock, "", "%s kept running without reaching a gated syscall", strings.Join(st.Spinning, ", "))
-		}
-	} else {
+	if len(st.Spinning) == 0 {
 		t.spinning = 0
+		return tracer.Action{}, false, nil
 	}
-	now := t.clk.Now()
-	if !t.starts.empty() {
-		if err := t.starts.refresh(); err != nil {
-			return t.stop(Error, "", "%v", err)
-		}
-		if n, ok := t.starts.due(now); ok {
-			t.starts.take(n.Name)
-			return t.launch(n)
-		}
+	if t.spinning++; t.spinning >= 3 {
+		a, err := t.stop(Livelock, "", "%s kept running without reaching a gated syscall", strings.Join(st.Spinning, ", "))
+		return a, true, err
 	}
-	if t.steps >= t.spec.Limits.Steps {
-		return t.stop(StepLimit, "", "step limit %d reached", t.spec.Limits.Steps)
-	}
+	return tracer.Action{}, false, nil
+}
+
+// choices are what the strategy chooses among at now: the ready ops (not
+// delayed, not held by a fault), the advance and the fault offers, and the
+// ops an Extender makes up; ready alone as well. Nil choices: the step was
+// decided here (the quiet period begins, or nothing can run and the clock
+// moves), with its action.
+func (t *Trial) choices(st *tracer.State, now time.Duration) (choices, ready []*sched.Op, a tracer.Action, err error) {
 	// The placers count the steps since their windows opened.
 	t.timing.observe(now, t.steps)
 	t.faults.Observe(now, t.steps)
 	if t.faults != nil && t.faults.Quiet(now) {
-		return t.quiet()
+		a, err := t.quiet()
+		return nil, nil, a, err
 	}
-	ready := t.timing.ready(st.Pending, st.Enabled, now)
+	ready = t.timing.ready(st.Pending, st.Enabled, now)
 	if t.faults != nil {
 		kept := ready[:0:0]
 		for _, o := range ready {
@@ -730,12 +786,13 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 			inj = nil // explain's default order: no fault of its own
 		}
 		if inj == nil {
-			return t.wait(st)
+			a, err := t.wait(st)
+			return nil, nil, a, err
 		}
 		fs = []*sched.Op{inj}
 	}
 	t.graceSpent = 0
-	choices := ready
+	choices = ready
 	if adv := t.timing.advance(ready, st.Queue.List, now); adv != nil {
 		choices = append(ready[:len(ready):len(ready)], adv)
 	}
@@ -751,7 +808,19 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 			}
 		}
 	}
-	if rp, ok := t.p.strategy.(*sched.Replay); ok && rp.Done() {
+	return choices, ready, tracer.Action{}, nil
+}
+
+// awaitRecorded settles again, for a strategy that forces a recorded run
+// (sched.Awaiter), rather than decide too early: while its records have
+// ended but the run has not yet reported the outcome they ended with, and
+// while the op it must release next is not offered yet.
+func (t *Trial) awaitRecorded(choices []*sched.Op) (tracer.Action, bool) {
+	aw, ok := t.p.strategy.(sched.Awaiter)
+	if !ok {
+		return tracer.Action{}, false
+	}
+	if aw.Done() {
 		if t.endSince.IsZero() {
 			t.endSince = time.Now()
 		}
@@ -760,29 +829,28 @@ func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
 			// failure that this run has not reported yet (a panicking Go
 			// thread can look quiescent while it waits for a lock on its
 			// way out). Settle again rather than call it a divergence.
-			return tracer.Action{Wait: time.Millisecond}, nil
+			return tracer.Action{Wait: time.Millisecond}, true
 		}
 	}
-	if rp, ok := t.p.strategy.(*sched.Replay); ok {
-		if !rp.Ready(choices) {
-			if t.missSince.IsZero() {
-				t.missSince = time.Now()
-			}
-			if time.Since(t.missSince) < replayMissWait {
-				// The recorded op is not here yet: on a loaded machine a
-				// thread found starved may still reach it. Settle again
-				// (a quiescent state settles at once) before calling the
-				// run diverged.
-				return tracer.Action{Wait: time.Millisecond}, nil
-			}
+	if !aw.Ready(choices) {
+		if t.missSince.IsZero() {
+			t.missSince = time.Now()
 		}
-		t.missSince = time.Time{}
+		if time.Since(t.missSince) < replayMissWait {
+			// The recorded op is not here yet: on a loaded machine a
+			// thread found starved may still reach it. Settle again (a
+			// quiescent state settles at once) before calling the run
+			// diverged.
+			return tracer.Action{Wait: time.Millisecond}, true
+		}
 	}
-	i, err := t.p.strategy.Next(choices)
-	if err != nil {
-		return t.stop(Diverged, "", "%v", err)
-	}
-	op := choices[i]
+	t.missSince = time.Time{}
+	return tracer.Action{}, false
+}
+
+// apply carries out the chosen op: an advance holds the ready ops, a
+// fault is applied, a program's op is released.
+func (t *Trial) apply(op *sched.Op, ready []*sched.Op, now time.Duration) (tracer.Action, error) {
 	switch {
 	case op.Kind == sched.Advance:
 		t.timing.chose(op, ready)

@@ -25,6 +25,15 @@ type Forker interface {
 	OnFork(fork func(seed int64))
 }
 
+// Awaiter is a strategy that forces a recorded run (Replay): the engine
+// settles again rather than decide while Ready says the op it must release
+// next is not offered yet, and, for a while, once Done says its records
+// have run out before the run reported the outcome they ended with.
+type Awaiter interface {
+	Done() bool
+	Ready(enabled []*Op) bool
+}
+
 // Predictor is what conflict analysis offers the "+" variants: whether an
 // operation with this signature may take part in a conflict. A signature
 // never seen before may conflict.
