@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -78,75 +77,6 @@ type Explanation struct {
 	Records []sched.Record `json:"-"`
 }
 
-// failure is what identifies a failure across runs: its kind, and for a
-// crashed node or a failed client which one and what it said.
-type failure struct {
-	kind   sched.OutcomeKind
-	node   string
-	detail string
-	msg    string // the failing node's last line of output
-}
-
-func (f failure) String() string {
-	s := string(f.kind)
-	if f.node != "" {
-		s += " of " + f.node
-	}
-	if f.detail != "" {
-		s += ": " + f.detail
-	}
-	if f.msg != "" {
-		s += fmt.Sprintf(" (last output %q)", f.msg)
-	}
-	return s
-}
-
-// undoes says a run that ended f shows the failure want gone: it ended
-// otherwise, and not because lockstep could not run it (a diverged or
-// erroneous run says nothing about the system).
-func (f failure) undoes(want failure) bool {
-	return f != want && f.kind != sched.Diverged && f.kind != sched.Error
-}
-
-func failureOf(res *engine.TrialResult) failure {
-	o := res.Outcome
-	f := failure{kind: o.Kind}
-	switch o.Kind {
-	case sched.PropertyViolated:
-		// The property and the node that broke it; the line's numbers may
-		// differ between runs of the same failure.
-		f.node, f.detail = o.Node, o.Property
-	case sched.ClientFailed, sched.NodeCrashed:
-		f.node, f.detail = o.Node, o.Detail
-		f.msg = lastLine(filepath.Join(res.Dir, o.Node+".err"))
-		if f.msg == "" {
-			f.msg = lastLine(filepath.Join(res.Dir, o.Node+".out"))
-		}
-	}
-	return f
-}
-
-// lastLine is a file's last non-empty line, "" when there is none.
-func lastLine(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	// The tail is enough.
-	if st, err := f.Stat(); err == nil && st.Size() > 4096 {
-		f.Seek(st.Size()-4096, io.SeekStart)
-	}
-	last := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if t := strings.TrimSpace(sc.Text()); t != "" {
-			last = t
-		}
-	}
-	return last
-}
-
 // explainer holds one explanation's state.
 type explainer struct {
 	rr       *engine.Rerunner
@@ -219,7 +149,7 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*e
 // fails says whether forcing ds gives the failure.
 func (e *explainer) fails(ctx context.Context, ds []sched.Decision) (bool, error) {
 	got, err := e.outcome(ctx, ds)
-	return got == e.want, err
+	return got.is(e.want), err
 }
 
 // outcome is the failure forcing ds gives (a pass is one too), run once
@@ -234,7 +164,7 @@ func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, 
 		return failure{}, err
 	}
 	got := failureOf(res)
-	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got == e.want, "detail", res.Outcome.Detail)
+	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got.is(e.want), "detail", res.Outcome.Detail)
 	e.cache[key] = got
 	return got, nil
 }
@@ -349,7 +279,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	if err != nil {
 		return nil, err
 	}
-	if got := failureOf(mres); got != e.want {
+	if got := failureOf(mres); !got.is(e.want) {
 		return nil, fmt.Errorf("the minimized decisions ended %v, not %v: the system's schedule is not deterministic enough to explain", got, e.want)
 	}
 	if forced.Skipped > 0 {
