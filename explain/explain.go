@@ -51,8 +51,12 @@ type Explanation struct {
 	Ops          int `json:"ops"`
 	Decisions    int `json:"decisions"`
 	MinimizedOps int `json:"minimized_ops"`
-	// MinimizedTrace is that run's trace, which `lockstep replay` runs.
-	MinimizedTrace string `json:"minimized_trace,omitempty"`
+	// MinimizedTrace is that run's trace; MinimizedReplays says that
+	// `lockstep replay` ran it again to the same failure, op for op, when
+	// explain tried, and MinimizedDiverged what its replay did otherwise.
+	MinimizedTrace    string `json:"minimized_trace,omitempty"`
+	MinimizedReplays  bool   `json:"minimized_replays,omitempty"`
+	MinimizedDiverged string `json:"minimized_diverged,omitempty"`
 	// OneMinimal says removing any one of Races' decisions made the failure
 	// go away (false when the budget ran out first).
 	OneMinimal bool `json:"one_minimal"`
@@ -293,6 +297,9 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 			return nil, err
 		}
 		ex.MinimizedTrace = dst
+		if err := e.replayMinimized(ctx, ex); err != nil {
+			return nil, err
+		}
 	}
 	syms := newSymbolizer(rr.Spec)
 	ex.Races, err = e.name(ctx, min, mres.Records, rr.Spec, syms)
@@ -310,6 +317,26 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	ex.Runs = e.runs
 	ex.Elapsed = time.Since(start)
 	return ex, nil
+}
+
+// replayMinimized replays ex's minimized trace as `lockstep replay` would:
+// a forced run's trace holds faults and delays the forced strategy placed
+// itself, and only a replay says that the trace alone brings them back.
+func (e *explainer) replayMinimized(ctx context.Context, ex *Explanation) error {
+	rep, err := e.rr.Replay(ctx, ex.MinimizedTrace)
+	if err != nil {
+		return err
+	}
+	e.runs++
+	switch got := failureOf(rep.Trial); {
+	case !rep.Same:
+		ex.MinimizedDiverged = rep.Diff
+	case !got.is(e.want):
+		ex.MinimizedDiverged = fmt.Sprintf("it ended %v, not %v", got, e.want)
+	default:
+		ex.MinimizedReplays = true
+	}
+	return nil
 }
 
 // probability measures ex's curve: the failure's probability after

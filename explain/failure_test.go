@@ -170,3 +170,31 @@ func TestFailureIs(t *testing.T) {
 		t.Errorf("threadless = %q, want %q", got, want)
 	}
 }
+
+// TestMinimizedLine: explain says that replay runs the minimized trace
+// only when its own replay of it gave the failure again, and says what
+// happened otherwise.
+func TestMinimizedLine(t *testing.T) {
+	cases := []struct {
+		name string
+		ex   Explanation
+		want string
+	}{
+		{"replays", Explanation{MinimizedTrace: "m.jsonl", MinimizedOps: 9, MinimizedReplays: true}, "(9 ops; lockstep replay runs it)"},
+		{"diverged", Explanation{MinimizedTrace: "m.jsonl", MinimizedOps: 9, MinimizedDiverged: "step 45: kind: expected sleep, got crash"},
+			"(9 ops; its replay did not give the failure again: step 45: kind: expected sleep, got crash)"},
+		{"not replayed", Explanation{MinimizedTrace: "m.jsonl", MinimizedOps: 9}, "(9 ops; not replayed)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			WriteText(&b, &c.ex)
+			if !strings.Contains(b.String(), "Minimized trace: m.jsonl "+c.want+"\n") {
+				t.Errorf("text:\n%s\nwant the line ending %q", b.String(), c.want)
+			}
+			if !c.ex.MinimizedReplays && strings.Contains(b.String(), "replay runs it") {
+				t.Error("says replay runs a trace it did not replay")
+			}
+		})
+	}
+}

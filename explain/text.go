@@ -88,8 +88,13 @@ func WriteText(w io.Writer, ex *Explanation) {
 		}
 	}
 	fmt.Fprintln(w)
-	if ex.MinimizedTrace != "" {
+	switch {
+	case ex.MinimizedReplays:
 		fmt.Fprintf(w, "Minimized trace: %s (%d ops; lockstep replay runs it)\n", ex.MinimizedTrace, ex.MinimizedOps)
+	case ex.MinimizedTrace != "" && ex.MinimizedDiverged != "":
+		fmt.Fprintf(w, "Minimized trace: %s (%d ops; its replay did not give the failure again: %s)\n", ex.MinimizedTrace, ex.MinimizedOps, ex.MinimizedDiverged)
+	case ex.MinimizedTrace != "":
+		fmt.Fprintf(w, "Minimized trace: %s (%d ops; not replayed)\n", ex.MinimizedTrace, ex.MinimizedOps)
 	}
 	if len(ex.Slice) > 0 {
 		fmt.Fprintf(w, "Causal slice: %d of its %d ops lead to the failure (show --slice)\n", len(ex.Slice), ex.MinimizedOps)

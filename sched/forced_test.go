@@ -285,3 +285,42 @@ func TestFaultReplaysPerKind(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayDeclines: a replay takes a fault offered alone in a lull only
+// when it is the trace's next decision; a step-triggered injection due
+// where the trace has a sleep is declined, so the clock moves as it did
+// in the recorded run.
+func TestReplayDeclines(t *testing.T) {
+	ops := testOps(2)
+	sleep := ops[1]
+	sleep.Kind, sleep.Syscall = Sleep, "nanosleep"
+	crash := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: crashKind, Object: "node:n1"}
+	other := crash
+	other.Node, other.Object = "n0", "node:n0"
+	tr := &Trace{Records: []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: sleep}, {Step: 3, Op: crash}}}
+	r := NewReplay(tr, nil, testFaults)
+	r.Reset(1, 0)
+	cases := []struct {
+		step     int // records already replayed
+		op       *Op
+		declines bool
+	}{
+		{0, &crash, true},  // the trace's next op is the send
+		{1, &crash, true},  // the sleep: the crash comes after it
+		{2, &crash, false}, // the trace's crash
+		{2, &other, true},  // another node's
+		{3, &crash, true},  // past the trace: no fault of its own
+	}
+	replayed := 0
+	for _, c := range cases {
+		for ; replayed < c.step; replayed++ {
+			want := tr.Records[replayed].Op
+			if _, err := r.Next([]*Op{&want}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := r.Declines(c.op); got != c.declines {
+			t.Errorf("after %d records: Declines(%v) = %v, want %v", c.step, c.op, got, c.declines)
+		}
+	}
+}

@@ -342,6 +342,20 @@ func (r *Replay) Reset(seed int64, stepsHint int) {
 // accident: the thread, what it does, where from and on what.
 func same(a *Op, b *Op) bool { return Differs(a, b, false) == "" }
 
+// Declines says whether o, a fault the engine offers alone in a lull, is
+// not the trace's next decision (Decliner). Taken there, an injection
+// whose trigger came (a step-triggered crash of a minimized trace, whose
+// steps run otherwise than the draw's trial) would stand where the trace
+// has the sleep that the clock's next jump ends; declined, the engine
+// moves the clock instead, as the recorded run did.
+func (r *Replay) Declines(o *Op) bool {
+	i := r.step
+	for i < len(r.records) && r.records[i].Auto {
+		i++
+	}
+	return i >= len(r.records) || !same(o, &r.records[i].Op)
+}
+
 // Ready reports whether the next recorded decision can be made among
 // enabled (or the records have run out): a replay that finds its op
 // missing may settle again before it calls the run diverged.
