@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -322,5 +323,83 @@ func TestReplayDeclines(t *testing.T) {
 		if got := r.Declines(c.op); got != c.declines {
 			t.Errorf("after %d records: Declines(%v) = %v, want %v", c.step, c.op, got, c.declines)
 		}
+	}
+}
+
+// connRecvs are a thread-per-connection server's recvs, one per client
+// connection, all on its one inbox from one call site; threads[i] is the
+// thread serving client i, port[i] the client's ephemeral port.
+func connRecvs(threads []int, ports []int) []Op {
+	ops := make([]Op, len(threads))
+	for i := range ops {
+		ops[i] = Op{ID: uint64(i + 1), Node: "n2", LPID: fmt.Sprintf("n2/0/t%d", threads[i]), Kind: Recv, Object: "inbox:n2/0",
+			Site: "srv+0x1d2", Syscall: "recvfrom", Conn: fmt.Sprintf("10.77.0.%d:%d>10.77.0.2:7000", 3+i, ports[i])}
+	}
+	return ops
+}
+
+// connOrder is the order of the clients whose recvs were released, by
+// their addresses.
+func connOrder(recs []Record) []string {
+	var out []string
+	for _, r := range recs {
+		c, _, _ := strings.Cut(r.Op.Conn, ":")
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestForcedConnIdentity: a server that serves each connection on a
+// thread of its own reads its connections in the order the trace did
+// when its decisions are forced, in runs whose threads serve other
+// connections (accepts in another order) and whose clients got other
+// ephemeral ports; the recvs are not named by their position on the
+// inbox, which is another connection's in such a run.
+func TestForcedConnIdentity(t *testing.T) {
+	trace := connRecvs([]int{1, 2, 3}, []int{32768, 32768, 32768})
+	_, recs, choices := simulateAll(t, &fixed{order: []uint64{3, 1, 2}}, trace)
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := connOrder(recs)
+	cases := []struct {
+		name    string
+		threads []int
+		ports   []int
+	}{
+		{"same threads", []int{1, 2, 3}, []int{32768, 32768, 32768}},
+		{"threads serve other connections", []int{3, 1, 2}, []int{32768, 32768, 32768}},
+		{"other ephemeral ports", []int{1, 2, 3}, []int{32770, 32769, 40000}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, got, _ := simulateAll(t, NewForced(ds, testFaults), connRecvs(c.threads, c.ports))
+			if g := connOrder(got); !slices.Equal(g, want) {
+				t.Errorf("forcing %v gave the connections in order %v, want the trace's %v", ds, g, want)
+			}
+		})
+	}
+}
+
+// TestKeyConn: an op's key names its connection without the connecting
+// side's ephemeral port, and tells two connections of one inbox apart.
+func TestKeyConn(t *testing.T) {
+	cases := []struct{ conn, want string }{
+		{"10.77.0.3:32770>10.77.0.2:7000", "10.77.0.3>10.77.0.2:7000"},
+		{"10.77.0.2:7000>10.77.0.3:41000", "10.77.0.2:7000>10.77.0.3"},
+		{"[fd00::3]:33000>[fd00::2]:7000", "fd00::3>[fd00::2]:7000"},
+		{"10.77.0.3:5000>10.77.0.2:7000", "10.77.0.3:5000>10.77.0.2:7000"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		if got := connIdentity(c.conn); got != c.want {
+			t.Errorf("connIdentity(%q) = %q, want %q", c.conn, got, c.want)
+		}
+	}
+	ops := connRecvs([]int{1, 1}, []int{32768, 32768})
+	k := NewKeyer()
+	if a, b := k.Key(&ops[0]), k.Key(&ops[1]); a == b {
+		t.Errorf("two connections' recvs have one key %v", a)
 	}
 }
