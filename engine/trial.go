@@ -323,25 +323,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 			t.clients[n.Name] = true
 		}
 	}
-	if j.faults.Enabled() {
-		plan := j.faults
-		plan.Expect = p.expect.Faults
-		t.faults = faults.New(plan, names, p.seed)
-		t.drops = j.faults.Needs(faults.NeedDatagrams)
-		t.holds = j.faults.Needs(faults.NeedConns)
-		t.corrupts = j.faults.Needs(faults.NeedDataFiles)
-		if len(j.faults.Probe) > 0 {
-			t.faults.Aim = t.aimer()
-		}
-	}
-	if sp.Time.Skew > 0 {
-		// One draw per node in spec order, from a stream of its own.
-		r := rand.New(rand.NewPCG(uint64(p.seed), 0x736b6577)) // "skew"
-		t.skew = map[string]time.Duration{}
-		for _, n := range names {
-			t.skew[n] = time.Duration(r.Int64N(int64(2*sp.Time.Skew)+1)) - sp.Time.Skew
-		}
-	}
+	t.plan(names)
 	// The first nodes start together before anything runs.
 	for {
 		n, ok := t.starts.due(0)
@@ -384,6 +366,31 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	res.Outcome.VTime = clk.Now()
 	res.Windows = Windows{Faults: t.faults.WindowSteps(t.steps), Delays: t.timing.windowSteps(t.steps)}
 	return j.finish(ctx, tr, res, p, clk, start, t)
+}
+
+// plan makes the trial's fault injector and draws its nodes' clock skews,
+// from the trial's seed; names are the nodes in spec order.
+func (t *Trial) plan(names []string) {
+	j, p, sp := t.j, t.p, t.spec
+	if j.faults.Enabled() {
+		plan := j.faults
+		plan.Expect = p.expect.Faults
+		t.faults = faults.New(plan, names, p.seed)
+		t.drops = j.faults.Needs(faults.NeedDatagrams)
+		t.holds = j.faults.Needs(faults.NeedConns)
+		t.corrupts = j.faults.Needs(faults.NeedDataFiles)
+		if len(j.faults.Probe) > 0 {
+			t.faults.Aim = t.aimer()
+		}
+	}
+	if sp.Time.Skew > 0 {
+		// One draw per node in spec order, from a stream of its own.
+		r := rand.New(rand.NewPCG(uint64(p.seed), 0x736b6577)) // "skew"
+		t.skew = map[string]time.Duration{}
+		for _, n := range names {
+			t.skew[n] = time.Duration(r.Int64N(int64(2*sp.Time.Skew)+1)) - sp.Time.Skew
+		}
+	}
 }
 
 func (t *Trial) closeFiles() {

@@ -271,7 +271,32 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	ex.OneMinimal = oneMin
 	ex.Default = len(min) == 0 && oneMin
 
-	// The minimized run, kept as a trace.
+	mres, err := e.minimized(ctx, ex, min, opts.Out)
+	if err != nil {
+		return nil, err
+	}
+	syms := newSymbolizer(rr.Spec)
+	ex.Races, err = e.name(ctx, min, mres.Records, rr.Spec, syms)
+	if err != nil && !errors.Is(err, errBudget) {
+		return nil, err
+	}
+	ex.Notes = append(ex.Notes, syms.hints...)
+	if errors.Is(err, errBudget) {
+		ex.Notes = append(ex.Notes, "the budget ran out before every race was flipped")
+	}
+	ex.Slice = Slice(mres.Records, FailingNode(mres.Outcome.Node))
+	if err := e.probability(ctx, ex, tr.Header.Strategy, res.Records, opts.Continuations); err != nil {
+		return nil, err
+	}
+	ex.Runs = e.runs
+	ex.Elapsed = time.Since(start)
+	return ex, nil
+}
+
+// minimized runs the minimized decisions once more, keeping the trace,
+// which it writes into out as minimized.jsonl and replays; it fills ex's
+// figures of that run.
+func (e *explainer) minimized(ctx context.Context, ex *Explanation, min []sched.Decision, out string) (*engine.TrialResult, error) {
 	mres, forced, err := e.run(ctx, min, true)
 	if errors.Is(err, errBudget) {
 		// One more run past the budget: its trace is the result.
@@ -292,7 +317,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	ex.MinimizedOps = len(mres.Records)
 	ex.Records = mres.Records
 	if mres.TracePath != "" {
-		dst := filepath.Join(opts.Out, "minimized.jsonl")
+		dst := filepath.Join(out, "minimized.jsonl")
 		if err := copyFile(mres.TracePath, dst); err != nil {
 			return nil, err
 		}
@@ -301,22 +326,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 			return nil, err
 		}
 	}
-	syms := newSymbolizer(rr.Spec)
-	ex.Races, err = e.name(ctx, min, mres.Records, rr.Spec, syms)
-	if err != nil && !errors.Is(err, errBudget) {
-		return nil, err
-	}
-	ex.Notes = append(ex.Notes, syms.hints...)
-	if errors.Is(err, errBudget) {
-		ex.Notes = append(ex.Notes, "the budget ran out before every race was flipped")
-	}
-	ex.Slice = Slice(mres.Records, FailingNode(mres.Outcome.Node))
-	if err := e.probability(ctx, ex, tr.Header.Strategy, res.Records, opts.Continuations); err != nil {
-		return nil, err
-	}
-	ex.Runs = e.runs
-	ex.Elapsed = time.Since(start)
-	return ex, nil
+	return mres, nil
 }
 
 // replayMinimized replays ex's minimized trace as `lockstep replay` would:
