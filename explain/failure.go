@@ -142,7 +142,7 @@ var panicForms = []panicForm{
 		start: regexp.MustCompile(`^(panic: |fatal error: )`),
 		parse: func(lines []string) (string, string) { return strings.TrimSpace(lines[0]), goFrame(lines[1:]) },
 	},
-	{ // Rust: "thread 'main' panicked at src/main.rs:9:5:", the message
+	{ // Rust: "thread 'main' (3) panicked at src/main.rs:9:5:", the message
 		// on the next line (since 1.73), or "… panicked at 'msg', src/main.rs:9:5".
 		start: rustPanic,
 		parse: rustParse,
@@ -158,7 +158,7 @@ var panicForms = []panicForm{
 // The threads' names are left out of the message: which thread of a pool
 // panicked is the runtime's choice.
 var (
-	rustPanic     = regexp.MustCompile(`^thread '[^']*' panicked at `)
+	rustPanic     = regexp.MustCompile(`^thread '[^']*'(?: \(\d+\))? panicked at `) // newer Rusts add the thread's id
 	javaException = regexp.MustCompile(`^Exception in thread "[^"]*" `)
 )
 

@@ -63,6 +63,12 @@ lost write 18 of 20
 note: run with ` + "`RUST_BACKTRACE=1`" + ` environment variable to display a backtrace
 `
 
+// rustPanicID is rustPanicA as Rust 1.88 prints it: the thread's id too.
+const rustPanicID = `thread '<unnamed>' (3) panicked at src/main.rs:42:9:
+lost write 19 of 20
+note: run with ` + "`RUST_BACKTRACE=1`" + ` environment variable to display a backtrace
+`
+
 const rustPanicOtherLine = `thread '<unnamed>' panicked at src/main.rs:57:9:
 lost write 17 of 20
 `
@@ -92,6 +98,7 @@ func TestOutputIdentity(t *testing.T) {
 		{"go panic, other function", goPanicA, goPanicElsewhere, false},
 		{"rust panic, other thread and numbers", rustPanicA, rustPanicB, true},
 		{"rust panic, other line", rustPanicA, rustPanicOtherLine, false},
+		{"rust panic with a thread id", rustPanicA, rustPanicID, true},
 		{"java exception, other thread and values", javaA, javaB, true},
 		{"last line, other numbers", "x\nwrote 2.3\n", "y\nwrote 2.4\n\n", true},
 		{"last line, other address and hex", "lost 0xc000012345 at 10.77.0.1:7000", "lost 0xc0000aa000 at 10.77.0.3:7001", true},
@@ -121,6 +128,7 @@ func TestPanicFrame(t *testing.T) {
 		{"go", goPanicA, "panic: runtime error: index out of range [5] with length 3", "main.(*Store).load"},
 		{"go past the runtime", goPanicViaRuntime, "panic: boom 17", "main.check"},
 		{"rust", rustPanicA, "lost write 17 of 20", "src/main.rs:42:9"},
+		{"rust with a thread id", rustPanicID, "lost write 19 of 20", "src/main.rs:42:9"},
 		{"rust before 1.73", "thread 'main' panicked at 'lost write 3', src/main.rs:42:9\n", "lost write 3", "src/main.rs:42:9"},
 		{"java past the JDK", javaA, "java.lang.IllegalStateException: wrote 2.4 after 2.3", "Store.apply"},
 		{"go fatal error", "fatal error: concurrent map writes\n\ngoroutine 9 [running]:\nmain.worker(0x3)\n\t/x.go:3\n", "fatal error: concurrent map writes", "main.worker"},

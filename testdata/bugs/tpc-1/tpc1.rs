@@ -63,7 +63,8 @@ fn serve(c: TcpStream, owner: Arc<Mutex<Option<String>>>) {
         };
         drop(o);
         println!("sent {reply}");
-        if writeln!(w, "{reply}").is_err() {
+        // One write per line: a line is one message, not a line and a newline.
+        if w.write_all(format!("{reply}\n").as_bytes()).is_err() {
             return;
         }
     }
@@ -79,7 +80,7 @@ fn client(name: &str, host: &str, port: &str, mode: &str) {
     let mut w = c.try_clone().expect("clone");
     let mut r = BufReader::new(c);
     let mut ask = |req: String| -> String {
-        writeln!(w, "{req}").expect("send");
+        w.write_all(format!("{req}\n").as_bytes()).expect("send");
         println!("sent {req}");
         let mut reply = String::new();
         if r.read_line(&mut reply).unwrap_or(0) == 0 {
