@@ -572,7 +572,7 @@ func (r *Replay) Extra(now time.Duration, choices []*Op) []*Op {
 		return nil
 	}
 	for _, o := range choices {
-		if same(o, &want) {
+		if same(o, &want) && sameDraw(o, &want) {
 			return nil
 		}
 	}

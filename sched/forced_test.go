@@ -403,3 +403,44 @@ func TestKeyConn(t *testing.T) {
 		t.Errorf("two connections' recvs have one key %v", a)
 	}
 }
+
+// TestReplayFaultDraws: a replay takes a fault with the draws its trace
+// recorded. A minimized trace holds faults explain's forced run made up
+// with the original trace's draws; the engine's own offer of that kind
+// may carry others (another outage), and a power cut's offer draws its
+// variant and pick afresh.
+func TestReplayFaultDraws(t *testing.T) {
+	rec := Op{ID: extraIDBase + 1, Node: "n1", LPID: "fault", Kind: crashKind, Object: "node:n1", Delay: 300}
+	power := Op{ID: 1<<52 + 2, Node: "n1", LPID: "fault", Kind: "power", Object: "node:n1", Delay: 200, Disk: "none", Pick: 7}
+	cases := []struct {
+		name  string
+		want  Op
+		offer Op
+		made  bool // Extra makes the recorded op up
+	}{
+		{"the engine offers the recorded crash", rec, func() Op { o := rec; o.ID = 1<<52 + 1; return o }(), false},
+		{"the engine's crash lasts otherwise", rec, func() Op { o := rec; o.ID = 1<<52 + 1; o.Delay = 90; return o }(), true},
+		{"the engine's power cut drew another variant", power, func() Op { o := power; o.Disk, o.Pick = "all", 3; return o }(), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := NewReplay(&Trace{Records: []Record{{Step: 1, Op: c.want}}}, nil, testFaults)
+			r.Reset(1, 0)
+			offer := c.offer
+			choices := []*Op{&offer}
+			extra := r.Extra(0, choices)
+			if (len(extra) > 0) != c.made {
+				t.Fatalf("Extra = %v, want made up %v", extra, c.made)
+			}
+			choices = append(choices, extra...)
+			i, err := r.Next(choices)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := choices[i]
+			if got.Delay != c.want.Delay || got.Disk != c.want.Disk || got.Pick != c.want.Pick {
+				t.Errorf("took %v (delay %d, %s pick %d), want the trace's delay %d, %s pick %d", got, got.Delay, got.Disk, got.Pick, c.want.Delay, c.want.Disk, c.want.Pick)
+			}
+		})
+	}
+}
