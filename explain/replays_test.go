@@ -15,9 +15,11 @@ import (
 )
 
 // replaySpecs are the specs TestExplainWhatReplays runs by default: a
-// crash triggered at a step, whose minimized trace once diverged when its
-// replay took the crash in a lull where the trace had a sleep.
-var replaySpecs = []string{"bugs/crash-1/spec-steps.yaml"}
+// crash triggered at a step (a replay once took such a crash in a lull
+// where the trace had a sleep), and a Rust server with a thread per
+// connection (whose reads on one inbox were once named by their position
+// alone, another connection's in a forced run).
+var replaySpecs = []string{"bugs/crash-1/spec-steps.yaml", "bugs/tpc-1/spec.yaml"}
 
 // TestExplainWhatReplays holds explain to what replay does: every failing
 // trace of a campaign (POS, seed 1) that `lockstep replay` reproduces,
