@@ -85,10 +85,11 @@ var lpidThread = regexp.MustCompile(`\b([A-Za-z0-9_.-]+(?:/[0-9.]+)+)/t[0-9]+\b`
 // killed by SIGSEGV".
 func threadless(detail string) string { return lpidThread.ReplaceAllString(detail, "$1") }
 
-// tailBytes bounds what is read of a node's output: a panic and its
-// first frames fit in it, and a node that printed megabytes is not read
-// whole at every forced run.
-const tailBytes = 16 << 10
+// tailBytes bounds what is read of a node's output: a Go fatal error
+// lists every goroutine after its message (hundreds of kilobytes in a
+// real server), and a node that printed gigabytes is not read whole at
+// every forced run.
+const tailBytes = 1 << 20
 
 // tail is the last tailBytes of a file's content, nil when it cannot be
 // read.
