@@ -136,23 +136,31 @@ func outputIdentity(out []byte) (id, shown string) {
 type panicForm struct {
 	start *regexp.Regexp
 	parse func(lines []string) (msg, frame string)
+	// trail matches what the runtime prints after the message while it
+	// dies (stacks, notes): a panic followed by anything else did not end
+	// the program (a JVM thread's uncaught exception, a Go panic a
+	// handler logged), and the output's end says more.
+	trail *regexp.Regexp
 }
 
 var panicForms = []panicForm{
 	{ // Go: "panic: …" or "fatal error: …", then a goroutine's stack.
 		start: regexp.MustCompile(`^(panic: |fatal error: )`),
 		parse: func(lines []string) (string, string) { return strings.TrimSpace(lines[0]), goFrame(lines[1:]) },
+		trail: regexp.MustCompile(`^(\t|goroutine |created by |exit status |signal |\[|panic: |fatal error: |runtime stack:|\.\.\.|[\w.*/()$\[\]{}-]+\(.*\)$)`),
 	},
 	{ // Rust: "thread 'main' (3) panicked at src/main.rs:9:5:", the message
 		// on the next line (since 1.73), or "… panicked at 'msg', src/main.rs:9:5".
 		start: rustPanic,
 		parse: rustParse,
+		trail: regexp.MustCompile(`^(note: |stack backtrace:|\s+\d+: |\s+at )`),
 	},
 	{ // The JVM: `Exception in thread "main" java.lang.X: msg`, then "\tat" frames.
 		start: javaException,
 		parse: func(lines []string) (string, string) {
 			return javaException.ReplaceAllString(strings.TrimSpace(lines[0]), ""), javaFrame(lines[1:])
 		},
+		trail: regexp.MustCompile(`^(\s+at |\s*\.\.\. \d+ more|\s*Caused by: |\s*Suppressed: )`),
 	},
 }
 
@@ -179,18 +187,36 @@ func rustParse(lines []string) (msg, frame string) {
 	return rest, ""
 }
 
-// lastPanic finds the last panic in lines: its message and the program's
-// top frame, when the runtime prints one.
+// lastPanic finds the panic that ended the output in lines: its message
+// and the program's top frame, when the runtime prints one. A rust
+// panic's message line follows its start.
 func lastPanic(lines []string) (msg, frame string, ok bool) {
 	for i := len(lines) - 1; i >= 0; i-- {
 		for _, pf := range panicForms {
-			if pf.start.MatchString(lines[i]) {
-				msg, frame = pf.parse(lines[i:])
-				return msg, frame, true
+			if !pf.start.MatchString(lines[i]) {
+				continue
 			}
+			if !trailsOnly(pf, lines[i+1:]) {
+				return "", "", false
+			}
+			msg, frame = pf.parse(lines[i:])
+			return msg, frame, true
 		}
 	}
 	return "", "", false
+}
+
+// trailsOnly says whether every non-empty line after a panic's first
+// is what its runtime prints while it dies (the first may be a Rust
+// panic's message).
+func trailsOnly(pf panicForm, after []string) bool {
+	for j, l := range after {
+		if strings.TrimSpace(l) == "" || j == 0 && pf.start == rustPanic || pf.trail.MatchString(l) {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // goFrame is the first function of the panicking goroutine's stack that

@@ -141,8 +141,15 @@ func TestPanicFrame(t *testing.T) {
 			}
 		})
 	}
-	if _, _, ok := lastPanic(splitLines("all good\nexit status 1\n")); ok {
-		t.Error("a panic found in output without one")
+	for _, out := range []string{
+		"all good\nexit status 1\n",
+		// A JVM worker's uncaught exception, then the client's own end.
+		"Exception in thread \"w-1\" java.lang.RuntimeException: x\n\tat W.run(W.java:3)\nwrote 2.3\n",
+		"panic: recovered 7\n\ngoroutine 4 [running]:\nmain.h()\n\t/x.go:9 +0x1\nserving again\nlost write 3\n",
+	} {
+		if msg, _, ok := lastPanic(splitLines(out)); ok {
+			t.Errorf("a panic (%q) taken for the end of output that went on:\n%s", msg, out)
+		}
 	}
 }
 
