@@ -298,6 +298,8 @@ func TestReplayDeclines(t *testing.T) {
 	crash := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: crashKind, Object: "node:n1"}
 	other := crash
 	other.Node, other.Object = "n0", "node:n0"
+	pause := crash
+	pause.Kind = "pause"
 	tr := &Trace{Records: []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: sleep}, {Step: 3, Op: crash}}}
 	r := NewReplay(tr, nil, testFaults)
 	r.Reset(1, 0)
@@ -309,8 +311,12 @@ func TestReplayDeclines(t *testing.T) {
 		{0, &crash, true},  // the trace's next op is the send
 		{1, &crash, true},  // the sleep: the crash comes after it
 		{2, &crash, false}, // the trace's crash
-		{2, &other, true},  // another node's
-		{3, &crash, true},  // past the trace: no fault of its own
+		{2, &pause, true},  // another kind
+		// Of the trace's kind: what it hits may be settled only when it
+		// is chosen (a probe's aim), and the replay takes the recorded one
+		// or makes it up.
+		{2, &other, false},
+		{3, &crash, true}, // past the trace: no fault of its own
 	}
 	replayed := 0
 	for _, c := range cases {

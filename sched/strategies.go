@@ -343,17 +343,21 @@ func (r *Replay) Reset(seed int64, stepsHint int) {
 func same(a *Op, b *Op) bool { return Differs(a, b, false) == "" }
 
 // Declines says whether o, a fault the engine offers alone in a lull, is
-// not the trace's next decision (Decliner). Taken there, an injection
-// whose trigger came (a step-triggered crash of a minimized trace, whose
-// steps run otherwise than the draw's trial) would stand where the trace
-// has the sleep that the clock's next jump ends; declined, the engine
-// moves the clock instead, as the recorded run did.
+// of another kind than the trace's next decision (Decliner). Taken there,
+// an injection whose trigger came (a step-triggered crash of a minimized
+// trace, whose steps run otherwise than the draw's trial) would stand
+// where the trace has the sleep that the clock's next jump ends;
+// declined, the engine moves the clock instead, as the recorded run did.
+// A fault of the next decision's kind is kept whatever it carries: what
+// a fault settles only when it strikes or is aimed (a stall's syscall, a
+// probe's target) is not in the offer, and the replay takes the offer or
+// makes the recorded op up (Extra).
 func (r *Replay) Declines(o *Op) bool {
 	i := r.step
 	for i < len(r.records) && r.records[i].Auto {
 		i++
 	}
-	return i >= len(r.records) || !same(o, &r.records[i].Op)
+	return i >= len(r.records) || r.records[i].Op.Kind != o.Kind || r.records[i].Op.LPID != o.LPID
 }
 
 // Ready reports whether the next recorded decision can be made among
