@@ -72,3 +72,23 @@ func (r *Rerunner) Run(ctx context.Context, strat sched.Strategy, keepTrace bool
 
 // Close tears the network down.
 func (r *Rerunner) Close() error { return r.j.close() }
+
+// Replay runs the trace at path as `lockstep replay` runs it (Replay),
+// on the rerunner's network: explain checks its minimized trace this way
+// before it says that trace replays. The trace must be one of this
+// rerunner's spec.
+func (r *Rerunner) Replay(ctx context.Context, path string) (*ReplayResult, error) {
+	tr, err := LoadTrace(path)
+	if err != nil {
+		return nil, err
+	}
+	if tr.Header.SpecDigest != r.Trace.Header.SpecDigest {
+		return nil, fmt.Errorf("%s is a trace of another spec than %s", path, r.Trace.Header.Spec)
+	}
+	tail := sched.NewReplayTail(replayTailMax)
+	res, err := r.j.runTrial(ctx, replayParams(tr, tail))
+	if err != nil {
+		return nil, err
+	}
+	return compareReplay(tr, res, tail), nil
+}

@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -52,8 +51,12 @@ type Explanation struct {
 	Ops          int `json:"ops"`
 	Decisions    int `json:"decisions"`
 	MinimizedOps int `json:"minimized_ops"`
-	// MinimizedTrace is that run's trace, which `lockstep replay` runs.
-	MinimizedTrace string `json:"minimized_trace,omitempty"`
+	// MinimizedTrace is that run's trace; MinimizedReplays says that
+	// `lockstep replay` ran it again to the same failure, op for op, when
+	// explain tried, and MinimizedDiverged what its replay did otherwise.
+	MinimizedTrace    string `json:"minimized_trace,omitempty"`
+	MinimizedReplays  bool   `json:"minimized_replays,omitempty"`
+	MinimizedDiverged string `json:"minimized_diverged,omitempty"`
 	// OneMinimal says removing any one of Races' decisions made the failure
 	// go away (false when the budget ran out first).
 	OneMinimal bool `json:"one_minimal"`
@@ -76,75 +79,6 @@ type Explanation struct {
 	Notes []string `json:"notes,omitempty"`
 	// Records are the minimized run's ops (for rendering), not encoded.
 	Records []sched.Record `json:"-"`
-}
-
-// failure is what identifies a failure across runs: its kind, and for a
-// crashed node or a failed client which one and what it said.
-type failure struct {
-	kind   sched.OutcomeKind
-	node   string
-	detail string
-	msg    string // the failing node's last line of output
-}
-
-func (f failure) String() string {
-	s := string(f.kind)
-	if f.node != "" {
-		s += " of " + f.node
-	}
-	if f.detail != "" {
-		s += ": " + f.detail
-	}
-	if f.msg != "" {
-		s += fmt.Sprintf(" (last output %q)", f.msg)
-	}
-	return s
-}
-
-// undoes says a run that ended f shows the failure want gone: it ended
-// otherwise, and not because lockstep could not run it (a diverged or
-// erroneous run says nothing about the system).
-func (f failure) undoes(want failure) bool {
-	return f != want && f.kind != sched.Diverged && f.kind != sched.Error
-}
-
-func failureOf(res *engine.TrialResult) failure {
-	o := res.Outcome
-	f := failure{kind: o.Kind}
-	switch o.Kind {
-	case sched.PropertyViolated:
-		// The property and the node that broke it; the line's numbers may
-		// differ between runs of the same failure.
-		f.node, f.detail = o.Node, o.Property
-	case sched.ClientFailed, sched.NodeCrashed:
-		f.node, f.detail = o.Node, o.Detail
-		f.msg = lastLine(filepath.Join(res.Dir, o.Node+".err"))
-		if f.msg == "" {
-			f.msg = lastLine(filepath.Join(res.Dir, o.Node+".out"))
-		}
-	}
-	return f
-}
-
-// lastLine is a file's last non-empty line, "" when there is none.
-func lastLine(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	// The tail is enough.
-	if st, err := f.Stat(); err == nil && st.Size() > 4096 {
-		f.Seek(st.Size()-4096, io.SeekStart)
-	}
-	last := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if t := strings.TrimSpace(sc.Text()); t != "" {
-			last = t
-		}
-	}
-	return last
 }
 
 // explainer holds one explanation's state.
@@ -219,7 +153,7 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*e
 // fails says whether forcing ds gives the failure.
 func (e *explainer) fails(ctx context.Context, ds []sched.Decision) (bool, error) {
 	got, err := e.outcome(ctx, ds)
-	return got == e.want, err
+	return got.is(e.want), err
 }
 
 // outcome is the failure forcing ds gives (a pass is one too), run once
@@ -234,7 +168,7 @@ func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, 
 		return failure{}, err
 	}
 	got := failureOf(res)
-	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got == e.want, "detail", res.Outcome.Detail)
+	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got.is(e.want), "detail", res.Outcome.Detail)
 	e.cache[key] = got
 	return got, nil
 }
@@ -337,32 +271,9 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	ex.OneMinimal = oneMin
 	ex.Default = len(min) == 0 && oneMin
 
-	// The minimized run, kept as a trace.
-	mres, forced, err := e.run(ctx, min, true)
-	if errors.Is(err, errBudget) {
-		// One more run past the budget: its trace is the result.
-		saved := e.deadline
-		e.deadline = time.Now().Add(time.Hour)
-		mres, forced, err = e.run(ctx, min, true)
-		e.deadline = saved
-	}
+	mres, err := e.minimized(ctx, ex, min, opts.Out)
 	if err != nil {
 		return nil, err
-	}
-	if got := failureOf(mres); got != e.want {
-		return nil, fmt.Errorf("the minimized decisions ended %v, not %v: the system's schedule is not deterministic enough to explain", got, e.want)
-	}
-	if forced.Skipped > 0 {
-		ex.Notes = append(ex.Notes, fmt.Sprintf("%d injected decisions were skipped in the minimized run: their advance or fault was not there to take", forced.Skipped))
-	}
-	ex.MinimizedOps = len(mres.Records)
-	ex.Records = mres.Records
-	if mres.TracePath != "" {
-		dst := filepath.Join(opts.Out, "minimized.jsonl")
-		if err := copyFile(mres.TracePath, dst); err != nil {
-			return nil, err
-		}
-		ex.MinimizedTrace = dst
 	}
 	syms := newSymbolizer(rr.Spec)
 	ex.Races, err = e.name(ctx, min, mres.Records, rr.Spec, syms)
@@ -380,6 +291,62 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	ex.Runs = e.runs
 	ex.Elapsed = time.Since(start)
 	return ex, nil
+}
+
+// minimized runs the minimized decisions once more, keeping the trace,
+// which it writes into out as minimized.jsonl and replays; it fills ex's
+// figures of that run.
+func (e *explainer) minimized(ctx context.Context, ex *Explanation, min []sched.Decision, out string) (*engine.TrialResult, error) {
+	mres, forced, err := e.run(ctx, min, true)
+	if errors.Is(err, errBudget) {
+		// One more run past the budget: its trace is the result.
+		saved := e.deadline
+		e.deadline = time.Now().Add(time.Hour)
+		mres, forced, err = e.run(ctx, min, true)
+		e.deadline = saved
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got := failureOf(mres); !got.is(e.want) {
+		return nil, fmt.Errorf("the minimized decisions ended %v, not %v: the system's schedule is not deterministic enough to explain", got, e.want)
+	}
+	if forced.Skipped > 0 {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("%d injected decisions were skipped in the minimized run: their advance or fault was not there to take", forced.Skipped))
+	}
+	ex.MinimizedOps = len(mres.Records)
+	ex.Records = mres.Records
+	if mres.TracePath != "" {
+		dst := filepath.Join(out, "minimized.jsonl")
+		if err := copyFile(mres.TracePath, dst); err != nil {
+			return nil, err
+		}
+		ex.MinimizedTrace = dst
+		if err := e.replayMinimized(ctx, ex); err != nil {
+			return nil, err
+		}
+	}
+	return mres, nil
+}
+
+// replayMinimized replays ex's minimized trace as `lockstep replay` would:
+// a forced run's trace holds faults and delays the forced strategy placed
+// itself, and only a replay says that the trace alone brings them back.
+func (e *explainer) replayMinimized(ctx context.Context, ex *Explanation) error {
+	rep, err := e.rr.Replay(ctx, ex.MinimizedTrace)
+	if err != nil {
+		return err
+	}
+	e.runs++
+	switch got := failureOf(rep.Trial); {
+	case !rep.Same:
+		ex.MinimizedDiverged = rep.Diff
+	case !got.is(e.want):
+		ex.MinimizedDiverged = fmt.Sprintf("it ended %v, not %v", got, e.want)
+	default:
+		ex.MinimizedReplays = true
+	}
+	return nil
 }
 
 // probability measures ex's curve: the failure's probability after

@@ -76,6 +76,9 @@ func TestExplainDemo(t *testing.T) {
 	if n := len(ex.Curve); n < 6 || ex.Curve[n-1].P() != 1 {
 		t.Errorf("curve %v: want at least 6 points ending at 1", ex.Curve)
 	}
+	if !ex.MinimizedReplays || ex.MinimizedDiverged != "" {
+		t.Errorf("explain's own replay of the minimized trace: replays %v, %q", ex.MinimizedReplays, ex.MinimizedDiverged)
+	}
 	rr, err := engine.Replay(context.Background(), ex.MinimizedTrace, filepath.Join(out, "replay"))
 	if err != nil || !rr.Same {
 		t.Fatalf("the minimized trace does not replay: %v %+v", err, rr)

@@ -58,7 +58,7 @@ func (e *explainer) curve(ctx context.Context, recs []sched.Record, strategy str
 			}
 			e.runs++
 			pt.Runs++
-			if failureOf(res) == e.want {
+			if failureOf(res).is(e.want) {
 				pt.Failed++
 			}
 		}

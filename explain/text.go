@@ -88,9 +88,7 @@ func WriteText(w io.Writer, ex *Explanation) {
 		}
 	}
 	fmt.Fprintln(w)
-	if ex.MinimizedTrace != "" {
-		fmt.Fprintf(w, "Minimized trace: %s (%d ops; lockstep replay runs it)\n", ex.MinimizedTrace, ex.MinimizedOps)
-	}
+	writeMinimized(w, ex)
 	if len(ex.Slice) > 0 {
 		fmt.Fprintf(w, "Causal slice: %d of its %d ops lead to the failure (show --slice)\n", len(ex.Slice), ex.MinimizedOps)
 	}
@@ -104,4 +102,17 @@ func WriteText(w io.Writer, ex *Explanation) {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
 	fmt.Fprintf(w, "%d runs in %v (one replay of the trace: %v)\n", ex.Runs, ex.Elapsed.Round(time.Millisecond), ex.TrialTime.Round(time.Millisecond))
+}
+
+// writeMinimized says where the minimized trace is and whether replay runs
+// it: only when explain's own replay of it gave the failure again.
+func writeMinimized(w io.Writer, ex *Explanation) {
+	switch {
+	case ex.MinimizedReplays:
+		fmt.Fprintf(w, "Minimized trace: %s (%d ops; lockstep replay runs it)\n", ex.MinimizedTrace, ex.MinimizedOps)
+	case ex.MinimizedTrace != "" && ex.MinimizedDiverged != "":
+		fmt.Fprintf(w, "Minimized trace: %s (%d ops; its replay did not give the failure again: %s)\n", ex.MinimizedTrace, ex.MinimizedOps, ex.MinimizedDiverged)
+	case ex.MinimizedTrace != "":
+		fmt.Fprintf(w, "Minimized trace: %s (%d ops; not replayed)\n", ex.MinimizedTrace, ex.MinimizedOps)
+	}
 }

@@ -80,7 +80,7 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 		// always a run that shows the failure gone.
 		return f, !f.undoes(e.want), err
 	}
-	if f, _, err := moved(j0); err != nil || f != e.want {
+	if f, _, err := moved(j0); err != nil || !f.is(e.want) {
 		if err == nil {
 			w.why = fmt.Sprintf("put back at its place in the run without it, the run ended %v", f)
 		}

@@ -2,6 +2,9 @@ package sched
 
 import (
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,15 +26,25 @@ func (Oldest) Name() string                    { return "oldest" }
 func (Oldest) Reset(int64, int)                {}
 func (Oldest) Next(enabled []*Op) (int, error) { return 0, nil }
 
-// Key identifies an op across runs of one spec, as docs/architecture.md's "Identity"
-// says: its process (not its thread, which Go and the JVM do not keep), its
-// kind and object, and its position among the ops of that process, kind
-// and object released before it. A delivery is its sender's; an advance
-// the waiting thread's; a fault lockstep's.
+// Key identifies an op across runs of one spec, as docs/architecture.md's
+// "Identity" says, by what a replay checks too (Differs) but the thread:
+// its process (not its thread, which Go and the JVM do not keep, and
+// which a thread-per-connection server numbers in the order its accepts
+// ran), its kind and object, the call site it was made from and the
+// connection it is on, and its position among the ops of that process
+// released before it with all of these the same. The site and the
+// connection tell apart what the thread index did not: the recvs of two
+// connections on one inbox, each served by a thread of its own, are
+// counted apart, so that "the first recv of 10.77.0.3's connection" is
+// that op in every run, whatever the other connection's threads did. A
+// delivery is its sender's; an advance the waiting thread's; a fault
+// lockstep's (neither has a site or a connection of its own).
 type Key struct {
 	Process string `json:"process"`
 	Kind    Kind   `json:"kind"`
 	Object  string `json:"object,omitempty"`
+	Site    string `json:"site,omitempty"`
+	Conn    string `json:"conn,omitempty"`
 	N       int    `json:"n"`
 }
 
@@ -40,6 +53,9 @@ func (k Key) String() string {
 	if k.Object != "" {
 		s += " " + k.Object
 	}
+	if k.Conn != "" {
+		s += " " + k.Conn
+	}
 	return s + fmt.Sprintf(" #%d", k.N)
 }
 
@@ -47,6 +63,8 @@ type keyBase struct {
 	process string
 	kind    Kind
 	object  string
+	site    string
+	conn    string
 }
 
 // Keyer numbers a run's ops as they are released.
@@ -56,17 +74,49 @@ type Keyer struct{ released map[keyBase]int }
 func NewKeyer() *Keyer { return &Keyer{released: map[keyBase]int{}} }
 
 func baseOf(o *Op) keyBase {
-	obj := o.IdentityObject()
-	if o.Kind == Advance {
-		obj = o.Syscall // the wait it runs to, not "time"
+	b := keyBase{process: o.Process(), kind: o.Kind, object: o.IdentityObject()}
+	switch {
+	case o.Kind == Advance:
+		b.object = o.Syscall // the wait it runs to, not "time"
+	case !o.Kind.IsFault():
+		b.site, b.conn = o.Site, connIdentity(o.Conn)
 	}
-	return keyBase{o.Process(), o.Kind, obj}
+	return b
+}
+
+// connIdentity is a connection as it is named across runs: its two ends
+// without the ephemeral port lockstep bound for the connecting side
+// (tracer's bindEphemeral counts them per node, so another order of one
+// node's connects gives another port to the same connection). The
+// listening side's port is the program's and stays:
+// "10.77.0.3:32770>10.77.0.2:7000" is "10.77.0.3>10.77.0.2:7000".
+func connIdentity(conn string) string {
+	src, dst, ok := strings.Cut(conn, ">")
+	if !ok {
+		return conn
+	}
+	return unephemeral(src) + ">" + unephemeral(dst)
+}
+
+// firstEphemeral is Linux's default first local port, where the tracer's
+// bindEphemeral starts.
+const firstEphemeral = 32768
+
+func unephemeral(hostPort string) string {
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return hostPort
+	}
+	if n, err := strconv.Atoi(port); err == nil && n >= firstEphemeral {
+		return host
+	}
+	return hostPort
 }
 
 // Key is o's key if it were released next.
 func (k *Keyer) Key(o *Op) Key {
 	b := baseOf(o)
-	return Key{Process: b.process, Kind: b.kind, Object: b.object, N: k.released[b]}
+	return Key{Process: b.process, Kind: b.kind, Object: b.object, Site: b.site, Conn: b.conn, N: k.released[b]}
 }
 
 // Released counts o as released and returns its key.
@@ -522,7 +572,7 @@ func (r *Replay) Extra(now time.Duration, choices []*Op) []*Op {
 		return nil
 	}
 	for _, o := range choices {
-		if same(o, &want) {
+		if same(o, &want) && sameDraw(o, &want) {
 			return nil
 		}
 	}

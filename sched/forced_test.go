@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -283,5 +284,169 @@ func TestFaultReplaysPerKind(t *testing.T) {
 		if got := len(y) == 1 && y[0].Kind == "quake"; got != remake {
 			t.Errorf("remake %v: Replay.Extra made %v", remake, y)
 		}
+	}
+}
+
+// TestReplayDeclines: a replay takes a fault offered alone in a lull only
+// when it is the trace's next decision; a step-triggered injection due
+// where the trace has a sleep is declined, so the clock moves as it did
+// in the recorded run.
+func TestReplayDeclines(t *testing.T) {
+	ops := testOps(2)
+	sleep := ops[1]
+	sleep.Kind, sleep.Syscall = Sleep, "nanosleep"
+	crash := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: crashKind, Object: "node:n1"}
+	other := crash
+	other.Node, other.Object = "n0", "node:n0"
+	pause := crash
+	pause.Kind = "pause"
+	tr := &Trace{Records: []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: sleep}, {Step: 3, Op: crash}}}
+	r := NewReplay(tr, nil, testFaults)
+	r.Reset(1, 0)
+	cases := []struct {
+		step     int // records already replayed
+		op       *Op
+		declines bool
+	}{
+		{0, &crash, true},  // the trace's next op is the send
+		{1, &crash, true},  // the sleep: the crash comes after it
+		{2, &crash, false}, // the trace's crash
+		{2, &pause, true},  // another kind
+		// Of the trace's kind: what it hits may be settled only when it
+		// is chosen (a probe's aim), and the replay takes the recorded one
+		// or makes it up.
+		{2, &other, false},
+		{3, &crash, true}, // past the trace: no fault of its own
+	}
+	replayed := 0
+	for _, c := range cases {
+		for ; replayed < c.step; replayed++ {
+			want := tr.Records[replayed].Op
+			if _, err := r.Next([]*Op{&want}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := r.Declines(c.op); got != c.declines {
+			t.Errorf("after %d records: Declines(%v) = %v, want %v", c.step, c.op, got, c.declines)
+		}
+	}
+}
+
+// connRecvs are a thread-per-connection server's recvs, one per client
+// connection, all on its one inbox from one call site; threads[i] is the
+// thread serving client i, port[i] the client's ephemeral port.
+func connRecvs(threads []int, ports []int) []Op {
+	ops := make([]Op, len(threads))
+	for i := range ops {
+		ops[i] = Op{ID: uint64(i + 1), Node: "n2", LPID: fmt.Sprintf("n2/0/t%d", threads[i]), Kind: Recv, Object: "inbox:n2/0",
+			Site: "srv+0x1d2", Syscall: "recvfrom", Conn: fmt.Sprintf("10.77.0.%d:%d>10.77.0.2:7000", 3+i, ports[i])}
+	}
+	return ops
+}
+
+// connOrder is the order of the clients whose recvs were released, by
+// their addresses.
+func connOrder(recs []Record) []string {
+	var out []string
+	for _, r := range recs {
+		c, _, _ := strings.Cut(r.Op.Conn, ":")
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestForcedConnIdentity: a server that serves each connection on a
+// thread of its own reads its connections in the order the trace did
+// when its decisions are forced, in runs whose threads serve other
+// connections (accepts in another order) and whose clients got other
+// ephemeral ports; the recvs are not named by their position on the
+// inbox, which is another connection's in such a run.
+func TestForcedConnIdentity(t *testing.T) {
+	trace := connRecvs([]int{1, 2, 3}, []int{32768, 32768, 32768})
+	_, recs, choices := simulateAll(t, &fixed{order: []uint64{3, 1, 2}}, trace)
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := connOrder(recs)
+	cases := []struct {
+		name    string
+		threads []int
+		ports   []int
+	}{
+		{"same threads", []int{1, 2, 3}, []int{32768, 32768, 32768}},
+		{"threads serve other connections", []int{3, 1, 2}, []int{32768, 32768, 32768}},
+		{"other ephemeral ports", []int{1, 2, 3}, []int{32770, 32769, 40000}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, got, _ := simulateAll(t, NewForced(ds, testFaults), connRecvs(c.threads, c.ports))
+			if g := connOrder(got); !slices.Equal(g, want) {
+				t.Errorf("forcing %v gave the connections in order %v, want the trace's %v", ds, g, want)
+			}
+		})
+	}
+}
+
+// TestKeyConn: an op's key names its connection without the connecting
+// side's ephemeral port, and tells two connections of one inbox apart.
+func TestKeyConn(t *testing.T) {
+	cases := []struct{ conn, want string }{
+		{"10.77.0.3:32770>10.77.0.2:7000", "10.77.0.3>10.77.0.2:7000"},
+		{"10.77.0.2:7000>10.77.0.3:41000", "10.77.0.2:7000>10.77.0.3"},
+		{"[fd00::3]:33000>[fd00::2]:7000", "fd00::3>[fd00::2]:7000"},
+		{"10.77.0.3:5000>10.77.0.2:7000", "10.77.0.3:5000>10.77.0.2:7000"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		if got := connIdentity(c.conn); got != c.want {
+			t.Errorf("connIdentity(%q) = %q, want %q", c.conn, got, c.want)
+		}
+	}
+	ops := connRecvs([]int{1, 1}, []int{32768, 32768})
+	k := NewKeyer()
+	if a, b := k.Key(&ops[0]), k.Key(&ops[1]); a == b {
+		t.Errorf("two connections' recvs have one key %v", a)
+	}
+}
+
+// TestReplayFaultDraws: a replay takes a fault with the draws its trace
+// recorded. A minimized trace holds faults explain's forced run made up
+// with the original trace's draws; the engine's own offer of that kind
+// may carry others (another outage), and a power cut's offer draws its
+// variant and pick afresh.
+func TestReplayFaultDraws(t *testing.T) {
+	rec := Op{ID: extraIDBase + 1, Node: "n1", LPID: "fault", Kind: crashKind, Object: "node:n1", Delay: 300}
+	power := Op{ID: 1<<52 + 2, Node: "n1", LPID: "fault", Kind: "power", Object: "node:n1", Delay: 200, Disk: "none", Pick: 7}
+	cases := []struct {
+		name  string
+		want  Op
+		offer Op
+		made  bool // Extra makes the recorded op up
+	}{
+		{"the engine offers the recorded crash", rec, func() Op { o := rec; o.ID = 1<<52 + 1; return o }(), false},
+		{"the engine's crash lasts otherwise", rec, func() Op { o := rec; o.ID = 1<<52 + 1; o.Delay = 90; return o }(), true},
+		{"the engine's power cut drew another variant", power, func() Op { o := power; o.Disk, o.Pick = "all", 3; return o }(), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := NewReplay(&Trace{Records: []Record{{Step: 1, Op: c.want}}}, nil, testFaults)
+			r.Reset(1, 0)
+			offer := c.offer
+			choices := []*Op{&offer}
+			extra := r.Extra(0, choices)
+			if (len(extra) > 0) != c.made {
+				t.Fatalf("Extra = %v, want made up %v", extra, c.made)
+			}
+			choices = append(choices, extra...)
+			i, err := r.Next(choices)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := choices[i]
+			if got.Delay != c.want.Delay || got.Disk != c.want.Disk || got.Pick != c.want.Pick {
+				t.Errorf("took %v (delay %d, %s pick %d), want the trace's delay %d, %s pick %d", got, got.Delay, got.Disk, got.Pick, c.want.Delay, c.want.Disk, c.want.Pick)
+			}
+		})
 	}
 }

@@ -342,6 +342,24 @@ func (r *Replay) Reset(seed int64, stepsHint int) {
 // accident: the thread, what it does, where from and on what.
 func same(a *Op, b *Op) bool { return Differs(a, b, false) == "" }
 
+// Declines says whether o, a fault the engine offers alone in a lull, is
+// of another kind than the trace's next decision (Decliner). Taken there,
+// an injection whose trigger came (a step-triggered crash of a minimized
+// trace, whose steps run otherwise than the draw's trial) would stand
+// where the trace has the sleep that the clock's next jump ends;
+// declined, the engine moves the clock instead, as the recorded run did.
+// A fault of the next decision's kind is kept whatever it carries: what
+// a fault settles only when it strikes or is aimed (a stall's syscall, a
+// probe's target) is not in the offer, and the replay takes the offer or
+// makes the recorded op up (Extra).
+func (r *Replay) Declines(o *Op) bool {
+	i := r.step
+	for i < len(r.records) && r.records[i].Auto {
+		i++
+	}
+	return i >= len(r.records) || r.records[i].Op.Kind != o.Kind || r.records[i].Op.LPID != o.LPID
+}
+
 // Ready reports whether the next recorded decision can be made among
 // enabled (or the records have run out): a replay that finds its op
 // missing may settle again before it calls the run diverged.
@@ -393,20 +411,40 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 	if d := ValuesDiffer(want, enabled[i]); d != "" {
 		return 0, fmt.Errorf("diverged at step %d: %s (expected %s, got %s)", r.step, d, want.String(), enabled[i].String())
 	}
+	if r.faults.of(want.Kind).KeepDraw {
+		// As Forced does: the engine's offer drew its variant and pick
+		// afresh, and the trace's are what the run did.
+		enabled[i].Disk, enabled[i].Pick = want.Disk, want.Pick
+	}
 	r.recalled = want
 	return i, nil
 }
 
-// find is the index of the enabled op that is the recorded one.
-func (r *Replay) find(want *Op, enabled []*Op) (int, error) {
-	for i, o := range enabled {
-		if o.ID == want.ID && same(o, want) {
-			return i, nil
-		}
+// sameDraw says whether an offered fault carries the recorded one's
+// draws: its node and its size (an outage's length, a pause's), as
+// Forced.matches compares them. A fault explain's forced run made up
+// (Forced.Extra) may stand in a trace beside the engine's own offer of
+// that kind with other draws: the replay must take the one recorded. A
+// probe-aimed fault's draws are the aim's (AimDiffers checks them).
+func sameDraw(o, want *Op) bool {
+	if !want.Kind.IsFault() || want.ProbeAimed() {
+		return true
 	}
-	for i, o := range enabled {
-		if same(o, want) {
-			return i, nil
+	return o.Node == want.Node && o.Delay == want.Delay
+}
+
+// find is the index of the enabled op that is the recorded one: by ID
+// first, then by identity, the recorded draws preferred.
+func (r *Replay) find(want *Op, enabled []*Op) (int, error) {
+	for _, match := range []func(o *Op) bool{
+		func(o *Op) bool { return o.ID == want.ID && same(o, want) && sameDraw(o, want) },
+		func(o *Op) bool { return same(o, want) && sameDraw(o, want) },
+		func(o *Op) bool { return same(o, want) },
+	} {
+		for i, o := range enabled {
+			if match(o) {
+				return i, nil
+			}
 		}
 	}
 	// The same op of the same process on another OS thread: Go and the JVM
