@@ -129,4 +129,3 @@ func BenchmarkEtcdExploreCost(b *testing.B) {
 	buildClient(b)
 	trialbench.Strategies(b, extest.LoadSpec(b, "spec.yaml"), 24, "pos", "explore")
 }
-
