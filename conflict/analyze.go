@@ -191,41 +191,61 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 		if needed[i] || op.Kind == sched.Deliver {
 			saved[i] = save(vc)
 		}
-		if op.Object == "" {
-			continue
-		}
 		w := !observes(op.Kind)
-		per := objs[op.Object]
-		if per == nil {
-			per = map[int]*lanes2{}
-			objs[op.Object] = per
-		}
-		for q, acc := range per {
-			if q == l {
-				continue // program order
+		for _, obj := range objects(op) {
+			per := objs[obj]
+			if per == nil {
+				per = map[int]*lanes2{}
+				objs[obj] = per
 			}
-			seen := vc[q]
-			if acc.w.markAfter(seen, a.Conflicting) {
-				a.Conflicting[i] = true
+			for q, acc := range per {
+				if q == l {
+					continue // program order
+				}
+				seen := vc[q]
+				if acc.w.markAfter(seen, a.Conflicting) {
+					a.Conflicting[i] = true
+				}
+				if w && acc.r.markAfter(seen, a.Conflicting) {
+					a.Conflicting[i] = true
+				}
 			}
-			if w && acc.r.markAfter(seen, a.Conflicting) {
-				a.Conflicting[i] = true
+			mine := per[l]
+			if mine == nil {
+				mine = &lanes2{}
+				per[l] = mine
 			}
+			list := &mine.r
+			if w {
+				list = &mine.w
+			}
+			list.idx = append(list.idx, vc[l])
+			list.rec = append(list.rec, i)
 		}
-		mine := per[l]
-		if mine == nil {
-			mine = &lanes2{}
-			per[l] = mine
-		}
-		list := &mine.r
-		if w {
-			list = &mine.w
-		}
-		list.idx = append(list.idx, vc[l])
-		list.rec = append(list.rec, i)
 	}
 	return a
 }
+
+// objects are what an op touches. A delivery changes both its receiver's
+// inbox, which the receiver's polls watch, and its connection, which is
+// all a recv on that connection reads: a recv of one connection does not
+// race with bytes arriving on another, and an inbox alone would say it
+// does.
+func objects(op *sched.Op) []string {
+	switch {
+	case op.Object == "":
+		return nil
+	case op.Conn == "":
+		return []string{op.Object}
+	case op.Kind == sched.Deliver:
+		return []string{op.Object, connObject(op.Conn)}
+	case op.Kind == sched.Recv:
+		return []string{connObject(op.Conn)}
+	}
+	return []string{op.Object}
+}
+
+func connObject(conn string) string { return "conn:" + conn }
 
 // Stats are one trial's prediction figures (Morpheus Table 4): how many
 // ops, how many in a real conflict, and how the "+" variant's predictions

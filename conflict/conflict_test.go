@@ -51,7 +51,8 @@ func TestAnalyze(t *testing.T) {
 	}{
 		{
 			// Two clients send to one server: the deliveries race for its
-			// inbox, and the second delivery races with the first recv.
+			// inbox; each recv reads its own connection, whose bytes came
+			// before it, so neither races with anything.
 			name: "two clients one server",
 			trial: newTrial().
 				op("ca", "a/0/t0", sched.Connect, "listen:s:1", "").
@@ -65,7 +66,7 @@ func TestAnalyze(t *testing.T) {
 				op("r1", "s/0/t0", sched.Recv, "inbox:s", "a>s", "da").
 				op("r2", "s/0/t0", sched.Recv, "inbox:s", "b>s", "db"),
 			// acc2 follows acc1 (program order), which follows ca.
-			want: []string{"ca", "cb", "acc1", "da", "db", "r1"},
+			want: []string{"ca", "cb", "acc1", "da", "db"},
 		},
 		{
 			name: "two independent pairs",
@@ -106,6 +107,19 @@ func TestAnalyze(t *testing.T) {
 				op("d1", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "s1").
 				op("d2", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "s2").
 				op("r1", "s/0/t0", sched.Recv, "inbox:s", "a>s", "d1", "d2"),
+		},
+		{
+			// A recv races with bytes arriving on its own connection,
+			// not with those of another.
+			name: "recv races on its connection",
+			trial: newTrial().
+				op("sa", "a/0/t0", sched.Send, "", "a>s").
+				op("sb", "b/0/t0", sched.Send, "", "b>s").
+				op("r1", "s/0/t0", sched.Recv, "inbox:s", "a>s").
+				op("da", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "sa").
+				op("db", "b/0/t0", sched.Deliver, "inbox:s", "b>s", "sb").
+				op("r2", "s/0/t0", sched.Recv, "inbox:s", "a>s", "da"),
+			want: []string{"r1", "da", "db"},
 		},
 		{
 			// Polls only observe: two threads polling one inbox do not
@@ -160,9 +174,48 @@ func TestSchemes(t *testing.T) {
 			t.Errorf("%s: key %q, want %q", tc.scheme, got, tc.key)
 		}
 	}
-	for _, bad := range []string{"stack", "pid+stack:0", "pid+stack:x", "pid+stack:17", "proc+stack:0", "thread+pc"} {
+	for _, bad := range []string{"stack", "pid+stack:0", "pid+stack:x", "pid+stack:17", "proc+stack:0", "thread+pc", "pc+msg+kind", "+msg"} {
 		if _, err := ParseScheme(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestSchemeKinds: "+kind" tells a send from the delivery of its bytes and
+// names the program's frame above a library site; "+msg" tells deliveries
+// of different shapes apart, but not two of one shape that carry other
+// values.
+func TestSchemeKinds(t *testing.T) {
+	send := sched.Signature{LPID: "n/0/t1", Site: "prog+0x10", Kind: sched.Send}
+	vote := sched.Signature{LPID: "n/0/t1", Site: "prog+0x10", Kind: sched.Deliver, Msg: "VOTE 3 n2\n", Bytes: 10}
+	vote2 := sched.Signature{LPID: "n/0/t2", Site: "prog+0x10", Kind: sched.Deliver, Msg: "VOTE 14 n3\n", Bytes: 11}
+	beat := sched.Signature{LPID: "n/0/t1", Site: "prog+0x10", Kind: sched.Deliver, Msg: "BEAT 7\n", Bytes: 7}
+	std := sched.Signature{LPID: "n/0/t1", Site: "prog+0x10", Kind: sched.Send, Caller: "prog::peer::gossip"}
+	for _, tc := range []struct {
+		scheme string
+		same   [][2]sched.Signature
+		differ [][2]sched.Signature
+	}{
+		{"proc+pc", [][2]sched.Signature{{send, vote}, {vote, beat}, {send, std}}, nil},
+		{"proc+pc+kind", [][2]sched.Signature{{vote, beat}, {vote, vote2}}, [][2]sched.Signature{{send, vote}, {send, std}}},
+		{"proc+pc+msg", [][2]sched.Signature{{vote, vote2}}, [][2]sched.Signature{{send, vote}, {vote, beat}, {send, std}}},
+	} {
+		s, err := ParseScheme(tc.scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.String() != tc.scheme {
+			t.Errorf("%s reads back as %s", tc.scheme, s)
+		}
+		for _, p := range tc.same {
+			if a, b := s.Key(p[0]), s.Key(p[1]); a != b {
+				t.Errorf("%s: keys %q and %q differ", tc.scheme, a, b)
+			}
+		}
+		for _, p := range tc.differ {
+			if a, b := s.Key(p[0]), s.Key(p[1]); a == b {
+				t.Errorf("%s: %v and %v share key %q", tc.scheme, p[0], p[1], a)
+			}
 		}
 	}
 }

@@ -16,8 +16,11 @@
 // is its own lane, so a sender and its message in flight are concurrent
 // with what the sender does next.
 //
-// Two ops conflict when they touch the same Object, neither happens
+// Two ops conflict when they touch the same object, neither happens
 // before the other, and at least one of them changes the object: polls
 // only observe, every other kind (deliver, recv, connect, accept, close)
-// changes what a later op on the object sees.
+// changes what a later op on the object sees. An op touches its Object,
+// except that a delivery also touches its connection and a recv touches
+// only its connection: a recv reads one connection's bytes, whatever
+// arrives on the others.
 package conflict

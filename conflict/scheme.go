@@ -2,9 +2,11 @@ package conflict
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -13,6 +15,8 @@ type Scheme struct {
 	pid    bool // include the logical process id
 	thread bool // with pid: also the thread ("n/0/t3", not "n/0")
 	frames int  // call-site frames used (1 = the return address only)
+	kind   bool // the op's kind: a send apart from the delivery of its bytes
+	msg    bool // with kind: a delivery's message shape (coverage.Shape)
 }
 
 // Schemes: "pc" and "pid+pc" are Morpheus's, whose logical processes
@@ -20,18 +24,47 @@ type Scheme struct {
 // goroutine's syscalls on whichever OS thread is free, and a JVM numbers
 // its threads in the order they race to be created, so "n/0/t3" names
 // another thread in the next trial and a history keyed by it learns
-// little. DefaultScheme, "proc+pc", keys by process and call site.
+// little. "proc+pc" keys by process and call site.
+//
+// A call site alone lumps together what lockstep's ops keep apart: a
+// send and the delivery of its bytes carry the same site, though only the
+// delivery touches an inbox, and a node whose every message leaves
+// through one helper has one site for heartbeats and votes alike. The
+// "+kind" suffix adds the op's kind (and, where the site is library code
+// compiled into the program, as Rust's std is, the program's own frame
+// above it) and "+msg" also a delivery's message shape, the same masking
+// of values that names message kinds for exploration (package coverage).
 var (
 	SchemePC       = Scheme{frames: 1}
 	SchemePIDPC    = Scheme{pid: true, thread: true, frames: 1}
 	SchemeProcPC   = Scheme{pid: true, frames: 1}
 	DefaultScheme  = SchemeProcPC
-	schemeSyntaxes = "pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K"
+	schemeSyntaxes = "pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K, each optionally followed by +kind or +msg"
 )
 
 // ParseScheme parses "pc", "proc+pc", "pid+pc", "proc+stack:K" or
-// "pid+stack:K" (K from 1 to 16); "" is the default.
+// "pid+stack:K" (K from 1 to 16), each optionally followed by "+kind" or
+// "+msg"; "" is the default.
 func ParseScheme(s string) (Scheme, error) {
+	base := s
+	var kind, msg bool
+	if b, ok := strings.CutSuffix(s, "+msg"); ok {
+		base, kind, msg = b, true, true
+	} else if b, ok := strings.CutSuffix(s, "+kind"); ok {
+		base, kind = b, true
+	}
+	if base == "" && s != "" {
+		return Scheme{}, fmt.Errorf("signature scheme %q: unknown (want %s)", s, schemeSyntaxes)
+	}
+	sc, err := parseBase(base)
+	if err != nil {
+		return Scheme{}, fmt.Errorf("signature scheme %q: %w", s, err)
+	}
+	sc.kind, sc.msg = sc.kind || kind, sc.msg || msg
+	return sc, nil
+}
+
+func parseBase(s string) (Scheme, error) {
 	switch s {
 	case "":
 		return DefaultScheme, nil
@@ -49,15 +82,29 @@ func ParseScheme(s string) (Scheme, error) {
 		if k, ok := strings.CutPrefix(s, p.prefix); ok {
 			n, err := strconv.Atoi(k)
 			if err != nil || n < 1 || n > 16 {
-				return Scheme{}, fmt.Errorf("signature scheme %q: K must be an integer from 1 to 16", s)
+				return Scheme{}, fmt.Errorf("K must be an integer from 1 to 16")
 			}
 			return Scheme{pid: true, thread: p.thread, frames: n}, nil
 		}
 	}
-	return Scheme{}, fmt.Errorf("unknown signature scheme %q (want %s)", s, schemeSyntaxes)
+	return Scheme{}, fmt.Errorf("unknown (want %s)", schemeSyntaxes)
 }
 
 func (s Scheme) String() string {
+	return s.baseString() + s.suffix()
+}
+
+func (s Scheme) suffix() string {
+	switch {
+	case s.msg:
+		return "+msg"
+	case s.kind:
+		return "+kind"
+	}
+	return ""
+}
+
+func (s Scheme) baseString() string {
 	who := "proc"
 	if s.thread {
 		who = "pid"
@@ -74,6 +121,14 @@ func (s Scheme) String() string {
 // Frames is how many call-site frames the tracer must collect.
 func (s Scheme) Frames() int { return max(s.frames, 1) }
 
+// WantsMsg reports whether the scheme's keys name a delivery's message, so
+// that the tracer must hand the scheme each delivery's first bytes.
+func (s Scheme) WantsMsg() bool { return s.msg }
+
+// MsgBytes is how many of a delivery's first bytes a "+msg" scheme looks
+// at: enough for the shape of a message's header and first fields.
+const MsgBytes = 256
+
 // Key is the history key of a signature under this scheme. Sites with
 // several frames are joined with ';' by the tracer; a scheme uses at most
 // its own number of them.
@@ -86,11 +141,36 @@ func (s Scheme) Key(sig sched.Signature) string {
 		}
 		site = strings.Join(parts, ";")
 	}
-	if !s.pid {
-		return site
+	key := site
+	switch {
+	case !s.pid:
+	case !s.thread:
+		key = sig.Process() + "@" + site
+	default:
+		key = sig.LPID + "@" + site
 	}
-	if !s.thread {
-		return sig.Process() + "@" + site
+	if s.kind {
+		if sig.Caller != "" {
+			key += " in " + sig.Caller
+		}
+		key += " " + sig.Kind.String()
 	}
-	return sig.LPID + "@" + site
+	if s.msg && sig.Kind == sched.Deliver && sig.Msg != "" {
+		key += " " + shapeKey(sig.Msg, sig.Bytes)
+	}
+	return key
+}
+
+// shapeKey names a message's shape in a key: a hash, so that keys stay
+// short, and the shape's first characters, so that a history file can be
+// read.
+func shapeKey(msg string, n int) string {
+	shape := coverage.Shape([]byte(msg), n)
+	h := fnv.New64a()
+	h.Write([]byte(shape))
+	head := shape
+	if len(head) > 16 {
+		head = head[:16]
+	}
+	return fmt.Sprintf("%016x%q", h.Sum64(), head)
 }

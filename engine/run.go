@@ -104,10 +104,11 @@ type campaign struct {
 
 	mu        sync.Mutex
 	cond      *sync.Cond
-	next      int                  // next position to hand out
-	pending   map[int]*TrialResult // finished, not yet counted
-	reported  int                  // positions [0, reported) are counted
-	plans     map[int]explore.Plan // by trial, until counted
+	next      int                        // next position to hand out
+	pending   map[int]*TrialResult       // finished, not yet counted
+	reported  int                        // positions [0, reported) are counted
+	plans     map[int]explore.Plan       // by trial, until counted
+	analyses  map[int]*conflict.Analysis // by trial, until counted ("+" strategies)
 	firstErr  error
 	stop      bool
 	stepsHint int
@@ -123,7 +124,7 @@ func newCampaign(sp *spec.Spec, opts RunOptions) (*campaign, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	c := &campaign{sp: sp, opts: opts, strategy: sp.Scheduler.Strategy, seed: sp.Scheduler.Seed, sh: opts.Shard,
-		pending: map[int]*TrialResult{}, plans: map[int]explore.Plan{}, frozenFor: -1}
+		pending: map[int]*TrialResult{}, plans: map[int]explore.Plan{}, analyses: map[int]*conflict.Analysis{}, frozenFor: -1}
 	c.cond = sync.NewCond(&c.mu)
 	trials := sp.Trials
 	if opts.Trials > 0 {
@@ -154,6 +155,9 @@ func newCampaign(sp *spec.Spec, opts RunOptions) (*campaign, error) {
 		return nil, err
 	}
 	c.sum = &Summary{Spec: sp, Strategy: c.strategy, Seed: c.seed, Planned: trials, ByKind: map[OutcomeKind]int{}, History: c.hist}
+	if c.hist != nil {
+		c.sum.Census = conflict.NewCensus()
+	}
 	if c.sharded {
 		c.sum.Shard = c.sh
 	}
@@ -265,6 +269,9 @@ func (c *campaign) startJobs(ctx context.Context) ([]*job, func(), error) {
 func (c *campaign) runAt(j *job, i int, l learned) (*TrialResult, error) {
 	tp := trialParams{index: i, seed: TrialSeed(c.seed, i), stepsHint: c.stepsHint, expect: c.expect,
 		traceAll: c.opts.TraceAll, keepTmp: c.opts.KeepTmp, scheme: c.scheme.String(), frames: c.scheme.Frames(), symptom: c.opts.Symptom}
+	if c.hist != nil && c.scheme.WantsMsg() {
+		tp.msgBytes = conflict.MsgBytes
+	}
 	plan, err := trialStrategy(c.sp, c.strategy, l, &tp)
 	if err != nil {
 		return nil, err
@@ -323,6 +330,7 @@ func (c *campaign) record(p int, r *TrialResult) {
 		c.hist.Update(a)
 		st := a.Stats()
 		r.Conflict = &st
+		c.analyses[r.Index] = a
 	}
 	if r.Outcome.Kind.IsFailure() && c.opts.StopOnFirst {
 		c.stop = true
@@ -354,6 +362,10 @@ func (c *campaign) count(r *TrialResult) {
 	c.sum.Add(r)
 	if r.Conflict != nil {
 		c.sum.Stats = append(c.sum.Stats, *r.Conflict)
+	}
+	if a := c.analyses[r.Index]; a != nil {
+		delete(c.analyses, r.Index)
+		c.sum.Census.Add(a)
 	}
 }
 

@@ -108,6 +108,9 @@ type trialParams struct {
 	immediate func() bool
 	scheme    string
 	frames    int
+	// msgBytes is how many of each delivery's first bytes the conflict
+	// scheme names messages by (Op.Msg; 0: it does not).
+	msgBytes int
 	// dir, when set, is the trial's directory instead of its place under
 	// the job's output directory (a --verify replay's).
 	dir string
@@ -300,7 +303,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		CPU:        j.cpu,
 		SiteFrames: p.frames,
 		Data:       sp.Trace.Data,
-		MatchBytes: matchBytes(sp),
+		MatchBytes: max(matchBytes(sp), p.msgBytes),
 		Logger:     j.log,
 		Zygote:     j.zygote,
 		Images:     j.images,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
@@ -166,6 +167,9 @@ func writeStats(w io.Writer, s *result.Summary) {
 		n := float64(len(s.Stats))
 		fmt.Fprintf(w, "  ops %.1f  conflicting %.1f  false negatives %.2f  false positives %.1f\n", ops/n, conf/n, fn/n, fp/n)
 	}
+	if s.Census != nil {
+		writeCensus(w, s.Census)
+	}
 	var ct result.ConntrackStats
 	for _, r := range s.Results {
 		ct.Recvs += r.Conntrack.Recvs
@@ -235,4 +239,49 @@ func writeUnique(w io.Writer, unique []string) {
 		more = fmt.Sprintf("; and %d more", n)
 	}
 	fmt.Fprintf(w, "  features no passing trial showed (%d): %s%s\n", len(unique), strings.Join(shown, "; "), more)
+}
+
+// censusTop is how many signatures --stats lists.
+const censusTop = 10
+
+// writeCensus prints what decides whether conflict analysis pays: how many
+// ops were released at once, how many share a signature with ops that
+// conflicted, how the history grew, and the signatures with the most ops.
+func writeCensus(w io.Writer, c *conflict.Census) {
+	trials := c.Trials()
+	if trials == 0 {
+		return
+	}
+	sigs := c.Signatures()
+	var ops, imm, fn int
+	for _, s := range sigs {
+		ops += s.Ops
+		imm += s.Immediate
+		fn += s.FalseNegatives
+	}
+	mixed, _ := c.Mixed()
+	n := float64(trials)
+	fmt.Fprintf(w, "  released at once %.1f of %.1f ops per trial (%s), of them conflicting %.2f; not conflicting but signed like ops that did %.1f\n",
+		float64(imm)/n, float64(ops)/n, percent(imm, ops), float64(fn)/n, float64(mixed)/n)
+	curve := c.Curve()
+	var marks []string
+	for _, t := range []int{1, 10, 100, 1000, 10000} {
+		if t <= len(curve) {
+			marks = append(marks, fmt.Sprintf("after %d trials %d (%d conflicted)", t, curve[t-1][0], curve[t-1][1]))
+		}
+	}
+	last := curve[len(curve)-1]
+	marks = append(marks, fmt.Sprintf("at the end %d (%d conflicted)", last[0], last[1]))
+	fmt.Fprintf(w, "  signatures: %s\n", strings.Join(marks, ", "))
+	fmt.Fprintf(w, "  the signatures with the most ops (ops per trial, conflicting, released at once):\n")
+	for _, s := range sigs[:min(len(sigs), censusTop)] {
+		fmt.Fprintf(w, "    %6.1f %4s %4s  %s\n", float64(s.Ops)/n, percent(s.Conflicting, s.Ops), percent(s.Immediate, s.Ops), s.Key)
+	}
+}
+
+func percent(a, b int) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(a)/float64(b))
 }

@@ -77,6 +77,10 @@ type Summary struct {
 	// History is the conflict history at the end ("+" strategies): what
 	// it was loaded with and what the trials taught it.
 	History *conflict.History
+	// Census is the campaign's ops by conflict signature ("+"
+	// strategies), for --stats: which signatures dominate and how often
+	// each conflicted.
+	Census *conflict.Census
 	// Symptom is how close the trials came to run --symptom's excerpt
 	// (nil without one).
 	Symptom *SymptomSummary

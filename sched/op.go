@@ -98,6 +98,19 @@ func (k Kind) IsFault() bool { return k != KindInvalid && !opKind(k) }
 type Signature struct {
 	LPID string `json:"lpid"`
 	Site string `json:"site"`
+	// Kind is the op's kind: a send and the delivery of its bytes share
+	// a call site, but only the delivery touches the receiver's inbox.
+	Kind Kind `json:"kind"`
+	// Msg is a delivery's first bytes (Op.Msg), from which a scheme may
+	// take the message's shape: one send helper sends every kind of
+	// message a node has, from one call site.
+	Msg string `json:"-"`
+	// Bytes is the delivery's whole length (Msg may be its first bytes).
+	Bytes int `json:"-"`
+	// Caller is the program's own frame when Site is library code
+	// compiled into it (Op.Caller): every Rust send may leave through one
+	// std frame.
+	Caller string `json:"-"`
 }
 
 func (s Signature) String() string { return s.LPID + "@" + s.Site }
@@ -172,8 +185,9 @@ type Op struct {
 	// op's identity.
 	Hit string `json:"hit,omitempty"`
 	// Msg is a deliver op's first bytes, for faults that hold one kind of
-	// message (faults.Pattern); only while the tracer is asked for them,
-	// and never written into traces.
+	// message (faults.Pattern) and for conflict signatures that name the
+	// message's shape; only while the tracer is asked for them, and never
+	// written into traces.
 	Msg string `json:"-"`
 }
 
@@ -205,7 +219,9 @@ func (o *Op) IdentityObject() string {
 }
 
 // Signature returns the op's signature under the given scheme.
-func (o *Op) Signature() Signature { return Signature{LPID: o.LPID, Site: o.Site} }
+func (o *Op) Signature() Signature {
+	return Signature{LPID: o.LPID, Site: o.Site, Kind: o.Kind, Msg: o.Msg, Bytes: o.Bytes, Caller: o.Caller}
+}
 
 func (o *Op) String() string {
 	s := fmt.Sprintf("#%d %s %s", o.ID, o.LPID, o.Kind)

@@ -236,6 +236,9 @@ type Plus struct {
 	pred      Predictor
 	mode      PlusMode
 	immediate bool
+	// may caches each offered op's prediction: an op is offered at many
+	// steps before it is released, and its signature does not change.
+	may map[uint64]bool
 }
 
 // NewPlus wraps inner. A nil predictor predicts that everything may
@@ -258,12 +261,24 @@ func (p *Plus) Name() string { return p.inner.Name() + "+" }
 func (p *Plus) Reset(seed int64, stepsHint int) {
 	p.inner.Reset(seed, stepsHint)
 	p.immediate = false
+	clear(p.may)
 }
 
 // mayConflict: an advance or fault op races by definition with every op
 // it holds or cuts off, so it is never released at once.
 func (p *Plus) mayConflict(o *Op) bool {
-	return p.pred == nil || o.Kind == Advance || o.Kind.IsFault() || p.pred.MayConflict(o.Signature())
+	if p.pred == nil || o.Kind == Advance || o.Kind.IsFault() {
+		return true
+	}
+	may, ok := p.may[o.ID]
+	if !ok {
+		if p.may == nil {
+			p.may = map[uint64]bool{}
+		}
+		may = p.pred.MayConflict(o.Signature())
+		p.may[o.ID] = may
+	}
+	return may
 }
 
 // LastImmediate reports whether the last Next released an op at once.

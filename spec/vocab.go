@@ -54,13 +54,19 @@ var stackRE = regexp.MustCompile(`^(pid|proc)\+stack:([1-9][0-9]?)$`)
 
 // checkScheme says why v is no signature scheme (scheduler.conflict.scheme).
 func checkScheme(v string) error {
-	switch v {
+	base := v
+	if b, ok := strings.CutSuffix(v, "+msg"); ok {
+		base = b
+	} else if b, ok := strings.CutSuffix(v, "+kind"); ok {
+		base = b
+	}
+	switch base {
 	case "pc", "pid+pc", "proc+pc":
 		return nil
 	}
-	m := stackRE.FindStringSubmatch(v)
+	m := stackRE.FindStringSubmatch(base)
 	if m == nil {
-		return fmt.Errorf("unknown scheme %q (want pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K)", v)
+		return fmt.Errorf("unknown scheme %q (want pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K, each optionally followed by +kind or +msg)", v)
 	}
 	if k, _ := strconv.Atoi(m[2]); k > maxStackFrames {
 		return fmt.Errorf("signature scheme %q: K must be an integer from 1 to %d", v, maxStackFrames)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/coverage"
+	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/netns"
@@ -182,6 +183,7 @@ func runCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "trials", Aliases: []string{"n"}, Usage: "number of trials (default: the spec's)"},
 			&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "random, pct, pos or pos*, with an optional +, or explore (default: the spec's)"},
+			&cli.StringFlag{Name: "scheme", Usage: "conflict signature scheme of + strategies, e.g. proc+pc+kind (default: the spec's scheduler.conflict.scheme)"},
 			&cli.Int64Flag{Name: "seed", Usage: "campaign seed (default: the spec's)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "trials run in parallel, each in its own network"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: lockstep-out/NAME, replaced by each run); one holding a previous run is refused"},
@@ -213,6 +215,12 @@ func runCmd() *cli.Command {
 			}
 			if n := c.Int("trials"); n < 0 || n > spec.MaxTrials || c.Int("jobs") < 1 {
 				return badInput(fmt.Errorf("run: --trials must be between 0 and %d and --jobs at least 1", spec.MaxTrials))
+			}
+			if c.IsSet("scheme") {
+				if _, err := conflict.ParseScheme(c.String("scheme")); err != nil {
+					return badInput(fmt.Errorf("run: --scheme: %w", err))
+				}
+				sp.Scheduler.Conflict.Scheme = c.String("scheme")
 			}
 			out, err := absPath(c.String("out"))
 			if err != nil {
