@@ -124,6 +124,9 @@ type process struct {
 	// fatal is the signal lockstep killed it for (see initSignal).
 	nsInit bool
 	fatal  syscall.Signal
+	// nspid is the process's pid in its own PID namespace, 0 until read
+	// (ownPid, proc_stat.go).
+	nspid int
 	// rand answers the process's getrandom and /dev/urandom reads: a
 	// stream per process, since processes of one node that start together
 	// would otherwise take turns on one stream in an order real time sets.

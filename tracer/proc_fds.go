@@ -35,7 +35,8 @@ func (p *process) fdOf(fd int) *fdInfo {
 	case strings.HasPrefix(target, "/proc/"):
 		fi.kind = fdFile
 		if statm, ok := p.procStatOf(target); ok {
-			fi.kind, fi.stat = fdProcStat, &procStat{path: target, statm: statm}
+			src := "/proc/" + strconv.Itoa(p.pid) + "/fd/" + strconv.Itoa(fd)
+			fi.kind, fi.stat = fdProcStat, &procStat{src: src, statm: statm}
 		}
 	default:
 		fi.kind = fdFile

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -27,22 +28,49 @@ const statRSSPages = 4096
 // /proc/thread-self resolve to these).
 var procStatPath = regexp.MustCompile(`^/proc/([0-9]+)/(?:task/[0-9]+/)?(stat|statm)$`)
 
-// procStatOf says whether target is one of p's own stat files.
+// procStatOf says whether target, the link target of the process's fd,
+// is one of p's own stat files. The target names the file as the process
+// sees it: a node in a PID namespace of its own has its own /proc, and
+// /proc/self/stat is /proc/1/stat there, not /proc/PID/stat with the pid
+// the tracer knows it by.
 func (p *process) procStatOf(target string) (statm, ok bool) {
 	m := procStatPath.FindStringSubmatch(target)
-	if m == nil || m[1] != strconv.Itoa(p.pid) {
+	if m == nil || m[1] != strconv.Itoa(p.ownPid()) {
 		return false, false
 	}
 	return m[2] == "statm", true
 }
 
-// procStat is the state of a read of an fdProcStat fd: the path and the
-// text served, taken from the real file at the read at offset 0, and the
-// offset, so that consecutive reads and the end of file behave as a
-// file's. (The tracee's lseek is not seen: a program that seeks back
-// instead of reopening reads the end of file.)
+// ownPid is the process's pid in its own PID namespace, the one it reads
+// from getpid and finds its /proc files by: the last of the NSpid line of
+// its status file (the pid itself outside a namespace, or when that line
+// cannot be read). It is read once: a process keeps its pid.
+func (p *process) ownPid() int {
+	if p.nspid == 0 {
+		p.nspid = p.pid
+		if s, err := statusField(p.pid, "NSpid"); err == nil {
+			if f := strings.Fields(s); len(f) > 0 {
+				if n, err := strconv.Atoi(f[len(f)-1]); err == nil && n > 0 {
+					p.nspid = n
+				}
+			}
+		}
+	}
+	return p.nspid
+}
+
+// procStat is the state of a read of an fdProcStat fd: where the tracer
+// reads the file, the text served, taken from the real file at the read at
+// offset 0, and the offset, so that consecutive reads and the end of file
+// behave as a file's. (The tracee's lseek is not seen: a program that
+// seeks back instead of reopening reads the end of file.)
+//
+// The file is read through the fd's own link, /proc/PID/fd/N, which
+// opens the very file the process has open: its link target is named in
+// the process's /proc, and the same name in the tracer's /proc is another
+// process's file (/proc/1/stat is the host's init).
 type procStat struct {
-	path  string
+	src   string
 	statm bool
 	text  []byte
 	off   int
@@ -52,7 +80,7 @@ type procStat struct {
 // real text with the resident set size replaced (rewriteRSS).
 func (th *thread) fakeProcStat(ps *procStat, buf, count uint64) {
 	if ps.off == 0 {
-		b, err := os.ReadFile(ps.path)
+		b, err := os.ReadFile(ps.src)
 		if err != nil {
 			th.fake(-int64(unix.EIO))
 			return

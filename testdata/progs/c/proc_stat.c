@@ -54,11 +54,24 @@ static void touch(size_t n)
 		b[i] = 1;
 }
 
+/* stat_comm copies a stat line's command name (field 2, without its
+ * parentheses) into comm. */
+static void stat_comm(const char *s, char *comm, size_t size)
+{
+	const char *a = strchr(s, '('), *b = strrchr(s, ')');
+	if (!a || !b || b < a)
+		die("stat: no command name");
+	size_t n = (size_t)(b - a - 1) < size - 1 ? (size_t)(b - a - 1) : size - 1;
+	memcpy(comm, a + 1, n);
+	comm[n] = 0;
+}
+
 int main(void)
 {
-	char s[4096];
+	char s[4096], comm[64];
 	slurp("/proc/self/stat", s, sizeof s);
 	long pid = stat_field(s, 1), rss1 = stat_field(s, 24);
+	stat_comm(s, comm, sizeof comm);
 	touch(8 << 20);
 	touch(72 << 20);
 	slurp("/proc/self/stat", s, sizeof s);
@@ -69,7 +82,7 @@ int main(void)
 		die("statm");
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	printf("pid=%ld getpid=%ld rss1=%ld rss2=%ld statm_resident=%ld statm_shared=%ld maxrss_pages=%ld\n",
-	       pid, (long)getpid(), rss1, rss2, resident, shared, ru.ru_maxrss * 1024 / sysconf(_SC_PAGESIZE));
+	printf("pid=%ld getpid=%ld rss1=%ld rss2=%ld statm_resident=%ld statm_shared=%ld maxrss_pages=%ld comm=%s\n",
+	       pid, (long)getpid(), rss1, rss2, resident, shared, ru.ru_maxrss * 1024 / sysconf(_SC_PAGESIZE), comm);
 	return 0;
 }
