@@ -199,6 +199,15 @@ func TestPlusReleasesPredictedSafeAtOnce(t *testing.T) {
 	if s.Name() != "pos+" {
 		t.Fatal(s.Name())
 	}
+	// A fault or a delay on offer races with every op: then nothing goes
+	// through the fast path, and the inner strategy decides.
+	for _, other := range []*Op{{ID: 9, LPID: "fault", Kind: "crash", Object: "node:x"}, {ID: 10, LPID: "A", Kind: Advance}} {
+		s.Reset(1, 0)
+		s.Next([]*Op{{ID: 2, LPID: "B", Site: "b"}, other})
+		if s.(*Plus).LastImmediate() {
+			t.Errorf("op released at once beside %v", other)
+		}
+	}
 }
 
 func TestReplay(t *testing.T) {
