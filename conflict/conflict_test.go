@@ -156,12 +156,13 @@ func keys(m map[string]bool) []string {
 }
 
 func TestSchemes(t *testing.T) {
-	sig := sched.Signature{LPID: "n/0/t1", Site: "prog+0x10;prog+0x20;prog+0x30"}
+	sig := sched.Signature{LPID: "n/0/t1", Site: "prog+0x10;prog+0x20;prog+0x30", Kind: sched.Send}
 	for _, tc := range []struct{ scheme, key string }{
 		{"pc", "prog+0x10"},
 		{"pid+pc", "n/0/t1@prog+0x10"},
 		{"proc+pc", "n/0@prog+0x10"},
-		{"", "n/0@prog+0x10"},
+		{"", "n/0@prog+0x10 send"},
+		{"proc+stack:2+kind", "n/0@prog+0x10;prog+0x20 send"},
 		{"pid+stack:2", "n/0/t1@prog+0x10;prog+0x20"},
 		{"pid+stack:8", "n/0/t1@prog+0x10;prog+0x20;prog+0x30"},
 		{"proc+stack:2", "n/0@prog+0x10;prog+0x20"},
@@ -234,12 +235,15 @@ func TestHistoryPredictsAndRoundTrips(t *testing.T) {
 		t.Fatal("unseen signature predicted not to conflict")
 	}
 	h.Update(Analyze(tr.recs, DefaultScheme))
-	// Sends and deliveries share a site, so with pid+pc the send's
-	// signature is the delivery's: both conflicted.
+	// Sends and deliveries share a site, but the default scheme keys them
+	// apart: only the deliveries conflicted.
 	if !h.MayConflict(sig("d1")) {
 		t.Fatal("conflicting signature predicted safe")
 	}
-	other := sched.Signature{LPID: "c/0/t0", Site: "prog+0xff"}
+	if h.MayConflict(sig("s1")) {
+		t.Fatal("a send predicted to conflict like the delivery of its bytes")
+	}
+	other := sched.Signature{LPID: "c/0/t0", Site: "prog+0xff", Kind: sched.Send}
 	quiet := newTrial().op("q", "c/0/t0", sched.Send, "", "c>s")
 	quiet.recs[0].Op.Site = other.Site
 	h.Update(Analyze(quiet.recs, DefaultScheme))
