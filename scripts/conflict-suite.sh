@@ -8,7 +8,7 @@
 # OUT/rows.tsv and OUT/table.md (scripts/conflict-table.py).
 #   TRIALS=300 SEEDS="1 2 3" PAR=2 OUT=bench-out/conflict
 #   BUGS="gproc-1 gproc-3 locks-1 locks-2 ms-1 ra-1 mnesia-2"
-#   CELLS="pos pos+:proc+pc pos+:proc+pc+msg"
+#   CELLS="pos pos+:proc+pc pos+:proc+pc+msg"  BUGDIR=testdata/bugs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trials=${TRIALS:-300}
@@ -18,6 +18,7 @@ cells=${CELLS:-pos pos+:proc+pc pos+:proc+pc+msg}
 par=${PAR:-2}
 out=${OUT:-bench-out/conflict}
 bin=${LOCKSTEP:-./bin/lockstep}
+bugdir=${BUGDIR:-testdata/bugs}
 mkdir -p "$out/logs"
 rows="$out/rows.tsv"
 one() {
@@ -35,13 +36,13 @@ one() {
     # A history learned by an earlier campaign of WARM trials (another
     # seed), as a CI run would load its predecessor's.
     "$bin" run -q --verify=false -n "${WARM:-$trials}" --seed "$((seed + 1000))" -s "$st" ${scheme:+--scheme "$scheme"} \
-      --history "$out/runs/$name.history" --replace -o "$out/runs/$name-warm" "testdata/bugs/$bug/spec.yaml" >"$log.warm" 2>&1 || true
+      --history "$out/runs/$name.history" --replace -o "$out/runs/$name-warm" "$bugdir/$bug/spec.yaml" >"$log.warm" 2>&1 || true
     hist=(--history "$out/runs/$name.history")
   fi
   local start end
   start=$(date +%s.%N)
   "$bin" run -q --stats --verify=false -n "$trials" --seed "$seed" -s "$st" ${scheme:+--scheme "$scheme"} "${hist[@]}" \
-    --replace -o "$out/runs/$name" "testdata/bugs/$bug/spec.yaml" >"$log" 2>&1 || true
+    --replace -o "$out/runs/$name" "$bugdir/$bug/spec.yaml" >"$log" 2>&1 || true
   end=$(date +%s.%N)
   rm -rf "$out/runs/$name" "$out/runs/$name-warm" "$out/runs/$name.history"
   local failures first imm
@@ -52,7 +53,7 @@ one() {
     "$(echo "$end - $start" | bc)" "${imm:--}"
 }
 export -f one
-export out bin trials WARM
+export out bin trials WARM bugdir
 for bug in $bugs; do for seed in $seeds; do for cell in $cells; do
   printf '%s %s %s\n' "$bug" "$cell" "$seed"
 done; done; done | xargs -P "$par" -L 1 bash -c 'one "$@"' _ >>"$rows"
