@@ -18,7 +18,7 @@ type Analysis struct {
 // lane is a thread of happens-before: an LPID, or a connection's
 // deliveries.
 func lane(op *sched.Op) string {
-	if op.Kind == sched.Deliver {
+	if op.Kind == sched.Deliver || finOf(op) {
 		return "deliver:" + op.Conn
 	}
 	if op.Kind.IsFault() {
@@ -155,6 +155,8 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 		return s
 	}
 	lastDeliver := map[string]int{}
+	inboxOf := connInboxes(records)
+	lastFin := map[string]int{}
 	// per object, per lane: writes and observations in lane order
 	type lanes2 struct{ w, r accesses }
 	objs := map[string]map[int]*lanes2{}
@@ -178,6 +180,20 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 				}
 			}
 		}
+		if finOf(op) {
+			// The FIN goes in the connection's lane, after its bytes; what
+			// the closer did before comes before it.
+			if k, ok := lanes[op.LPID]; ok {
+				join(cur[k])
+			}
+			lastFin[op.Conn] = i
+		}
+		if op.Kind == sched.Recv && r.Result == 0 && op.Conn != "" {
+			// A recv that read the end of the connection read its FIN.
+			if j, ok := lastFin[op.Conn]; ok {
+				join(saved[j])
+			}
+		}
 		if op.Kind == sched.Deliver {
 			// Causes name the send; FIFO per connection is the lane.
 			if j, ok := lastDeliver[op.Conn]; ok {
@@ -188,11 +204,11 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 			lastDeliver[op.Conn] = i
 		}
 		vc[l]++
-		if needed[i] || op.Kind == sched.Deliver {
+		if needed[i] || op.Kind == sched.Deliver || finOf(op) {
 			saved[i] = save(vc)
 		}
 		w := !observes(op.Kind)
-		for _, obj := range objects(op) {
+		for _, obj := range objects(r, inboxOf) {
 			per := objs[obj]
 			if per == nil {
 				per = map[int]*lanes2{}
@@ -231,7 +247,20 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 // all a recv on that connection reads: a recv of one connection does not
 // race with bytes arriving on another, and an inbox alone would say it
 // does.
-func objects(op *sched.Op) []string {
+//
+// A close or a shutdown of a connection sends its FIN: the peer's polls
+// see it, as they would a delivery, and a recv that reads the end of the
+// connection (none of its bytes) reads it. Its op names no inbox (closing
+// is the closer's own act), so it gets the inbox the connection's
+// deliveries went to.
+func objects(r *sched.Record, inboxOf map[string]string) []string {
+	op := &r.Op
+	if finOf(op) {
+		if in := inboxOf[op.Conn]; in != "" {
+			return []string{in, finObject(op.Conn)}
+		}
+		return []string{finObject(op.Conn)}
+	}
 	switch {
 	case op.Object == "":
 		return nil
@@ -239,10 +268,33 @@ func objects(op *sched.Op) []string {
 		return []string{op.Object}
 	case op.Kind == sched.Deliver:
 		return []string{op.Object, connObject(op.Conn)}
+	case op.Kind == sched.Recv && r.Result == 0:
+		return []string{connObject(op.Conn), finObject(op.Conn)}
 	case op.Kind == sched.Recv:
 		return []string{connObject(op.Conn)}
 	}
 	return []string{op.Object}
+}
+
+func finObject(conn string) string { return "fin:" + conn }
+
+// finOf reports whether op closes or shuts down a connection, sending its
+// FIN down the connection after the bytes queued on it.
+func finOf(op *sched.Op) bool {
+	return (op.Kind == sched.Close || op.Kind == sched.Shutdown) && op.Object == "" && op.Conn != ""
+}
+
+// connInboxes maps each connection direction to the inbox its deliveries
+// went to.
+func connInboxes(records []sched.Record) map[string]string {
+	m := map[string]string{}
+	for i := range records {
+		op := &records[i].Op
+		if op.Kind == sched.Deliver && op.Conn != "" && op.Object != "" {
+			m[op.Conn] = op.Object
+		}
+	}
+	return m
 }
 
 func connObject(conn string) string { return "conn:" + conn }

@@ -33,6 +33,12 @@ func (t *trial) op(name, lpid string, kind sched.Kind, object, conn string, caus
 	return t
 }
 
+// result sets the last op's return value (a recv's bytes).
+func (t *trial) result(n int64) *trial {
+	t.recs[len(t.recs)-1].Result = n
+	return t
+}
+
 func (t *trial) conflicting(a *Analysis) map[string]bool {
 	out := map[string]bool{}
 	for name, id := range t.ids {
@@ -120,6 +126,21 @@ func TestAnalyze(t *testing.T) {
 				op("db", "b/0/t0", sched.Deliver, "inbox:s", "b>s", "sb").
 				op("r2", "s/0/t0", sched.Recv, "inbox:s", "a>s", "da"),
 			want: []string{"r1", "da", "db"},
+		},
+		{
+			// A close sends a FIN: it races with the peer's poll, not with
+			// the recv that read the bytes before it, nor with the recv
+			// that read the end it made.
+			name: "close is a message",
+			trial: newTrial().
+				op("s1", "a/0/t0", sched.Send, "", "a>s").
+				op("d1", "a/0/t0", sched.Deliver, "inbox:s", "a>s", "s1").
+				op("r1", "s/0/t0", sched.Recv, "inbox:s", "a>s", "d1").
+				result(5).
+				op("c1", "a/0/t0", sched.Close, "", "a>s").
+				op("p1", "s/0/t0", sched.Poll, "inbox:s", "").
+				op("r2", "s/0/t0", sched.Recv, "inbox:s", "a>s"),
+			want: []string{"c1", "p1"},
 		},
 		{
 			// Polls only observe: two threads polling one inbox do not

@@ -22,5 +22,7 @@
 // changes what a later op on the object sees. An op touches its Object,
 // except that a delivery also touches its connection and a recv touches
 // only its connection: a recv reads one connection's bytes, whatever
-// arrives on the others.
+// arrives on the others. A close or shutdown sends a FIN: it touches the
+// inbox its connection's deliveries went to, and comes after them in the
+// connection's lane; a recv that read the connection's end read it.
 package conflict

@@ -24,15 +24,16 @@ func TestConflictsOnRealPrograms(t *testing.T) {
 	}{
 		// The two deliveries race for the server's inbox; so do the two
 		// connects for its listener, with its accept, and the server's poll
-		// observes both. Its recvs do not race: each reads one
-		// connection, after that connection's bytes arrived.
-		{"fanin.yaml", []string{"a:connect", "a:deliver", "b:connect", "b:deliver", "server:accept", "server:poll"}},
+		// observes both, and both clients' FINs. Its recvs do not race:
+		// each reads one connection, after that connection's bytes (or
+		// its end) arrived.
+		{"fanin.yaml", []string{"a:close", "a:connect", "a:deliver", "b:close", "b:connect", "b:deliver", "server:accept", "server:poll"}},
 		{"pairs.yaml", nil},
 		// a's delivery happens before b's through the chain: the sends never
 		// conflict. c's first poll, made before anything reached it, does
-		// observe its inbox concurrently with b's delivery (a poll's result
-		// depends on it), which is all that is left.
-		{"relay.yaml", []string{"b:deliver", "c:poll"}},
+		// observe its inbox concurrently with b's delivery and b's FIN (a
+		// poll's result depends on them), which is all that is left.
+		{"relay.yaml", []string{"b:close", "b:deliver", "c:poll"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec, func(t *testing.T) {
