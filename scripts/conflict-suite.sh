@@ -45,11 +45,13 @@ one() {
     --replace -o "$out/runs/$name" "$bugdir/$bug/spec.yaml" >"$log" 2>&1 || true
   end=$(date +%s.%N)
   rm -rf "$out/runs/$name" "$out/runs/$name-warm" "$out/runs/$name.history"
-  local failures first imm
+  local failures first imm ran
   failures=$(sed -n 's/^failures: \([0-9]*\).*/\1/p' "$log")
+  # The trials that ran: fewer than asked when the campaign was stopped.
+  ran=$(sed -n 's/^spec .*: \([0-9]*\) trials in .*/\1/p' "$log")
   first=$(sed -n 's/^first failure: trial \([0-9]*\):.*/\1/p' "$log")
   imm=$(sed -n 's/^  released at once \([0-9.]*\) of \([0-9.]*\) ops.*/\1\/\2/p' "$log")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\n' "$bug" "$cell" "$seed" "$trials" "${failures:-0}" "${first:--}" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\n' "$bug" "$cell" "$seed" "${ran:-0}" "${failures:-0}" "${first:--}" \
     "$(echo "$end - $start" | bc)" "${imm:--}"
 }
 export -f one
