@@ -18,7 +18,7 @@ for ((i = 0; i < n; i++)); do
   "$bin" primary $pp 127.0.0.1:$bp $fixed >/dev/null 2>&1 &
   pp_=$!
   ok=1
-  timeout 5 "$bin" client 127.0.0.1:$pp 127.0.0.1:$bp 3 >/dev/null 2>/tmp/backup1-native.err || {
+  timeout 5 "$bin" client 127.0.0.1:$pp 127.0.0.1:$bp 2 >/dev/null 2>/tmp/backup1-native.err || {
     ok=0
     echo "run $i: $(cat /tmp/backup1-native.err)" >&2
   }
