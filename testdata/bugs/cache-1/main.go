@@ -1,37 +1,43 @@
-// cache-1: a look-aside cache fills a key with a value it fetched before
-// the key's invalidation, after the invalidation: the stale value stays.
+// cache-1: an application server caches what it reads from its database in
+// a memcached-like cache, and sets the cache without waiting for the set's
+// answer (memcached's noreply). A later write's delete can reach the cache
+// before that set: the old value is then cached for good.
 //
-//	cache1 store PORT N            a versioned key-value store, k1..kN = old
-//	cache1 cache PORT STORE [--fixed]
-//	cache1 writer STORE N READER   writes kN..k1 = new, then tells the reader
-//	cache1 reader CACHE N PORT     reads k1..kN through the cache, twice
+//	cache1 db PORT N                   a versioned key-value store, k1..kN = v0
+//	cache1 mc PORT [--fixed]           the cache server
+//	cache1 app PORT DB MC              the application server
+//	cache1 client APP FIRST N          reads, updates and rereads kFIRST.. (N keys)
 //
-// The store numbers its writes (revisions). A cache subscribes to it (SUB)
-// and a write is acknowledged to its writer only once every subscriber has
-// acknowledged its INVAL k rev: after OK, no cache holds the old value. The
-// cache answers GET k from its map or, on a miss, fetches k from the store
-// in a goroutine of its own over a pool of store connections and fills the
-// map with the answer (VAL k v rev). The fetch and the invalidation come on
-// two connections and are read by two goroutines. If the store answers a
-// fetch, then takes a write of the same key, and the cache applies that
-// write's INVAL before the fetch's answer, the fill puts the old value back
-// after the invalidation and nothing ever removes it: Facebook's "stale
-// set" of memcache (NSDI 2013), which leases fix. The reader reads every
-// key through the cache while the writer writes, waits for the writer's
-// DONE and reads every key again: an old value then is a stale cache, exit 1.
+// The app serves GET k from the cache or, on a miss, from the database,
+// and then sets the cache (SET k v rev noreply) before it answers; PUT k v
+// writes the database, then deletes k from the cache (DEL k rev), then
+// answers OK. It talks to the database and the cache over pools of two
+// connections, one request at a time on each, so a set and a later delete
+// travel on two connections. A client, for each of its keys: GET (v0), PUT
+// v1, GET again, which must be v1, its own acknowledged write. If the set of
+// the first GET's v0 reaches the cache after the PUT's delete, the cache
+// answers v0 from then on and the client exits 1: a cache-aside "stale set",
+// here with the reader and the writer the same client.
 //
-// --fixed (cache): the cache remembers, per key, the highest revision it
-// was told to invalidate, and does not fill a value older than that.
+// The app and the database are Go's usual shape, a goroutine per
+// connection (the two clients' in the app, the pools' in the database), on
+// however many threads the runtime likes; the cache is one event loop.
+//
+// --fixed (mc): versioned sets, as memcache leases make them. Values carry
+// the database's revision; a DEL k rev leaves a tombstone at rev, and a
+// SET k v rev older than the tombstone is not stored.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -51,15 +57,7 @@ func dial(addr string) net.Conn {
 	return nil
 }
 
-func listen(port string) net.Listener {
-	l, err := net.Listen("tcp4", ":"+port)
-	if err != nil {
-		fail(2, "%v", err)
-	}
-	return l
-}
-
-// conn is one connection read and written a line at a time.
+// conn is one connection, read and written a line at a time.
 type conn struct {
 	c net.Conn
 	r *bufio.Reader
@@ -67,302 +65,280 @@ type conn struct {
 
 func newConn(c net.Conn) *conn { return &conn{c: c, r: bufio.NewReader(c)} }
 
-func (c *conn) send(format string, a ...any) error {
-	_, err := fmt.Fprintf(c.c, format+"\n", a...)
-	return err
+func (c *conn) send(format string, a ...any) {
+	if _, err := fmt.Fprintf(c.c, format+"\n", a...); err != nil {
+		fail(2, "write: %v", err)
+	}
 }
 
-func (c *conn) line() (string, error) {
+// call sends one request and returns its one-line answer.
+func (c *conn) call(format string, a ...any) string {
+	c.send(format, a...)
 	s, err := c.r.ReadString('\n')
-	return strings.TrimSpace(s), err
+	if err != nil {
+		fail(2, "read: %v", err)
+	}
+	return strings.TrimSpace(s)
 }
 
-// serve accepts connections forever, each served by a goroutine of its own.
-func serve(l net.Listener, each func(*conn)) {
+// serve accepts connections forever and answers each line of each with
+// handle ("" is no answer), a goroutine per connection.
+func serve(port, who string, handle func(f []string) string) {
+	l, err := net.Listen("tcp4", ":"+port)
+	if err != nil {
+		fail(2, "%v", err)
+	}
+	fmt.Printf("%s: listening on %s\n", who, port)
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			fail(2, "accept: %v", err)
 		}
-		go each(newConn(c))
+		go func(c *conn) {
+			for {
+				req, err := c.r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				req = strings.TrimSpace(req)
+				ans := handle(strings.Fields(req))
+				fmt.Printf("%s: %s -> %s\n", who, req, ans)
+				if ans == "" { // noreply
+					continue
+				}
+				if _, err := fmt.Fprintf(c.c, "%s\n", ans); err != nil {
+					return
+				}
+			}
+		}(newConn(c))
 	}
 }
 
-// store
-
+// entry is a value and the revision of the write that made it.
 type entry struct {
 	val string
 	rev int
 }
 
-// subscriber is a cache's SUB connection: a goroutine writes the INVALs
-// queued on out, another reads the ACKs and wakes the writes waiting.
-type subscriber struct {
-	out     chan string
-	mu      sync.Mutex
-	waiting map[int]chan struct{}
-}
-
-type store struct {
-	mu   sync.Mutex
-	rev  int
-	vals map[string]entry
-	subs []*subscriber
-}
-
-func (s *store) handle(c *conn) {
-	for {
-		req, err := c.line()
-		if err != nil {
-			return
-		}
-		fmt.Printf("store: %s\n", req)
-		f := strings.Fields(req)
+// db: GET k → VAL v rev | NONE; PUT k v → OK rev.
+func runDB(port string, n int) {
+	var mu sync.Mutex
+	rev := 0
+	vals := map[string]entry{}
+	for i := 1; i <= n; i++ {
+		rev++
+		vals[fmt.Sprintf("k%d", i)] = entry{"v0", rev}
+	}
+	serve(port, "db", func(f []string) string {
+		mu.Lock()
+		defer mu.Unlock()
 		switch {
 		case len(f) == 2 && f[0] == "GET":
-			s.mu.Lock()
-			e, ok := s.vals[f[1]]
-			s.mu.Unlock()
-			if !ok {
-				e = entry{"-", 0}
+			if e, ok := vals[f[1]]; ok {
+				return fmt.Sprintf("VAL %s %d", e.val, e.rev)
 			}
-			c.send("VAL %s %s %d", f[1], e.val, e.rev)
+			return "NONE"
 		case len(f) == 3 && f[0] == "PUT":
-			rev := s.put(f[1], f[2])
-			c.send("OK %d", rev)
-		case len(f) == 1 && f[0] == "SUB":
-			s.subscribe(c)
-			return
-		default:
-			c.send("ERR %s", req)
+			rev++
+			vals[f[1]] = entry{f[2], rev}
+			return fmt.Sprintf("OK %d", rev)
 		}
-	}
+		return "ERROR"
+	})
 }
 
-// put applies a write and returns once every subscriber acknowledged its
-// invalidation.
-func (s *store) put(k, v string) int {
-	s.mu.Lock()
-	s.rev++
-	rev := s.rev
-	s.vals[k] = entry{v, rev}
-	subs := append([]*subscriber(nil), s.subs...)
-	s.mu.Unlock()
-	var acks []chan struct{}
-	for _, sub := range subs {
-		done := make(chan struct{})
-		sub.mu.Lock()
-		sub.waiting[rev] = done
-		sub.mu.Unlock()
-		sub.out <- fmt.Sprintf("INVAL %s %d", k, rev)
-		acks = append(acks, done)
-	}
-	for _, done := range acks {
-		<-done
-	}
-	return rev
-}
-
-func (s *store) subscribe(c *conn) {
-	sub := &subscriber{out: make(chan string, 64), waiting: map[int]chan struct{}{}}
-	s.mu.Lock()
-	s.subs = append(s.subs, sub)
-	s.mu.Unlock()
-	c.send("SUBSCRIBED")
-	go func() {
-		for m := range sub.out {
-			if err := c.send("%s", m); err != nil {
-				return
+// mc: GET k → VAL v rev | MISS; SET k v rev [noreply] → STORED |
+// NOT_STORED (nothing with noreply); DEL k rev → DELETED.
+func runMC(port string, fixed bool) {
+	vals := map[string]entry{}
+	tomb := map[string]int{} // --fixed: the revision of each key's last delete
+	serveLoop(port, "mc", func(f []string) string {
+		switch {
+		case len(f) == 2 && f[0] == "GET":
+			if e, ok := vals[f[1]]; ok {
+				return fmt.Sprintf("VAL %s %d", e.val, e.rev)
 			}
+			return "MISS"
+		case (len(f) == 4 || len(f) == 5 && f[4] == "noreply") && f[0] == "SET":
+			ans := "STORED"
+			rev, _ := strconv.Atoi(f[3])
+			if fixed && rev < tomb[f[1]] {
+				ans = "NOT_STORED" // older than a delete: a stale set
+			} else {
+				vals[f[1]] = entry{f[2], rev}
+			}
+			if len(f) == 5 {
+				return ""
+			}
+			return ans
+		case len(f) == 3 && f[0] == "DEL":
+			rev, _ := strconv.Atoi(f[2])
+			delete(vals, f[1])
+			if rev > tomb[f[1]] {
+				tomb[f[1]] = rev
+			}
+			return "DELETED"
 		}
-	}()
+		return "ERROR"
+	})
+}
+
+// serveLoop is serve as one event loop on raw sockets, the shape of
+// memcached's worker or Redis: epoll reports connections in the order
+// their data came, so requests are served in arrival order. (A goroutine
+// per connection serves two requests that came on two connections within
+// the runtime's wake-up latency in either order: on a busy machine, often
+// the later one first.)
+func serveLoop(port, who string, handle func(f []string) string) {
+	must := func(err error, what string) {
+		if err != nil {
+			fail(2, "%s: %s: %v", who, what, err)
+		}
+	}
+	p, err := strconv.Atoi(port)
+	must(err, "port")
+	lfd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	must(err, "socket")
+	must(syscall.SetsockoptInt(lfd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1), "setsockopt")
+	must(syscall.Bind(lfd, &syscall.SockaddrInet4{Port: p}), "bind")
+	must(syscall.Listen(lfd, 16), "listen")
+	ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	must(err, "epoll_create1")
+	add := func(fd int) {
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
+		must(syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd, &ev), "epoll_ctl")
+	}
+	add(lfd)
+	fmt.Printf("%s: listening on %s\n", who, port)
+	bufs := map[int][]byte{}
+	var evs [16]syscall.EpollEvent
+	buf := make([]byte, 4096)
 	for {
-		ack, err := c.line()
-		if err != nil {
-			return
+		n, err := syscall.EpollWait(ep, evs[:], -1)
+		if err == syscall.EINTR {
+			continue
 		}
-		rev, err := strconv.Atoi(strings.TrimPrefix(ack, "ACK "))
-		if err != nil {
-			fail(2, "store: bad ack %q", ack)
+		must(err, "epoll_wait")
+		for _, ev := range evs[:n] {
+			fd := int(ev.Fd)
+			if fd == lfd {
+				if cfd, _, err := syscall.Accept4(lfd, syscall.SOCK_CLOEXEC); err == nil {
+					syscall.SetsockoptInt(cfd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1)
+					add(cfd)
+				}
+				continue
+			}
+			m, err := syscall.Read(fd, buf)
+			if err == syscall.EINTR || err == syscall.EAGAIN {
+				continue
+			}
+			if m <= 0 {
+				syscall.Close(fd) // closing removes it from the epoll set
+				delete(bufs, fd)
+				continue
+			}
+			b := append(bufs[fd], buf[:m]...)
+			for {
+				i := bytes.IndexByte(b, '\n')
+				if i < 0 {
+					break
+				}
+				req := strings.TrimSpace(string(b[:i]))
+				b = b[i+1:]
+				ans := handle(strings.Fields(req))
+				fmt.Printf("%s: %s -> %s\n", who, req, ans)
+				if ans != "" {
+					syscall.Write(fd, []byte(ans+"\n"))
+				}
+			}
+			bufs[fd] = b
 		}
-		sub.mu.Lock()
-		if done, ok := sub.waiting[rev]; ok {
-			close(done)
-			delete(sub.waiting, rev)
-		}
-		sub.mu.Unlock()
 	}
 }
 
-// cache
+// pool hands out connections to one server, one request at a time each.
+type pool chan *conn
 
-// flight is one fetch of a key, which every GET that misses it waits for.
-type flight struct {
-	done chan struct{}
-	val  string
+func newPool(addr string, n int) pool {
+	p := make(pool, n)
+	for i := 0; i < n; i++ {
+		p <- newConn(dial(addr))
+	}
+	return p
 }
 
-type cache struct {
-	fixed   bool
-	pool    chan *conn // connections to the store for fetches
-	mu      sync.Mutex
-	vals    map[string]string
-	flights map[string]*flight
-	inval   map[string]int // --fixed: the highest revision invalidated, per key
+// send sends a request that has no answer.
+func (p pool) send(format string, a ...any) {
+	c := <-p
+	defer func() { p <- c }()
+	c.send(format, a...)
 }
 
-func (c *cache) get(k string) string {
-	c.mu.Lock()
-	if v, ok := c.vals[k]; ok {
-		c.mu.Unlock()
-		fmt.Printf("cache: hit %s=%s\n", k, v)
-		return v
-	}
-	f, ok := c.flights[k]
-	if !ok {
-		f = &flight{done: make(chan struct{})}
-		c.flights[k] = f
-		go c.fetch(k, f)
-	}
-	c.mu.Unlock()
-	<-f.done
-	return f.val
+func (p pool) call(format string, a ...any) string {
+	c := <-p
+	defer func() { p <- c }()
+	return c.call(format, a...)
 }
 
-// fetch reads k from the store and fills the map with it.
-func (c *cache) fetch(k string, f *flight) {
-	sc := <-c.pool
-	if err := sc.send("GET %s", k); err != nil {
-		fail(2, "cache: store: %v", err)
+type app struct {
+	db, mc pool
+}
+
+func (a *app) get(k string) string {
+	if ans := a.mc.call("GET %s", k); strings.HasPrefix(ans, "VAL ") {
+		return ans
 	}
-	ans, err := sc.line()
-	if err != nil {
-		fail(2, "cache: store: %v", err)
-	}
-	c.pool <- sc
-	var key, val string
+	ans := a.db.call("GET %s", k)
+	var v string
 	var rev int
-	if n, _ := fmt.Sscanf(ans, "VAL %s %s %d", &key, &val, &rev); n != 3 || key != k {
-		fail(2, "cache: unexpected %q", ans)
+	if n, _ := fmt.Sscanf(ans, "VAL %s %d", &v, &rev); n == 2 {
+		// Fill the cache without waiting for it (memcached's noreply): the
+		// reader does not wait for the cache.
+		a.mc.send("SET %s %s %d noreply", k, v, rev)
 	}
-	c.mu.Lock()
-	if c.fixed && rev < c.inval[k] {
-		fmt.Printf("cache: %s=%s (rev %d) is older than its invalidation (rev %d): not filled\n", k, val, rev, c.inval[k])
-	} else {
-		c.vals[k] = val // the bug: an invalidation since the fetch is not looked at
-		fmt.Printf("cache: filled %s=%s (rev %d)\n", k, val, rev)
-	}
-	delete(c.flights, k)
-	c.mu.Unlock()
-	f.val = val
-	close(f.done)
-}
-
-// invalidations applies the store's INVALs and acknowledges each.
-func (c *cache) invalidations(sub *conn) {
-	for {
-		m, err := sub.line()
-		if err != nil {
-			fail(2, "cache: the store closed the subscription: %v", err)
-		}
-		var k string
-		var rev int
-		if n, _ := fmt.Sscanf(m, "INVAL %s %d", &k, &rev); n != 2 {
-			fail(2, "cache: unexpected %q", m)
-		}
-		c.mu.Lock()
-		delete(c.vals, k)
-		if rev > c.inval[k] {
-			c.inval[k] = rev
-		}
-		c.mu.Unlock()
-		fmt.Printf("cache: invalidated %s (rev %d)\n", k, rev)
-		if err := sub.send("ACK %d", rev); err != nil {
-			fail(2, "cache: store: %v", err)
-		}
-	}
-}
-
-func (c *cache) handle(cl *conn) {
-	for {
-		req, err := cl.line()
-		if err != nil {
-			return
-		}
-		if k, ok := strings.CutPrefix(req, "GET "); ok {
-			cl.send("VAL %s", c.get(k))
-		} else {
-			cl.send("ERR %s", req)
-		}
-	}
-}
-
-func runCache(port, storeAddr string, fixed bool) {
-	c := &cache{fixed: fixed, pool: make(chan *conn, 2), vals: map[string]string{},
-		flights: map[string]*flight{}, inval: map[string]int{}}
-	// Subscribe before serving: no fill can predate the subscription.
-	sub := newConn(dial(storeAddr))
-	sub.send("SUB")
-	if m, err := sub.line(); err != nil || m != "SUBSCRIBED" {
-		fail(2, "cache: subscribe: %q %v", m, err)
-	}
-	go c.invalidations(sub)
-	for i := 0; i < cap(c.pool); i++ {
-		c.pool <- newConn(dial(storeAddr))
-	}
-	fmt.Printf("cache: listening on %s, fixed=%v\n", port, fixed)
-	serve(listen(port), c.handle)
-}
-
-// clients
-
-func ask(c *conn, who, format string, a ...any) string {
-	if err := c.send(format, a...); err != nil {
-		fail(2, "%s: %v", who, err)
-	}
-	ans, err := c.line()
-	if err != nil {
-		fail(2, "%s: %v", who, err)
-	}
-	fmt.Printf("%s: %s -> %s\n", who, fmt.Sprintf(format, a...), ans)
 	return ans
 }
 
-func writer(storeAddr string, n int, readerAddr string) {
-	s := newConn(dial(storeAddr))
-	// Backwards: the reader goes forwards, so that the two meet at about
-	// one key (and natively the race is as rare as one meeting makes it).
-	for i := n; i >= 1; i-- {
-		if ans := ask(s, "writer", "PUT k%d new", i); !strings.HasPrefix(ans, "OK ") {
-			fail(2, "writer: unexpected %q", ans)
-		}
+func (a *app) put(k, v string) string {
+	ans := a.db.call("PUT %s %s", k, v)
+	var rev int
+	if n, _ := fmt.Sscanf(ans, "OK %d", &rev); n != 1 {
+		return ans
 	}
-	r := dial(readerAddr)
-	fmt.Fprintf(r, "DONE\n")
-	r.Close()
+	a.mc.call("DEL %s %d", k, rev)
+	return ans
 }
 
-func reader(cacheAddr string, n int, port string) {
-	l := listen(port)
-	c := newConn(dial(cacheAddr))
-	for i := 1; i <= n; i++ {
-		ask(c, "reader", "GET k%d", i) // old or new: the writer is at work
+func runApp(port, dbAddr, mcAddr string) {
+	a := &app{db: newPool(dbAddr, 2), mc: newPool(mcAddr, 2)}
+	serve(port, "app", func(f []string) string {
+		switch {
+		case len(f) == 2 && f[0] == "GET":
+			return a.get(f[1])
+		case len(f) == 3 && f[0] == "PUT":
+			return a.put(f[1], f[2])
+		}
+		return "ERROR"
+	})
+}
+
+func client(appAddr string, first, n int) {
+	c := newConn(dial(appAddr))
+	ask := func(format string, a ...any) string {
+		ans := c.call(format, a...)
+		fmt.Printf("client: %s -> %s\n", fmt.Sprintf(format, a...), ans)
+		return ans
 	}
-	w, err := l.Accept()
-	if err != nil {
-		fail(2, "reader: accept: %v", err)
-	}
-	if m, _ := newConn(w).line(); m != "DONE" {
-		fail(2, "reader: unexpected %q from the writer", m)
-	}
-	// Every write is acknowledged, so every invalidation is applied: the
-	// cache may miss, but what it answers must be the new value.
-	for i := 1; i <= n; i++ {
-		if ans := ask(c, "reader", "GET k%d", i); ans != "VAL new" {
-			fail(1, "reader: stale cache: k%d is new in the store, the cache answers %s", i, ans)
+	for i := first; i < first+n; i++ {
+		ask("GET k%d", i)
+		if ans := ask("PUT k%d v1", i); !strings.HasPrefix(ans, "OK ") {
+			fail(2, "client: unexpected %q", ans)
+		}
+		if ans := ask("GET k%d", i); !strings.HasPrefix(ans, "VAL v1 ") {
+			fail(1, "client: stale read: k%d=v1 was acknowledged, the app answers %s", i, ans)
 		}
 	}
-	fmt.Println("reader: every key is new")
+	fmt.Printf("client: read back all %d writes\n", n)
 }
 
 func main() {
@@ -375,21 +351,15 @@ func main() {
 		return n
 	}
 	switch {
-	case len(a) == 3 && a[0] == "store":
-		s := &store{vals: map[string]entry{}}
-		for i := 1; i <= num(a[2]); i++ {
-			s.rev++
-			s.vals[fmt.Sprintf("k%d", i)] = entry{"old", s.rev}
-		}
-		fmt.Printf("store: listening on %s\n", a[1])
-		serve(listen(a[1]), s.handle)
-	case (len(a) == 3 || len(a) == 4 && a[3] == "--fixed") && a[0] == "cache":
-		runCache(a[1], a[2], len(a) == 4)
-	case len(a) == 4 && a[0] == "writer":
-		writer(a[1], num(a[2]), a[3])
-	case len(a) == 4 && a[0] == "reader":
-		reader(a[1], num(a[2]), a[3])
+	case len(a) == 3 && a[0] == "db":
+		runDB(a[1], num(a[2]))
+	case (len(a) == 2 || len(a) == 3 && a[2] == "--fixed") && a[0] == "mc":
+		runMC(a[1], len(a) == 3)
+	case len(a) == 4 && a[0] == "app":
+		runApp(a[1], a[2], a[3])
+	case len(a) == 4 && a[0] == "client":
+		client(a[1], num(a[2]), num(a[3]))
 	default:
-		fail(2, "usage: cache1 store PORT N | cache1 cache PORT STORE [--fixed] | cache1 writer STORE N READER | cache1 reader CACHE N PORT")
+		fail(2, "usage: cache1 db PORT N | cache1 mc PORT [--fixed] | cache1 app PORT DB MC | cache1 client APP FIRST N")
 	}
 }
