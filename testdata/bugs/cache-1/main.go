@@ -204,11 +204,15 @@ func serveLoop(port, who string, handle func(f []string) string) {
 	must(syscall.Listen(lfd, 16), "listen")
 	ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	must(err, "epoll_create1")
-	add := func(fd int) {
-		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
+	// Edge-triggered: a connection joins epoll's ready list when data comes
+	// and leaves it when reported. (Level-triggered, a connection just
+	// reported is queued again at once, and its next request, however late,
+	// would come before one that came on another connection in between.)
+	add := func(fd int, events uint32) {
+		ev := syscall.EpollEvent{Events: events, Fd: int32(fd)}
 		must(syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd, &ev), "epoll_ctl")
 	}
-	add(lfd)
+	add(lfd, syscall.EPOLLIN)
 	fmt.Printf("%s: listening on %s\n", who, port)
 	bufs := map[int][]byte{}
 	var evs [16]syscall.EpollEvent
@@ -222,36 +226,42 @@ func serveLoop(port, who string, handle func(f []string) string) {
 		for _, ev := range evs[:n] {
 			fd := int(ev.Fd)
 			if fd == lfd {
-				if cfd, _, err := syscall.Accept4(lfd, syscall.SOCK_CLOEXEC); err == nil {
+				if cfd, _, err := syscall.Accept4(lfd, syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC); err == nil {
 					syscall.SetsockoptInt(cfd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1)
-					add(cfd)
+					add(cfd, syscall.EPOLLIN|-syscall.EPOLLET) // EPOLLET is negative in package syscall
 				}
 				continue
 			}
-			m, err := syscall.Read(fd, buf)
-			if err == syscall.EINTR || err == syscall.EAGAIN {
-				continue
-			}
-			if m <= 0 {
-				syscall.Close(fd) // closing removes it from the epoll set
-				delete(bufs, fd)
-				continue
-			}
-			b := append(bufs[fd], buf[:m]...)
+			// Edge-triggered: read until the socket is empty.
 			for {
-				i := bytes.IndexByte(b, '\n')
-				if i < 0 {
+				m, err := syscall.Read(fd, buf)
+				if err == syscall.EINTR {
+					continue
+				}
+				if err == syscall.EAGAIN {
 					break
 				}
-				req := strings.TrimSpace(string(b[:i]))
-				b = b[i+1:]
-				ans := handle(strings.Fields(req))
-				fmt.Printf("%s: %s -> %s\n", who, req, ans)
-				if ans != "" {
-					syscall.Write(fd, []byte(ans+"\n"))
+				if m <= 0 {
+					syscall.Close(fd) // closing removes it from the epoll set
+					delete(bufs, fd)
+					break
 				}
+				b := append(bufs[fd], buf[:m]...)
+				for {
+					i := bytes.IndexByte(b, '\n')
+					if i < 0 {
+						break
+					}
+					req := strings.TrimSpace(string(b[:i]))
+					b = b[i+1:]
+					ans := handle(strings.Fields(req))
+					fmt.Printf("%s: %s -> %s\n", who, req, ans)
+					if ans != "" {
+						syscall.Write(fd, []byte(ans+"\n"))
+					}
+				}
+				bufs[fd] = b
 			}
-			bufs[fd] = b
 		}
 	}
 }
