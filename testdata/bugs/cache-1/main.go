@@ -164,6 +164,7 @@ func runMC(port string, fixed bool) {
 			rev, _ := strconv.Atoi(f[3])
 			if fixed && rev < tomb[f[1]] {
 				ans = "NOT_STORED" // older than a delete: a stale set
+				fmt.Printf("mc: %s=%s (rev %d) is older than its delete (rev %d): not stored\n", f[1], f[2], rev, tomb[f[1]])
 			} else {
 				vals[f[1]] = entry{f[2], rev}
 			}

@@ -13,16 +13,16 @@ pd= pm= pa=
 trap 'kill $pd $pm $pa 2>/dev/null' EXIT
 hits=0
 for ((i = 0; i < n; i++)); do
-  "$bin" db $dp 4 >/dev/null 2>&1 &
+  "$bin" db $dp 2 >/dev/null 2>&1 &
   pd=$!
   "$bin" mc $mp $fixed >/dev/null 2>&1 &
   pm=$!
   "$bin" app $ap 127.0.0.1:$dp 127.0.0.1:$mp >/dev/null 2>&1 &
   pa=$!
-  timeout 5 "$bin" client 127.0.0.1:$ap 1 2 >/dev/null 2>/tmp/cache1-native.a &
+  timeout 5 "$bin" client 127.0.0.1:$ap 1 1 >/dev/null 2>/tmp/cache1-native.a &
   pc=$!
   ok=1
-  timeout 5 "$bin" client 127.0.0.1:$ap 3 2 >/dev/null 2>/tmp/cache1-native.b || ok=0
+  timeout 5 "$bin" client 127.0.0.1:$ap 2 1 >/dev/null 2>/tmp/cache1-native.b || ok=0
   wait $pc || ok=0
   [ $ok = 1 ] || echo "run $i: $(cat /tmp/cache1-native.a /tmp/cache1-native.b)" >&2
   for p in $pd $pm $pa; do kill -0 $p 2>/dev/null || ok=0; done
