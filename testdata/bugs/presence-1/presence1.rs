@@ -70,10 +70,15 @@ fn serve(id: u64, c: TcpStream, reg: Registry, fixed: bool) {
         println!("hub: conn {id}: {line}");
         let reply = match line.split_once(' ') {
             Some(("HELLO", who)) => {
-                let e = Entry { conn: id, out: out.try_clone().expect("clone") };
-                reg.lock().unwrap().insert(who.to_string(), e);
+                // WELCOME goes out under the registry's lock, before the name is
+                // in: no FROM for her can come first.
+                let mut r = reg.lock().unwrap();
+                if !write_line(&out, &format!("WELCOME {who}")) {
+                    break;
+                }
+                r.insert(who.to_string(), Entry { conn: id, out: out.try_clone().expect("clone") });
                 name = Some(who.to_string());
-                format!("WELCOME {who}")
+                continue;
             }
             Some(("SEND", rest)) => {
                 let (to, text) = rest.split_once(' ').unwrap_or((rest, ""));
