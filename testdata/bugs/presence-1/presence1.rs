@@ -4,7 +4,7 @@
 // the new registration. See README.md.
 //
 //   presence1 hub PORT [--fixed]
-//   presence1 alice HUB    registers, moves to a new connection, says ready to bob
+//   presence1 alice HUB    registers, moves to a new connection, waits for bob, says ready
 //   presence1 bob HUB      registers, answers alice's ready with hi
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -35,7 +35,15 @@ struct Entry {
     out: TcpStream,
 }
 
-type Registry = Arc<Mutex<HashMap<String, Entry>>>;
+/// What the hub knows: who is on which connection, and who waits to be
+/// told that a user came online.
+#[derive(Default)]
+struct Registry {
+    users: HashMap<String, Entry>,
+    watchers: HashMap<String, Vec<TcpStream>>,
+}
+
+type Shared = Arc<Mutex<Registry>>;
 
 fn hub(port: &str, fixed: bool) {
     let l = TcpListener::bind(format!("0.0.0.0:{port}")).unwrap_or_else(|e| {
@@ -43,7 +51,7 @@ fn hub(port: &str, fixed: bool) {
         exit(2)
     });
     println!("hub: listening on {port}, fixed={fixed}");
-    let reg: Registry = Arc::new(Mutex::new(HashMap::new()));
+    let reg: Shared = Arc::default();
     for (id, c) in (1..).zip(l.incoming()) {
         let c = c.unwrap_or_else(|e| {
             eprintln!("hub: accept: {e}");
@@ -59,42 +67,46 @@ fn write_line(mut out: &TcpStream, line: &str) -> bool {
     out.write_all(format!("{line}\n").as_bytes()).is_ok()
 }
 
-/// serve runs one connection: HELLO name, then SEND to text, until BYE;
-/// when it ends, its user is unregistered.
-fn serve(id: u64, c: TcpStream, reg: Registry, fixed: bool) {
+/// serve runs one connection: HELLO name, then WATCH who and SEND to
+/// text, until BYE; when it ends, its user is unregistered.
+fn serve(id: u64, c: TcpStream, reg: Shared, fixed: bool) {
     c.set_nodelay(true).ok();
     let out = c.try_clone().expect("clone");
     let mut name: Option<String> = None;
     for line in BufReader::new(c).lines() {
         let Ok(line) = line else { break };
         println!("hub: conn {id}: {line}");
-        let reply = match line.split_once(' ') {
+        // Every write happens under the registry's lock: a connection's
+        // lines go out in the order the hub decided them.
+        let mut r = reg.lock().unwrap();
+        let ok = match line.split_once(' ') {
             Some(("HELLO", who)) => {
-                // WELCOME goes out under the registry's lock, before the name is
-                // in: no FROM for her can come first.
-                let mut r = reg.lock().unwrap();
-                if !write_line(&out, &format!("WELCOME {who}")) {
-                    break;
+                let ok = write_line(&out, &format!("WELCOME {who}"));
+                r.users.insert(who.to_string(), Entry { conn: id, out: out.try_clone().expect("clone") });
+                for w in r.watchers.remove(who).unwrap_or_default() {
+                    write_line(&w, &format!("ONLINE {who}"));
                 }
-                r.insert(who.to_string(), Entry { conn: id, out: out.try_clone().expect("clone") });
                 name = Some(who.to_string());
-                continue;
+                ok
+            }
+            Some(("WATCH", who)) if r.users.contains_key(who) => write_line(&out, &format!("ONLINE {who}")),
+            Some(("WATCH", who)) => {
+                r.watchers.entry(who.to_string()).or_default().push(out.try_clone().expect("clone"));
+                true
             }
             Some(("SEND", rest)) => {
                 let (to, text) = rest.split_once(' ').unwrap_or((rest, ""));
                 let from = name.as_deref().unwrap_or("?");
-                match reg.lock().unwrap().get(to) {
-                    Some(e) if write_line(&e.out, &format!("FROM {from} {text}")) => format!("SENT {to}"),
-                    _ => format!("NOUSER {to}"),
-                }
+                let sent = r.users.get(to).is_some_and(|e| write_line(&e.out, &format!("FROM {from} {text}")));
+                write_line(&out, &format!("{} {to}", if sent { "SENT" } else { "NOUSER" }))
             }
             None if line == "BYE" => {
                 write_line(&out, "BYE");
                 break;
             }
-            _ => format!("ERR {line}"),
+            _ => write_line(&out, &format!("ERR {line}")),
         };
-        if !write_line(&out, &reply) {
+        if !ok {
             break;
         }
     }
@@ -102,9 +114,9 @@ fn serve(id: u64, c: TcpStream, reg: Registry, fixed: bool) {
     // end is closed as the loop drops it, and its user is offline.
     if let Some(who) = name {
         let mut r = reg.lock().unwrap();
-        if fixed && r.get(&who).is_some_and(|e| e.conn != id) {
-            println!("hub: conn {id} ended; {who} is on conn {} now: kept", r[&who].conn);
-        } else if r.remove(&who).is_some() {
+        if fixed && r.users.get(&who).is_some_and(|e| e.conn != id) {
+            println!("hub: conn {id} ended; {who} is on conn {} now: kept", r.users[&who].conn);
+        } else if r.users.remove(&who).is_some() {
             // The bug: whichever connection the name is on now.
             println!("hub: conn {id} ended; {who} unregistered");
         }
@@ -170,24 +182,22 @@ fn alice(addr: &str) {
     drop(c);
     let mut c = connect(addr);
     c.hello("alice");
-    // Tell bob she is ready; he may not be online yet.
-    loop {
-        c.send("alice", "SEND bob ready");
+    // Wait until bob is online, then tell him she is ready.
+    c.send("alice", "WATCH bob");
+    while c.recv("alice") != "ONLINE bob" {}
+    c.send("alice", "SEND bob ready");
+    // SENT bob and bob's hi, in either order: two hub threads write them.
+    let (mut sent, mut hi) = (false, false);
+    while !(sent && hi) {
         match c.recv("alice").as_str() {
-            "SENT bob" => break,
-            "NOUSER bob" => thread::sleep(Duration::from_millis(10)),
-            "FROM bob hi" => {
-                println!("alice: done");
-                return;
-            }
+            "SENT bob" => sent = true,
+            "FROM bob hi" => hi = true,
             other => {
                 eprintln!("alice: unexpected {other}");
                 exit(2)
             }
         }
     }
-    // bob's hi may come before or after SENT bob (two hub threads write).
-    while c.recv("alice") != "FROM bob hi" {}
     println!("alice: done");
 }
 
