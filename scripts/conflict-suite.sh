@@ -41,8 +41,9 @@ one() {
   fi
   local start end
   start=$(date +%s.%N)
+  echo "cell: $cell" >"$log"
   "$bin" run -q --stats --verify=false -n "$trials" --seed "$seed" -s "$st" ${scheme:+--scheme "$scheme"} "${hist[@]}" \
-    --replace -o "$out/runs/$name" "$bugdir/$bug/spec.yaml" >"$log" 2>&1 || true
+    --replace -o "$out/runs/$name" "$bugdir/$bug/spec.yaml" >>"$log" 2>&1 || true
   end=$(date +%s.%N)
   rm -rf "$out/runs/$name" "$out/runs/$name-warm" "$out/runs/$name.history"
   local failures first imm ran
