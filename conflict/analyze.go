@@ -171,22 +171,11 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 				}
 			}
 		}
-		for _, c := range r.Causes {
-			if j, ok := index(c); ok && j < i {
-				if s := saved[j]; s != nil {
-					join(s)
-				}
+		predecessors(records, i, index, lastDeliver, func(j int) {
+			if s := saved[j]; s != nil {
+				join(s)
 			}
-		}
-		if op.Kind == sched.Deliver {
-			// Causes name the send; FIFO per connection is the lane.
-			if j, ok := lastDeliver[op.Conn]; ok {
-				if s := saved[j]; s != nil {
-					join(s)
-				}
-			}
-			lastDeliver[op.Conn] = i
-		}
+		})
 		vc[l]++
 		if needed[i] || op.Kind == sched.Deliver {
 			saved[i] = save(vc)

@@ -20,4 +20,7 @@
 // before the other, and at least one of them changes the object: polls
 // only observe, every other kind (deliver, recv, connect, accept, close)
 // changes what a later op on the object sees.
+//
+// HappensBefore answers the same order for any two ops of a run (explain
+// asks it whether the two ops of a race are causally related).
 package conflict
