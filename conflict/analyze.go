@@ -156,7 +156,6 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 	}
 	lastDeliver := map[string]int{}
 	inboxOf := connInboxes(records)
-	lastFin := map[string]int{}
 	// per object, per lane: writes and observations in lane order
 	type lanes2 struct{ w, r accesses }
 	objs := map[string]map[int]*lanes2{}
@@ -173,35 +172,17 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 				}
 			}
 		}
-		for _, c := range r.Causes {
-			if j, ok := index(c); ok && j < i {
-				if s := saved[j]; s != nil {
-					join(s)
-				}
+		predecessors(records, i, index, lastDeliver, func(j int) {
+			if s := saved[j]; s != nil {
+				join(s)
 			}
-		}
+		})
 		if finOf(op) {
 			// The FIN goes in the connection's lane, after its bytes; what
 			// the closer did before comes before it.
 			if k, ok := lanes[op.LPID]; ok {
 				join(cur[k])
 			}
-			lastFin[op.Conn] = i
-		}
-		if op.Kind == sched.Recv && r.Result == 0 && op.Conn != "" {
-			// A recv that read the end of the connection read its FIN.
-			if j, ok := lastFin[op.Conn]; ok {
-				join(saved[j])
-			}
-		}
-		if op.Kind == sched.Deliver {
-			// Causes name the send; FIFO per connection is the lane.
-			if j, ok := lastDeliver[op.Conn]; ok {
-				if s := saved[j]; s != nil {
-					join(s)
-				}
-			}
-			lastDeliver[op.Conn] = i
 		}
 		vc[l]++
 		if needed[i] || op.Kind == sched.Deliver || finOf(op) {

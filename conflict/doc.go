@@ -25,4 +25,7 @@
 // arrives on the others. A close or shutdown sends a FIN: it touches the
 // inbox its connection's deliveries went to, and comes after them in the
 // connection's lane; a recv that read the connection's end read it.
+//
+// HappensBefore answers the same order for any two ops of a run (explain
+// asks it whether the two ops of a race are causally related).
 package conflict

@@ -88,15 +88,23 @@ func matches(bug string, ex *Explanation) (bool, string) {
 // header and row are the table of the note: decisions and ops of the
 // trace against the minimized run's, and explain's real time against one
 // replay's.
-const header = "| bug | match | decisions/ops | minimal decisions/ops | runs | explain | one trial | ratio | race |\n|---|---|---|---|---|---|---|---|---|"
+// The 1-minimality check is its runs and the decisions it dropped; the
+// races confirmed are those whose pair a flip showed deciding.
+const header = "| bug | match | decisions/ops | minimal decisions/ops | 1-minimality check (runs, dropped) | races confirmed | runs | explain | one trial | ratio | race |\n|---|---|---|---|---|---|---|---|---|---|---|"
 
 func row(bug string, ok bool, ex *Explanation, took time.Duration, which string) string {
 	ratio := 0.0
 	if ex.TrialTime > 0 {
 		ratio = float64(took) / float64(ex.TrialTime)
 	}
-	return fmt.Sprintf("| %s | %v | %d/%d | %d/%d | %d | %v | %v | %.0f× | %s |", bug, ok, ex.Decisions, ex.Ops, len(ex.Races), ex.MinimizedOps,
-		ex.Runs, took.Round(100*time.Millisecond), ex.TrialTime.Round(time.Millisecond), ratio, which)
+	confirmed := 0
+	for _, r := range ex.Races {
+		if r.Confirmed {
+			confirmed++
+		}
+	}
+	return fmt.Sprintf("| %s | %v | %d/%d | %d/%d | %d, %d | %d/%d | %d | %v | %v | %.0f× | %s |", bug, ok, ex.Decisions, ex.Ops, len(ex.Races), ex.MinimizedOps,
+		ex.Checked, ex.Dropped, confirmed, len(ex.Races), ex.Runs, took.Round(100*time.Millisecond), ex.TrialTime.Round(time.Millisecond), ratio, which)
 }
 
 // TestExplainBugSuite explains the first failing trace (POS, seed 1) of

@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,14 +59,24 @@ type Explanation struct {
 	MinimizedReplays  bool   `json:"minimized_replays,omitempty"`
 	MinimizedDiverged string `json:"minimized_diverged,omitempty"`
 	// OneMinimal says removing any one of Races' decisions made the failure
-	// go away (false when the budget ran out first).
+	// go away (false when the budget ran out first), each checked by a run
+	// of its own after the minimization: Checked counts those runs (a
+	// decision flipped, that is left to the default order, the others
+	// kept), and Dropped the decisions the check found the failure did not
+	// need (their run without them still failed), after which the rest was
+	// minimized and checked again.
 	OneMinimal bool `json:"one_minimal"`
+	Checked    int  `json:"checked"`
+	Dropped    int  `json:"dropped,omitempty"`
 	// Default says the failure needs no decision: the default order fails.
 	Default bool   `json:"default,omitempty"`
 	Races   []Race `json:"races"`
-	// Curve is the failure's probability after prefixes of the trace: the
-	// jump marks when it became inevitable.
+	// Curve is the failure's probability after prefixes of the trace,
+	// each continued with the campaign's strategy, faults and delays drawn
+	// afresh; Jump is where it rises most from one op to the next: the
+	// decisive step.
 	Curve []Point `json:"curve,omitempty"`
+	Jump  *Jump   `json:"jump,omitempty"`
 	// Slice are the steps of the minimized trace in the failure's causal
 	// past (see Slice).
 	Slice []int `json:"slice,omitempty"`
@@ -97,6 +108,10 @@ type explainer struct {
 	// by subsetKey: window and reversedRace both read the same run's
 	// records, so it runs once.
 	withouts map[string]*engine.TrialResult
+	// fake, set by tests, stands for the rerunner in forced runs: what
+	// forcing ds gives, so that minimization and its check can be tried
+	// on a failure whose verdicts a test chooses (noise included).
+	fake func(ds []sched.Decision) *engine.TrialResult
 }
 
 // anchor re-anchors the decisions of ds whose After is an injected op
@@ -138,16 +153,26 @@ var errBudget = errors.New("budget spent")
 
 // run runs the trial once with the decisions forced.
 func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*engine.TrialResult, *sched.Forced, error) {
-	if time.Now().After(e.deadline) {
-		return nil, nil, errBudget
-	}
 	f := sched.NewForced(e.anchor(ds), faults.ReplayOf)
-	res, err := e.rr.Run(ctx, f, keep)
+	if e.fake != nil {
+		e.runs++
+		return e.fake(ds), f, nil
+	}
+	res, err := e.runWith(ctx, f, keep)
+	return res, f, err
+}
+
+// runWith runs the trial once under s, within the budget.
+func (e *explainer) runWith(ctx context.Context, s sched.Strategy, keep bool) (*engine.TrialResult, error) {
+	if time.Now().After(e.deadline) {
+		return nil, errBudget
+	}
+	res, err := e.rr.Run(ctx, s, keep)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	e.runs++
-	return res, f, nil
+	return res, nil
 }
 
 // fails says whether forcing ds gives the failure.
@@ -202,12 +227,9 @@ func subsetKey(ds []sched.Decision) string {
 // Explain explains the failing trace at path.
 func Explain(ctx context.Context, path string, opts Options) (*Explanation, error) {
 	start := time.Now()
-	if opts.Budget <= 0 {
-		opts.Budget = DefaultBudget
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts, err := opts.forTrace(path)
+	if err != nil {
+		return nil, err
 	}
 	tr, err := engine.LoadTrace(path)
 	if err != nil {
@@ -216,67 +238,31 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	if tr.Outcome == nil || !tr.Outcome.Kind.IsFailure() {
 		return nil, fmt.Errorf("%s: the trace did not fail (outcome %v): nothing to explain", path, tr.Outcome)
 	}
-	if opts.Out == "" {
-		opts.Out = filepath.Join(filepath.Dir(path), "explain")
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		if out, err := filepath.Abs(opts.Out); err == nil && strings.HasPrefix(abs, out+string(filepath.Separator)) {
-			return nil, fmt.Errorf("explaining into %s would delete the trace %s: choose another output directory", opts.Out, path)
-		}
-	}
 	rr, err := engine.NewRerunner(ctx, tr, filepath.Join(opts.Out, "runs"), opts.Logger)
 	if err != nil {
 		return nil, err
 	}
 	defer rr.Close()
 	ex := &Explanation{Trace: path, Outcome: *tr.Outcome, Ops: len(tr.Records)}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	e := &explainer{rr: rr, deadline: start.Add(opts.Budget), log: log, cache: map[string]failure{}, injects: map[sched.Key]*sched.Key{}}
-
-	// The trace replayed, with the choices offered at each decision.
-	t0 := time.Now()
-	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100), faults.ReplayOf)}
-	res, err := rr.Run(ctx, rec, false)
+	res, all, err := e.decisions(ctx, ex, tr)
 	if err != nil {
 		return nil, err
 	}
-	e.runs++
-	ex.TrialTime = time.Since(t0)
-	if res.Outcome.Kind != tr.Outcome.Kind {
-		return nil, fmt.Errorf("%s does not replay: the replay ended %s, the trace %s", path, res.Outcome, tr.Outcome)
-	}
-	e.want = failureOf(res)
-	ex.Failure = e.want.String()
-	all, err := sched.Decisions(res.Records, rec.Choices)
+	min, err := e.minimal(ctx, ex, all, opts.Budget)
 	if err != nil {
-		return nil, fmt.Errorf("reading the decisions of %s: %w", path, err)
-	}
-	ex.Decisions = len(all)
-	for _, d := range all {
-		if d.Kind == sched.InjectDecision {
-			e.injects[d.Key] = d.After
-		}
-	}
-	log.Info("decisions", "ops", len(res.Records), "decisions", len(all), "failure", ex.Failure)
-	for _, d := range all {
-		log.Debug("decision", "d", d.String())
-	}
-
-	min, oneMin, err := e.minimize(ctx, all)
-	switch {
-	case errors.Is(err, errBudget):
-		ex.Notes = append(ex.Notes, fmt.Sprintf("the budget (%v) ran out while minimizing: %d decisions left, not known to be 1-minimal", opts.Budget, len(min)))
-	case err != nil:
 		return nil, err
 	}
-	ex.OneMinimal = oneMin
-	ex.Default = len(min) == 0 && oneMin
-
-	mres, err := e.minimized(ctx, ex, min, opts.Out)
+	mres, choices, err := e.minimized(ctx, ex, min, opts.Out)
 	if err != nil {
 		return nil, err
 	}
 	syms := newSymbolizer(rr.Spec)
-	ex.Races, err = e.name(ctx, min, mres.Records, rr.Spec, syms)
+	ex.Races, err = e.name(ctx, min, newFailingRun(mres.Records, choices), rr.Spec, syms)
 	if err != nil && !errors.Is(err, errBudget) {
 		return nil, err
 	}
@@ -285,7 +271,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 		ex.Notes = append(ex.Notes, "the budget ran out before every race was flipped")
 	}
 	ex.Slice = Slice(mres.Records, FailingNode(mres.Outcome.Node))
-	if err := e.probability(ctx, ex, tr.Header.Strategy, res.Records, opts.Continuations); err != nil {
+	if err := e.probability(ctx, ex, tr.Header.Strategy, res.Records, opts.Continuations, syms); err != nil {
 		return nil, err
 	}
 	ex.Runs = e.runs
@@ -293,23 +279,130 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	return ex, nil
 }
 
+// forTrace fills in the options' defaults for explaining the trace at
+// path (the logger stays: nil gives the engine's warnings on stderr), and
+// refuses an output directory that holds the trace (its runs'
+// directories are replaced).
+func (opts Options) forTrace(path string) (Options, error) {
+	if opts.Budget <= 0 {
+		opts.Budget = DefaultBudget
+	}
+	if opts.Out == "" {
+		opts.Out = filepath.Join(filepath.Dir(path), "explain")
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		if out, err := filepath.Abs(opts.Out); err == nil && strings.HasPrefix(abs, out+string(filepath.Separator)) {
+			return opts, fmt.Errorf("explaining into %s would delete the trace %s: choose another output directory", opts.Out, path)
+		}
+	}
+	return opts, nil
+}
+
+// decisions replays the trace, recording the choices offered at each of
+// its decisions, and reads its decisions from them; it fills ex's failure
+// and counts.
+func (e *explainer) decisions(ctx context.Context, ex *Explanation, tr *sched.Trace) (*engine.TrialResult, []sched.Decision, error) {
+	t0 := time.Now()
+	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100), faults.ReplayOf)}
+	res, err := e.rr.Run(ctx, rec, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.runs++
+	ex.TrialTime = time.Since(t0)
+	if res.Outcome.Kind != tr.Outcome.Kind {
+		return nil, nil, fmt.Errorf("%s does not replay: the replay ended %s, the trace %s", ex.Trace, res.Outcome, tr.Outcome)
+	}
+	e.want = failureOf(res)
+	ex.Failure = e.want.String()
+	all, err := sched.Decisions(res.Records, rec.Choices)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the decisions of %s: %w", ex.Trace, err)
+	}
+	ex.Decisions = len(all)
+	for _, d := range all {
+		if d.Kind == sched.InjectDecision {
+			e.injects[d.Key] = d.After
+		}
+	}
+	e.log.Info("decisions", "ops", len(res.Records), "decisions", len(all), "failure", ex.Failure)
+	for _, d := range all {
+		e.log.Debug("decision", "d", d.String())
+	}
+	return res, all, nil
+}
+
+// minimal minimizes the decisions and checks the result is 1-minimal
+// (verify); it fills ex's verdicts.
+func (e *explainer) minimal(ctx context.Context, ex *Explanation, all []sched.Decision, budget time.Duration) ([]sched.Decision, error) {
+	min, oneMin, err := e.minimize(ctx, all)
+	if err == nil && oneMin {
+		min, ex.Checked, ex.Dropped, err = e.verify(ctx, min)
+	}
+	switch {
+	case errors.Is(err, errBudget):
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the budget (%v) ran out while minimizing: %d decisions left, not known to be 1-minimal", budget, len(min)))
+		oneMin = false
+	case err != nil:
+		return nil, err
+	}
+	ex.OneMinimal = oneMin
+	ex.Default = len(min) == 0 && oneMin
+	return min, nil
+}
+
+// verify checks that set is 1-minimal, each decision by a run of set
+// without it (that decision flipped: left to the default order): ddmin's
+// verdicts were single runs, remembered by subset, and a system's noise
+// may have made the one that ruled a decision necessary pass. A decision
+// whose run without it still fails is dropped and the rest minimized
+// again, until every decision's run without it loses the failure. It
+// returns the set, the runs made and the decisions dropped; the runs are
+// those name reads the pairs off (without).
+func (e *explainer) verify(ctx context.Context, set []sched.Decision) ([]sched.Decision, int, int, error) {
+	checked, dropped := 0, 0
+	for i := 0; i < len(set); i++ {
+		rest := append(append([]sched.Decision(nil), set[:i]...), set[i+1:]...)
+		res, err := e.without(ctx, set, i)
+		if err != nil {
+			return set, checked, dropped, err
+		}
+		checked++
+		got := failureOf(res)
+		e.cache[subsetKey(rest)] = got
+		e.log.Debug("1-minimality check", "decision", set[i].String(), "without it", got.String(), "needed", !got.is(e.want))
+		if !got.is(e.want) {
+			continue
+		}
+		dropped++
+		oneMin := false
+		if set, oneMin, err = e.minimize(ctx, rest); err != nil || !oneMin {
+			return set, checked, dropped, cmp.Or(err, errBudget)
+		}
+		i = -1 // check the new set from its first decision
+	}
+	return set, checked, dropped, nil
+}
+
 // minimized runs the minimized decisions once more, keeping the trace,
 // which it writes into out as minimized.jsonl and replays; it fills ex's
 // figures of that run.
-func (e *explainer) minimized(ctx context.Context, ex *Explanation, min []sched.Decision, out string) (*engine.TrialResult, error) {
-	mres, forced, err := e.run(ctx, min, true)
-	if errors.Is(err, errBudget) {
+func (e *explainer) minimized(ctx context.Context, ex *Explanation, min []sched.Decision, out string) (*engine.TrialResult, [][]sched.Op, error) {
+	// The choices offered at each decision say which ops raced (offers).
+	forced := sched.NewForced(e.anchor(min), faults.ReplayOf)
+	rec := &sched.Recorder{Strategy: forced}
+	if time.Now().After(e.deadline) {
 		// One more run past the budget: its trace is the result.
 		saved := e.deadline
 		e.deadline = time.Now().Add(time.Hour)
-		mres, forced, err = e.run(ctx, min, true)
-		e.deadline = saved
+		defer func() { e.deadline = saved }()
 	}
+	mres, err := e.runWith(ctx, rec, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if got := failureOf(mres); !got.is(e.want) {
-		return nil, fmt.Errorf("the minimized decisions ended %v, not %v: the system's schedule is not deterministic enough to explain", got, e.want)
+		return nil, nil, fmt.Errorf("the minimized decisions ended %v, not %v: the system's schedule is not deterministic enough to explain", got, e.want)
 	}
 	if forced.Skipped > 0 {
 		ex.Notes = append(ex.Notes, fmt.Sprintf("%d injected decisions were skipped in the minimized run: their advance or fault was not there to take", forced.Skipped))
@@ -319,14 +412,14 @@ func (e *explainer) minimized(ctx context.Context, ex *Explanation, min []sched.
 	if mres.TracePath != "" {
 		dst := filepath.Join(out, "minimized.jsonl")
 		if err := copyFile(mres.TracePath, dst); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ex.MinimizedTrace = dst
 		if err := e.replayMinimized(ctx, ex); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return mres, nil
+	return mres, rec.Choices, nil
 }
 
 // replayMinimized replays ex's minimized trace as `lockstep replay` would:
@@ -351,8 +444,8 @@ func (e *explainer) replayMinimized(ctx context.Context, ex *Explanation) error 
 
 // probability measures ex's curve: the failure's probability after
 // prefixes of recs, each continued runs times (0: DefaultContinuations,
-// negative: none) with the trace's strategy.
-func (e *explainer) probability(ctx context.Context, ex *Explanation, strategy string, recs []sched.Record, runs int) error {
+// negative: none) with the trace's strategy, and marks its jump.
+func (e *explainer) probability(ctx context.Context, ex *Explanation, strategy string, recs []sched.Record, runs int, syms *symbolizer) error {
 	if runs == 0 {
 		runs = DefaultContinuations
 	}
@@ -363,7 +456,15 @@ func (e *explainer) probability(ctx context.Context, ex *Explanation, strategy s
 		strategy = "pos" // a replayed or minimized trace's (or explore's): POS continues it
 	}
 	var err error
-	ex.Curve, err = e.curve(ctx, recs, strings.TrimSuffix(strategy, "+"), runs)
+	ex.Curve, ex.Jump, err = e.curve(ctx, recs, strings.TrimSuffix(strategy, "+"), runs)
+	if j := ex.Jump; j != nil {
+		for i := range recs {
+			if recs[i].Step == j.Step {
+				j.Op = event(&recs[i], syms)
+			}
+		}
+		j.Race = jumpRace(ex.Races, j.Step)
+	}
 	if errors.Is(err, errBudget) {
 		ex.Notes = append(ex.Notes, "the budget ran out while measuring the probability curve")
 		return nil

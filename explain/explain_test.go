@@ -40,9 +40,10 @@ func firstFailure(t *testing.T, specPath string) string {
 
 // TestExplainDemo: explain names the demo's race, as its README gives it:
 // starter's LOCK to the server still in flight when writer's WRITE reaches
-// it. One decision remains of the trace's; the flip (LOCK delivered
-// first) passes; the minimized trace replays; the messages and call sites
-// are named; the probability curve rises to 1 at the end.
+// it. One decision remains of the trace's, its flip checked; the pair's
+// flip (LOCK delivered first) passes; the minimized trace replays; the
+// messages and call sites are named; the probability curve rises to 1 at
+// the end, its jump within the hold.
 func TestExplainDemo(t *testing.T) {
 	testutil.RequireDemo(t)
 	trace := firstFailure(t, testutil.RepoPath("testdata", "demo", "demo.yaml"))
@@ -75,6 +76,14 @@ func TestExplainDemo(t *testing.T) {
 	}
 	if n := len(ex.Curve); n < 6 || ex.Curve[n-1].P() != 1 {
 		t.Errorf("curve %v: want at least 6 points ending at 1", ex.Curve)
+	}
+	// The jump is bisected to one op, in the stretch where the hold kept
+	// LOCK back: the decision's doing.
+	if j := ex.Jump; j == nil || j.Ops != 1 || j.Race != 1 || j.To.P() <= j.From.P() {
+		t.Errorf("jump %+v: want a rise at one op, race 1's", j)
+	}
+	if ex.Checked != 1 || ex.Dropped != 0 {
+		t.Errorf("1-minimality: %d flips checked, %d dropped; want the one decision checked", ex.Checked, ex.Dropped)
 	}
 	if !ex.MinimizedReplays || ex.MinimizedDiverged != "" {
 		t.Errorf("explain's own replay of the minimized trace: replays %v, %q", ex.MinimizedReplays, ex.MinimizedDiverged)

@@ -3,6 +3,7 @@ package explain
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/faults"
@@ -109,10 +110,20 @@ type Race struct {
 	Flipped     bool   `json:"flipped"`
 	Confirmed   bool   `json:"confirmed"`
 	FlipOutcome string `json:"flip_outcome,omitempty"`
-	// Concurrent says neither op happens before the other (eBPF-matched
-	// deliveries, program order, the trace's causes): only the schedule
-	// ordered them.
+	// Concurrent says neither op happens before the other, as the
+	// conflict analysis orders ops (conflict.HappensBefore: program order,
+	// the trace's causes, eBPF-matched deliveries, FIFO per connection):
+	// only the schedule ordered them.
 	Concurrent bool `json:"concurrent"`
+	// Pending says Second was offered, waiting, when First was released:
+	// the two raced (a message "still in flight at" First, an op a delay
+	// held back). A pair read otherwise (an op that only came after First,
+	// maybe because of it) is not said to race.
+	Pending bool `json:"pending,omitempty"`
+	// SendReady says Second is a message whose send was offered when
+	// First was released, the message itself not yet sent: a timeout that
+	// came before a server's answer it was ready to send.
+	SendReady bool `json:"send_ready,omitempty"`
 	// Reorders is, for a delay whose own flip undid the failure, the
 	// first pair into one inbox it reversed (the run without it has them
 	// the other way round and ends Without).
@@ -130,100 +141,290 @@ type Race struct {
 type candidate struct {
 	first, second int // record indices; second -1 for an op held to the end
 	flip          []sched.Decision
+	// pending says the later op of the pair was offered when the earlier
+	// was released (Race.Pending).
+	pending bool
+	// likely ranks the pairs people name a race by, tried first (the
+	// higher first, 0 not): two messages into one inbox or two ops of a
+	// kind on one object (2), a message and the poll or read that saw it
+	// (1); a message a timeout did not wait for (2).
+	likely int
+	// sendReady says the later op is a message whose send was offered
+	// when the earlier was released (Race.SendReady).
+	sendReady bool
 }
 
-// maxFlips bounds the candidate pairs tried per decision.
+// failingRun is the minimized run as naming reads it: its records and
+// their keys, the ops offered at each of its decisions, and
+// happens-before over it.
+type failingRun struct {
+	recs   []sched.Record
+	keys   []sched.Key
+	offers offers
+	// choices are the ops offered at each decision, as a Recorder kept
+	// them (for the ID of an op held to the end).
+	choices [][]sched.Op
+	past    *causality
+}
+
+func newFailingRun(recs []sched.Record, choices [][]sched.Op) *failingRun {
+	return &failingRun{recs: recs, keys: sched.Keys(recs), offers: newOffers(recs, choices), choices: choices, past: newCausality(recs)}
+}
+
+// races says whether records a and b race: they conflict (the same
+// object, concurrent), or a is a send whose message is delivered to b's
+// object, which is the race of that message with b one op earlier (a
+// poll held until the message it would have missed was sent).
+func races(run *failingRun, a, b int) bool {
+	if run.past.conflict(a, b) {
+		return true
+	}
+	o := &run.recs[a].Op
+	if o.Kind != sched.Send || run.recs[b].Op.Object == "" {
+		return false
+	}
+	for j := a + 1; j < len(run.recs); j++ {
+		if r := &run.recs[j]; r.Op.Kind == sched.Deliver && slices.Contains(r.Causes, o.ID) {
+			return r.Op.Object == run.recs[b].Op.Object
+		}
+	}
+	return false
+}
+
+// program says whether an op is a program's (not a delay or a fault,
+// which race with any op by time, not by object).
+func program(o *sched.Op) bool { return o.Kind != sched.Advance && !o.Kind.IsFault() }
+
+// waiterInbox is the inbox of the thread an advance at record a timed
+// out: its next op on an inbox, else its last before. "" if none.
+func waiterInbox(recs []sched.Record, a int) string {
+	adv := &recs[a].Op
+	for j := a + 1; j < len(recs); j++ {
+		if o := &recs[j].Op; o.LPID == adv.LPID && strings.HasPrefix(o.Object, "inbox:") {
+			return o.Object
+		}
+	}
+	for j := a - 1; j >= 0; j-- {
+		if o := &recs[j].Op; o.LPID == adv.LPID && strings.HasPrefix(o.Object, "inbox:") {
+			return o.Object
+		}
+	}
+	return ""
+}
+
+// maxFlips bounds the likely pairs tried first, and the pairs of a fault
+// with no window.
 const maxFlips = 3
 
-// name names each decision of min in the minimized run's records: of the
-// pairs it may have ordered, the first whose flip makes the failure go
-// away (at most maxFlips tried), else the likeliest.
-func (e *explainer) name(ctx context.Context, min []sched.Decision, recs []sched.Record, sp *spec.Spec, syms *symbolizer) ([]Race, error) {
-	keys := sched.Keys(recs)
-	past := newCausality(recs)
+// name names each decision of min in the minimized run: a fault by its
+// window, else, of the pairs it may have ordered, the first whose flip
+// makes the failure go away, else the pair the run without it has the
+// other way round.
+func (e *explainer) name(ctx context.Context, min []sched.Decision, run *failingRun, sp *spec.Spec, syms *symbolizer) ([]Race, error) {
 	var out []Race
-	for i, d := range min {
-		at := findDecision(d, recs, keys)
-		if at < 0 && d.Kind != sched.HoldDecision {
-			out = append(out, Race{Decision: d, Summary: fmt.Sprintf("%v: its op did not run in the minimized run", d)})
-			continue
+	for i := range min {
+		r, err := e.nameOne(ctx, i, min, run, sp, syms)
+		if r.Summary != "" {
+			out = append(out, r)
 		}
-		r := Race{Decision: d}
-		if d.Kind == sched.InjectDecision && d.Op.Kind.IsFault() && at >= 0 {
-			w, ok, err := e.window(ctx, i, min, at, recs, keys)
-			if err != nil {
-				return out, err
-			}
-			if ok && (w.before >= 0 || w.after >= 0) {
-				r.Effects = effects(recs, at, w.recs, sp, syms)
-				var serr error
-				if d.Op.Kind == faults.Power || d.Op.Kind == faults.Corrupt {
-					r.Storage, serr = e.storage(ctx, i, min, at, recs, syms)
-				}
-				fillWindow(&r, d, at, &w, recs, keys, syms)
-				if serr != nil {
-					return append(out, r), serr
-				}
-				out = append(out, r)
-				continue
-			}
-			if w.why != "" {
-				r.Note = fmt.Sprintf("no window: %s", w.why)
-			}
+		if err != nil {
+			return out, err
 		}
-		cands := candidates(d, i, min, at, recs, keys)
-		var chosen *candidate
-		for ci := range cands {
-			c := &cands[ci]
-			if ci >= maxFlips || c.flip == nil {
-				break
-			}
-			res, _, err := e.run(ctx, c.flip, false)
-			if err != nil {
-				if chosen == nil {
-					chosen = &cands[0]
-				}
-				fill(&r, d, chosen, recs, syms, past)
-				return append(out, r), err
-			}
-			got := failureOf(res)
-			if chosen == nil || got.undoes(e.want) {
-				chosen = c
-				r.Flipped, r.Confirmed, r.FlipOutcome = true, got.undoes(e.want), got.String()
-			}
-			if got.undoes(e.want) {
-				break
-			}
-		}
-		if chosen == nil && len(cands) > 0 {
-			chosen = &cands[0]
-		}
-		fill(&r, d, chosen, recs, syms, past)
-		if !r.Confirmed || chosen != nil && chosen.first >= 0 && chosen.second >= 0 && past.before(chosen.first, chosen.second) {
-			// No flip of a pair of unrelated ops undid the failure: the
-			// pair the decision reversed, if the run without it shows one.
-			rr, ok, err := e.reversedRace(ctx, i, min, at, recs, syms, past)
-			if err != nil {
-				return append(out, r), err
-			}
-			if ok {
-				r = rr
-			}
-		} else if d.Kind == sched.InjectDecision && d.Op.Kind == sched.Advance {
-			// A delay holds every op enabled at once: besides the pair its
-			// flip undid, the messages it made race the other way.
-			rr, ok, err := e.reversedRace(ctx, i, min, at, recs, syms, past)
-			if err != nil {
-				return append(out, r), err
-			}
-			if ok {
-				r.Reorders = &Pair{First: rr.First, Second: rr.Second, Without: rr.FlipOutcome}
-				r.Summary += reordersText(r.Reorders)
-			}
-		}
-		out = append(out, r)
 	}
 	return out, nil
+}
+
+// nameOne names decision i of min.
+func (e *explainer) nameOne(ctx context.Context, i int, min []sched.Decision, run *failingRun, sp *spec.Spec, syms *symbolizer) (Race, error) {
+	d := min[i]
+	at := findDecision(d, run.recs, run.keys)
+	if at < 0 && d.Kind != sched.HoldDecision {
+		return Race{Decision: d, Summary: fmt.Sprintf("%v: its op did not run in the minimized run", d)}, nil
+	}
+	r := Race{Decision: d}
+	if d.Kind == sched.InjectDecision && d.Op.Kind.IsFault() && at >= 0 {
+		if done, err := e.nameFault(ctx, &r, i, min, at, run, sp, syms); done || err != nil {
+			return r, err
+		}
+	}
+	cands, ordered := candidates(d, i, min, at, run)
+	flips := e.flipCandidates
+	if ordered {
+		flips = e.firstUndoing
+	}
+	chosen, err := flips(ctx, &r, cands)
+	fill(&r, d, chosen, run.recs, syms, run.past)
+	if err != nil {
+		return r, err
+	}
+	return e.confirmPair(ctx, r, i, min, at, chosen, run, syms)
+}
+
+// nameFault names a fault by its window, when one is found (done); else
+// it notes why not, and the fault is named as other decisions are.
+func (e *explainer) nameFault(ctx context.Context, r *Race, i int, min []sched.Decision, at int, run *failingRun, sp *spec.Spec, syms *symbolizer) (bool, error) {
+	d, recs := min[i], run.recs
+	w, ok, err := e.window(ctx, i, min, at, recs, run.keys)
+	if err != nil {
+		return true, err
+	}
+	if !ok || w.before < 0 && w.after < 0 {
+		if w.why != "" {
+			r.Note = fmt.Sprintf("no window: %s", w.why)
+		}
+		return false, nil
+	}
+	r.Effects = effects(recs, at, w.recs, sp, syms)
+	var serr error
+	if d.Op.Kind == faults.Power || d.Op.Kind == faults.Corrupt {
+		r.Storage, serr = e.storage(ctx, i, min, at, recs, syms)
+	}
+	fillWindow(r, d, at, &w, recs, run.keys, syms)
+	return true, serr
+}
+
+// flipCandidates runs each candidate's flip (at most maxFlips) until one
+// makes the failure go away, and returns the pair chosen: that one, else
+// the first flipped, else the likeliest.
+func (e *explainer) flipCandidates(ctx context.Context, r *Race, cands []candidate) (*candidate, error) {
+	var chosen *candidate
+	for ci := range cands {
+		c := &cands[ci]
+		if ci >= maxFlips || c.flip == nil {
+			break
+		}
+		res, _, err := e.run(ctx, c.flip, false)
+		if err != nil {
+			if chosen == nil {
+				chosen = &cands[0]
+			}
+			return chosen, err
+		}
+		got := failureOf(res)
+		e.log.Debug("flip", "first", c.first, "second", c.second, "outcome", got.String(), "undoes", got.undoes(e.want))
+		if chosen == nil || got.undoes(e.want) {
+			chosen = c
+			r.Flipped, r.Confirmed, r.FlipOutcome = true, got.undoes(e.want), got.String()
+		}
+		if got.undoes(e.want) {
+			break
+		}
+	}
+	if chosen == nil && len(cands) > 0 {
+		chosen = &cands[0]
+	}
+	return chosen, nil
+}
+
+// firstUndoing finds, among ordered candidates (each flip moves the
+// decision's op past one more op), the first whose flip undoes the
+// failure, galloping from the nearest and then bisecting: its flip undoes
+// it and the flip before it does not (for the nearest, the failing run
+// itself). That op is the one the decision's op had to come after (a
+// hold) or before (a delay): the pair whose order decides the failure,
+// confirmed by its flip. Flips are taken as monotone (moved past the op
+// that decides, moving it further keeps the failure away), which costs
+// O(log n) runs for n candidates. With none undoing it, the nearest is
+// returned, flipped but not confirmed.
+func (e *explainer) firstUndoing(ctx context.Context, r *Race, cands []candidate) (*candidate, error) {
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	outcomes := map[int]failure{}
+	undoes := func(k int) (bool, error) {
+		f, err := e.outcome(ctx, cands[k].flip)
+		outcomes[k] = f
+		e.log.Debug("flip", "first", cands[k].first, "second", cands[k].second, "outcome", f.String(), "undoes", f.undoes(e.want))
+		return f.undoes(e.want), err
+	}
+	// The likely pairs first (a few): whose flip undoes the failure too,
+	// they say it as people do ("LOCK still in flight at WRITE"), where
+	// the search below may stop at the op the receiver read them with.
+	tried := 0
+	for rank := 2; rank > 0; rank-- {
+		for k := range cands {
+			if cands[k].likely != rank || tried == maxFlips {
+				continue
+			}
+			tried++
+			if ok, err := undoes(k); ok || err != nil {
+				if ok {
+					r.Flipped, r.Confirmed, r.FlipOutcome = true, true, outcomes[k].String()
+				}
+				return &cands[k], err
+			}
+		}
+	}
+	lo, hi := -1, -1 // lo's flip keeps the failure (-1: the failing run), hi's undoes it
+	var err error
+	for step := 1; err == nil; step *= 2 {
+		k := min(lo+step, len(cands)-1)
+		var ok bool
+		if ok, err = undoes(k); ok {
+			hi = k
+			break
+		}
+		if lo = k; k == len(cands)-1 {
+			break
+		}
+	}
+	for err == nil && hi-lo > 1 {
+		mid := (lo + hi) / 2
+		var ok bool
+		if ok, err = undoes(mid); ok {
+			hi = mid
+		} else if err == nil {
+			lo = mid
+		}
+	}
+	if hi < 0 {
+		if f, ok := outcomes[0]; ok {
+			r.Flipped, r.FlipOutcome = true, f.String()
+		}
+		return &cands[0], err
+	}
+	r.Flipped, r.Confirmed, r.FlipOutcome = true, true, outcomes[hi].String()
+	return &cands[hi], err
+}
+
+// confirmPair makes sure the pair named is one the decision ordered and
+// whose order decides the failure: when no flip of a pair of unrelated ops
+// undid it, or the pair that flipped is no race (a hold's op and a program
+// op on another object: two clients' polls, each on its own inbox), the
+// pair the run without the decision has the other way round, two messages
+// into one inbox (that run, which passes, is the flip). A delay whose own
+// pair flipped also names the messages it made race the other way.
+func (e *explainer) confirmPair(ctx context.Context, r Race, i int, min []sched.Decision, at int, chosen *candidate, run *failingRun, syms *symbolizer) (Race, error) {
+	d := min[i]
+	both := chosen != nil && chosen.first >= 0 && chosen.second >= 0
+	// A pair one of which happens before the other is no race either.
+	noRace := both && (run.past.before(chosen.first, chosen.second) ||
+		d.Kind == sched.HoldDecision && program(&run.recs[chosen.first].Op) && !races(run, chosen.first, chosen.second))
+	if !r.Confirmed || noRace {
+		rr, ok, err := e.reversedRace(ctx, i, min, at, run, syms)
+		switch {
+		case err != nil:
+			return r, err
+		case ok:
+			return rr, nil
+		case !r.Confirmed && r.Note == "":
+			r.Note = "no flip of a pair it ordered made the failure go away, and the run without it shows no pair the other way round"
+		}
+		return r, nil
+	}
+	if d.Kind == sched.InjectDecision && d.Op.Kind == sched.Advance {
+		// A delay holds every op enabled at once: besides the pair its
+		// flip undid, the messages it made race the other way.
+		rr, ok, err := e.reversedRace(ctx, i, min, at, run, syms)
+		if err != nil {
+			return r, err
+		}
+		if ok {
+			r.Reorders = &Pair{First: rr.First, Second: rr.Second, Without: rr.FlipOutcome}
+			r.Summary += reordersText(r.Reorders)
+		}
+	}
+	return r, nil
 }
 
 // fill describes a race's pair.
@@ -232,6 +433,7 @@ func fill(r *Race, d sched.Decision, c *candidate, recs []sched.Record, syms *sy
 		r.Summary = d.String()
 		return
 	}
+	r.Pending, r.SendReady = c.pending, c.sendReady
 	if c.first >= 0 {
 		r.First = event(&recs[c.first], syms)
 		r.Steps[0] = recs[c.first].Step
@@ -267,18 +469,19 @@ func fill(r *Race, d sched.Decision, c *candidate, recs []sched.Record, syms *sy
 }
 
 // candidates lists the pairs decision i (its op at record at, -1 if it
-// never ran) may have ordered, likeliest first, each with its flip.
-func candidates(d sched.Decision, i int, min []sched.Decision, at int, recs []sched.Record, keys []sched.Key) []candidate {
-	var out []candidate
-	// after is a copy of d that waits for (or comes right after) the op
-	// just before record j: the pair the other way round.
-	after := func(j int) []sched.Decision {
+// never ran) may have ordered, each with its flip. A hold's and a delay's
+// are ordered, nearest first, and each flip moves the decision's op past
+// one more of them (ordered is true): the first whose flip undoes the
+// failure is found by galloping and bisecting (firstUndoing). They are
+// only ops that were there to reorder (offers): a hold's op was offered
+// when its partner was released, a delay's partner was offered beside it.
+func candidates(d sched.Decision, i int, min []sched.Decision, at int, run *failingRun) (out []candidate, ordered bool) {
+	recs, keys := run.recs, run.keys
+	// right after j: the injection moved past record j.
+	rightAfter := func(j int) []sched.Decision {
 		nd := d
-		nd.After = nil
-		if p := prevTraced(recs, j); p >= 0 {
-			k := keys[p]
-			nd.After = &k
-		}
+		k := keys[j]
+		nd.After = &k
 		return replace(min, i, nd)
 	}
 	switch {
@@ -287,33 +490,79 @@ func candidates(d sched.Decision, i int, min []sched.Decision, at int, recs []sc
 		if at >= 0 {
 			op, end = &recs[at].Op, at
 		}
-		for _, j := range partners(op, recs, end) {
-			out = append(out, candidate{first: j, second: at, flip: after(j)})
+		for _, j := range partners(heldID(d, recs, keys, run.choices), recs, end, run.offers) {
+			o := &recs[j].Op
+			likely := 0
+			if op.Object != "" && o.Object == op.Object && o.Process() != op.Process() {
+				likely = 1
+				if o.Kind == op.Kind {
+					likely = 2
+				}
+			}
+			out = append(out, candidate{first: j, second: at, flip: holdBefore(d, i, min, j, at, run), pending: true, likely: likely})
 		}
+		return out, true
 	case d.Op.Kind == sched.Advance:
-		// The timeout runs first; the messages it overtook are the
-		// deliveries into the waiter's inbox after it.
-		for _, j := range lateDeliveries(recs, at) {
-			nd := d
-			k := keys[j]
-			nd.After = &k
-			out = append(out, candidate{first: at, second: j, flip: replace(min, i, nd)})
+		// The timeout runs first; the ops it held back come after it.
+		inbox := waiterInbox(recs, at)
+		for _, j := range overtaken(recs, at, run.offers) {
+			o := &recs[j].Op
+			likely := 0
+			if o.Kind == sched.Deliver && (inbox == "" || o.Object == inbox) {
+				likely = 2
+			}
+			pending := run.offers.at(at, o.ID)
+			out = append(out, candidate{first: at, second: j, flip: rightAfter(j), pending: pending, sendReady: !pending, likely: likely})
 		}
 		if len(out) == 0 {
 			out = append(out, candidate{first: prevTraced(recs, at), second: at})
 		}
-	default: // a fault: after the op before it, before the next messages to its node
-		if p := prevTraced(recs, at); p >= 0 {
-			out = append(out, candidate{first: p, second: at, flip: after(p)})
-		}
-		for _, j := range nextMessages(recs, at, d.Op.Node, 2) {
-			nd := d
-			k := keys[j]
+		return out, len(out) > 0 && out[0].flip != nil
+	}
+	// A fault: after the op before it, before the next messages to its
+	// node (its window, when one was found, names it instead).
+	if p := prevTraced(recs, at); p >= 0 {
+		nd := d
+		nd.After = nil
+		if pp := prevTraced(recs, p); pp >= 0 {
+			k := keys[pp]
 			nd.After = &k
-			out = append(out, candidate{first: at, second: j, flip: replace(min, i, nd)})
 		}
-		if len(out) == 0 {
-			out = append(out, candidate{first: -1, second: at})
+		out = append(out, candidate{first: p, second: at, flip: replace(min, i, nd)})
+	}
+	for _, j := range nextMessages(recs, at, d.Op.Node, 2) {
+		out = append(out, candidate{first: at, second: j, flip: rightAfter(j), pending: run.offers.at(at, recs[j].Op.ID)})
+	}
+	if len(out) == 0 {
+		out = append(out, candidate{first: -1, second: at})
+	}
+	return out, false
+}
+
+// holdBefore is the set min with hold i flipped around record j: its op
+// (released at record at, -1 if never) waits only until the op just before
+// j, so that it comes before j. When j is itself an injection of the set
+// (a delay, a fault), which the forced run takes as soon as it is due,
+// that injection is moved right after the held op as well.
+func holdBefore(d sched.Decision, i int, min []sched.Decision, j, at int, run *failingRun) []sched.Decision {
+	recs, keys := run.recs, run.keys
+	nd := d
+	nd.After = nil
+	if p := prevTraced(recs, j); p >= 0 {
+		k := keys[p]
+		nd.After = &k
+	}
+	out := replace(min, i, nd)
+	if o := &recs[j].Op; o.Kind != sched.Advance && !o.Kind.IsFault() {
+		return out
+	}
+	held := d.Key
+	if at >= 0 {
+		held = keys[at]
+	}
+	for m, dm := range out {
+		if m != i && dm.Kind == sched.InjectDecision && findDecision(dm, recs, keys) == j {
+			out[m].After = &held
 		}
 	}
 	return out
@@ -398,56 +647,39 @@ func nextMessages(recs []sched.Record, at int, node string, n int) []int {
 	return out
 }
 
-// partners are the ops a held op (released at w, or never: w is then
-// len(recs)) may have raced with, likeliest first: the last ops before it
-// of the same kind on the same object from another process (two
-// deliveries into one inbox), then the last on the same object, then the
-// op just before it.
-func partners(op *sched.Op, recs []sched.Record, w int) []int {
+// maxPartners bounds the ops a decision's pair is looked for among.
+const maxPartners = 64
+
+// partners are the ops a held op (ID id, released at w, or never: w is
+// then len(recs)) was passed over for, nearest first: the ops released
+// while it was offered. One released before it existed raced with
+// nothing.
+func partners(id uint64, recs []sched.Record, w int, of offers) []int {
 	var out []int
-	seen := map[int]bool{}
-	add := func(j int) {
-		if j >= 0 && !seen[j] && len(out) < maxFlips {
-			seen[j] = true
+	for j := w - 1; j >= 0 && len(out) < maxPartners; j-- {
+		if !recs[j].Auto && recs[j].Op.ID != id && of.at(j, id) {
 			out = append(out, j)
 		}
 	}
-	if op.Object != "" {
-		for j := w - 1; j >= 0; j-- {
-			o := &recs[j].Op
-			if o.Kind == op.Kind && o.Object == op.Object && o.Process() != op.Process() {
-				add(j)
-			}
-		}
-		for j := w - 1; j >= 0; j-- {
-			if o := &recs[j].Op; o.Object == op.Object && o.Process() != op.Process() {
-				add(j)
-			}
-		}
-	}
-	add(prevTraced(recs, w))
 	return out
 }
 
-// lateDeliveries are the first deliveries after an advance at a into the
-// waiting thread's inbox.
-func lateDeliveries(recs []sched.Record, a int) []int {
+// overtaken are the ops a delay (an advance at record a) held back, that
+// ran only after the timeout, nearest first: ops offered beside it (an op
+// not yet there was not held back: it came later, maybe because of the
+// timeout), and the deliveries of the sends among them (a server ready to
+// answer when the client's wait timed out: its answer is the message the
+// timeout did not wait for, though it was not yet sent). The waiting
+// thread's own ops are not: they follow its timeout.
+func overtaken(recs []sched.Record, a int, of offers) []int {
 	adv := &recs[a].Op
-	inbox := ""
-	for j := a + 1; j < len(recs); j++ {
-		if o := &recs[j].Op; o.LPID == adv.LPID && strings.HasPrefix(o.Object, "inbox:") {
-			inbox = o.Object
-			break
-		}
-	}
-	for j := a - 1; j >= 0 && inbox == ""; j-- {
-		if o := &recs[j].Op; o.LPID == adv.LPID && strings.HasPrefix(o.Object, "inbox:") {
-			inbox = o.Object
-		}
-	}
 	var out []int
-	for j := a + 1; j < len(recs) && len(out) < maxFlips; j++ {
-		if o := &recs[j].Op; o.Kind == sched.Deliver && (inbox == "" || o.Object == inbox) {
+	for j := a + 1; j < len(recs) && len(out) < maxPartners; j++ {
+		o := &recs[j].Op
+		if recs[j].Auto || o.LPID == adv.LPID {
+			continue
+		}
+		if of.at(a, o.ID) || o.Kind == sched.Deliver && slices.ContainsFunc(recs[j].Causes, func(c uint64) bool { return of.at(a, c) }) {
 			out = append(out, j)
 		}
 	}
@@ -553,6 +785,10 @@ func who(ev Event) string {
 			return s + " read of " + ev.Data
 		}
 		return fmt.Sprintf("%s read of no bytes from %s (its peer's close)", s, ev.Peer)
+	case strings.HasPrefix(ev.Op, sched.Advance.String()+"("):
+		// "app's clock_nanosleep timeout (to 0.060s (+50ms))"
+		wait := strings.TrimSuffix(strings.TrimPrefix(ev.Op, sched.Advance.String()+"("), ")")
+		return fmt.Sprintf("%s %s timeout (%s)", s, wait, ev.Comment)
 	case ev.Data != "":
 		s += " " + ev.Data
 	default:
@@ -561,17 +797,32 @@ func who(ev Event) string {
 	return s
 }
 
+// summary is a race's sentence. Its clauses keep causes before effects:
+// a message is "in flight" at an op, or a timeout comes "while" it is,
+// only when it was offered there (Pending), that is sent before; else
+// the sentence says only which came first.
 func summary(d sched.Decision, r Race) string {
 	var s string
+	deliver := sched.Deliver.String()
 	switch {
-	case d.Kind == sched.HoldDecision && r.First.Op == sched.Deliver.String() && r.Second.Op == sched.Deliver.String():
+	case d.Kind == sched.HoldDecision && r.First.Op == deliver && r.Second.Op == deliver && r.Pending:
 		s = fmt.Sprintf("fails when %s to %s%s is still in flight at %s to %s", who(r.Second), r.Second.To, behindText(r.Behind), who(r.First), r.First.To)
-	case d.Kind == sched.HoldDecision && r.Second.Op == sched.Deliver.String():
+	case d.Kind == sched.HoldDecision && r.Second.Op == deliver && r.Pending:
 		s = fmt.Sprintf("fails when %s to %s is still in flight at %s", who(r.Second), r.Second.To, who(r.First))
-	case d.Kind == sched.HoldDecision:
+	case d.Kind == sched.HoldDecision && r.Second.Op == deliver:
+		s = fmt.Sprintf("fails when %s to %s arrives after %s", who(r.Second), r.Second.To, who(r.First))
+	case d.Kind == sched.HoldDecision && r.Pending:
 		s = fmt.Sprintf("fails when %s waits until after %s", who(r.Second), who(r.First))
-	case d.Op.Kind == sched.Advance && r.Second.Op == sched.Deliver.String():
+	case d.Kind == sched.HoldDecision:
+		s = fmt.Sprintf("fails when %s comes after %s", who(r.Second), who(r.First))
+	case d.Op.Kind == sched.Advance && r.Second.Op == deliver && r.Pending:
 		s = fmt.Sprintf("fails when %s's %s times out (%s) while %s to %s is in flight", r.First.Node, d.Op.Syscall, r.First.Comment, who(r.Second), r.Second.To)
+	case d.Op.Kind == sched.Advance && r.Second.Op == deliver && r.SendReady:
+		s = fmt.Sprintf("fails when %s's %s times out (%s) before %s to %s arrives, which %s was ready to send", r.First.Node, d.Op.Syscall, r.First.Comment, who(r.Second), r.Second.To, r.Second.Node)
+	case d.Op.Kind == sched.Advance && r.Second.Op == deliver:
+		s = fmt.Sprintf("fails when %s's %s times out (%s) before %s to %s arrives", r.First.Node, d.Op.Syscall, r.First.Comment, who(r.Second), r.Second.To)
+	case d.Op.Kind == sched.Advance && r.Pending:
+		s = fmt.Sprintf("fails when %s's %s times out (%s) before %s, which was ready to run", r.First.Node, d.Op.Syscall, r.First.Comment, runs(r.Second))
 	default:
 		s = fmt.Sprintf("fails when the %s of %s%s comes right after %s", r.Second.Op, r.Second.Node, paren(r.Second.Comment), who(r.First))
 	case d.Op.Kind.IsFault() && r.Before != nil:
@@ -589,6 +840,22 @@ func summary(d sched.Decision, r Race) string {
 		}
 	}
 	return s
+}
+
+// runs names an op that runs, for a sentence: "b sends "GET 1\n"", "a
+// connects".
+func runs(ev Event) string {
+	switch op, _, _ := strings.Cut(ev.Op, "("); {
+	case op == sched.Send.String() && ev.Data != "":
+		return ev.Node + " sends " + ev.Data
+	case op == sched.Recv.String() && ev.Data != "":
+		return ev.Node + " reads " + ev.Data
+	case op == sched.Connect.String():
+		return ev.Node + " connects"
+	case op == sched.Accept.String():
+		return ev.Node + " accepts"
+	}
+	return ev.Node + "'s " + ev.Op + " runs"
 }
 
 // Pair is two ops of the failing run in the order a decision made.

@@ -42,8 +42,9 @@ func racing(o *sched.Op) bool {
 // not in b's causal past (then no run has them the other way: the two
 // are other instances there). ok is false when there is none.
 func reversedPair(recs, other []sched.Record, from int, past *causality) (a, b int, ok bool) {
-	// The first such b, with the latest a before it: the decision's
-	// nearest effect.
+	// The first such b, with the earliest a before it: the decision's
+	// first effect, and the first message that overtook b (bob's LOCK,
+	// not his WRITE that followed it, both ahead of alice's LOCK).
 	ids, oids := opIdentities(recs), opIdentities(other)
 	pos := make(map[string]int, len(other))
 	for j, id := range oids {
@@ -55,7 +56,7 @@ func reversedPair(recs, other []sched.Record, from int, past *causality) (a, b i
 		if !racing(ob) || !inOther {
 			continue
 		}
-		for a = b - 1; a >= max(from, 0); a-- {
+		for a = max(from, 0); a < b; a++ {
 			oa := &recs[a].Op
 			if !racing(oa) || oa.Object != ob.Object || oa.LPID == ob.LPID || oa.Kind != ob.Kind {
 				continue
@@ -71,8 +72,8 @@ func reversedPair(recs, other []sched.Record, from int, past *causality) (a, b i
 // reversedRace names decision i of set by the pair it reversed, from the
 // run without it; ok is false when that run fails too or no pair is
 // found.
-func (e *explainer) reversedRace(ctx context.Context, i int, set []sched.Decision, at int, recs []sched.Record, syms *symbolizer, past *causality) (Race, bool, error) {
-	d := set[i]
+func (e *explainer) reversedRace(ctx context.Context, i int, set []sched.Decision, at int, run *failingRun, syms *symbolizer) (Race, bool, error) {
+	d, recs, past := set[i], run.recs, run.past
 	res, err := e.without(ctx, set, i)
 	if err != nil {
 		return Race{}, false, err
@@ -81,8 +82,11 @@ func (e *explainer) reversedRace(ctx context.Context, i int, set []sched.Decisio
 	if !got.undoes(e.want) {
 		return Race{}, false, nil
 	}
-	// Up to the decision's first effect the two runs are one.
-	a, b, ok := reversedPair(recs, res.Records, 0, past)
+	// Up to the decision's first effect the two runs are one, and a pair
+	// before it is none of its doing: "as the delay makes them" of a
+	// message delivered before the delay would put the effect before its
+	// cause.
+	a, b, ok := reversedPair(recs, res.Records, firstEffect(d, at, run), past)
 	if !ok {
 		return Race{}, false, nil
 	}
@@ -97,6 +101,19 @@ func (e *explainer) reversedRace(ctx context.Context, i int, set []sched.Decisio
 	}
 	r.Summary = reversedSummary(d, r)
 	return r, true, nil
+}
+
+// firstEffect is the first record of run where decision d (its op at
+// record at, -1 if it never ran) acted: an injection where it was
+// injected, a hold where its op was first passed over; 0 when unknown.
+func firstEffect(d sched.Decision, at int, run *failingRun) int {
+	if d.Kind == sched.InjectDecision {
+		return max(at, 0)
+	}
+	if j := run.offers.firstPassed(run.recs, heldID(d, run.recs, run.keys, run.choices)); j >= 0 {
+		return j
+	}
+	return 0
 }
 
 func reversedSummary(d sched.Decision, r Race) string {

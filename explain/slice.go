@@ -1,39 +1,22 @@
 package explain
 
-import "github.com/lockstep-dev/lockstep/sched"
+import (
+	"github.com/lockstep-dev/lockstep/conflict"
+	"github.com/lockstep-dev/lockstep/sched"
+)
 
-// causality answers happens-before questions over a run's records: an op
-// happens after its causes (a delivery's send, the deliveries a recv read,
-// the connect an accept returned: eBPF-matched or lockstep's own books)
-// and after the earlier ops of its thread. A delivery follows its send
-// only, not its sender's later ops, though it carries the sender's LPID.
-type causality struct {
-	recs []sched.Record
-	pred [][]int // direct predecessors of each record
-}
+// causality answers happens-before questions over a run's records by the
+// conflict analysis's order (conflict.HappensBefore): an op happens after
+// its causes (a delivery's send, the deliveries a recv read, the connect
+// an accept returned: eBPF-matched or lockstep's own books), after the
+// earlier ops of its thread, and a delivery after the earlier ones of its
+// connection. A delivery follows its send only, not its sender's later
+// ops, though it carries the sender's LPID. A race explain calls causally
+// related is one the conflict analysis orders.
+type causality struct{ order *conflict.Order }
 
 func newCausality(recs []sched.Record) *causality {
-	c := &causality{recs: recs, pred: make([][]int, len(recs))}
-	byID := map[uint64]int{}
-	last := map[string]int{} // LPID → its last traced op
-	for i := range recs {
-		op := &recs[i].Op
-		for _, id := range recs[i].Causes {
-			if j, ok := byID[id]; ok {
-				c.pred[i] = append(c.pred[i], j)
-			}
-		}
-		if threadOp(op) {
-			if j, ok := last[op.LPID]; ok {
-				c.pred[i] = append(c.pred[i], j)
-			}
-			last[op.LPID] = i
-		}
-		if op.ID != 0 {
-			byID[op.ID] = i
-		}
-	}
-	return c
+	return &causality{order: conflict.HappensBefore(recs)}
 }
 
 // threadOp says whether an op is its thread's own, in its program order.
@@ -44,22 +27,20 @@ func threadOp(op *sched.Op) bool {
 // past is the set of records in i's causal past, i included.
 func (c *causality) past(i int) map[int]bool {
 	seen := map[int]bool{i: true}
-	stack := []int{i}
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, p := range c.pred[x] {
-			if !seen[p] {
-				seen[p] = true
-				stack = append(stack, p)
-			}
+	for j := 0; j < i; j++ {
+		if c.order.Before(j, i) {
+			seen[j] = true
 		}
 	}
 	return seen
 }
 
 // before says whether record a happens before record b.
-func (c *causality) before(a, b int) bool { return a != b && c.past(b)[a] }
+func (c *causality) before(a, b int) bool { return c.order.Before(a, b) }
+
+// conflict says whether records a and b race on one object, as the
+// conflict analysis says (conflict.Order.Conflict).
+func (c *causality) conflict(a, b int) bool { return c.order.Conflict(a, b) }
 
 // Slice returns the steps of the records in the failure's causal past: the
 // failing node's last op and what happens before it, with every fault and

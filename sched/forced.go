@@ -291,7 +291,30 @@ func (r *Recorder) Extra(now time.Duration, choices []*Op) []*Op {
 	return nil
 }
 
+// Declines passes on the wrapped strategy's (Decliner): recording the
+// choices must not change the run, and Forced and Replay decline the
+// faults offered in a lull that they were not told to take.
+func (r *Recorder) Declines(o *Op) bool {
+	d, ok := r.Strategy.(Decliner)
+	return ok && d.Declines(o)
+}
+
+// Done and Ready pass on the wrapped strategy's (Awaiter), for the same
+// reason: a recorded replay settles again where a replay would. A
+// strategy that forces no recorded run is never done and always ready,
+// which the engine treats as no Awaiter at all.
+func (r *Recorder) Done() bool {
+	a, ok := r.Strategy.(Awaiter)
+	return ok && a.Done()
+}
+
+func (r *Recorder) Ready(enabled []*Op) bool {
+	a, ok := r.Strategy.(Awaiter)
+	return !ok || a.Ready(enabled)
+}
+
 // Extender is a strategy that adds ops of its own to the choices the
+// engine offers: an advance to a given time or a fault with given
 // engine offers: an advance to a given time or a fault with given
 // parameters, which the engine's own offers (one advance and one fault
 // drawn from the seed) may not hold. now is the virtual time.

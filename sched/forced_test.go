@@ -208,6 +208,43 @@ func TestForcedDeclines(t *testing.T) {
 	}
 }
 
+// TestRecorderPassesOn: a Recorder records choices without changing the
+// run it wraps: it declines what the wrapped strategy declines (Forced
+// takes no fault of its own, a replay none but its trace's next) and waits
+// where a replay waits; around a strategy that does neither, it does
+// neither.
+func TestRecorderPassesOn(t *testing.T) {
+	ops := testOps(1)
+	crash := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: crashKind, Object: "node:n1"}
+	send := ops[0]
+	rep := NewReplay(&Trace{Records: []Record{{Step: 1, Op: send}, {Step: 2, Op: crash}}}, nil, testFaults)
+	rep.Reset(1, 0)
+	for _, tc := range []struct {
+		name           string
+		s              Strategy
+		declines, done bool
+		ready          bool // with only the crash enabled
+	}{
+		{"forced", NewForced(nil, testFaults), true, false, true},
+		{"replay before its send", rep, true, false, false},
+		{"oldest", Oldest{}, false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.s.Reset(1, 0)
+			r := &Recorder{Strategy: tc.s}
+			var s Strategy = r
+			d, ok := s.(Decliner)
+			if !ok || d.Declines(&crash) != tc.declines {
+				t.Errorf("Declines(crash): decliner %v, want %v", ok, tc.declines)
+			}
+			a, ok := s.(Awaiter)
+			if !ok || a.Done() != tc.done || a.Ready([]*Op{&crash}) != tc.ready {
+				t.Errorf("awaiter %v: Done %v, Ready %v; want %v, %v", ok, a.Done(), a.Ready([]*Op{&crash}), tc.done, tc.ready)
+			}
+		})
+	}
+}
+
 // TestForcedCorruptKeepsDraw: a corruption the engine offers carries a
 // variant and a pick it drew itself; the forced run takes it with the
 // trace's (tail, pick 7), so the same byte of the same file is damaged.

@@ -87,7 +87,11 @@ func htmlNotes(ex *explain.Explanation) report.Explained {
 		}
 	}
 	for _, p := range ex.Curve {
-		n.Curve = append(n.Curve, report.CurvePoint{Step: p.Step, P: p.P(), Label: fmt.Sprintf("%d/%d", p.Failed, p.Runs)})
+		label := fmt.Sprintf("%d/%d", p.Failed, p.Runs)
+		if j := ex.Jump; j != nil && j.Clear && p.Step == j.Step {
+			label += ", the jump: " + j.Op.String()
+		}
+		n.Curve = append(n.Curve, report.CurvePoint{Step: p.Step, P: p.P(), Label: label})
 	}
 	return n
 }

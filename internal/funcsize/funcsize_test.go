@@ -22,15 +22,13 @@ type size struct{ lines, complexity int }
 // row goes. Nothing is added here: a new long function is split instead.
 var known = map[string]size{
 	"compose.Import":                    {113, 32},
-	"conflict.Analyze":                  {149, 37},
+	"conflict.Analyze":                  {138, 31},
 	"coverage.http2Shape":               {50, 35},
 	"coverage.protobufShape":            {77, 33},
 	"disk.Books.Cut":                    {105, 35},
 	"engine.job.runNative":              {177, 44},
 	"engine.job.runTrial":               {149, 24},
-	"explain.WriteText":                 {96, 33},
 	"explain.effects":                   {135, 54},
-	"explain.explainer.name":            {87, 36},
 	"faults.Injector.Deadline":          {37, 31},
 	"image.applyEntry":                  {96, 37},
 	"report.writeBenchTable":            {110, 32},
