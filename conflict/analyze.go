@@ -157,8 +157,7 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 	lastDeliver := map[string]int{}
 	inboxOf := connInboxes(records)
 	// per object, per lane: writes and observations in lane order
-	type lanes2 struct{ w, r accesses }
-	objs := map[string]map[int]*lanes2{}
+	objs := map[string]map[int]*objLane{}
 
 	for i := range records {
 		r := &records[i]
@@ -192,35 +191,46 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 		for _, obj := range objects(r, inboxOf) {
 			per := objs[obj]
 			if per == nil {
-				per = map[int]*lanes2{}
+				per = map[int]*objLane{}
 				objs[obj] = per
 			}
-			for q, acc := range per {
-				if q == l {
-					continue // program order
-				}
-				seen := vc[q]
-				if acc.w.markAfter(seen, a.Conflicting) {
-					a.Conflicting[i] = true
-				}
-				if w && acc.r.markAfter(seen, a.Conflicting) {
-					a.Conflicting[i] = true
-				}
-			}
-			mine := per[l]
-			if mine == nil {
-				mine = &lanes2{}
-				per[l] = mine
-			}
-			list := &mine.r
-			if w {
-				list = &mine.w
-			}
-			list.idx = append(list.idx, vc[l])
-			list.rec = append(list.rec, i)
+			touch(per, l, vc, w, i, a.Conflicting)
 		}
 	}
 	return a
+}
+
+// objLane is one lane's writes and observations of one object, in lane
+// order.
+type objLane struct{ w, r accesses }
+
+// touch marks record i (lane l, clock vc; w: it changes the object) and
+// the earlier accesses of the object's other lanes it is concurrent with
+// as conflicting, then adds i to its lane's accesses.
+func touch(per map[int]*objLane, l int, vc []uint32, w bool, i int, conflicting []bool) {
+	for q, acc := range per {
+		if q == l {
+			continue // program order
+		}
+		seen := vc[q]
+		if acc.w.markAfter(seen, conflicting) {
+			conflicting[i] = true
+		}
+		if w && acc.r.markAfter(seen, conflicting) {
+			conflicting[i] = true
+		}
+	}
+	mine := per[l]
+	if mine == nil {
+		mine = &objLane{}
+		per[l] = mine
+	}
+	list := &mine.r
+	if w {
+		list = &mine.w
+	}
+	list.idx = append(list.idx, vc[l])
+	list.rec = append(list.rec, i)
 }
 
 // objects are what an op touches. A delivery changes both its receiver's
