@@ -116,29 +116,35 @@ func (s *Symptom) Last(template string) bool {
 // across its nodes), and the index in lines of the line that completed the
 // first such longest match (-1 with none).
 func (s *Symptom) Match(lines []string) (n, last int) {
-	m := len(s.Templates)
-	// best[j] is the longest match of the symptom's first j lines with the
-	// lines read so far, at[j] where the last line of one such match was
-	// printed: the longest common subsequence, one row at a time.
-	best := make([]int, m+1)
+	return inOrder(len(s.Templates), len(lines), func(i, j int) bool { return Same(s.Templates[i], lines[j]) })
+}
+
+// inOrder is the longest subsequence of m wanted items that n items
+// hold in the same order, same(i, j) saying whether wanted item i is item
+// j, and the index of the item that completed the first such longest
+// match (-1 with none): the longest common subsequence, one row at a time.
+func inOrder(m, n int, same func(i, j int) bool) (best, last int) {
+	// row[k] is the longest match of the first k wanted items with the
+	// items read so far, at[k] where the last item of one such match was.
+	row := make([]int, m+1)
 	at := make([]int, m+1)
-	for j := range at {
-		at[j] = -1
+	for k := range at {
+		at[k] = -1
 	}
-	for i, line := range lines {
-		diag := 0 // best[j-1] before this line
-		for j := 1; j <= m; j++ {
-			up := best[j]
+	for j := range n {
+		diag := 0 // row[k-1] before item j
+		for k := 1; k <= m; k++ {
+			up := row[k]
 			switch {
-			case Same(s.Templates[j-1], line) && diag+1 > up:
-				// The earliest line that makes the match this long: a
+			case same(k-1, j) && diag+1 > up:
+				// The earliest item that makes the match this long: a
 				// branch from there keeps the match and varies the most.
-				best[j], at[j] = diag+1, i
-			case best[j-1] > up:
-				best[j], at[j] = best[j-1], at[j-1]
+				row[k], at[k] = diag+1, j
+			case row[k-1] > up:
+				row[k], at[k] = row[k-1], at[k-1]
 			}
 			diag = up
 		}
 	}
-	return best[m], at[m]
+	return row[m], at[m]
 }
