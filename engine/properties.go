@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/coverage"
+	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -36,8 +37,21 @@ type properties struct {
 	steps   []int
 	// reached says, per property, whether a line matched it.
 	reached []bool
+	// goals are, per property, a sometimes' pattern's words
+	// (coverage.GoalWords), near how close the trial's lines came to it
+	// while none matched it: explore's goals, and the summary's closest.
+	goals [][]string
+	near  []nearLine
 	// broke is the first never that matched, with the line.
 	broke *brokenProperty
+}
+
+// nearLine is the first line that came closest to a sometimes: the
+// words of its pattern it held in order, the step after which it was
+// printed, and the line as an outcome quotes it.
+type nearLine struct {
+	words, step int
+	line        string
 }
 
 type brokenProperty struct {
@@ -69,7 +83,13 @@ func newProperties(sp *spec.Spec, outputs map[string][2]*os.File, symptom *cover
 	if len(sp.Properties) == 0 && symptom == nil {
 		return nil, nil
 	}
-	p := &properties{props: sp.Properties, reached: make([]bool, len(sp.Properties)), symptom: symptom}
+	p := &properties{props: sp.Properties, reached: make([]bool, len(sp.Properties)), symptom: symptom,
+		goals: make([][]string, len(sp.Properties)), near: make([]nearLine, len(sp.Properties))}
+	for i, pr := range sp.Properties {
+		if pr.Kind == spec.Sometimes {
+			p.goals[i] = coverage.GoalWords(pr.Pattern.String())
+		}
+	}
 	for _, n := range sp.Nodes {
 		for i, ext := range []string{".out", ".err"} {
 			w := outputs[n.Name][i]
@@ -167,7 +187,11 @@ func (p *properties) match(node string, line []byte, step int) {
 	}
 	for i := range p.props {
 		pr := &p.props[i]
-		if !pr.Applies(node) || !pr.Pattern.Match(line) {
+		if !pr.Applies(node) {
+			continue
+		}
+		if !pr.Pattern.Match(line) {
+			p.approach(i, line, step)
 			continue
 		}
 		p.reached[i] = true
@@ -175,6 +199,32 @@ func (p *properties) match(node string, line []byte, step int) {
 			p.broke = &brokenProperty{prop: pr, node: node, line: string(line), step: step}
 		}
 	}
+}
+
+// approach notes how close a line that did not match property i came to
+// it, for a sometimes no line of the trial matched yet.
+func (p *properties) approach(i int, line []byte, step int) {
+	if len(p.goals[i]) == 0 || p.reached[i] {
+		return
+	}
+	if n := coverage.Near(p.goals[i], string(line)); n > p.near[i].words {
+		p.near[i] = nearLine{words: n, step: step, line: quoteLine(string(line))}
+	}
+}
+
+// nears are how close the trial came to each sometimes it did not reach,
+// those of which a line held a word.
+func (p *properties) nears() []result.Near {
+	if p == nil {
+		return nil
+	}
+	var out []result.Near
+	for i, n := range p.near {
+		if n.words > 0 && !p.reached[i] {
+			out = append(out, result.Near{Name: p.props[i].Name, Words: n.words, Of: len(p.goals[i]), Step: n.step, Line: n.line})
+		}
+	}
+	return out
 }
 
 // symptomProperty is the never a symptom's last line stands for: a trial
@@ -274,7 +324,7 @@ func (t *Trial) finalProperties(res *TrialResult) error {
 		t.props.flush(step)
 		br = t.props.broke
 	}
-	res.Reached = t.props.sometimes()
+	res.Reached, res.Near = t.props.sometimes(), t.props.nears()
 	res.Symptom, res.SymptomStep = t.props.symptomMatch()
 	if res.Outcome.Kind != Pass {
 		return nil

@@ -66,6 +66,11 @@ func TestProperties(t *testing.T) {
 	if sum.Reached["a client entered"] != sum.Trials || len(sum.Unreached()) != 1 || sum.Unreached()[0].Name != "two inside" {
 		t.Errorf("reached %v, unreached %v", sum.Reached, sum.Unreached())
 	}
+	// The server's "all 2 visits done (at most 1 inside)" holds the words
+	// of "two inside" (most, inside), but it watches the clients' lines.
+	if c, ok := sum.Closest["two inside"]; ok {
+		t.Errorf("a line of the server came closest to a sometimes of the clients: %+v", c)
+	}
 	// The campaign's coverage: the room's message kinds (ENTER, OK, EXIT,
 	// BYE) and the server's templates, counted in trial order, so two
 	// jobs give the same curve as one.
