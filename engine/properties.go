@@ -42,6 +42,10 @@ type properties struct {
 	// while none matched it: explore's goals, and the summary's closest.
 	goals [][]string
 	near  []nearLine
+	// keep, when set, keeps every line with its node and step (replay
+	// --lines): the nodes' lines in the one order they were read.
+	keep bool
+	log  []result.Line
 	// broke is the first never that matched, with the line.
 	broke *brokenProperty
 }
@@ -79,12 +83,12 @@ type outputFile struct {
 // files (Trial.outputs); nil when the spec has no properties. Each is read
 // through a descriptor of its own on the same file, never by its path: a
 // node may put a link or a FIFO where its output file was.
-func newProperties(sp *spec.Spec, outputs map[string][2]*os.File, symptom *coverage.Symptom) (*properties, error) {
-	if len(sp.Properties) == 0 && symptom == nil {
+func newProperties(sp *spec.Spec, outputs map[string][2]*os.File, symptom *coverage.Symptom, keep bool) (*properties, error) {
+	if len(sp.Properties) == 0 && symptom == nil && !keep {
 		return nil, nil
 	}
 	p := &properties{props: sp.Properties, reached: make([]bool, len(sp.Properties)), symptom: symptom,
-		goals: make([][]string, len(sp.Properties)), near: make([]nearLine, len(sp.Properties))}
+		goals: make([][]string, len(sp.Properties)), near: make([]nearLine, len(sp.Properties)), keep: keep}
 	for i, pr := range sp.Properties {
 		if pr.Kind == spec.Sometimes {
 			p.goals[i] = coverage.GoalWords(pr.Pattern.String())
@@ -182,6 +186,9 @@ func (p *properties) flush(step int) {
 
 func (p *properties) match(node string, line []byte, step int) {
 	line = bytes.TrimRight(line, "\r")
+	if p.keep && len(p.log) < maxSymptomLines {
+		p.log = append(p.log, result.Line{Node: node, Text: string(line), Step: step})
+	}
 	if p.symptom != nil {
 		p.matchSymptom(node, line, step)
 	}
@@ -231,7 +238,8 @@ func (p *properties) nears() []result.Near {
 // that prints it has reproduced the symptom, a failing trace.
 var symptomProperty = spec.Property{Kind: spec.Never, Name: "symptom"}
 
-// maxSymptomLines bounds the lines a trial keeps for its symptom match.
+// maxSymptomLines bounds the lines a trial keeps for its symptom match,
+// or for replay --lines.
 const maxSymptomLines = 1 << 17
 
 // matchSymptom notes a line's template for the symptom match, and ends
@@ -325,6 +333,7 @@ func (t *Trial) finalProperties(res *TrialResult) error {
 		br = t.props.broke
 	}
 	res.Reached, res.Near = t.props.sometimes(), t.props.nears()
+	res.Lines = t.props.log
 	res.Symptom, res.SymptomStep = t.props.symptomMatch()
 	if res.Outcome.Kind != Pass {
 		return nil

@@ -93,6 +93,22 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 // ReplayLogged is Replay with the engine's and the tracer's log going to
 // log (nil: none).
 func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logger) (*ReplayResult, error) {
+	return ReplayWith(ctx, tracePath, outDir, ReplayOptions{Log: log})
+}
+
+// ReplayOptions are what a replay does beyond its trace's decisions.
+type ReplayOptions struct {
+	// Log is where the engine's and the tracer's log go (nil: nowhere).
+	Log *slog.Logger
+	// Lines keeps the nodes' lines in the order lockstep read them
+	// (TrialResult.Lines): one log of the cluster, as a collector would
+	// have interleaved it (replay --lines).
+	Lines bool
+}
+
+// ReplayWith is Replay with options.
+func ReplayWith(ctx context.Context, tracePath, outDir string, o ReplayOptions) (*ReplayResult, error) {
+	log := o.Log
 	tr, err := LoadTrace(tracePath)
 	if err != nil {
 		return nil, err
@@ -131,6 +147,7 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 	defer j.close()
 	tail := sched.NewReplayTail(replayTailMax)
 	p := replayParams(tr, tail)
+	p.lines = o.Lines
 	if tr.Header.Epoch != 0 {
 		sp.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()
 	}

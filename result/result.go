@@ -211,6 +211,9 @@ type TrialResult struct {
 	// order; SymptomStep the step after which the last of them was.
 	Symptom     int `json:",omitempty"`
 	SymptomStep int `json:",omitempty"`
+	// Lines are the nodes' lines in the order lockstep read them, when
+	// asked to keep them (replay --lines).
+	Lines []Line `json:"-"`
 	// Features and Corpus are the campaign's features and corpus size once
 	// this trial was counted, for the progress line.
 	Features, Corpus int `json:"-"`
@@ -226,6 +229,14 @@ type Near struct {
 	Of    int    `json:"of"`
 	Step  int    `json:"step"`
 	Line  string `json:"line"`
+}
+
+// Line is a line a node printed, and the step after which lockstep read
+// it (it reads the nodes' output at every decision, every thread
+// stopped, so a replay reads the same lines after the same steps).
+type Line struct {
+	Node, Text string
+	Step       int
 }
 
 // Closest is the trial of a campaign that came closest to a sometimes

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/conflict"
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/netns"
@@ -442,15 +442,19 @@ func replayCmd() *cli.Command {
 		ArgsUsage: "TRACE (a trace.jsonl, or the trial directory that holds it)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: beside the trace)"},
+			&cli.BoolFlag{Name: "lines", Usage: "first print the nodes' lines as \"NODE | LINE\", in the order lockstep read them (after each step): the cluster's log in one, as a --symptom file takes it"},
 		},
 		Action: func(c *cli.Context) error {
 			trace, out, err := traceArgs(c)
 			if err != nil {
 				return err
 			}
-			rr, err := engine.ReplayLogged(c.Context, trace, out, logger(c, c.App.ErrWriter))
+			rr, err := engine.ReplayWith(c.Context, trace, out, engine.ReplayOptions{Log: logger(c, c.App.ErrWriter), Lines: c.Bool("lines")})
 			if err != nil {
 				return traceFailed(c.Context, err)
+			}
+			for _, l := range rr.Trial.Lines {
+				fmt.Fprintf(c.App.Writer, "%s | %s\n", l.Node, l.Text)
 			}
 			fmt.Fprintf(c.App.Writer, "replayed %d ops: %v\n", len(rr.Trial.Records), rr.Trial.Outcome)
 			if !rr.Same {
