@@ -10,8 +10,9 @@ import (
 // Symptom is a production log excerpt turned into templates (run
 // --symptom): the lines several nodes wrote, in the order written, with
 // whatever prefixes and timestamps they carried, and optionally the
-// failure that followed. A trial reproduces it when one of its nodes
-// prints the last line, or when it fails the way the failure line says.
+// failure that followed. A trial reproduces it when it fails the way the
+// failure line says, or, without one, when one of its nodes prints the
+// last line.
 type Symptom struct {
 	// Lines are the excerpt's lines as written, Templates their templates
 	// (TemplateOf), in order.
@@ -22,13 +23,22 @@ type Symptom struct {
 	Failure string
 }
 
-// SymptomOf is the symptom of these templates (a trace header's), nil for
-// none.
-func SymptomOf(templates []string) *Symptom {
+// SymptomOf is the symptom of these templates and failure template (a
+// trace header's), nil for none.
+func SymptomOf(templates []string, failure string) *Symptom {
 	if len(templates) == 0 {
 		return nil
 	}
-	return &Symptom{Lines: templates, Templates: templates}
+	return &Symptom{Lines: templates, Templates: templates, Failure: failure}
+}
+
+// FailureOrEmpty is the template of the symptom's failure line, "" for a
+// nil symptom or one without.
+func (s *Symptom) FailureOrEmpty() string {
+	if s == nil {
+		return ""
+	}
+	return s.Failure
 }
 
 // TemplatesOrNil are the symptom's templates, nil for a nil symptom.
@@ -104,10 +114,12 @@ func Same(symptom, line string) bool {
 	return strings.Contains(symptom, line) || strings.Contains(line, symptom)
 }
 
-// Last says whether a trial's line template is the symptom's last line:
-// the trial got there.
+// Last says whether a trial's line template is the symptom's last line
+// and reproduces it: the trial got there. With a failure line, no line
+// does: the failure is what the excerpt led to (a hang's last lines are
+// often those of every trial), and its lines only say the way there.
 func (s *Symptom) Last(template string) bool {
-	return Same(s.Templates[len(s.Templates)-1], template)
+	return s.Failure == "" && Same(s.Templates[len(s.Templates)-1], template)
 }
 
 // Match is how much of the symptom a trial's lines reproduced: the

@@ -27,7 +27,7 @@ func writeTrace(f *os.File, sp *spec.Spec, res *TrialResult, p trialParams, clk 
 		Version: Version, Spec: absSpec, SpecDigest: sp.Digest, Trial: res.Index, Seed: res.Seed,
 		Strategy: p.strategy.Name(), Scheme: p.scheme, Epoch: sp.Time.Epoch.UnixNano(),
 		Delays: sp.Time.Delays, MaxDelay: int64(sp.Time.MaxDelay), Tick: int64(sp.Time.Tick),
-		FaultSteps: p.expect.Faults, DelaySteps: p.expect.Delays, Symptom: p.symptom.TemplatesOrNil(),
+		FaultSteps: p.expect.Faults, DelaySteps: p.expect.Delays, Symptom: p.symptom.TemplatesOrNil(), SymptomFailure: p.symptom.FailureOrEmpty(),
 	}); err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func ReplayWith(ctx context.Context, tracePath, outDir string, o ReplayOptions) 
 // then released by tail: the trace's trial, seed, scheme and windows.
 func replayParams(tr *sched.Trace, tail *sched.ReplayTail) trialParams {
 	return trialParams{index: tr.Header.Trial, seed: tr.Header.Seed, strategy: sched.NewReplay(tr, tail, faults.ReplayOf), traceAll: true,
-		scheme: tr.Header.Scheme, frames: 1, expect: headerWindows(tr.Header), symptom: coverage.SymptomOf(tr.Header.Symptom)}
+		scheme: tr.Header.Scheme, frames: 1, expect: headerWindows(tr.Header), symptom: coverage.SymptomOf(tr.Header.Symptom, tr.Header.SymptomFailure)}
 }
 
 // compareReplay says whether a replayed trial gave its trace's outcome
