@@ -188,7 +188,7 @@ func runCmd() *cli.Command {
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "trials run in parallel, each in its own network"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: lockstep-out/NAME, replaced by each run); one holding a previous run is refused"},
 			&cli.BoolFlag{Name: "replace", Usage: "remove the previous run's trials from --out first"},
-			&cli.BoolFlag{Name: "stop-on-first", Usage: "stop at the first failing trial"},
+			&cli.BoolFlag{Name: "stop-on-first", Usage: "stop at the first failing trial (with --symptom: the first that reproduces it)"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "write a trace for every trial, not only failing ones"},
 			&cli.BoolFlag{Name: "keep-tmp", Usage: "keep the nodes' {{tmp}} directories of passing trials too, not only failing ones'"},
 			&cli.StringFlag{Name: "history", Usage: "conflict history file for + strategies (read and updated)"},
