@@ -261,9 +261,9 @@ type View struct {
 // index) whose lines came as close to it as any trial's, their energies,
 // and the share of the branches they get beyond what their energy earns.
 type frontier struct {
-	goal    int
 	entries []int
 	energy  []float64
+	from    []int // per entry, the decision past its closest line
 	share   float64
 }
 
@@ -318,11 +318,12 @@ func (c *Corpus) frontiers(v *View) []frontier {
 		if s.done || s.best == 0 {
 			continue
 		}
-		f := frontier{goal: g}
+		var f frontier
 		for i, e := range v.entries {
 			if g < len(e.Goals) && e.Goals[g].Words == s.best {
 				f.entries = append(f.entries, i)
 				f.energy = append(f.energy, v.energy[i])
+				f.from = append(f.from, e.near[g])
 			}
 		}
 		if len(f.entries) == 0 {
@@ -423,8 +424,8 @@ func (v *View) entry(r *rand.Rand) (*Entry, int) {
 		// makes the draws it always made.
 		f := &v.frontiers[r.IntN(len(v.frontiers))]
 		if r.Float64() < f.share {
-			e := v.entries[f.entries[pick(r, f.energy)]]
-			return e, e.near[f.goal]
+			i := pick(r, f.energy)
+			return v.entries[f.entries[i]], f.from[i]
 		}
 	}
 	e := v.entries[pick(r, v.energy)]
