@@ -6,7 +6,9 @@
 # against POS without it (the first failing trial), on the bugs' own specs,
 # SEEDS seeds, at most TRIALS trials each (one not found counts as
 # TRIALS+1 in the geometric mean). RUNS may add "explore" (explore without
-# the symptom, first failure). Writes OUT/rows.tsv and OUT/table.md.
+# the symptom, first failure) and "pos-symptom" (POS with the symptom: the
+# first of POS's trials that reproduces it, by the symptom's own measure).
+# Writes OUT/rows.tsv and OUT/table.md.
 #   TRIALS=300 SEEDS="1 2 3" RUNS="pos symptom" OUT=bench-out/symptom BUGS="crash-1 ..."
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +32,8 @@ for sym in testdata/bugs/*/symptom.log; do
       pos) args=(-s pos) ;;
       explore) args=(-s explore) ;;
       symptom) args=(-s explore --symptom "$sym") ;;
-      *) echo "symptom-suite.sh: unknown run $run (pos, explore, symptom)" >&2 && exit 2 ;;
+      pos-symptom) args=(-s pos --symptom "$sym") ;;
+      *) echo "symptom-suite.sh: unknown run $run (pos, explore, symptom, pos-symptom)" >&2 && exit 2 ;;
       esac
       log="$out/$bug-$run-$seed.txt"
       start=$(date +%s.%N)
@@ -38,7 +41,7 @@ for sym in testdata/bugs/*/symptom.log; do
       # reproduces it, not at another failure on the way.
       "$bin" run -q --stop-on-first --verify=false -n "$trials" --seed "$seed" "${args[@]}" --replace -o "$out/runs/$bug-$run-$seed" "$dir/spec.yaml" >"$log" 2>&1 || true
       end=$(date +%s.%N)
-      if [ "$run" = symptom ]; then
+      if [[ $run = *symptom ]]; then
         first=$(sed -n 's/^symptom: reproduced by trial \([0-9]*\).*/\1/p' "$log")
       else
         first=$(sed -n 's/^first failure: trial \([0-9]*\):.*/\1/p' "$log")
@@ -52,5 +55,5 @@ for sym in testdata/bugs/*/symptom.log; do
     done
   done
 done
-python3 scripts/explore-table.py "$rows" "$trials" | sed '1s/Trials to first failure/Trials to reproduce (POS, explore: first failure; explore+symptom: first trial that reproduces the symptom)/' >"$out/table.md"
+python3 scripts/explore-table.py "$rows" "$trials" | sed '1s/Trials to first failure/Trials to reproduce (pos, explore: the first failing trial; explore+symptom, pos-symptom: the first that reproduces the symptom)/' >"$out/table.md"
 cat "$out/table.md"
