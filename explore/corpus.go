@@ -216,16 +216,18 @@ func (c *Corpus) onFrontier(e *Entry) bool {
 func (c *Corpus) evict(count Counter) {
 	low := -1
 	var lowE float64
-	for i, x := range c.entries {
-		if c.onFrontier(x) {
-			continue
+	for _, spare := range []bool{true, false} {
+		for i, x := range c.entries {
+			if spare && c.onFrontier(x) {
+				continue
+			}
+			if en := energy(x, count); low < 0 || en < lowE {
+				low, lowE = i, en
+			}
 		}
-		if en := energy(x, count); low < 0 || en < lowE {
-			low, lowE = i, en
+		if low >= 0 {
+			break
 		}
-	}
-	if low < 0 {
-		low = 0
 	}
 	delete(c.byTrial, c.entries[low].Trial)
 	c.entries = slices.Delete(c.entries, low, low+1)

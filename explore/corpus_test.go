@@ -1,6 +1,8 @@
 package explore
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/sched"
@@ -183,5 +185,15 @@ func TestGoals(t *testing.T) {
 	}
 	if c.Add(&Entry{Trial: 13, Records: records(100, -1), Goals: []Approach{{Words: 2, At: 5}}}, Plan{}, count) {
 		t.Error("a trial that came closer to a reached goal joined")
+	}
+	// When every entry is on the frontier, the least energetic leaves.
+	counts := map[int]int{1: 1, 2: 1, 3: 5}
+	c = New()
+	c.Max = 2
+	for i, f := range []int{1, 3, 2} {
+		c.Add(&Entry{Trial: i, Records: records(10, -1), Features: []int{f}, Novel: 1, NovelAt: 1, Goals: []Approach{{Words: 1, At: 3}}}, Plan{}, func(id int) int { return counts[id] })
+	}
+	if c.byTrial[1] != nil || c.Len() != 2 {
+		t.Errorf("a full frontier kept trials %v, want the least energetic (1) gone", slices.Collect(maps.Keys(c.byTrial)))
 	}
 }
