@@ -10,8 +10,9 @@ import (
 // Symptom is a production log excerpt turned into templates (run
 // --symptom): the lines several nodes wrote, in the order written, with
 // whatever prefixes and timestamps they carried, and optionally the
-// failure that followed. A trial reproduces it when one of its nodes
-// prints the last line, or when it fails the way the failure line says.
+// failure that followed. A trial reproduces it when it fails the way the
+// failure line says, or, without one, when one of its nodes prints the
+// last line.
 type Symptom struct {
 	// Lines are the excerpt's lines as written, Templates their templates
 	// (TemplateOf), in order.
@@ -22,13 +23,22 @@ type Symptom struct {
 	Failure string
 }
 
-// SymptomOf is the symptom of these templates (a trace header's), nil for
-// none.
-func SymptomOf(templates []string) *Symptom {
+// SymptomOf is the symptom of these templates and failure template (a
+// trace header's), nil for none.
+func SymptomOf(templates []string, failure string) *Symptom {
 	if len(templates) == 0 {
 		return nil
 	}
-	return &Symptom{Lines: templates, Templates: templates}
+	return &Symptom{Lines: templates, Templates: templates, Failure: failure}
+}
+
+// FailureOrEmpty is the template of the symptom's failure line, "" for a
+// nil symptom or one without.
+func (s *Symptom) FailureOrEmpty() string {
+	if s == nil {
+		return ""
+	}
+	return s.Failure
 }
 
 // TemplatesOrNil are the symptom's templates, nil for a nil symptom.
@@ -104,10 +114,12 @@ func Same(symptom, line string) bool {
 	return strings.Contains(symptom, line) || strings.Contains(line, symptom)
 }
 
-// Last says whether a trial's line template is the symptom's last line:
-// the trial got there.
+// Last says whether a trial's line template is the symptom's last line
+// and reproduces it: the trial got there. With a failure line, no line
+// does: the failure is what the excerpt led to (a hang's last lines are
+// often those of every trial), and its lines only say the way there.
 func (s *Symptom) Last(template string) bool {
-	return Same(s.Templates[len(s.Templates)-1], template)
+	return s.Failure == "" && Same(s.Templates[len(s.Templates)-1], template)
 }
 
 // Match is how much of the symptom a trial's lines reproduced: the
@@ -116,29 +128,35 @@ func (s *Symptom) Last(template string) bool {
 // across its nodes), and the index in lines of the line that completed the
 // first such longest match (-1 with none).
 func (s *Symptom) Match(lines []string) (n, last int) {
-	m := len(s.Templates)
-	// best[j] is the longest match of the symptom's first j lines with the
-	// lines read so far, at[j] where the last line of one such match was
-	// printed: the longest common subsequence, one row at a time.
-	best := make([]int, m+1)
+	return inOrder(len(s.Templates), len(lines), func(i, j int) bool { return Same(s.Templates[i], lines[j]) })
+}
+
+// inOrder is the longest subsequence of m wanted items that n items
+// hold in the same order, same(i, j) saying whether wanted item i is item
+// j, and the index of the item that completed the first such longest
+// match (-1 with none): the longest common subsequence, one row at a time.
+func inOrder(m, n int, same func(i, j int) bool) (best, last int) {
+	// row[k] is the longest match of the first k wanted items with the
+	// items read so far, at[k] where the last item of one such match was.
+	row := make([]int, m+1)
 	at := make([]int, m+1)
-	for j := range at {
-		at[j] = -1
+	for k := range at {
+		at[k] = -1
 	}
-	for i, line := range lines {
-		diag := 0 // best[j-1] before this line
-		for j := 1; j <= m; j++ {
-			up := best[j]
+	for j := range n {
+		diag := 0 // row[k-1] before item j
+		for k := 1; k <= m; k++ {
+			up := row[k]
 			switch {
-			case Same(s.Templates[j-1], line) && diag+1 > up:
-				// The earliest line that makes the match this long: a
+			case same(k-1, j) && diag+1 > up:
+				// The earliest item that makes the match this long: a
 				// branch from there keeps the match and varies the most.
-				best[j], at[j] = diag+1, i
-			case best[j-1] > up:
-				best[j], at[j] = best[j-1], at[j-1]
+				row[k], at[k] = diag+1, j
+			case row[k-1] > up:
+				row[k], at[k] = row[k-1], at[k-1]
 			}
 			diag = up
 		}
 	}
-	return best[m], at[m]
+	return row[m], at[m]
 }

@@ -26,7 +26,10 @@ type RunOptions struct {
 	// Replace lets an OutDir given explicitly that holds a previous run's
 	// trials be cleared of them; without it such a directory is refused
 	// (ErrOutHoldsRun). The default directory is always replaced.
-	Replace     bool
+	Replace bool
+	// StopOnFirst stops the campaign at its first failing trial; with a
+	// Symptom, at the first that reproduces it (what the campaign is
+	// after: a trial failing otherwise on the way is still counted).
 	StopOnFirst bool
 	TraceAll    bool
 	// KeepTmp keeps the nodes' {{tmp}} directories of passing trials too

@@ -2,11 +2,13 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/explore"
 	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -85,7 +87,8 @@ func (c *campaign) planned(r *TrialResult, i int, plan explore.Plan, s sched.Str
 }
 
 // keep offers a counted trial to the corpus (nil unless exploring), with
-// its features as the coverage read them, and notes the corpus size.
+// its features as the coverage read them and how close it came to the
+// spec's sometimes properties, and notes the corpus size.
 func keep(corpus *explore.Corpus, cc *campaignCoverage, sum *Summary, r *TrialResult, tf trialFeatures) {
 	if corpus == nil || cc == nil {
 		return
@@ -95,7 +98,28 @@ func keep(corpus *explore.Corpus, cc *campaignCoverage, sum *Summary, r *TrialRe
 		ids = append(ids, cc.cov.ID(f))
 	}
 	corpus.Add(&explore.Entry{Trial: r.Index, Seed: r.Seed, Records: r.Records, Features: ids, Novel: r.Novel, NovelAt: tf.novelAt,
-		Goal: r.Symptom, GoalAt: r.SymptomStep}, tf.plan, cc.cov.CountOf)
+		Goal: r.Symptom, GoalAt: r.SymptomStep, Goals: goalsOf(sum.Spec, r)}, tf.plan, cc.cov.CountOf)
 	r.Corpus = corpus.Len()
 	sum.Coverage.Corpus = r.Corpus
+}
+
+// goalsOf is how close a trial came to each of the spec's sometimes
+// properties, in spec order: an exploring campaign's goals (unreached,
+// a sometimes steers the branches to the trials that came closest).
+func goalsOf(sp *spec.Spec, r *TrialResult) []explore.Approach {
+	if sp == nil {
+		return nil
+	}
+	var out []explore.Approach
+	for _, p := range sp.Properties {
+		if p.Kind != spec.Sometimes {
+			continue
+		}
+		a := explore.Approach{Reached: slices.Contains(r.Reached, p.Name)}
+		if i := slices.IndexFunc(r.Near, func(n result.Near) bool { return n.Name == p.Name }); i >= 0 {
+			a.Words, a.At = r.Near[i].Words, r.Near[i].Step
+		}
+		out = append(out, a)
+	}
+	return out
 }

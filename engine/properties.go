@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/coverage"
+	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -36,8 +37,25 @@ type properties struct {
 	steps   []int
 	// reached says, per property, whether a line matched it.
 	reached []bool
+	// goals are, per property, a sometimes' pattern's words
+	// (coverage.GoalWords), near how close the trial's lines came to it
+	// while none matched it: explore's goals, and the summary's closest.
+	goals [][]string
+	near  []nearLine
+	// keep, when set, keeps every line with its node and step (replay
+	// --lines): the nodes' lines in the one order they were read.
+	keep bool
+	log  []result.Line
 	// broke is the first never that matched, with the line.
 	broke *brokenProperty
+}
+
+// nearLine is the first line that came closest to a sometimes: the
+// words of its pattern it held in order, the step after which it was
+// printed, and the line as an outcome quotes it.
+type nearLine struct {
+	words, step int
+	line        string
 }
 
 type brokenProperty struct {
@@ -65,11 +83,17 @@ type outputFile struct {
 // files (Trial.outputs); nil when the spec has no properties. Each is read
 // through a descriptor of its own on the same file, never by its path: a
 // node may put a link or a FIFO where its output file was.
-func newProperties(sp *spec.Spec, outputs map[string][2]*os.File, symptom *coverage.Symptom) (*properties, error) {
-	if len(sp.Properties) == 0 && symptom == nil {
+func newProperties(sp *spec.Spec, outputs map[string][2]*os.File, symptom *coverage.Symptom, keep bool) (*properties, error) {
+	if len(sp.Properties) == 0 && symptom == nil && !keep {
 		return nil, nil
 	}
-	p := &properties{props: sp.Properties, reached: make([]bool, len(sp.Properties)), symptom: symptom}
+	p := &properties{props: sp.Properties, reached: make([]bool, len(sp.Properties)), symptom: symptom,
+		goals: make([][]string, len(sp.Properties)), near: make([]nearLine, len(sp.Properties)), keep: keep}
+	for i, pr := range sp.Properties {
+		if pr.Kind == spec.Sometimes {
+			p.goals[i] = coverage.GoalWords(pr.Pattern.String())
+		}
+	}
 	for _, n := range sp.Nodes {
 		for i, ext := range []string{".out", ".err"} {
 			w := outputs[n.Name][i]
@@ -162,12 +186,19 @@ func (p *properties) flush(step int) {
 
 func (p *properties) match(node string, line []byte, step int) {
 	line = bytes.TrimRight(line, "\r")
+	if p.keep && len(p.log) < maxSymptomLines {
+		p.log = append(p.log, result.Line{Node: node, Text: string(line), Step: step})
+	}
 	if p.symptom != nil {
 		p.matchSymptom(node, line, step)
 	}
 	for i := range p.props {
 		pr := &p.props[i]
-		if !pr.Applies(node) || !pr.Pattern.Match(line) {
+		if !pr.Applies(node) {
+			continue
+		}
+		if !pr.Pattern.Match(line) {
+			p.approach(i, line, step)
 			continue
 		}
 		p.reached[i] = true
@@ -177,11 +208,38 @@ func (p *properties) match(node string, line []byte, step int) {
 	}
 }
 
+// approach notes how close a line that did not match property i came to
+// it, for a sometimes no line of the trial matched yet.
+func (p *properties) approach(i int, line []byte, step int) {
+	if len(p.goals[i]) == 0 || p.reached[i] {
+		return
+	}
+	if n := coverage.Near(p.goals[i], string(line)); n > p.near[i].words {
+		p.near[i] = nearLine{words: n, step: step, line: quoteLine(string(line))}
+	}
+}
+
+// nears are how close the trial came to each sometimes it did not reach,
+// those of which a line held a word.
+func (p *properties) nears() []result.Near {
+	if p == nil {
+		return nil
+	}
+	var out []result.Near
+	for i, n := range p.near {
+		if n.words > 0 && !p.reached[i] {
+			out = append(out, result.Near{Name: p.props[i].Name, Words: n.words, Of: len(p.goals[i]), Step: n.step, Line: n.line})
+		}
+	}
+	return out
+}
+
 // symptomProperty is the never a symptom's last line stands for: a trial
 // that prints it has reproduced the symptom, a failing trace.
 var symptomProperty = spec.Property{Kind: spec.Never, Name: "symptom"}
 
-// maxSymptomLines bounds the lines a trial keeps for its symptom match.
+// maxSymptomLines bounds the lines a trial keeps for its symptom match,
+// or for replay --lines.
 const maxSymptomLines = 1 << 17
 
 // matchSymptom notes a line's template for the symptom match, and ends
@@ -274,7 +332,8 @@ func (t *Trial) finalProperties(res *TrialResult) error {
 		t.props.flush(step)
 		br = t.props.broke
 	}
-	res.Reached = t.props.sometimes()
+	res.Reached, res.Near = t.props.sometimes(), t.props.nears()
+	res.Lines = t.props.log
 	res.Symptom, res.SymptomStep = t.props.symptomMatch()
 	if res.Outcome.Kind != Pass {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -44,12 +45,19 @@ func TestProperties(t *testing.T) {
 			}
 			broken[r.Index] = true
 			if len(broken) <= 2 {
-				rr, err := Replay(t.Context(), r.TracePath, filepath.Join(dir, "replay"))
+				// With the nodes' lines kept (replay --lines): the
+				// server's, in order, the broken invariant last.
+				rr, err := ReplayWith(t.Context(), r.TracePath, filepath.Join(dir, "replay"), ReplayOptions{Lines: true})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !rr.Same || rr.Trial.Outcome.Detail != o.Detail {
 					t.Errorf("trial %d: replay: same %v, %s; %v", r.Index, rr.Same, rr.Diff, rr.Trial.Outcome)
+				}
+				ls := rr.Trial.Lines
+				if len(ls) < 2 || ls[0] != (result.Line{Node: "server", Text: "room open on port 7000", Step: ls[0].Step}) ||
+					!strings.HasPrefix(ls[len(ls)-1].Text, "ERROR: invariant violated") || ls[len(ls)-1].Step > o.Steps {
+					t.Errorf("trial %d: replay's lines %+v", r.Index, ls)
 				}
 			}
 		case Pass:
@@ -65,6 +73,11 @@ func TestProperties(t *testing.T) {
 	}
 	if sum.Reached["a client entered"] != sum.Trials || len(sum.Unreached()) != 1 || sum.Unreached()[0].Name != "two inside" {
 		t.Errorf("reached %v, unreached %v", sum.Reached, sum.Unreached())
+	}
+	// The server's "all 2 visits done (at most 1 inside)" holds the words
+	// of "two inside" (most, inside), but it watches the clients' lines.
+	if c, ok := sum.Closest["two inside"]; ok {
+		t.Errorf("a line of the server came closest to a sometimes of the clients: %+v", c)
 	}
 	// The campaign's coverage: the room's message kinds (ENTER, OK, EXIT,
 	// BYE) and the server's templates, counted in trial order, so two

@@ -27,7 +27,7 @@ func writeTrace(f *os.File, sp *spec.Spec, res *TrialResult, p trialParams, clk 
 		Version: Version, Spec: absSpec, SpecDigest: sp.Digest, Trial: res.Index, Seed: res.Seed,
 		Strategy: p.strategy.Name(), Scheme: p.scheme, Epoch: sp.Time.Epoch.UnixNano(),
 		Delays: sp.Time.Delays, MaxDelay: int64(sp.Time.MaxDelay), Tick: int64(sp.Time.Tick),
-		FaultSteps: p.expect.Faults, DelaySteps: p.expect.Delays, Symptom: p.symptom.TemplatesOrNil(),
+		FaultSteps: p.expect.Faults, DelaySteps: p.expect.Delays, Symptom: p.symptom.TemplatesOrNil(), SymptomFailure: p.symptom.FailureOrEmpty(),
 	}); err != nil {
 		return err
 	}
@@ -93,6 +93,22 @@ func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error
 // ReplayLogged is Replay with the engine's and the tracer's log going to
 // log (nil: none).
 func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logger) (*ReplayResult, error) {
+	return ReplayWith(ctx, tracePath, outDir, ReplayOptions{Log: log})
+}
+
+// ReplayOptions are what a replay does beyond its trace's decisions.
+type ReplayOptions struct {
+	// Log is where the engine's and the tracer's log go (nil: nowhere).
+	Log *slog.Logger
+	// Lines keeps the nodes' lines in the order lockstep read them
+	// (TrialResult.Lines): one log of the cluster, as a collector would
+	// have interleaved it (replay --lines).
+	Lines bool
+}
+
+// ReplayWith is Replay with options.
+func ReplayWith(ctx context.Context, tracePath, outDir string, o ReplayOptions) (*ReplayResult, error) {
+	log := o.Log
 	tr, err := LoadTrace(tracePath)
 	if err != nil {
 		return nil, err
@@ -131,6 +147,7 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 	defer j.close()
 	tail := sched.NewReplayTail(replayTailMax)
 	p := replayParams(tr, tail)
+	p.lines = o.Lines
 	if tr.Header.Epoch != 0 {
 		sp.Time.Epoch = time.Unix(0, tr.Header.Epoch).UTC()
 	}
@@ -147,7 +164,7 @@ func ReplayLogged(ctx context.Context, tracePath, outDir string, log *slog.Logge
 // then released by tail: the trace's trial, seed, scheme and windows.
 func replayParams(tr *sched.Trace, tail *sched.ReplayTail) trialParams {
 	return trialParams{index: tr.Header.Trial, seed: tr.Header.Seed, strategy: sched.NewReplay(tr, tail, faults.ReplayOf), traceAll: true,
-		scheme: tr.Header.Scheme, frames: 1, expect: headerWindows(tr.Header), symptom: coverage.SymptomOf(tr.Header.Symptom)}
+		scheme: tr.Header.Scheme, frames: 1, expect: headerWindows(tr.Header), symptom: coverage.SymptomOf(tr.Header.Symptom, tr.Header.SymptomFailure)}
 }
 
 // compareReplay says whether a replayed trial gave its trace's outcome

@@ -332,7 +332,7 @@ func (c *campaign) record(p int, r *TrialResult) {
 		r.Conflict = &st
 		c.analyses[r.Index] = a
 	}
-	if r.Outcome.Kind.IsFailure() && c.opts.StopOnFirst {
+	if c.opts.StopOnFirst && r.Outcome.Kind.IsFailure() && (c.opts.Symptom == nil || reproduces(c.opts.Symptom, r)) {
 		c.stop = true
 	}
 	for {
@@ -385,12 +385,17 @@ func (c *campaign) symptom(r *TrialResult) {
 	if r.Symptom > s.Best {
 		s.Best, s.BestTrial = r.Symptom, r.Index
 	}
-	o := r.Outcome
-	reproduced := o.Kind == PropertyViolated && o.Property == symptomProperty.Name ||
-		sy.Failure != "" && o.Kind.IsFailure() && coverage.Same(sy.Failure, coverage.TemplateOf(o.Detail))
-	if reproduced && s.Reproduced < 0 {
+	if reproduces(sy, r) && s.Reproduced < 0 {
 		s.Reproduced = r.Index
 	}
+}
+
+// reproduces says whether a trial reproduced a symptom: it printed its
+// last line (the property "symptom"), or failed as its failure line says.
+func reproduces(sy *coverage.Symptom, r *TrialResult) bool {
+	o := r.Outcome
+	return o.Kind == PropertyViolated && o.Property == symptomProperty.Name ||
+		sy.Failure != "" && o.Kind.IsFailure() && coverage.Same(sy.Failure, coverage.TemplateOf(o.Detail))
 }
 
 // first runs trial 0 on its own: its step count is PCT's hint for every

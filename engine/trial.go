@@ -117,6 +117,8 @@ type trialParams struct {
 	// symptom, when set, is what the trial's lines are matched against
 	// (run --symptom): its last line printed ends the trial.
 	symptom *coverage.Symptom
+	// lines keeps the nodes' lines in the order read (replay --lines).
+	lines bool
 }
 
 // replayEndWait bounds the real time a replay waits, after the trace's
@@ -312,7 +314,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	})
 	defer tr.Close()
 
-	if t.props, err = newProperties(sp, t.outputs, p.symptom); err != nil {
+	if t.props, err = newProperties(sp, t.outputs, p.symptom, p.lines); err != nil {
 		t.closeFiles()
 		t.outCaps.close()
 		return nil, err

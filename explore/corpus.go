@@ -31,6 +31,9 @@ type Entry struct {
 	// order (run --symptom), GoalAt how many records it had when it
 	// printed the last of them.
 	Goal, GoalAt int
+	// Goals are how close it came to each of the campaign's goals, the
+	// spec's sometimes properties, in the engine's order.
+	Goals []Approach
 	// Picks is how many trials have branched from it so far.
 	Picks int
 	// decisions are the indices in Records of the ops a strategy chose
@@ -38,7 +41,17 @@ type Entry struct {
 	// NovelAt's record (-1: unknown).
 	decisions []int
 	novel     int
-	goal      int // decisions before GoalAt's point (-1: no goal)
+	goal      int   // decisions before GoalAt's point (-1: no goal)
+	near      []int // per goal, decisions before its At
+}
+
+// Approach is how close a trial came to a goal (a sometimes property):
+// whether a line of it matched the goal's pattern, else the most of its
+// words one of its lines held in order (coverage.Near) and how many
+// records the trial had when it printed the first such line.
+type Approach struct {
+	Reached   bool
+	Words, At int
 }
 
 // Counter says how many trials of the campaign showed a feature, by
@@ -53,6 +66,8 @@ type Corpus struct {
 	arms    []armStats // by Arm
 	// bestGoal is the most lines of the symptom a trial printed in order.
 	bestGoal int
+	// goals are the campaign's sometimes properties as goals.
+	goals []goalState
 	// Max bounds the corpus: past it, the entry with the least energy
 	// leaves.
 	Max int
@@ -92,6 +107,14 @@ func (a Arm) String() string {
 	return sched.Change(a - 1).String()
 }
 
+// goalState is how close the campaign came to one of its goals: the most
+// words of it a trial's line held (best), and whether a trial reached it,
+// which ends it as a goal.
+type goalState struct {
+	best int
+	done bool
+}
+
 // armStats are an arm's trials and those that showed a feature first.
 type armStats struct{ trials, novel int }
 
@@ -104,7 +127,8 @@ func New() *Corpus {
 func (c *Corpus) Len() int { return len(c.entries) }
 
 // Add considers a finished trial, in trial order: it joins the corpus when
-// it showed a feature first (novel > 0). plan is what it ran: its arm is
+// it showed a feature first (novel > 0), or came closer to the symptom or
+// to an open goal than any trial before it. plan is what it ran: its arm is
 // credited with what it showed, its parent's picks counted. count gives
 // the features' counts for the energy that decides which entry leaves a
 // full corpus.
@@ -121,6 +145,9 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 	}
 	closer := e.Goal > c.bestGoal
 	c.bestGoal = max(c.bestGoal, e.Goal)
+	if c.approach(e.Goals) {
+		closer = true
+	}
 	if e.Novel == 0 && !closer {
 		return false
 	}
@@ -134,27 +161,76 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 		}
 	}
 	if e.Goal > 0 {
-		e.goal = 0
-		for _, i := range e.decisions {
-			if i < e.GoalAt {
-				e.goal++
-			}
-		}
+		e.goal = e.before(e.GoalAt)
+	}
+	for _, a := range e.Goals {
+		e.near = append(e.near, e.before(a.At))
 	}
 	c.entries = append(c.entries, e)
 	c.byTrial[e.Trial] = e
 	if c.Max > 0 && len(c.entries) > c.Max {
-		low := 0
-		var lowE float64
+		c.evict(count)
+	}
+	return true
+}
+
+// before is how many of the entry's decisions came before its record at.
+func (e *Entry) before(at int) int {
+	n, _ := slices.BinarySearch(e.decisions, at)
+	return n
+}
+
+// approach counts how close a trial came to the campaign's goals: a goal
+// it reached is done, and it says whether the trial came closer to one
+// still open than any trial before it.
+func (c *Corpus) approach(goals []Approach) (closer bool) {
+	for len(c.goals) < len(goals) {
+		c.goals = append(c.goals, goalState{})
+	}
+	for g, a := range goals {
+		s := &c.goals[g]
+		switch {
+		case s.done:
+		case a.Reached:
+			s.done = true
+		case a.Words > s.best:
+			s.best, closer = a.Words, true
+		}
+	}
+	return closer
+}
+
+// onFrontier says whether an entry came as close to an open goal as any
+// trial: what the campaign knows of the way there.
+func (c *Corpus) onFrontier(e *Entry) bool {
+	for g, a := range e.Goals {
+		if s := c.goals[g]; !s.done && s.best > 0 && a.Words == s.best {
+			return true
+		}
+	}
+	return false
+}
+
+// evict lets the entry with the least energy leave a full corpus, never
+// one on a goal's frontier while another could go.
+func (c *Corpus) evict(count Counter) {
+	low := -1
+	var lowE float64
+	for _, spare := range []bool{true, false} {
 		for i, x := range c.entries {
-			if en := energy(x, count); i == 0 || en < lowE {
+			if spare && c.onFrontier(x) {
+				continue
+			}
+			if en := energy(x, count); low < 0 || en < lowE {
 				low, lowE = i, en
 			}
 		}
-		delete(c.byTrial, c.entries[low].Trial)
-		c.entries = slices.Delete(c.entries, low, low+1)
+		if low >= 0 {
+			break
+		}
 	}
-	return true
+	delete(c.byTrial, c.entries[low].Trial)
+	c.entries = slices.Delete(c.entries, low, low+1)
 }
 
 // energy is how much of the search an entry earns: the rarity of what it
@@ -178,7 +254,28 @@ type View struct {
 	// odds are each arm's share of the trials: its rate of novel trials
 	// so far (with one of two as a prior), normalized.
 	odds []float64
+	// frontiers are the open goals some trial came close to, each with
+	// the entries that came as close as any.
+	frontiers []frontier
 }
+
+// frontier is what a view knows of the way to a goal: the entries (by
+// index) whose lines came as close to it as any trial's, their energies,
+// and the share of the branches they get beyond what their energy earns.
+type frontier struct {
+	entries []int
+	energy  []float64
+	from    []int // per entry, the decision past its closest line
+	share   float64
+}
+
+// GoalShare is the share of the branches that go to an open goal's
+// frontier, when it is one entry of many: a goal some trial came closer
+// to is where the campaign wants to go, and the frontier's energy (its
+// rarity, like any entry's) would give it one branch in a corpus's worth.
+// The share falls as the frontier grows (when every entry came as close,
+// coming as close tells nothing).
+const GoalShare = 0.5
 
 // Freeze takes the view the next generation draws its plans from.
 func (c *Corpus) Freeze(count Counter) *View {
@@ -193,6 +290,7 @@ func (c *Corpus) Freeze(count Counter) *View {
 		v.energy = append(v.energy, en)
 		v.total += en
 	}
+	v.frontiers = c.frontiers(v)
 	var sum float64
 	for _, a := range c.arms {
 		rate := float64(a.novel+1) / float64(a.trials+2)
@@ -212,6 +310,31 @@ func (c *Corpus) Freeze(count Counter) *View {
 		v.odds[Fresh] = MinFresh
 	}
 	return v
+}
+
+// frontiers are the view's frontier of each open goal some trial came
+// close to, in goal order.
+func (c *Corpus) frontiers(v *View) []frontier {
+	var out []frontier
+	for g, s := range c.goals {
+		if s.done || s.best == 0 {
+			continue
+		}
+		var f frontier
+		for i, e := range v.entries {
+			if g < len(e.Goals) && e.Goals[g].Words == s.best {
+				f.entries = append(f.entries, i)
+				f.energy = append(f.energy, v.energy[i])
+				f.from = append(f.from, e.near[g])
+			}
+		}
+		if len(f.entries) == 0 {
+			continue // its entries left the corpus
+		}
+		f.share = GoalShare * (1 - float64(len(f.entries))/float64(len(v.entries)))
+		out = append(out, f)
+	}
+	return out
 }
 
 // Odds are the share of the next generation's trials each arm gets
@@ -270,12 +393,8 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 	if arm == Fresh {
 		return Plan{}
 	}
-	e := v.entries[pick(r, v.energy)]
+	e, from := v.entry(r)
 	p := Plan{Parent: e, Prefix: r.IntN(len(e.decisions) + 1)}
-	from := e.novel
-	if e.goal >= 0 {
-		from = e.goal // a symptom's: past the last line it matched
-	}
 	if from >= 0 && r.IntN(3) > 0 {
 		// Mostly just past what it showed first: keep it, and vary what
 		// follows it (a prefix that ran on would keep what followed too).
@@ -293,6 +412,29 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 		p.Fault = k
 	}
 	return p
+}
+
+// entry draws the entry a branch starts from, and the decision its prefix
+// mostly reaches past (-1: none): with a frontier's share, one of an open
+// goal's frontier and the decision after its closest line (keep what
+// brought it there, vary what follows); else one by energy and the
+// decision after its symptom's last matched line, or where it showed
+// something first.
+func (v *View) entry(r *rand.Rand) (*Entry, int) {
+	if len(v.frontiers) > 0 {
+		// Drawn only when a goal has a frontier: a campaign without goals
+		// makes the draws it always made.
+		f := &v.frontiers[r.IntN(len(v.frontiers))]
+		if r.Float64() < f.share {
+			i := pick(r, f.energy)
+			return v.entries[f.entries[i]], f.from[i]
+		}
+	}
+	e := v.entries[pick(r, v.energy)]
+	if e.goal >= 0 {
+		return e, e.goal // a symptom's: past the last line it matched
+	}
+	return e, e.novel
 }
 
 // pick draws an index with odds in proportion to the weights.

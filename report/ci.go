@@ -188,6 +188,8 @@ type JSONSometimes struct {
 	Pattern  string `json:"pattern"`
 	Required bool   `json:"required,omitempty"`
 	Trials   int    `json:"trials"`
+	// Closest is the trial that came closest to it, when none reached it.
+	Closest *result.Closest `json:"closest,omitempty"`
 }
 
 // JSONTrial is one trial of a JSONSummary.
@@ -236,7 +238,11 @@ func NewJSONSummary(c Campaign) *JSONSummary {
 	if s.Spec != nil {
 		for _, p := range s.Spec.Properties {
 			if p.Kind == spec.Sometimes {
-				j.Sometimes = append(j.Sometimes, JSONSometimes{Name: p.Name, Pattern: p.Pattern.String(), Required: p.Required, Trials: s.Reached[p.Name]})
+				js := JSONSometimes{Name: p.Name, Pattern: p.Pattern.String(), Required: p.Required, Trials: s.Reached[p.Name]}
+				if c, ok := s.Closest[p.Name]; ok && js.Trials == 0 {
+					js.Closest = &c
+				}
+				j.Sometimes = append(j.Sometimes, js)
 			}
 		}
 		for _, p := range s.Unreached() {

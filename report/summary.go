@@ -129,7 +129,7 @@ func writeSometimes(w io.Writer, s *result.Summary) {
 		if c := s.Reached[p.Name]; c > 0 {
 			fmt.Fprintf(w, "  %q%s reached in %d of %d trials\n", p.Name, req, c, s.Trials)
 		} else {
-			fmt.Fprintf(w, "  %q%s NEVER REACHED in %d trials\n", p.Name, req, s.Trials)
+			fmt.Fprintf(w, "  %q%s NEVER REACHED in %d trials%s\n", p.Name, req, s.Trials, closest(s, p.Name))
 		}
 	}
 	if u := s.Unreached(); len(u) > 0 {
@@ -139,6 +139,16 @@ func writeSometimes(w io.Writer, s *result.Summary) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// closest says which trial came closest to an unreached sometimes, and
+// how: the words of its pattern a line held in order.
+func closest(s *result.Summary, name string) string {
+	c, ok := s.Closest[name]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("; closest: trial %d printed %s (%d of its %d words)", c.Trial, c.Line, c.Words, c.Of)
 }
 
 // sortedKinds lists a by-kind count's kinds in name order, for output that

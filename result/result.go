@@ -66,6 +66,9 @@ type Summary struct {
 	// Reached counts, per name of the spec's sometimes properties, the
 	// trials that printed a line it matched.
 	Reached map[string]int
+	// Closest is, per name of the spec's sometimes properties, the trial
+	// that came closest to it (whether or not another reached it).
+	Closest map[string]Closest
 	// Coverage is what the campaign's trials showed, as features
 	// (package coverage): nil for native runs.
 	Coverage *CoverageSummary
@@ -143,6 +146,14 @@ func (s *Summary) Add(r *TrialResult) {
 		}
 		s.Reached[name]++
 	}
+	for _, n := range r.Near {
+		if c, ok := s.Closest[n.Name]; !ok || n.Words > c.Words {
+			if s.Closest == nil {
+				s.Closest = map[string]Closest{}
+			}
+			s.Closest[n.Name] = Closest{Near: n, Trial: r.Index}
+		}
+	}
 	if r.Outcome.Kind.IsFailure() {
 		s.Failures++
 		if s.First == nil || r.Index < s.First.Index {
@@ -180,6 +191,9 @@ type TrialResult struct {
 	// Reached names the spec's sometimes properties a line of this
 	// trial matched.
 	Reached []string `json:",omitempty"`
+	// Near is how close this trial came to each sometimes property it did
+	// not reach, when one of its lines held a word of its pattern.
+	Near []Near `json:",omitempty"`
 	// Novel is how many features this trial showed first in its campaign
 	// (package coverage).
 	Novel int `json:",omitempty"`
@@ -197,9 +211,39 @@ type TrialResult struct {
 	// order; SymptomStep the step after which the last of them was.
 	Symptom     int `json:",omitempty"`
 	SymptomStep int `json:",omitempty"`
+	// Lines are the nodes' lines in the order lockstep read them, when
+	// asked to keep them (replay --lines).
+	Lines []Line `json:"-"`
 	// Features and Corpus are the campaign's features and corpus size once
 	// this trial was counted, for the progress line.
 	Features, Corpus int `json:"-"`
+}
+
+// Near is how close a trial came to a sometimes property none of its
+// lines matched: of the Of words of its pattern (coverage.GoalWords), the
+// most one of its lines held in order, the step after which the first
+// such line was printed, and that line, quoted.
+type Near struct {
+	Name  string `json:"name"`
+	Words int    `json:"words"`
+	Of    int    `json:"of"`
+	Step  int    `json:"step"`
+	Line  string `json:"line"`
+}
+
+// Line is a line a node printed, and the step after which lockstep read
+// it (it reads the nodes' output at every decision, every thread
+// stopped, so a replay reads the same lines after the same steps).
+type Line struct {
+	Node, Text string
+	Step       int
+}
+
+// Closest is the trial of a campaign that came closest to a sometimes
+// property no trial reached, and how close (the first such trial).
+type Closest struct {
+	Near
+	Trial int `json:"trial"`
 }
 
 // SymptomSummary is how close a campaign came to its --symptom: of its

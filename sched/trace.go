@@ -31,6 +31,9 @@ type Header struct {
 	// (run --symptom): a node printing the last one ended it, and a
 	// replay ends at the same line.
 	Symptom []string `json:"symptom,omitempty"`
+	// SymptomFailure is the template of the symptom's failure line: with
+	// one, no line ended the trial (the failure is what reproduces it).
+	SymptomFailure string `json:"symptom_failure,omitempty"`
 }
 
 // Record is one released op.

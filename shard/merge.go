@@ -93,7 +93,7 @@ func Merge(dirs []string) (*Campaign, error) {
 			all = append(all, &engine.TrialResult{
 				Index: t.Index, Seed: t.Seed, Outcome: t.Outcome, Dir: r.path(t.Dir), TracePath: r.path(t.Trace),
 				Duration: t.Duration, Stats: t.Stats, Launch: t.Launch, Teardown: t.Teardown, Reset: t.Reset,
-				NodesCPU: t.NodesCPU, Conntrack: t.Conntrack, Conflict: t.Conflict, Reached: t.Reached, Verify: t.Verify,
+				NodesCPU: t.NodesCPU, Conntrack: t.Conntrack, Conflict: t.Conflict, Reached: t.Reached, Near: t.Near, Verify: t.Verify,
 			})
 		}
 		if start.IsZero() || r.Started.Before(start) {

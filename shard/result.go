@@ -76,6 +76,7 @@ type Trial struct {
 	// Reached and Verify as in engine.TrialResult: the sometimes
 	// properties it reached, what replaying its trace showed.
 	Reached []string             `json:"reached,omitempty"`
+	Near    []result.Near        `json:"near,omitempty"`
 	Verify  *result.Verification `json:"verify,omitempty"`
 }
 
@@ -114,7 +115,7 @@ func Write(dir string, sum *engine.Summary, started time.Time) error {
 		r.Results = append(r.Results, Trial{
 			Index: t.Index, Seed: t.Seed, Outcome: t.Outcome, Dir: d, Trace: tr, Duration: t.Duration,
 			Stats: t.Stats, Launch: t.Launch, Teardown: t.Teardown, Reset: t.Reset, NodesCPU: t.NodesCPU,
-			Conntrack: t.Conntrack, Conflict: t.Conflict, Reached: t.Reached, Verify: t.Verify,
+			Conntrack: t.Conntrack, Conflict: t.Conflict, Reached: t.Reached, Near: t.Near, Verify: t.Verify,
 		})
 	}
 	if sum.Coverage != nil {

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/conflict"
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/netns"
@@ -188,7 +188,7 @@ func runCmd() *cli.Command {
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "trials run in parallel, each in its own network"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: lockstep-out/NAME, replaced by each run); one holding a previous run is refused"},
 			&cli.BoolFlag{Name: "replace", Usage: "remove the previous run's trials from --out first"},
-			&cli.BoolFlag{Name: "stop-on-first", Usage: "stop at the first failing trial"},
+			&cli.BoolFlag{Name: "stop-on-first", Usage: "stop at the first failing trial (with --symptom: the first that reproduces it)"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "write a trace for every trial, not only failing ones"},
 			&cli.BoolFlag{Name: "keep-tmp", Usage: "keep the nodes' {{tmp}} directories of passing trials too, not only failing ones'"},
 			&cli.StringFlag{Name: "history", Usage: "conflict history file for + strategies (read and updated)"},
@@ -442,15 +442,19 @@ func replayCmd() *cli.Command {
 		ArgsUsage: "TRACE (a trace.jsonl, or the trial directory that holds it)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: beside the trace)"},
+			&cli.BoolFlag{Name: "lines", Usage: "first print the nodes' lines as \"NODE | LINE\", in the order lockstep read them (after each step): the cluster's log in one, as a --symptom file takes it"},
 		},
 		Action: func(c *cli.Context) error {
 			trace, out, err := traceArgs(c)
 			if err != nil {
 				return err
 			}
-			rr, err := engine.ReplayLogged(c.Context, trace, out, logger(c, c.App.ErrWriter))
+			rr, err := engine.ReplayWith(c.Context, trace, out, engine.ReplayOptions{Log: logger(c, c.App.ErrWriter), Lines: c.Bool("lines")})
 			if err != nil {
 				return traceFailed(c.Context, err)
+			}
+			for _, l := range rr.Trial.Lines {
+				fmt.Fprintf(c.App.Writer, "%s | %s\n", l.Node, l.Text)
 			}
 			fmt.Fprintf(c.App.Writer, "replayed %d ops: %v\n", len(rr.Trial.Records), rr.Trial.Outcome)
 			if !rr.Same {
