@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // Plan is what a spec allows (spec section `faults`).
@@ -94,8 +95,9 @@ type Plan struct {
 	// outside Nodes (a client) connected to exactly one of Nodes stands on
 	// its side of the cut.
 	Follow bool
-	// Disk bounds the storage faults (power, corrupt, ioerror, stall).
-	Disk DiskPlan
+	// Disk bounds the storage faults (power, corrupt, ioerror, stall):
+	// the spec's plan as it is, since nothing in it needs mapping.
+	Disk spec.DiskPlan
 }
 
 // Direction is which way a clock fault moves a node's wall clock.
