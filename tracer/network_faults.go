@@ -10,48 +10,28 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/sockdiag"
+	"github.com/lockstep-dev/lockstep/netcut"
 )
 
-// applyCut records a partition or its heal; a heal sends the FINs held
-// across it (see Cut).
+// applyCut puts a cut of the network up, or takes it down, at the moment
+// its Cut documents: up once the connections it crosses have acknowledged
+// what they received; down once the connects made into it are ended, and
+// then the FINs held across it are sent.
 //
 // Precondition: runs on the tracer thread.
 func (nw *network) applyCut(c Cut) error {
-	if nw.cut == nil {
-		nw.cut = map[[2]netip.Addr]bool{}
-	}
-	pairs := func(f func([2]netip.Addr)) {
-		for _, a := range c.A {
-			for _, b := range c.B {
-				f([2]netip.Addr{a.Unmap(), b.Unmap()})
-				if !c.OneWay {
-					f([2]netip.Addr{b.Unmap(), a.Unmap()})
-				}
-			}
-		}
-	}
 	if !c.Heal {
-		cutting := map[[2]netip.Addr]bool{}
-		pairs(func(p [2]netip.Addr) { cutting[p] = true })
-		nw.flushAcks(func(a, b netip.Addr) bool { return cutting[[2]netip.Addr{a, b}] })
-		if c.Close != nil {
-			if err := c.Close(); err != nil {
-				return err
-			}
+		nw.flushAcks(netcut.Of(c.Cut).Stops)
+		if err := nw.cuts.Put(c.Cut); err != nil {
+			return fmt.Errorf("putting up a cut of %v from %v: %w", c.A, c.B, err)
 		}
-		pairs(func(p [2]netip.Addr) { nw.cut[p] = true })
 		return nil
 	}
 	// A connect either way across a one-way cut was one into it.
-	healed := map[[2]netip.Addr]bool{}
-	pairs(func(p [2]netip.Addr) { healed[p], healed[[2]netip.Addr{p[1], p[0]}] = true, true })
-	nw.abortCutConnects(healed)
-	if c.Open != nil {
-		if err := c.Open(); err != nil {
-			return err
-		}
+	nw.abortCutConnects(netcut.Of(c.Cut).Between)
+	if err := nw.cuts.Lift(c.Cut); err != nil {
+		return fmt.Errorf("healing the cut of %v from %v: %w", c.A, c.B, err)
 	}
-	pairs(func(p [2]netip.Addr) { delete(nw.cut, p) })
 	held := nw.finsHeld
 	nw.finsHeld = nil
 	for _, conn := range held {
@@ -60,11 +40,16 @@ func (nw *network) applyCut(c Cut) error {
 	return nil
 }
 
+// cutStops reports whether a cut in force drops the messages from src to
+// dst: the one key of a connection direction into the cuts, whose
+// addresses may come v4-mapped from a dual-stack socket.
+func (nw *network) cutStops(src, dst netip.AddrPort) bool {
+	return nw.cuts.Stops(src.Addr().Unmap(), dst.Addr().Unmap())
+}
+
 // cutBetween reports whether a cut in force stops a connection between a
 // and b from opening: its handshake needs both ways.
-func (nw *network) cutBetween(a, b netip.Addr) bool {
-	return nw.cut[[2]netip.Addr{a, b}] || nw.cut[[2]netip.Addr{b, a}]
-}
+func (nw *network) cutBetween(a, b netip.Addr) bool { return nw.cuts.Between(a.Unmap(), b.Unmap()) }
 
 // noteCutConnect remembers a connect whose SYN the partition drops, by
 // the address bindEphemeral gave its socket.
@@ -85,10 +70,10 @@ func (nw *network) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort)
 // after a second or more of real time and complete the connection at a
 // moment no schedule fixes. The program sees the attempt fail
 // (ECONNABORTED), as one whose SYN retries ran out, and dials again.
-func (nw *network) abortCutConnects(healed map[[2]netip.Addr]bool) {
+func (nw *network) abortCutConnects(healed func(a, b netip.Addr) bool) {
 	keep := nw.cutConnects[:0]
 	for _, cc := range nw.cutConnects {
-		if !healed[[2]netip.Addr{cc.local.Addr().Unmap(), cc.peer.Addr().Unmap()}] {
+		if !healed(cc.local.Addr().Unmap(), cc.peer.Addr().Unmap()) {
 			keep = append(keep, cc) // across another cut, still in force
 			continue
 		}

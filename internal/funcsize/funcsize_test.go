@@ -27,7 +27,6 @@ var known = map[string]size{
 	"coverage.protobufShape":            {77, 33},
 	"disk.Books.Cut":                    {105, 35},
 	"engine.job.runNative":              {177, 44},
-	"engine.job.runTrial":               {149, 24},
 	"explain.WriteText":                 {96, 33},
 	"explain.effects":                   {135, 54},
 	"explain.explainer.name":            {87, 36},
