@@ -574,16 +574,17 @@ func (c *Cluster) Firewall() netcut.Firewall[netip.Addr] { return cutFirewall{c.
 // address pairs.
 type cutFirewall struct{ fw firewall }
 
-// bpfModes are what the BPF program drops for what a cut drops.
-var bpfModes = map[netcut.Drop]bpf.Mode{
-	netcut.DropAll:        bpf.DropAll,
-	netcut.DropMessages:   bpf.DropMessages,
-	netcut.DropHandshakes: bpf.DropHandshakes,
-}
-
 func (f cutFirewall) Block(l netcut.Link[netip.Addr], d netcut.Drop) error {
-	m, ok := bpfModes[d]
-	if !ok {
+	// What the BPF program drops for what the cut drops.
+	var m bpf.Mode
+	switch d {
+	case netcut.DropAll:
+		m = bpf.DropAll
+	case netcut.DropMessages:
+		m = bpf.DropMessages
+	case netcut.DropHandshakes:
+		m = bpf.DropHandshakes
+	default:
 		return fmt.Errorf("firewall: no mode drops %v", d)
 	}
 	return f.fw.BlockMode(l.From, l.To, m)

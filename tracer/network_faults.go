@@ -21,14 +21,14 @@ import (
 // Precondition: runs on the tracer thread.
 func (nw *network) applyCut(c Cut) error {
 	if !c.Heal {
-		nw.flushAcks(netcut.Of(c.Cut).Stops)
+		nw.flushAcks(netcut.Of(c.Cut))
 		if err := nw.cuts.Put(c.Cut); err != nil {
 			return fmt.Errorf("putting up a cut of %v from %v: %w", c.A, c.B, err)
 		}
 		return nil
 	}
 	// A connect either way across a one-way cut was one into it.
-	nw.abortCutConnects(netcut.Of(c.Cut).Between)
+	nw.abortCutConnects(netcut.Of(c.Cut))
 	if err := nw.cuts.Lift(c.Cut); err != nil {
 		return fmt.Errorf("healing the cut of %v from %v: %w", c.A, c.B, err)
 	}
@@ -41,15 +41,27 @@ func (nw *network) applyCut(c Cut) error {
 }
 
 // cutStops reports whether a cut in force drops the messages from src to
-// dst: the one key of a connection direction into the cuts, whose
-// addresses may come v4-mapped from a dual-stack socket.
-func (nw *network) cutStops(src, dst netip.AddrPort) bool {
-	return nw.cuts.Stops(src.Addr().Unmap(), dst.Addr().Unmap())
-}
+// dst.
+func (nw *network) cutStops(src, dst netip.AddrPort) bool { return stops(nw.cuts, src, dst) }
 
 // cutBetween reports whether a cut in force stops a connection between a
 // and b from opening: its handshake needs both ways.
-func (nw *network) cutBetween(a, b netip.Addr) bool { return nw.cuts.Between(a.Unmap(), b.Unmap()) }
+func (nw *network) cutBetween(a, b netip.Addr) bool { return between(nw.cuts, a, b) }
+
+// stops and between are the only ways into a set of cuts by address: a
+// socket's addresses come v4-mapped from a dual-stack socket, the cuts'
+// are the nodes' v4 ones.
+
+// stops reports whether cuts drop the messages of the connection direction
+// from src to dst.
+func stops(cuts *netcut.Set[netip.Addr], src, dst netip.AddrPort) bool {
+	return cuts.Stops(src.Addr().Unmap(), dst.Addr().Unmap())
+}
+
+// between reports whether cuts hold a link between a and b, either way.
+func between(cuts *netcut.Set[netip.Addr], a, b netip.Addr) bool {
+	return cuts.Between(a.Unmap(), b.Unmap())
+}
 
 // noteCutConnect remembers a connect whose SYN the partition drops, by
 // the address bindEphemeral gave its socket.
@@ -70,10 +82,10 @@ func (nw *network) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort)
 // after a second or more of real time and complete the connection at a
 // moment no schedule fixes. The program sees the attempt fail
 // (ECONNABORTED), as one whose SYN retries ran out, and dials again.
-func (nw *network) abortCutConnects(healed func(a, b netip.Addr) bool) {
+func (nw *network) abortCutConnects(healed *netcut.Set[netip.Addr]) {
 	keep := nw.cutConnects[:0]
 	for _, cc := range nw.cutConnects {
-		if !healed(cc.local.Addr().Unmap(), cc.peer.Addr().Unmap()) {
+		if !between(healed, cc.local.Addr(), cc.peer.Addr()) {
 			keep = append(keep, cc) // across another cut, still in force
 			continue
 		}
@@ -102,7 +114,7 @@ func (nw *network) abortCutConnects(healed func(a, b netip.Addr) bool) {
 // the ACKs are waited for.
 //
 // Precondition: runs on the tracer thread.
-func (nw *network) flushAcks(crosses func(a, b netip.Addr) bool) {
+func (nw *network) flushAcks(cutting *netcut.Set[netip.Addr]) {
 	type owed struct {
 		d             *sockdiag.Sock
 		local, remote netip.AddrPort
@@ -119,7 +131,7 @@ func (nw *network) flushAcks(crosses func(a, b netip.Addr) bool) {
 			continue
 		}
 		for _, c := range conns {
-			if !crosses(c.Local.Addr().Unmap(), c.Remote.Addr().Unmap()) {
+			if !stops(cutting, c.Local, c.Remote) {
 				continue
 			}
 			if s, err := d.Sending(c.Local, c.Remote); err != nil || s.Unacked == 0 {
