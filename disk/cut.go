@@ -12,7 +12,7 @@ import (
 )
 
 // The ways a power cut treats a node's unsynced changes (Cut's persist;
-// faults.DiskPlan's Persist, the spec's faults.persist: package spec
+// spec.DiskPlan's Persist, the spec's faults.persist: package spec
 // repeats these words, engine's TestSpecVocabulary checks they agree).
 const (
 	PersistNone   = "none"   // loses them all
@@ -262,7 +262,7 @@ func (b *Books) written() []*file {
 	return out
 }
 
-// The ways a corruption damages a file (Corrupt's how; faults.DiskPlan's
+// The ways a corruption damages a file (Corrupt's how; spec.DiskPlan's
 // Corruptions, the spec's faults.corruptions, repeated by package spec).
 const (
 	CorruptFlip = "flip" // flips one bit

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/faults"
@@ -35,26 +34,10 @@ var faultAppliers = map[faults.Act]faultApplier{
 		t.restarts = append(t.restarts, e.Node)
 		return tracer.Action{}, nil
 	},
-	faults.ActCut:       applyCut,
-	faults.ActPower:     (*Trial).applyDisk,
-	faults.ActCorrupt:   (*Trial).applyDisk,
-	faults.ActIOError:   (*Trial).applyDisk,
-	faults.ActStall:     (*Trial).applyDisk,
-	faults.ActPartition: applyPartition,
-	faults.ActHeal:      applyCut,
-}
-
-func applyCut(t *Trial, e faults.Effect) (tracer.Action, error) { return t.cutAction(e), nil }
-
-// applyPartition firewalls a partition: the tracer puts the firewall up
-// (Cut.Close) once the connections across it have acknowledged what they
-// received.
-func applyPartition(t *Trial, e faults.Effect) (tracer.Action, error) {
-	shut := func() error {
-		if err := t.j.cluster.Partition(e.Cut, e.Rest); err != nil {
-			return fmt.Errorf("partitioning %v from %v: %w", e.Cut, e.Rest, err)
-		}
-		return nil
-	}
-	return tracer.Action{Cuts: []tracer.Cut{{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), Close: shut}}}, nil
+	faults.ActCut:     applyCut,
+	faults.ActHeal:    applyCut,
+	faults.ActPower:   (*Trial).applyDisk,
+	faults.ActCorrupt: (*Trial).applyDisk,
+	faults.ActIOError: (*Trial).applyDisk,
+	faults.ActStall:   (*Trial).applyDisk,
 }

@@ -4,43 +4,29 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/netcut"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
 
-// cutAction is the action that puts up, or takes down, a one-way cut, the
-// cut of a link or a bipartition: the firewall between e.Cut and e.Rest
-// (what Cut sends to Rest only, when e.OneWay), and the tracer's books
-// that hold deliveries and FINs in the cut directions.
-func (t *Trial) cutAction(e faults.Effect) tracer.Action {
-	c := tracer.Cut{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), OneWay: e.OneWay, Heal: e.Act == faults.ActHeal}
-	if c.Heal {
-		c.Open = func() error {
-			if err := t.j.cluster.Heal(e.Cut, e.Rest); err != nil {
-				return fmt.Errorf("healing %v from %v: %w", e.Cut, e.Rest, err)
-			}
-			return nil
-		}
-		return tracer.Action{Cuts: []tracer.Cut{c}}
+// applyCut is the engine's side of every cut of the network and of its
+// heal (a partition, a one-way or link cut, a bipartition): the cut
+// between the nodes' addresses, which the tracer puts up or takes down on
+// the cluster's firewall (tracer.Options.Firewall) when it is safe to.
+func applyCut(t *Trial, e faults.Effect) (tracer.Action, error) {
+	c := tracer.Cut{
+		Cut:  netcut.Cut[netip.Addr]{A: t.nodeAddrs(e.Cut), B: t.nodeAddrs(e.Rest), OneWay: e.OneWay},
+		Heal: e.Act == faults.ActHeal,
 	}
-	c.Close = func() error {
-		cut := t.j.cluster.Partition
-		if e.OneWay {
-			cut = t.j.cluster.CutOneWay
-		}
-		if err := cut(e.Cut, e.Rest); err != nil {
-			return fmt.Errorf("cutting %v from %v: %w", e.Cut, e.Rest, err)
-		}
-		return nil
-	}
-	return tracer.Action{Cuts: []tracer.Cut{c}}
+	return tracer.Action{Cuts: []tracer.Cut{c}}, nil
 }
 
 // probeTimeout bounds the real time a fault's probe may take.

@@ -23,11 +23,7 @@ func faultPlan(p spec.FaultPlan) (faults.Plan, error) {
 		Nodes: p.Nodes, Budget: p.Budget, From: p.From, Until: p.Until, Spread: p.Spread,
 		MaxPause: p.MaxPause, MaxOutage: p.MaxOutage, MaxClockJump: p.MaxClockJump, MaxHold: p.MaxHold,
 		KeepClock: p.KeepClock, MaxDrift: p.MaxDrift, Groups: p.Groups, Shapes: p.Shapes,
-		Probe: p.Probe, Follow: p.Follow, Overlap: p.Overlap,
-		Disk: faults.DiskPlan{
-			Data: p.Disk.Data, Persist: p.Disk.Persist, MaxStall: p.Disk.MaxStall, IOErrors: p.Disk.IOErrors,
-			IOCalls: p.Disk.IOCalls, Corruptions: p.Disk.Corruptions, Names: p.Disk.Names,
-		},
+		Probe: p.Probe, Follow: p.Follow, Overlap: p.Overlap, Disk: p.Disk,
 	}
 	by, err := spreadBy(p.By)
 	if err != nil {

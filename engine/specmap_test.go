@@ -93,12 +93,11 @@ func TestSpecVocabulary(t *testing.T) {
 	if spec.ShapeIsolate != faults.ShapeIsolate || spec.ShapeMinority != faults.ShapeMinority || spec.ShapeBridge != faults.ShapeBridge {
 		t.Error("spec's bipartition shapes are not package faults'")
 	}
-	// The storage faults' words: spec repeats disk's and faults' (it imports neither).
+	// The storage faults' words: spec repeats disk's (it imports no runtime package).
 	for _, w := range [][2]string{
 		{spec.PersistNone, disk.PersistNone}, {spec.PersistAll, disk.PersistAll}, {spec.PersistPrefix, disk.PersistPrefix},
 		{spec.PersistSubset, disk.PersistSubset}, {spec.PersistTorn, disk.PersistTorn},
 		{spec.CorruptFlip, disk.CorruptFlip}, {spec.CorruptTail, disk.CorruptTail},
-		{spec.NamesPOSIX, faults.NamesPOSIX}, {spec.NamesJournal, faults.NamesJournal},
 	} {
 		if w[0] != w[1] {
 			t.Errorf("storage word %q of the spec is %q at run time", w[0], w[1])
@@ -127,7 +126,7 @@ limits: {virtual_time: 60s}
 `
 	// The storage faults' settings have defaults even when no storage
 	// fault is asked for (the plan is the same data either way).
-	diskDefaults := faults.DiskPlan{Data: []string{"{{tmp}}"}, Persist: []string{"none", "prefix", "subset"}, MaxStall: time.Second,
+	diskDefaults := spec.DiskPlan{Data: []string{"{{tmp}}"}, Persist: []string{"none", "prefix", "subset"}, MaxStall: time.Second,
 		IOErrors: []string{"EIO", "ENOSPC"}, IOCalls: []string{"write", "fsync", "read"}, Corruptions: []string{"flip", "tail"}, Names: "posix"}
 	defaults := faults.Plan{Nodes: []string{"s1", "s2", "s3"}, Budget: 1, Until: time.Minute, MaxPause: time.Second,
 		MaxOutage: 2 * time.Second, MaxClockJump: 10 * time.Second, MaxHold: time.Second, MaxDrift: 100_000, Disk: diskDefaults}

@@ -38,7 +38,7 @@ func (t *Trial) diskFor(n spec.Node) (tracer.Disk, error) {
 	if t.disk.books == nil {
 		t.disk.books = map[string]*disk.Books{}
 	}
-	b := disk.New(paths, tracer.TrialPath, t.j.faults.Disk.Names == faults.NamesJournal)
+	b := disk.New(paths, tracer.TrialPath, t.j.faults.Disk.Names == spec.NamesJournal)
 	b.SetReads(slices.Contains(t.j.faults.Kinds, faults.IOError) && slices.Contains(t.j.faults.Disk.IOCalls, "read"))
 	t.disk.books[n.Name] = b
 	return b, nil

@@ -263,7 +263,6 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	}
 	res.NodesCPU = -j.nodesCPU() // finish adds the usage at the end
 	clk := vclock.New(sp.Time.Epoch, sp.Limits.VirtualTime)
-	subnet := sp.Network.Subnet
 	t := &Trial{
 		j: j, p: p, spec: sp, res: res, clk: clk,
 		addrs:   map[string]netip.Addr{},
@@ -295,23 +294,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	t.starts = newStarts(sp.Nodes, func(node string, port uint16) (bool, error) {
 		return j.cluster.Node(node).Listens(port)
 	})
-	tr := tracer.New(tracer.Options{
-		Clock:      clk,
-		Wakes:      t.wakes(),
-		Random:     func(node string) io.Reader { return vclock.NewRandom(p.seed, node) },
-		Gated:      func(a netip.Addr) bool { return subnet.Contains(a) },
-		Host:       j.isHost,
-		Capture:    true,
-		CPU:        j.cpu,
-		SiteFrames: p.frames,
-		Data:       sp.Trace.Data,
-		MatchBytes: max(matchBytes(sp), p.msgBytes),
-		Logger:     j.log,
-		Zygote:     j.zygote,
-		Images:     j.images,
-		Socks:      j.faults.Needs(faults.NeedSocks) || j.faults.Follow,
-		Serialize:  true,
-	})
+	tr := tracer.New(t.tracerOptions())
 	defer tr.Close()
 
 	if t.props, err = newProperties(sp, t.outputs, p.symptom, p.lines); err != nil {
@@ -333,25 +316,8 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		}
 	}
 	t.drawFaults(j.faults, p, names)
-	// The first nodes start together before anything runs.
-	for {
-		n, ok := t.starts.due(0)
-		if !ok {
-			break
-		}
-		t.starts.take(n.Name)
-		cfg, err := t.launchConfig(n)
-		if err == nil {
-			t0 := time.Now()
-			var pid int
-			pid, err = tr.Launch(*cfg)
-			res.Launch += time.Since(t0)
-			t.outCaps.pinTmpfs(n.Name, pid)
-		}
-		if err != nil {
-			res.Outcome = Outcome{Kind: Error, Detail: fmt.Sprintf("starting node %s: %v", n.Name, err), Node: n.Name}
-			return j.finish(ctx, tr, res, p, clk, start, t)
-		}
+	if !t.startFirst(tr) {
+		return j.finish(ctx, tr, res, p, clk, start, t)
 	}
 
 	p.strategy.Reset(p.seed, p.stepsHint)
@@ -375,6 +341,57 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	res.Outcome.VTime = clk.Now()
 	res.Windows = Windows{Faults: t.faults.WindowSteps(t.steps), Delays: t.timing.windowSteps(t.steps)}
 	return j.finish(ctx, tr, res, p, clk, start, t)
+}
+
+// startFirst starts the nodes due at the start, together, before anything
+// runs. It reports false when one failed to start, with the trial's
+// outcome set.
+func (t *Trial) startFirst(tr *tracer.Tracer) bool {
+	for {
+		n, ok := t.starts.due(0)
+		if !ok {
+			return true
+		}
+		t.starts.take(n.Name)
+		cfg, err := t.launchConfig(n)
+		if err == nil {
+			t0 := time.Now()
+			var pid int
+			pid, err = tr.Launch(*cfg)
+			t.res.Launch += time.Since(t0)
+			t.outCaps.pinTmpfs(n.Name, pid)
+		}
+		if err != nil {
+			t.res.Outcome = Outcome{Kind: Error, Detail: fmt.Sprintf("starting node %s: %v", n.Name, err), Node: n.Name}
+			return false
+		}
+	}
+}
+
+// tracerOptions are the options of the trial's tracer: the trial's clock
+// and deadlines, its seed's random streams, the cluster's subnet gated and
+// its firewall cut, every thread serialized.
+func (t *Trial) tracerOptions() tracer.Options {
+	j, sp, seed := t.j, t.spec, t.p.seed
+	subnet := sp.Network.Subnet
+	return tracer.Options{
+		Clock:      t.clk,
+		Wakes:      t.wakes(),
+		Random:     func(node string) io.Reader { return vclock.NewRandom(seed, node) },
+		Gated:      func(a netip.Addr) bool { return subnet.Contains(a) },
+		Host:       j.isHost,
+		Capture:    true,
+		CPU:        j.cpu,
+		SiteFrames: t.p.frames,
+		Data:       sp.Trace.Data,
+		MatchBytes: max(matchBytes(sp), t.p.msgBytes),
+		Logger:     j.log,
+		Zygote:     j.zygote,
+		Images:     j.images,
+		Socks:      j.faults.Needs(faults.NeedSocks) || j.faults.Follow,
+		Firewall:   j.cluster.Firewall(),
+		Serialize:  true,
+	}
 }
 
 // drawFaults sets up the trial's fault plan (nil without one), drawn from

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/netcut"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // Plan is what a spec allows (spec section `faults`).
@@ -94,8 +96,9 @@ type Plan struct {
 	// outside Nodes (a client) connected to exactly one of Nodes stands on
 	// its side of the cut.
 	Follow bool
-	// Disk bounds the storage faults (power, corrupt, ioerror, stall).
-	Disk DiskPlan
+	// Disk bounds the storage faults (power, corrupt, ioerror, stall):
+	// the spec's plan as it is, since nothing in it needs mapping.
+	Disk spec.DiskPlan
 }
 
 // Direction is which way a clock fault moves a node's wall clock.
@@ -215,11 +218,15 @@ type Injector struct {
 	budget int
 
 	crashed map[string]bool
-	cuts    []*netCut                // the network cuts in force, in the order made
-	held    map[string]time.Duration // connection direction → end of its hold
-	paused  map[string]time.Duration // node → end of its pause
-	skew    map[string]time.Duration // node → how far its wall clock was moved
-	drifts  map[string]bool          // nodes whose wall clocks drift
+	cuts    []*netCut // the network cuts in force, in the order made
+	// cutLinks are the links those cuts hold (putCut, liftCut): what the
+	// injector holds back across them, and whether a new cut would share
+	// one.
+	cutLinks netcut.Set[string]
+	held     map[string]time.Duration // connection direction → end of its hold
+	paused   map[string]time.Duration // node → end of its pause
+	skew     map[string]time.Duration // node → how far its wall clock was moved
+	drifts   map[string]bool          // nodes whose wall clocks drift
 	// own is the state in force of the kinds that keep their own
 	// (kindDef.holds, kindDef.deadline), by kind; the quiet period clears it.
 	own   map[sched.Kind]any
@@ -513,10 +520,10 @@ func (in *Injector) Recover() []Effect {
 	in.quiet = true
 	in.offer, in.offerCorrupt = nil, nil
 	var out []Effect
-	for _, c := range in.cuts {
+	for len(in.cuts) > 0 {
+		c := in.liftCut(0)
 		out = append(out, Effect{Kind: Heal, Act: ActHeal, Node: c.name, Cut: c.a, Rest: c.b, OneWay: c.oneway})
 	}
-	in.cuts = nil
 	in.offerCut = nil
 	clear(in.held)
 	clear(in.own)
@@ -563,7 +570,7 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 			}
 		}
 	}
-	if len(in.cuts) == 0 {
+	if in.cutLinks.Empty() {
 		return false
 	}
 	switch o.Kind {
@@ -572,14 +579,14 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 		if !ok {
 			return false
 		}
-		return in.blocks(addrNode(src, nodeOf), addrNode(dst, nodeOf))
+		return in.cutLinks.Stops(addrNode(src, nodeOf), addrNode(dst, nodeOf))
 	case sched.Connect:
 		// A non-blocking connect goes: its SYN is lost in the cut and the
 		// program's own timeout (a poll's) runs in virtual time. A
 		// connection opens across no cut, even a one-way one: its
 		// handshake needs both ways.
 		peer := addrNode(o.Peer, nodeOf)
-		return !o.NonBlocking && (in.blocks(o.Node, peer) || in.blocks(peer, o.Node))
+		return !o.NonBlocking && in.cutLinks.Between(o.Node, peer)
 	}
 	return false
 }

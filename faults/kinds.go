@@ -65,13 +65,10 @@ const (
 	ActDrift // make Node's wall clock run at Effect.Drift
 	ActReset // abort the connection Effect.Sock
 	ActDrop  // discard the datagram Effect.Datagram
-	// ActCut puts up a cut in the tracer and the firewall (one-way, link,
-	// bipartition; Effect.Cut, Rest, OneWay).
+	// ActCut puts up a cut of the network in the tracer and the firewall
+	// (partition, one-way, link, bipartition; Effect.Cut, Rest, OneWay).
 	ActCut
-	// ActPartition firewalls a partition once the connections across it
-	// have acknowledged what they received.
-	ActPartition
-	ActHeal // ends a cut or a partition
+	ActHeal // ends a cut
 	ActPower
 	ActCorrupt
 	ActIOError
@@ -172,7 +169,7 @@ func init() {
 		possible: func(in *Injector, o *sched.Op) bool {
 			return in.cutRoom() && (len(in.cuts) == 0 || !in.clashes(in.partitionCut(o.Node)))
 		},
-		detail: detailOutage, chose: chosePartition, onTraffic: true, act: ActPartition, replay: sched.FaultReplay{Remake: true},
+		detail: detailOutage, chose: chosePartition, onTraffic: true, act: ActCut, replay: sched.FaultReplay{Remake: true},
 	})
 	define(ClockJump, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] && in.plan.MaxClockJump > 0 },
@@ -317,7 +314,7 @@ func chosePause(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 func chosePartition(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 	in.spend(now)
 	c := in.partitionCut(o.Node)
-	in.cuts = append(in.cuts, c)
+	in.putCut(c)
 	e.Cut, e.Rest = c.a, c.b
 	in.until["heal:"+c.name] = now + time.Duration(o.Delay)
 	return nil
@@ -335,9 +332,8 @@ func choseHeal(in *Injector, o *sched.Op, _ time.Duration, e *Effect) error {
 	if i < 0 {
 		return fmt.Errorf("faults: heal of %s, which is not in force", o.Node)
 	}
-	c := in.cuts[i]
+	c := in.liftCut(i)
 	e.Cut, e.Rest, e.OneWay = c.a, c.b, c.oneway
-	in.cuts = slices.Delete(in.cuts, i, i+1)
 	delete(in.recov, "heal:"+o.Node)
 	delete(in.until, "heal:"+o.Node)
 	return nil

@@ -151,7 +151,9 @@ func isIdent(e ast.Expr, name string) bool {
 // lull (onTraffic), whether it acts on a disk (storage) and how a replay
 // treats it. At 076a671 the kinds' definitions were already in faults
 // while act and needs lived in the engine and replay in sched (the names
-// moved here in d36f072); these rows are what those said. A kind without
+// moved here in d36f072); these rows are what those said, but a
+// partition's mechanism, which became the other cuts' ActCut when the
+// engine's two appliers became one (netcut). A kind without
 // a row is not checked here: a new kind pins its traits in its own test
 // (TestSlowTraits, TestFlapTraits), so adding one does not edit this.
 func TestKindTraits(t *testing.T) {
@@ -166,7 +168,7 @@ func TestKindTraits(t *testing.T) {
 	}{
 		Crash:       {act: ActCrash, replay: remake},
 		Restart:     {act: ActRestart, replay: recovery},
-		Partition:   {act: ActPartition, onTraffic: true, replay: remake},
+		Partition:   {act: ActCut, onTraffic: true, replay: remake},
 		Heal:        {act: ActHeal, replay: recovery},
 		Pause:       {act: ActHold, replay: remake},
 		ClockJump:   {act: ActClock, replay: remake},

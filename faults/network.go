@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/netcut"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -34,15 +35,23 @@ type netCut struct {
 	shape string
 }
 
-// blocks reports whether the cut stops the messages from src to dst.
-func (c *netCut) blocks(src, dst string) bool {
-	if c == nil || src == "" || dst == "" {
-		return false
-	}
-	if slices.Contains(c.a, src) && slices.Contains(c.b, dst) {
-		return true
-	}
-	return !c.oneway && slices.Contains(c.b, src) && slices.Contains(c.a, dst)
+// cut is what the cut holds, link by link.
+func (c *netCut) cut() netcut.Cut[string] {
+	return netcut.Cut[string]{A: c.a, B: c.b, OneWay: c.oneway}
+}
+
+// putCut puts c in force, in the list of cuts and its links.
+func (in *Injector) putCut(c *netCut) {
+	in.cuts = append(in.cuts, c)
+	in.cutLinks.Put(c.cut()) // books only: no firewall, no error
+}
+
+// liftCut ends the i-th cut in force and returns it.
+func (in *Injector) liftCut(i int) *netCut {
+	c := in.cuts[i]
+	in.cuts = slices.Delete(in.cuts, i, i+1)
+	in.cutLinks.Lift(c.cut()) // books only: no error
+	return c
 }
 
 // Conn is a connection direction with deliveries pending, which a hold may
@@ -299,7 +308,7 @@ func choseCut(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 		return nil
 	}
 	in.spend(now)
-	in.cuts = append(in.cuts, c)
+	in.putCut(c)
 	o.Peer = "cuts " + c.name
 	if o.Kind == Bipartition {
 		o.Peer = c.shape + " " + c.name
@@ -332,16 +341,6 @@ func (in *Injector) partitionCut(node string) *netCut {
 	return &netCut{name: strings.Join(side, ","), a: side, b: in.others(side)}
 }
 
-// blocks reports whether a cut in force stops the messages from src to dst.
-func (in *Injector) blocks(src, dst string) bool {
-	for _, c := range in.cuts {
-		if c.blocks(src, dst) {
-			return true
-		}
-	}
-	return false
-}
-
 // clashes reports whether cut c, settled now, would share a link (a pair
 // of nodes, either way) with a cut in force: cuts in force together never
 // do (Plan.Overlap).
@@ -353,19 +352,5 @@ func (in *Injector) clashes(c *netCut) bool {
 	if p.name == "" {
 		in.settle(&p)
 	}
-	for _, k := range in.cuts {
-		for _, x := range p.a {
-			for _, y := range p.b {
-				if k.links(x, y) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// links reports whether the cut stands between x and y, either way.
-func (c *netCut) links(x, y string) bool {
-	return slices.Contains(c.a, x) && slices.Contains(c.b, y) || slices.Contains(c.a, y) && slices.Contains(c.b, x)
+	return in.cutLinks.Shares(p.cut())
 }

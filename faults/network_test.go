@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/netcut"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -326,14 +327,14 @@ func TestOverlappingCuts(t *testing.T) {
 		}
 		for _, x := range e2.Cut {
 			for _, y := range e2.Rest {
-				if in.cuts[0].links(x, y) {
+				if netcut.Of(in.cuts[0].cut()).Between(x, y) {
 					t.Fatalf("seed %d: cuts %s and %s share %s-%s", seed, in.cuts[0].name, in.cuts[1].name, x, y)
 				}
 			}
 		}
 		cutBy := func(c *netCut, pair string) bool {
 			a, b, _ := strings.Cut(pair, ">")
-			return c.blocks(a, b)
+			return netcut.Of(c.cut()).Stops(a, b)
 		}
 		first, second := in.cuts[0], in.cuts[1]
 		for pair, ok := range flows(in, 60*ms, nodes) {
@@ -385,7 +386,7 @@ func TestOverlappingCuts(t *testing.T) {
 // cuts nothing and spends neither the budget nor a trigger.
 func TestCutNothingNotSpent(t *testing.T) {
 	in := New(Plan{Kinds: []sched.Kind{Link}, Nodes: []string{"n1", "n2", "n3"}, Budget: 2, Overlap: 2, Until: time.Hour}, []string{"n1", "n2", "n3"}, 1)
-	in.cuts = []*netCut{{name: "n1|n2", a: []string{"n1"}, b: []string{"n2"}, shape: "|"}}
+	in.putCut(&netCut{name: "n1|n2", a: []string{"n1"}, b: []string{"n2"}, shape: "|"})
 	in.offerCut = &netCut{a: []string{"n2"}, b: []string{"n1"}, shape: "|"}
 	o := &sched.Op{Kind: Link, Node: "n2", Object: "link:n2|n1"}
 	var e Effect

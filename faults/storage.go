@@ -7,42 +7,6 @@ import (
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
-// DiskPlan is what a spec allows of storage faults (power, corrupt,
-// ioerror, stall); package disk keeps the books they act on.
-type DiskPlan struct {
-	// Data are the nodes' data paths, as the spec writes them (templates
-	// such as {{tmp}} expanded per node by the engine): the files and
-	// directories under them are what a power cut, a corruption or a
-	// failing disk acts on.
-	Data []string
-	// Persist are the ways a power cut may treat a node's unsynced
-	// changes, one drawn per cut: package disk's Persist words
-	// (disk.PersistNone, PersistAll, PersistPrefix, PersistSubset,
-	// PersistTorn; what each keeps is documented there).
-	Persist []string
-	// MaxStall bounds how long a stalled fsync takes, in virtual time.
-	MaxStall time.Duration
-	// IOErrors are the errors an ioerror returns ("EIO", "ENOSPC").
-	IOErrors []string
-	// IOCalls are the calls an ioerror may fail ("write", "fsync", "read").
-	IOCalls []string
-	// Corruptions are how a corruption damages a file: package disk's
-	// disk.CorruptFlip (one bit flipped) and disk.CorruptTail (its tail
-	// cut off).
-	Corruptions []string
-	// Names says what makes a change of a name (a creation, a rename, an
-	// unlink) durable: NamesPOSIX, an fsync of its directory;
-	// NamesJournal, also an fsync of any data file after it (a journaling
-	// file system such as ext4 commits every name change with it).
-	Names string
-}
-
-// What makes a name change durable (DiskPlan.Names).
-const (
-	NamesPOSIX   = "posix"
-	NamesJournal = "journal"
-)
-
 // IsStorage reports whether k is a storage fault.
 func IsStorage(k sched.Kind) bool { return kindDefs[k].storage }
 

@@ -7,13 +7,11 @@ import (
 
 	"github.com/lockstep-dev/lockstep/disk"
 	"github.com/lockstep-dev/lockstep/sched"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // defaultDisk is the spec's default storage plan.
-var defaultDisk = DiskPlan{
-	Data: []string{"{{tmp}}"}, Persist: []string{disk.PersistNone, disk.PersistPrefix, disk.PersistSubset}, MaxStall: time.Second,
-	IOErrors: []string{"EIO", "ENOSPC"}, IOCalls: []string{"write", "fsync", "read"}, Corruptions: []string{disk.CorruptFlip, disk.CorruptTail}, Names: NamesPOSIX,
-}
+var defaultDisk = spec.DefaultDiskPlan()
 
 func diskPlan(kinds ...sched.Kind) Plan {
 	p := plan(kinds...)

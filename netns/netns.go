@@ -23,6 +23,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/bpf"
 	"github.com/lockstep-dev/lockstep/internal/sockdiag"
+	"github.com/lockstep-dev/lockstep/netcut"
 )
 
 // DefaultSubnet is used when Config.Subnet is zero. Node i (from 0) gets
@@ -563,60 +564,33 @@ func (c *Cluster) Nodes() []*Node { return c.nodes }
 // Node returns the named node, or nil.
 func (c *Cluster) Node(name string) *Node { return c.byName[name] }
 
-// Partition stops all packets between every node of a and every node of b,
-// both ways, until healed: loss, as on a real network, not errors.
-func (c *Cluster) Partition(a, b []string) error {
-	return c.pairs(a, b, c.fw.Block, false)
-}
+// Firewall is the cluster's firewall, by node address, as the cuts of
+// the network put it up and take it down (netcut.Set): a block lasts
+// until it is lifted or the cluster's next Reset. It drops packets, as a
+// real network loses them; it returns no errors to the nodes.
+func (c *Cluster) Firewall() netcut.Firewall[netip.Addr] { return cutFirewall{c.fw} }
 
-// CutOneWay stops the messages from every node of a to every node of b
-// until healed, while those from b to a flow: a's TCP segments carrying
-// bytes, a SYN or a FIN (and any other packet) are lost, its pure
-// acknowledgements and resets still pass, and b's SYNs to a are lost too,
-// since no connection opens across a one-way cut.
-func (c *Cluster) CutOneWay(a, b []string) error {
-	return c.pairs(a, b, func(x, y netip.Addr) error {
-		if err := c.fw.BlockMode(x, y, bpf.DropMessages); err != nil {
-			return err
-		}
-		return c.fw.BlockMode(y, x, bpf.DropHandshakes)
-	}, true)
-}
+// cutFirewall writes netcut's links into package bpf's map of blocked
+// address pairs.
+type cutFirewall struct{ fw firewall }
 
-// Heal undoes Partition or CutOneWay for these sets.
-func (c *Cluster) Heal(a, b []string) error {
-	return c.pairs(a, b, c.fw.Unblock, false)
-}
-
-// HealAll removes every partition.
-func (c *Cluster) HealAll() error { return c.fw.Clear() }
-
-// pairs calls f for each pair of a node of a and a node of b, and (unless
-// oneway) for the pair the other way.
-func (c *Cluster) pairs(a, b []string, f func(x, y netip.Addr) error, oneway bool) error {
-	for _, x := range a {
-		nx := c.byName[x]
-		if nx == nil {
-			return fmt.Errorf("partition: no node %q", x)
-		}
-		for _, y := range b {
-			ny := c.byName[y]
-			if ny == nil {
-				return fmt.Errorf("partition: no node %q", y)
-			}
-			if err := f(nx.Addr, ny.Addr); err != nil {
-				return err
-			}
-			if oneway {
-				continue
-			}
-			if err := f(ny.Addr, nx.Addr); err != nil {
-				return err
-			}
-		}
+func (f cutFirewall) Block(l netcut.Link[netip.Addr], d netcut.Drop) error {
+	// What the BPF program drops for what the cut drops.
+	var m bpf.Mode
+	switch d {
+	case netcut.DropAll:
+		m = bpf.DropAll
+	case netcut.DropMessages:
+		m = bpf.DropMessages
+	case netcut.DropHandshakes:
+		m = bpf.DropHandshakes
+	default:
+		return fmt.Errorf("firewall: no mode drops %v", d)
 	}
-	return nil
+	return f.fw.BlockMode(l.From, l.To, m)
 }
+
+func (f cutFirewall) Unblock(l netcut.Link[netip.Addr]) error { return f.fw.Unblock(l.From, l.To) }
 
 // Reset readies the cluster for another trial: any process still in a
 // node's namespace or cgroup is killed, partitions are healed. Sockets

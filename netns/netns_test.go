@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/sockdiag"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/netcut"
 )
 
 func TestMain(m *testing.M) {
@@ -342,7 +343,9 @@ func TestPartitionBlocksAndHeals(t *testing.T) {
 	fmt.Fprintln(in, "1")
 	expect("got 1", 10*time.Second)
 
-	if err := c.Partition([]string{"a"}, []string{"b"}); err != nil {
+	cuts := netcut.NewSet(c.Firewall())
+	ab := netcut.Cut[netip.Addr]{A: []netip.Addr{a.Addr}, B: []netip.Addr{b.Addr}}
+	if err := cuts.Put(ab); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintln(in, "2")
@@ -361,7 +364,7 @@ func TestPartitionBlocksAndHeals(t *testing.T) {
 		cc.Close()
 	}
 
-	if err := c.Heal([]string{"a"}, []string{"b"}); err != nil {
+	if err := cuts.Lift(ab); err != nil {
 		t.Fatal(err)
 	}
 	// TCP retransmits the lost segment once the partition heals.

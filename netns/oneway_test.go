@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/internal/sockdiag"
+	"github.com/lockstep-dev/lockstep/netcut"
 )
 
 // childDial dials with a 1 s timeout and says whether it connected.
@@ -88,7 +89,9 @@ func TestCutOneWay(t *testing.T) {
 	line(t, atA, "accepted", 10*time.Second)
 	line(t, atB, "accepted", 10*time.Second)
 
-	if err := c.CutOneWay([]string{"a"}, []string{"b"}); err != nil {
+	cuts := netcut.NewSet(c.Firewall())
+	ab := netcut.Cut[netip.Addr]{A: []netip.Addr{a.Addr}, B: []netip.Addr{b.Addr}, OneWay: true}
+	if err := cuts.Put(ab); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintln(toA, "1")
@@ -140,7 +143,7 @@ func TestCutOneWay(t *testing.T) {
 		}
 	}
 
-	if err := c.Heal([]string{"a"}, []string{"b"}); err != nil {
+	if err := cuts.Lift(ab); err != nil {
 		t.Fatal(err)
 	}
 	line(t, atB, "got 2", 30*time.Second)

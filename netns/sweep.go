@@ -17,9 +17,8 @@ import (
 	"github.com/lockstep-dev/lockstep/bpf"
 )
 
-// firewall is what partitions need from package bpf.
+// firewall is what cuts of the network need from package bpf.
 type firewall interface {
-	Block(src, dst netip.Addr) error
 	BlockMode(src, dst netip.Addr, m bpf.Mode) error
 	Unblock(src, dst netip.Addr) error
 	Clear() error

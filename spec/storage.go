@@ -13,35 +13,40 @@ import (
 
 // DiskPlan is what a spec allows of storage faults (faults.data, persist,
 // max_stall, io_errors, io_calls, corruptions, names; docs/spec.md,
-// "Storage faults"). The engine hands it to package faults and the books
-// of package disk.
+// "Storage faults"). It is plain data, and package faults plans with it as
+// it is (faults.Plan.Disk); package disk keeps the books it acts on.
 type DiskPlan struct {
 	// Data are the nodes' data paths, as the spec writes them (templates
-	// expanded per node: DataPaths). What each field means is documented
-	// on faults.DiskPlan, which the engine fills from this one.
+	// such as {{tmp}} expanded per node: DataPaths): the files and
+	// directories under them are what a power cut, a corruption or a
+	// failing disk acts on.
 	Data []string
 	// Persist are the ways a power cut may treat a node's unsynced
 	// changes, one drawn per cut (PersistNone, PersistAll, PersistPrefix,
-	// PersistSubset, PersistTorn).
+	// PersistSubset, PersistTorn: package disk's words; what each keeps is
+	// documented there).
 	Persist []string
-	// MaxStall bounds a stalled fsync, in virtual time.
+	// MaxStall bounds how long a stalled fsync takes, in virtual time.
 	MaxStall time.Duration
 	// IOErrors are the errors an ioerror returns ("EIO", "ENOSPC").
 	IOErrors []string
 	// IOCalls are the calls an ioerror may fail ("write", "fsync", "read").
 	IOCalls []string
-	// Corruptions are how a corruption damages a file (CorruptFlip,
-	// CorruptTail).
+	// Corruptions are how a corruption damages a file: CorruptFlip (one
+	// bit flipped) and CorruptTail (its tail cut off), package disk's
+	// words.
 	Corruptions []string
-	// Names says what makes a name change durable (NamesPOSIX,
-	// NamesJournal).
+	// Names says what makes a change of a name (a creation, a rename, an
+	// unlink) durable: NamesPOSIX, an fsync of its directory;
+	// NamesJournal, also an fsync of any data file after it (a journaling
+	// file system such as ext4 commits every name change with it).
 	Names string
 }
 
 // The storage faults' words, as a spec writes them. spec imports no
 // runtime package, so it repeats the strings of package disk (Persist*,
-// Corrupt*: what each does) and faults (Names*); engine's
-// TestSpecVocabulary checks they agree.
+// Corrupt*: what each does); engine's TestSpecVocabulary checks they
+// agree. Names* are the spec's own: faults and the engine read them here.
 const (
 	PersistNone   = "none"
 	PersistAll    = "all"

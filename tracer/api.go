@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/disk"
+	"github.com/lockstep-dev/lockstep/netcut"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/tracer/internal/launch"
 	"github.com/lockstep-dev/lockstep/tracer/stats"
@@ -94,6 +95,11 @@ type Options struct {
 	// Socks lists the nodes' connected TCP sockets in each State (for
 	// reset faults).
 	Socks bool
+	// Firewall is where the cuts of the network (Action.Cuts) take effect,
+	// by node address (netns.Cluster.Firewall). Nil keeps them in the
+	// tracer's books only: deliveries, FINs and connects across them are
+	// held, but the kernel drops nothing.
+	Firewall netcut.Firewall[netip.Addr]
 	// Zygote forks the nodes when set (see Zygote); otherwise the tracer
 	// thread forks them itself, which is simpler but slows lockstep down
 	// while children are young.
@@ -294,8 +300,8 @@ type Action struct {
 	// Clocks moves nodes' wall clocks by these amounts (clock faults, and
 	// their undoing in the quiet period).
 	Clocks map[string]time.Duration
-	// Cuts tell the tracer that partitions now separate (or, with Heal, no
-	// longer separate) sets of node addresses.
+	// Cuts are cuts of the network to put up or (Heal) take down, in
+	// order.
 	Cuts []Cut
 	// Drifts make nodes' wall clocks run this many parts per million fast
 	// or slow; 0 ends a drift and takes back what it gained.
@@ -313,25 +319,20 @@ type Action struct {
 	Wait time.Duration
 }
 
-// Cut is a partition between two sets of addresses. While it lasts, the
-// FIN of a connection across it is held like its bytes, and sent at the
-// heal: sent into the partition's firewall it would be dropped and come
-// back with a retransmission timed by real time, which no replay repeats.
+// Cut puts up, or with Heal takes down, a cut of the network between two
+// sets of node addresses (netcut.Cut: both ways, or one way). The tracer
+// owns the cuts in force (a netcut.Set over Options.Firewall) and times
+// their firewall: a cut goes up once the connections it crosses have
+// acknowledged what they received (see flushAcks), and comes down once
+// the connects made into it have been ended (whose SYNs the kernel would
+// otherwise retransmit through the opened firewall at a real-time moment),
+// before the FINs held across it are sent. While it lasts, the FIN of a
+// connection across it is held like its bytes: sent into the firewall it
+// would be dropped and come back with a retransmission timed by real time,
+// which no replay repeats.
 type Cut struct {
-	A, B []netip.Addr
-	// OneWay cuts only what A sends to B (see netns.Cluster.CutOneWay):
-	// B's bytes and FINs reach A, and no connection opens either way.
-	OneWay bool
-	Heal   bool
-	// Open, for a heal, removes the partition's firewall. The tracer calls
-	// it once it has ended the connects made into the cut (whose SYNs the
-	// kernel would otherwise retransmit through the opened firewall at a
-	// real-time moment) and before it sends the FINs held across it.
-	Open func() error
-	// Close, for a partition, puts up its firewall. The tracer calls it
-	// once the connections it crosses have acknowledged what they received
-	// (see flushAcks).
-	Close func() error
+	netcut.Cut[netip.Addr]
+	Heal bool
 }
 
 // Stepper is what Run asks at each quiescent point, on the tracer thread.

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -62,12 +63,14 @@ func nativeIn(n *netns.Node, argv ...string) *exec.Cmd {
 // policy, and with stops only (the floor). Figures are medians of five
 // repetitions of the four runs, ratios the medians of each repetition's
 // own (a native round trip's cost also depends on whether the kernel put
-// the two on one CPU).
+// the two on one CPU). LOCKSTEP_BENCH_LANG=go runs the Go client and
+// server instead (their call sites are walked along frame pointers).
 func BenchmarkRoundTrips(b *testing.B) {
 	requireTracing(b)
 	testutil.RequireNetns(b)
 	testutil.RequireCgroup2(b, testutil.CgroupRoot)
-	srvBin, cliBin := bin(b, "c", "pingpong_server"), bin(b, "c", "pingpong_client")
+	lang := cmp.Or(os.Getenv("LOCKSTEP_BENCH_LANG"), "c")
+	srvBin, cliBin := bin(b, lang, "pingpong_server"), bin(b, lang, "pingpong_client")
 	rounds := benchRounds()
 	ctx := context.Background()
 	cl, err := netns.New(ctx, netns.Config{Nodes: []string{"server", "client"}})

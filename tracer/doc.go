@@ -22,7 +22,8 @@
 //   - opTable: pending ops, their numbering and batched readiness polls,
 //     and the kind table (kindTable) that says, per op kind, what readiness
 //     depends on, when an op is enabled and how it is released;
-//   - network: messages in flight, connections, datagrams, FINs, cuts;
+//   - network: messages in flight, connections, datagrams, FINs, and the
+//     cuts in force (a netcut.Set, which alone writes Options.Firewall);
 //   - vtime: clock answers, clock faults, sleeps, timed waits, kernel
 //     timers, and the one queue of every virtual deadline of a trial
 //     (vtime.go). The owner's deadlines join it (Options.Wakes,

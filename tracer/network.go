@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/netcut"
 )
 
 // network owns delivery (docs/architecture.md "Messages in flight"): the connections
@@ -16,7 +18,7 @@ type network struct {
 	pt    *procTable
 	ops   *opTable
 
-	cut map[[2]netip.Addr]bool // address pairs a partition separates
+	cuts *netcut.Set[netip.Addr] // the cuts in force, written through to the firewall
 	// cutConnects are non-blocking connects released into a partition.
 	cutConnects []cutConnect
 	finsHeld    []*conn // connections whose FIN waits for a heal
@@ -39,6 +41,7 @@ type network struct {
 func newNetwork(opts *Options, log *slog.Logger, stats *Stats, pt *procTable, ops *opTable) *network {
 	return &network{
 		opts: opts, log: log, stats: stats, pt: pt, ops: ops,
+		cuts:     netcut.NewSet(opts.Firewall),
 		conns:    map[string]*conn{},
 		connects: map[string][]uint64{},
 		netGen:   1, // a zero calmRecv or calmSend was never read

@@ -17,7 +17,7 @@ func (nw *network) maybeFinishConn(c *conn) {
 	if len(c.queue) > 0 {
 		return
 	}
-	if (c.shutWr || c.closing) && nw.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
+	if (c.shutWr || c.closing) && nw.cutStops(c.src, c.dst) {
 		if !slices.Contains(nw.finsHeld, c) {
 			nw.finsHeld = append(nw.finsHeld, c)
 		}

@@ -2,7 +2,6 @@ package tracer
 
 import (
 	"errors"
-	"net/netip"
 	"slices"
 	"time"
 
@@ -163,7 +162,7 @@ func reset(fd int) bool {
 // sender's next poll saw its connection reset depended on timing (etcd
 // members writing to a restarted peer after a heal).
 func (nw *network) resetFlow(c *conn) flow {
-	if nw.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
+	if nw.cutStops(c.src, c.dst) {
 		return flowArrived // the partition drops them: nothing comes back
 	}
 	if reset(c.dup) {
@@ -242,7 +241,7 @@ func (nw *network) heldSettled() bool {
 		if nw.conns[c.key] != c {
 			continue // forgotten: its sockets are gone
 		}
-		if nw.cut[[2]netip.Addr{c.src.Addr().Unmap(), c.dst.Addr().Unmap()}] {
+		if nw.cutStops(c.src, c.dst) {
 			keep = append(keep, c) // nothing crosses a partition: no wait
 			continue
 		}

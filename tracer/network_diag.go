@@ -3,7 +3,6 @@ package tracer
 import (
 	"errors"
 	"io/fs"
-	"net/netip"
 	"os"
 	"strconv"
 	"time"
@@ -30,7 +29,7 @@ func (nw *network) netSettled() bool {
 			nw.lateFins[w.remote.String()+">"+w.local.String()] = true
 			continue
 		}
-		if nw.cut[[2]netip.Addr{w.remote.Addr().Unmap(), w.local.Addr().Unmap()}] {
+		if nw.cutStops(w.remote, w.local) {
 			continue // the partition drops it
 		}
 		if w.closer != nil && !w.releasing {

@@ -10,48 +10,28 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/sockdiag"
+	"github.com/lockstep-dev/lockstep/netcut"
 )
 
-// applyCut records a partition or its heal; a heal sends the FINs held
-// across it (see Cut).
+// applyCut puts a cut of the network up, or takes it down, at the moment
+// its Cut documents: up once the connections it crosses have acknowledged
+// what they received; down once the connects made into it are ended, and
+// then the FINs held across it are sent.
 //
 // Precondition: runs on the tracer thread.
 func (nw *network) applyCut(c Cut) error {
-	if nw.cut == nil {
-		nw.cut = map[[2]netip.Addr]bool{}
-	}
-	pairs := func(f func([2]netip.Addr)) {
-		for _, a := range c.A {
-			for _, b := range c.B {
-				f([2]netip.Addr{a.Unmap(), b.Unmap()})
-				if !c.OneWay {
-					f([2]netip.Addr{b.Unmap(), a.Unmap()})
-				}
-			}
-		}
-	}
 	if !c.Heal {
-		cutting := map[[2]netip.Addr]bool{}
-		pairs(func(p [2]netip.Addr) { cutting[p] = true })
-		nw.flushAcks(func(a, b netip.Addr) bool { return cutting[[2]netip.Addr{a, b}] })
-		if c.Close != nil {
-			if err := c.Close(); err != nil {
-				return err
-			}
+		nw.flushAcks(netcut.Of(c.Cut))
+		if err := nw.cuts.Put(c.Cut); err != nil {
+			return fmt.Errorf("putting up a cut of %v from %v: %w", c.A, c.B, err)
 		}
-		pairs(func(p [2]netip.Addr) { nw.cut[p] = true })
 		return nil
 	}
 	// A connect either way across a one-way cut was one into it.
-	healed := map[[2]netip.Addr]bool{}
-	pairs(func(p [2]netip.Addr) { healed[p], healed[[2]netip.Addr{p[1], p[0]}] = true, true })
-	nw.abortCutConnects(healed)
-	if c.Open != nil {
-		if err := c.Open(); err != nil {
-			return err
-		}
+	nw.abortCutConnects(netcut.Of(c.Cut))
+	if err := nw.cuts.Lift(c.Cut); err != nil {
+		return fmt.Errorf("healing the cut of %v from %v: %w", c.A, c.B, err)
 	}
-	pairs(func(p [2]netip.Addr) { delete(nw.cut, p) })
 	held := nw.finsHeld
 	nw.finsHeld = nil
 	for _, conn := range held {
@@ -60,10 +40,27 @@ func (nw *network) applyCut(c Cut) error {
 	return nil
 }
 
+// cutStops reports whether a cut in force drops the messages from src to
+// dst.
+func (nw *network) cutStops(src, dst netip.AddrPort) bool { return stops(nw.cuts, src, dst) }
+
 // cutBetween reports whether a cut in force stops a connection between a
 // and b from opening: its handshake needs both ways.
-func (nw *network) cutBetween(a, b netip.Addr) bool {
-	return nw.cut[[2]netip.Addr{a, b}] || nw.cut[[2]netip.Addr{b, a}]
+func (nw *network) cutBetween(a, b netip.Addr) bool { return between(nw.cuts, a, b) }
+
+// stops and between are the only ways into a set of cuts by address: a
+// socket's addresses come v4-mapped from a dual-stack socket, the cuts'
+// are the nodes' v4 ones.
+
+// stops reports whether cuts drop the messages of the connection direction
+// from src to dst.
+func stops(cuts *netcut.Set[netip.Addr], src, dst netip.AddrPort) bool {
+	return cuts.Stops(src.Addr().Unmap(), dst.Addr().Unmap())
+}
+
+// between reports whether cuts hold a link between a and b, either way.
+func between(cuts *netcut.Set[netip.Addr], a, b netip.Addr) bool {
+	return cuts.Between(a.Unmap(), b.Unmap())
 }
 
 // noteCutConnect remembers a connect whose SYN the partition drops, by
@@ -85,10 +82,10 @@ func (nw *network) noteCutConnect(ni *nodeInfo, fi *fdInfo, peer netip.AddrPort)
 // after a second or more of real time and complete the connection at a
 // moment no schedule fixes. The program sees the attempt fail
 // (ECONNABORTED), as one whose SYN retries ran out, and dials again.
-func (nw *network) abortCutConnects(healed map[[2]netip.Addr]bool) {
+func (nw *network) abortCutConnects(healed *netcut.Set[netip.Addr]) {
 	keep := nw.cutConnects[:0]
 	for _, cc := range nw.cutConnects {
-		if !healed[[2]netip.Addr{cc.local.Addr().Unmap(), cc.peer.Addr().Unmap()}] {
+		if !between(healed, cc.local.Addr(), cc.peer.Addr()) {
 			keep = append(keep, cc) // across another cut, still in force
 			continue
 		}
@@ -117,7 +114,7 @@ func (nw *network) abortCutConnects(healed map[[2]netip.Addr]bool) {
 // the ACKs are waited for.
 //
 // Precondition: runs on the tracer thread.
-func (nw *network) flushAcks(crosses func(a, b netip.Addr) bool) {
+func (nw *network) flushAcks(cutting *netcut.Set[netip.Addr]) {
 	type owed struct {
 		d             *sockdiag.Sock
 		local, remote netip.AddrPort
@@ -134,7 +131,7 @@ func (nw *network) flushAcks(crosses func(a, b netip.Addr) bool) {
 			continue
 		}
 		for _, c := range conns {
-			if !crosses(c.Local.Addr().Unmap(), c.Remote.Addr().Unmap()) {
+			if !stops(cutting, c.Local, c.Remote) {
 				continue
 			}
 			if s, err := d.Sending(c.Local, c.Remote); err != nil || s.Unacked == 0 {

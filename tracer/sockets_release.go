@@ -170,7 +170,7 @@ func (sk *sockets) releaseConnect(p *pendingOp) (Released, error) {
 	if p.fi != nil && p.fi.dup >= 0 {
 		nw.bindEphemeral(th.proc.node, p.fi)
 		peer, _ := netip.ParseAddrPort(p.op.Peer)
-		if nw.cutBetween(th.proc.node.addr.Unmap(), peer.Addr().Unmap()) {
+		if nw.cutBetween(th.proc.node.addr, peer.Addr()) {
 			// Its SYN goes into the partition's firewall: nothing to
 			// wait for; the heal ends the attempt (see applyCut).
 			nw.noteCutConnect(th.proc.node, p.fi, peer)

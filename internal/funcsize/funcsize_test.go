@@ -27,7 +27,6 @@ var known = map[string]size{
 	"coverage.protobufShape":            {77, 33},
 	"disk.Books.Cut":                    {105, 35},
 	"engine.job.runNative":              {177, 44},
-	"engine.job.runTrial":               {149, 24},
 	"explain.effects":                   {135, 54},
 	"faults.Injector.Deadline":          {37, 31},
 	"image.applyEntry":                  {96, 37},

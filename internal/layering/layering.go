@@ -189,6 +189,7 @@ var Rules = []Rule{
 		Why: "coverage reads traces and trial directories into features; it runs nothing, and report (which must not reach faults) draws on it"},
 	{Pkg: "history", Never: []string{"tracer", "netns", "bpf", "engine"}, Why: "history checks histories"},
 	{Pkg: "bpf", Only: []string{}, Why: "bpf imports no other lockstep package"},
+	{Pkg: "netcut", Only: []string{}, Why: "netcut is how faults, the tracer and netns, which must not reach each other, name one cut: it imports no other lockstep package"},
 	{Pkg: "internal/safefs", Only: []string{}, Why: "safefs is a leaf that every package writing where a node can uses"},
 	{Pkg: "tracer", Never: []string{"engine", "spec", "netns", "faults", "report", "explain"},
 		Why: "the tracer runs what the engine tells it, through its own options"},

@@ -93,6 +93,8 @@ type Cache struct {
 	classes  map[frameID]frameClass
 	names    map[frameID]string
 	rust     map[frameID]rustKind
+	// stack is the window on the stack of the stop being named (site).
+	stack stackWindow
 }
 
 // frameID is a return address as a module and a file offset.
@@ -272,6 +274,12 @@ type Process struct {
 	// of the cost of its call sites. (A heap address that later becomes a
 	// module's code, after an unmap and a dlopen, would be missed.)
 	notCode map[uint64]struct{}
+	// frames are the return addresses met on its stacks, by address,
+	// while its mappings stay the same (a reload of the maps forgets
+	// them): a walk looks each word up once, by a number, rather than
+	// finding its mapping and hashing the module's path in three of the
+	// Cache's maps.
+	frames map[uint64]*frame
 	// goexe is 1 when the process runs a Go binary, -1 when not, 0 not
 	// yet known: a Go stack is walked along its frame pointers first.
 	goexe int8
@@ -280,11 +288,83 @@ type Process struct {
 	rustexe int8
 }
 
-// maxNotCode bounds Process.notCode; past it the set starts again.
+// maxNotCode bounds Process.notCode and Process.frames; past it the set
+// starts again.
 const maxNotCode = 1 << 14
 
 // Forget drops the mappings (the process exec'd).
-func (p *Process) Forget() { p.maps, p.notCode, p.goexe, p.rustexe = nil, nil, 0, 0 }
+func (p *Process) Forget() { p.maps, p.notCode, p.frames, p.goexe, p.rustexe = nil, nil, nil, 0, 0 }
+
+// frame is a word of a process's stack that lies in one of its executable
+// mappings: its module and offset, and what the Cache says of that code,
+// each asked on first use.
+type frame struct {
+	m   *mapping
+	id  frameID
+	ret int8 // 1: the bytes before it end in a call; -1: they do not; 0: not asked
+	// classed says class is known.
+	classed bool
+	class   frameClass
+	name    string // "" until asked
+}
+
+// frameAt is the frame at address w of p's stack, nil when no executable
+// mapping holds w. With reloaded non-nil, an address outside every
+// mapping may re-read the maps, once per walk (mappingOf); without, the
+// maps are taken as they are.
+func (c *Cache) frameAt(p *Process, w uint64, reloaded *bool) *frame {
+	if f, ok := p.frames[w]; ok {
+		return f
+	}
+	var m *mapping
+	if reloaded != nil {
+		m = p.mappingOf(w, reloaded)
+	} else {
+		m = p.maps.find(w)
+	}
+	if m == nil {
+		return nil
+	}
+	if p.frames == nil || len(p.frames) >= maxNotCode {
+		p.frames = map[uint64]*frame{}
+	}
+	f := &frame{m: m, id: frameID{m.path, w - m.start + m.offset}}
+	p.frames[w] = f
+	return f
+}
+
+// returns reports whether the bytes before the frame's address end in a
+// call instruction (looksLikeReturn, remembered per frame by the Cache).
+func (c *Cache) returns(p *Process, f *frame, w uint64) bool {
+	if f.ret == 0 {
+		ok, seen := c.isReturn[f.id]
+		if !seen {
+			ok = looksLikeReturn(p.Pid, w)
+			c.isReturn[f.id] = ok
+		}
+		f.ret = -1
+		if ok {
+			f.ret = 1
+		}
+	}
+	return f.ret > 0
+}
+
+// classOf is classify's answer for the frame.
+func (c *Cache) classOf(f *frame) frameClass {
+	if !f.classed {
+		f.class, f.classed = c.classify(f.m, f.id.off), true
+	}
+	return f.class
+}
+
+// nameOf is the frame's site, "module+0xoff".
+func (c *Cache) nameOf(f *frame) string {
+	if f.name == "" {
+		f.name = c.name(f.id)
+	}
+	return f.name
+}
 
 // isGo says whether one of p's modules is a Go binary.
 func (c *Cache) isGo(p *Process) bool {
@@ -323,63 +403,31 @@ func (c *Cache) site(p *Process, sp, fp uint64, frames int) (string, frameID) {
 		}
 		p.maps = m
 	}
+	stack := c.stack.reset(p.Pid, sp, scanBytes)
 	if c.isGo(p) {
 		// Go keeps frame pointers: its chain is exact, where a scan of
 		// the stack meets stale return addresses of earlier calls (fmt's
 		// formatting, left in a frame's unused slots).
-		if fs, dep := c.framePointerSites(p, sp, fp, frames); len(fs) > 0 {
+		stack.first = goStackBytes
+		if fs, dep := c.framePointerSites(p, stack, fp, frames); len(fs) > 0 {
 			return strings.Join(fs, ";"), frameID{}
 		} else if dep != "" {
 			return dep, frameID{}
 		}
 	}
-	var buf [stackScanWords * 8]byte
-	if ptrace.ReadMem(p.Pid, sp, buf[:]) != nil {
-		// Near the top of the stack mapping: read less.
-		if ptrace.ReadMem(p.Pid, sp, buf[:64]) != nil {
-			return "?", frameID{}
-		}
+	// Near the top of the stack mapping, what can be read of the scan's
+	// words is scanned (the rest are zeros), if it holds the first few.
+	if _, ok := stack.bytes(sp, 64); !ok {
+		return "?", frameID{}
 	}
-	var sites []string
-	var first, fallbackID frameID
-	fallback := ""
-	reloaded := false
-	for i := 0; i < stackScanWords && len(sites) < frames; i++ {
-		w := binary.NativeEndian.Uint64(buf[i*8:])
-		if w < 0x1000 {
-			continue
-		}
-		m := p.mappingOf(w, &reloaded)
-		if m == nil {
-			continue
-		}
-		off := w - m.start + m.offset
-		key := frameID{m.path, off}
-		ok, seen := c.isReturn[key]
-		if !seen {
-			ok = looksLikeReturn(p.Pid, w)
-			c.isReturn[key] = ok
-		}
-		if !ok {
-			continue
-		}
-		switch c.classify(m, off) {
-		case frameUser:
-			if len(sites) == 0 {
-				first = key
-			}
-			sites = append(sites, c.name(key))
-		case frameSkip, frameDep:
-			if fallback == "" {
-				fallback, fallbackID = c.name(key), key
-			}
-		}
-	}
+	var words [scanBytes]byte
+	copy(words[:], stack.buf)
+	sites, first, fallback, fallbackID := c.scan(p, words[:], frames)
 	if len(sites) < frames {
 		// Deep runtime paths (Go's net -> internal/poll -> syscall) do
 		// not fit in the scan window; Go and other frame-pointer code can
 		// be walked along the saved-rbp chain instead.
-		if fs, _ := c.framePointerSites(p, sp, fp, frames); len(fs) > len(sites) {
+		if fs, _ := c.framePointerSites(p, stack, fp, frames); len(fs) > len(sites) {
 			sites, first = fs, frameID{}
 		}
 	}
@@ -390,6 +438,35 @@ func (c *Cache) site(p *Process, sp, fp uint64, frames int) (string, frameID) {
 		return "?", frameID{}
 	}
 	return strings.Join(sites, ";"), first
+}
+
+// scan looks through the stack's first words for return addresses: up to
+// frames sites of the program's own code (the first of them as first),
+// and the first other one as a fallback.
+func (c *Cache) scan(p *Process, words []byte, frames int) (sites []string, first frameID, fallback string, fallbackID frameID) {
+	reloaded := false
+	for i := 0; i+8 <= len(words) && len(sites) < frames; i += 8 {
+		w := binary.NativeEndian.Uint64(words[i:])
+		if w < 0x1000 {
+			continue
+		}
+		f := c.frameAt(p, w, &reloaded)
+		if f == nil || !c.returns(p, f, w) {
+			continue
+		}
+		switch c.classOf(f) {
+		case frameUser:
+			if len(sites) == 0 {
+				first = f.id
+			}
+			sites = append(sites, c.nameOf(f))
+		case frameSkip, frameDep:
+			if fallback == "" {
+				fallback, fallbackID = c.nameOf(f), f.id
+			}
+		}
+	}
+	return sites, first, fallback, fallbackID
 }
 
 // mappingOf is the mapping that holds address w, nil when none does. An
@@ -405,7 +482,7 @@ func (p *Process) mappingOf(w uint64, reloaded *bool) *mapping {
 	}
 	if !*reloaded && w < 0x7fffffffffff && w > 0x400000 {
 		if nm, err := loadMaps(p.Pid); err == nil {
-			p.maps = nm
+			p.maps, p.frames = nm, nil
 			*reloaded = true
 			if m := p.maps.find(w); m != nil {
 				return m
@@ -428,29 +505,34 @@ const framePointerWalk = 64
 // to frames user call sites, and the first frame of a Go binary's
 // dependency. The chain must move up the stack and stay near sp, so a
 // register used for data ends the walk.
-func (c *Cache) framePointerSites(p *Process, sp, fp uint64, frames int) (sites []string, dep string) {
+func (c *Cache) framePointerSites(p *Process, stack *stackWindow, fp uint64, frames int) (sites []string, dep string) {
+	sp := stack.sp
 	lo := sp
 	for i := 0; i < framePointerWalk && len(sites) < frames; i++ {
 		if fp < lo || fp > sp+8<<20 || fp%8 != 0 {
 			break
 		}
-		var b [16]byte
-		if ptrace.ReadMem(p.Pid, fp, b[:]) != nil {
-			break
+		b, ok := stack.bytes(fp, 16)
+		if !ok {
+			// Past what the window reads in one piece: this frame alone.
+			var one [16]byte
+			if ptrace.ReadMem(p.Pid, fp, one[:]) != nil {
+				break
+			}
+			b = one[:]
 		}
 		next := binary.NativeEndian.Uint64(b[:8])
 		ret := binary.NativeEndian.Uint64(b[8:])
-		m := p.maps.find(ret)
-		if m == nil {
+		f := c.frameAt(p, ret, nil)
+		if f == nil {
 			break
 		}
-		off := ret - m.start + m.offset
-		switch c.classify(m, off) {
+		switch c.classOf(f) {
 		case frameUser:
-			sites = append(sites, c.name(frameID{m.path, off}))
+			sites = append(sites, c.nameOf(f))
 		case frameDep:
 			if dep == "" {
-				dep = c.name(frameID{m.path, off})
+				dep = c.nameOf(f)
 			}
 		}
 		lo = fp + 16

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockstep-dev/lockstep/internal/symname"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
@@ -81,7 +83,7 @@ func TestSiteOfOwnStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Stale words first, as on a real stack.
-	stack := make([]uint64, stackScanWords)
+	stack := fakeStack(t)
 	stack[1], stack[2], stack[5] = 42, 0x1000, ret
 	c := NewCache()
 	p := &Process{Pid: os.Getpid()}
@@ -91,7 +93,7 @@ func TestSiteOfOwnStack(t *testing.T) {
 	if got != want {
 		t.Fatalf("Site = %q, want %q", got, want)
 	}
-	zeros := make([]uint64, stackScanWords)
+	zeros := fakeStack(t)
 	if got := c.Site(p, uint64(uintptr(unsafe.Pointer(&zeros[0]))), 0, 1); got != "?" {
 		t.Fatalf("a stack of zeros gives %q, want ?", got)
 	}
@@ -114,7 +116,7 @@ func TestHeapWordsRememberedAfterReload(t *testing.T) {
 	}
 	heap := new([64]byte)
 	word := uint64(uintptr(unsafe.Pointer(heap)))
-	stack := make([]uint64, stackScanWords)
+	stack := fakeStack(t)
 	stack[0], stack[3] = word, ret
 	c := NewCache()
 	p := &Process{Pid: os.Getpid()}
@@ -188,7 +190,7 @@ func TestGoStackFramePointers(t *testing.T) {
 	stale := retAfterCall(t, fmt.Sprintf)
 	std := retAfterCall(t, strings.Repeat)
 	own := retAfterCall(t, callsSomething)
-	stack := make([]uint64, stackScanWords)
+	stack := fakeStack(t)
 	base := uint64(uintptr(unsafe.Pointer(&stack[0])))
 	// stack[0..3]: the leaf's frame, with a stale fmt return address;
 	// stack[4]: saved rbp → stack[8], stack[5]: return into strings;
@@ -259,4 +261,18 @@ func symbolOffset(t *testing.T, bin, sym string) uint64 {
 	}
 	t.Fatalf("no %s in %s", sym, bin)
 	return 0
+}
+
+// fakeStack is stackScanWords words for Site to read as a thread's stack,
+// in a page of their own: a slice on the test goroutine's stack would
+// move when that stack grows (loading the maps and symbols does), and the
+// address handed to Site would then point at memory the goroutine left.
+func fakeStack(t *testing.T) []uint64 {
+	t.Helper()
+	mem, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), stackScanWords)
 }

@@ -11,6 +11,13 @@
 // further up is kept too, as a label only (SiteAndCaller): the site, which
 // makes the op's identity, stays what it was.
 //
+// Each stop costs one read of the tracee's memory, whatever the walk: the
+// stack is read from sp up in one piece (stack.go), further up only when
+// a frame-pointer chain goes past it, since a read costs a system call of
+// a few µs whatever its size; and each process remembers, by address,
+// what the return addresses met on its stacks are, until its mappings
+// are read again. The site is what reading each word on its own gave.
+//
 // It reads a tracee's stack and /proc/PID/maps; it never stops, resumes or
 // changes a thread.
 package callsite

@@ -26,6 +26,37 @@ func ReadMem(pid int, addr uint64, b []byte) error {
 	return nil
 }
 
+// pageSize is the unit in which a tracee's memory is readable or not.
+const pageSize = 4096
+
+// ReadMemPrefix fills as much of b as it can from pid's memory at addr, in
+// one call, and returns how many bytes it read: the pages are asked for
+// one by one, so a page that cannot be read (past the end of a stack's
+// mapping) ends the read there instead of failing all of it. Reading
+// nothing at all is an error that wraps EFAULT.
+func ReadMemPrefix(pid int, addr uint64, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	segs := make([]unix.RemoteIovec, 0, len(b)/pageSize+2)
+	for off := 0; off < len(b); {
+		a := addr + uint64(off)
+		n := min(len(b)-off, int(pageSize-a%pageSize))
+		segs = append(segs, unix.RemoteIovec{Base: uintptr(a), Len: n})
+		off += n
+	}
+	local := []unix.Iovec{{Base: &b[0]}}
+	local[0].SetLen(len(b))
+	n, err := unix.ProcessVMReadv(pid, local, segs, 0)
+	if err != nil {
+		return 0, fmt.Errorf("reading up to %d bytes at %#x of pid %d: %w", len(b), addr, pid, err)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("reading up to %d bytes at %#x of pid %d: nothing read: %w", len(b), addr, pid, unix.EFAULT)
+	}
+	return n, nil
+}
+
 // ReadMemVec fills b from the pieces of pid's memory segs names, in order,
 // in one call; their lengths must add up to len(b). As for ReadMem,
 // memory it cannot read is an error that wraps EFAULT.

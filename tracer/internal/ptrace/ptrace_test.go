@@ -1,10 +1,14 @@
 package ptrace
 
 import (
+	"bytes"
+	"errors"
+	"os"
 	"os/exec"
 	"runtime"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -105,5 +109,33 @@ func TestWaitKinds(t *testing.T) {
 	}
 	if st.Kind() != Killed || !st.Gone() || st.Signal() != unix.SIGTERM {
 		t.Fatalf("got kind %d signal %v, want killed by SIGTERM", st.Kind(), st.Signal())
+	}
+}
+
+// TestReadMemPrefix: a read that runs into a page it cannot read returns
+// the bytes before it; one that starts there fails with EFAULT.
+func TestReadMemPrefix(t *testing.T) {
+	mem, err := unix.Mmap(-1, 0, 3*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	for i := range mem[:2*pageSize] {
+		mem[i] = byte(i % 251)
+	}
+	if err := unix.Mprotect(mem[2*pageSize:], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	base := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	buf := make([]byte, 3*pageSize)
+	n, err := ReadMemPrefix(os.Getpid(), base+100, buf)
+	if err != nil || n != 2*pageSize-100 {
+		t.Fatalf("read %d bytes (%v), want %d", n, err, 2*pageSize-100)
+	}
+	if !bytes.Equal(buf[:n], mem[100:2*pageSize]) {
+		t.Fatal("the bytes read are not the memory's")
+	}
+	if n, err := ReadMemPrefix(os.Getpid(), base+2*pageSize, buf[:16]); !errors.Is(err, unix.EFAULT) {
+		t.Fatalf("reading a page with no access: %d bytes, %v; want EFAULT", n, err)
 	}
 }

@@ -1,0 +1,106 @@
+package callsite
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
+)
+
+// BenchmarkSite: naming the call site of a write(2) stopped at its
+// syscall entry, with the Cache and the Process warm, as at every stop of
+// a process after its first: a C program's (libc's wrapper, a scan of the
+// stack) and a Go program's (a frame-pointer walk through the standard
+// library's write path).
+func BenchmarkSite(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		argv []string
+	}{
+		{"c", []string{"/bin/echo", "x"}},
+		{"go", []string{testutil.RepoPath("testdata", "bin", "go", "random_bytes")}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			testutil.RequireBinary(b, tc.argv[0])
+			pid, regs := stoppedAtWrite(b, tc.argv)
+			c := NewCache()
+			p := &Process{Pid: pid}
+			want := c.Site(p, regs.SP(), regs.FP(), 1)
+			if want == "?" {
+				b.Fatalf("%s: no call site for its write", tc.name)
+			}
+			b.ReportMetric(0, "ns/op") // the time per site is what follows
+			for b.Loop() {
+				if got := c.Site(p, regs.SP(), regs.FP(), 1); got != want {
+					b.Fatalf("site %s, then %s", want, got)
+				}
+			}
+		})
+	}
+}
+
+// stoppedAtWrite starts argv traced and returns it stopped at the entry of
+// its first write(2), with its registers there. The calling goroutine's
+// thread is locked: it is the tracer.
+func stoppedAtWrite(tb testing.TB, argv []string) (int, *ptrace.Regs) {
+	tb.Helper()
+	testutil.RequirePtrace(tb)
+	runtime.LockOSThread()
+	tb.Cleanup(runtime.UnlockOSThread)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.SysProcAttr = os.Stderr, &syscall.SysProcAttr{Ptrace: true}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	tb.Cleanup(func() {
+		unix.Kill(pid, unix.SIGKILL)
+		// Every traced thread is reaped before the leader can be.
+		for {
+			if _, _, err := ptrace.Wait(-1, unix.WALL); err != nil {
+				return
+			}
+		}
+	})
+	if _, _, err := ptrace.Wait(pid, unix.WALL); err != nil { // the exec stop
+		tb.Fatal(err)
+	}
+	// Every thread is followed: a Go program writes from whichever thread
+	// runs its goroutine.
+	if err := unix.PtraceSetOptions(pid, unix.PTRACE_O_TRACESYSGOOD|unix.PTRACE_O_TRACECLONE); err != nil {
+		tb.Fatal(err)
+	}
+	var regs ptrace.Regs
+	tid, sig := pid, 0
+	for {
+		if err := unix.PtraceSyscall(tid, sig); err != nil {
+			tb.Fatal(err)
+		}
+		var st ptrace.Status
+		var err error
+		if tid, st, err = ptrace.Wait(-1, unix.WALL); err != nil || st.Gone() {
+			tb.Fatalf("%s ended before writing (%v)", argv[0], err)
+		}
+		sig = 0
+		switch st.Kind() {
+		case ptrace.SignalStop:
+			if st.Signal() != unix.SIGSTOP { // a new thread's first stop
+				sig = int(st.Signal())
+			}
+		case ptrace.SyscallTrap:
+			if err := ptrace.GetRegs(tid, &regs); err != nil {
+				tb.Fatal(err)
+			}
+			// At a syscall's entry the kernel has put -ENOSYS in rax.
+			if regs.Syscall() == unix.SYS_WRITE && regs.Result() == -int64(unix.ENOSYS) {
+				return tid, &regs
+			}
+		}
+	}
+}
