@@ -21,7 +21,6 @@ type size struct{ lines, complexity int }
 // size then. They may shrink, never grow; once one fits both limits, its
 // row goes. Nothing is added here: a new long function is split instead.
 var known = map[string]size{
-	"compose.Import":                    {113, 32},
 	"conflict.Analyze":                  {138, 31},
 	"coverage.http2Shape":               {50, 35},
 	"coverage.protobufShape":            {77, 33},
