@@ -24,7 +24,6 @@ var known = map[string]size{
 	"conflict.Analyze":                  {138, 31},
 	"disk.Books.Cut":                    {105, 35},
 	"engine.job.runNative":              {177, 44},
-	"explain.effects":                   {135, 54},
 	"faults.Injector.Deadline":          {37, 31},
 	"image.applyEntry":                  {96, 37},
 	"tracer.quiescence.waitQuiescent":   {159, 42},
