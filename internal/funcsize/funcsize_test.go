@@ -21,7 +21,6 @@ type size struct{ lines, complexity int }
 // size then. They may shrink, never grow; once one fits both limits, its
 // row goes. Nothing is added here: a new long function is split instead.
 var known = map[string]size{
-	"conflict.Analyze":                  {138, 31},
 	"disk.Books.Cut":                    {105, 35},
 	"engine.job.runNative":              {177, 44},
 	"faults.Injector.Deadline":          {37, 31},
