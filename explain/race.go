@@ -168,7 +168,7 @@ type failingRun struct {
 }
 
 func newFailingRun(recs []sched.Record, choices [][]sched.Op) *failingRun {
-	return &failingRun{recs: recs, keys: sched.Keys(recs), offers: newOffers(recs, choices), choices: choices, past: newCausality(recs)}
+	return &failingRun{recs: recs, keys: sched.Keys(recs, choices), offers: newOffers(recs, choices), choices: choices, past: newCausality(recs)}
 }
 
 // races says whether records a and b race: they conflict (the same
@@ -293,7 +293,7 @@ func (e *explainer) flipCandidates(ctx context.Context, r *Race, cands []candida
 		if ci >= maxFlips || c.flip == nil {
 			break
 		}
-		res, _, err := e.run(ctx, c.flip, false)
+		res, err := e.run(ctx, c.flip, false, nil)
 		if err != nil {
 			if chosen == nil {
 				chosen = &cands[0]
