@@ -36,6 +36,12 @@ var triggering = map[string][][]string{
 	"rename-1":    {{"power", "OK"}, {"power", "rename"}},
 	"corrupt-1":   {{"corrupt", "restart"}, {"corrupt", "crash"}},
 	"tpc-1":       {{"LOCK bob", "LOCK alice"}},
+	"backup-1":    {{"REPL ", "GET k"}},
+	"counter-1":   {{"PUT c ", "GET c"}},
+	"watch-1":     {{"EV ", "SNAP "}},
+	"cache-1":     {{"SET k", "DEL k"}},
+	"presence-1":  {{"close", "HELLO alice"}},
+	"pool-1":      {{"PUT result", "GET result"}},
 }
 
 // raceText is what a race names, for matching: the ops and their
