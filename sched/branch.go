@@ -142,14 +142,18 @@ func (b *Branch) Extra(now time.Duration, choices []*Op) []*Op {
 	return []*Op{&o}
 }
 
+// aimID is the ID of Aim's Hold: above every prefix op an Extra makes
+// (extraIDBase + its index), whatever the prefix's length.
+const aimID = extraIDBase + 1<<40
+
 // aim offers Aim's Hold once the prefix is done (run whole or diverged),
-// until it is released. Its ID is above every prefix op an Extra makes.
+// until it is released.
 func (b *Branch) aim() []*Op {
 	if b.Change != Aim || b.Hold == nil || b.aimed {
 		return nil
 	}
 	o := *b.Hold
-	o.ID = extraIDBase + uint64(len(b.Prefix)) + 1
+	o.ID = aimID
 	return []*Op{&o}
 }
 
@@ -235,7 +239,7 @@ func (b *Branch) releaseAim(enabled []*Op) int {
 		return -1
 	}
 	for i, o := range enabled {
-		if o.ID > extraIDBase && o.Made() && SameOnProcess(o, b.Hold) {
+		if o.ID == aimID && SameOnProcess(o, b.Hold) {
 			b.aimed = true
 			return i
 		}

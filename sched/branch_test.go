@@ -132,7 +132,7 @@ func TestBranchAim(t *testing.T) {
 				}
 				if o := enabled[i]; o.Made() {
 					released++
-					if o.Shape != "APPEND" || o.Conn != aim.Conn || o.Delay != 300 || o.ID <= extraIDBase {
+					if o.Shape != "APPEND" || o.Conn != aim.Conn || o.Delay != 300 || o.ID != aimID {
 						t.Errorf("released %+v, want the branch's hold", o)
 					}
 				}
