@@ -62,14 +62,15 @@ type Message struct {
 // Aiming is what the campaign lets the Aim change do: hold one kind of
 // message on one link with an end among Nodes, for up to MaxHold, while
 // the trial's Budget of injections has room. The zero Aiming (a fault
-// plan without holds) turns the arm off (On): it gets no trials, and the other
-// arms' odds are what they were without it.
+// plan without holds) turns the arm off.
 type Aiming struct {
 	Nodes   []string
 	MaxHold time.Duration
 	Budget  int
 }
 
+// On says whether the Aim arm is on: off, it gets no trials, and the
+// other arms' odds are what they were without it.
 func (a Aiming) On() bool { return a.MaxHold > 0 && a.Budget > 0 && len(a.Nodes) > 0 }
 
 // AimAt is the hold an Aim plan injects: the messages of one kind (by

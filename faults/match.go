@@ -190,7 +190,7 @@ func choseKindHold(in *Injector, o *sched.Op, now time.Duration) {
 	switch {
 	case in.plan.Shape == nil:
 		why = "the engine shapes no message"
-	case in.holding(o.Conn):
+	case now < in.held[o.Conn]:
 		why = "its link and kind are held already"
 	case in.budget <= 0:
 		why = "the budget is spent"

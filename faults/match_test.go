@@ -138,6 +138,12 @@ func TestKindHold(t *testing.T) {
 	if in.budget != 1 {
 		t.Errorf("budget %d after one hold and two that did nothing, want 1", in.budget)
 	}
+	// Once it ended (no delivery came to drop it), the link and kind may
+	// be held again.
+	again := KindHold("n1", "n2", "APPEND", "", 300*ms)
+	if _, err := in.Chose(again, 600*ms); err != nil || in.budget != 0 {
+		t.Errorf("a hold after the first one's end: %q (%v), budget %d", again.Peer, err, in.budget)
+	}
 	o = KindHold("n2", "n1", "ACK", "", 300*ms)
 	in.budget = 0
 	in.Chose(o, 200*ms)
