@@ -552,7 +552,7 @@ func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 			if time.Duration(d.Op.At) <= now {
 				continue
 			}
-		case !f.faults.of(d.Op.Kind).Remake:
+		case !f.faults.of(d.Op.Kind).Remake && !d.Op.Made():
 			continue
 		}
 		o := d.Op
@@ -704,7 +704,7 @@ func (r *Replay) Extra(now time.Duration, choices []*Op) []*Op {
 			return nil
 		}
 		want.Delay = want.At - int64(now)
-	case !r.faults.of(want.Kind).Remake:
+	case !r.faults.of(want.Kind).Remake && !want.Made():
 		return nil
 	}
 	for _, o := range choices {
