@@ -92,6 +92,7 @@ static void client_send(struct client *c, int locked, const char *fmt, ...) {
 }
 
 static void subscribe(struct client *c, const char *name) {
+  client_send(c, 0, "SUBACK %s", name); /* the subscription is taken */
   /* The fix: hold the subscriber's write lock from its registration until
    * its retained value is written, so no fan-out can write before it. */
   if (br.fixed) pthread_mutex_lock(&c->wmu);
@@ -106,7 +107,6 @@ static void subscribe(struct client *c, const char *name) {
   pthread_mutex_unlock(&br.mu);
   /* The bug (without the fix): from the unlock above, a publish served by
    * another thread can write its MSG to c before this line is written. */
-  client_send(c, br.fixed, "SUBACK %s", name);
   client_send(c, br.fixed, "RETAINED %s %ld", name, v);
   if (br.fixed) pthread_mutex_unlock(&c->wmu);
   printf("broker: fd %d subscribed to %s, sent retained %ld\n", c->fd, name, v);
