@@ -544,3 +544,71 @@ func TestReplayFaultDraws(t *testing.T) {
 		})
 	}
 }
+
+// TestForcedThreads: a server with a thread per connection has two
+// threads write on one subscriber's connection through one write helper
+// (one call site): t1 its reply to the subscriber, t3 a publish fanned
+// out to it. The trace releases t3's write first, though t1's is older.
+// Forcing its decisions gives that order again. (Named by process, kind,
+// site and connection alone, both writes were "the next write there":
+// the trace's one hold was taken for t3's own op on another thread and
+// dropped, and the forced run released t1's first.)
+func TestForcedThreads(t *testing.T) {
+	write := func(id uint64, thread string) Op {
+		return Op{ID: id, Node: "broker", LPID: "broker/0/" + thread, Kind: Send, Site: "broker+0x16ea",
+			Syscall: "write", Conn: "10.77.0.1:7000>10.77.0.3:32768"}
+	}
+	ops := []Op{write(1, "t1"), write(2, "t3")}
+	_, recs, choices := simulateAll(t, &fixed{order: []uint64{2, 1}}, ops)
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Kind != HoldDecision || ds[0].Key.Thread != "t1" {
+		t.Fatalf("decisions %v, want the one hold of t1's write", ds)
+	}
+	got, _, _ := simulateAll(t, NewForced(ds, testFaults), ops)
+	if !slices.Equal(got, []uint64{2, 1}) {
+		t.Errorf("forcing %v released %v, want the trace's [2 1]", ds, got)
+	}
+}
+
+// TestKeyThreads: an op is named by its thread only when two threads of
+// its process had ops of its identity on offer at once in the run; an op
+// that runs on another thread than the one before it (a goroutine moved
+// between threads) keeps a key without its thread.
+func TestKeyThreads(t *testing.T) {
+	send := func(id uint64, thread string) Op {
+		return Op{ID: id, LPID: "p/0/" + thread, Kind: Send, Site: "p+0x10", Conn: "10.77.0.1:7000>10.77.0.3:32768"}
+	}
+	recv := Op{ID: 9, LPID: "p/0/t0", Kind: Recv, Object: "inbox:p", Site: "p+0x20", Conn: "10.77.0.3:32768>10.77.0.1:7000"}
+	cases := []struct {
+		name    string
+		choices [][]Op // the first op of each is released
+		threads []string
+	}{
+		{"alone on offer, on two threads", [][]Op{{send(1, "t1")}, {send(2, "t2")}}, []string{"", ""}},
+		{"a thread and another op", [][]Op{{send(1, "t1"), recv}, {recv}}, []string{"", ""}},
+		{"two threads at once", [][]Op{{send(2, "t3"), send(1, "t1")}, {send(1, "t1")}}, []string{"t3", "t1"}},
+		{"one thread's two deliveries", [][]Op{
+			{{ID: 1, LPID: "p/0/t1", Kind: Deliver, Object: "inbox:q", Site: "p+0x10"}, {ID: 2, LPID: "p/0/t1", Kind: Deliver, Object: "inbox:q", Site: "p+0x10"}},
+			{{ID: 2, LPID: "p/0/t1", Kind: Deliver, Object: "inbox:q", Site: "p+0x10"}}}, []string{"", ""}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			recs := make([]Record, len(c.choices))
+			for i := range c.choices {
+				recs[i] = Record{Step: i + 1, Op: c.choices[i][0]}
+			}
+			keys := Keys(recs, c.choices)
+			for i, k := range keys {
+				if k.Thread != c.threads[i] {
+					t.Errorf("op %d named %v, want thread %q", i, k, c.threads[i])
+				}
+			}
+			if keys[0] == keys[1] {
+				t.Errorf("two ops have one key %v", keys[0])
+			}
+		})
+	}
+}
