@@ -99,6 +99,9 @@ type Keyer struct {
 	// byThread are the bases (without a thread) whose ops are named by
 	// their thread (Key.Thread).
 	byThread map[keyBase]bool
+	// threads are, by LPID, the connection of each thread's first
+	// released op on one (threadName).
+	threads map[string]string
 }
 
 // NewKeyer starts a run. Its ops are named by their thread where one of
@@ -106,7 +109,7 @@ type Keyer struct {
 // thread (a forced run names its ops as the trace its decisions come
 // from did).
 func NewKeyer(named ...Key) *Keyer {
-	k := &Keyer{released: map[keyBase]int{}, conns: connNames{ord: map[ephemeralEnd]int{}, count: map[connEnds]int{}}, byThread: map[keyBase]bool{}}
+	k := &Keyer{released: map[keyBase]int{}, conns: connNames{ord: map[ephemeralEnd]int{}, count: map[connEnds]int{}}, byThread: map[keyBase]bool{}, threads: map[string]string{}}
 	for _, n := range named {
 		if n.Thread != "" {
 			k.byThread[baseOfKey(n)] = true
@@ -229,10 +232,27 @@ func (k *Keyer) baseOf(o *Op) keyBase {
 	case !o.Kind.IsFault():
 		b.site, b.conn = o.Site, k.conns.name(o.Conn)
 		if k.byThread[b] {
-			b.thread = threadOf(o.LPID)
+			b.thread = k.threadName(o.LPID)
 		}
 	}
 	return b
+}
+
+// threadName names a thread across runs, for the keys that name their
+// thread: by the connection of its first op the run released that was on
+// one, as "on 10.77.0.3#0>10.77.0.1:7000", else by its index ("t3").
+// lockstep numbers a process's threads in the order they were created,
+// and a server with a thread per connection creates them in the order
+// its accepts ran, which a forced run need not keep (a run that leaves
+// the clients' connects to the default order makes the subscriber's
+// thread t1 where the trace had t2); the connection a thread served
+// first is that thread's in every run. A thread's pending op does not
+// rename it: it is named by what it did before.
+func (k *Keyer) threadName(lpid string) string {
+	if c, ok := k.threads[lpid]; ok {
+		return "on " + c
+	}
+	return threadOf(lpid)
 }
 
 // threadOf is the thread part of an LPID ("t3" of "db1/0.1/t3").
@@ -311,6 +331,9 @@ func (k *Keyer) Released(o *Op) Key {
 	k.Offer(o)
 	key := k.Key(o)
 	k.released[k.baseOf(o)]++
+	if _, ok := k.threads[o.LPID]; !ok && o.Conn != "" && o.Kind != Advance && !o.Kind.IsFault() {
+		k.threads[o.LPID] = k.conns.name(o.Conn)
+	}
 	return key
 }
 
