@@ -49,7 +49,9 @@ func (Oldest) Next(enabled []*Op) (int, error) { return 0, nil }
 // the two goes first is then the race, and a key that names neither
 // thread names only "the next such op", whichever thread makes it. Such
 // an op is named by its thread and N counts that thread's ops alone (see
-// threadShared). Replay tells them apart the same way, by the LPID.
+// threadShared). Replay tells them apart by the LPID; a key names the
+// thread by the connection it served first (threadName), which the
+// thread keeps in a run whose accepts ran in another order.
 type Key struct {
 	Process string `json:"process"`
 	Thread  string `json:"thread,omitempty"`
