@@ -265,16 +265,19 @@ func threadOf(lpid string) string {
 	return ""
 }
 
-// threadShared are the bases (without a thread) of a run's ops that two
-// threads of one process had on offer at once: a thread per connection
-// writing on a subscriber's connection from the write helper every
-// thread calls, while another thread writes there from it too. Those ops
-// are named by their thread (Key.Thread): by their base alone, both are
-// "the next write there", and a hold of the one would hold the other as
-// well. Every other op keeps a key without its thread, which a Go or JVM
-// op keeps when it runs on another thread in another run; one op is
-// never on offer on two threads at once, so moving alone never makes a
-// base shared. The bases are the run's as a whole, so an op's key does
+// threadShared are the bases (without a thread) of a run's ops on a
+// connection that two threads of one process had on offer at once: a
+// thread per connection writing on a subscriber's connection from the
+// write helper every thread calls, while another thread writes there
+// from it too. Those ops are named by their thread (Key.Thread): by
+// their base alone, both are "the next write there", and a hold of the
+// one would hold the other as well. Every other op keeps a key without
+// its thread, which a Go or JVM op keeps when it runs on another thread
+// in another run; one op is never on offer on two threads at once, so
+// moving alone never makes a base shared. Ops on no connection are left
+// out: a Go runtime's threads wait in epoll_pwait from one call site at
+// once, and which thread a wait is on is the runtime's, never the
+// program's. The bases are the run's as a whole, so an op's key does
 // not change within a run. records and choices are as Keys takes them.
 func threadShared(records []Record, choices [][]Op) map[keyBase]bool {
 	k := NewKeyer()
@@ -292,7 +295,7 @@ func threadShared(records []Record, choices [][]Op) map[keyBase]bool {
 			first := map[keyBase]string{} // base → LPID of its first op here
 			for j := range offered {
 				o := &offered[j]
-				if o.Kind == Advance || o.Kind.IsFault() {
+				if o.Kind == Advance || o.Kind.IsFault() || o.Conn == "" {
 					continue
 				}
 				b := k.baseOf(o)

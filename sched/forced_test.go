@@ -606,6 +606,9 @@ func TestKeyThreads(t *testing.T) {
 		{"alone on offer, on two threads", [][]Op{{send(1, "t1")}, {send(2, "t2")}}, []string{"", ""}},
 		{"a thread and another op", [][]Op{{send(1, "t1"), recv}, {recv}}, []string{"", ""}},
 		{"two threads at once", [][]Op{{send(2, "t3"), send(1, "t1")}, {send(1, "t1")}}, []string{"t3", "t1"}},
+		{"two threads' waits on no connection", [][]Op{
+			{{ID: 1, LPID: "p/0/t1", Kind: Poll, Object: "inbox:p", Site: "p+0x30"}, {ID: 2, LPID: "p/0/t2", Kind: Poll, Object: "inbox:p", Site: "p+0x30"}},
+			{{ID: 2, LPID: "p/0/t2", Kind: Poll, Object: "inbox:p", Site: "p+0x30"}}}, []string{"", ""}},
 		{"two threads at once, one after a recv", [][]Op{{recv}, {send(2, "t0"), send(1, "t1")}, {send(1, "t1")}},
 			[]string{"", "on 10.77.0.3#0>10.77.0.1:7000", "t1"}},
 		{"one thread's two deliveries", [][]Op{
