@@ -36,6 +36,9 @@ var triggering = map[string][][]string{
 	"rename-1":    {{"power", "OK"}, {"power", "rename"}},
 	"corrupt-1":   {{"corrupt", "restart"}, {"corrupt", "crash"}},
 	"tpc-1":       {{"LOCK bob", "LOCK alice"}},
+	"thread-1":    {{"RETAINED", "MSG"}, {"RETAINED", "PUB"}},
+	"fanout-1":    {{"REPL", "GET x"}},
+	"jvm-2":       {{"CREATE", "CONFIRM"}},
 	"backup-1":    {{"REPL ", "GET k"}},
 	"counter-1":   {{"PUT c ", "GET c"}},
 	"watch-1":     {{"EV ", "SNAP "}},
@@ -115,7 +118,7 @@ func row(bug string, ok bool, ex *Explanation, took time.Duration, which string)
 
 // TestExplainBugSuite explains the first failing trace (POS, seed 1) of
 // every bug in testdata/bugs and compares the named races with the table
-// above: at least 90 % of the bugs must match (20 of 22; gproc-1 is the
+// above: at least 90 % of the bugs must match (23 of 25; gproc-1 is the
 // known miss, docs/results.md). It runs hundreds of trials, so it
 // runs only with LOCKSTEP_EXPLAIN_BUGS=1 (or a comma-separated list of
 // bugs, which explains only those and checks that each matches).
