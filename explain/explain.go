@@ -155,6 +155,9 @@ var errBudget = errors.New("budget spent")
 func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*engine.TrialResult, *sched.Forced, error) {
 	f := sched.NewForced(e.anchor(ds), faults.ReplayOf)
 	if e.fake != nil {
+		if time.Now().After(e.deadline) {
+			return nil, f, errBudget
+		}
 		e.runs++
 		return e.fake(ds), f, nil
 	}
