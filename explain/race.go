@@ -274,12 +274,23 @@ func (e *explainer) nameOne(ctx context.Context, i int, min []sched.Decision, ru
 // it notes why not, and the fault is named as other decisions are.
 func (e *explainer) nameFault(ctx context.Context, r *Race, i int, min []sched.Decision, at int, run *failingRun, sp *spec.Spec, syms *symbolizer) (bool, error) {
 	d, recs := min[i], run.recs
+	// A storage fault's draw first: one run says whether what the cut
+	// lost decides the failure, which tells more than the last steps of
+	// the window's bisection when the budget is short.
+	var st *Storage
+	var serr error
+	if d.Op.Kind == faults.Power || d.Op.Kind == faults.Corrupt {
+		st, serr = e.storage(ctx, i, min, at, recs, syms)
+		if serr != nil && !errors.Is(serr, errBudget) {
+			return true, serr
+		}
+	}
 	w, ok, err := e.window(ctx, i, min, at, recs, run.keys)
-	if errors.Is(err, errBudget) {
+	if errors.Is(err, errBudget) || errors.Is(serr, errBudget) {
 		// The fault is still the decision the failure needs: name it by
 		// what the search found before the budget ran out.
-		partialWindow(r, d, at, &w, recs, run.keys, sp, syms)
-		return true, err
+		partialWindow(r, d, at, &w, st, recs, run.keys, sp, syms)
+		return true, errBudget
 	}
 	if err != nil {
 		return true, err
@@ -291,23 +302,21 @@ func (e *explainer) nameFault(ctx context.Context, r *Race, i int, min []sched.D
 		return false, nil
 	}
 	r.Effects = effects(recs, at, w.recs, sp, syms)
-	var serr error
-	if d.Op.Kind == faults.Power || d.Op.Kind == faults.Corrupt {
-		r.Storage, serr = e.storage(ctx, i, min, at, recs, syms)
-	}
+	r.Storage = st
 	fillWindow(r, d, at, &w, recs, run.keys, syms)
-	return true, serr
+	return true, nil
 }
 
 // partialWindow names a fault whose window search the budget cut short:
 // by the bounds found, its effects when the run without it was made, and
-// what a power cut lost (which needs no run); the note says which side
-// was not searched.
-func partialWindow(r *Race, d sched.Decision, at int, w *faultWindow, recs []sched.Record, keys []sched.Key, sp *spec.Spec, syms *symbolizer) {
+// its storage st when named (else what a power cut lost, which needs no
+// run); the note says which side was not searched.
+func partialWindow(r *Race, d sched.Decision, at int, w *faultWindow, st *Storage, recs []sched.Record, keys []sched.Key, sp *spec.Spec, syms *symbolizer) {
 	if w.recs != nil {
 		r.Effects = effects(recs, at, w.recs, sp, syms)
 	}
-	if d.Op.Kind == faults.Power {
+	r.Storage = st
+	if st == nil && d.Op.Kind == faults.Power {
 		lost := lostWrites(recs, at, syms)
 		r.Storage = &Storage{Draw: "persist " + d.Op.Disk, Hit: recs[at].Op.Hit, LostWrites: len(recs[at].Lost), LostAcked: len(lost), Lost: lost[:min(len(lost), maxEffects)]}
 	}
