@@ -23,7 +23,7 @@ func TestMessageAnchors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		recs []sched.Record // the last is the decision's op
-		want int            // the index of its anchor after (-1: none)
+		want int            // the index of the op it is anchored after
 	}{
 		{"after a sleep", []sched.Record{deliver("+OK\r\n"), sleep, poll, power}, 0},
 		{"after a message", []sched.Record{sleep, deliver("+OK\r\n"), power}, 1},
