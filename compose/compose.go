@@ -264,117 +264,164 @@ type node struct {
 
 // Import writes the spec for the compose file at path (read as data).
 func Import(path string, data []byte) ([]byte, error) {
-	fail := func(field, format string, args ...any) error {
-		return &Error{File: path, Field: field, Msg: fmt.Sprintf(format, args...)}
+	top, err := readTop(path, data)
+	if err != nil {
+		return nil, err
 	}
-	var top yaml.MapSlice
-	if err := yaml.Unmarshal(data, &top); err != nil {
-		return nil, fail("", "invalid YAML: %s", firstLine(err.Error()))
+	nodes, byName, err := readServices(path, top.services)
+	if err != nil {
+		return nil, err
 	}
-	var name string
-	var services yaml.MapSlice
-	var dropped []string
-	var extra []byte
-	for _, it := range top {
+	ordered, err := order(nodes, byName)
+	if err != nil {
+		return nil, fail(path, "services", "%v", err)
+	}
+	if err := roles(ordered); err != nil {
+		return nil, fail(path, "services", "%v", err)
+	}
+	readiness(ordered, byName)
+	out := write(path, specName(top.name), ordered, top.dropped)
+	if !bytes.Contains(top.extra, []byte("faults:")) {
+		out = append(out, "# No faults: add them under x-lockstep in the compose file, or here\n# (docs/spec.md, \"Faults\").\n"...)
+	}
+	if len(top.extra) > 0 {
+		out = append(append(out, "# from x-lockstep:\n"...), top.extra...)
+	}
+	return out, nil
+}
+
+// fail is the Error for field of the compose file at path.
+func fail(path, field, format string, args ...any) error {
+	return &Error{File: path, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// composeTop is what Import reads of a compose file's top level.
+type composeTop struct {
+	name     string // the project's, else its directory's
+	services yaml.MapSlice
+	dropped  []string // top-level keys a spec has no place for
+	extra    []byte   // x-lockstep: spec fields, as YAML
+}
+
+// readTop reads the top level of the compose file at path: its name, its
+// services (at least one), and its x-lockstep spec fields.
+func readTop(path string, data []byte) (composeTop, error) {
+	var top composeTop
+	var items yaml.MapSlice
+	if err := yaml.Unmarshal(data, &items); err != nil {
+		return top, fail(path, "", "invalid YAML: %s", firstLine(err.Error()))
+	}
+	for _, it := range items {
 		switch k := fmt.Sprint(it.Key); k {
 		case "name":
-			name = fmt.Sprint(it.Value)
+			top.name = fmt.Sprint(it.Value)
 		case "services":
 			b, _ := yaml.Marshal(it.Value)
-			if err := yaml.Unmarshal(b, &services); err != nil {
-				return nil, fail("services", "must map service names to services")
+			if err := yaml.Unmarshal(b, &top.services); err != nil {
+				return top, fail(path, "services", "must map service names to services")
 			}
 		case "version":
 		case "x-lockstep":
-			// Spec fields a compose file has no words for: faults,
-			// trials, limits, time, scheduler.
-			if _, ok := it.Value.(map[string]any); !ok {
-				return nil, fail("x-lockstep", "must map spec fields to their values")
+			extra, err := specFields(path, it.Value)
+			if err != nil {
+				return top, err
 			}
-			b, _ := yaml.Marshal(it.Value)
-			var ms yaml.MapSlice
-			yaml.Unmarshal(b, &ms)
-			for _, kv := range ms {
-				if k := fmt.Sprint(kv.Key); k == "nodes" || k == "name" {
-					return nil, fail("x-lockstep."+k, "comes from the services")
-				}
-			}
-			extra = b
+			top.extra = extra
 		default:
 			if !strings.HasPrefix(k, "x-") {
-				dropped = append(dropped, k)
+				top.dropped = append(top.dropped, k)
 			}
 		}
 	}
-	if len(services) == 0 {
-		return nil, fail("services", "no services")
+	if len(top.services) == 0 {
+		return top, fail(path, "services", "no services")
 	}
-	if name == "" {
-		name = filepath.Base(filepath.Dir(mustAbs(path)))
+	if top.name == "" {
+		top.name = filepath.Base(filepath.Dir(mustAbs(path)))
 	}
+	return top, nil
+}
+
+// specFields checks the top-level x-lockstep of the compose file at path
+// and returns it as YAML: spec fields a compose file has no words for
+// (faults, trials, limits, time, scheduler), but the nodes and the name,
+// which come from the services.
+func specFields(path string, v any) ([]byte, error) {
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fail(path, "x-lockstep", "must map spec fields to their values")
+	}
+	b, _ := yaml.Marshal(v)
+	var ms yaml.MapSlice
+	yaml.Unmarshal(b, &ms)
+	for _, kv := range ms {
+		if k := fmt.Sprint(kv.Key); k == "nodes" || k == "name" {
+			return nil, fail(path, "x-lockstep."+k, "comes from the services")
+		}
+	}
+	return b, nil
+}
+
+// readServices reads the services of the compose file at path, in file
+// order and by name, and checks that each one they depend on is there.
+func readServices(path string, services yaml.MapSlice) ([]*node, map[string]*node, error) {
 	nodes := make([]*node, 0, len(services))
 	byName := map[string]*node{}
 	for _, it := range services {
-		sname := fmt.Sprint(it.Key)
-		field := "services." + sname
-		if !hostLabel.MatchString(sname) {
-			return nil, fail(field, "%q cannot be a node's host name (letters, digits and inner dashes, at most 63)", sname)
-		}
-		b, err := yaml.Marshal(it.Value)
+		n, err := readService(path, fmt.Sprint(it.Key), it.Value)
 		if err != nil {
-			return nil, fail(field, "%v", err)
-		}
-		n := &node{name: sname}
-		if err := yaml.Unmarshal(b, &n.svc); err != nil {
-			return nil, fail(field, "%s", firstLine(err.Error()))
-		}
-		var raw yaml.MapSlice
-		yaml.Unmarshal(b, &raw)
-		for _, kv := range raw {
-			n.keys = append(n.keys, fmt.Sprint(kv.Key))
-		}
-		for _, l := range []struct {
-			f string
-			s stringList
-		}{{"command", n.svc.Command}, {"entrypoint", n.svc.Entrypoint}} {
-			if l.s.err != nil {
-				return nil, fail(field+"."+l.f, "%v", l.s.err)
-			}
-		}
-		if n.svc.Image == "" && n.svc.Lockstep.Image == "" {
-			return nil, fail(field+".image", "missing: lockstep runs images only (build: is not run; build the image, then name it here or in x-lockstep.image)")
-		}
-		switch n.svc.Lockstep.Role {
-		case "", "server", "client":
-		default:
-			return nil, fail(field+".x-lockstep.role", "unknown role %q (want server or client)", n.svc.Lockstep.Role)
+			return nil, nil, err
 		}
 		nodes = append(nodes, n)
-		byName[sname] = n
+		byName[n.name] = n
 	}
 	for _, n := range nodes {
 		for _, d := range n.svc.DependsOn.names {
 			if byName[d] == nil {
-				return nil, fail("services."+n.name+".depends_on", "no service %q", d)
+				return nil, nil, fail(path, "services."+n.name+".depends_on", "no service %q", d)
 			}
 		}
 	}
-	ordered, err := order(nodes, byName)
+	return nodes, byName, nil
+}
+
+// readService reads service sname (its value v) of the compose file at
+// path into a node, with the keys it has, and checks what a node needs:
+// a name that is a host name, words that split, an image, a known role.
+func readService(path, sname string, v any) (*node, error) {
+	field := "services." + sname
+	if !hostLabel.MatchString(sname) {
+		return nil, fail(path, field, "%q cannot be a node's host name (letters, digits and inner dashes, at most 63)", sname)
+	}
+	b, err := yaml.Marshal(v)
 	if err != nil {
-		return nil, fail("services", "%v", err)
+		return nil, fail(path, field, "%v", err)
 	}
-	if err := roles(ordered); err != nil {
-		return nil, fail("services", "%v", err)
+	n := &node{name: sname}
+	if err := yaml.Unmarshal(b, &n.svc); err != nil {
+		return nil, fail(path, field, "%s", firstLine(err.Error()))
 	}
-	readiness(ordered, byName)
-	out := write(path, specName(name), ordered, dropped)
-	if !bytes.Contains(extra, []byte("faults:")) {
-		out = append(out, "# No faults: add them under x-lockstep in the compose file, or here\n# (docs/spec.md, \"Faults\").\n"...)
+	var raw yaml.MapSlice
+	yaml.Unmarshal(b, &raw)
+	for _, kv := range raw {
+		n.keys = append(n.keys, fmt.Sprint(kv.Key))
 	}
-	if len(extra) > 0 {
-		out = append(append(out, "# from x-lockstep:\n"...), extra...)
+	for _, l := range []struct {
+		f string
+		s stringList
+	}{{"command", n.svc.Command}, {"entrypoint", n.svc.Entrypoint}} {
+		if l.s.err != nil {
+			return nil, fail(path, field+"."+l.f, "%v", l.s.err)
+		}
 	}
-	return out, nil
+	if n.svc.Image == "" && n.svc.Lockstep.Image == "" {
+		return nil, fail(path, field+".image", "missing: lockstep runs images only (build: is not run; build the image, then name it here or in x-lockstep.image)")
+	}
+	switch n.svc.Lockstep.Role {
+	case "", "server", "client":
+	default:
+		return nil, fail(path, field+".x-lockstep.role", "unknown role %q (want server or client)", n.svc.Lockstep.Role)
+	}
+	return n, nil
 }
 
 func mustAbs(p string) string {

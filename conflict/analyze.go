@@ -79,81 +79,16 @@ func (l *accesses) markAfter(seen uint32, conflicting []bool) bool {
 // B's clock has seen A's position in q, so each comparison is O(1).
 func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 	a := &Analysis{scheme: scheme, Records: records, Conflicting: make([]bool, len(records))}
-	lanes := map[string]int{}
-	laneOf := make([]int32, len(records))
-	// Op IDs are dense in practice: index them with a slice, and fall back
-	// to a map for the rest.
-	var maxID uint64
-	for i := range records {
-		maxID = max(maxID, records[i].Op.ID)
-	}
-	dense := maxID <= uint64(4*len(records)+64)
-	var byIDs []int32
-	var byIDm map[uint64]int
-	if dense {
-		byIDs = make([]int32, maxID+1)
-		for i := range byIDs {
-			byIDs[i] = -1
-		}
-	} else {
-		byIDm = make(map[uint64]int, len(records))
-	}
-	index := func(id uint64) (int, bool) {
-		if dense {
-			if id > maxID || byIDs[id] < 0 {
-				return 0, false
-			}
-			return int(byIDs[id]), true
-		}
-		j, ok := byIDm[id]
-		return j, ok
-	}
-	prevLane := ""
-	prevN := -1
-	for i := range records {
-		op := &records[i].Op
-		l := lane(op)
-		n := prevN
-		if l != prevLane {
-			var ok bool
-			n, ok = lanes[l]
-			if !ok {
-				n = len(lanes)
-				lanes[l] = n
-			}
-			prevLane, prevN = l, n
-		}
-		laneOf[i] = int32(n)
-		if dense {
-			byIDs[op.ID] = int32(i)
-		} else {
-			byIDm[op.ID] = i
-		}
-	}
-	needed := make([]bool, len(records))
-	for i := range records {
-		for _, c := range records[i].Causes {
-			if j, ok := index(c); ok {
-				needed[j] = true
-			}
-		}
-	}
+	byID := newOpIndex(records)
+	lanes, laneOf := laneNumbers(records)
+	needed := namedAsCause(records, byID)
 	L := len(lanes)
 	cur := make([][]uint32, L) // each lane's current clock
 	for i := range cur {
 		cur[i] = make([]uint32, L)
 	}
 	saved := make([][]uint32, len(records)) // clocks of ops named as causes
-	var slab []uint32
-	save := func(vc []uint32) []uint32 {
-		if len(slab) < L {
-			slab = make([]uint32, L*4096)
-		}
-		s := slab[:L:L]
-		slab = slab[L:]
-		copy(s, vc)
-		return s
-	}
+	slab := clockSlab{lanes: L}
 	lastDeliver := map[string]int{}
 	inboxOf := connInboxes(records)
 	// per object, per lane: writes and observations in lane order
@@ -164,28 +99,21 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 		op := &r.Op
 		l := int(laneOf[i])
 		vc := cur[l]
-		join := func(o []uint32) {
-			for k, v := range o {
-				if v > vc[k] {
-					vc[k] = v
-				}
-			}
-		}
-		predecessors(records, i, index, lastDeliver, func(j int) {
+		predecessors(records, i, byID.find, lastDeliver, func(j int) {
 			if s := saved[j]; s != nil {
-				join(s)
+				join(vc, s)
 			}
 		})
 		if finOf(op) {
 			// The FIN goes in the connection's lane, after its bytes; what
 			// the closer did before comes before it.
 			if k, ok := lanes[op.LPID]; ok {
-				join(cur[k])
+				join(vc, cur[k])
 			}
 		}
 		vc[l]++
 		if needed[i] || op.Kind == sched.Deliver || finOf(op) {
-			saved[i] = save(vc)
+			saved[i] = slab.save(vc)
 		}
 		w := !observes(op.Kind)
 		for _, obj := range objects(r, inboxOf) {
@@ -198,6 +126,116 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 		}
 	}
 	return a
+}
+
+// join makes vc the least clock that has seen both vc and o.
+func join(vc, o []uint32) {
+	for k, v := range o {
+		if v > vc[k] {
+			vc[k] = v
+		}
+	}
+}
+
+// opIndex finds a record by its op's ID. Op IDs are dense in practice: a
+// slice indexes them when they are, a map when not.
+type opIndex struct {
+	dense []int32 // record by ID, -1 for none; nil when sparse
+	m     map[uint64]int
+}
+
+func newOpIndex(records []sched.Record) *opIndex {
+	var maxID uint64
+	for i := range records {
+		maxID = max(maxID, records[i].Op.ID)
+	}
+	x := &opIndex{}
+	if maxID <= uint64(4*len(records)+64) {
+		x.dense = make([]int32, maxID+1)
+		for i := range x.dense {
+			x.dense[i] = -1
+		}
+		for i := range records {
+			x.dense[records[i].Op.ID] = int32(i)
+		}
+		return x
+	}
+	x.m = make(map[uint64]int, len(records))
+	for i := range records {
+		x.m[records[i].Op.ID] = i
+	}
+	return x
+}
+
+// find is the index of the record of op id, if there is one.
+func (x *opIndex) find(id uint64) (int, bool) {
+	if x.dense != nil {
+		if id >= uint64(len(x.dense)) || x.dense[id] < 0 {
+			return 0, false
+		}
+		return int(x.dense[id]), true
+	}
+	j, ok := x.m[id]
+	return j, ok
+}
+
+// laneNumbers numbers the lanes of records in the order they first
+// appear, and gives each record its lane's number.
+func laneNumbers(records []sched.Record) (map[string]int, []int32) {
+	lanes := map[string]int{}
+	laneOf := make([]int32, len(records))
+	// Consecutive records often share a lane: look it up once per run of
+	// them.
+	prevLane := ""
+	prevN := -1
+	for i := range records {
+		l := lane(&records[i].Op)
+		n := prevN
+		if l != prevLane {
+			var ok bool
+			n, ok = lanes[l]
+			if !ok {
+				n = len(lanes)
+				lanes[l] = n
+			}
+			prevLane, prevN = l, n
+		}
+		laneOf[i] = int32(n)
+	}
+	return lanes, laneOf
+}
+
+// namedAsCause says of each record whether a record names its op as a
+// cause: only those ops' clocks need keeping.
+func namedAsCause(records []sched.Record, byID *opIndex) []bool {
+	needed := make([]bool, len(records))
+	for i := range records {
+		for _, c := range records[i].Causes {
+			if j, ok := byID.find(c); ok {
+				needed[j] = true
+			}
+		}
+	}
+	return needed
+}
+
+// clockSlab keeps copies of vector clocks of its number of lanes in large
+// blocks, so that saving the clock of every delivery and every cause is a
+// copy rather than an allocation each.
+type clockSlab struct {
+	lanes int
+	free  []uint32
+}
+
+// save returns a copy of vc.
+func (s *clockSlab) save(vc []uint32) []uint32 {
+	if len(s.free) < s.lanes {
+		s.free = make([]uint32, s.lanes*4096)
+	}
+	c := s.free[:s.lanes:s.lanes]
+	s.free = s.free[s.lanes:]
+	copy(c, vc)
+	return c
 }
 
 // objLane is one lane's writes and observations of one object, in lane

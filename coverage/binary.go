@@ -54,36 +54,12 @@ func http2Shape(b []byte, n, depth int) (string, bool) {
 			names = append(names, cut)
 			break
 		}
-		size := int(b[i])<<16 | int(b[i+1])<<8 | int(b[i+2])
-		typ, flags := b[i+3], b[i+4]
-		stream := binary.BigEndian.Uint32(b[i+5:i+9]) &^ (1 << 31)
-		if int(typ) >= len(http2Frames) || i+9+size > n {
+		h, ok := readHTTP2Header(b[i:i+9], n-i-9)
+		if !ok {
 			return "", false
 		}
-		f := http2Frames[typ]
-		if f.size >= 0 && size != f.size || size < f.least || size%f.unit != 0 || flags&^f.flags != 0 ||
-			f.stream == 1 && stream == 0 || f.stream == -1 && stream != 0 ||
-			typ == 0 && size == 0 && flags&1 == 0 { // an empty DATA frame only ends a stream
-			return "", false
-		}
-		name := f.name
-		switch {
-		case (typ == 4 || typ == 6) && flags&1 != 0: // SETTINGS, PING
-			name += "/ack"
-		case (typ == 0 || typ == 1) && flags&1 != 0: // DATA, HEADERS
-			name += "/end"
-		}
-		if p := b[min(i+9, len(b)):min(i+9+size, len(b))]; typ == 0 && size > 5 && len(p) >= 5 && p[0] <= 1 &&
-			int(binary.BigEndian.Uint32(p[1:5])) == size-5 && depth < maxNest {
-			// gRPC: a compressed flag and a 4-byte length, then the
-			// message.
-			name += " grpc"
-			if s, ok := protobufShape(p[5:], size-5); ok {
-				name += " " + s
-			}
-		}
-		names = append(names, name)
-		i += 9 + size
+		names = append(names, h.label(b[min(i+9, len(b)):min(i+9+h.size, len(b))], depth))
+		i += 9 + h.size
 		if i <= len(b) {
 			whole++
 		}
@@ -95,6 +71,60 @@ func http2Shape(b []byte, n, depth int) (string, bool) {
 		names = append(names, cut)
 	}
 	return "h2 " + strings.Join(names, " "), true
+}
+
+// http2Header is an HTTP/2 frame's header.
+type http2Header struct {
+	size       int // the payload's length
+	typ, flags byte
+	stream     uint32
+}
+
+// readHTTP2Header reads the 9-byte frame header hdr, which room bytes of
+// the message follow, and reports whether it is one RFC 9113 allows: a
+// known type with a stream, a length and flags that type may have, and a
+// payload within the message.
+func readHTTP2Header(hdr []byte, room int) (http2Header, bool) {
+	h := http2Header{
+		size:   int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2]),
+		typ:    hdr[3],
+		flags:  hdr[4],
+		stream: binary.BigEndian.Uint32(hdr[5:9]) &^ (1 << 31),
+	}
+	if int(h.typ) >= len(http2Frames) || h.size > room {
+		return h, false
+	}
+	t := http2Frames[h.typ]
+	if t.size >= 0 && h.size != t.size || h.size < t.least || h.size%t.unit != 0 || h.flags&^t.flags != 0 ||
+		t.stream == 1 && h.stream == 0 || t.stream == -1 && h.stream != 0 ||
+		h.typ == 0 && h.size == 0 && h.flags&1 == 0 { // an empty DATA frame only ends a stream
+		return h, false
+	}
+	return h, true
+}
+
+// label names the frame: its type, the flag that changes its meaning, and
+// for a DATA frame whose payload p (as far as the bytes go) holds a gRPC
+// message, the message's protobuf shape unless depth is already at
+// maxNest.
+func (h http2Header) label(p []byte, depth int) string {
+	name := http2Frames[h.typ].name
+	switch {
+	case (h.typ == 4 || h.typ == 6) && h.flags&1 != 0: // SETTINGS, PING
+		name += "/ack"
+	case (h.typ == 0 || h.typ == 1) && h.flags&1 != 0: // DATA, HEADERS
+		name += "/end"
+	}
+	if h.typ == 0 && h.size > 5 && len(p) >= 5 && p[0] <= 1 &&
+		int(binary.BigEndian.Uint32(p[1:5])) == h.size-5 && depth < maxNest {
+		// gRPC: a compressed flag and a 4-byte length, then the
+		// message.
+		name += " grpc"
+		if s, ok := protobufShape(p[5:], h.size-5); ok {
+			name += " " + s
+		}
+	}
+	return name
 }
 
 // lengthShape recognizes a length field at the start of a message, or
@@ -426,49 +456,13 @@ func protobufShape(b []byte, n int) (string, bool) {
 		if num == 0 || num > 1<<16 {
 			return "", false
 		}
-		i += k
-		var typ string
-		switch wire {
-		case 0:
-			typ = "i"
-			_, k := binary.Uvarint(b[min(i, len(b)):])
-			if k < 0 || k == 0 && len(b) == n {
-				return "", false
-			}
-			if k == 0 {
-				i = len(b)
-			}
-			i += k
-		case 1:
-			typ, i = "8", i+8
-		case 5:
-			typ, i = "4", i+4
-		case 2:
-			typ = "s"
-			size, k := binary.Uvarint(b[min(i, len(b)):])
-			if k < 0 || size > uint64(n) || k == 0 && len(b) == n {
-				return "", false
-			}
-			if k == 0 {
-				i = len(b)
-			}
-			i += k + int(size)
-		default: // groups are long deprecated
+		typ, next, ok := skipProtobufValue(b, i+k, n, wire)
+		if !ok || next > n {
 			return "", false
 		}
-		if i > n {
-			return "", false
-		}
+		i = next
 		count++
-		f := strconv.FormatUint(num, 10) + ":" + typ
-		switch {
-		case len(fields) > 0 && (fields[len(fields)-1] == f || fields[len(fields)-1] == f+"+"):
-			fields[len(fields)-1] = f + "+"
-		case len(fields) == maxKeys:
-			cutShort = true
-		default:
-			fields = append(fields, f)
-		}
+		fields, cutShort = addProtobufField(fields, strconv.FormatUint(num, 10)+":"+typ)
 		if cutShort {
 			break
 		}
@@ -481,4 +475,53 @@ func protobufShape(b []byte, n int) (string, bool) {
 		s += cut
 	}
 	return s, true
+}
+
+// skipProtobufValue skips the value of wire type wire at b[i:] of an
+// n-byte message and returns the type's letter in a shape and where the
+// next field starts. A varint or a length the bytes were cut in counts as
+// running to their end (the next field is then past them); one that is
+// malformed, or cut in a message that was not, is not a value, nor is a
+// length longer than the message or a group.
+func skipProtobufValue(b []byte, i, n int, wire uint64) (typ string, next int, ok bool) {
+	switch wire {
+	case 0:
+		_, k := binary.Uvarint(b[min(i, len(b)):])
+		if k < 0 || k == 0 && len(b) == n {
+			return "", 0, false
+		}
+		if k == 0 {
+			i = len(b)
+		}
+		return "i", i + k, true
+	case 1:
+		return "8", i + 8, true
+	case 5:
+		return "4", i + 4, true
+	case 2:
+		size, k := binary.Uvarint(b[min(i, len(b)):])
+		if k < 0 || size > uint64(n) || k == 0 && len(b) == n {
+			return "", 0, false
+		}
+		if k == 0 {
+			i = len(b)
+		}
+		return "s", i + k + int(size), true
+	}
+	return "", 0, false // groups are long deprecated
+}
+
+// addProtobufField adds field f ("number:type") to a shape's fields: a
+// repeat of the last one marks it "+"; past maxKeys fields, f is left out
+// and full says the shape is cut there.
+func addProtobufField(fields []string, f string) (out []string, full bool) {
+	switch last := len(fields) - 1; {
+	case last >= 0 && (fields[last] == f || fields[last] == f+"+"):
+		fields[last] = f + "+"
+	case len(fields) == maxKeys:
+		return fields, true
+	default:
+		fields = append(fields, f)
+	}
+	return fields, false
 }

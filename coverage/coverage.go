@@ -202,6 +202,14 @@ func (c *Coverage) Features(t *Trial) Features {
 // ordering's later message; -1 for what lines show (a line carries no
 // step).
 func (c *Coverage) FeaturesAt(t *Trial) (Features, []int) {
+	fs, where, _ := c.FeaturesMessages(t)
+	return fs, where
+}
+
+// FeaturesMessages is FeaturesAt with the trial's messages and their
+// kinds (Kinds.Messages), read once: what an exploring campaign aims a
+// hold at (package explore).
+func (c *Coverage) FeaturesMessages(t *Trial) (Features, []int, []Message) {
 	var fs Features
 	var where []int
 	seen := map[Feature]bool{}
@@ -267,7 +275,7 @@ func (c *Coverage) FeaturesAt(t *Trial) (Features, []int) {
 		}
 		orderings(timeline, Window, addOrdering)
 	}
-	return fs, where
+	return fs, where, msgs
 }
 
 // event is a message's element at a node, remembering its short name.

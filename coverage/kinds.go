@@ -50,6 +50,9 @@ func quoteShape(s string) string {
 	return strconv.Quote(s)
 }
 
+// Feature is the kind as a feature of a campaign's coverage.
+func (k *Kind) Feature() Feature { return Feature{ClassKind, k.key()} }
+
 // key is what identifies the kind in a campaign, whatever its ID.
 func (k *Kind) key() string { return k.Proto + " " + k.Shape }
 
@@ -240,4 +243,21 @@ func (p *protocols) nodeOf(c string) string {
 		return p.nodes[dst.Addr()]
 	}
 	return ""
+}
+
+// OfShape says whether a message (its first bytes, its whole length n) is
+// of a kind's shape: its own shape is that shape, or, the kind's having
+// been cut short (a trace keeps a message's first bytes only), goes on
+// where it stops, as a cut message joins the kind whose messages showed
+// more (Kinds.longer). A hold aimed at a learned kind matches messages
+// this way, with more of their bytes than the trace that taught it kept.
+func OfShape(data []byte, n int, shape string) bool {
+	got := Shape(data, n)
+	if got == "" || shape == "" {
+		return false
+	}
+	if base, ok := strings.CutSuffix(shape, cut); ok {
+		return strings.HasPrefix(got, base)
+	}
+	return got == shape
 }

@@ -290,3 +290,24 @@ func TestMessagesLostSend(t *testing.T) {
 		t.Errorf("protocol %s, want :7000", acquire.Proto)
 	}
 }
+
+// TestOfShape: a message is of a kind's shape when its own is that shape,
+// or goes on where a shape cut short stops.
+func TestOfShape(t *testing.T) {
+	for _, tc := range []struct {
+		msg, shape string
+		want       bool
+	}{
+		{"APPEND 12", "APPEND", true},
+		{"APPENDIX 12", "APPEND", false},
+		{"HB", "APPEND", false},
+		{`{"a":1,"b":"x","c":[1]}`, `{a:i b:s c:[i]}`, true},
+		{`{"a":1,"b":"x","c":[1]}`, `{a:i b:s …`, true},
+		{`{"a":1,"b":"x"}`, `{a:i b:s c:[i]}`, false},
+		{"", "APPEND", false},
+	} {
+		if got := OfShape([]byte(tc.msg), len(tc.msg), tc.shape); got != tc.want {
+			t.Errorf("OfShape(%q, %q) = %v, want %v (its shape %q)", tc.msg, tc.shape, got, tc.want, Shape([]byte(tc.msg), len(tc.msg)))
+		}
+	}
+}

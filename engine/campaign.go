@@ -235,9 +235,9 @@ func addCoverage(cc *campaignCoverage, sum *Summary, r *TrialResult, log *slog.L
 		log.Warn("reading a trial's output for its coverage", "trial", r.Index, "err", err)
 	}
 	t.Logs = logs
-	fs, where := cc.cov.FeaturesAt(t)
+	fs, where, msgs := cc.cov.FeaturesMessages(t)
 	defer cc.note(r, fs)
-	tf := trialFeatures{fs: fs, novelAt: -1}
+	tf := trialFeatures{fs: fs, novelAt: -1, msgs: msgs}
 	for i, f := range fs {
 		if where[i] >= 0 && cc.cov.ID(f) == 0 && (tf.novelAt < 0 || where[i] < tf.novelAt) {
 			tf.novelAt = where[i]

@@ -59,9 +59,25 @@ func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explo
 		p.strategy = pos
 		return plan, nil
 	}
-	p.strategy = plan.Branch(pos, p.seed, faults.ReplayOf)
+	b := plan.Branch(pos, p.seed, faults.ReplayOf)
+	if plan.Change == sched.Aim {
+		a := plan.Aim
+		b.Hold = faults.KindHold(a.From, a.To, a.Shape, a.Label, a.Hold)
+	}
+	p.strategy = b
 	p.seed = plan.Parent.Seed
 	return plan, nil
+}
+
+// aiming is what an exploring campaign's Aim change may do under the
+// spec's fault plan: hold one kind of message on one link when the plan
+// allows holds, within its budget and max_hold, on links with an end
+// among its nodes; nothing otherwise (the arm is off).
+func aiming(p spec.FaultPlan) explore.Aiming {
+	if !p.Enabled() || !slices.Contains(p.Kinds, spec.FaultKind(faults.Hold)) {
+		return explore.Aiming{}
+	}
+	return explore.Aiming{Nodes: p.Nodes, MaxHold: p.MaxHold, Budget: p.Budget}
 }
 
 // trialFeatures are a trial's features as the campaign's coverage read
@@ -71,6 +87,8 @@ type trialFeatures struct {
 	fs      coverage.Features
 	novelAt int
 	plan    explore.Plan // what the trial ran (explore)
+	// msgs are its messages with their kinds, for an entry's Messages.
+	msgs []coverage.Message
 }
 
 // planned notes on an exploring campaign's trial what it ran, and keeps
@@ -97,8 +115,15 @@ func keep(corpus *explore.Corpus, cc *campaignCoverage, sum *Summary, r *TrialRe
 	for _, f := range tf.fs {
 		ids = append(ids, cc.cov.ID(f))
 	}
+	var msgs []explore.Message
+	if corpus.Aiming.On() {
+		for _, m := range tf.msgs {
+			msgs = append(msgs, explore.Message{Record: m.Record, From: m.From, To: m.To, Kind: cc.cov.ID(m.Kind.Feature()),
+				Shape: m.Kind.Shape, Label: m.Kind.Label()})
+		}
+	}
 	corpus.Add(&explore.Entry{Trial: r.Index, Seed: r.Seed, Records: r.Records, Features: ids, Novel: r.Novel, NovelAt: tf.novelAt,
-		Goal: r.Symptom, GoalAt: r.SymptomStep, Goals: goalsOf(sum.Spec, r)}, tf.plan, cc.cov.CountOf)
+		Goal: r.Symptom, GoalAt: r.SymptomStep, Goals: goalsOf(sum.Spec, r), Messages: msgs}, tf.plan, cc.cov.CountOf)
 	r.Corpus = corpus.Len()
 	sum.Coverage.Corpus = r.Corpus
 }

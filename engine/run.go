@@ -210,6 +210,7 @@ func (c *campaign) learners() error {
 		// Each generation of trials branches from the corpus as the
 		// previous generations left it (see learnFrom).
 		c.corpus = explore.New()
+		c.corpus.Aiming = aiming(c.sp.Faults)
 		return nil
 	}
 	if _, err := newStrategy(c.sp, c.strategy, nil); err != nil {

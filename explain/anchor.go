@@ -19,11 +19,11 @@ import "github.com/lockstep-dev/lockstep/sched"
 // messageAnchors returns ds with each injected fault whose anchor (After)
 // is not a message re-anchored on the last message (a send or a
 // delivery with bytes) released before it in recs, the run ds were read
-// from; a fault with an advance or another fault between it and that
+// from (choices its offers, which name its connections: sched.Keys); a fault with an advance or another fault between it and that
 // message keeps its anchor (moving it would reorder injections). moved
 // counts the faults re-anchored.
-func messageAnchors(ds []sched.Decision, recs []sched.Record) (out []sched.Decision, moved int) {
-	keys := sched.Keys(recs)
+func messageAnchors(ds []sched.Decision, recs []sched.Record, choices [][]sched.Op) (out []sched.Decision, moved int) {
+	keys := sched.Keys(recs, choices)
 	at := make(map[int]int, len(recs)) // step → index
 	for j := range recs {
 		if !recs[j].Auto {

@@ -37,11 +37,11 @@ func TestMessageAnchors(t *testing.T) {
 			for i := range recs {
 				recs[i].Step = i + 1
 			}
-			keys := sched.Keys(recs)
+			keys := sched.Keys(recs, nil)
 			last := len(recs) - 1
 			d := sched.Decision{Kind: sched.InjectDecision, Key: keys[last], Op: recs[last].Op, Step: recs[last].Step, After: &keys[last-1], AfterStep: recs[last-1].Step}
 			hold := sched.Decision{Kind: sched.HoldDecision, Key: keys[0], Op: recs[0].Op, Step: 1, After: &keys[last-1], AfterStep: recs[last-1].Step}
-			got, moved := messageAnchors([]sched.Decision{hold, d}, recs)
+			got, moved := messageAnchors([]sched.Decision{hold, d}, recs, nil)
 			if *got[0].After != keys[last-1] {
 				t.Errorf("the hold was moved after %v", *got[0].After)
 			}

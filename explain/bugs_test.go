@@ -36,6 +36,12 @@ var triggering = map[string][][]string{
 	"rename-1":    {{"power", "OK"}, {"power", "rename"}},
 	"corrupt-1":   {{"corrupt", "restart"}, {"corrupt", "crash"}},
 	"tpc-1":       {{"LOCK bob", "LOCK alice"}},
+	"backup-1":    {{"REPL ", "GET k"}},
+	"counter-1":   {{"PUT c ", "GET c"}},
+	"watch-1":     {{"EV ", "SNAP "}},
+	"cache-1":     {{"SET k", "DEL k"}},
+	"presence-1":  {{"close", "HELLO alice"}},
+	"pool-1":      {{"PUT result", "GET result"}},
 }
 
 // raceText is what a race names, for matching: the ops and their
@@ -109,7 +115,8 @@ func row(bug string, ok bool, ex *Explanation, took time.Duration, which string)
 
 // TestExplainBugSuite explains the first failing trace (POS, seed 1) of
 // every bug in testdata/bugs and compares the named races with the table
-// above: at least 14 must match. It runs hundreds of trials, so it
+// above: at least 90 % of the bugs must match (20 of 22; gproc-1 is the
+// known miss, docs/results.md). It runs hundreds of trials, so it
 // runs only with LOCKSTEP_EXPLAIN_BUGS=1 (or a comma-separated list of
 // bugs, which explains only those and checks that each matches).
 func TestExplainBugSuite(t *testing.T) {
@@ -148,7 +155,7 @@ func TestExplainBugSuite(t *testing.T) {
 	}
 	t.Logf("\n%s\n%s", header, strings.Join(table, "\n"))
 	t.Logf("%d of %d bugs' races match their README", hits, len(bugs))
-	if want := min(14, len(bugs)); hits < want {
+	if want := (9*len(bugs) + 9) / 10; hits < want {
 		t.Errorf("%d of %d bugs' races match their README, want %d", hits, len(bugs), want)
 	}
 }

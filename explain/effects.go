@@ -135,139 +135,189 @@ func heldVerb(op string) string {
 // effects reads a fault's effects: recs is the failing run with the fault
 // at index at, without the run without it.
 func effects(recs []sched.Record, at int, without []sched.Record, sp *spec.Spec, syms *symbolizer) *Effects {
+	span := newFaultSpan(recs, at, sp, syms)
+	inside, held := span.inside(), span.held()
+	ex := &Effects{}
+	copied := span.addCopy(ex, held, inside)
+	span.addHeld(ex, held, copied)
+	if len(ex.Inside) == 0 {
+		span.addInside(ex, inside)
+	}
+	span.addNew(ex, without)
+	if len(ex.Held) == 0 && len(ex.Inside) == 0 && len(ex.New) == 0 {
+		return nil
+	}
+	return ex
+}
+
+// faultSpan is a fault of the failing run while it lasted, with what
+// reading its effects needs.
+type faultSpan struct {
+	recs []sched.Record
+	// at is the fault's index; end its heal's or restart's, or the run's
+	// end.
+	at, end int
+	// cut are the nodes the fault cut off (a partition's side that holds
+	// its peer, else the fault's nodes).
+	cut         map[string]bool
+	nodes       map[netip.Addr]string // node names by address
+	deliveredAt map[uint64]int        // a send's ID -> its delivery's index, after the fault
+	how         string                // what held the held messages (heldBy)
+	syms        *symbolizer
+}
+
+func newFaultSpan(recs []sched.Record, at int, sp *spec.Spec, syms *symbolizer) *faultSpan {
 	f := &recs[at].Op
-	cut := map[string]bool{}
+	s := &faultSpan{recs: recs, at: at, end: len(recs), cut: map[string]bool{}, nodes: addrNodes(sp),
+		deliveredAt: map[uint64]int{}, how: heldBy(f), syms: syms}
 	group := f.Node
 	if f.Kind == faults.Partition && f.Peer != "" {
 		group = f.Peer
 	}
 	for _, n := range strings.Split(group, ",") {
-		cut[n] = true
+		s.cut[n] = true
 	}
 	// The fault lasts until its heal or restart (or the run's end).
-	end := len(recs)
 	for j := at + 1; j < len(recs); j++ {
 		o := &recs[j].Op
 		if (o.Kind == faults.Heal || o.Kind == faults.Restart) && strings.Contains(","+o.Node+",", ","+f.Node+",") {
-			end = j
+			s.end = j
 			break
 		}
 	}
-	nodes := addrNodes(sp)
-	deliveredAt := map[uint64]int{}
 	for j := at + 1; j < len(recs); j++ {
 		if recs[j].Op.Kind == sched.Deliver {
 			for _, c := range recs[j].Causes {
-				deliveredAt[c] = j
+				s.deliveredAt[c] = j
 			}
 		}
 	}
-	ex := &Effects{}
-	// Inside: deliveries among the cut-off nodes.
+	return s
+}
+
+// inside are the deliveries among the cut-off nodes while the fault
+// lasted.
+func (s *faultSpan) inside() []int {
 	var inside []int
-	for j := at + 1; j < end; j++ {
-		o := &recs[j].Op
-		if o.Kind == sched.Deliver && len(recs[j].Data) > 0 && cut[o.Node] && cut[receiver(o)] && o.Node != receiver(o) {
+	for j := s.at + 1; j < s.end; j++ {
+		o := &s.recs[j].Op
+		if o.Kind == sched.Deliver && len(s.recs[j].Data) > 0 && s.cut[o.Node] && s.cut[receiver(o)] && o.Node != receiver(o) {
 			inside = append(inside, j)
 		}
 	}
-	// Held: sends across the cut, not delivered before its end.
+	return inside
+}
+
+// held are the sends across the cut while the fault lasted that were not
+// delivered before it ended.
+func (s *faultSpan) held() []int {
 	var held []int
-	for j := at + 1; j < end; j++ {
-		o := &recs[j].Op
-		if o.Kind != sched.Send || len(recs[j].Data) == 0 {
+	for j := s.at + 1; j < s.end; j++ {
+		o := &s.recs[j].Op
+		if o.Kind != sched.Send || len(s.recs[j].Data) == 0 {
 			continue
 		}
 		ap, err := netip.ParseAddrPort(o.Peer)
 		if err != nil {
 			continue
 		}
-		to, ok := nodes[ap.Addr()]
-		if !ok || cut[o.Node] == cut[to] {
+		to, ok := s.nodes[ap.Addr()]
+		if !ok || s.cut[o.Node] == s.cut[to] {
 			continue
 		}
-		if d, ok := deliveredAt[recs[j].Op.ID]; ok && d < end {
+		if d, ok := s.deliveredAt[o.ID]; ok && d < s.end {
 			continue
 		}
 		held = append(held, j)
 	}
-	how := heldBy(f)
-	heldEv := func(j int) Event {
-		ev := event(&recs[j], syms)
-		ap, _ := netip.ParseAddrPort(recs[j].Op.Peer)
-		ev.To = nodes[ap.Addr()]
-		if d, ok := deliveredAt[recs[j].Op.ID]; ok {
-			ev.Comment = how + ": delivered at step " + strconv.Itoa(recs[d].Step) + ", after it ended"
-		} else {
-			ev.Comment = how + ": never delivered"
-		}
-		return ev
+	return held
+}
+
+// heldEvent is held send j, with its receiver and when it arrived.
+func (s *faultSpan) heldEvent(j int) Event {
+	ev := event(&s.recs[j], s.syms)
+	ap, _ := netip.ParseAddrPort(s.recs[j].Op.Peer)
+	ev.To = s.nodes[ap.Addr()]
+	if d, ok := s.deliveredAt[s.recs[j].Op.ID]; ok {
+		ev.Comment = s.how + ": delivered at step " + strconv.Itoa(s.recs[d].Step) + ", after it ended"
+	} else {
+		ev.Comment = s.how + ": never delivered"
 	}
-	// A copy across the cut of what was sent from inside: the request,
-	// its answer, and the copy first.
-	copied := -1
+	return ev
+}
+
+// addCopy adds the first held send that copies across the cut what was
+// sent from inside before it: the request inside, its answer, and the
+// copy first. It returns the copy's index, -1 if there is none.
+func (s *faultSpan) addCopy(ex *Effects, held, inside []int) int {
 	for _, h := range held {
 		for _, in := range inside {
-			if in < h && string(recs[in].Data) == string(recs[h].Data) {
-				ex.Inside = append(ex.Inside, event(&recs[in], syms))
-				if a := answer(recs, in, end); a >= 0 {
-					ex.Inside = append(ex.Inside, event(&recs[a], syms))
+			if in < h && string(s.recs[in].Data) == string(s.recs[h].Data) {
+				ex.Inside = append(ex.Inside, event(&s.recs[in], s.syms))
+				if a := answer(s.recs, in, s.end); a >= 0 {
+					ex.Inside = append(ex.Inside, event(&s.recs[a], s.syms))
 				}
-				ex.Held = append(ex.Held, heldEv(h))
-				copied = h
-				break
+				ex.Held = append(ex.Held, s.heldEvent(h))
+				return h
 			}
 		}
-		if copied >= 0 {
-			break
-		}
 	}
+	return -1
+}
+
+// addHeld adds held sends up to maxEffects, one per sender and kind,
+// leaving out those with the content of the copy (copied, or -1).
+func (s *faultSpan) addHeld(ex *Effects, held []int, copied int) {
 	seen := map[string]bool{}
 	for _, h := range held {
 		if len(ex.Held) >= maxEffects {
 			break
 		}
-		if k := recs[h].Op.Node + shape(recs[h].Data); !seen[k] && (copied < 0 || string(recs[h].Data) != string(recs[copied].Data)) {
+		if k := s.recs[h].Op.Node + shape(s.recs[h].Data); !seen[k] && (copied < 0 || string(s.recs[h].Data) != string(s.recs[copied].Data)) {
 			seen[k] = true
-			ex.Held = append(ex.Held, heldEv(h))
+			ex.Held = append(ex.Held, s.heldEvent(h))
 		}
 	}
-	if len(ex.Inside) == 0 {
-		seen = map[string]bool{}
-		for _, j := range inside {
-			if k := shape(recs[j].Data); !seen[k] && len(ex.Inside) < maxEffects {
-				seen[k] = true
-				ex.Inside = append(ex.Inside, event(&recs[j], syms))
-			}
+}
+
+// addInside adds the first inside deliveries of each kind, up to
+// maxEffects: what the cut-off nodes went on doing when no copy of theirs
+// was held.
+func (s *faultSpan) addInside(ex *Effects, inside []int) {
+	seen := map[string]bool{}
+	for _, j := range inside {
+		if k := shape(s.recs[j].Data); !seen[k] && len(ex.Inside) < maxEffects {
+			seen[k] = true
+			ex.Inside = append(ex.Inside, event(&s.recs[j], s.syms))
 		}
 	}
-	// New: messages among the others of a kind the run without the fault
-	// never sends between the same two nodes.
+}
+
+// addNew adds messages among the others, while the fault lasted, of a
+// kind the run without the fault never sends between the same two nodes,
+// up to maxNew.
+func (s *faultSpan) addNew(ex *Effects, without []sched.Record) {
 	known := map[string]bool{}
 	for j := range without {
 		if o := &without[j].Op; o.Kind == sched.Deliver {
 			known[o.Node+">"+receiver(o)+"|"+shape(without[j].Data)] = true
 		}
 	}
-	seen = map[string]bool{}
-	for j := at + 1; j < end && len(ex.New) < maxNew; j++ {
-		o := &recs[j].Op
-		if o.Kind != sched.Deliver || len(recs[j].Data) == 0 || cut[o.Node] || cut[receiver(o)] {
+	seen := map[string]bool{}
+	for j := s.at + 1; j < s.end && len(ex.New) < maxNew; j++ {
+		o := &s.recs[j].Op
+		if o.Kind != sched.Deliver || len(s.recs[j].Data) == 0 || s.cut[o.Node] || s.cut[receiver(o)] {
 			continue
 		}
-		k := shape(recs[j].Data)
+		k := shape(s.recs[j].Data)
 		// One of each kind, told by its start: the answers to one
 		// request differ further on.
 		if known[o.Node+">"+receiver(o)+"|"+k] || seen[kindOf(k)] {
 			continue
 		}
 		seen[kindOf(k)] = true
-		ex.New = append(ex.New, event(&recs[j], syms))
+		ex.New = append(ex.New, event(&s.recs[j], s.syms))
 	}
-	if len(ex.Held) == 0 && len(ex.Inside) == 0 && len(ex.New) == 0 {
-		return nil
-	}
-	return ex
 }
 
 // answer is the first delivery after request in back the other way on

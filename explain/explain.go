@@ -107,7 +107,7 @@ type explainer struct {
 	// withouts are the runs without one decision of the minimized set,
 	// by subsetKey: window and reversedRace both read the same run's
 	// records, so it runs once.
-	withouts map[string]*engine.TrialResult
+	withouts map[string]*forcedRun
 	// fake, set by tests, stands for the rerunner in forced runs: what
 	// forcing ds gives, so that minimization and its check can be tried
 	// on a failure whose verdicts a test chooses (noise included).
@@ -151,18 +151,28 @@ func (e *explainer) anchor(ds []sched.Decision) []sched.Decision {
 // errBudget says the budget ran out.
 var errBudget = errors.New("budget spent")
 
-// run runs the trial once with the decisions forced.
-func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool) (*engine.TrialResult, *sched.Forced, error) {
-	f := sched.NewForced(e.anchor(ds), faults.ReplayOf)
+// run runs the trial once with the decisions forced. choices, when not
+// nil, gets the ops offered at each decision (a Recorder's), which name
+// the run's connections as its forced strategy named them (sched.Keys).
+func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool, choices *[][]sched.Op) (*engine.TrialResult, error) {
 	if e.fake != nil {
 		if time.Now().After(e.deadline) {
-			return nil, f, errBudget
+			return nil, errBudget
 		}
 		e.runs++
-		return e.fake(ds), f, nil
+		return e.fake(ds), nil
 	}
-	res, err := e.runWith(ctx, f, keep)
-	return res, f, err
+	var s sched.Strategy = sched.NewForced(e.anchor(ds), faults.ReplayOf)
+	var rec *sched.Recorder
+	if choices != nil {
+		rec = &sched.Recorder{Strategy: s}
+		s = rec
+	}
+	res, err := e.runWith(ctx, s, keep)
+	if rec != nil {
+		*choices = rec.Choices
+	}
+	return res, err
 }
 
 // runWith runs the trial once under s, within the budget.
@@ -191,7 +201,7 @@ func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, 
 	if v, ok := e.cache[key]; ok {
 		return v, nil
 	}
-	res, _, err := e.run(ctx, ds, false)
+	res, err := e.run(ctx, ds, false, nil)
 	if err != nil {
 		return failure{}, err
 	}
@@ -203,20 +213,38 @@ func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, 
 
 // without runs set with its decision i left out, once per such subset.
 func (e *explainer) without(ctx context.Context, set []sched.Decision, i int) (*engine.TrialResult, error) {
+	w, err := e.withoutRun(ctx, set, i)
+	if err != nil {
+		return nil, err
+	}
+	return w.res, nil
+}
+
+// forcedRun is a forced run's result and the keys of its records, as its
+// forced strategy named the ops (sched.Keys with the run's choices).
+type forcedRun struct {
+	res  *engine.TrialResult
+	keys []sched.Key
+}
+
+// withoutRun is without with the run's keys.
+func (e *explainer) withoutRun(ctx context.Context, set []sched.Decision, i int) (*forcedRun, error) {
 	ds := append(append([]sched.Decision(nil), set[:i]...), set[i+1:]...)
 	key := subsetKey(ds)
-	if res, ok := e.withouts[key]; ok {
-		return res, nil
+	if w, ok := e.withouts[key]; ok {
+		return w, nil
 	}
-	res, _, err := e.run(ctx, ds, false)
+	var choices [][]sched.Op
+	res, err := e.run(ctx, ds, false, &choices)
 	if err != nil {
 		return nil, err
 	}
 	if e.withouts == nil {
-		e.withouts = map[string]*engine.TrialResult{}
+		e.withouts = map[string]*forcedRun{}
 	}
-	e.withouts[key] = res
-	return res, nil
+	w := &forcedRun{res: res, keys: sched.Keys(res.Records, choices)}
+	e.withouts[key] = w
+	return w, nil
 }
 
 func subsetKey(ds []sched.Decision) string {
@@ -325,7 +353,7 @@ func (e *explainer) decisions(ctx context.Context, ex *Explanation, tr *sched.Tr
 	ex.Decisions = len(all)
 	// Faults anchored on messages, when forcing every decision so anchored
 	// still fails (one run, which ddmin's first then finds remembered).
-	if moved, n := messageAnchors(all, res.Records); n > 0 {
+	if moved, n := messageAnchors(all, res.Records, rec.Choices); n > 0 {
 		ok, err := e.fails(ctx, moved)
 		if err != nil {
 			return nil, nil, err

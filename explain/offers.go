@@ -75,6 +75,9 @@ func heldID(d sched.Decision, recs []sched.Record, keys []sched.Key, choices [][
 		}
 		if c < len(choices) {
 			for i := range choices[c] {
+				k.Offer(&choices[c][i])
+			}
+			for i := range choices[c] {
 				if k.Key(&choices[c][i]) == d.Key {
 					return choices[c][i].ID
 				}

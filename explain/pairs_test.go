@@ -142,6 +142,50 @@ func TestCandidatesOffered(t *testing.T) {
 	}
 }
 
+// TestLikelyPool: of a held delivery's partners, the likely pair is a
+// message into the same inbox that could have come the other way round:
+// another process's, or the same process's on another connection (pool-1:
+// the app's producer thread's PUT, held, and its consumer thread's GET,
+// each on a connection of the pool), not one sent before it on its own
+// connection, which arrives first in any order.
+func TestLikelyPool(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		getConn    string
+		wantLikely int // the GET's rank
+		wantPick   int // the record the likeliest candidate names
+	}{
+		{"another connection of the pool", "10.77.0.2#1>10.77.0.1:7000", 2, 0},
+		{"the same connection", "10.77.0.2#0>10.77.0.1:7000", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := (&runSpec{}).
+				op("a/0/t1", sched.Deliver, "inbox:s", "GET r1\n", 2).
+				op("s/0/t0", sched.Poll, "inbox:s", "", 2).
+				op("a/0/t2", sched.Deliver, "inbox:s", "PUT r1 d1\n")
+			rs.recs[0].Op.Conn = tc.getConn
+			rs.recs[2].Op.Conn = "10.77.0.2#0>10.77.0.1:7000"
+			run := rs.fix()
+			d := sched.Decision{Kind: sched.HoldDecision, Key: run.keys[2], Op: run.recs[2].Op}
+			cands, _ := candidates(d, 0, []sched.Decision{d}, 2, run)
+			likely := map[int]int{}
+			pick := -1
+			for _, c := range cands {
+				likely[c.first] = c.likely
+				if pick < 0 || c.likely > likely[pick] {
+					pick = c.first
+				}
+			}
+			if _, ok := likely[0]; !ok {
+				t.Fatalf("candidates %+v: the GET is none", cands)
+			}
+			if likely[0] != tc.wantLikely || pick != tc.wantPick {
+				t.Errorf("the GET ranks %d, the likeliest pair is record %d; want %d and record %d", likely[0], pick, tc.wantLikely, tc.wantPick)
+			}
+		})
+	}
+}
+
 // TestSummaryCausalOrder: no clause tells an effect before its cause. A
 // message is "in flight" at an op, or a timeout comes "while" it is, only
 // when it was offered there (sent before); otherwise the sentence says only

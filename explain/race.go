@@ -172,7 +172,7 @@ type failingRun struct {
 }
 
 func newFailingRun(recs []sched.Record, choices [][]sched.Op) *failingRun {
-	return &failingRun{recs: recs, keys: sched.Keys(recs), offers: newOffers(recs, choices), choices: choices, past: newCausality(recs)}
+	return &failingRun{recs: recs, keys: sched.Keys(recs, choices), offers: newOffers(recs, choices), choices: choices, past: newCausality(recs)}
 }
 
 // races says whether records a and b race: they conflict (the same
@@ -345,7 +345,7 @@ func (e *explainer) flipCandidates(ctx context.Context, r *Race, cands []candida
 		if ci >= maxFlips || c.flip == nil {
 			break
 		}
-		res, _, err := e.run(ctx, c.flip, false)
+		res, err := e.run(ctx, c.flip, false, nil)
 		if err != nil {
 			if chosen == nil {
 				chosen = &cands[0]
@@ -545,7 +545,7 @@ func candidates(d sched.Decision, i int, min []sched.Decision, at int, run *fail
 		for _, j := range partners(heldID(d, recs, keys, run.choices), recs, end, run.offers) {
 			o := &recs[j].Op
 			likely := 0
-			if op.Object != "" && o.Object == op.Object && o.Process() != op.Process() {
+			if op.Object != "" && o.Object == op.Object && apart(o, op) {
 				likely = 1
 				if o.Kind == op.Kind {
 					likely = 2
@@ -589,6 +589,19 @@ func candidates(d sched.Decision, i int, min []sched.Decision, at int, run *fail
 		out = append(out, candidate{first: -1, second: at})
 	}
 	return out, false
+}
+
+// apart says whether two ops on one object can be reordered by the
+// schedule: ops of two processes, or two messages of one process on two
+// connections (a pool's: pool-1's producer's PUT and its consumer's GET,
+// two threads of the app). Two messages on one connection arrive in the
+// order they were sent, and a process's own ops on its inbox are its
+// receiving, not a rival's.
+func apart(a, b *sched.Op) bool {
+	if a.Process() != b.Process() {
+		return true
+	}
+	return a.Kind == sched.Deliver && b.Kind == sched.Deliver && a.Conn != "" && b.Conn != "" && a.Conn != b.Conn
 }
 
 // holdBefore is the set min with hold i flipped around record j: its op

@@ -2,9 +2,12 @@ package explain
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,20 +30,26 @@ var replaySpecs = []string{"bugs/crash-1/spec-steps.yaml", "bugs/tpc-1/spec.yaml
 // replays in turn (explain's own replay says so, and `lockstep replay`'s
 // agrees). LOCKSTEP_EXPLAIN_REPLAYS=1 runs it over every bug of
 // testdata/bugs as well (minutes of trials); a comma-separated list of
-// spec paths under testdata runs those.
+// spec paths under testdata runs those. With LOCKSTEP_EXPLAIN_JSON_OUT=DIR
+// it writes the explanation of each bug's first trace (POS, seed 1: the
+// one TestExplainBugSuite explains) to DIR/BUG/explain.json, which
+// TestBugTableFromJSON makes the bug table of.
 func TestExplainWhatReplays(t *testing.T) {
 	testutil.RequireDemo(t)
 	specs, traces := replaySpecs, 2
 	switch env := os.Getenv("LOCKSTEP_EXPLAIN_REPLAYS"); env {
 	case "":
 	case "1":
-		for bug := range triggering {
-			specs = append(specs, filepath.Join("bugs", bug, "spec.yaml"))
+		for _, bug := range slices.Sorted(maps.Keys(triggering)) {
+			if rel := filepath.Join("bugs", bug, "spec.yaml"); !slices.Contains(specs, rel) {
+				specs = append(specs, rel)
+			}
 		}
 		traces = 3
 	default:
 		specs = strings.Split(env, ",")
 	}
+	jsonOut := os.Getenv("LOCKSTEP_EXPLAIN_JSON_OUT")
 	explained, replayed, minimized := 0, 0, 0
 	for _, rel := range specs {
 		t.Run(rel, func(t *testing.T) {
@@ -58,6 +67,9 @@ func TestExplainWhatReplays(t *testing.T) {
 					continue
 				}
 				explained++
+				if bug, ok := bugOf(rel); ok && i == 0 && jsonOut != "" {
+					writeJSON(t, filepath.Join(jsonOut, bug, "explain.json"), ex)
+				}
 				if !ex.MinimizedReplays {
 					t.Errorf("%s: the minimized trace does not replay: %s", trace, ex.MinimizedDiverged)
 					continue
@@ -74,6 +86,27 @@ func TestExplainWhatReplays(t *testing.T) {
 	t.Logf("%d failing traces replayed, %d explained, %d minimized traces replayed", replayed, explained, minimized)
 	if replayed == 0 {
 		t.Error("no failing trace replayed: nothing was checked")
+	}
+}
+
+// bugOf is the bug whose spec.yaml rel (under testdata) is.
+func bugOf(rel string) (string, bool) {
+	dir, file := filepath.Split(rel)
+	bug := filepath.Base(dir)
+	return bug, file == "spec.yaml" && filepath.Dir(filepath.Clean(dir)) == "bugs"
+}
+
+func writeJSON(t *testing.T, path string, ex *Explanation) {
+	t.Helper()
+	b, err := json.MarshalIndent(ex, "", "  ")
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(path), 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		t.Errorf("writing the explanation: %v", err)
 	}
 }
 

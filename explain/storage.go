@@ -134,7 +134,7 @@ func (e *explainer) storage(ctx context.Context, i int, set []sched.Decision, at
 		}
 		nd := d
 		nd.Op.Disk = "all"
-		res, _, err := e.run(ctx, replace(set, i, nd), false)
+		res, err := e.run(ctx, replace(set, i, nd), false, nil)
 		if err != nil {
 			return st, err
 		}

@@ -42,11 +42,11 @@ type faultWindow struct {
 // in the run without it, or moving it does not keep the failure.
 func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at int, recs []sched.Record, keys []sched.Key) (w faultWindow, ok bool, err error) {
 	d := set[i]
-	res, err := e.without(ctx, set, i)
+	run, err := e.withoutRun(ctx, set, i)
 	if err != nil {
 		return w, false, err
 	}
-	w = faultWindow{recs: res.Records, keys: sched.Keys(res.Records), after: -1, before: -1}
+	w = faultWindow{recs: run.res.Records, keys: run.keys, after: -1, before: -1}
 	// The ops a fault can follow: the run's own, not a quiet period's.
 	var ops []int
 	for j := range w.recs {

@@ -26,7 +26,7 @@ func TestWindowCutByBudget(t *testing.T) {
 	for j := range without {
 		without[j] = sched.Record{Step: j + 1, Op: sched.Op{Kind: sched.Sleep, Node: "a", LPID: "a/0/t0", Syscall: "nanosleep"}}
 	}
-	wkeys := sched.Keys(without)
+	wkeys := sched.Keys(without, nil)
 	// The failing run: the fault right after op 5.
 	const at = 6
 	recs := append(append(append([]sched.Record(nil), without[:at]...),
@@ -34,7 +34,7 @@ func TestWindowCutByBudget(t *testing.T) {
 	for j := range recs {
 		recs[j].Step = j + 1
 	}
-	keys := sched.Keys(recs)
+	keys := sched.Keys(recs, nil)
 	d := sched.Decision{Kind: sched.InjectDecision, Key: keys[at], After: &keys[at-1], Op: recs[at].Op}
 	fails := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Deadlock}, Records: recs}
 	passes := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Pass}, Records: without}
@@ -77,7 +77,7 @@ func TestWindowCutByBudget(t *testing.T) {
 		}
 		recs[at].Op = tc.fault.Op
 		fault := tc.fault
-		fault.Key = sched.Keys(recs)[at]
+		fault.Key = sched.Keys(recs, nil)[at]
 		races, err := e.name(context.Background(), []sched.Decision{fault}, newFailingRun(recs, nil), nil, nil)
 		if tc.partial == "" && err != nil || tc.partial != "" && !errors.Is(err, errBudget) {
 			t.Errorf("%d runs: %v", tc.runs, err)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
 )
@@ -36,6 +37,9 @@ type Entry struct {
 	Goals []Approach
 	// Picks is how many trials have branched from it so far.
 	Picks int
+	// Messages are the messages its trial delivered (or sent, when lost),
+	// in record order, with their kinds: what Aim aims a hold at.
+	Messages []Message
 	// decisions are the indices in Records of the ops a strategy chose
 	// (not Auto); novel is how many of them a prefix must hold to hold
 	// NovelAt's record (-1: unknown).
@@ -43,6 +47,43 @@ type Entry struct {
 	novel     int
 	goal      int   // decisions before GoalAt's point (-1: no goal)
 	near      []int // per goal, decisions before its At
+	kinds     []int // the kinds of its Messages, each once
+}
+
+// Message is one message of an entry's trial (coverage.Message): its
+// record, its link, and its kind by coverage ID, shape and label.
+type Message struct {
+	Record       int
+	From, To     string
+	Kind         int
+	Shape, Label string
+}
+
+// Aiming is what the campaign lets the Aim change do: hold one kind of
+// message on one link with an end among Nodes, for up to MaxHold, while
+// the trial's Budget of injections has room. The zero Aiming (a fault
+// plan without holds) turns the arm off.
+type Aiming struct {
+	Nodes   []string
+	MaxHold time.Duration
+	Budget  int
+}
+
+// On says whether the Aim arm is on: off, it gets no trials, and the
+// other arms' odds are what they were without it.
+func (a Aiming) On() bool { return a.MaxHold > 0 && a.Budget > 0 && len(a.Nodes) > 0 }
+
+// AimAt is the hold an Aim plan injects: the messages of one kind (by
+// coverage ID, shape and label) from one node to another, for Hold.
+type AimAt struct {
+	From, To     string
+	Kind         int
+	Shape, Label string
+	Hold         time.Duration
+}
+
+func (a AimAt) String() string {
+	return fmt.Sprintf("%s %s>%s for %v", a.Label, a.From, a.To, a.Hold)
 }
 
 // Approach is how close a trial came to a goal (a sometimes property):
@@ -71,6 +112,8 @@ type Corpus struct {
 	// Max bounds the corpus: past it, the entry with the least energy
 	// leaves.
 	Max int
+	// Aiming is what the Aim change may do (zero: nothing).
+	Aiming Aiming
 }
 
 // DefaultMax is the corpus size New keeps.
@@ -166,6 +209,11 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 	for _, a := range e.Goals {
 		e.near = append(e.near, e.before(a.At))
 	}
+	for _, m := range e.Messages {
+		if !slices.Contains(e.kinds, m.Kind) {
+			e.kinds = append(e.kinds, m.Kind)
+		}
+	}
 	c.entries = append(c.entries, e)
 	c.byTrial[e.Trial] = e
 	if c.Max > 0 && len(c.entries) > c.Max {
@@ -257,6 +305,10 @@ type View struct {
 	// frontiers are the open goals some trial came close to, each with
 	// the entries that came as close as any.
 	frontiers []frontier
+	// aiming is the corpus's Aiming; kindCount, when it is on, how many
+	// trials showed each kind of the entries' messages, by coverage ID.
+	aiming    Aiming
+	kindCount map[int]int
 }
 
 // frontier is what a view knows of the way to a goal: the entries (by
@@ -291,9 +343,23 @@ func (c *Corpus) Freeze(count Counter) *View {
 		v.total += en
 	}
 	v.frontiers = c.frontiers(v)
+	v.aiming = c.Aiming
+	if v.aiming.On() {
+		v.kindCount = map[int]int{}
+		for _, e := range v.entries {
+			for _, k := range e.kinds {
+				if _, ok := v.kindCount[k]; !ok {
+					v.kindCount[k] = count(k)
+				}
+			}
+		}
+	}
 	var sum float64
-	for _, a := range c.arms {
+	for arm, a := range c.arms {
 		rate := float64(a.novel+1) / float64(a.trials+2)
+		if Arm(arm) == Arm(1+sched.Aim) && !v.aiming.On() {
+			rate = 0 // nothing to aim with: the others' odds are unchanged
+		}
 		v.odds = append(v.odds, rate)
 		sum += rate
 	}
@@ -360,9 +426,11 @@ type Plan struct {
 	// Prefix is how many of the parent's decisions are forced.
 	Prefix int
 	Change sched.Change
-	// Wait is Late's number of decisions, Fault Drop's kind.
+	// Wait is Late's number of decisions, Fault Drop's kind, Aim Aim's
+	// hold.
 	Wait  int
 	Fault sched.Kind
+	Aim   AimAt
 }
 
 func (p Plan) String() string {
@@ -375,6 +443,8 @@ func (p Plan) String() string {
 		s += fmt.Sprintf(" %d", p.Wait)
 	case sched.Drop:
 		s += " " + p.Fault.String()
+	case sched.Aim:
+		s += " " + p.Aim.String()
 	}
 	return s
 }
@@ -382,8 +452,8 @@ func (p Plan) String() string {
 // Plan draws what the trial with this seed runs: an arm by the odds
 // (fresh always while the view is empty); for a branch, an entry drawn in
 // proportion to its energy, and a decision, mostly past the record where
-// it showed something first. A drop with no fault after the prefix
-// extends instead.
+// it showed something first. A drop with no fault after the prefix, and
+// an aim with nothing to aim at or no budget left, extend instead.
 func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x6578706c6f7265)) // "explore"
 	if v.Len() == 0 || v.total <= 0 {
@@ -410,8 +480,67 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 			p.Change = sched.Extend
 		}
 		p.Fault = k
+	case sched.Aim:
+		p.Prefix = v.aimRoom(e, p.Prefix, fr)
+		a, ok := v.aimAt(r, e, p.Prefix)
+		if !ok {
+			p.Change = sched.Extend
+		}
+		p.Aim = a
 	}
 	return p
+}
+
+// aimRoom is the prefix an Aim branch of e at decision d keeps so that the
+// trial's budget has room for its hold: d, or, when the entry's
+// injections before d spent the budget, the decision of the one that
+// spent it (the hold is made instead of it).
+func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
+	injections := 0
+	for j, i := range e.decisions[:d] {
+		if o := &e.Records[i].Op; o.Kind.IsFault() && (fr == nil || !fr(o.Kind).Recovery) {
+			if injections++; injections >= v.aiming.Budget {
+				return j
+			}
+		}
+	}
+	return d
+}
+
+// aimAt draws the hold an Aim branch of e at decision d injects: a kind of
+// message the entry's trial delivered after d on a link with an end among
+// the aiming's nodes, the rarer kinds (fewer trials showed them) the
+// likelier, each link and kind once; its length from a tenth of MaxHold
+// to all of it, in whole ms. None when nothing was delivered there.
+func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, bool) {
+	end := len(e.Records)
+	if d < len(e.decisions) {
+		end = e.decisions[d]
+	}
+	type link struct {
+		from, to string
+		kind     int
+	}
+	var cands []Message
+	var weights []float64
+	seen := map[link]bool{}
+	for _, m := range e.Messages {
+		l := link{m.From, m.To, m.Kind}
+		if m.Record < end || m.From == "" || m.To == "" || m.From == m.To || seen[l] ||
+			!slices.Contains(v.aiming.Nodes, m.From) && !slices.Contains(v.aiming.Nodes, m.To) {
+			continue
+		}
+		seen[l] = true
+		cands = append(cands, m)
+		weights = append(weights, 1/float64(max(1, v.kindCount[m.Kind])))
+	}
+	if len(cands) == 0 {
+		return AimAt{}, false
+	}
+	m := cands[pick(r, weights)]
+	mh := v.aiming.MaxHold
+	hold := (mh/10 + time.Duration(r.Int64N(int64(mh-mh/10)+1))).Truncate(time.Millisecond)
+	return AimAt{From: m.From, To: m.To, Kind: m.Kind, Shape: m.Shape, Label: m.Label, Hold: hold}, true
 }
 
 // entry draws the entry a branch starts from, and the decision its prefix
@@ -444,13 +573,19 @@ func pick(r *rand.Rand, weights []float64) int {
 		total += w
 	}
 	x := r.Float64() * total
+	last := len(weights) - 1
 	for i, w := range weights {
 		if x < w {
 			return i
 		}
 		x -= w
+		if w > 0 {
+			last = i
+		}
 	}
-	return len(weights) - 1
+	// Rounding left x past the last weight: the last that has odds (an
+	// arm turned off has none).
+	return last
 }
 
 // nextFault is the kind of the first injection the entry made at or after

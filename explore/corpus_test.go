@@ -2,8 +2,10 @@ package explore
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
 )
@@ -195,5 +197,84 @@ func TestGoals(t *testing.T) {
 	}
 	if c.byTrial[1] != nil || c.Len() != 2 {
 		t.Errorf("a full frontier kept trials %v, want the least energetic (1) gone", slices.Collect(maps.Keys(c.byTrial)))
+	}
+}
+
+// TestPlanAim: with holds allowed, an Aim plan holds a kind its entry's
+// trial delivered after the prefix, on a link with an end among the
+// aiming's nodes, for a tenth of MaxHold to all of it, rarer kinds more
+// often; a prefix that spent the budget ends before the injection that
+// spent it. Without holds the arm draws nothing and the others' odds are
+// what they were.
+func TestPlanAim(t *testing.T) {
+	counts := map[int]int{1: 40, 2: 1, 3: 40}
+	count := func(id int) int { return counts[id] }
+	msgs := []Message{
+		{Record: 10, From: "n1", To: "n2", Kind: 2, Shape: "VOTE", Label: `k2 "VOTE"`}, // before every prefix drawn below
+		{Record: 70, From: "n1", To: "n2", Kind: 1, Shape: "HB", Label: `k1 "HB"`},
+		{Record: 75, From: "n1", To: "n2", Kind: 2, Shape: "VOTE", Label: `k2 "VOTE"`},
+		{Record: 80, From: "c1", To: "c2", Kind: 3, Shape: "GET", Label: `k3 "GET"`}, // no end among the nodes
+		{Record: 90, From: "n2", To: "n2", Kind: 1, Shape: "HB", Label: `k1 "HB"`},   // no link
+	}
+	const maxHold = 500 * time.Millisecond
+	entry := func() *Entry {
+		return &Entry{Trial: 0, Records: records(100, 50), Features: []int{1, 2, 3}, Novel: 1, NovelAt: 60, Messages: msgs}
+	}
+	fr := sched.FaultReplays(func(sched.Kind) sched.FaultReplay { return sched.FaultReplay{} })
+	c := New()
+	c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, MaxHold: maxHold, Budget: 2}
+	c.Add(entry(), Plan{}, count)
+	v := c.Freeze(count)
+	aims := map[string]int{}
+	for seed := range int64(2000) {
+		p := v.Plan(seed, fr)
+		if p.Change != sched.Aim {
+			continue
+		}
+		a := p.Aim
+		aims[a.Shape]++
+		if a.From != "n1" || a.To != "n2" || a.Hold < maxHold/10 || a.Hold > maxHold || a.Hold%time.Millisecond != 0 {
+			t.Errorf("aimed %v", a)
+		}
+		if at := map[string]int{"HB": 70, "VOTE": 75}[a.Shape]; p.Prefix > at {
+			t.Errorf("%v: prefix %d past the message's record %d", p, p.Prefix, at)
+		}
+		if b := p.Branch(sched.Oldest{}, 1, fr); b.Change != sched.Aim || len(b.Prefix) != p.Prefix {
+			t.Errorf("branch: change %v, prefix %d, want %v, %d", b.Change, len(b.Prefix), sched.Aim, p.Prefix)
+		}
+	}
+	if aims["HB"] == 0 || aims["VOTE"] < 10*aims["HB"] || aims["GET"] > 0 {
+		t.Errorf("aims by kind %v, want mostly the rare VOTE, some HB, no GET", aims)
+	}
+
+	// A budget of one, spent by the crash at decision 50: the hold is
+	// made instead of it.
+	c = New()
+	c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, MaxHold: maxHold, Budget: 1}
+	c.Add(entry(), Plan{}, count)
+	v = c.Freeze(count)
+	for seed := range int64(500) {
+		if p := v.Plan(seed, fr); p.Change == sched.Aim && p.Prefix > 50 {
+			t.Fatalf("%v: the prefix holds the injection that spent the budget", p)
+		}
+	}
+
+	// No holds: the arm has no odds, and the others are those of a view
+	// without it.
+	c = New()
+	c.Add(entry(), Plan{}, count)
+	odds := c.Freeze(count).Odds()
+	if o := odds[1+Arm(sched.Aim)]; o != 0 {
+		t.Errorf("aim's odds without holds %v", o)
+	}
+	for seed := range int64(500) {
+		if p := c.Freeze(count).Plan(seed, fr); p.Change == sched.Aim {
+			t.Fatalf("aimed without holds: %v", p)
+		}
+	}
+	// Fresh showed something in its one trial (a rate of 2/3 with the
+	// prior), the five other arms on have the prior's 1/2.
+	if want := (2.0 / 3) / (2.0/3 + 5.0/2); math.Abs(odds[Fresh]-want) > 1e-12 {
+		t.Errorf("fresh odds %v, want %v: the odds of the five other arms alone", odds[Fresh], want)
 	}
 }

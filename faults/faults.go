@@ -79,6 +79,11 @@ type Plan struct {
 	Match []Pattern
 	// HoldDir is which of the node's messages such a hold holds.
 	HoldDir HoldDir
+	// Shape says whether a message (its first bytes and its whole length)
+	// is of a learned kind's shape, for holds aimed at one kind on one
+	// link (KindHold); the engine's (package coverage shapes messages).
+	// Nil: such holds hold nothing.
+	Shape func(msg string, n int, shape string) bool
 	// Shapes are the bipartition shapes drawn (ShapeIsolate, ShapeMinority,
 	// ShapeBridge).
 	Shapes []string
@@ -224,9 +229,12 @@ type Injector struct {
 	// one.
 	cutLinks netcut.Set[string]
 	held     map[string]time.Duration // connection direction → end of its hold
-	paused   map[string]time.Duration // node → end of its pause
-	skew     map[string]time.Duration // node → how far its wall clock was moved
-	drifts   map[string]bool          // nodes whose wall clocks drift
+	// kindHolds are the kind-aimed holds in force (KindHold), by their
+	// keys in held.
+	kindHolds map[string]kindHold
+	paused    map[string]time.Duration // node → end of its pause
+	skew      map[string]time.Duration // node → how far its wall clock was moved
+	drifts    map[string]bool          // nodes whose wall clocks drift
 	// own is the state in force of the kinds that keep their own
 	// (kindDef.holds, kindDef.deadline), by kind; the quiet period clears it.
 	own   map[sched.Kind]any
@@ -272,7 +280,7 @@ func New(plan Plan, all []string, seed int64) *Injector {
 		r:       rand.New(rand.NewPCG(uint64(seed), faultsStream)),
 		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{}, drifts: map[string]bool{},
 		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase, held: map[string]time.Duration{},
-		own: map[sched.Kind]any{},
+		kindHolds: map[string]kindHold{}, own: map[sched.Kind]any{},
 	}
 	for _, k := range plan.Kinds {
 		if d := kindDefs[k]; d.holds != nil || d.deadline != nil {
@@ -526,6 +534,7 @@ func (in *Injector) Recover() []Effect {
 	}
 	in.offerCut = nil
 	clear(in.held)
+	clear(in.kindHolds)
 	clear(in.own)
 	for _, n := range in.all {
 		if in.crashed[n] {
@@ -560,7 +569,8 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 		}
 		delete(in.paused, o.Node)
 	}
-	if o.Kind == sched.Deliver && len(in.held) > 0 && (in.heldConn(o.Conn, now) || len(in.plan.Match) > 0 && in.heldMessage(o, now, nodeOf)) {
+	if o.Kind == sched.Deliver && len(in.held) > 0 && (in.heldConn(o.Conn, now) || len(in.plan.Match) > 0 && in.heldMessage(o, now, nodeOf) ||
+		len(in.kindHolds) > 0 && in.heldKind(o, now, nodeOf)) {
 		return true
 	}
 	if len(in.own) > 0 {

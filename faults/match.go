@@ -2,6 +2,7 @@ package faults
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,4 +151,81 @@ func (p Plan) matches(msg string) bool {
 		}
 	}
 	return false
+}
+
+// A kind-aimed hold (sched.Aim) holds the messages of one learned kind on
+// one link, from one node to another, while every other message flows:
+// an exploring branch aims it at what its parent's run showed, and the
+// injector never draws it. Its op records what it aims at (KindHold), so a
+// replay makes it up from its record (sched.Op.Made).
+
+// KindHold is the op of a kind-aimed hold: the messages from one node to
+// another whose shape is shape (label names the kind for people, as
+// `lockstep kinds` does), held for length. Its Conn names the hold as
+// the injector keys it.
+func KindHold(from, to, shape, label string, length time.Duration) *sched.Op {
+	return &sched.Op{
+		LPID: "fault", Kind: Hold, Node: from, Object: "link:" + from + ">" + to,
+		Conn: kindHoldKey(from, to, shape), Shape: shape, Peer: label, Delay: int64(length),
+	}
+}
+
+// kindHold is a kind-aimed hold in force: its link and its shape.
+type kindHold struct{ from, to, shape string }
+
+// kindHoldKey names a kind-aimed hold in Injector.held, apart from a
+// connection's key and a hold of a node's messages: one link and one kind
+// are held once at a time.
+func kindHoldKey(from, to, shape string) string {
+	return "messages " + from + ">" + to + " of " + strconv.Quote(shape)
+}
+
+// choseKindHold puts a kind-aimed hold in force, unless it would do
+// nothing: its link and kind held already, the budget spent, or outside
+// the plan's window (before From, in the quiet period). Such a hold is
+// recorded as holding nothing and spends neither the budget nor a
+// trigger, as a cut that would share a link does not.
+func choseKindHold(in *Injector, o *sched.Op, now time.Duration) {
+	var why string
+	switch {
+	case in.plan.Shape == nil:
+		why = "the engine shapes no message"
+	case now < in.held[o.Conn]:
+		why = "its link and kind are held already"
+	case in.budget <= 0:
+		why = "the budget is spent"
+	case in.quiet || now < in.plan.From || now >= in.plan.Until:
+		why = "outside the fault window"
+	}
+	if why != "" {
+		o.Peer = "holds nothing: " + why + "; not spent"
+		return
+	}
+	in.spend(now)
+	in.held[o.Conn] = now + time.Duration(o.Delay)
+	from, to, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), ">")
+	in.kindHolds[o.Conn] = kindHold{from: from, to: to, shape: o.Shape}
+}
+
+// heldKind reports whether a kind-aimed hold in force at now holds the
+// delivery o: it goes over the hold's link and its bytes have the hold's
+// shape. Holds that ended are dropped.
+func (in *Injector) heldKind(o *sched.Op, now time.Duration, nodeOf func(netip.Addr) string) bool {
+	src, dst, ok := strings.Cut(o.Conn, ">")
+	if !ok {
+		return false
+	}
+	from, to := addrNode(src, nodeOf), addrNode(dst, nodeOf)
+	held := false
+	for key, h := range in.kindHolds {
+		if now >= in.held[key] {
+			delete(in.held, key)
+			delete(in.kindHolds, key)
+			continue
+		}
+		if !held && h.from == from && h.to == to && o.Msg != "" {
+			held = in.plan.Shape(o.Msg, o.Bytes, h.shape)
+		}
+	}
+	return held
 }

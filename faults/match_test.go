@@ -2,6 +2,7 @@ package faults
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,5 +74,80 @@ func TestMessageHold(t *testing.T) {
 		if got := in.Holds(tc.o, tc.at, nodeOf); got != tc.want {
 			t.Errorf("%s %q at %v: held %v, want %v", tc.o.Conn, tc.o.Msg, tc.at, got, tc.want)
 		}
+	}
+}
+
+// TestKindHold: a kind-aimed hold holds the deliveries of its shape on its
+// link until its end, and nothing else: other kinds on the link, its kind
+// on the link's other way or on another link. One that would do nothing
+// (its link and kind held already, no budget left, outside the window)
+// spends nothing.
+func TestKindHold(t *testing.T) {
+	shape := func(msg string, n int, shape string) bool { return strings.Fields(msg)[0] == shape }
+	p := Plan{Kinds: []sched.Kind{Hold}, Nodes: []string{"n1", "n2", "n3"}, Budget: 2, MaxHold: 500 * ms, From: 100 * ms, Until: 10 * time.Second, Shape: shape}
+	addr := map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}
+	nodeOf := func(a netip.Addr) string {
+		for n, s := range addr {
+			if a.String() == s {
+				return n
+			}
+		}
+		return ""
+	}
+	deliver := func(from, to, msg string) *sched.Op {
+		return &sched.Op{Kind: sched.Deliver, Node: from, Conn: addr[from] + ":7000>" + addr[to] + ":7000", Msg: msg, Bytes: len(msg)}
+	}
+	in := New(p, []string{"n1", "n2", "n3"}, 1)
+	o := KindHold("n1", "n2", "APPEND", `k3 "APPEND"`, 300*ms)
+	if !o.Made() || o.Kind != Hold {
+		t.Fatalf("KindHold = %+v, not a made hold", o)
+	}
+	if _, err := in.Chose(o, 200*ms); err != nil {
+		t.Fatal(err)
+	}
+	if in.budget != 1 || o.Peer != `k3 "APPEND"` {
+		t.Fatalf("after the hold: budget %d, peer %q", in.budget, o.Peer)
+	}
+	if d, ok := in.Deadline(200 * ms); !ok || d != 500*ms {
+		t.Errorf("deadline %v %v, want the hold's end", d, ok)
+	}
+	for _, tc := range []struct {
+		at       time.Duration
+		from, to string
+		msg      string
+		want     bool
+	}{
+		{300 * ms, "n1", "n2", "APPEND 4", true},
+		{300 * ms, "n1", "n2", "HB", false},
+		{300 * ms, "n2", "n1", "APPEND 4", false},
+		{300 * ms, "n1", "n3", "APPEND 4", false},
+		{499 * ms, "n1", "n2", "APPEND 5", true},
+		{500 * ms, "n1", "n2", "APPEND 5", false}, // its end
+	} {
+		if got := in.Holds(deliver(tc.from, tc.to, tc.msg), tc.at, nodeOf); got != tc.want {
+			t.Errorf("at %v %s>%s %q: held %v, want %v", tc.at, tc.from, tc.to, tc.msg, got, tc.want)
+		}
+	}
+	// Held again while in force, then outside the window: not spent.
+	in = New(p, []string{"n1", "n2", "n3"}, 1)
+	for _, at := range []time.Duration{200 * ms, 250 * ms, 50 * ms} {
+		if _, err := in.Chose(KindHold("n1", "n2", "APPEND", "", 300*ms), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if in.budget != 1 {
+		t.Errorf("budget %d after one hold and two that did nothing, want 1", in.budget)
+	}
+	// Once it ended (no delivery came to drop it), the link and kind may
+	// be held again.
+	again := KindHold("n1", "n2", "APPEND", "", 300*ms)
+	if _, err := in.Chose(again, 600*ms); err != nil || in.budget != 0 {
+		t.Errorf("a hold after the first one's end: %q (%v), budget %d", again.Peer, err, in.budget)
+	}
+	o = KindHold("n2", "n1", "ACK", "", 300*ms)
+	in.budget = 0
+	in.Chose(o, 200*ms)
+	if !strings.HasPrefix(o.Peer, "holds nothing: the budget is spent") || in.Holds(deliver("n2", "n1", "ACK 1"), 300*ms, nodeOf) {
+		t.Errorf("a hold past the budget: %q", o.Peer)
 	}
 }

@@ -195,6 +195,10 @@ func detailHold(in *Injector, o *sched.Op) {
 }
 
 func choseHold(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
+	if o.Made() {
+		choseKindHold(in, o, now)
+		return nil
+	}
 	in.spend(now)
 	in.held[o.Conn] = now + time.Duration(o.Delay)
 	return nil

@@ -79,104 +79,139 @@ func WriteBenchMarkdown(w io.Writer, cells []BenchCell, strategies []string, tri
 // writeBenchTable is WriteBenchMarkdown without the line naming the
 // machine and the date, so that tests can compare it exactly.
 func writeBenchTable(w io.Writer, cells []BenchCell, strategies []string, trials int) {
-	bugs := []string{}
+	g := newBenchGrid(cells, strategies)
+	missing := ""
+	if g.missing() {
+		missing = "; `–` = not measured (left out of the columns' summaries)"
+	}
+	fmt.Fprintf(w, "Hit ratio (failing trials / trials), %d trials per cell%s; `0*` = no failure found%s; native = plain runs without lockstep.\n\n", trials, fewerTrials(cells, g.bugs, trials), missing)
+	g.row(w, "bug", func(s string) string { return s })
+	fmt.Fprintf(w, "|---|%s\n", strings.Repeat("---|", len(strategies)))
+	for _, b := range g.bugs {
+		g.row(w, b, func(s string) string { return g.ratio(b, s) })
+	}
+	means := map[string]float64{}
+	for _, s := range strategies {
+		means[s] = geomean(g.column(s))
+	}
+	g.row(w, "**geomean**", func(s string) string { return fmt.Sprintf("%.4f", means[s]) })
+	if ref, ok := means["pos+"]; ok && ref > 0 {
+		g.row(w, "ratio to POS+", func(s string) string { return fmt.Sprintf("%.2f", means[s]/ref) })
+	}
+	g.row(w, "mean trials to first failure", g.meanFirstFailure)
+	g.row(w, "real time per trial", g.meanPerTrial)
+	if imps := improvements(means); len(imps) > 0 {
+		fmt.Fprintf(w, "\nImprovement from conflict analysis (geomean): %s\n", strings.Join(imps, "; "))
+	}
+}
+
+// benchGrid is the hit-ratio table's cells by bug and strategy.
+type benchGrid struct {
+	bugs       []string // in first-seen order
+	strategies []string
+	by         map[string]BenchCell // by bug|strategy
+}
+
+func newBenchGrid(cells []BenchCell, strategies []string) benchGrid {
+	g := benchGrid{strategies: strategies, by: map[string]BenchCell{}}
 	seen := map[string]bool{}
-	by := map[string]BenchCell{}
 	for _, c := range cells {
 		if !seen[c.Bug] {
 			seen[c.Bug] = true
-			bugs = append(bugs, c.Bug)
+			g.bugs = append(g.bugs, c.Bug)
 		}
-		by[c.Bug+"|"+c.Strategy] = c
+		g.by[c.Bug+"|"+c.Strategy] = c
 	}
-	missing := ""
-	for _, b := range bugs {
-		for _, st := range strategies {
-			if _, ok := by[b+"|"+st]; !ok {
-				missing = "; `–` = not measured (left out of the columns' summaries)"
+	return g
+}
+
+// cell is bug's cell of strategy, if measured.
+func (g benchGrid) cell(bug, strategy string) (BenchCell, bool) {
+	c, ok := g.by[bug+"|"+strategy]
+	return c, ok
+}
+
+// missing reports whether a bug was not measured under a strategy.
+func (g benchGrid) missing() bool {
+	for _, b := range g.bugs {
+		for _, s := range g.strategies {
+			if _, ok := g.cell(b, s); !ok {
+				return true
 			}
 		}
 	}
-	fmt.Fprintf(w, "Hit ratio (failing trials / trials), %d trials per cell%s; `0*` = no failure found%s; native = plain runs without lockstep.\n\n", trials, fewerTrials(cells, bugs, trials), missing)
-	fmt.Fprintf(w, "| bug |")
-	for _, s := range strategies {
-		fmt.Fprintf(w, " %s |", s)
+	return false
+}
+
+// column is strategy's measured cells, in bug order.
+func (g benchGrid) column(strategy string) []BenchCell {
+	var cs []BenchCell
+	for _, b := range g.bugs {
+		if c, ok := g.cell(b, strategy); ok {
+			cs = append(cs, c)
+		}
 	}
-	fmt.Fprintf(w, "\n|---|")
-	for range strategies {
-		fmt.Fprintf(w, "---|")
+	return cs
+}
+
+// row writes a row of the table: its label, then what text says of each
+// strategy's column.
+func (g benchGrid) row(w io.Writer, label string, text func(strategy string) string) {
+	fmt.Fprintf(w, "| %s |", label)
+	for _, s := range g.strategies {
+		fmt.Fprintf(w, " %s |", text(s))
 	}
 	fmt.Fprintln(w)
-	for _, b := range bugs {
-		fmt.Fprintf(w, "| %s |", b)
-		for _, s := range strategies {
-			c, ok := by[b+"|"+s]
-			switch {
-			case !ok:
-				fmt.Fprintf(w, " – |")
-			case c.Failures == 0:
-				fmt.Fprintf(w, " 0* |")
-			default:
-				fmt.Fprintf(w, " %.4f |", c.Ratio())
-			}
-		}
-		fmt.Fprintln(w)
+}
+
+// ratio is the text of bug's hit ratio under strategy: `–` not measured,
+// `0*` no failure (geomean counts it as less than one).
+func (g benchGrid) ratio(bug, strategy string) string {
+	c, ok := g.cell(bug, strategy)
+	switch {
+	case !ok:
+		return "–"
+	case c.Failures == 0:
+		return "0*"
 	}
-	means := map[string]float64{}
-	fmt.Fprintf(w, "| **geomean** |")
-	for _, s := range strategies {
-		var cs []BenchCell
-		for _, b := range bugs {
-			if c, ok := by[b+"|"+s]; ok {
-				cs = append(cs, c)
-			}
-		}
-		means[s] = geomean(cs)
-		fmt.Fprintf(w, " %.4f |", means[s])
-	}
-	fmt.Fprintln(w)
-	if ref, ok := means["pos+"]; ok && ref > 0 {
-		fmt.Fprintf(w, "| ratio to POS+ |")
-		for _, s := range strategies {
-			fmt.Fprintf(w, " %.2f |", means[s]/ref)
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "| mean trials to first failure |")
-	for _, s := range strategies {
-		sum, n := 0, 0
-		for _, b := range bugs {
-			if c, ok := by[b+"|"+s]; ok && c.FirstFailure >= 0 {
-				sum += c.FirstFailure + 1
-				n++
-			}
-		}
-		if n == 0 {
-			fmt.Fprintf(w, " – |")
-		} else {
-			fmt.Fprintf(w, " %.1f |", float64(sum)/float64(n))
+	return fmt.Sprintf("%.4f", c.Ratio())
+}
+
+// meanFirstFailure is the mean, over the bugs strategy failed, of the
+// trials it took to the first failure; `–` if it failed none.
+func (g benchGrid) meanFirstFailure(strategy string) string {
+	sum, n := 0, 0
+	for _, c := range g.column(strategy) {
+		if c.FirstFailure >= 0 {
+			sum += c.FirstFailure + 1
+			n++
 		}
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| real time per trial |")
-	for _, s := range strategies {
-		var d time.Duration
-		n := 0
-		for _, b := range bugs {
-			if c, ok := by[b+"|"+s]; ok {
-				d += c.PerTrial
-				n++
-			}
-		}
-		fmt.Fprintf(w, " %v |", (d / time.Duration(max(n, 1))).Round(time.Millisecond))
+	if n == 0 {
+		return "–"
 	}
-	fmt.Fprintln(w)
-	var imps []string
+	return fmt.Sprintf("%.1f", float64(sum)/float64(n))
+}
+
+// meanPerTrial is strategy's mean real time per trial over its cells.
+func (g benchGrid) meanPerTrial(strategy string) string {
+	var d time.Duration
+	cs := g.column(strategy)
+	for _, c := range cs {
+		d += c.PerTrial
+	}
+	return fmt.Sprint((d / time.Duration(max(len(cs), 1))).Round(time.Millisecond))
+}
+
+// improvements are what conflict analysis gained: each strategy "S+"
+// against its "S", by geomean, in the strategies' name order.
+func improvements(means map[string]float64) []string {
 	keys := make([]string, 0, len(means))
 	for s := range means {
 		keys = append(keys, s)
 	}
 	sort.Strings(keys)
+	var imps []string
 	for _, s := range keys {
 		if strings.HasSuffix(s, "+") {
 			if base, ok := means[strings.TrimSuffix(s, "+")]; ok && base > 0 {
@@ -184,9 +219,7 @@ func writeBenchTable(w io.Writer, cells []BenchCell, strategies []string, trials
 			}
 		}
 	}
-	if len(imps) > 0 {
-		fmt.Fprintf(w, "\nImprovement from conflict analysis (geomean): %s\n", strings.Join(imps, "; "))
-	}
+	return imps
 }
 
 // benchHeader is table.csv's first row.

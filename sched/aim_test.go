@@ -35,7 +35,7 @@ func TestReplayProbeAimed(t *testing.T) {
 			if rec := r.Recalled(); rec == nil || rec.Node != tc.rec.Node || rec.Aim != tc.rec.Aim {
 				t.Fatalf("Recalled = %v, want the record", rec)
 			}
-			if k, want := NewKeyer().Key(offer()), Keys([]Record{{Op: tc.rec}})[0]; k != want {
+			if k, want := NewKeyer().Key(offer()), Keys([]Record{{Op: tc.rec}}, nil)[0]; k != want {
 				t.Errorf("the offer's key %v, the record's %v", k, want)
 			}
 		})
@@ -76,7 +76,7 @@ func TestAimDiffers(t *testing.T) {
 // its record, whose answer and draws aim it.
 func TestForcedProbeAimed(t *testing.T) {
 	rec := Op{ID: 1<<52 + 1, LPID: "fault", Kind: "slow", Node: "n2", Object: "link:n2|n1", Aim: "n2", Aimed: true, Delay: 724}
-	f := NewForced([]Decision{{Kind: InjectDecision, Key: Keys([]Record{{Op: rec}})[0], Op: rec}}, nil)
+	f := NewForced([]Decision{{Kind: InjectDecision, Key: Keys([]Record{{Op: rec}}, nil)[0], Op: rec}}, nil)
 	f.Reset(1, 0)
 	sleep := &Op{ID: 7, LPID: "n1/0/t0", Kind: Sleep, Site: "a+0x1"}
 	offer := &Op{ID: 1<<52 + 3, LPID: "fault", Kind: "slow", Object: ProbeObject}

@@ -28,9 +28,15 @@ const (
 	// the rest of the trial (Fault is its kind): that fault, and those
 	// the injector would have offered after it, are not made.
 	Drop
+	// Aim injects Hold where the prefix ends: a fault the planner aimed
+	// at what the parent's run showed (a hold of one learned kind of
+	// message on one link), which the engine would never draw. The
+	// strategy offers it (Extra) and releases it at the branch, or at
+	// the next decision when the prefix diverged before its end.
+	Aim
 )
 
-var changeNames = [...]string{Extend: "extend", Flip: "flip", Early: "early", Late: "late", Drop: "drop"}
+var changeNames = [...]string{Extend: "extend", Flip: "flip", Early: "early", Late: "late", Drop: "drop", Aim: "aim"}
 
 func (c Change) String() string {
 	if int(c) < len(changeNames) {
@@ -40,7 +46,7 @@ func (c Change) String() string {
 }
 
 // Changes are the changes a Branch knows, in order.
-func Changes() []Change { return []Change{Extend, Flip, Early, Late, Drop} }
+func Changes() []Change { return []Change{Extend, Flip, Early, Late, Drop, Aim} }
 
 // Branch forces a recorded prefix (replay's identity, as Replay matches
 // ops), makes one Change where it ends and leaves every later choice to
@@ -58,6 +64,9 @@ type Branch struct {
 	Wait int
 	// Fault is the kind Drop declines.
 	Fault Kind
+	// Hold is the fault Aim injects, with all it needs recorded
+	// (Op.Made): what it holds and for how long.
+	Hold *Op
 	// Then chooses after the branch; Seed resets it (the engine's reset
 	// seed is the run's environment, the recorded trial's).
 	Then   Strategy
@@ -69,7 +78,8 @@ type Branch struct {
 	r        *rand.Rand
 	recalled *Op
 	branched bool
-	after    int // decisions made after the branch
+	aimed    bool // Aim's Hold was released
+	after    int  // decisions made after the branch
 	// Diverged is the step of the prefix at which the run offered no op
 	// the trace recorded (0: the prefix replayed whole).
 	Diverged int
@@ -82,7 +92,7 @@ func (b *Branch) Name() string { return "branch+" + b.Then.Name() }
 func (b *Branch) OnFork(fork func(seed int64)) { b.fork = fork }
 
 func (b *Branch) Reset(_ int64, hint int) {
-	b.i, b.recalled, b.branched, b.after, b.Diverged = 0, nil, false, 0, 0
+	b.i, b.recalled, b.branched, b.aimed, b.after, b.Diverged = 0, nil, false, false, 0, 0
 	b.r = newRand(b.Seed ^ 0x6272616e6368) // "branch"
 	b.Then.Reset(b.Seed, hint)
 }
@@ -107,7 +117,10 @@ func (b *Branch) want() *Op {
 // offer it, as Replay does (see Replay.Extra).
 func (b *Branch) Extra(now time.Duration, choices []*Op) []*Op {
 	w := b.want()
-	if w == nil || !(w.Kind == Advance || w.Kind.IsFault()) {
+	if w == nil {
+		return b.aim()
+	}
+	if !(w.Kind == Advance || w.Kind.IsFault()) {
 		return nil
 	}
 	for _, o := range choices {
@@ -115,7 +128,7 @@ func (b *Branch) Extra(now time.Duration, choices []*Op) []*Op {
 			return nil
 		}
 	}
-	if w.Kind == Advance && time.Duration(w.At) <= now || w.Kind.IsFault() && !b.Faults.of(w.Kind).Remake {
+	if w.Kind == Advance && time.Duration(w.At) <= now || w.Kind.IsFault() && !b.Faults.of(w.Kind).Remake && !w.Made() {
 		return nil
 	}
 	o := *w
@@ -126,6 +139,21 @@ func (b *Branch) Extra(now time.Duration, choices []*Op) []*Op {
 	if o.Kind.IsFault() {
 		o.At = 0
 	}
+	return []*Op{&o}
+}
+
+// aimID is the ID of Aim's Hold: above every prefix op an Extra makes
+// (extraIDBase + its index), whatever the prefix's length.
+const aimID = extraIDBase + 1<<40
+
+// aim offers Aim's Hold once the prefix is done (run whole or diverged),
+// until it is released.
+func (b *Branch) aim() []*Op {
+	if b.Change != Aim || b.Hold == nil || b.aimed {
+		return nil
+	}
+	o := *b.Hold
+	o.ID = aimID
 	return []*Op{&o}
 }
 
@@ -154,6 +182,10 @@ func (b *Branch) Next(enabled []*Op) (int, error) {
 		if i := b.change(enabled); i >= 0 {
 			return i, nil
 		}
+	} else if i := b.releaseAim(enabled); i >= 0 {
+		// The prefix diverged at the branch: Extra offered the hold only
+		// from the next decision on.
+		return i, nil
 	}
 	b.after++
 	keep := enabled
@@ -186,6 +218,8 @@ func (b *Branch) change(enabled []*Op) int {
 	switch b.Change {
 	case Flip:
 		return b.flip(enabled)
+	case Aim:
+		return b.releaseAim(enabled)
 	case Early:
 		for _, pass := range []func(*Op) bool{b.injection, func(o *Op) bool { return o.Kind == Advance }} {
 			for i, o := range enabled {
@@ -193,6 +227,21 @@ func (b *Branch) change(enabled []*Op) int {
 					return i
 				}
 			}
+		}
+	}
+	return -1
+}
+
+// releaseAim is the index of Aim's Hold among enabled (offered by Extra),
+// or -1: not offered, or released already.
+func (b *Branch) releaseAim(enabled []*Op) int {
+	if b.Change != Aim || b.Hold == nil || b.aimed {
+		return -1
+	}
+	for i, o := range enabled {
+		if o.ID == aimID && SameOnProcess(o, b.Hold) {
+			b.aimed = true
+			return i
 		}
 	}
 	return -1

@@ -93,3 +93,73 @@ func TestBranchLateEnds(t *testing.T) {
 		t.Errorf("diverged at %d, want step 4", br.Diverged)
 	}
 }
+
+// TestBranchAim: Aim's hold is offered (Extra) once the prefix is done and
+// released at the branch, once; when the prefix diverges, at the decision
+// after the divergence, where Extra first offered it. A replay makes a
+// made fault up from its record though its kind's are taken only as
+// offered.
+func TestBranchAim(t *testing.T) {
+	hold := Kind("hold")
+	fr := FaultReplays(func(Kind) FaultReplay { return FaultReplay{} })
+	aim := &Op{LPID: "fault", Kind: hold, Node: "n1", Object: "link:n1>n2", Conn: "messages n1>n2", Shape: "APPEND", Delay: 300}
+	a := &Op{ID: 1, LPID: "n1/0/t0", Kind: Sleep, Site: "a"}
+	b := &Op{ID: 2, LPID: "n2/0/t0", Kind: Sleep, Site: "b"}
+	for _, tc := range []struct {
+		name   string
+		prefix []Record
+		// offered is whether the first decision's Extra offers the hold.
+		offered bool
+	}{
+		{"at the prefix's end", []Record{{Step: 1, Op: *a}}, false},
+		{"past a divergence", []Record{{Step: 1, Op: *a}, {Step: 2, Op: Op{LPID: "n9/0/t0", Kind: Recv, Site: "z"}}}, false},
+		{"no prefix", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := &Branch{Prefix: tc.prefix, Change: Aim, Hold: aim, Then: Oldest{}, Seed: 1, Faults: fr}
+			br.Reset(0, 0)
+			released := 0
+			for d := range 4 {
+				enabled := []*Op{a, b}
+				x := br.Extra(0, enabled)
+				if d == 0 && (len(x) > 0) != tc.offered {
+					t.Errorf("decision 0 offers %v", x)
+				}
+				enabled = append(enabled, x...)
+				i, err := br.Next(enabled)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o := enabled[i]; o.Made() {
+					released++
+					if o.Shape != "APPEND" || o.Conn != aim.Conn || o.Delay != 300 || o.ID != aimID {
+						t.Errorf("released %+v, want the branch's hold", o)
+					}
+				}
+			}
+			if released != 1 {
+				t.Errorf("released the hold %d times, want once", released)
+			}
+		})
+	}
+	rec := *aim
+	rec.ID = extraIDBase + 2
+	r := NewReplay(&Trace{Records: []Record{{Step: 1, Op: *a}, {Step: 2, Op: rec}}}, nil, fr)
+	r.Reset(1, 0)
+	if _, err := r.Next([]*Op{a}); err != nil {
+		t.Fatal(err)
+	}
+	x := r.Extra(0, []*Op{b})
+	if len(x) != 1 || !x[0].Made() {
+		t.Fatalf("the replay made up %v, want the recorded hold", x)
+	}
+	if i, err := r.Next([]*Op{b, x[0]}); err != nil || i != 1 {
+		t.Fatalf("the replay released %d (%v), want the hold", i, err)
+	}
+	// Another kind on the same link is another op.
+	other := rec
+	other.Shape = "HB"
+	if same(&rec, &other) {
+		t.Error("holds of two kinds on one link are the same op")
+	}
+}

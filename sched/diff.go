@@ -28,6 +28,9 @@ var (
 		{"site", func(o *Op) string { return str(o.Site) }},
 		{"object", func(o *Op) string { return str(o.IdentityObject()) }},
 		{"syscall", func(o *Op) string { return str(o.Syscall) }},
+		// What a made fault aims at (Op.Made): two holds of one link
+		// differ in the kind they hold. Empty for every other op.
+		{"shape", func(o *Op) string { return fmt.Sprintf("%q", o.Shape) }},
 		// The target of an advance op; other kinds leave it out (a pause's
 		// end was written into At by traces of lockstep before 0.2).
 		{"at", func(o *Op) string {

@@ -36,9 +36,11 @@ func (Oldest) Next(enabled []*Op) (int, error) { return 0, nil }
 // connection tell apart what the thread index did not: the recvs of two
 // connections on one inbox, each served by a thread of its own, are
 // counted apart, so that "the first recv of 10.77.0.3's connection" is
-// that op in every run, whatever the other connection's threads did. A
-// delivery is its sender's; an advance the waiting thread's; a fault
-// lockstep's (neither has a site or a connection of its own).
+// that op in every run, whatever the other connection's threads did; and
+// a pool's connections from one process to one server are told apart by
+// the order the run first named them in (Keyer.Offer). A delivery is its
+// sender's; an advance the waiting thread's; a fault lockstep's (neither
+// has a site or a connection of its own).
 type Key struct {
 	Process string `json:"process"`
 	Kind    Kind   `json:"kind"`
@@ -67,75 +69,180 @@ type keyBase struct {
 	conn    string
 }
 
-// Keyer numbers a run's ops as they are released.
-type Keyer struct{ released map[keyBase]int }
-
-// NewKeyer starts a run.
-func NewKeyer() *Keyer { return &Keyer{released: map[keyBase]int{}} }
-
-func baseOf(o *Op) keyBase {
-	b := keyBase{process: o.Process(), kind: o.Kind, object: o.IdentityObject()}
-	switch {
-	case o.Kind == Advance:
-		b.object = o.Syscall // the wait it runs to, not "time"
-	case !o.Kind.IsFault():
-		b.site, b.conn = o.Site, connIdentity(o.Conn)
-	}
-	return b
+// Keyer names a run's ops as they are offered and released. Feed it
+// every list of choices (Offer) before the op released from it
+// (Released): a connection is named by when the run first offered an op
+// on it, and a run that follows a trace's order offers them in the
+// trace's order.
+type Keyer struct {
+	released map[keyBase]int
+	conns    connNames
 }
 
-// connIdentity is a connection as it is named across runs: its two ends
-// without the ephemeral port lockstep bound for the connecting side
-// (tracer's bindEphemeral counts them per node, so another order of one
-// node's connects gives another port to the same connection). The
-// listening side's port is the program's and stays:
-// "10.77.0.3:32770>10.77.0.2:7000" is "10.77.0.3>10.77.0.2:7000".
-func connIdentity(conn string) string {
-	src, dst, ok := strings.Cut(conn, ">")
-	if !ok {
-		return conn
-	}
-	return unephemeral(src) + ">" + unephemeral(dst)
+// NewKeyer starts a run.
+func NewKeyer() *Keyer {
+	return &Keyer{released: map[keyBase]int{}, conns: connNames{ord: map[ephemeralEnd]int{}, count: map[connEnds]int{}}}
+}
+
+// connNames names connections across runs. The tracer binds a connecting
+// socket to its node's next ephemeral port (tracer's bindEphemeral), so
+// the port a connection gets is the number of the node's connects before
+// it, to any server: another order of a node's connects to two servers
+// gives each another port. The port is replaced by the connection's rank
+// among the node's connections to the same server, in the order the run
+// first named them: "10.77.0.3:32770>10.77.0.2:7000" is
+// "10.77.0.3#0>10.77.0.2:7000" when it is the first connection from
+// 10.77.0.3 to 10.77.0.2:7000 the run offered an op on, and the pool's
+// second connection there is "10.77.0.3#1>10.77.0.2:7000". (Leaving the
+// port out alone made a pool's connections one: the delivery of a set on
+// one and of a delete on the other had one name, and a hold of the one
+// held whichever came first.) The listening side's port is the program's
+// and stays.
+type connNames struct {
+	ord   map[ephemeralEnd]int
+	count map[connEnds]int
+}
+
+// connEnds is a connection without its ephemeral port: the connecting
+// host and the other end.
+type connEnds struct{ host, other string }
+
+// ephemeralEnd is a connecting end: its host and port and the other end.
+type ephemeralEnd struct {
+	connEnds
+	port string
 }
 
 // firstEphemeral is Linux's default first local port, where the tracer's
 // bindEphemeral starts.
 const firstEphemeral = 32768
 
-func unephemeral(hostPort string) string {
+// ephemeral splits a connection "src>dst" and says which of its ends is
+// the connecting one, bound to an ephemeral port: ok is false when the
+// connection does not parse or when neither or both ends are (a server
+// listening on a port of the ephemeral range).
+func ephemeral(conn string) (end ephemeralEnd, srcSide bool, src, dst string, ok bool) {
+	src, dst, found := strings.Cut(conn, ">")
+	if !found {
+		return end, false, src, dst, false
+	}
+	sh, sp, sEph := splitEphemeral(src)
+	dh, dp, dEph := splitEphemeral(dst)
+	switch {
+	case sEph && !dEph:
+		return ephemeralEnd{connEnds{sh, dst}, sp}, true, src, dst, true
+	case dEph && !sEph:
+		return ephemeralEnd{connEnds{dh, src}, dp}, false, src, dst, true
+	}
+	return end, false, src, dst, false
+}
+
+// splitEphemeral splits host:port and says whether the port is in the
+// ephemeral range.
+func splitEphemeral(hostPort string) (host, port string, eph bool) {
 	host, port, err := net.SplitHostPort(hostPort)
 	if err != nil {
-		return hostPort
+		return hostPort, "", false
 	}
-	if n, err := strconv.Atoi(port); err == nil && n >= firstEphemeral {
+	n, err := strconv.Atoi(port)
+	return host, port, err == nil && n >= firstEphemeral
+}
+
+// see numbers conn's connecting end if it is new to the run.
+func (c *connNames) see(conn string) {
+	end, _, _, _, ok := ephemeral(conn)
+	if !ok {
+		return
+	}
+	if _, ok := c.ord[end]; !ok {
+		c.ord[end] = c.count[end.connEnds]
+		c.count[end.connEnds]++
+	}
+}
+
+// name is conn as it is named across runs. A connecting end the run has
+// not named yet gets the next rank, which it gets when it is seen. Both
+// ends' ports are left out when both lie in the ephemeral range: which
+// side connected is not known.
+func (c *connNames) name(conn string) string {
+	end, srcSide, src, dst, ok := ephemeral(conn)
+	if !ok {
+		if src, dst, found := strings.Cut(conn, ">"); found {
+			return unephemeral(src) + ">" + unephemeral(dst)
+		}
+		return conn
+	}
+	r, seen := c.ord[end]
+	if !seen {
+		r = c.count[end.connEnds]
+	}
+	named := end.host + "#" + strconv.Itoa(r)
+	if srcSide {
+		return named + ">" + dst
+	}
+	return src + ">" + named
+}
+
+func unephemeral(hostPort string) string {
+	if host, _, eph := splitEphemeral(hostPort); eph {
 		return host
 	}
 	return hostPort
 }
 
+func (k *Keyer) baseOf(o *Op) keyBase {
+	b := keyBase{process: o.Process(), kind: o.Kind, object: o.IdentityObject()}
+	switch {
+	case o.Kind == Advance:
+		b.object = o.Syscall // the wait it runs to, not "time"
+	case !o.Kind.IsFault():
+		b.site, b.conn = o.Site, k.conns.name(o.Conn)
+	}
+	return b
+}
+
+// Offer tells k of an op offered: the first op offered on a connection
+// names it. Call it for each op of a list of choices, in the list's
+// order, before Key or Released of any.
+func (k *Keyer) Offer(o *Op) { k.conns.see(o.Conn) }
+
 // Key is o's key if it were released next.
 func (k *Keyer) Key(o *Op) Key {
-	b := baseOf(o)
+	b := k.baseOf(o)
 	return Key{Process: b.process, Kind: b.kind, Object: b.object, Site: b.site, Conn: b.conn, N: k.released[b]}
 }
 
 // Released counts o as released and returns its key.
 func (k *Keyer) Released(o *Op) Key {
+	k.Offer(o)
 	key := k.Key(o)
-	k.released[baseOf(o)]++
+	k.released[k.baseOf(o)]++
 	return key
 }
 
 // Keys are the keys of a trace's released ops, in order. Auto records
 // (a quiet period's recoveries, no decision of a strategy's) get none and
-// are not counted.
-func Keys(records []Record) []Key {
+// are not counted. choices, when not nil, are the ops offered at each
+// decision (one list per record that is not Auto, as Recorder keeps
+// them), which name connections as the run first offered them (Offer);
+// without them a connection is named when an op on it is released, which
+// is the same unless an op on another of the server's connections from
+// that host was offered before it and released after.
+func Keys(records []Record, choices [][]Op) []Key {
 	k := NewKeyer()
 	out := make([]Key, len(records))
+	c := 0
 	for i := range records {
-		if !records[i].Auto {
-			out[i] = k.Released(&records[i].Op)
+		if records[i].Auto {
+			continue
 		}
+		if c < len(choices) {
+			for j := range choices[c] {
+				k.Offer(&choices[c][j])
+			}
+		}
+		c++
+		out[i] = k.Released(&records[i].Op)
 	}
 	return out
 }
@@ -196,7 +303,7 @@ func Decisions(all []Record, choices [][]Op) ([]Decision, error) {
 	if len(choices) != len(records) {
 		return nil, fmt.Errorf("%d decisions recorded for %d released ops", len(choices), len(records))
 	}
-	keys := Keys(records)
+	keys := Keys(records, choices)
 	// Where each op (by key) was released.
 	at := make(map[Key]int, len(keys))
 	for i, k := range keys {
@@ -208,6 +315,9 @@ func Decisions(all []Record, choices [][]Op) ([]Decision, error) {
 	for i := range records {
 		r := &records[i]
 		offered := choices[i]
+		for j := range offered {
+			keyer.Offer(&offered[j])
+		}
 		var after *Key
 		afterStep := 0
 		if i > 0 {
@@ -442,7 +552,7 @@ func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 			if time.Duration(d.Op.At) <= now {
 				continue
 			}
-		case !f.faults.of(d.Op.Kind).Remake:
+		case !f.faults.of(d.Op.Kind).Remake && !d.Op.Made():
 			continue
 		}
 		o := d.Op
@@ -460,6 +570,9 @@ func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 }
 
 func (f *Forced) Next(enabled []*Op) (int, error) {
+	for _, o := range enabled {
+		f.keyer.Offer(o)
+	}
 	pick := -1
 	var taken *Decision // the injected decision picked, if one is
 	// A due injection first, in the trace's order.
@@ -591,7 +704,7 @@ func (r *Replay) Extra(now time.Duration, choices []*Op) []*Op {
 			return nil
 		}
 		want.Delay = want.At - int64(now)
-	case !r.faults.of(want.Kind).Remake:
+	case !r.faults.of(want.Kind).Remake && !want.Made():
 		return nil
 	}
 	for _, o := range choices {

@@ -425,25 +425,82 @@ func TestForcedConnIdentity(t *testing.T) {
 	}
 }
 
-// TestKeyConn: an op's key names its connection without the connecting
-// side's ephemeral port, and tells two connections of one inbox apart.
+// TestKeyConn: an op's key names its connection by the connecting
+// side's host and the rank of the connection among that host's
+// connections to the same server, in the order the run first offered an
+// op on each, never by the ephemeral port; both directions of one
+// connection have one name, and a pool's connections to one server are
+// told apart.
 func TestKeyConn(t *testing.T) {
-	cases := []struct{ conn, want string }{
-		{"10.77.0.3:32770>10.77.0.2:7000", "10.77.0.3>10.77.0.2:7000"},
-		{"10.77.0.2:7000>10.77.0.3:41000", "10.77.0.2:7000>10.77.0.3"},
-		{"[fd00::3]:33000>[fd00::2]:7000", "fd00::3>[fd00::2]:7000"},
-		{"10.77.0.3:5000>10.77.0.2:7000", "10.77.0.3:5000>10.77.0.2:7000"},
-		{"", ""},
+	cases := []struct {
+		name  string
+		conns []string // offered in this order
+		want  []string // their names
+	}{
+		{"one connection, both directions",
+			[]string{"10.77.0.3:32770>10.77.0.2:7000", "10.77.0.2:7000>10.77.0.3:32770"},
+			[]string{"10.77.0.3#0>10.77.0.2:7000", "10.77.0.2:7000>10.77.0.3#0"}},
+		{"a pool of two, the later port first",
+			[]string{"10.77.0.3:32771>10.77.0.2:7001", "10.77.0.3:32770>10.77.0.2:7001", "10.77.0.2:7001>10.77.0.3:32771"},
+			[]string{"10.77.0.3#0>10.77.0.2:7001", "10.77.0.3#1>10.77.0.2:7001", "10.77.0.2:7001>10.77.0.3#0"}},
+		{"two servers rank apart",
+			[]string{"10.77.0.3:32768>10.77.0.1:7000", "10.77.0.3:32769>10.77.0.2:7001"},
+			[]string{"10.77.0.3#0>10.77.0.1:7000", "10.77.0.3#0>10.77.0.2:7001"}},
+		{"IPv6", []string{"[fd00::3]:33000>[fd00::2]:7000"}, []string{"fd00::3#0>[fd00::2]:7000"}},
+		{"no ephemeral port", []string{"10.77.0.3:5000>10.77.0.2:7000"}, []string{"10.77.0.3:5000>10.77.0.2:7000"}},
+		{"both ports ephemeral", []string{"10.77.0.3:40001>10.77.0.2:40000"}, []string{"10.77.0.3>10.77.0.2"}},
+		{"none", []string{""}, []string{""}},
 	}
 	for _, c := range cases {
-		if got := connIdentity(c.conn); got != c.want {
-			t.Errorf("connIdentity(%q) = %q, want %q", c.conn, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			k := NewKeyer()
+			ops := make([]Op, len(c.conns))
+			for i, conn := range c.conns {
+				ops[i] = Op{ID: uint64(i + 1), LPID: "n3/0/t0", Kind: Recv, Object: "inbox:n3", Conn: conn}
+				k.Offer(&ops[i])
+			}
+			for i := range ops {
+				if got := k.Key(&ops[i]).Conn; got != c.want[i] {
+					t.Errorf("connection %q named %q, want %q", c.conns[i], got, c.want[i])
+				}
+			}
+		})
 	}
 	ops := connRecvs([]int{1, 1}, []int{32768, 32768})
 	k := NewKeyer()
 	if a, b := k.Key(&ops[0]), k.Key(&ops[1]); a == b {
 		t.Errorf("two connections' recvs have one key %v", a)
+	}
+}
+
+// TestForcedPool: a process with a pool of two connections to one server
+// sends a message on each; the trace delivers the second one's first.
+// Forcing its decisions delivers them in that order again, also in a run
+// where the pool's connections got each other's ports. (With the port
+// left out, both deliveries had one key, and the hold of the first one
+// held whichever was offered first.)
+func TestForcedPool(t *testing.T) {
+	pool := func(ports [2]int) []Op {
+		ops := make([]Op, 2)
+		for i := range ops {
+			ops[i] = Op{ID: uint64(i + 1), Node: "app", LPID: fmt.Sprintf("app/0/t%d", i), Kind: Deliver, Object: "inbox:mc",
+				Site: "app+0x6dc5", Syscall: "deliver", Conn: fmt.Sprintf("10.77.0.3:%d>10.77.0.2:7001", ports[i])}
+		}
+		return ops
+	}
+	_, recs, choices := simulateAll(t, &fixed{order: []uint64{2, 1}}, pool([2]int{32770, 32771}))
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 {
+		t.Fatalf("decisions %v, want the one hold of the first delivery", ds)
+	}
+	for _, ports := range [][2]int{{32770, 32771}, {32771, 32770}} {
+		got, _, _ := simulateAll(t, NewForced(ds, testFaults), pool(ports))
+		if !slices.Equal(got, []uint64{2, 1}) {
+			t.Errorf("ports %v: forcing %v released %v, want the trace's [2 1]", ports, ds, got)
+		}
 	}
 }
 

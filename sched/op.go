@@ -170,6 +170,12 @@ type Op struct {
 	// what the aim settled when it was chosen. Its identity stays the
 	// offer's (IdentityObject), so a replay finds it among the offers.
 	Aimed bool `json:"aimed,omitempty"`
+	// Shape is, for a fault a strategy made rather than the engine drew
+	// (an exploring branch's Aim: a hold of one learned kind of message on
+	// one link), the shape of the messages it acts on: the kind it was
+	// aimed at (package coverage's shapes). Such an op carries all it
+	// needs (Made), so a replay makes it up from its record.
+	Shape string `json:"shape,omitempty"`
 	// Disk is a storage fault's variant, drawn with it: for power, which
 	// of the node's unsynced changes reach the disk before the cut (none,
 	// all, prefix, subset); for corrupt, flip or tail; for ioerror, the
@@ -203,6 +209,11 @@ const ProbeObject = "probe"
 func (o *Op) ProbeAimed() bool {
 	return o.Aimed || o.Object == ProbeObject || o.LPID == faultLPID && o.Aim != ""
 }
+
+// Made reports whether o is a fault a strategy made up, with what it aims
+// at recorded (Shape): the engine never offers it, so a replay makes it
+// up from its record whatever its kind's FaultReplay says.
+func (o *Op) Made() bool { return o.Kind.IsFault() && o.Shape != "" }
 
 // faultLPID is every fault op's LPID: lockstep injects them.
 const faultLPID = "fault"

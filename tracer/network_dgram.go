@@ -171,6 +171,10 @@ func (nw *network) queueDgram(p *pendingOp, dst netip.AddrPort, data []byte) err
 		Object: nw.pt.inbox(dst.Addr()), Peer: dst.String(), Conn: key, Bytes: len(data),
 		Syscall: DatagramSyscall,
 	}
+	if nw.opts.MatchBytes > 0 {
+		// A hold of one kind of message holds datagrams too.
+		op.Msg = string(data[:min(len(data), nw.opts.MatchBytes)])
+	}
 	nw.ops.newChunkOp(&chunk{data: data, dg: &dgram{fd: fd, dst: dst}, sendID: p.op.ID}, op, []uint64{p.op.ID})
 	return nil
 }
