@@ -154,7 +154,7 @@ func TestRedisExplained(t *testing.T) {
 
 // TestRedisPowerExplained: lockstep explain on the first failing trial of
 // spec-power.yaml (POS, seed 1; appendfsync everysec and a power cut of
-// the server) keeps the cut alone, says the failure needs what it lost (the
+// the server) keeps the cut, says the failure needs what it lost (the
 // same cut keeping every unsynced change passes), names a write the
 // server had acknowledged whose bytes in the append-only file the cut
 // took back, the one a later read of the client's history shows lost,
@@ -196,12 +196,11 @@ func TestRedisPowerExplained(t *testing.T) {
 	if cut == nil || cut.Storage == nil {
 		t.Fatalf("no race names the power cut of r1 with what it did: %d races", len(ex.Races))
 	}
-	// The cut alone: the delays of this trace do not make the loss (a
-	// fault forced right after a Go runtime thread's nth sleep kept them,
-	// see README.md).
-	if len(ex.Races) != 1 {
-		t.Errorf("%d decisions kept; want the cut alone", len(ex.Races))
-	}
+	// Not asserted: that the cut is kept alone. Its anchor, the message
+	// before it, is on c1's second connection, which only this trace's
+	// first delay (a timeout and a reconnect) opens, so the delay is
+	// kept too (README.md, Explaining a power-loss failure).
+	t.Logf("%d decisions kept", len(ex.Races))
 	st := cut.Storage
 	if !st.DrawDecides {
 		t.Errorf("drawn %s; with persist all the run ended %q: want the loss to decide (a pass)", st.Draw, st.AllOutcome)
