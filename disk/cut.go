@@ -25,13 +25,36 @@ const (
 // sector is the unit in which a torn write reaches the disk.
 const sector = 512
 
+// Lost is a write a power cut took back, for the trace: explain matches
+// its bytes with the requests the node answered before the cut, to name
+// an acknowledged write the node lost.
+type Lost struct {
+	// Path is the file as show names it (relative to the trial's
+	// directory when under it).
+	Path string
+	// Off and Len are where the write went and how long it was; Data its
+	// first bytes (at most maxLostData).
+	Off, Len int64
+	Data     []byte
+}
+
+// maxLostData bounds Lost's bytes: enough for a log record's header and
+// the request it carries (a Redis AOF entry repeats the command as the
+// client sent it, after a SELECT), not a bulk write's whole body.
+const maxLostData = 512
+
+// maxLost bounds a cut's Lost list; the first ones in program order are
+// kept: the oldest write lost is the one the failure most often shows.
+const maxLost = 32
+
 // Cut undoes, after a power cut (the node's processes are gone), the
 // changes that were not durable, but those that reached the disk before
 // the cut: none, all, a prefix of them, a prefix and the first sectors of
 // the write after it (torn), or a subset, as persist says, the prefix's
 // length or the subset drawn from pick. It returns what it did, for the
-// trace. Afterwards every change counts as durable.
-func (b *Books) Cut(persist string, pick uint64) (string, error) {
+// trace, with the writes it took back (torn ones included) in program
+// order. Afterwards every change counts as durable.
+func (b *Books) Cut(persist string, pick uint64) (string, []Lost, error) {
 	n := len(b.log)
 	keep := make([]bool, n)
 	torn, tornLen := -1, int64(0)
@@ -76,7 +99,7 @@ func (b *Books) Cut(persist string, pick uint64) (string, error) {
 		}
 	case PersistNone:
 	default:
-		return "", fmt.Errorf("disk: unknown persistence %q", persist)
+		return "", nil, fmt.Errorf("disk: unknown persistence %q", persist)
 	}
 	kept := 0
 	for _, k := range keep {
@@ -88,6 +111,7 @@ func (b *Books) Cut(persist string, pick uint64) (string, error) {
 	// read before it is undone) and the name changes not kept; then write
 	// again the data changes kept, oldest first.
 	redo := make([][]byte, n)
+	lost := make([]*Lost, n)
 	var errs []error
 	for i := n - 1; i >= 0; i-- {
 		ch := b.log[i]
@@ -97,6 +121,11 @@ func (b *Books) Cut(persist string, pick uint64) (string, error) {
 			}
 			if keep[i] && ch.kind == chWrite {
 				redo[i] = readAt(ch.f.f, ch.off, ch.n)
+			}
+			if !keep[i] && ch.kind == chWrite {
+				// Newer changes are undone already: the file holds what
+				// this one wrote.
+				lost[i] = &Lost{Path: b.show(ch.f.path), Off: ch.off, Len: ch.n, Data: readAt(ch.f.f, ch.off, min(ch.n, maxLostData))}
 			}
 			if i == torn {
 				if err := undoFrom(ch, tornLen); err != nil {
@@ -130,11 +159,17 @@ func (b *Books) Cut(persist string, pick uint64) (string, error) {
 	if torn >= 0 {
 		what += fmt.Sprintf(" and %d of the next write's %d bytes", tornLen, b.log[torn].n)
 	}
+	var out []Lost
+	for _, l := range lost {
+		if l != nil && len(out) < maxLost {
+			out = append(out, *l)
+		}
+	}
 	b.syncAll()
 	if len(errs) > 0 {
-		return what, fmt.Errorf("disk: undoing the unsynced changes: %w", errs[0])
+		return what, out, fmt.Errorf("disk: undoing the unsynced changes: %w", errs[0])
 	}
-	return what, nil
+	return what, out, nil
 }
 
 // undoFrom undoes a write but for its first m bytes (a torn write).

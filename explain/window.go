@@ -32,6 +32,9 @@ type faultWindow struct {
 	early, late failure
 	// why says why no window was searched ("" when one was).
 	why string
+	// lateDone and earlyDone say each side's search finished: when the
+	// budget runs out during one, the bounds found before it stand.
+	lateDone, earlyDone bool
 }
 
 // window finds decision i's window (a fault injected at record at of the
@@ -86,9 +89,22 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 		}
 		return w, false, err
 	}
-	// Later: gallop until the failure goes away, then bisect.
+	// Later: gallop until the failure goes away, then bisect. The far
+	// end first: a fault that still fails moved to the run's last op has
+	// no later bound (the bisection takes the failure as monotone in the
+	// fault's place too), and one run says so instead of a gallop's
+	// dozen over a long trace.
 	lo, hi := j0, -1
 	var late failure
+	if last := len(ops) - 1; last > j0+1 {
+		_, same, err := moved(last)
+		if err != nil {
+			return w, false, err
+		}
+		if same {
+			lo = last
+		}
+	}
 	for step := 1; lo < len(ops)-1; step *= 2 {
 		n := min(j0+step, len(ops)-1)
 		f, same, err := moved(n)
@@ -116,14 +132,25 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 	if hi >= 0 {
 		w.before, w.late = ops[hi], late
 	}
-	// Earlier: the same, towards the start.
+	w.lateDone = true
+	// Earlier: the same, towards the start, its far end (the fault before
+	// every op) first.
 	lo, hi = -2, j0 // lo: passes (-2: none found), hi: fails
 	var early failure
+	if j0 > 0 {
+		_, same, err := moved(-1)
+		if err != nil {
+			return w, true, err
+		}
+		if same {
+			hi = -1
+		}
+	}
 	for step := 1; hi > -1; step *= 2 {
 		n := max(j0-step, -1)
 		f, same, err := moved(n)
 		if err != nil {
-			return w, false, err
+			return w, true, err
 		}
 		if !same {
 			lo, early = n, f
@@ -135,7 +162,7 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 		mid := (lo + hi) / 2
 		f, same, err := moved(mid)
 		if err != nil {
-			return w, false, err
+			return w, true, err
 		}
 		if same {
 			hi = mid
@@ -148,6 +175,7 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 		// ops[lo+1] it does: it must follow ops[lo+1].
 		w.after, w.early = ops[lo+1], early
 	}
+	w.earlyDone = true
 	return w, true, nil
 }
 
@@ -217,6 +245,8 @@ func windowSummary(d sched.Decision, r Race) string {
 		s = fmt.Sprintf("fails when %s comes before %s", fault, message(*r.Before))
 	case r.First.Op != "":
 		s = fmt.Sprintf("fails when %s comes after %s", fault, message(r.First))
+	case r.Partial:
+		s = fmt.Sprintf("fails with %s where the trace has it (moving it was cut short)", fault)
 	default:
 		s = fmt.Sprintf("fails when %s comes anywhere", fault)
 	}
