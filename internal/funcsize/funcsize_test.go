@@ -27,7 +27,6 @@ var known = map[string]size{
 	"coverage.protobufShape":            {77, 33},
 	"engine.job.runNative":              {177, 44},
 	"explain.effects":                   {135, 54},
-	"image.applyEntry":                  {96, 37},
 	"report.writeBenchTable":            {110, 32},
 	"tracer.quiescence.waitQuiescent":   {159, 42},
 	"tracer/internal/launch.filter":     {127, 8},
