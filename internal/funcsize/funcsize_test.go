@@ -29,7 +29,6 @@ var known = map[string]size{
 	"explain.effects":                   {135, 54},
 	"report.writeBenchTable":            {110, 32},
 	"tracer.quiescence.waitQuiescent":   {159, 42},
-	"tracer/internal/launch.spawnChild": {98, 33},
 }
 
 // TestFunctionSizes: no function of the module is over maxLines lines or
