@@ -28,7 +28,6 @@ var known = map[string]size{
 	"engine.job.runNative":              {177, 44},
 	"explain.effects":                   {135, 54},
 	"report.writeBenchTable":            {110, 32},
-	"tracer.quiescence.waitQuiescent":   {159, 42},
 }
 
 // TestFunctionSizes: no function of the module is over maxLines lines or
