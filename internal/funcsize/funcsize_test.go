@@ -25,7 +25,6 @@ var known = map[string]size{
 	"conflict.Analyze":                  {138, 31},
 	"coverage.http2Shape":               {50, 35},
 	"coverage.protobufShape":            {77, 33},
-	"engine.job.runNative":              {177, 44},
 	"explain.effects":                   {135, 54},
 	"report.writeBenchTable":            {110, 32},
 }
