@@ -25,116 +25,197 @@ const (
 // sector is the unit in which a torn write reaches the disk.
 const sector = 512
 
+// Lost is a write a power cut took back, for the trace: explain matches
+// its bytes with the requests the node answered before the cut, to name
+// an acknowledged write the node lost.
+type Lost struct {
+	// Path is the file as show names it (relative to the trial's
+	// directory when under it).
+	Path string
+	// Off and Len are where the write went and how long it was; Data its
+	// first bytes (at most maxLostData).
+	Off, Len int64
+	Data     []byte
+}
+
+// maxLostData bounds Lost's bytes: enough for a log record's header and
+// the request it carries (a Redis AOF entry repeats the command as the
+// client sent it, after a SELECT), not a bulk write's whole body.
+const maxLostData = 512
+
+// maxLost bounds a cut's Lost list; the first ones in program order are
+// kept: the oldest write lost is the one the failure most often shows.
+const maxLost = 32
+
 // Cut undoes, after a power cut (the node's processes are gone), the
 // changes that were not durable, but those that reached the disk before
 // the cut: none, all, a prefix of them, a prefix and the first sectors of
 // the write after it (torn), or a subset, as persist says, the prefix's
 // length or the subset drawn from pick. It returns what it did, for the
-// trace. Afterwards every change counts as durable.
-func (b *Books) Cut(persist string, pick uint64) (string, error) {
+// trace, with the writes it took back (torn ones included) in program
+// order. Afterwards every change counts as durable.
+func (b *Books) Cut(persist string, pick uint64) (string, []Lost, error) {
+	p, err := b.planCut(persist, pick)
+	if err != nil {
+		return "", nil, err
+	}
+	lost, errs := b.rollBack(p, persist == PersistSubset)
+	what := fmt.Sprintf("kept %d of %d unsynced changes", p.kept(), len(b.log))
+	if p.torn >= 0 {
+		what += fmt.Sprintf(" and %d of the next write's %d bytes", p.tornLen, b.log[p.torn].n)
+	}
+	b.syncAll()
+	if len(errs) > 0 {
+		return what, lost, fmt.Errorf("disk: undoing the unsynced changes: %w", errs[0])
+	}
+	return what, lost, nil
+}
+
+// cutPlan is what of the unsynced changes reached the disk before a
+// power cut: keep[i] for the log's change i, and the write torn after a
+// kept prefix, whose first tornLen bytes reached it (torn -1 for none).
+type cutPlan struct {
+	keep    []bool
+	torn    int
+	tornLen int64
+}
+
+// kept counts the changes the plan keeps whole.
+func (p cutPlan) kept() int {
+	n := 0
+	for _, k := range p.keep {
+		if k {
+			n++
+		}
+	}
+	return n
+}
+
+// planCut draws from pick what persist keeps of the log; it changes no
+// file.
+func (b *Books) planCut(persist string, pick uint64) (cutPlan, error) {
 	n := len(b.log)
-	keep := make([]bool, n)
-	torn, tornLen := -1, int64(0)
+	p := cutPlan{keep: make([]bool, n), torn: -1}
 	r := rand.New(rand.NewPCG(pick, 0x706f776572)) // "power"
 	switch persist {
 	case PersistAll:
-		for i := range keep {
-			keep[i] = true
+		for i := range p.keep {
+			p.keep[i] = true
 		}
 	case PersistPrefix, PersistTorn:
 		k := r.IntN(n + 1)
 		for i := range k {
-			keep[i] = true
+			p.keep[i] = true
 		}
-		if persist == PersistTorn && k < n && b.log[k].kind == chWrite {
-			// Up to a sector boundary of the file inside the write: some
-			// of its sectors, not all.
-			ch := b.log[k]
-			first := (ch.off/sector + 1) * sector
-			if end := ch.off + ch.n; first < end {
-				torn, tornLen = k, first+r.Int64N((end-1-first)/sector+1)*sector-ch.off
-			}
+		if persist == PersistTorn {
+			p.torn, p.tornLen = b.tear(k, r)
 		}
 	case PersistSubset:
-		// Name changes up to a drawn point, as a prefix; each data change
-		// or not.
-		names := 0
-		for _, ch := range b.log {
-			if !ch.kind.data() {
-				names++
-			}
-		}
-		k := r.IntN(names + 1)
-		seen := 0
-		for i, ch := range b.log {
-			if ch.kind.data() {
-				keep[i] = r.IntN(2) == 0
-				continue
-			}
-			keep[i] = seen < k
-			seen++
-		}
+		b.drawSubset(p.keep, r)
 	case PersistNone:
 	default:
-		return "", fmt.Errorf("disk: unknown persistence %q", persist)
+		return cutPlan{}, fmt.Errorf("disk: unknown persistence %q", persist)
 	}
-	kept := 0
-	for _, k := range keep {
-		if k {
-			kept++
+	return p, nil
+}
+
+// tear draws how much of the write at k, the first change after a kept
+// prefix, reached the disk: up to a sector boundary of the file inside
+// the write, some of its sectors but not all. It returns k and that
+// length, or -1 when the change there is no write or one sector holds it.
+func (b *Books) tear(k int, r *rand.Rand) (int, int64) {
+	if k >= len(b.log) || b.log[k].kind != chWrite {
+		return -1, 0
+	}
+	ch := b.log[k]
+	first := (ch.off/sector + 1) * sector
+	end := ch.off + ch.n
+	if first >= end {
+		return -1, 0
+	}
+	return k, first + r.Int64N((end-1-first)/sector+1)*sector - ch.off
+}
+
+// drawSubset marks in keep the name changes up to a drawn point, as a
+// prefix, and each data change or not.
+func (b *Books) drawSubset(keep []bool, r *rand.Rand) {
+	names := 0
+	for _, ch := range b.log {
+		if !ch.kind.data() {
+			names++
 		}
 	}
-	// Undo, newest first, every data change (keeping the bytes each wrote,
-	// read before it is undone) and the name changes not kept; then write
-	// again the data changes kept, oldest first.
-	redo := make([][]byte, n)
-	var errs []error
-	for i := n - 1; i >= 0; i-- {
-		ch := b.log[i]
+	k := r.IntN(names + 1)
+	seen := 0
+	for i, ch := range b.log {
 		if ch.kind.data() {
-			if keep[i] && persist != PersistSubset {
-				continue // a prefix: nothing newer than it is kept
-			}
-			if keep[i] && ch.kind == chWrite {
-				redo[i] = readAt(ch.f.f, ch.off, ch.n)
-			}
-			if i == torn {
-				if err := undoFrom(ch, tornLen); err != nil {
+			keep[i] = r.IntN(2) == 0
+			continue
+		}
+		keep[i] = seen < k
+		seen++
+	}
+}
+
+// rollBack carries out a plan on the files. It undoes, newest first,
+// every data change (keeping the bytes each wrote, read before it is
+// undone) and the name changes not kept; then, for a subset, it writes
+// again the data changes kept, oldest first. A prefix keeps nothing newer
+// than a change it keeps, so there a kept data change stays as it is.
+// It returns the writes taken back, in program order (at most maxLost).
+func (b *Books) rollBack(p cutPlan, subset bool) ([]Lost, []error) {
+	redo := make([][]byte, len(b.log))
+	lost := make([]*Lost, len(b.log))
+	var errs []error
+	for i := len(b.log) - 1; i >= 0; i-- {
+		ch := b.log[i]
+		if !ch.kind.data() {
+			if !p.keep[i] {
+				if err := b.undoName(ch); err != nil {
 					errs = append(errs, err)
 				}
-				continue
-			}
-			if err := b.undoData(ch); err != nil {
-				errs = append(errs, err)
 			}
 			continue
 		}
-		if keep[i] {
+		if p.keep[i] && !subset {
 			continue
 		}
-		if err := b.undoName(ch); err != nil {
+		if p.keep[i] && ch.kind == chWrite {
+			redo[i] = readAt(ch.f.f, ch.off, ch.n)
+		}
+		if !p.keep[i] && ch.kind == chWrite {
+			// Newer changes are undone already: the file holds what this
+			// one wrote.
+			lost[i] = &Lost{Path: b.show(ch.f.path), Off: ch.off, Len: ch.n, Data: readAt(ch.f.f, ch.off, min(ch.n, maxLostData))}
+		}
+		var err error
+		if i == p.torn {
+			err = undoFrom(ch, p.tornLen)
+		} else {
+			err = b.undoData(ch)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if persist == PersistSubset {
-		for i, ch := range b.log {
-			if !keep[i] || !ch.kind.data() {
-				continue
-			}
-			if err := redoData(ch, redo[i]); err != nil {
-				errs = append(errs, err)
-			}
+	var out []Lost
+	for _, l := range lost {
+		if l != nil && len(out) < maxLost {
+			out = append(out, *l)
 		}
 	}
-	what := fmt.Sprintf("kept %d of %d unsynced changes", kept, n)
-	if torn >= 0 {
-		what += fmt.Sprintf(" and %d of the next write's %d bytes", tornLen, b.log[torn].n)
+	if !subset {
+		return out, errs
 	}
-	b.syncAll()
-	if len(errs) > 0 {
-		return what, fmt.Errorf("disk: undoing the unsynced changes: %w", errs[0])
+	for i, ch := range b.log {
+		if !p.keep[i] || !ch.kind.data() {
+			continue
+		}
+		if err := redoData(ch, redo[i]); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return what, nil
+	return out, errs
 }
 
 // undoFrom undoes a write but for its first m bytes (a torn write).

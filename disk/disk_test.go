@@ -20,6 +20,7 @@ type node struct {
 	b    *Books
 	root string
 	pid  int
+	lost []Lost // the last cut's
 }
 
 func newNode(t *testing.T) *node {
@@ -88,10 +89,11 @@ func (n *node) rename(from, to string) {
 }
 
 func (n *node) cut(persist string, pick uint64) string {
-	what, err := n.b.Cut(persist, pick)
+	what, lost, err := n.b.Cut(persist, pick)
 	if err != nil {
 		n.t.Fatal(err)
 	}
+	n.lost = lost
 	return what
 }
 
@@ -139,6 +141,63 @@ func TestPowerLosesUnsyncedWrites(t *testing.T) {
 	}
 	if n.b.Pending() != 0 {
 		t.Errorf("%d changes pending after the cut", n.b.Pending())
+	}
+}
+
+// TestPowerNamesLostWrites: a cut lists the writes it took back, in
+// program order, each with the bytes it had written (not those it
+// overwrote), and no write it kept: with any persistence, the bytes a
+// write put in the file are in it after the cut exactly when the write
+// is not listed.
+func TestPowerNamesLostWrites(t *testing.T) {
+	n := newNode(t)
+	f := n.create("a", "synced.")
+	n.write(f, "lost")   // append
+	n.pwrite(f, "XX", 0) // overwrite
+	f.Close()
+	n.cut(PersistNone, 1)
+	rel := filepath.Base(n.root) + "/a"
+	want := []Lost{{Path: rel, Off: 7, Len: 4, Data: []byte("lost")}, {Path: rel, Off: 0, Len: 2, Data: []byte("XX")}}
+	if len(n.lost) != len(want) {
+		t.Fatalf("lost %+v, want %+v", n.lost, want)
+	}
+	for i := range want {
+		if g := n.lost[i]; g.Path != want[i].Path || g.Off != want[i].Off || g.Len != want[i].Len || string(g.Data) != string(want[i].Data) {
+			t.Errorf("lost[%d] = %+v, want %+v", i, g, want[i])
+		}
+	}
+
+	for _, tc := range []struct {
+		persist string
+		picks   uint64
+	}{{PersistNone, 1}, {PersistAll, 1}, {PersistPrefix, 20}, {PersistSubset, 20}} {
+		for pick := range tc.picks {
+			n := newNode(t)
+			f := n.create("log", "")
+			const writes = "123456"
+			for _, c := range writes {
+				n.write(f, string(c))
+			}
+			f.Close()
+			n.cut(tc.persist, pick)
+			got := n.read("log")
+			lost := map[int64]bool{}
+			for i, l := range n.lost {
+				if i > 0 && l.Off <= n.lost[i-1].Off {
+					t.Errorf("%s %d: lost out of program order: %+v", tc.persist, pick, n.lost)
+				}
+				if l.Len != 1 || string(l.Data) != writes[l.Off:l.Off+1] {
+					t.Errorf("%s %d: lost %+v, not the byte written at %d", tc.persist, pick, l, l.Off)
+				}
+				lost[l.Off] = true
+			}
+			for off := range int64(len(writes)) {
+				kept := off < int64(len(got)) && got[off] == writes[off]
+				if kept == lost[off] {
+					t.Errorf("%s %d: the log holds %q, lost %+v: the write at %d kept %v, listed %v", tc.persist, pick, got, n.lost, off, kept, lost[off])
+				}
+			}
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/disk"
 	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
 )
@@ -103,8 +104,15 @@ func (t *Trial) finishCut() (tracer.Action, bool, error) {
 		return tracer.Action{}, false, nil
 	}
 	t.disk.cut = nil
-	what, err := t.disk.books[e.Node].Cut(e.Disk, e.Pick)
+	what, lost, err := t.disk.books[e.Node].Cut(e.Disk, e.Pick)
 	t.hit(t.disk.rec)(what)
+	if t.disk.rec < len(t.res.Records) {
+		r := &t.res.Records[t.disk.rec]
+		r.Lost = r.Lost[:0]
+		for _, l := range lost {
+			r.Lost = append(r.Lost, sched.LostWrite{File: l.Path, Off: l.Off, Len: l.Len, Data: l.Data})
+		}
+	}
 	if err != nil {
 		a, err := t.stop(Error, e.Node, "power cut of node %s: %v", e.Node, err)
 		return a, true, err

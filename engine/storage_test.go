@@ -110,6 +110,15 @@ func TestFaultPower(t *testing.T) {
 				if want := "kept 0 of 2 unsynced changes"; tc.persist == "none" && rec.Op.Hit != want {
 					t.Errorf("trial %d: the power cut %q, want %q", r.Index, rec.Op.Hit, want)
 				}
+				// The record names the write it took back (the rename is
+				// no write), for explain; none when it kept everything.
+				var lost []string
+				for _, l := range rec.Lost {
+					lost = append(lost, fmt.Sprintf("%s@%d+%d=%s", l.File, l.Off, l.Len, l.Data))
+				}
+				if want := map[string]string{"none": "s1/db/unsynced@0+8=volatile", "all": ""}[tc.persist]; strings.Join(lost, ",") != want {
+					t.Errorf("trial %d: the power cut took back %v, want %q", r.Index, lost, want)
+				}
 			}
 		})
 	}

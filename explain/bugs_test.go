@@ -36,13 +36,15 @@ var triggering = map[string][][]string{
 	"rename-1":    {{"power", "OK"}, {"power", "rename"}},
 	"corrupt-1":   {{"corrupt", "restart"}, {"corrupt", "crash"}},
 	"tpc-1":       {{"LOCK bob", "LOCK alice"}},
+	"thread-1":    {{"RETAINED", "MSG"}, {"RETAINED", "PUB"}},
+	"fanout-1":    {{"REPL", "GET x"}},
+	"jvm-2":       {{"CREATE", "CONFIRM"}},
 	"backup-1":    {{"REPL ", "GET k"}},
 	"counter-1":   {{"PUT c ", "GET c"}},
 	"watch-1":     {{"EV ", "SNAP "}},
 	"cache-1":     {{"SET k", "DEL k"}},
 	"presence-1":  {{"close", "HELLO alice"}},
 	"pool-1":      {{"PUT result", "GET result"}},
-	"thread-1":    {{"RETAINED", "MSG"}, {"RETAINED", "PUB"}},
 }
 
 // raceText is what a race names, for matching: the ops and their
@@ -116,7 +118,7 @@ func row(bug string, ok bool, ex *Explanation, took time.Duration, which string)
 
 // TestExplainBugSuite explains the first failing trace (POS, seed 1) of
 // every bug in testdata/bugs and compares the named races with the table
-// above: at least 90 % of the bugs must match (21 of 23; gproc-1 is the
+// above: at least 90 % of the bugs must match (23 of 25; gproc-1 is the
 // known miss, docs/results.md). It runs hundreds of trials, so it
 // runs only with LOCKSTEP_EXPLAIN_BUGS=1 (or a comma-separated list of
 // bugs, which explains only those and checks that each matches).

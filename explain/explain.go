@@ -156,6 +156,9 @@ var errBudget = errors.New("budget spent")
 // the run's connections as its forced strategy named them (sched.Keys).
 func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool, choices *[][]sched.Op) (*engine.TrialResult, error) {
 	if e.fake != nil {
+		if time.Now().After(e.deadline) {
+			return nil, errBudget
+		}
 		e.runs++
 		return e.fake(ds), nil
 	}
@@ -348,6 +351,18 @@ func (e *explainer) decisions(ctx context.Context, ex *Explanation, tr *sched.Tr
 		return nil, nil, fmt.Errorf("reading the decisions of %s: %w", ex.Trace, err)
 	}
 	ex.Decisions = len(all)
+	// Faults anchored on messages, when forcing every decision so anchored
+	// still fails (one run, which ddmin's first then finds remembered).
+	if moved, n := messageAnchors(all, res.Records, rec.Choices); n > 0 {
+		ok, err := e.fails(ctx, moved)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.log.Info("faults anchored on messages", "moved", n, "same failure", ok)
+		if ok {
+			all = moved
+		}
+	}
 	for _, d := range all {
 		if d.Kind == sched.InjectDecision {
 			e.injects[d.Key] = d.After

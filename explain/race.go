@@ -2,6 +2,7 @@ package explain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -130,6 +131,9 @@ type Race struct {
 	Reorders *Pair `json:"reorders,omitempty"`
 	// Note says what could not be done for this race.
 	Note string `json:"note,omitempty"`
+	// Partial says the budget ran out while naming it: a fault's window
+	// is known only on the sides searched (Note says which).
+	Partial bool `json:"partial,omitempty"`
 	// Summary is one sentence for humans.
 	Summary string `json:"summary"`
 	// Steps are the minimized run's steps of the pair, for highlights.
@@ -222,16 +226,22 @@ const maxFlips = 3
 // other way round.
 func (e *explainer) name(ctx context.Context, min []sched.Decision, run *failingRun, sp *spec.Spec, syms *symbolizer) ([]Race, error) {
 	var out []Race
+	var spent error
 	for i := range min {
 		r, err := e.nameOne(ctx, i, min, run, sp, syms)
 		if r.Summary != "" {
 			out = append(out, r)
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, errBudget):
+			// Every decision kept is still named, by what needs no run
+			// (each further run fails at once).
+			spent = err
+		case err != nil:
 			return out, err
 		}
 	}
-	return out, nil
+	return out, spent
 }
 
 // nameOne names decision i of min.
@@ -264,7 +274,24 @@ func (e *explainer) nameOne(ctx context.Context, i int, min []sched.Decision, ru
 // it notes why not, and the fault is named as other decisions are.
 func (e *explainer) nameFault(ctx context.Context, r *Race, i int, min []sched.Decision, at int, run *failingRun, sp *spec.Spec, syms *symbolizer) (bool, error) {
 	d, recs := min[i], run.recs
+	// A storage fault's draw first: one run says whether what the cut
+	// lost decides the failure, which tells more than the last steps of
+	// the window's bisection when the budget is short.
+	var st *Storage
+	var serr error
+	if d.Op.Kind == faults.Power || d.Op.Kind == faults.Corrupt {
+		st, serr = e.storage(ctx, i, min, at, recs, syms)
+		if serr != nil && !errors.Is(serr, errBudget) {
+			return true, serr
+		}
+	}
 	w, ok, err := e.window(ctx, i, min, at, recs, run.keys)
+	if errors.Is(err, errBudget) || errors.Is(serr, errBudget) {
+		// The fault is still the decision the failure needs: name it by
+		// what the search found before the budget ran out.
+		partialWindow(r, d, at, &w, st, recs, run.keys, sp, syms)
+		return true, errBudget
+	}
 	if err != nil {
 		return true, err
 	}
@@ -275,12 +302,37 @@ func (e *explainer) nameFault(ctx context.Context, r *Race, i int, min []sched.D
 		return false, nil
 	}
 	r.Effects = effects(recs, at, w.recs, sp, syms)
-	var serr error
-	if d.Op.Kind == faults.Power || d.Op.Kind == faults.Corrupt {
-		r.Storage, serr = e.storage(ctx, i, min, at, recs, syms)
-	}
+	r.Storage = st
 	fillWindow(r, d, at, &w, recs, run.keys, syms)
-	return true, serr
+	return true, nil
+}
+
+// partialWindow names a fault whose window search the budget cut short:
+// by the bounds found, its effects when the run without it was made, and
+// its storage st when named (else what a power cut lost, which needs no
+// run); the note says which side was not searched.
+func partialWindow(r *Race, d sched.Decision, at int, w *faultWindow, st *Storage, recs []sched.Record, keys []sched.Key, sp *spec.Spec, syms *symbolizer) {
+	if w.recs != nil {
+		r.Effects = effects(recs, at, w.recs, sp, syms)
+	}
+	r.Storage = st
+	if st == nil && d.Op.Kind == faults.Power {
+		lost := lostWrites(recs, at, syms)
+		r.Storage = &Storage{Draw: "persist " + d.Op.Disk, Hit: recs[at].Op.Hit, LostWrites: len(recs[at].Lost), LostAcked: len(lost), Lost: lost[:min(len(lost), maxEffects)]}
+	}
+	var open []string
+	if !w.earlyDone {
+		open = append(open, "how early")
+	}
+	if !w.lateDone {
+		open = append(open, "how late")
+	}
+	r.Note = fmt.Sprintf("the budget ran out while moving the fault: %s it may come was not searched", strings.Join(open, " and "))
+	r.Partial = true
+	if w.recs == nil {
+		w.after, w.before = -1, -1 // no run without it: no bounds
+	}
+	fillWindow(r, d, at, w, recs, keys, syms)
 }
 
 // flipCandidates runs each candidate's flip (at most maxFlips) until one

@@ -120,6 +120,12 @@ func writeEffects(w io.Writer, r Race) {
 		for _, ev := range st.Trusts {
 			fmt.Fprintf(w, "   trusts: %s\n", ev)
 		}
+		for _, l := range st.Lost {
+			fmt.Fprintf(w, "   lost:   %s\n", l)
+		}
+		if st.LostWrites > 0 {
+			fmt.Fprintf(w, "   the cut took back %d %s, %d of them acknowledged\n", st.LostWrites, plural(st.LostWrites, "write", "writes"), st.LostAcked)
+		}
 		if st.AllOutcome != "" {
 			fmt.Fprintf(w, "   drawn %s; with persist all: %s\n", st.Draw, st.AllOutcome)
 		}

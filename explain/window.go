@@ -32,68 +32,119 @@ type faultWindow struct {
 	early, late failure
 	// why says why no window was searched ("" when one was).
 	why string
+	// lateDone and earlyDone say each side's search finished: when the
+	// budget runs out during one, the bounds found before it stand.
+	lateDone, earlyDone bool
 }
 
 // window finds decision i's window (a fault injected at record at of the
 // minimized run recs). ok is false when the fault's place cannot be found
 // in the run without it, or moving it does not keep the failure.
 func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at int, recs []sched.Record, keys []sched.Key) (w faultWindow, ok bool, err error) {
-	d := set[i]
 	run, err := e.withoutRun(ctx, set, i)
 	if err != nil {
 		return w, false, err
 	}
 	w = faultWindow{recs: run.res.Records, keys: run.keys, after: -1, before: -1}
+	m := &faultMover{e: e, set: set, i: i, keys: w.keys}
 	// The ops a fault can follow: the run's own, not a quiet period's.
-	var ops []int
 	for j := range w.recs {
 		if !w.recs[j].Auto {
-			ops = append(ops, j)
+			m.ops = append(m.ops, j)
 		}
 	}
 	// Where the failing run took the fault: after the op before it.
 	j0 := -1
 	if p := prevTraced(recs, at); p >= 0 {
-		j0 = -2
-		for n, j := range ops {
-			if w.keys[j] == keys[p] {
-				j0 = n
-				break
-			}
-		}
-		if j0 == -2 {
+		if j0 = m.place(keys[p]); j0 == -2 {
 			w.why = fmt.Sprintf("the op it followed (%v) is not in the run without it", keys[p])
 			return w, false, nil
 		}
 	}
-	// moved runs the trial with the fault right after ops[n] (n = -1: at
-	// the start); same says it still fails the same way.
-	moved := func(n int) (failure, bool, error) {
-		nd := d
-		nd.After = nil
-		if n >= 0 {
-			k := w.keys[ops[n]]
-			nd.After = &k
-		}
-		f, err := e.outcome(ctx, replace(set, i, nd))
-		// A run lockstep could not make counts as failing: a bound is
-		// always a run that shows the failure gone.
-		return f, !f.undoes(e.want), err
-	}
-	if f, _, err := moved(j0); err != nil || !f.is(e.want) {
+	if f, _, err := m.moved(ctx, j0); err != nil || !f.is(e.want) {
 		if err == nil {
 			w.why = fmt.Sprintf("put back at its place in the run without it, the run ended %v", f)
 		}
 		return w, false, err
 	}
-	// Later: gallop until the failure goes away, then bisect.
+	hi, late, err := m.laterBound(ctx, j0)
+	if err != nil {
+		return w, false, err
+	}
+	if hi >= 0 {
+		w.before, w.late = m.ops[hi], late
+	}
+	w.lateDone = true
+	lo, early, err := m.earlierBound(ctx, j0)
+	if err != nil {
+		return w, true, err
+	}
+	if lo > -2 {
+		// The fault right after ops[lo] does not fail, right after
+		// ops[lo+1] it does: it must follow ops[lo+1].
+		w.after, w.early = m.ops[lo+1], early
+	}
+	w.earlyDone = true
+	return w, true, nil
+}
+
+// faultMover runs the trial with decision i of set moved among ops (the
+// indices of the run without the fault's own ops, whose keys are keys).
+type faultMover struct {
+	e    *explainer
+	set  []sched.Decision
+	i    int
+	ops  []int
+	keys []sched.Key
+}
+
+// place is the position in ops of the op whose key is k, -2 if none.
+func (m *faultMover) place(k sched.Key) int {
+	for n, j := range m.ops {
+		if m.keys[j] == k {
+			return n
+		}
+	}
+	return -2
+}
+
+// moved runs the trial with the fault right after ops[n] (n = -1: at the
+// start); same says it still fails the same way.
+func (m *faultMover) moved(ctx context.Context, n int) (failure, bool, error) {
+	nd := m.set[m.i]
+	nd.After = nil
+	if n >= 0 {
+		k := m.keys[m.ops[n]]
+		nd.After = &k
+	}
+	f, err := m.e.outcome(ctx, replace(m.set, m.i, nd))
+	// A run lockstep could not make counts as failing: a bound is always
+	// a run that shows the failure gone.
+	return f, !f.undoes(m.e.want), err
+}
+
+// laterBound moves the fault later from j0: gallop until the failure goes
+// away, then bisect. The far end first: a fault that still fails moved to
+// the run's last op has no later bound (the bisection takes the failure
+// as monotone in the fault's place too), and one run says so instead of a
+// gallop's dozen over a long trace. hi is the first place where the
+// failure is gone (-1: none), late how that run ended.
+func (m *faultMover) laterBound(ctx context.Context, j0 int) (hi int, late failure, err error) {
 	lo, hi := j0, -1
-	var late failure
-	for step := 1; lo < len(ops)-1; step *= 2 {
-		n := min(j0+step, len(ops)-1)
-		f, same, err := moved(n)
+	if last := len(m.ops) - 1; last > j0+1 {
+		_, same, err := m.moved(ctx, last)
 		if err != nil {
-			return w, false, err
+			return -1, late, err
+		}
+		if same {
+			lo = last
+		}
+	}
+	for step := 1; lo < len(m.ops)-1; step *= 2 {
+		n := min(j0+step, len(m.ops)-1)
+		f, same, err := m.moved(ctx, n)
+		if err != nil {
+			return -1, late, err
 		}
 		if !same {
 			hi, late = n, f
@@ -103,9 +154,9 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 	}
 	for hi >= 0 && hi-lo > 1 {
 		mid := (lo + hi) / 2
-		f, same, err := moved(mid)
+		f, same, err := m.moved(ctx, mid)
 		if err != nil {
-			return w, false, err
+			return -1, late, err
 		}
 		if same {
 			lo = mid
@@ -113,17 +164,28 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 			hi, late = mid, f
 		}
 	}
-	if hi >= 0 {
-		w.before, w.late = ops[hi], late
+	return hi, late, nil
+}
+
+// earlierBound is laterBound towards the start, its far end (the fault
+// before every op) first: lo is the last place before j0 where the
+// failure is gone (-2: none), early how that run ended.
+func (m *faultMover) earlierBound(ctx context.Context, j0 int) (lo int, early failure, err error) {
+	lo, hi := -2, j0 // lo: passes (-2: none found), hi: fails
+	if j0 > 0 {
+		_, same, err := m.moved(ctx, -1)
+		if err != nil {
+			return -2, early, err
+		}
+		if same {
+			hi = -1
+		}
 	}
-	// Earlier: the same, towards the start.
-	lo, hi = -2, j0 // lo: passes (-2: none found), hi: fails
-	var early failure
 	for step := 1; hi > -1; step *= 2 {
 		n := max(j0-step, -1)
-		f, same, err := moved(n)
+		f, same, err := m.moved(ctx, n)
 		if err != nil {
-			return w, false, err
+			return -2, early, err
 		}
 		if !same {
 			lo, early = n, f
@@ -133,9 +195,9 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 	}
 	for lo > -2 && hi-lo > 1 {
 		mid := (lo + hi) / 2
-		f, same, err := moved(mid)
+		f, same, err := m.moved(ctx, mid)
 		if err != nil {
-			return w, false, err
+			return -2, early, err
 		}
 		if same {
 			hi = mid
@@ -143,12 +205,7 @@ func (e *explainer) window(ctx context.Context, i int, set []sched.Decision, at 
 			lo, early = mid, f
 		}
 	}
-	if lo > -2 {
-		// The fault right after ops[lo] does not fail, right after
-		// ops[lo+1] it does: it must follow ops[lo+1].
-		w.after, w.early = ops[lo+1], early
-	}
-	return w, true, nil
+	return lo, early, nil
 }
 
 // windowEvent describes op j of the run without the fault, as the failing
@@ -217,6 +274,8 @@ func windowSummary(d sched.Decision, r Race) string {
 		s = fmt.Sprintf("fails when %s comes before %s", fault, message(*r.Before))
 	case r.First.Op != "":
 		s = fmt.Sprintf("fails when %s comes after %s", fault, message(r.First))
+	case r.Partial:
+		s = fmt.Sprintf("fails with %s where the trace has it (moving it was cut short)", fault)
 	default:
 		s = fmt.Sprintf("fails when %s comes anywhere", fault)
 	}

@@ -613,41 +613,57 @@ func addrNode(s string, nodeOf func(netip.Addr) string) string {
 // trigger, or the start of the quiet period while faults are in force: the
 // clock may jump there when nothing else can run.
 func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
-	var d time.Duration
-	ok := false
-	if in.place != nil && !in.quiet && in.budget > 0 {
-		if tr, next := in.place.Next(now); next && tr < in.plan.Until {
-			d, ok = tr, true
-		}
+	e := soonest{now: now}
+	if tr, ok := in.nextTrigger(now); ok {
+		e.at, e.ok = tr, true // it may be now, which offer would pass over
 	}
-	for _, end := range in.paused {
-		if end > now && (!ok || end < d) {
-			d, ok = end, true
-		}
-	}
-	for _, end := range in.until {
-		if end > now && (!ok || end < d) {
-			d, ok = end, true
-		}
-	}
-	for _, end := range in.held {
-		if end > now && (!ok || end < d) {
-			d, ok = end, true
-		}
-	}
+	e.offerEach(in.paused)
+	e.offerEach(in.until)
+	e.offerEach(in.held)
 	if len(in.own) > 0 {
 		for _, kd := range in.owned {
-			if kd.deadline != nil {
-				if end, has := kd.deadline(in, now); has && end > now && (!ok || end < d) {
-					d, ok = end, true
-				}
+			if kd.deadline == nil {
+				continue
+			}
+			if end, has := kd.deadline(in, now); has {
+				e.offer(end)
 			}
 		}
 	}
-	if !in.quiet && (len(in.cuts) > 0 || len(in.crashed) > 0) && in.plan.Until > now && (!ok || in.plan.Until < d) {
-		d, ok = in.plan.Until, true
+	if !in.quiet && (len(in.cuts) > 0 || len(in.crashed) > 0) {
+		e.offer(in.plan.Until)
 	}
-	return d, ok
+	return e.at, e.ok
+}
+
+// nextTrigger is the next injection's trigger while the plan spreads its
+// injections, budget is left and the quiet period has not begun, when it
+// falls before that period.
+func (in *Injector) nextTrigger(now time.Duration) (time.Duration, bool) {
+	if in.place == nil || in.quiet || in.budget <= 0 {
+		return 0, false
+	}
+	tr, next := in.place.Next(now)
+	return tr, next && tr < in.plan.Until
+}
+
+// soonest keeps the earliest of the instants after now offered to it.
+type soonest struct {
+	now, at time.Duration
+	ok      bool
+}
+
+func (s *soonest) offer(t time.Duration) {
+	if t > s.now && (!s.ok || t < s.at) {
+		s.at, s.ok = t, true
+	}
+}
+
+// offerEach offers every instant of m (ends keyed by node or fault).
+func (s *soonest) offerEach(m map[string]time.Duration) {
+	for _, t := range m {
+		s.offer(t)
+	}
 }
 
 // upTo draws a duration from a tenth of m to all of it, in whole ms.

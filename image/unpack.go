@@ -143,18 +143,7 @@ func applyEntry(root string, h *tar.Header, r io.Reader, written map[string]bool
 		return err
 	}
 	if base == whiteoutOpaque {
-		ents, err := os.ReadDir(parent)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		for _, e := range ents {
-			if p := filepath.Join(parent, e.Name()); !written[p] {
-				if err := os.RemoveAll(p); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return clearOpaque(parent, written)
 	}
 	if hidden, ok := strings.CutPrefix(base, whiteoutPrefix); ok {
 		return os.RemoveAll(filepath.Join(parent, hidden))
@@ -166,58 +155,88 @@ func applyEntry(root string, h *tar.Header, r io.Reader, written map[string]bool
 	for p := target; p != root && len(p) > len(root); p = filepath.Dir(p) {
 		written[p] = true
 	}
-	fi, statErr := os.Lstat(target)
-	exists := statErr == nil
-	if exists && !(h.Typeflag == tar.TypeDir && fi.IsDir()) {
-		if err := os.RemoveAll(target); err != nil {
-			return err
-		}
+	attrs, err := createEntry(root, target, h, r)
+	if err != nil || !attrs {
+		return err
 	}
-	mode := h.FileInfo().Mode()
-	switch h.Typeflag {
-	case tar.TypeDir:
-		if !exists || !fi.IsDir() {
-			if err := os.Mkdir(target, 0o755); err != nil {
+	return setAttrs(target, h)
+}
+
+// clearOpaque empties dir of what the layers below left there (an opaque
+// whiteout), but for what this layer wrote.
+func clearOpaque(dir string, written map[string]bool) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, e := range ents {
+		if p := filepath.Join(dir, e.Name()); !written[p] {
+			if err := os.RemoveAll(p); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// createEntry makes at target the file, directory, link or fifo h names,
+// in place of what was there (a directory stays, and keeps what it
+// holds, when h is one too). It says whether h's owner, mode and times
+// are the new entry's to take: not a hard link's (its target's inode),
+// nor anything it skips.
+func createEntry(root, target string, h *tar.Header, r io.Reader) (bool, error) {
+	fi, statErr := os.Lstat(target)
+	isDir := statErr == nil && fi.IsDir()
+	if statErr == nil && !(h.Typeflag == tar.TypeDir && isDir) {
+		if err := os.RemoveAll(target); err != nil {
+			return false, err
+		}
+	}
+	switch h.Typeflag {
+	case tar.TypeDir:
+		if !isDir {
+			return true, os.Mkdir(target, 0o755)
+		}
+		return true, nil
 	case tar.TypeReg:
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, r)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
+		return true, writeNew(target, r)
 	case tar.TypeSymlink:
-		if err := os.Symlink(h.Linkname, target); err != nil {
-			return err
-		}
+		return true, os.Symlink(h.Linkname, target)
 	case tar.TypeLink:
 		src, err := securejoin.SecureJoin(root, h.Linkname)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if err := os.Link(src, target); err != nil {
-			return err
-		}
-		return nil // the same inode: owner and mode are its target's
+		return false, os.Link(src, target)
 	case tar.TypeFifo:
-		if err := unix.Mkfifo(target, 0o600); err != nil {
-			return err
-		}
-	default:
-		return nil // devices (lockstep makes the node's /dev), headers
+		return true, unix.Mkfifo(target, 0o600)
 	}
+	return false, nil // devices (lockstep makes the node's /dev), headers
+}
+
+// writeNew creates the file target, which must not exist, with what r
+// holds.
+func writeNew(target string, r io.Reader) error {
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// setAttrs gives the entry at target h's owner (when lockstep may: as
+// root), mode and modification time.
+func setAttrs(target string, h *tar.Header) error {
 	if err := os.Lchown(target, h.Uid, h.Gid); err != nil && os.Geteuid() == 0 {
 		return err
 	}
 	if h.Typeflag != tar.TypeSymlink {
 		// After chown, which clears set-user-ID bits.
+		mode := h.FileInfo().Mode()
 		if err := os.Chmod(target, mode&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky)); err != nil {
 			return err
 		}

@@ -70,6 +70,21 @@ type Record struct {
 	// on, the fault and delay draws came from this seed. A replay forks
 	// at the same decision.
 	Fork *int64 `json:"fork,omitempty"`
+	// Lost are, for a power cut, the writes it took back (Op.Hit counts
+	// them), in program order: explain names the request a lost write
+	// carried. Replay does not compare them: the same schedule loses the
+	// same writes.
+	Lost []LostWrite `json:"lost,omitempty"`
+}
+
+// LostWrite is a write to a node's data file that a power cut took back:
+// the file (relative to the trial's directory), where the write went,
+// how long it was and its first bytes.
+type LostWrite struct {
+	File string `json:"file"`
+	Off  int64  `json:"off"`
+	Len  int64  `json:"len"`
+	Data []byte `json:"data,omitempty"`
 }
 
 // Entry is one line of a trace file.

@@ -60,162 +60,224 @@ func isFile(pid, fd int) bool {
 const maxStarvedRounds = 4
 
 // waitQuiescent returns when no thread can make progress without lockstep.
+// Each round collects the events that came; without one it checks whether
+// everything sleeps, judges the threads still running once the grace
+// period is over, or else waits a little (settleWait).
 func (q *quiescence) waitQuiescent(ctx context.Context) error {
-	lastProgress := time.Now()
-	// CPU time (ns) of threads found runnable when the grace period ran
-	// out, and how many more periods starved ones have been watched.
-	var runnableCPU map[int]uint64
-	starvedRounds := 0
-	confirmed := false
-	var cpu map[int]uint64
-	// When threads were first found in uninterruptible sleep past the
-	// grace period (zero: none since the last progress).
-	var kernelSince time.Time
-	// When threads were first found due to move (runnable without CPU, or
-	// with an exit or stop not yet reported) past the grace period.
-	var dueSince time.Time
-	if q.pt.takeResumed() && q.opts.Serialize && q.opts.CPU >= 0 {
-		// The threads just resumed have not run: they wait behind the
-		// tracer in its CPU's round-robin queue. Let them before asking
-		// the kernel for their stops, which would find none.
-		t0 := time.Now()
-		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		q.stats.SettleYield += time.Since(t0)
-	}
-	for spins := 0; ; spins++ {
+	w := settling{lastProgress: time.Now()}
+	q.yieldToResumed()
+	for ; ; w.spins++ {
 		if n := q.collect(); n > 0 {
-			lastProgress = time.Now()
-			confirmed = false
-			spins = 0
-			runnableCPU, starvedRounds = nil, 0
-			kernelSince, dueSince = time.Time{}, time.Time{}
+			w.moved()
+			w.kernelSince, w.dueSince = time.Time{}, time.Time{}
 			continue
 		}
 		if q.pt.running() == 0 && q.net.netSettled() {
 			return nil
 		}
-		if spins >= 16 {
-			// Every running thread asleep in the kernel twice in a row with
-			// no CPU time used in between: nobody can wake them but us.
-			asleep, now := q.sleepCheck()
-			if asleep {
-				if confirmed && sameCPU(cpu, now) && q.net.netSettled() {
-					return nil
-				}
-				confirmed, cpu = true, now
-			} else {
-				confirmed = false
-			}
+		if w.spins >= 16 && q.confirmAsleep(&w) {
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if time.Since(lastProgress) > q.opts.Grace {
-			// A thread in uninterruptible sleep (a fork copying its
-			// parent, disk I/O) neither spins nor starves: the kernel will
-			// let it go on. Waiting for it keeps the schedule from
-			// depending on how long the kernel took; past kernelWaitLimit
-			// lockstep cannot tell what it waits for, and says so.
-			if slow := q.inKernelSleep(); len(slow) > 0 {
-				if kernelSince.IsZero() {
-					kernelSince = time.Now()
-				}
-				if time.Since(kernelSince) < kernelWaitLimit {
-					lastProgress = time.Now()
-					continue
-				}
-				return fmt.Errorf("%s: still in uninterruptible sleep after %v", strings.Join(slow, "; "), kernelWaitLimit)
+		if time.Since(w.lastProgress) > q.opts.Grace {
+			if done, err := q.graceOver(&w); done {
+				return err
 			}
-			// A thread still runnable after the grace period spins only if
-			// it got the CPU and used it: on a loaded machine a runnable
-			// thread may simply not have been scheduled. Note their CPU
-			// time and watch them for more grace periods; flag those that
-			// burned a quarter of one, give up on those that ran too little
-			// to tell. A thread that got no CPU at all, or whose exit or
-			// stop the kernel has yet to report, is waited for: it will
-			// move, and a state taken before it did would depend on the
-			// machine's load (another campaign's real-time threads on this
-			// CPU starved an exiting node past the grace period).
-			busy := map[int]uint64{}
-			var due []string
-			for th := range q.pt.allThreads() {
-				if th.state != tsRunning {
-					continue
-				}
-				s, c, ok := th.kernelState()
-				before, watched := runnableCPU[th.tid]
-				switch pastGrace(s, ok, s == 'Z' && th.leaderWaiting(), watched && c == before) {
-				case graceDue:
-					due = append(due, th.String()+" (its exit or stop unreported)")
-				case graceStarved:
-					busy[th.tid] = c
-					due = append(due, th.String()+" (runnable, no CPU)")
-				case graceBusy:
-					busy[th.tid] = c
-				}
-			}
-			if len(due) > 0 {
-				if dueSince.IsZero() {
-					dueSince = time.Now()
-				}
-				if time.Since(dueSince) < kernelWaitLimit {
-					if runnableCPU != nil {
-						runnableCPU = busy
-					}
-					lastProgress = time.Now()
-					continue
-				}
-				sort.Strings(due)
-				return fmt.Errorf("%s: neither ran nor reported an event in %v", strings.Join(due, "; "), kernelWaitLimit)
-			}
-			dueSince = time.Time{}
-			if len(busy) > 0 && runnableCPU == nil {
-				runnableCPU, lastProgress = busy, time.Now()
-				continue
-			}
-			for tid, c := range busy {
-				if c-runnableCPU[tid] >= uint64(q.opts.Grace/4) {
-					q.spinning = append(q.spinning, q.pt.threadOf(tid).lpid)
-				}
-			}
-			if len(q.spinning) == 0 && len(busy) > 0 && starvedRounds < maxStarvedRounds {
-				starvedRounds++
-				runnableCPU, lastProgress = busy, time.Now()
-				continue
-			}
-			if len(q.spinning) == 0 && len(busy) > 0 {
-				q.stats.Starved++
-			}
-			sort.Strings(q.spinning)
-			return nil
+			continue
 		}
-		q.stats.SettleSpins++
+		q.settleWait(&w)
+	}
+}
+
+// settling is what waitQuiescent keeps from one round to the next.
+type settling struct {
+	// spins counts the rounds since the last progress.
+	spins        int
+	lastProgress time.Time
+	// confirmed: every running thread was found asleep in the kernel at
+	// the last check, having used cpu's CPU time (see sleepCheck).
+	confirmed bool
+	cpu       map[int]uint64
+	// runnableCPU is the CPU time (ns) of threads found runnable when the
+	// grace period ran out, and starvedRounds how many more periods
+	// starved ones have been watched.
+	runnableCPU   map[int]uint64
+	starvedRounds int
+	// kernelSince is when threads were first found in uninterruptible
+	// sleep past the grace period (zero: none since the last progress).
+	kernelSince time.Time
+	// dueSince is when threads were first found due to move (runnable
+	// without CPU, or with an exit or stop not yet reported) past the
+	// grace period.
+	dueSince time.Time
+}
+
+// moved notes that a thread made progress: the grace period starts
+// again, and what was seen of sleeping and runnable threads is stale.
+func (w *settling) moved() {
+	w.lastProgress = time.Now()
+	w.confirmed = false
+	w.spins = 0
+	w.runnableCPU, w.starvedRounds = nil, 0
+}
+
+// yieldToResumed lets the threads just resumed run first when they share
+// the tracer's CPU: they have not run, and wait behind the tracer in its
+// CPU's round-robin queue. Asking the kernel for their stops before would
+// find none.
+func (q *quiescence) yieldToResumed() {
+	if q.pt.takeResumed() && q.opts.Serialize && q.opts.CPU >= 0 {
 		t0 := time.Now()
-		switch {
-		case spins < 16:
-			// Most released threads reach their next gated syscall within
-			// microseconds: yielding catches them without a timer.
-			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-			q.stats.SettleYield += time.Since(t0)
-			if q.nothingRan() {
-				// Nothing else could run on this CPU: the threads lockstep
-				// let run sleep (or run elsewhere); look at them now rather
-				// than yield fifteen more times.
-				spins = 15
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		q.stats.SettleYield += time.Since(t0)
+	}
+}
+
+// confirmAsleep reports whether every running thread was asleep in the
+// kernel twice in a row with no CPU time used in between: nobody can
+// wake them but lockstep.
+func (q *quiescence) confirmAsleep(w *settling) bool {
+	asleep, now := q.sleepCheck()
+	if !asleep {
+		w.confirmed = false
+		return false
+	}
+	if w.confirmed && sameCPU(w.cpu, now) && q.net.netSettled() {
+		return true
+	}
+	w.confirmed, w.cpu = true, now
+	return false
+}
+
+// graceOver judges the threads lockstep let run once the grace period
+// passed with no progress. It reports whether waiting is over, quiescent
+// or with an error; otherwise it gave them more time.
+func (q *quiescence) graceOver(w *settling) (bool, error) {
+	// A thread in uninterruptible sleep (a fork copying its parent, disk
+	// I/O) neither spins nor starves: the kernel will let it go on.
+	// Waiting for it keeps the schedule from depending on how long the
+	// kernel took; past kernelWaitLimit lockstep cannot tell what it
+	// waits for, and says so.
+	if slow := q.inKernelSleep(); len(slow) > 0 {
+		if w.kernelSince.IsZero() {
+			w.kernelSince = time.Now()
+		}
+		if time.Since(w.kernelSince) < kernelWaitLimit {
+			w.lastProgress = time.Now()
+			return false, nil
+		}
+		return true, fmt.Errorf("%s: still in uninterruptible sleep after %v", strings.Join(slow, "; "), kernelWaitLimit)
+	}
+	busy, due := q.runningPastGrace(w.runnableCPU)
+	if len(due) > 0 {
+		if w.dueSince.IsZero() {
+			w.dueSince = time.Now()
+		}
+		if time.Since(w.dueSince) < kernelWaitLimit {
+			if w.runnableCPU != nil {
+				w.runnableCPU = busy
 			}
-		case confirmed:
-			pause(20 * time.Microsecond)
-			q.stats.SettleConfirm += time.Since(t0)
-		default:
-			wd := time.Duration(1<<min(spins/16, 5)) * 100 * time.Microsecond
-			woke := q.blockingWait(wd)
-			q.stats.SettleBlocked += time.Since(t0)
-			if woke {
-				lastProgress = time.Now()
-				confirmed = false
-				spins = 0
-				runnableCPU, starvedRounds = nil, 0
-			}
+			w.lastProgress = time.Now()
+			return false, nil
+		}
+		sort.Strings(due)
+		return true, fmt.Errorf("%s: neither ran nor reported an event in %v", strings.Join(due, "; "), kernelWaitLimit)
+	}
+	w.dueSince = time.Time{}
+	return q.judgeRunnable(w, busy), nil
+}
+
+// runningPastGrace sorts the threads lockstep let run by what they do
+// once the grace period is over (pastGrace): busy holds the runnable
+// ones' CPU time, due names those that will move on their own, each with
+// why. watched is the CPU time of those found runnable at the last look.
+//
+// A thread still runnable after the grace period spins only if it got
+// the CPU and used it: on a loaded machine a runnable thread may simply
+// not have been scheduled. A thread that got no CPU at all, or whose exit
+// or stop the kernel has yet to report, is waited for: it will move, and
+// a state taken before it did would depend on the machine's load (another
+// campaign's real-time threads on this CPU starved an exiting node past
+// the grace period).
+func (q *quiescence) runningPastGrace(watched map[int]uint64) (map[int]uint64, []string) {
+	busy := map[int]uint64{}
+	var due []string
+	for th := range q.pt.allThreads() {
+		if th.state != tsRunning {
+			continue
+		}
+		s, c, ok := th.kernelState()
+		before, seen := watched[th.tid]
+		switch pastGrace(s, ok, s == 'Z' && th.leaderWaiting(), seen && c == before) {
+		case graceDue:
+			due = append(due, th.String()+" (its exit or stop unreported)")
+		case graceStarved:
+			busy[th.tid] = c
+			due = append(due, th.String()+" (runnable, no CPU)")
+		case graceBusy:
+			busy[th.tid] = c
+		}
+	}
+	return busy, due
+}
+
+// judgeRunnable decides about the threads runnable past the grace period
+// (busy, with their CPU time): it notes their CPU time and watches them
+// for more grace periods, then flags those that burned a quarter of one
+// as spinning, and gives up on those that ran too little to tell. It
+// reports whether waiting is over.
+func (q *quiescence) judgeRunnable(w *settling, busy map[int]uint64) bool {
+	if len(busy) > 0 && w.runnableCPU == nil {
+		w.runnableCPU, w.lastProgress = busy, time.Now()
+		return false
+	}
+	for tid, c := range busy {
+		if c-w.runnableCPU[tid] >= uint64(q.opts.Grace/4) {
+			q.spinning = append(q.spinning, q.pt.threadOf(tid).lpid)
+		}
+	}
+	if len(q.spinning) == 0 && len(busy) > 0 && w.starvedRounds < maxStarvedRounds {
+		w.starvedRounds++
+		w.runnableCPU, w.lastProgress = busy, time.Now()
+		return false
+	}
+	if len(q.spinning) == 0 && len(busy) > 0 {
+		q.stats.Starved++
+	}
+	sort.Strings(q.spinning)
+	return true
+}
+
+// settleWait lets the threads run before the next round: a yield while
+// they are likely to reach their next gated syscall soon, a short pause
+// once everything was found asleep, else a blocking wait for an event
+// that grows with the rounds.
+func (q *quiescence) settleWait(w *settling) {
+	q.stats.SettleSpins++
+	t0 := time.Now()
+	switch {
+	case w.spins < 16:
+		// Most released threads reach their next gated syscall within
+		// microseconds: yielding catches them without a timer.
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		q.stats.SettleYield += time.Since(t0)
+		if q.nothingRan() {
+			// Nothing else could run on this CPU: the threads lockstep
+			// let run sleep (or run elsewhere); look at them now rather
+			// than yield fifteen more times.
+			w.spins = 15
+		}
+	case w.confirmed:
+		pause(20 * time.Microsecond)
+		q.stats.SettleConfirm += time.Since(t0)
+	default:
+		wd := time.Duration(1<<min(w.spins/16, 5)) * 100 * time.Microsecond
+		woke := q.blockingWait(wd)
+		q.stats.SettleBlocked += time.Since(t0)
+		if woke {
+			w.moved()
 		}
 	}
 }

@@ -200,24 +200,45 @@ func Filter(gated []uint32) []unix.SockFilter { return filter(gated, nil, false)
 // openat when they create or truncate (O_CREAT, O_TRUNC in their flags).
 func FilterDisk(gated, extra []uint32) []unix.SockFilter { return filter(gated, extra, true) }
 
+// The instructions the filter's rules are made of.
+const (
+	ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS // load a word of seccomp_data
+	ret  = unix.BPF_RET | unix.BPF_K               // return an action
+	andk = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+)
+
+// filter assembles Filter's rules in the order a syscall meets them; each
+// rule ends with the syscall's number in the accumulator for the next.
 func filter(gated, extra []uint32, opens bool) []unix.SockFilter {
-	const (
-		ldw  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		ret  = unix.BPF_RET | unix.BPF_K
-		andk = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
-	)
 	p := &prog{labels: map[string]int{}}
+	abiRule(p)
+	futexRule(p)
+	fastOpenRule(p)
+	listRules(p, gated, extra)
+	if opens {
+		creatingOpenRule(p)
+	}
+	argumentRules(p)
+	returns(p)
+	return p.end()
+}
+
+// abiRule answers ENOSYS to a syscall not of the x86-64 ABI.
+func abiRule(p *prog) {
 	p.stmt(ldw, offArch)
 	p.jeq(auditArchX86_64, "native", "")
 	p.stmt(ret, errno(unix.ENOSYS))
 	p.label("native")
 	p.stmt(ldw, offNr)
 	p.retIfSet(x32Bit, errno(unix.ENOSYS))
-	// futex first: the most frequent syscall of threaded runtimes whose
-	// answer reads an argument (the kernel cannot cache it), so it should
-	// not walk the lists below. It stops for op & mask in {WAIT,
-	// WAIT_BITSET, LOCK_PI, LOCK_PI2, WAIT_REQUEUE_PI} (every command
-	// that waits with a timeout) with a timeout pointer != 0.
+}
+
+// futexRule comes first: futex is the most frequent syscall of threaded
+// runtimes whose answer reads an argument (the kernel cannot cache it),
+// so it should not walk the lists below. It stops for op & mask in
+// {WAIT, WAIT_BITSET, LOCK_PI, LOCK_PI2, WAIT_REQUEUE_PI} (every command
+// that waits with a timeout) with a timeout pointer != 0.
+func futexRule(p *prog) {
 	p.jeq(unix.SYS_FUTEX, "", "notfutex")
 	p.stmt(ldw, offArg1)
 	p.stmt(andk, futexCmdMask)
@@ -236,8 +257,12 @@ func filter(gated, extra []uint32, opens bool) []unix.SockFilter {
 	p.label("futextrace")
 	p.stmt(ret, unix.SECCOMP_RET_TRACE)
 	p.label("notfutex")
-	// sendto's and sendmmsg's flags are their fourth argument, sendmsg's
-	// its third; a send without MSG_FASTOPEN goes on to the gate.
+}
+
+// fastOpenRule answers EOPNOTSUPP to a send with MSG_FASTOPEN. sendto's
+// and sendmmsg's flags are their fourth argument, sendmsg's its third; a
+// send without it goes on to the gate.
+func fastOpenRule(p *prog) {
 	for _, s := range []struct{ nr, flags uint32 }{{unix.SYS_SENDTO, offArg3}, {unix.SYS_SENDMSG, offArg2}, {unix.SYS_SENDMMSG, offArg3}} {
 		p.jeq(s.nr, "", "not"+strconv.Itoa(int(s.nr)))
 		p.stmt(ldw, s.flags)
@@ -245,8 +270,12 @@ func filter(gated, extra []uint32, opens bool) []unix.SockFilter {
 		p.stmt(ldw, offNr)
 		p.label("not" + strconv.Itoa(int(s.nr)))
 	}
-	// The denied and refused calls before the gated ones, so that a gate
-	// added for one of them cannot let it through.
+}
+
+// listRules answers the syscalls listed by number. The denied and refused
+// calls come before the gated ones, so that a gate added for one of them
+// cannot let it through.
+func listRules(p *prog, gated, extra []uint32) {
 	for _, nr := range deniedSyscalls {
 		p.retIf(nr, errno(unix.EPERM))
 	}
@@ -259,17 +288,26 @@ func filter(gated, extra []uint32, opens bool) []unix.SockFilter {
 	for _, nr := range extra {
 		p.retIf(nr, unix.SECCOMP_RET_TRACE)
 	}
-	if opens {
-		// open's flags are its second argument, openat's its third.
-		for _, s := range []struct{ nr, flags uint32 }{{unix.SYS_OPEN, offArg1}, {unix.SYS_OPENAT, offArg2}} {
-			p.jeq(s.nr, "", "notopen"+strconv.Itoa(int(s.nr)))
-			p.stmt(ldw, s.flags)
-			p.retIfSet(unix.O_CREAT|unix.O_TRUNC, unix.SECCOMP_RET_TRACE)
-			p.stmt(ret, unix.SECCOMP_RET_ALLOW)
-			p.label("notopen" + strconv.Itoa(int(s.nr)))
-			p.stmt(ldw, offNr)
-		}
+}
+
+// creatingOpenRule stops open and openat when they create or truncate,
+// and allows them otherwise. open's flags are its second argument,
+// openat's its third.
+func creatingOpenRule(p *prog) {
+	for _, s := range []struct{ nr, flags uint32 }{{unix.SYS_OPEN, offArg1}, {unix.SYS_OPENAT, offArg2}} {
+		p.jeq(s.nr, "", "notopen"+strconv.Itoa(int(s.nr)))
+		p.stmt(ldw, s.flags)
+		p.retIfSet(unix.O_CREAT|unix.O_TRUNC, unix.SECCOMP_RET_TRACE)
+		p.stmt(ret, unix.SECCOMP_RET_ALLOW)
+		p.label("notopen" + strconv.Itoa(int(s.nr)))
+		p.stmt(ldw, offNr)
 	}
+}
+
+// argumentRules is the last rule: the syscalls whose answer depends on an
+// argument jump to its check, which ends at one of returns' labels;
+// every other syscall is allowed.
+func argumentRules(p *prog) {
 	p.jeq(unix.SYS_FCNTL, "fcntl", "")
 	p.jeq(unix.SYS_IOCTL, "ioctl", "")
 	p.jeq(unix.SYS_SETSOCKOPT, "setsockopt", "")
@@ -313,6 +351,10 @@ func filter(gated, extra []uint32, opens bool) []unix.SockFilter {
 	p.label("mode")
 	p.stmt(andk, sIFMT)
 	p.jeq(sIFIFO, "eperm", "allow")
+}
+
+// returns ends the program with the actions argumentRules jumps to.
+func returns(p *prog) {
 	p.label("allow")
 	p.stmt(ret, unix.SECCOMP_RET_ALLOW)
 	p.label("trace")
@@ -325,5 +367,4 @@ func filter(gated, extra []uint32, opens bool) []unix.SockFilter {
 	p.stmt(ret, errno(unix.EOPNOTSUPP))
 	p.label("eafnosupport")
 	p.stmt(ret, errno(unix.EAFNOSUPPORT))
-	return p.end()
 }

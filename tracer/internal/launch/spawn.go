@@ -199,6 +199,9 @@ func spawnFail(s *spawnSpec, step spawnStep, errno syscall.Errno) {
 
 // spawnChild runs in the forked child: nosplit, no allocation, no Go
 // runtime services, only raw syscalls on memory prepared by the parent.
+// Its steps, in order: the descriptors, the mounts, the node's network
+// namespace and directory; then, once seized, the restrictions and the
+// exec.
 //
 //go:nosplit
 //go:norace
@@ -207,9 +210,36 @@ func spawnChild(s *spawnSpec) {
 	if _, _, e := syscall.RawSyscall(unix.SYS_SETPGID, 0, 0, 0); e != 0 {
 		spawnFail(s, stepSetpgid, e)
 	}
+	if step, e := childFds(s); e != 0 {
+		spawnFail(s, step, e)
+	}
+	if step, e := childMounts(s); e != 0 {
+		spawnFail(s, step, e)
+	}
+	if step, e := childJoin(s); e != 0 {
+		spawnFail(s, step, e)
+	}
+	if e := waitSeized(s); e != 0 {
+		spawnFail(s, stepWaitSeized, e)
+	}
+	if step, e := childRestrict(s); e != 0 {
+		spawnFail(s, step, e)
+	}
+	_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(s.path)),
+		uintptr(unsafe.Pointer(&s.argv[0])), uintptr(unsafe.Pointer(&s.envv[0])))
+	spawnFail(s, stepExec, e)
+}
+
+// childFds gives the child its standard descriptors, closes all others but
+// the kept ones, and puts the clock page at ClockPageFd.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func childFds(s *spawnSpec) (spawnStep, syscall.Errno) {
 	for i := uintptr(0); i < 3; i++ {
 		if _, _, e := syscall.RawSyscall(unix.SYS_DUP3, s.stdio[i], i, 0); e != 0 {
-			spawnFail(s, stepStdio, e)
+			return stepStdio, e
 		}
 	}
 	lo := uintptr(3)
@@ -220,13 +250,23 @@ func spawnChild(s *spawnSpec) {
 		lo = s.keep[i] + 1
 	}
 	if _, _, e := syscall.RawSyscall(unix.SYS_CLOSE_RANGE, lo, ^uintptr(0)>>32, 0); e != 0 {
-		spawnFail(s, stepCloseFds, e)
+		return stepCloseFds, e
 	}
 	if s.hasClock {
 		// Without CLOEXEC: it outlives exec. Past a low descriptor limit
 		// the page is opened the slow way instead.
 		syscall.RawSyscall(unix.SYS_DUP3, s.clock, ClockPageFd, 0)
 	}
+	return 0, 0
+}
+
+// childMounts gives the child a mount namespace of its own when it needs
+// one, with the node's hosts file and its image's or sandbox's mounts.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func childMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 	if s.hosts != nil || s.sandbox {
 		// A private mount namespace lets this node see its own /etc/hosts
 		// and a read-only host; a sandbox's IPC namespace keeps System V
@@ -236,69 +276,92 @@ func spawnChild(s *spawnSpec) {
 			ns |= unix.CLONE_NEWIPC
 		}
 		if _, _, e := syscall.RawSyscall(unix.SYS_UNSHARE, ns, 0, 0); e != 0 {
-			spawnFail(s, stepUnshare, e)
+			return stepUnshare, e
 		}
 		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, 0, uintptr(unsafe.Pointer(s.slash)), 0, unix.MS_REC|unix.MS_PRIVATE, 0, 0); e != 0 {
-			spawnFail(s, stepMountPrivate, e)
+			return stepMountPrivate, e
 		}
 	}
 	if s.hosts != nil {
 		if _, _, e := syscall.RawSyscall6(unix.SYS_MOUNT, uintptr(unsafe.Pointer(s.hosts)), uintptr(unsafe.Pointer(s.etcHosts)), 0, unix.MS_BIND, 0, 0); e != 0 {
-			spawnFail(s, stepMountHosts, e)
+			return stepMountHosts, e
 		}
 	}
 	if s.image {
-		if step, e := imageMounts(s); e != 0 {
-			spawnFail(s, step, e)
-		}
-	} else if s.sandbox {
-		if step, e := sandboxMounts(s); e != 0 {
-			spawnFail(s, step, e)
-		}
+		return imageMounts(s)
 	}
+	if s.sandbox {
+		return sandboxMounts(s)
+	}
+	return 0, 0
+}
+
+// childJoin moves the child into the node's network namespace and working
+// directory, and turns address space randomization off.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func childJoin(s *spawnSpec) (spawnStep, syscall.Errno) {
 	if s.netns != 0 {
 		if _, _, e := syscall.RawSyscall(unix.SYS_SETNS, s.netns, unix.CLONE_NEWNET, 0); e != 0 {
-			spawnFail(s, stepSetns, e)
+			return stepSetns, e
 		}
 	}
 	if s.dir != nil {
 		if _, _, e := syscall.RawSyscall(unix.SYS_CHDIR, uintptr(unsafe.Pointer(s.dir)), 0, 0); e != 0 {
-			spawnFail(s, stepChdir, e)
+			return stepChdir, e
 		}
 	}
 	if _, _, e := syscall.RawSyscall(unix.SYS_PERSONALITY, addrNoRandomize, 0, 0); e != 0 {
-		spawnFail(s, stepPersonality, e)
+		return stepPersonality, e
 	}
-	// Wait until seized: a RET_TRACE filter without a tracer makes
-	// syscalls fail with ENOSYS.
+	return 0, 0
+}
+
+// waitSeized waits until the tracer has seized the child and lets it go:
+// a RET_TRACE filter without a tracer makes syscalls fail with ENOSYS.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func waitSeized(s *spawnSpec) syscall.Errno {
 	var b [1]byte
 	if n, _, e := syscall.RawSyscall(unix.SYS_READ, s.syncFd, uintptr(unsafe.Pointer(&b[0])), 1); n != 1 {
 		if e == 0 {
 			e = unix.EPIPE
 		}
-		spawnFail(s, stepWaitSeized, e)
+		return e
 	}
+	return 0
+}
+
+// childRestrict makes reading the TSC trap when asked, drops the
+// capabilities the node does not keep, and installs the seccomp filter.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func childRestrict(s *spawnSpec) (spawnStep, syscall.Errno) {
 	if s.trapTSC {
 		if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_TSC, unix.PR_TSC_SIGSEGV, 0, 0, 0, 0); e != 0 {
-			spawnFail(s, stepTSC, e)
+			return stepTSC, e
 		}
 	}
 	for _, c := range s.capsDrop {
 		if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0, 0, 0, 0); e != 0 {
-			spawnFail(s, stepCaps, e)
+			return stepCaps, e
 		}
 	}
 	if s.fprog != nil {
 		if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
-			spawnFail(s, stepNoNewPrivs, e)
+			return stepNoNewPrivs, e
 		}
 		if _, _, e := syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(s.fprog))); e != 0 {
-			spawnFail(s, stepSeccomp, e)
+			return stepSeccomp, e
 		}
 	}
-	_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(s.path)),
-		uintptr(unsafe.Pointer(&s.argv[0])), uintptr(unsafe.Pointer(&s.envv[0])))
-	spawnFail(s, stepExec, e)
+	return 0, 0
 }
 
 // atFDCWD is AT_FDCWD (-100) as a raw syscall argument.
