@@ -67,7 +67,9 @@ func heldID(d sched.Decision, recs []sched.Record, keys []sched.Key, choices [][
 			return recs[j].Op.ID
 		}
 	}
-	k := sched.NewKeyer()
+	// Named as the run's keys and the decision name them: by their
+	// thread where two threads had ops of one identity on offer at once.
+	k := sched.NewKeyer(append([]sched.Key{d.Key}, keys...)...)
 	c := 0
 	for j := range recs {
 		if recs[j].Auto {

@@ -41,8 +41,20 @@ func (Oldest) Next(enabled []*Op) (int, error) { return 0, nil }
 // the order the run first named them in (Keyer.Offer). A delivery is its
 // sender's; an advance the waiting thread's; a fault lockstep's (neither
 // has a site or a connection of its own).
+//
+// Thread is set only for the ops whose identity without it two threads
+// of the process had on offer at once in the run (a thread per
+// connection writing a subscriber's value while another thread writes a
+// publish to that subscriber, both through one write helper): which of
+// the two goes first is then the race, and a key that names neither
+// thread names only "the next such op", whichever thread makes it. Such
+// an op is named by its thread and N counts that thread's ops alone (see
+// threadShared). Replay tells them apart by the LPID; a key names the
+// thread by the connection it served first (threadName), which the
+// thread keeps in a run whose accepts ran in another order.
 type Key struct {
 	Process string `json:"process"`
+	Thread  string `json:"thread,omitempty"`
 	Kind    Kind   `json:"kind"`
 	Object  string `json:"object,omitempty"`
 	Site    string `json:"site,omitempty"`
@@ -52,6 +64,9 @@ type Key struct {
 
 func (k Key) String() string {
 	s := fmt.Sprintf("%s %s", k.Process, k.Kind)
+	if k.Thread != "" {
+		s = fmt.Sprintf("%s %s %s", k.Process, k.Thread, k.Kind)
+	}
 	if k.Object != "" {
 		s += " " + k.Object
 	}
@@ -63,10 +78,16 @@ func (k Key) String() string {
 
 type keyBase struct {
 	process string
+	thread  string // only for a base in Keyer.byThread
 	kind    Kind
 	object  string
 	site    string
 	conn    string
+}
+
+// baseOfKey is k's base without its thread.
+func baseOfKey(k Key) keyBase {
+	return keyBase{process: k.Process, kind: k.Kind, object: k.Object, site: k.Site, conn: k.Conn}
 }
 
 // Keyer names a run's ops as they are offered and released. Feed it
@@ -77,11 +98,26 @@ type keyBase struct {
 type Keyer struct {
 	released map[keyBase]int
 	conns    connNames
+	// byThread are the bases (without a thread) whose ops are named by
+	// their thread (Key.Thread).
+	byThread map[keyBase]bool
+	// threads are, by LPID, the connection of each thread's first
+	// released op on one (threadName).
+	threads map[string]string
 }
 
-// NewKeyer starts a run.
-func NewKeyer() *Keyer {
-	return &Keyer{released: map[keyBase]int{}, conns: connNames{ord: map[ephemeralEnd]int{}, count: map[connEnds]int{}}}
+// NewKeyer starts a run. Its ops are named by their thread where one of
+// named does: a key with a Thread names every op of its base by its
+// thread (a forced run names its ops as the trace its decisions come
+// from did).
+func NewKeyer(named ...Key) *Keyer {
+	k := &Keyer{released: map[keyBase]int{}, conns: connNames{ord: map[ephemeralEnd]int{}, count: map[connEnds]int{}}, byThread: map[keyBase]bool{}, threads: map[string]string{}}
+	for _, n := range named {
+		if n.Thread != "" {
+			k.byThread[baseOfKey(n)] = true
+		}
+	}
+	return k
 }
 
 // connNames names connections across runs. The tracer binds a connecting
@@ -197,8 +233,91 @@ func (k *Keyer) baseOf(o *Op) keyBase {
 		b.object = o.Syscall // the wait it runs to, not "time"
 	case !o.Kind.IsFault():
 		b.site, b.conn = o.Site, k.conns.name(o.Conn)
+		if k.byThread[b] {
+			b.thread = k.threadName(o.LPID)
+		}
 	}
 	return b
+}
+
+// threadName names a thread across runs, for the keys that name their
+// thread: by the connection of its first op the run released that was on
+// one, as "on 10.77.0.3#0>10.77.0.1:7000", else by its index ("t3").
+// lockstep numbers a process's threads in the order they were created,
+// and a server with a thread per connection creates them in the order
+// its accepts ran, which a forced run need not keep (a run that leaves
+// the clients' connects to the default order makes the subscriber's
+// thread t1 where the trace had t2); the connection a thread served
+// first is that thread's in every run. A thread's pending op does not
+// rename it: it is named by what it did before.
+func (k *Keyer) threadName(lpid string) string {
+	if c, ok := k.threads[lpid]; ok {
+		return "on " + c
+	}
+	return threadOf(lpid)
+}
+
+// threadOf is the thread part of an LPID ("t3" of "db1/0.1/t3").
+func threadOf(lpid string) string {
+	if i := strings.LastIndex(lpid, "/t"); i >= 0 {
+		return lpid[i+1:]
+	}
+	return ""
+}
+
+// threadShared are the bases (without a thread) of a run's ops on a
+// connection that two threads of one process had on offer at once: a
+// thread per connection writing on a subscriber's connection from the
+// write helper every thread calls, while another thread writes there
+// from it too. Those ops are named by their thread (Key.Thread): by
+// their base alone, both are "the next write there", and a hold of the
+// one would hold the other as well. Every other op keeps a key without
+// its thread, which a Go or JVM op keeps when it runs on another thread
+// in another run; one op is never on offer on two threads at once, so
+// moving alone never makes a base shared. Ops on no connection are left
+// out: a Go runtime's threads wait in epoll_pwait from one call site at
+// once, and which thread a wait is on is the runtime's, never the
+// program's. The bases are the run's as a whole, so an op's key does
+// not change within a run. records and choices are as Keys takes them.
+func threadShared(records []Record, choices [][]Op) map[keyBase]bool {
+	k := NewKeyer()
+	shared := map[keyBase]bool{}
+	c := 0
+	for i := range records {
+		if records[i].Auto {
+			continue
+		}
+		if c < len(choices) {
+			offered := choices[c]
+			for j := range offered {
+				k.Offer(&offered[j])
+			}
+			first := map[keyBase]string{} // base → LPID of its first op here
+			for j := range offered {
+				o := &offered[j]
+				if o.Kind == Advance || o.Kind.IsFault() || o.Conn == "" {
+					continue
+				}
+				b := k.baseOf(o)
+				if lpid, ok := first[b]; !ok {
+					first[b] = o.LPID
+				} else if lpid != o.LPID {
+					shared[b] = true
+				}
+			}
+		}
+		c++
+		k.Released(&records[i].Op)
+	}
+	return shared
+}
+
+// runKeyer starts naming the ops of the run whose records and choices
+// are given, as Keys does.
+func runKeyer(records []Record, choices [][]Op) *Keyer {
+	k := NewKeyer()
+	k.byThread = threadShared(records, choices)
+	return k
 }
 
 // Offer tells k of an op offered: the first op offered on a connection
@@ -209,7 +328,7 @@ func (k *Keyer) Offer(o *Op) { k.conns.see(o.Conn) }
 // Key is o's key if it were released next.
 func (k *Keyer) Key(o *Op) Key {
 	b := k.baseOf(o)
-	return Key{Process: b.process, Kind: b.kind, Object: b.object, Site: b.site, Conn: b.conn, N: k.released[b]}
+	return Key{Process: b.process, Thread: b.thread, Kind: b.kind, Object: b.object, Site: b.site, Conn: b.conn, N: k.released[b]}
 }
 
 // Released counts o as released and returns its key.
@@ -217,6 +336,9 @@ func (k *Keyer) Released(o *Op) Key {
 	k.Offer(o)
 	key := k.Key(o)
 	k.released[k.baseOf(o)]++
+	if _, ok := k.threads[o.LPID]; !ok && o.Conn != "" && o.Kind != Advance && !o.Kind.IsFault() {
+		k.threads[o.LPID] = k.conns.name(o.Conn)
+	}
 	return key
 }
 
@@ -227,9 +349,10 @@ func (k *Keyer) Released(o *Op) Key {
 // them), which name connections as the run first offered them (Offer);
 // without them a connection is named when an op on it is released, which
 // is the same unless an op on another of the server's connections from
-// that host was offered before it and released after.
+// that host was offered before it and released after. The ops of a base
+// two threads had on offer at once are named by their thread (Key).
 func Keys(records []Record, choices [][]Op) []Key {
-	k := NewKeyer()
+	k := runKeyer(records, choices)
 	out := make([]Key, len(records))
 	c := 0
 	for i := range records {
@@ -311,7 +434,7 @@ func Decisions(all []Record, choices [][]Op) ([]Decision, error) {
 	}
 	var out []Decision
 	held := map[Key]int{} // key → index in out
-	keyer := NewKeyer()
+	keyer := runKeyer(records, choices)
 	for i := range records {
 		r := &records[i]
 		offered := choices[i]
@@ -484,7 +607,7 @@ func NewForced(ds []Decision, fr FaultReplays) *Forced { return &Forced{decision
 func (f *Forced) Name() string { return "forced" }
 
 func (f *Forced) Reset(int64, int) {
-	f.keyer = NewKeyer()
+	f.keyer = NewKeyer(f.named()...)
 	f.done = map[Key]bool{}
 	f.injected = make([]bool, len(f.decisions))
 	f.due = make([]bool, len(f.decisions))
@@ -493,6 +616,19 @@ func (f *Forced) Reset(int64, int) {
 	f.Order = nil
 	f.recalled = nil
 	f.update()
+}
+
+// named are the keys the decisions name: a run names its ops by their
+// thread where the trace they come from did (Keyer).
+func (f *Forced) named() []Key {
+	var out []Key
+	for _, d := range f.decisions {
+		out = append(out, d.Key)
+		if d.After != nil {
+			out = append(out, *d.After)
+		}
+	}
+	return out
 }
 
 // update marks the inject decisions whose After has been released.

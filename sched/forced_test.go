@@ -544,3 +544,92 @@ func TestReplayFaultDraws(t *testing.T) {
 		})
 	}
 }
+
+// TestForcedThreads: a server with a thread per connection has two
+// threads write on one subscriber's connection through one write helper
+// (one call site), after each read its own connection: the subscriber's
+// thread its reply, the publisher's thread a publish fanned out to the
+// subscriber. The trace releases the publisher's write first, though the
+// reply is older. Forcing its decisions gives that order again, also in
+// a run whose threads were created the other way round (the accepts in
+// another order). (Named by process, kind, site and connection alone,
+// both writes were "the next write there": the trace's one hold was
+// taken for the publisher's own op on another thread and dropped, and
+// the forced run released the reply first.)
+func TestForcedThreads(t *testing.T) {
+	const sub, pub = "10.77.0.3:32768>10.77.0.1:7000", "10.77.0.2:32768>10.77.0.1:7000"
+	server := func(subThread, pubThread string) []Op {
+		op := func(id uint64, thread string, kind Kind, conn string) Op {
+			o := Op{ID: id, Node: "broker", LPID: "broker/0/" + thread, Kind: kind, Site: "broker+0x16ea", Conn: conn}
+			if kind == Recv {
+				o.Site, o.Object = "broker+0x21f1", "inbox:broker"
+			}
+			return o
+		}
+		return []Op{
+			op(1, subThread, Recv, sub), op(2, pubThread, Recv, pub),
+			op(3, subThread, Send, "10.77.0.1:7000>10.77.0.3:32768"), // the reply
+			op(4, pubThread, Send, "10.77.0.1:7000>10.77.0.3:32768"), // the publish
+		}
+	}
+	trace := []uint64{1, 2, 4, 3}
+	_, recs, choices := simulateAll(t, &fixed{order: slices.Clone(trace)}, server("t1", "t3"))
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Kind != HoldDecision || ds[0].Key.Thread == "" {
+		t.Fatalf("decisions %v, want the one hold of the reply, named by its thread", ds)
+	}
+	for _, threads := range [][2]string{{"t1", "t3"}, {"t3", "t1"}} {
+		got, _, _ := simulateAll(t, NewForced(ds, testFaults), server(threads[0], threads[1]))
+		if !slices.Equal(got, trace) {
+			t.Errorf("threads %v: forcing %v released %v, want the trace's %v", threads, ds, got, trace)
+		}
+	}
+}
+
+// TestKeyThreads: an op is named by its thread only when two threads of
+// its process had ops of its identity on offer at once in the run; an op
+// that runs on another thread than the one before it (a goroutine moved
+// between threads) keeps a key without its thread.
+func TestKeyThreads(t *testing.T) {
+	send := func(id uint64, thread string) Op {
+		return Op{ID: id, LPID: "p/0/" + thread, Kind: Send, Site: "p+0x10", Conn: "10.77.0.1:7000>10.77.0.3:32768"}
+	}
+	recv := Op{ID: 9, LPID: "p/0/t0", Kind: Recv, Object: "inbox:p", Site: "p+0x20", Conn: "10.77.0.3:32768>10.77.0.1:7000"}
+	cases := []struct {
+		name    string
+		choices [][]Op // the first op of each is released
+		threads []string
+	}{
+		{"alone on offer, on two threads", [][]Op{{send(1, "t1")}, {send(2, "t2")}}, []string{"", ""}},
+		{"a thread and another op", [][]Op{{send(1, "t1"), recv}, {recv}}, []string{"", ""}},
+		{"two threads at once", [][]Op{{send(2, "t3"), send(1, "t1")}, {send(1, "t1")}}, []string{"t3", "t1"}},
+		{"two threads' waits on no connection", [][]Op{
+			{{ID: 1, LPID: "p/0/t1", Kind: Poll, Object: "inbox:p", Site: "p+0x30"}, {ID: 2, LPID: "p/0/t2", Kind: Poll, Object: "inbox:p", Site: "p+0x30"}},
+			{{ID: 2, LPID: "p/0/t2", Kind: Poll, Object: "inbox:p", Site: "p+0x30"}}}, []string{"", ""}},
+		{"two threads at once, one after a recv", [][]Op{{recv}, {send(2, "t0"), send(1, "t1")}, {send(1, "t1")}},
+			[]string{"", "on 10.77.0.3#0>10.77.0.1:7000", "t1"}},
+		{"one thread's two deliveries", [][]Op{
+			{{ID: 1, LPID: "p/0/t1", Kind: Deliver, Object: "inbox:q", Site: "p+0x10"}, {ID: 2, LPID: "p/0/t1", Kind: Deliver, Object: "inbox:q", Site: "p+0x10"}},
+			{{ID: 2, LPID: "p/0/t1", Kind: Deliver, Object: "inbox:q", Site: "p+0x10"}}}, []string{"", ""}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			recs := make([]Record, len(c.choices))
+			for i := range c.choices {
+				recs[i] = Record{Step: i + 1, Op: c.choices[i][0]}
+			}
+			keys := Keys(recs, c.choices)
+			for i, k := range keys {
+				if k.Thread != c.threads[i] {
+					t.Errorf("op %d named %v, want thread %q", i, k, c.threads[i])
+				}
+			}
+			if keys[0] == keys[1] {
+				t.Errorf("two ops have one key %v", keys[0])
+			}
+		})
+	}
+}
