@@ -189,6 +189,12 @@ limits: {virtual_time: 60s}
 				}
 				return
 			}
+			// A plan's Shape is the engine's message-kind check (a func,
+			// which DeepEqual never finds equal): there, and set aside.
+			if got.Shape == nil {
+				t.Fatal("the plan has no Shape check: holds of one kind could not match")
+			}
+			got.Shape = nil
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("plan\n  got  %+v\n  want %+v", got, tc.want)
 			}
