@@ -97,6 +97,7 @@ func (c *campaign) planned(r *TrialResult, i int, plan explore.Plan, s sched.Str
 	r.Plan = plan.String()
 	if b, ok := s.(*sched.Branch); ok && b.Diverged > 0 {
 		r.Plan += fmt.Sprintf(" (the prefix diverged at step %d)", b.Diverged)
+		c.opts.Logger.Info("explore: prefix diverged", "trial", i, "step", b.Diverged, "why", b.Why)
 	}
 	c.opts.Logger.Info("explore", "trial", i, "plan", r.Plan, "outcome", r.Outcome.Kind)
 	c.mu.Lock()

@@ -48,10 +48,11 @@ func (c Change) String() string {
 // Changes are the changes a Branch knows, in order.
 func Changes() []Change { return []Change{Extend, Flip, Early, Late, Drop, Aim} }
 
-// Branch forces a recorded prefix (replay's identity, as Replay matches
-// ops), makes one Change where it ends and leaves every later choice to
-// Then, reset with Seed. A prefix that diverges (the run took another
-// path) ends there: the branch is made at that point instead.
+// Branch forces a recorded prefix exactly as Replay forces a trace (the
+// same identity, draws, remade faults and advances, forks and waits),
+// makes one Change where it ends and leaves every later choice to Then,
+// reset with Seed. A prefix that diverges (the run took another path)
+// ends there: the branch is made at that point instead.
 type Branch struct {
 	// Prefix are the records forced; Auto ones (a quiet period's
 	// recoveries) are skipped, as replay skips them.
@@ -73,28 +74,46 @@ type Branch struct {
 	Seed   int64
 	Faults FaultReplays
 
-	fork     func(seed int64)
-	i        int
+	fork func(seed int64)
+	// prefix forces Prefix; nil once it is done or has diverged.
+	prefix   *Replay
 	r        *rand.Rand
 	recalled *Op
 	branched bool
 	aimed    bool // Aim's Hold was released
 	after    int  // decisions made after the branch
 	// Diverged is the step of the prefix at which the run offered no op
-	// the trace recorded (0: the prefix replayed whole).
+	// the trace recorded (0: the prefix replayed whole), and Why what it
+	// wanted there and what it was offered instead.
 	Diverged int
+	Why      string
 }
 
 func (b *Branch) Name() string { return "branch+" + b.Then.Name() }
 
-// OnFork is told the engine's fork (Forker): the branch forks where its
-// prefix ends, so that what follows draws its faults and delays afresh.
+// OnFork is told the engine's fork (Forker): the prefix forks where its
+// records say the recorded run did, and the branch where it ends, so that
+// what follows draws its faults and delays afresh.
 func (b *Branch) OnFork(fork func(seed int64)) { b.fork = fork }
 
 func (b *Branch) Reset(_ int64, hint int) {
-	b.i, b.recalled, b.branched, b.aimed, b.after, b.Diverged = 0, nil, false, false, 0, 0
+	b.recalled, b.branched, b.aimed, b.after, b.Diverged, b.Why = nil, false, false, 0, 0, ""
+	b.prefix = NewReplay(&Trace{Records: b.Prefix}, nil, b.Faults)
+	b.prefix.OnFork(func(seed int64) {
+		if b.fork != nil {
+			b.fork(seed)
+		}
+	})
 	b.r = newRand(b.Seed ^ 0x6272616e6368) // "branch"
 	b.Then.Reset(b.Seed, hint)
+}
+
+// forcing says whether the prefix still has a decision to force.
+func (b *Branch) forcing() bool {
+	if b.prefix != nil && b.prefix.Done() {
+		b.prefix = nil
+	}
+	return b.prefix != nil
 }
 
 // Recalled is the record the last Next forced (Recaller): a probe-aimed
@@ -102,45 +121,26 @@ func (b *Branch) Reset(_ int64, hint int) {
 // prefix.
 func (b *Branch) Recalled() *Op { return b.recalled }
 
-// want is the next recorded op of the prefix, nil once it is done.
-func (b *Branch) want() *Op {
-	for b.i < len(b.Prefix) && b.Prefix[b.i].Auto {
-		b.i++
+// Extra remakes the prefix's next advance or fault when the run does not
+// offer it (Replay.Extra); past the prefix, it offers Aim's Hold.
+func (b *Branch) Extra(now time.Duration, choices []*Op) []*Op {
+	if b.forcing() {
+		return b.prefix.Extra(now, choices)
 	}
-	if b.i >= len(b.Prefix) {
-		return nil
-	}
-	return &b.Prefix[b.i].Op
+	return b.aim()
 }
 
-// Extra remakes the prefix's next advance or fault when the run does not
-// offer it, as Replay does (see Replay.Extra).
-func (b *Branch) Extra(now time.Duration, choices []*Op) []*Op {
-	w := b.want()
-	if w == nil {
-		return b.aim()
-	}
-	if !(w.Kind == Advance || w.Kind.IsFault()) {
-		return nil
-	}
-	for _, o := range choices {
-		if sameForced(o, w) {
-			return nil
-		}
-	}
-	if w.Kind == Advance && time.Duration(w.At) <= now || w.Kind.IsFault() && !b.Faults.of(w.Kind).Remake && !w.Made() {
-		return nil
-	}
-	o := *w
-	o.ID = extraIDBase + uint64(b.i) + 1
-	if o.Kind == Advance {
-		o.Delay = o.At - int64(now)
-	}
-	if o.Kind.IsFault() {
-		o.At = 0
-	}
-	return []*Op{&o}
+// Ready holds the decision, as a replay does (Awaiter), while the
+// prefix's next op is not offered yet: on a loaded machine a starved
+// thread may still reach it, and deciding without it would end the
+// prefix early.
+func (b *Branch) Ready(enabled []*Op) bool {
+	return !b.forcing() || b.prefix.Ready(enabled)
 }
+
+// Done is false: a branch goes on past its prefix, so the engine never
+// waits for the outcome a recorded trace ended with.
+func (b *Branch) Done() bool { return false }
 
 // aimID is the ID of Aim's Hold: above every prefix op an Extra makes
 // (extraIDBase + its index), whatever the prefix's length.
@@ -157,22 +157,17 @@ func (b *Branch) aim() []*Op {
 	return []*Op{&o}
 }
 
-// sameForced is replay's identity, on any thread of the process.
-func sameForced(a, b *Op) bool { return SameOnProcess(a, b) }
-
 func (b *Branch) Next(enabled []*Op) (int, error) {
 	b.recalled = nil
-	if w := b.want(); w != nil {
-		for i, o := range enabled {
-			if sameForced(o, w) {
-				b.i++
-				b.recalled = w
-				return i, nil
-			}
+	if b.forcing() {
+		i, err := b.prefix.Next(enabled)
+		if err == nil {
+			b.recalled = b.prefix.Recalled()
+			return i, nil
 		}
 		// Another path: the branch is made here.
-		b.Diverged = b.Prefix[b.i].Step
-		b.Prefix = nil
+		b.Diverged, b.Why = b.Prefix[b.prefix.step-1].Step, err.Error()
+		b.prefix = nil
 	}
 	if !b.branched {
 		b.branched = true
@@ -281,8 +276,12 @@ func (b *Branch) declining() bool {
 
 // Declines says whether the branch keeps o back now (Decliner): Late's
 // injections and delays while it waits, Drop's kind for good. In the
-// prefix nothing is declined: the recorded run took what was offered.
+// prefix it declines what replay declines: a fault offered alone in a
+// lull that is not of the prefix's next decision's kind.
 func (b *Branch) Declines(o *Op) bool {
+	if b.forcing() {
+		return b.prefix.Declines(o)
+	}
 	if !b.declining() {
 		return false
 	}
