@@ -481,11 +481,17 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 		}
 		p.Fault = k
 	case sched.Aim:
-		p.Prefix = v.aimRoom(e, p.Prefix, fr)
-		a, ok := v.aimAt(r, e, p.Prefix)
+		room := v.aimRoom(e, len(e.decisions), fr)
+		p.Prefix = min(p.Prefix, room)
+		a, at, ok := v.aimAt(r, e, p.Prefix)
 		if !ok {
 			p.Change = sched.Extend
 		}
+		// The hold lands on the message it is aimed at: the prefix runs
+		// on to just before that message's delivery, within the budget's
+		// room. Made where the prefix first stood, a hold shorter than the
+		// time to that delivery would end before it and hold nothing.
+		p.Prefix = max(p.Prefix, min(room, e.before(at)))
 		p.Aim = a
 	}
 	return p
@@ -511,8 +517,10 @@ func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 // message the entry's trial delivered after d on a link with an end among
 // the aiming's nodes, the rarer kinds (fewer trials showed them) the
 // likelier, each link and kind once; its length from a tenth of MaxHold
-// to all of it, in whole ms. None when nothing was delivered there.
-func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, bool) {
+// to all of it, in whole ms; and the record of the message drawn (the
+// kind's first on its link after d). None when nothing was delivered
+// there.
+func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	end := len(e.Records)
 	if d < len(e.decisions) {
 		end = e.decisions[d]
@@ -535,12 +543,12 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, bool) {
 		weights = append(weights, 1/float64(max(1, v.kindCount[m.Kind])))
 	}
 	if len(cands) == 0 {
-		return AimAt{}, false
+		return AimAt{}, 0, false
 	}
 	m := cands[pick(r, weights)]
 	mh := v.aiming.MaxHold
 	hold := (mh/10 + time.Duration(r.Int64N(int64(mh-mh/10)+1))).Truncate(time.Millisecond)
-	return AimAt{From: m.From, To: m.To, Kind: m.Kind, Shape: m.Shape, Label: m.Label, Hold: hold}, true
+	return AimAt{From: m.From, To: m.To, Kind: m.Kind, Shape: m.Shape, Label: m.Label, Hold: hold}, m.Record, true
 }
 
 // entry draws the entry a branch starts from, and the decision its prefix
