@@ -104,3 +104,53 @@ func stoppedAtWrite(tb testing.TB, argv []string) (int, *ptrace.Regs) {
 		}
 	}
 }
+
+// BenchmarkSiteJava: a JVM thread stopped in a socket read under a
+// BufferedReader (interpreted frames), its site named alone (the JDK's
+// native frame, as before Java frames were read) and with the program's
+// Java method. "warm": the Cache and the Process have seen the stop, as
+// at every stop of a JVM after its first: the difference is what reading
+// Java frames adds to a stop. "cold": a new Cache and Process each time,
+// as at a trial's first stop of its first JVM: the JVM's tables, its code
+// heaps and each method on the stack are read once.
+func BenchmarkSiteJava(b *testing.B) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		b.Skip("java not found")
+	}
+	classes := testutil.RepoPath("testdata", "bin", "java", "classes")
+	testutil.RequireBinary(b, classes+"/CallSiteWorker.class")
+	pid, tid := blockedJavaReader(b, java, classes, nil)
+	regs := interruptThread(b, tid)
+	c := NewCache()
+	p := &Process{Pid: pid}
+	site, caller := c.SiteAndCaller(p, regs.SP(), regs.FP(), 1)
+	if caller == "" {
+		b.Fatalf("no caller at %s", site)
+	}
+	for _, tc := range []struct {
+		name  string
+		cold  bool
+		named bool
+	}{
+		{"cold/site", true, false}, {"cold/site+caller", true, true},
+		{"warm/site", false, false}, {"warm/site+caller", false, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				if tc.cold {
+					c, p = NewCache(), &Process{Pid: pid}
+				}
+				var s, cl string
+				if tc.named {
+					s, cl = c.SiteAndCaller(p, regs.SP(), regs.FP(), 1)
+				} else {
+					s, cl = c.Site(p, regs.SP(), regs.FP(), 1), caller
+				}
+				if s != site || cl != caller {
+					b.Fatalf("%s at %s, then %s at %s", caller, site, cl, s)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package callsite
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
@@ -100,12 +101,13 @@ type javaMethod struct {
 // exist), and what its frames were found to be.
 type jvmProcess struct {
 	layout  *hotspotLayout
-	lib     *jvmLib
 	base    uint64
 	heaps   []codeHeap
 	code    map[uint64]javaCode
 	methods map[uint64]*javaMethod // nil value: not a method
 	classes map[uint64]*javaClass
+	// blobNames are the names of the code blobs met, by address.
+	blobNames map[uint64]string
 }
 
 // jvmOf is p's JVM state, nil when p runs no HotSpot JVM whose tables
@@ -124,8 +126,8 @@ func (c *Cache) jvmOf(p *Process) *jvmProcess {
 		if layout == nil {
 			return nil
 		}
-		p.jvm = &jvmProcess{layout: layout, lib: lib, base: loadBase(m, lib), code: map[uint64]javaCode{},
-			methods: map[uint64]*javaMethod{}, classes: map[uint64]*javaClass{}}
+		p.jvm = &jvmProcess{layout: layout, base: loadBase(m, lib), code: map[uint64]javaCode{},
+			methods: map[uint64]*javaMethod{}, classes: map[uint64]*javaClass{}, blobNames: map[uint64]string{}}
 		return p.jvm
 	}
 	return nil
@@ -156,6 +158,9 @@ func (c *Cache) jvmLayout(pid int, m *mapping) (*jvmLib, *hotspotLayout) {
 		entry.err = err
 		return nil, nil
 	}
+	// Its file is not kept open: a Cache lives for a trial, and
+	// lockstep for a campaign of them.
+	defer lib.close()
 	tables, err := readJVMTables(pid, lib, loadBase(m, lib))
 	if err != nil {
 		entry.err = err
@@ -382,17 +387,32 @@ func (j *jvmProcess) blobCode(pid int, blob uint64) javaCode {
 	if ptrace.ReadMem(pid, blob, buf) != nil {
 		return javaCode{}
 	}
-	name := u64At(buf, l.blobName)
-	if name < j.base {
-		return javaCode{}
-	}
-	switch j.lib.cString(name - j.base) {
+	switch j.blobName(pid, u64At(buf, l.blobName)) {
 	case "Interpreter":
 		return javaCode{kind: codeInterpreted}
 	case "nmethod":
 		return javaCode{kind: codeCompiled, method: u64At(buf, l.compiledMethod)}
 	}
 	return javaCode{}
+}
+
+// blobName is the code blob name at addr (a string of libjvm.so's, one
+// per kind of blob), read once per process.
+func (j *jvmProcess) blobName(pid int, addr uint64) string {
+	if name, ok := j.blobNames[addr]; ok {
+		return name
+	}
+	var buf [32]byte
+	name := ""
+	if n, err := ptrace.ReadMemPrefix(pid, addr, buf[:]); err == nil {
+		if i := bytes.IndexByte(buf[:n], 0); i >= 0 {
+			name = string(buf[:i])
+		}
+	}
+	if len(j.blobNames) < 1024 {
+		j.blobNames[addr] = name
+	}
+	return name
 }
 
 // method is what the Method* m names, read once; nil when it does not

@@ -118,7 +118,7 @@ func jvmPath(p *Process) string {
 // line, and returns once it has printed it: its "lock-worker" thread is
 // then blocked reading the next. It returns the JVM's pid and that
 // thread's id.
-func blockedJavaReader(t *testing.T, java, classes string, flags []string) (pid, tid int) {
+func blockedJavaReader(t testing.TB, java, classes string, flags []string) (pid, tid int) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -173,7 +173,7 @@ func blockedJavaReader(t *testing.T, java, classes string, flags []string) (pid,
 // interruptThread stops a running thread with ptrace and returns its
 // registers; the thread is let go at the test's end. The calling
 // goroutine's thread is locked: it is the tracer.
-func interruptThread(t *testing.T, tid int) *ptrace.Regs {
+func interruptThread(t testing.TB, tid int) *ptrace.Regs {
 	t.Helper()
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)

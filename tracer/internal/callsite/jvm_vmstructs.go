@@ -1,6 +1,7 @@
 package callsite
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -65,13 +66,22 @@ type vmEntry struct {
 	offset uint64 // a field's offset, or a static field's address
 }
 
-// jvmLib is an open libjvm.so: its dynamic symbols and load segments, to
-// find the exported tables and to read the strings they point to from the
-// file rather than from the tracee.
+// jvmLib is a libjvm.so: its dynamic symbols and load segments, to find
+// the exported tables, and while they are read (f, then closed) the file
+// the strings they point to are read from, rather than from the tracee.
 type jvmLib struct {
 	f     *os.File
 	loads []elf.ProgHeader
 	syms  map[string]uint64
+	pages map[uint64]filePage // by page address
+}
+
+// close closes the file: the layout is read.
+func (l *jvmLib) close() {
+	if l.f != nil {
+		l.f.Close()
+		l.f, l.pages = nil, nil
+	}
 }
 
 func openJVMLib(path string) (*jvmLib, error) {
@@ -80,7 +90,7 @@ func openJVMLib(path string) (*jvmLib, error) {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	defer ef.Close()
-	l := &jvmLib{syms: map[string]uint64{}}
+	l := &jvmLib{syms: map[string]uint64{}, pages: map[uint64]filePage{}}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			l.loads = append(l.loads, p.ProgHeader)
@@ -102,23 +112,58 @@ func openJVMLib(path string) (*jvmLib, error) {
 }
 
 // cString reads the NUL-terminated string at virtual address va of the
-// library's file, "" when va is not in it.
+// library's file, "" when va is not in it. The tables' thousands of
+// names lie together: the file is read a page at a time, each page once.
 func (l *jvmLib) cString(va uint64) string {
-	for _, p := range l.loads {
-		if va < p.Vaddr || va >= p.Vaddr+p.Filesz {
-			continue
+	var b []byte
+	for len(b) < maxSymbol {
+		page, ok := l.page(va + uint64(len(b)))
+		if !ok {
+			return ""
 		}
-		var buf [128]byte
-		n, _ := l.f.ReadAt(buf[:], int64(va-p.Vaddr+p.Off))
-		for i := 0; i < n; i++ {
-			if buf[i] == 0 {
-				return string(buf[:i])
-			}
+		if i := bytes.IndexByte(page, 0); i >= 0 {
+			return string(append(b, page[:i]...))
 		}
-		return string(buf[:n])
+		b = append(b, page...)
 	}
 	return ""
 }
+
+// page is the file's bytes from virtual address va to the end of its
+// page (of stringPage bytes) or of its segment, whichever comes first.
+func (l *jvmLib) page(va uint64) ([]byte, bool) {
+	if l.f == nil {
+		return nil, false
+	}
+	key := va &^ (stringPage - 1)
+	pg, ok := l.pages[key]
+	if !ok {
+		for _, p := range l.loads {
+			lo, hi := max(key, p.Vaddr), min(key+stringPage, p.Vaddr+p.Filesz)
+			if va < lo || va >= hi {
+				continue
+			}
+			pg.start, pg.b = lo, make([]byte, hi-lo)
+			n, _ := l.f.ReadAt(pg.b, int64(lo-p.Vaddr+p.Off))
+			pg.b = pg.b[:n]
+			break
+		}
+		l.pages[key] = pg
+	}
+	if va < pg.start || va-pg.start >= uint64(len(pg.b)) {
+		return nil, false
+	}
+	return pg.b[va-pg.start:], true
+}
+
+// filePage is what the file holds of one page: from start, its bytes.
+type filePage struct {
+	start uint64
+	b     []byte
+}
+
+// stringPage is how much of the file cString reads at once.
+const stringPage = 4096
 
 // jvmTables reads the exported tables of the libjvm.so mapped at base in
 // pid: struct entries by "Type::field", type sizes by name, int constants
