@@ -413,6 +413,11 @@ func (c *Cache) site(p *Process, sp, fp uint64, frames int) (string, frameID) {
 		p.maps = m
 	}
 	stack := c.stack.reset(p.Pid, sp, scanBytes)
+	if p.jvm != nil {
+		// The walk to the program's Java method (javaCaller) reads the
+		// stack further up: in one piece rather than growing to it.
+		stack.first = jvmStackBytes
+	}
 	if c.isGo(p) {
 		// Go keeps frame pointers: its chain is exact, where a scan of
 		// the stack meets stale return addresses of earlier calls (fmt's
