@@ -36,21 +36,3 @@ func TestWithDefaultEnv(t *testing.T) {
 		}
 	}
 }
-
-func TestWithJavaToolOption(t *testing.T) {
-	const fp = "-XX:+PreserveFramePointer"
-	tests := []struct {
-		env, want []string
-	}{
-		{nil, []string{"JAVA_TOOL_OPTIONS=" + fp}},
-		{[]string{"A=1"}, []string{"A=1", "JAVA_TOOL_OPTIONS=" + fp}},
-		// The node's own options come after lockstep's: they win.
-		{[]string{"JAVA_TOOL_OPTIONS=-XX:-PreserveFramePointer", "B=2"}, []string{"JAVA_TOOL_OPTIONS=" + fp + " -XX:-PreserveFramePointer", "B=2"}},
-		{[]string{"JAVA_TOOL_OPTIONS="}, []string{"JAVA_TOOL_OPTIONS=" + fp}},
-	}
-	for _, tt := range tests {
-		if got := withJavaToolOption(tt.env, fp); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("withJavaToolOption(%q) = %q, want %q", tt.env, got, tt.want)
-		}
-	}
-}

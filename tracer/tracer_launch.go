@@ -62,7 +62,6 @@ func prepareLaunch(cfg LaunchConfig, pinned bool) (LaunchConfig, string, error) 
 	// Go's asynchronous preemption signals threads on a timer: every signal
 	// is a ptrace stop and a source of nondeterminism.
 	cfg.Env = withGodebug(cfg.Env, "asyncpreemptoff=1")
-	cfg.Env = withJavaToolOption(cfg.Env, javaFramePointers)
 	return cfg, path, nil
 }
 
@@ -225,31 +224,6 @@ func withGodebug(env []string, setting string) []string {
 		}
 	}
 	return append(out, "GODEBUG="+setting)
-}
-
-// javaFramePointers makes a HotSpot JVM's compiled code keep rbp as a
-// frame pointer, as its interpreter does: the call-site walk then passes
-// through compiled frames to the program's Java method
-// (tracer/internal/callsite, jvm.go). It costs the JVM a register, a few
-// percent of compiled code's speed, and the JVM prints "Picked up
-// JAVA_TOOL_OPTIONS: ..." on its stderr. A node turns it off with
-// -XX:-PreserveFramePointer in its own JAVA_TOOL_OPTIONS or on its java
-// command line, both of which the JVM reads after this.
-const javaFramePointers = "-XX:+PreserveFramePointer"
-
-// withJavaToolOption puts opt first in the environment's
-// JAVA_TOOL_OPTIONS (which every HotSpot JVM reads, whatever starts it;
-// other programs ignore it), before the options the node's environment
-// gives, which win over it.
-func withJavaToolOption(env []string, opt string) []string {
-	out := append([]string(nil), env...)
-	for i, e := range out {
-		if v, ok := strings.CutPrefix(e, "JAVA_TOOL_OPTIONS="); ok {
-			out[i] = strings.TrimSpace("JAVA_TOOL_OPTIONS=" + opt + " " + v)
-			return out
-		}
-	}
-	return append(out, "JAVA_TOOL_OPTIONS="+opt)
 }
 
 // withDefaultEnv adds name=value to the environment unless it has name

@@ -16,18 +16,21 @@ import (
 // the Java code above it is in anonymous memory: the site is the JDK's
 // frame. The Java method of the program that made the call is found by
 // following the frame pointers from the stop, through the JDK's native
-// frame, into the Java frames: HotSpot's interpreter keeps rbp as a frame
-// pointer, and so does compiled code under -XX:+PreserveFramePointer
-// (without it a compiled frame ends the walk). A return address into the
-// code cache is looked up there (its segment map, as HotSpot's own
-// CodeCache::find_blob does): into the interpreter, the caller's frame is
-// an interpreted one, whose Method* and bytecode pointer sit at fixed
-// slots below its frame pointer; into an nmethod, the nmethod names its
-// Method. The first method of a class outside the JDK is the caller,
-// named as Java's stack traces name it: Class.method(File.java:line), the
-// line from the method's line number table when the frame is interpreted
-// (a compiled frame's is not known: its pc would need the nmethod's debug
-// information).
+// frame, into the Java frames. A return address into the code cache is
+// looked up there (its segment map, as HotSpot's own CodeCache::find_blob
+// does): into the interpreter, the caller's frame is an interpreted one,
+// which keeps rbp as its frame pointer and its Method* and bytecode
+// pointer at fixed slots below it; into an nmethod, the caller is
+// compiled code, whose nmethod names its Method and the size of its
+// frame, which leads to the next frame record whether or not the
+// compiled code keeps rbp (-XX:+PreserveFramePointer): the JVM runs as
+// the node's command says, with no flag or agent of lockstep's. The first
+// method of a class outside the JDK is the caller, named as Java's stack
+// traces name it: Class.method(File.java:line), the line from the
+// method's line number table when the frame is interpreted. A compiled
+// frame's line is not known, and its method is the one the JIT compiled,
+// which may have inlined the program's method that made the call (naming
+// that one would take the nmethod's scopes, its debug information).
 //
 // Everything is read, never written; what a read finds is checked (a
 // return address must lie in a code heap's used block, a name must be
@@ -66,6 +69,9 @@ const (
 type javaCode struct {
 	kind   codeKind
 	method uint64 // a compiled method's Method*
+	// words is a compiled frame's size in words, its return address
+	// and saved frame pointer included (CodeBlob::_frame_size).
+	words uint64
 }
 
 // codeHeap is one of the code cache's heaps: its blocks and its segment
@@ -193,6 +199,10 @@ func (c *Cache) javaCaller(p *Process, fp uint64) string {
 	}
 	stack := &c.stack
 	lo := stack.sp
+	// fp is a frame record (saved rbp, then the return address into the
+	// caller); interp says whose: an interpreted frame's, or another's (a
+	// C function's, a compiled frame's, a native wrapper's).
+	interp := false
 	for i := 0; i < javaFrameWalk; i++ {
 		if fp < lo || fp > stack.sp+8<<20 || fp%8 != 0 {
 			break
@@ -203,7 +213,8 @@ func (c *Cache) javaCaller(p *Process, fp uint64) string {
 			break
 		}
 		var method, bcp uint64
-		switch code := j.codeAt(p.Pid, ret); code.kind {
+		code := j.codeAt(p.Pid, ret)
+		switch code.kind {
 		case codeInterpreted:
 			// The caller, whose frame is at next, is interpreted.
 			if next <= fp {
@@ -212,16 +223,38 @@ func (c *Cache) javaCaller(p *Process, fp uint64) string {
 			method, _ = c.stackWord(p, next-interpMethodSlot*8)
 			bcp, _ = c.stackWord(p, next-interpBCPSlot*8)
 		case codeCompiled:
-			method = code.method
+			// The caller is compiled: its frame, of a size its nmethod
+			// knows, ends with its own return address and saved rbp, a
+			// frame record (HotSpot's frame::sender_for_compiled_frame).
+			// Compiled code need not keep rbp: rbp alone would skip it.
+			sp, ok := c.callerSP(p, fp, interp)
+			if !ok {
+				return ""
+			}
+			method, next = code.method, sp+code.words*8-16
 		}
 		if method != 0 {
 			if m := j.method(p.Pid, method); m != nil && !m.class.jdk {
 				return m.frame(bcp)
 			}
 		}
-		lo, fp = fp+16, next
+		lo, fp, interp = fp+16, next, code.kind == codeInterpreted
 	}
 	return ""
+}
+
+// callerSP is the stack pointer of the caller of the frame whose record
+// is at fp, as it was at the call: just above the return address, unless
+// the frame is interpreted, whose caller's sp it keeps below its frame
+// pointer (interpreter_frame_sender_sp_offset): a compiled caller reaches
+// the interpreter through an adapter that lays the arguments out between
+// the two frames.
+func (c *Cache) callerSP(p *Process, fp uint64, interp bool) (uint64, bool) {
+	if !interp {
+		return fp + 16, true
+	}
+	sp, ok := c.stackWord(p, fp-8)
+	return sp, ok && sp >= fp+16 && sp%8 == 0
 }
 
 // stackWord is the word at addr of the stopped thread's stack: from the
@@ -383,7 +416,7 @@ func (h codeHeap) blockStart(pid int, seg uint64) (uint64, bool) {
 // (with its Method*), or other code.
 func (j *jvmProcess) blobCode(pid int, blob uint64) javaCode {
 	l := j.layout
-	buf := make([]byte, max(l.blobName, l.compiledMethod)+8)
+	buf := make([]byte, max(l.blobName, l.compiledMethod, l.blobFrameSize)+8)
 	if ptrace.ReadMem(pid, blob, buf) != nil {
 		return javaCode{}
 	}
@@ -391,7 +424,11 @@ func (j *jvmProcess) blobCode(pid int, blob uint64) javaCode {
 	case "Interpreter":
 		return javaCode{kind: codeInterpreted}
 	case "nmethod":
-		return javaCode{kind: codeCompiled, method: u64At(buf, l.compiledMethod)}
+		words := uint64(binary.NativeEndian.Uint32(buf[l.blobFrameSize:]))
+		if words < 2 || words > 1<<16 {
+			return javaCode{}
+		}
+		return javaCode{kind: codeCompiled, method: u64At(buf, l.compiledMethod), words: words}
 	}
 	return javaCode{}
 }

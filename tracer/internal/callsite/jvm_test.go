@@ -60,8 +60,9 @@ func TestLineAt(t *testing.T) {
 // TestJavaCaller: a JVM thread blocked in a socket read, through a
 // BufferedReader, is named by the program's method that reads, with its
 // line while the frames are interpreted; with every method compiled
-// (-Xcomp), the walk passes through compiled frames only when the JVM
-// keeps frame pointers, and names the method without its line.
+// (-Xcomp), the walk passes through compiled frames by their sizes,
+// whether or not the JVM keeps frame pointers, and names the method
+// without its line.
 func TestJavaCaller(t *testing.T) {
 	classes := testutil.RepoPath("testdata", "bin", "java", "classes")
 	java, err := exec.LookPath("java")
@@ -77,7 +78,7 @@ func TestJavaCaller(t *testing.T) {
 	}{
 		{"interpreted", nil, "CallSiteWorker.serve(CallSiteWorker.java:28)"},
 		{"interpreted, frame pointers", []string{"-XX:+PreserveFramePointer"}, "CallSiteWorker.serve(CallSiteWorker.java:28)"},
-		{"compiled", []string{"-Xcomp"}, ""},
+		{"compiled", []string{"-Xcomp"}, "CallSiteWorker.serve(CallSiteWorker.java)"},
 		{"compiled, frame pointers", []string{"-Xcomp", "-XX:+PreserveFramePointer"}, "CallSiteWorker.serve(CallSiteWorker.java)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -57,6 +57,7 @@ type hotspotLayout struct {
 	virtualSpaceHigh uint64 // VirtualSpace::_high
 	heapBlockSize    uint64
 	blobName         uint64
+	blobFrameSize    uint64 // CodeBlob::_frame_size, in words
 	compiledMethod   uint64 // CompiledMethod::_method
 }
 
@@ -316,6 +317,7 @@ func (t *jvmTables) layout() (*hotspotLayout, error) {
 	field(&l.virtualSpaceHigh, "VirtualSpace::_high", false)
 	size(&l.heapBlockSize, "HeapBlock")
 	field(&l.blobName, "CodeBlob::_name", false)
+	field(&l.blobFrameSize, "CodeBlob::_frame_size", false)
 	field(&l.compiledMethod, "CompiledMethod::_method", false)
 	bit, ok := t.constants["ConstMethod::_has_linenumber_table"]
 	if !ok && missing == nil {
