@@ -89,7 +89,9 @@ const segmapFree = 0xff
 type javaClass struct {
 	name string // dotted: "java.io.BufferedReader", "CallSiteWorker$1"
 	file string // its source file, "" when the class does not say
-	jdk  bool
+	// jdk says its frames are not the program's: the JDK's, or glue the
+	// JVM generated.
+	jdk bool
 }
 
 // javaMethod is what a Method* names, and how to find its lines.
@@ -526,6 +528,10 @@ func (j *jvmProcess) class(pid int, k, cp, src uint64) (*javaClass, error) {
 	for _, pre := range jdkPackages {
 		c.jdk = c.jdk || strings.HasPrefix(c.name, pre)
 	}
+	// A lambda's hidden class (Main$$Lambda$3+0x0000...) only forwards to
+	// the lambda's body, a method of the program's class further down;
+	// its name carries an address.
+	c.jdk = c.jdk || strings.Contains(c.name, "$$Lambda")
 	j.classes[k] = c
 	return c, nil
 }

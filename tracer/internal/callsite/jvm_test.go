@@ -80,6 +80,16 @@ func TestJavaCaller(t *testing.T) {
 		{"interpreted, frame pointers", []string{"-XX:+PreserveFramePointer"}, "CallSiteWorker.serve(CallSiteWorker.java:28)"},
 		{"compiled", []string{"-Xcomp"}, "CallSiteWorker.serve(CallSiteWorker.java)"},
 		{"compiled, frame pointers", []string{"-Xcomp", "-XX:+PreserveFramePointer"}, "CallSiteWorker.serve(CallSiteWorker.java)"},
+		// The program's frame interpreted above compiled JDK frames,
+		// which keep no rbp: a walk along rbp alone skips them and
+		// names serve's caller.
+		{"interpreted over compiled", []string{"-Xcomp", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,CallSiteWorker::serve"},
+			"CallSiteWorker.serve(CallSiteWorker.java:28)"},
+		// A compiled JDK frame (BufferedReader.fill) calling an
+		// interpreted one, through an adapter that lays the arguments
+		// out between the two, below the program's compiled frame.
+		{"compiled over interpreted", []string{"-Xcomp", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,java.io.InputStreamReader::read"},
+			"CallSiteWorker.serve(CallSiteWorker.java)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pid, tid := blockedJavaReader(t, java, classes, tc.flags)
