@@ -204,7 +204,8 @@ func TestSchemes(t *testing.T) {
 }
 
 // TestSchemeKinds: "+kind" tells a send from the delivery of its bytes and
-// names the program's frame above a library site; "+msg" tells deliveries
+// names the program's frame above a library site (a Java method, whatever
+// its line); "+msg" tells deliveries
 // of different shapes apart, but not two of one shape that carry other
 // values.
 func TestSchemeKinds(t *testing.T) {
@@ -213,13 +214,18 @@ func TestSchemeKinds(t *testing.T) {
 	vote2 := sched.Signature{LPID: "n/0/t2", Site: "prog+0x10", Kind: sched.Deliver, Msg: "VOTE 14 n3\n", Bytes: 11}
 	beat := sched.Signature{LPID: "n/0/t1", Site: "prog+0x10", Kind: sched.Deliver, Msg: "BEAT 7\n", Bytes: 7}
 	std := sched.Signature{LPID: "n/0/t1", Site: "prog+0x10", Kind: sched.Send, Caller: "prog::peer::gossip"}
+	// A JVM's send through one JDK site, from two methods of the
+	// program; one of them interpreted (its line known) or compiled.
+	javaA := sched.Signature{LPID: "j/0/t1", Site: "libnio.so+0x72eb", Kind: sched.Send, Caller: "Jvm2.app(Jvm2.java:250)"}
+	javaA2 := sched.Signature{LPID: "j/0/t1", Site: "libnio.so+0x72eb", Kind: sched.Send, Caller: "Jvm2.app(Jvm2.java)"}
+	javaB := sched.Signature{LPID: "j/0/t1", Site: "libnio.so+0x72eb", Kind: sched.Send, Caller: "Jvm2$Pipe.call(Jvm2.java:216)"}
 	for _, tc := range []struct {
 		scheme string
 		same   [][2]sched.Signature
 		differ [][2]sched.Signature
 	}{
-		{"proc+pc", [][2]sched.Signature{{send, vote}, {vote, beat}, {send, std}}, nil},
-		{"proc+pc+kind", [][2]sched.Signature{{vote, beat}, {vote, vote2}}, [][2]sched.Signature{{send, vote}, {send, std}}},
+		{"proc+pc", [][2]sched.Signature{{send, vote}, {vote, beat}, {send, std}, {javaA, javaB}}, nil},
+		{"proc+pc+kind", [][2]sched.Signature{{vote, beat}, {vote, vote2}, {javaA, javaA2}}, [][2]sched.Signature{{send, vote}, {send, std}, {javaA, javaB}}},
 		{"proc+pc+msg", [][2]sched.Signature{{vote, vote2}}, [][2]sched.Signature{{send, vote}, {vote, beat}, {send, std}}},
 	} {
 		s, err := ParseScheme(tc.scheme)

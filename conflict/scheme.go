@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/coverage"
+	"github.com/lockstep-dev/lockstep/internal/symname"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -155,7 +156,7 @@ func (s Scheme) Key(sig sched.Signature) string {
 	}
 	if s.kind {
 		if sig.Caller != "" {
-			key += " in " + sig.Caller
+			key += " in " + callerKey(sig.Caller)
 		}
 		key += " " + sig.Kind.String()
 	}
@@ -177,4 +178,15 @@ func shapeKey(msg string, n int) string {
 		head = head[:16]
 	}
 	return fmt.Sprintf("%016x%q", h.Sum64(), head)
+}
+
+// callerKey is the part of a caller a key names: a Java method without
+// its line. The line is known only while the frame is interpreted; once
+// the JIT compiles the method (at a moment that differs from run to run)
+// it is not, and a key must not change with that.
+func callerKey(caller string) string {
+	if method, _, _, ok := symname.JavaFrame(caller); ok {
+		return method
+	}
+	return caller
 }

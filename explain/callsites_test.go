@@ -78,7 +78,8 @@ func quoteList(argv []string) string {
 // where a developer reads it, in each language: the C function (and its
 // line when built with -g, else one hint), the Rust function of the
 // program's own crate past std's Lines iterator, the JVM thread's name
-// and the JDK native method under it.
+// and the program's Java method (read from the JVM) past the JDK's
+// native method the site is in.
 func TestCallSitesTraced(t *testing.T) {
 	testutil.RequireTrials(t)
 	bin := func(parts ...string) string {
@@ -99,7 +100,7 @@ func TestCallSitesTraced(t *testing.T) {
 		{name: "rust", compiler: "rustc", argv: []string{bin("rust", "callsite_lines"), "7000"},
 			where: []string{"callsite_lines.rs:", "(callsite_lines::serve_commands)"}, caller: true},
 		{name: "java", compiler: "javac", argv: []string{bin("java", "CallSiteWorker"), "7000"},
-			thread: "lock-worker", where: []string{"sun.nio.ch.", "(libnio.so+0x"}},
+			thread: "lock-worker", where: []string{"CallSiteWorker.java:28 (CallSiteWorker.serve)"}, caller: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := os.Stat(tc.argv[0]); err != nil {

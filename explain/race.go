@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/internal/symname"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -59,11 +60,18 @@ func (ev Event) String() string {
 	return s
 }
 
-// Where is the call site as file:line (function), or module+offset.
+// Where is the call site as file:line (function), or module+offset; a
+// JVM op's as File.java:line (Class.method).
 func (ev Event) Where() string {
+	if _, _, _, ok := symname.JavaFrame(ev.Caller); ok && ev.File == "" {
+		return ev.Caller // a class that names no source file
+	}
 	switch {
 	case ev.File != "":
-		w := fmt.Sprintf("%s:%d", ev.File, ev.Line)
+		w := ev.File
+		if ev.Line > 0 { // a compiled Java frame's line is not known
+			w = fmt.Sprintf("%s:%d", ev.File, ev.Line)
+		}
 		if ev.Func != "" {
 			w += " (" + ev.Func + ")"
 		}

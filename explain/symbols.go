@@ -100,8 +100,13 @@ func libraryDirs(programs map[string]string) []string {
 }
 
 // where symbolizes an op's call site: its Caller (the program's own frame
-// past a library's) when the tracer found one, else its Site.
+// past a library's) when the tracer found one, else its Site. A JVM op's
+// caller is its Java method as the tracer read it from the JVM
+// (Class.method(File.java:line)): it names itself.
 func (s *symbolizer) where(op *sched.Op) (fn, file string, line int) {
+	if method, file, line, ok := symname.JavaFrame(op.Caller); ok {
+		return method, file, line
+	}
 	if op.Caller != "" {
 		if fn, file, line = s.lookup(op.Caller); fn != "" || file != "" {
 			return fn, file, line

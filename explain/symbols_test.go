@@ -289,3 +289,21 @@ func (s *symbolizer) lookupText(site string) string {
 	fn, file, line := s.lookup(site)
 	return Event{Site: site, Func: fn, File: file, Line: line}.Where()
 }
+
+// TestWhereJava: a JVM op's caller, read from the JVM by the tracer,
+// names the program's Java method: with its line while interpreted,
+// without it when compiled, and itself when its class names no file.
+func TestWhereJava(t *testing.T) {
+	s := newSymbolizer(nil)
+	for _, tc := range []struct{ caller, want string }{
+		{"Jvm2.orders(Jvm2.java:110)", "Jvm2.java:110 (Jvm2.orders)"},
+		{"Jvm2$Pipe.call(Jvm2.java)", "Jvm2.java (Jvm2$Pipe.call)"},
+		{"p.Gen.run(Unknown Source)", "p.Gen.run(Unknown Source)"},
+	} {
+		op := &sched.Op{Site: "libnio.so+0x72eb", Caller: tc.caller}
+		fn, file, line := s.where(op)
+		if got := (Event{Site: op.Site, Caller: op.Caller, Func: fn, File: file, Line: line}).Where(); got != tc.want {
+			t.Errorf("caller %s: where %q, want %q", tc.caller, got, tc.want)
+		}
+	}
+}

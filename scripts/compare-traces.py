@@ -6,7 +6,8 @@
 Every record of every trial's trace must be equal, the header's spec path,
 digest and version and the outcome's message text aside (IGNORE_SITE=1 also
 sets call sites and signatures aside, for a change that rebuilt the
-programs). Prints a line per bug and the first differing line of up to two
+programs; IGNORE_CALLER=1 sets the program's frame above a library site
+aside, for a change that names more callers). Prints a line per bug and the first differing line of up to two
 trials; exits 1 when any trace differs."""
 import json, os, sys
 base, other = sys.argv[1], sys.argv[2]
@@ -21,6 +22,8 @@ def load(p):
         if os.environ.get('IGNORE_SITE') and 'record' in j:
             op = j['record'].get('op') or {}
             op.pop('site', None); op.pop('signature', None)
+        if os.environ.get('IGNORE_CALLER') and 'record' in j:
+            (j['record'].get('op') or {}).pop('caller', None)
         if 'outcome' in j:
             o = j['outcome']; o.pop('detail', None); o.pop('message', None)
         out.append(json.dumps(j, sort_keys=True))

@@ -1,6 +1,9 @@
 package symname
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // JNIMethod turns the symbol of a JNI native method
 // (Java_sun_nio_ch_SocketDispatcher_read0) into the Java method it
@@ -63,4 +66,31 @@ func hexVal(c byte) byte {
 		return c - 'A' + 10
 	}
 	return 0
+}
+
+// JavaFrame reads a Java frame as the tracer names a JVM op's caller and
+// Java's stack traces name a frame: "Class.method(File.java:line)", the
+// line left out when it is not known, "Unknown Source" when the class
+// names no file. ok is false for any other text (a site, module+0xoff).
+func JavaFrame(s string) (method, file string, line int, ok bool) {
+	open := strings.IndexByte(s, '(')
+	if open <= 0 || !strings.HasSuffix(s, ")") || strings.Contains(s, "+0x") {
+		return "", "", 0, false
+	}
+	method, where := s[:open], s[open+1:len(s)-1]
+	if !strings.Contains(method, ".") || strings.ContainsAny(method, " ()") {
+		return "", "", 0, false
+	}
+	if where == "Unknown Source" {
+		return method, "", 0, true
+	}
+	file = where
+	if f, l, found := strings.Cut(where, ":"); found {
+		n, err := strconv.Atoi(l)
+		if err != nil || n <= 0 {
+			return "", "", 0, false
+		}
+		file, line = f, n
+	}
+	return method, file, line, true
 }

@@ -91,3 +91,26 @@ func TestStripClone(t *testing.T) {
 		}
 	}
 }
+
+func TestJavaFrame(t *testing.T) {
+	for _, tc := range []struct {
+		s, method, file string
+		line            int
+		ok              bool
+	}{
+		{"CallSiteWorker.serve(CallSiteWorker.java:28)", "CallSiteWorker.serve", "CallSiteWorker.java", 28, true},
+		{"Jvm2$Pipe.lambda$new$0(Jvm2.java:204)", "Jvm2$Pipe.lambda$new$0", "Jvm2.java", 204, true},
+		{"CallSiteWorker.serve(CallSiteWorker.java)", "CallSiteWorker.serve", "CallSiteWorker.java", 0, true},
+		{"a.b.C.<init>(Unknown Source)", "a.b.C.<init>", "", 0, true},
+		{"libnio.so+0x72eb", "", "", 0, false},
+		{"callsite_lines+0x1f2a", "", "", 0, false},
+		{"main(x.java:0)", "", "", 0, false},
+		{"C.m(C.java:x)", "", "", 0, false},
+		{"", "", "", 0, false},
+	} {
+		method, file, line, ok := JavaFrame(tc.s)
+		if method != tc.method || file != tc.file || line != tc.line || ok != tc.ok {
+			t.Errorf("JavaFrame(%q) = %q, %q, %d, %v; want %q, %q, %d, %v", tc.s, method, file, line, ok, tc.method, tc.file, tc.line, tc.ok)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -102,5 +103,64 @@ func stoppedAtWrite(tb testing.TB, argv []string) (int, *ptrace.Regs) {
 				return tid, &regs
 			}
 		}
+	}
+}
+
+// BenchmarkSiteJava: a JVM thread stopped in a socket read under a
+// BufferedReader (interpreted frames), its site named alone (the JDK's
+// native frame, as before Java frames were read) and with the program's
+// Java method, alternately. "warm": the Cache and the Process have seen
+// the stop, as at every stop of a JVM after its first: the difference is
+// what reading Java frames adds to a stop. "cold": a new Cache and
+// Process each time, as at a trial's first stop of its first JVM: the
+// JVM's tables, its code heaps and each method on the stack are read
+// once.
+func BenchmarkSiteJava(b *testing.B) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		b.Skip("java not found")
+	}
+	classes := testutil.RepoPath("testdata", "bin", "java", "classes")
+	testutil.RequireBinary(b, classes+"/CallSiteWorker.class")
+	pid, tid := blockedJavaReader(b, java, classes, nil)
+	regs := interruptThread(b, tid)
+	c := NewCache()
+	p := &Process{Pid: pid}
+	site, caller := c.SiteAndCaller(p, regs.SP(), regs.FP(), 1)
+	if caller == "" {
+		b.Fatalf("no caller at %s", site)
+	}
+	// Each iteration names the stop both ways, alternately, and times
+	// each: on a loaded machine, the two see the same load.
+	for _, cold := range []bool{true, false} {
+		name := "warm"
+		if cold {
+			name = "cold"
+		}
+		b.Run(name, func(b *testing.B) {
+			var alone, named time.Duration
+			for b.Loop() {
+				for _, withCaller := range []bool{false, true} {
+					if cold {
+						c, p = NewCache(), &Process{Pid: pid}
+					}
+					t0 := time.Now()
+					s, cl := c.Site(p, regs.SP(), regs.FP(), 1), caller
+					if withCaller {
+						s, cl = c.SiteAndCaller(p, regs.SP(), regs.FP(), 1)
+						named += time.Since(t0)
+					} else {
+						alone += time.Since(t0)
+					}
+					if s != site || cl != caller {
+						b.Fatalf("%s at %s, then %s at %s", caller, site, cl, s)
+					}
+				}
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(alone.Nanoseconds())/n, "ns/site")
+			b.ReportMetric(float64(named.Nanoseconds())/n, "ns/site+caller")
+			b.ReportMetric(float64(named)/float64(alone), "ratio")
+		})
 	}
 }

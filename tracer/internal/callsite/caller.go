@@ -30,9 +30,17 @@ const callerScanWords = 512
 // label for humans, no part of the op's identity: Site alone is, and it
 // is the same as Site returns. caller is "" when the site is the
 // program's own, when p runs no Rust binary, or when no own frame lies
-// within callerScanWords of sp.
+// within callerScanWords of sp. For a JVM (p maps a HotSpot libjvm.so)
+// the caller is the program's Java method, Class.method(File.java:line),
+// found by javaCaller.
 func (c *Cache) SiteAndCaller(p *Process, sp, fp uint64, frames int) (site, caller string) {
 	site, first := c.site(p, sp, fp, frames)
+	if p.maps != nil && c.jvmOf(p) != nil {
+		// A JVM's site is the JDK's native frame (its Java code is in
+		// anonymous memory); the program's Java method is found along
+		// the frame pointers, through the stop's stack window.
+		return site, c.javaCaller(p, fp)
+	}
 	if first.path == "" || !c.isRust(p) {
 		return site, ""
 	}

@@ -95,6 +95,8 @@ type Cache struct {
 	rust     map[frameID]rustKind
 	// stack is the window on the stack of the stop being named (site).
 	stack stackWindow
+	// jvmLibs are the layouts of the libjvm.so files met, by path.
+	jvmLibs map[string]jvmLibEntry
 }
 
 // frameID is a return address as a module and a file offset.
@@ -115,7 +117,7 @@ func (c *Cache) name(id frameID) string {
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{syms: map[string]*symtab{}, classes: map[frameID]frameClass{}, isReturn: map[frameID]bool{}, names: map[frameID]string{}, rust: map[frameID]rustKind{}}
+	return &Cache{syms: map[string]*symtab{}, classes: map[frameID]frameClass{}, isReturn: map[frameID]bool{}, names: map[frameID]string{}, rust: map[frameID]rustKind{}, jvmLibs: map[string]jvmLibEntry{}}
 }
 
 type symtab struct {
@@ -286,6 +288,10 @@ type Process struct {
 	// rustexe is, the same way, whether one of its modules is a Rust
 	// binary: only then is a caller looked for past a library frame.
 	rustexe int8
+	// jvm is what its Java frames were found to be, when it runs a
+	// HotSpot JVM (jvmKnown: looked for).
+	jvm      *jvmProcess
+	jvmKnown bool
 }
 
 // maxNotCode bounds Process.notCode and Process.frames; past it the set
@@ -293,7 +299,10 @@ type Process struct {
 const maxNotCode = 1 << 14
 
 // Forget drops the mappings (the process exec'd).
-func (p *Process) Forget() { p.maps, p.notCode, p.frames, p.goexe, p.rustexe = nil, nil, nil, 0, 0 }
+func (p *Process) Forget() {
+	p.maps, p.notCode, p.frames, p.goexe, p.rustexe = nil, nil, nil, 0, 0
+	p.jvm, p.jvmKnown = nil, false
+}
 
 // frame is a word of a process's stack that lies in one of its executable
 // mappings: its module and offset, and what the Cache says of that code,
@@ -404,6 +413,11 @@ func (c *Cache) site(p *Process, sp, fp uint64, frames int) (string, frameID) {
 		p.maps = m
 	}
 	stack := c.stack.reset(p.Pid, sp, scanBytes)
+	if p.jvm != nil {
+		// The walk to the program's Java method (javaCaller) reads the
+		// stack further up: in one piece rather than growing to it.
+		stack.first = jvmStackBytes
+	}
 	if c.isGo(p) {
 		// Go keeps frame pointers: its chain is exact, where a scan of
 		// the stack meets stale return addresses of earlier calls (fmt's

@@ -9,7 +9,10 @@
 // found is a Rust library crate's code compiled into the program (std's
 // Lines::next, a tokio poll), the first frame of the program's own crate
 // further up is kept too, as a label only (SiteAndCaller): the site, which
-// makes the op's identity, stays what it was.
+// makes the op's identity, stays what it was. A HotSpot JVM's site is the
+// JDK's native code; its caller is the program's Java method, read from
+// the JVM's own data along the frame pointers (jvm.go, through the layout
+// HotSpot exports: jvm_vmstructs.go).
 //
 // Each stop costs one read of the tracee's memory, whatever the walk: the
 // stack is read from sp up in one piece (stack.go), further up only when

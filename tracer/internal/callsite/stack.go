@@ -15,6 +15,10 @@ const (
 	// above them (a Go pingpong's walks end within 2.4 KiB; a page more
 	// costs less than a second read).
 	goStackBytes = 4096
+	// jvmStackBytes is what a JVM's stack read takes first: a read
+	// through a BufferedReader is a dozen interpreted frames, some
+	// 2.5 KiB, above the stop.
+	jvmStackBytes = 4096
 	// maxWindow bounds a window; a frame further up is read on its own.
 	maxWindow = 64 << 10
 )
