@@ -7,15 +7,17 @@
 #   scripts/explain-all.sh BINARY OUTDIR [SPEC[:CAP]...]
 #
 # Without specs: every spec under testdata/specs but testdata/specs/bad
-# (invalid on purpose). Per spec, POS campaigns of seeds 1..$FAILS, each
-# stopping at its first failure, of at most CAP trials (default: the spec's
-# trials, within [20, 100]; hostile/ and limits/ 5, whose trials are long
-# or whose failures are lockstep's refusals). Seed 2 runs only if seed 1
-# failed. Each failing trace is replayed (`lockstep replay`), each that
+# (invalid on purpose). Per spec, campaigns (POS unless STRATEGY says) of
+# seeds 1..$FAILS, each stopping at its first failure, of at most CAP
+# trials (default: the spec's trials, within [20, 100]; 5 for hostile/ and
+# limits/, whose trials run into their real-time limits). Seed 2 runs only
+# if seed 1 failed. Each failing trace is replayed (`lockstep replay`), each that
 # replays explained (--continuations 0: the curve is not what is checked
 # here), and explain's minimized trace replayed in turn.
 #   FAILS    campaigns (failures) per spec, default 2
 #   BUDGET   explain's budget, default 3m
+#   STRATEGY the campaigns' strategy, default pos (explore: the traces of
+#            its branches, whose aimed holds a replay makes up)
 #
 # Columns of OUTDIR/explain-all.tsv: spec cap seed trials errors trial
 # kind ops replay replay_s explain_rc decisions kept one_minimal runs
@@ -25,7 +27,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=$(realpath "$1"); out=$(realpath -m "$2"); shift 2
-fails=${FAILS:-2}; budget=${BUDGET:-3m}
+fails=${FAILS:-2}; budget=${BUDGET:-3m}; strategy=${STRATEGY:-pos}
 mkdir -p "$out"
 tsv=$out/explain-all.tsv
 [ -s "$tsv" ] || printf 'spec\tcap\tseed\ttrials\terrors\ttrial\tkind\tops\treplay\treplay_s\texplain_rc\tdecisions\tkept\tone_minimal\truns\texplain_s\ttrial_s\tmin_ops\tmin_replays_explain\tmin_replays_cli\tmessage\n' >"$tsv"
@@ -111,7 +113,7 @@ for arg in "${specs[@]}"; do
   for seed in $(seq 1 "$fails"); do
     d=$out/$name/seed$seed
     mkdir -p "$d"
-    "$bin" run -q -s pos --seed "$seed" -n "$cap" --stop-on-first --verify=false --replace \
+    "$bin" run -q -s "$strategy" --seed "$seed" -n "$cap" --stop-on-first --verify=false --replace \
       -o "$d/run" --json "$d/summary.json" "$sp" >"$d/run.txt" 2>&1
     rc=$?
     pre=$(printf '%s\t%s\t%s\t%s\t%s' "$sp" "$cap" "$seed" "$(field "$d/summary.json" trials)" "$(field "$d/summary.json" errors)")
