@@ -354,9 +354,10 @@ func (k *Keyer) Key(o *Op) Key {
 // so the nth released is the nth sent; a socket pair's datagrams are
 // independent, and which datagram is "the second delivered" changes with
 // the order (a forced run that named the third datagram by it delivered
-// the second). A datagram's deliver is offered from its send on, unless a
-// cut or a hold keeps it back (its base's too): the order the run offered
-// them is the order they were sent.
+// the second). A datagram's deliver is offered from its send on unless a
+// fault holds it back: the order the run offered them is the order they
+// were sent, and where a fault held one back, the same faults in another
+// run hold it back alike.
 func (k *Keyer) position(o *Op, b keyBase) int {
 	if o.Datagram() {
 		if n, ok := k.datagrams[o.ID]; ok {
