@@ -41,7 +41,7 @@ def main(paths):
     for r in failing:
         explained = {"-": "-", "0": "yes"}.get(r["explain_rc"], f"**error ({r['explain_rc']})**")
         print(f"| {r['spec']} | {r['seed']} | {r['trial']} | {r['kind']} | {r['ops']} | {r['replay']} | {explained} "
-              f"| {r['decisions']} → {r['kept']} | {r['runs']} | {ratio(r)} | {r['min_ops']} "
+              f"| {r['decisions']} → {r['kept']}{'' if r['one_minimal'] in ('yes', '-') else ' (not shown 1-minimal)'} | {r['runs']} | {ratio(r)} | {r['min_ops']} "
               f"| {r['min_replays_explain']} / {r['min_replays_cli']} |")
         if r["replay"] == "same" and r["explain_rc"] != "0":
             errors.append((r["spec"], "explain", r["message"]))
@@ -49,7 +49,7 @@ def main(paths):
             errors.append((r["spec"], "minimized trace", r["message"]))
     print()
     never = [r for r in quiet if r["spec"] not in failed]
-    print("No failure within the cap (POS, seed 1):", ", ".join(f"{r['spec']} ({r['trials']} trials)" for r in never) or "none")
+    print("No failure within the cap (seed 1):", ", ".join(f"{r['spec']} ({r['trials']} trials)" for r in never) or "none")
     print()
     if runErrors:
         print("Campaigns that ended in lockstep errors (no failing trace):")
