@@ -763,7 +763,11 @@ func overtaken(recs []sched.Record, a int, of offers) []int {
 // its send when it is a delivery.
 func heldEvent(d sched.Decision, recs []sched.Record, syms *symbolizer) Event {
 	r := sched.Record{Op: d.Op}
-	if s := sendOf(d.Op, recs); s >= 0 {
+	s := sendOf(d.Op, recs)
+	if d.Op.Datagram() {
+		s = datagramSendOf(d, recs)
+	}
+	if s >= 0 {
 		r.Data, r.Result = recs[s].Data, recs[s].Result
 	}
 	ev := event(&r, syms)
@@ -782,6 +786,28 @@ func sendOf(op sched.Op, recs []sched.Record) int {
 		if o.Kind == sched.Send && o.LPID == op.LPID && o.Site == op.Site && o.Peer == op.Peer {
 			return j
 		}
+	}
+	return -1
+}
+
+// datagramSendOf is the record of the send of the datagram a hold kept to
+// the end of the run, -1 if none. The last send there will not do: a
+// socket's datagrams overtake one another, and the one lost is often an
+// early one. Its key numbers it among its process's datagrams from that
+// call site in the order they were sent (sched.Keyer), which is its
+// place among those sends to that peer (the socket's address pair is left
+// out: a socket's first send goes out before it is bound).
+func datagramSendOf(d sched.Decision, recs []sched.Record) int {
+	n := 0
+	for j := range recs {
+		o := &recs[j].Op
+		if o.Kind != sched.Send || o.Process() != d.Op.Process() || o.Site != d.Op.Site || o.Peer != d.Op.Peer {
+			continue
+		}
+		if n == d.Key.N {
+			return j
+		}
+		n++
 	}
 	return -1
 }
@@ -853,7 +879,7 @@ func readWhere(ev *Event) string {
 func who(ev Event) string {
 	s := ev.Node + "'s"
 	switch {
-	case ev.Op == sched.Recv.String() || strings.HasPrefix(ev.Op, sched.Recv.String()+"("):
+	case (ev.Op == sched.Recv.String() || strings.HasPrefix(ev.Op, sched.Recv.String()+"(")) && (ev.Data != "" || ev.Peer != ""):
 		if ev.Data != "" {
 			return s + " read of " + ev.Data
 		}

@@ -104,6 +104,11 @@ type Keyer struct {
 	// threads are, by LPID, the connection of each thread's first
 	// released op on one (threadName).
 	threads map[string]string
+	// datagrams are, by op ID, each datagram deliver's place among its
+	// base's datagrams in the order the run offered them (datagramN);
+	// offered counts them by base.
+	datagrams map[uint64]int
+	offered   map[keyBase]int
 }
 
 // NewKeyer starts a run. Its ops are named by their thread where one of
@@ -111,7 +116,8 @@ type Keyer struct {
 // thread (a forced run names its ops as the trace its decisions come
 // from did).
 func NewKeyer(named ...Key) *Keyer {
-	k := &Keyer{released: map[keyBase]int{}, conns: connNames{ord: map[ephemeralEnd]int{}, count: map[connEnds]int{}}, byThread: map[keyBase]bool{}, threads: map[string]string{}}
+	k := &Keyer{released: map[keyBase]int{}, conns: connNames{ord: map[ephemeralEnd]int{}, count: map[connEnds]int{}}, byThread: map[keyBase]bool{}, threads: map[string]string{},
+		datagrams: map[uint64]int{}, offered: map[keyBase]int{}}
 	for _, n := range named {
 		if n.Thread != "" {
 			k.byThread[baseOfKey(n)] = true
@@ -321,14 +327,45 @@ func runKeyer(records []Record, choices [][]Op) *Keyer {
 }
 
 // Offer tells k of an op offered: the first op offered on a connection
-// names it. Call it for each op of a list of choices, in the list's
+// names it, and a datagram's deliver is numbered among its base's
+// (datagramN). Call it for each op of a list of choices, in the list's
 // order, before Key or Released of any.
-func (k *Keyer) Offer(o *Op) { k.conns.see(o.Conn) }
+func (k *Keyer) Offer(o *Op) {
+	k.conns.see(o.Conn)
+	if !o.Datagram() {
+		return
+	}
+	if _, ok := k.datagrams[o.ID]; !ok {
+		b := k.baseOf(o)
+		k.datagrams[o.ID] = k.offered[b]
+		k.offered[b]++
+	}
+}
 
 // Key is o's key if it were released next.
 func (k *Keyer) Key(o *Op) Key {
 	b := k.baseOf(o)
-	return Key{Process: b.process, Thread: b.thread, Kind: b.kind, Object: b.object, Site: b.site, Conn: b.conn, N: k.released[b]}
+	return Key{Process: b.process, Thread: b.thread, Kind: b.kind, Object: b.object, Site: b.site, Conn: b.conn, N: k.position(o, b)}
+}
+
+// position is o's N: its place among the ops of base b released before
+// it, but a datagram's among its base's datagrams offered before it. A
+// TCP connection's deliveries run in order (only the oldest is enabled),
+// so the nth released is the nth sent; a socket pair's datagrams are
+// independent, and which datagram is "the second delivered" changes with
+// the order (a forced run that named the third datagram by it delivered
+// the second). A datagram's deliver is offered from its send on unless a
+// fault holds it back: the order the run offered them is the order they
+// were sent, and where a fault held one back, the same faults in another
+// run hold it back alike.
+func (k *Keyer) position(o *Op, b keyBase) int {
+	if o.Datagram() {
+		if n, ok := k.datagrams[o.ID]; ok {
+			return n
+		}
+		return k.offered[b] // the next one offered
+	}
+	return k.released[b]
 }
 
 // Released counts o as released and returns its key.

@@ -633,3 +633,55 @@ func TestKeyThreads(t *testing.T) {
 		})
 	}
 }
+
+// datagrams are the deliver ops of n UDP datagrams one client sent to a
+// server, in the order it sent them: one sender, one call site, one
+// "connection" (the socket's address pair), which a deliver need not
+// follow in order (datagrams are independent).
+func datagrams(n int) []Op {
+	ops := make([]Op, n)
+	for i := range ops {
+		ops[i] = Op{ID: uint64(2*i + 3), Node: "client", LPID: "client/0/t0", Kind: Deliver, Object: "inbox:server",
+			Site: "udp_client+0x1229", Syscall: DatagramSyscall, Conn: "10.77.0.2:32768>10.77.0.1:7000", Bytes: 6}
+	}
+	return ops
+}
+
+// TestForcedDatagramIdentity: datagrams on one socket pair are delivered
+// in any order, so a datagram's deliver is named by its place among the
+// datagrams sent, not among those delivered before it: a trace that
+// delivered the third before the second (the drop fault's faults/drop.yaml
+// trace, whose second datagram was then lost) gives that order again when
+// its decisions are forced, and a datagram never delivered is held to
+// the end. Named by delivery position, both the second and the third were
+// "the second deliver" and the forced run delivered the second at once.
+func TestForcedDatagramIdentity(t *testing.T) {
+	for _, want := range [][]uint64{
+		{3, 7, 5, 9},
+		{9, 7, 5, 3},
+		{3, 7, 9, 5},
+	} {
+		_, recs, choices := simulateAll(t, &fixed{order: slices.Clone(want)}, datagrams(4))
+		ds, err := Decisions(recs, choices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := simulateAll(t, NewForced(ds, testFaults), datagrams(4)); !slices.Equal(got, want) {
+			t.Errorf("%v: forcing its decisions %v gave %v", want, ds, got)
+		}
+	}
+	// The second datagram never delivered (dropped): held to the end.
+	ops := datagrams(3)
+	recs := []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: ops[2]}}
+	choices := [][]Op{{ops[0], ops[1], ops[2]}, {ops[1], ops[2]}}
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Op.ID != ops[1].ID || ds[0].AfterStep != 2 {
+		t.Fatalf("decisions %v: want the second datagram held to the end", ds)
+	}
+	if got, _, _ := simulateAll(t, NewForced(ds, testFaults), datagrams(3)); !slices.Equal(got, []uint64{3, 7, 5}) {
+		t.Errorf("forced order %v, want 3 7 5", got)
+	}
+}

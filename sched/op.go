@@ -277,3 +277,11 @@ func processOf(lpid string) string {
 // same schedule; ports chosen by the kernel differ too, so peers are not
 // compared.
 func SameOnProcess(a, b *Op) bool { return Differs(a, b, true) == "" }
+
+// DatagramSyscall marks the deliver op of a UDP datagram (its Syscall):
+// a drop fault may discard it, and it may overtake the datagrams sent
+// before it on its socket pair, which a TCP delivery never does.
+const DatagramSyscall = "datagram"
+
+// Datagram says o delivers a UDP datagram.
+func (o *Op) Datagram() bool { return o.Kind == Deliver && o.Syscall == DatagramSyscall }

@@ -14,7 +14,7 @@ import (
 
 // DatagramSyscall marks the deliver op of a UDP datagram (its Syscall),
 // which a drop fault may discard.
-const DatagramSyscall = "datagram"
+const DatagramSyscall = sched.DatagramSyscall
 
 // dropDatagram discards the pending datagram deliver op id (a drop fault).
 //
