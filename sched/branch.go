@@ -77,6 +77,7 @@ type Branch struct {
 	fork func(seed int64)
 	// prefix forces Prefix; nil once it is done or has diverged.
 	prefix   *Replay
+	begun    bool
 	r        *rand.Rand
 	recalled *Op
 	branched bool
@@ -98,18 +99,28 @@ func (b *Branch) OnFork(fork func(seed int64)) { b.fork = fork }
 
 func (b *Branch) Reset(_ int64, hint int) {
 	b.recalled, b.branched, b.aimed, b.after, b.Diverged, b.Why = nil, false, false, 0, 0, ""
+	b.begin()
+	b.r = newRand(b.Seed ^ 0x6272616e6368) // "branch"
+	b.Then.Reset(b.Seed, hint)
+}
+
+// begin starts forcing the prefix from its first record.
+func (b *Branch) begin() {
+	b.begun = true
 	b.prefix = NewReplay(&Trace{Records: b.Prefix}, nil, b.Faults)
 	b.prefix.OnFork(func(seed int64) {
 		if b.fork != nil {
 			b.fork(seed)
 		}
 	})
-	b.r = newRand(b.Seed ^ 0x6272616e6368) // "branch"
-	b.Then.Reset(b.Seed, hint)
 }
 
-// forcing says whether the prefix still has a decision to force.
+// forcing says whether the prefix still has a decision to force (a
+// branch asked before its Reset starts there).
 func (b *Branch) forcing() bool {
+	if !b.begun {
+		b.begin()
+	}
 	if b.prefix != nil && b.prefix.Done() {
 		b.prefix = nil
 	}
