@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/goccy/go-yaml/ast"
@@ -66,8 +67,8 @@ var conflictFields = []field[*conflictDraft]{
 		if err != nil {
 			return err
 		}
-		if w <= 0 || w > maxWeight {
-			return d.errf(v, path, "must be positive and at most %g, got %v", maxWeight, w)
+		if err := CheckConflictWeight(w); err != nil {
+			return d.errf(v, path, "%v", err)
 		}
 		c.s.Scheduler.Conflict.Weight = w
 		c.weight = v
@@ -84,6 +85,16 @@ var conflictFields = []field[*conflictDraft]{
 		c.s.Scheduler.Conflict.History = str
 		return nil
 	}},
+}
+
+// CheckConflictWeight says why w is no scheduler.conflict.weight, for the
+// spec and for run's --conflict-weight alike. It is written so that NaN,
+// which every comparison rejects, is refused rather than let through.
+func CheckConflictWeight(w float64) error {
+	if !(w > 0 && w <= maxWeight) {
+		return fmt.Errorf("must be positive and at most %g, got %v", maxWeight, w)
+	}
+	return nil
 }
 
 func (d *decoder) conflict(n ast.Node, s *Spec) error {

@@ -184,6 +184,7 @@ func runCmd() *cli.Command {
 			&cli.IntFlag{Name: "trials", Aliases: []string{"n"}, Usage: "number of trials (default: the spec's)"},
 			&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "random, pct, pos or pos*, with an optional +, or explore (default: the spec's)"},
 			&cli.StringFlag{Name: "scheme", Usage: "conflict signature scheme of + strategies, e.g. proc+pc+kind (default: the spec's scheduler.conflict.scheme)"},
+			&cli.Float64Flag{Name: "conflict-weight", Usage: "POS-family + strategies: give possibly-conflicting ops priority 1-U^(1/`N`) instead of releasing the others at once (scheduler.conflict mode weight with this weight; default: the spec's mode)"},
 			&cli.Int64Flag{Name: "seed", Usage: "campaign seed (default: the spec's)"},
 			&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: 1, Usage: "trials run in parallel, each in its own network"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "output directory (default: lockstep-out/NAME, replaced by each run); one holding a previous run is refused"},
@@ -216,11 +217,8 @@ func runCmd() *cli.Command {
 			if n := c.Int("trials"); n < 0 || n > spec.MaxTrials || c.Int("jobs") < 1 {
 				return badInput(fmt.Errorf("run: --trials must be between 0 and %d and --jobs at least 1", spec.MaxTrials))
 			}
-			if c.IsSet("scheme") {
-				if _, err := conflict.ParseScheme(c.String("scheme")); err != nil {
-					return badInput(fmt.Errorf("run: --scheme: %w", err))
-				}
-				sp.Scheduler.Conflict.Scheme = c.String("scheme")
+			if err := conflictFlags(c, sp); err != nil {
+				return badInput(err)
 			}
 			out, err := absPath(c.String("out"))
 			if err != nil {
@@ -290,6 +288,27 @@ func runCmd() *cli.Command {
 			return runStatus(c.Context, sum)
 		},
 	}
+}
+
+// conflictFlags lays run's --scheme and --conflict-weight over the spec's
+// scheduler.conflict, checked as the spec's own fields are, so that a
+// flag cannot give a campaign a value its spec could not.
+func conflictFlags(c *cli.Context, sp *spec.Spec) error {
+	if c.IsSet("scheme") {
+		if _, err := conflict.ParseScheme(c.String("scheme")); err != nil {
+			return fmt.Errorf("run: --scheme: %w", err)
+		}
+		sp.Scheduler.Conflict.Scheme = c.String("scheme")
+	}
+	if c.IsSet("conflict-weight") {
+		w := c.Float64("conflict-weight")
+		if err := spec.CheckConflictWeight(w); err != nil {
+			return fmt.Errorf("run: --conflict-weight: %w", err)
+		}
+		sp.Scheduler.Conflict.Mode = "weight"
+		sp.Scheduler.Conflict.Weight = w
+	}
+	return nil
 }
 
 // runStatus is run's exit status: 1 when a failure was found, even if
