@@ -123,13 +123,25 @@ type Message struct {
 	Kind     *Kind
 }
 
+// bulkChunk is the size from which a write is taken to be cut from a
+// longer message: buffered writers flush at 4 KiB and more, and a stream
+// carries what follows in the next writes. Their first bytes are the
+// message's payload, not a message's start: shaped on their own they would
+// make a new kind of each (a 100 MiB transfer made 227).
+const bulkChunk = 4096
+
 // Messages classifies the messages of a trace in step order, registering
 // their kinds in ks. Each message is counted once: by its delivery, or by
-// its send when no delivery carried it. sendKinds gives every send's kind
-// by its op's ID: a send whose bytes a delivery carried has the
-// delivery's.
+// its send when no delivery carried it. A stream's delivery that follows
+// one of bulkChunk bytes or more on the same connection direction, with
+// nothing delivered the other way between them, goes on with that
+// message: it is not a message of its own, and its send has that
+// message's kind. sendKinds
+// gives every send's kind by its op's ID: a send whose bytes a delivery
+// carried has the delivery's.
 func (ks *Kinds) Messages(tr *sched.Trace) (msgs []Message, sendKinds map[uint64]*Kind) {
 	p := newProtocols(tr)
+	going := map[string]*Kind{}  // per connection direction, the message a long write left open
 	carried := map[uint64]bool{} // sends whose bytes a delivery kept
 	for _, r := range tr.Records {
 		if r.Op.Kind == sched.Deliver && len(r.Data) > 0 {
@@ -143,11 +155,13 @@ func (ks *Kinds) Messages(tr *sched.Trace) (msgs []Message, sendKinds map[uint64
 		r := &tr.Records[i]
 		switch r.Op.Kind {
 		case sched.Deliver:
-			k := ks.Classify(p.of(r.Op.Conn), r.Data, sched.DataLen(r))
-			if k == nil {
+			if len(r.Data) == 0 {
 				continue
 			}
-			msgs = append(msgs, Message{Record: i, From: r.Op.Node, To: inboxNode(r.Op.Object), Kind: k})
+			k, cont := ks.stream(going, p, r)
+			if !cont {
+				msgs = append(msgs, Message{Record: i, From: r.Op.Node, To: inboxNode(r.Op.Object), Kind: k})
+			}
 			for _, c := range r.Causes {
 				sendKinds[c] = k
 			}
@@ -155,12 +169,38 @@ func (ks *Kinds) Messages(tr *sched.Trace) (msgs []Message, sendKinds map[uint64
 			if carried[r.Op.ID] || len(r.Data) == 0 {
 				continue
 			}
+			// Whole: a send's record does not say whether it was a
+			// datagram's.
 			k := ks.Classify(p.of(r.Op.Conn), r.Data, sched.DataLen(r))
 			sendKinds[r.Op.ID] = k
 			msgs = append(msgs, Message{Record: i, From: r.Op.Node, To: p.nodeOf(r.Op.Conn), Kind: k})
 		}
 	}
 	return msgs, sendKinds
+}
+
+// stream classifies a delivery with bytes: the kind of the message it
+// starts, or of the one it goes on with (cont), as Messages says. going
+// holds, per connection direction, the message a write of bulkChunk bytes
+// or more left open. A datagram is a message whole.
+func (ks *Kinds) stream(going map[string]*Kind, p *protocols, r *sched.Record) (k *Kind, cont bool) {
+	c, n := r.Op.Conn, sched.DataLen(r)
+	if r.Op.Datagram() || c == "" {
+		return ks.Classify(p.of(c), r.Data, n), false
+	}
+	if src, dst, ok := conn(c); ok {
+		delete(going, dst.String()+">"+src.String()) // an answer closes what the other side sent
+	}
+	k, cont = going[c], going[c] != nil
+	if !cont {
+		k = ks.Classify(p.of(c), r.Data, n)
+	}
+	if n >= bulkChunk {
+		going[c] = k
+	} else {
+		delete(going, c)
+	}
+	return k, cont
 }
 
 // inboxNode is the node of a delivery's object, "inbox:db1/0" or
