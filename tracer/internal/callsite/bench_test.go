@@ -125,14 +125,14 @@ func BenchmarkSiteJava(b *testing.B) {
 	classes := testutil.RepoPath("testdata", "bin", "java", "classes")
 	testutil.RequireBinary(b, classes+"/CallSiteWorker.class")
 	for _, mode := range []struct {
-		name  string
-		flags []string
+		name string
+		run  workerRun
 	}{
-		{"interpreted", nil},
-		{"compiled", []string{"-Xcomp"}},
+		{"interpreted", workerRun{}},
+		{"compiled", workerRun{flags: []string{"-Xcomp"}}},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			pid, tid := blockedJavaReader(b, java, classes, mode.flags)
+			pid, tid := blockedJavaReader(b, java, classes, mode.run)
 			regs := interruptThread(b, tid)
 			benchJavaStop(b, pid, regs)
 		})
