@@ -77,6 +77,12 @@ type javaCode struct {
 	// address, innermost first, the compiled method last; nil when its
 	// debug information does not say: method, at no known bci, then.
 	scopes []javaScope
+	// nmethod is a compiled frame's nmethod.
+	nmethod uint64
+	// origPC is, when the return address is the nmethod's
+	// deoptimization handler, the offset from the frame's sp of the
+	// word that keeps the frame's own return address; 0 otherwise.
+	origPC uint64
 }
 
 // codeHeap is one of the code cache's heaps: its blocks and its segment
@@ -240,6 +246,9 @@ func (c *Cache) javaCaller(p *Process, fp uint64) string {
 				return ""
 			}
 			next, scopes = sp+code.words*8-16, code.scopes
+			if code.origPC != 0 {
+				scopes = c.deoptimizedScopes(p, j, code, sp)
+			}
 			if scopes == nil {
 				scopes = []javaScope{{method: code.method, bci: -1}}
 			}
@@ -274,6 +283,26 @@ func (c *Cache) stackWord(p *Process, addr uint64) (uint64, bool) {
 	}
 	v, err := ptrace.ReadU64(p.Pid, addr)
 	return v, err == nil
+}
+
+// deoptimizedScopes are the Java frames of a compiled frame at sp that
+// the JVM deoptimized while it waited (code at its return address is
+// its nmethod's deoptimization handler, where the frame is turned into
+// interpreted ones once it is returned to): those at its own return
+// address, which the JVM keeps in the frame (nmethod::_orig_pc_offset),
+// as its own stack walks find them. The handler's address is shared by
+// every deoptimized frame of the nmethod: what it is in is not cached
+// by it, but by the original address.
+func (c *Cache) deoptimizedScopes(p *Process, j *jvmProcess, code javaCode, sp uint64) []javaScope {
+	orig, ok := c.stackWord(p, sp+code.origPC)
+	if !ok {
+		return nil
+	}
+	o := j.codeAt(p.Pid, orig)
+	if o.kind != codeCompiled || o.nmethod != code.nmethod || o.origPC != 0 {
+		return nil
+	}
+	return o.scopes
 }
 
 // programFrame names the first of the Java frames scopes (innermost
@@ -465,8 +494,16 @@ func (j *jvmProcess) blobCode(pid int, blob, ret uint64) javaCode {
 		if words < 2 || words > 1<<16 {
 			return javaCode{}
 		}
-		return javaCode{kind: codeCompiled, method: u64At(buf, l.compiledMethod), words: words,
-			scopes: j.readScopes(pid, blob, buf, ret)}
+		code := javaCode{kind: codeCompiled, method: u64At(buf, l.compiledMethod), words: words, nmethod: blob}
+		if d := l.debug; d != nil && ret == u64At(buf, d.deoptHandler) {
+			code.origPC = uint64(int64(int32(binary.NativeEndian.Uint32(buf[d.origPCOffset:]))))
+			if code.origPC == 0 || code.origPC >= words*8 {
+				code.origPC = 0 // not in the frame: the compiled method alone
+			}
+			return code
+		}
+		code.scopes = j.readScopes(pid, blob, buf, ret)
+		return code
 	}
 	return javaCode{}
 }

@@ -151,6 +151,7 @@ func TestNmethodLayout(t *testing.T) {
 			"CodeBlob::_code_begin": 32, "CompiledMethod::_scopes_data_begin": 120,
 			"nmethod::_metadata_offset": 260, "nmethod::_scopes_pcs_offset": 268,
 			"nmethod::_dependencies_offset": 272, "PcDesc::_pc_offset": 0, "PcDesc::_scope_decode_offset": 4,
+			"CompiledMethod::_deopt_handler_begin": 128, "nmethod::_orig_pc_offset": 300,
 		} {
 			t.fields[name] = vmEntry{offset: off}
 		}
@@ -158,7 +159,7 @@ func TestNmethodLayout(t *testing.T) {
 	}
 	d := full().nmethodLayout()
 	want := nmethodLayout{codeBegin: 32, scopesDataBegin: 120, metadataOffset: 260, pcsOffset: 268, depsOffset: 272,
-		pcDesc: pcDescLayout{size: 16, pc: 0, scope: 4}, entryBci: -1}
+		pcDesc: pcDescLayout{size: 16, pc: 0, scope: 4}, entryBci: -1, deoptHandler: 128, origPCOffset: 300}
 	if d == nil || *d != want {
 		t.Fatalf("nmethodLayout = %+v, want %+v", d, want)
 	}

@@ -94,6 +94,9 @@ func TestJavaCaller(t *testing.T) {
 		run        workerRun
 		want       string
 		compiledIn string // the program's frame is in this method's nmethod; "": interpreted
+		// deopt: the program's frame was deoptimized while it waited,
+		// and returns to its nmethod's deoptimization handler.
+		deopt bool
 	}{
 		{name: "interpreted", want: serve},
 		{name: "interpreted, frame pointers", run: workerRun{flags: []string{"-XX:+PreserveFramePointer"}}, want: serve},
@@ -115,6 +118,11 @@ func TestJavaCaller(t *testing.T) {
 			want: helper, compiledIn: "serveByHelper"},
 		{name: "C2, warm", run: workerRun{flags: c2, lines: warm}, want: serve, compiledIn: "serve"},
 		{name: "C2, warm, inlined", run: workerRun{flags: c2, helper: true, lines: warm}, want: helper, compiledIn: "serveByHelper"},
+		// serve's compiled code inlined BufferedReader.readLine, the
+		// only one loaded (class hierarchy analysis): a subclass that
+		// overrides it, loaded while serve waits, has its frame
+		// deoptimized.
+		{name: "C2, warm, deoptimized", run: workerRun{flags: c2, lines: warm, reload: true}, want: serve, compiledIn: "serve", deopt: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pid, tid := blockedJavaReader(t, java, classes, tc.run)
@@ -134,6 +142,9 @@ func TestJavaCaller(t *testing.T) {
 			}
 			if in := compiledIn(t, p, caller); in != tc.compiledIn {
 				t.Errorf("the caller's frame is in %q's nmethod, want %q", in, tc.compiledIn)
+			}
+			if tc.deopt && !deoptimizedFrame(p) {
+				t.Error("no frame met was deoptimized")
 			}
 			// Again, from what the process remembers: the same answer.
 			if _, again := c.SiteAndCaller(p, regs.SP(), regs.FP(), 1); again != caller {
@@ -172,6 +183,17 @@ func compiledIn(t *testing.T, p *Process, caller string) string {
 	return in
 }
 
+// deoptimizedFrame says whether a frame the walk met returns to its
+// nmethod's deoptimization handler.
+func deoptimizedFrame(p *Process) bool {
+	for _, code := range p.jvm.code {
+		if code.origPC != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // jvmPath is the path of the libjvm.so p maps.
 func jvmPath(p *Process) string {
 	for _, m := range p.maps.exec {
@@ -190,6 +212,9 @@ type workerRun struct {
 	// thread is taken stopped: enough, with a low compile threshold, to
 	// warm its loop up to compiled code. 0: one.
 	lines int
+	// reload has it load a second BufferedReader once it has printed
+	// them: code that inlined the first's readLine is deoptimized.
+	reload bool
 }
 
 // blockedJavaReader starts CallSiteWorker as run says, sends it its
@@ -206,10 +231,17 @@ func blockedJavaReader(t testing.TB, java, classes string, run workerRun) (pid, 
 	l.Close()
 	argv := append([]string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, run.flags...)
 	argv = append(argv, "-cp", classes, "CallSiteWorker", fmt.Sprint(port))
+	if run.reload {
+		argv = append([]string{"-Dcallsite.reload=true"}, argv...)
+	}
 	if run.helper {
 		argv = append(argv, "helper")
 	}
 	cmd := exec.Command(java, argv...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +277,14 @@ func blockedJavaReader(t testing.TB, java, classes string, run workerRun) (pid, 
 	for range lines {
 		if line, err := printed.ReadString('\n'); err != nil || line != "got one\n" {
 			t.Fatalf("CallSiteWorker printed %q (%v)", line, err)
+		}
+	}
+	if run.reload {
+		if _, err := stdin.Write([]byte("load\n")); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := printed.ReadString('\n'); err != nil || line != "loaded\n" {
+			t.Fatalf("CallSiteWorker printed %q (%v), want loaded", line, err)
 		}
 	}
 	pid = cmd.Process.Pid

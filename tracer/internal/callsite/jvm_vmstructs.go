@@ -86,6 +86,12 @@ type nmethodLayout struct {
 	// entryBci is InvocationEntryBci (-1): a scope's bci is stored less
 	// it, so as an unsigned number.
 	entryBci int
+	// A frame deoptimized while it waits returns to its nmethod's
+	// deoptimization handler (CompiledMethod::_deopt_handler_begin, an
+	// address), its own return address kept in the frame, at
+	// nmethod::_orig_pc_offset (an int) from its sp.
+	deoptHandler uint64
+	origPCOffset uint64
 }
 
 // vmEntry is one row of gHotSpotVMStructs.
@@ -354,7 +360,8 @@ func (t *jvmTables) layout() (*hotspotLayout, error) {
 	l.debug = t.nmethodLayout()
 	l.blobHeader = max(l.blobName, l.compiledMethod, l.blobFrameSize) + 8
 	if d := l.debug; d != nil {
-		l.blobHeader = max(l.blobHeader, d.codeBegin+8, d.scopesDataBegin+8, d.metadataOffset+4, d.pcsOffset+4, d.depsOffset+4)
+		l.blobHeader = max(l.blobHeader, d.codeBegin+8, d.scopesDataBegin+8, d.metadataOffset+4, d.pcsOffset+4, d.depsOffset+4,
+			d.deoptHandler+8, d.origPCOffset+4)
 	}
 	return l, missing
 }
@@ -378,6 +385,8 @@ func (t *jvmTables) nmethodLayout() *nmethodLayout {
 	field(&d.depsOffset, "nmethod::_dependencies_offset")
 	field(&d.pcDesc.pc, "PcDesc::_pc_offset")
 	field(&d.pcDesc.scope, "PcDesc::_scope_decode_offset")
+	field(&d.deoptHandler, "CompiledMethod::_deopt_handler_begin")
+	field(&d.origPCOffset, "nmethod::_orig_pc_offset")
 	d.pcDesc.size = t.sizes["PcDesc"]
 	bci, found := t.constants["InvocationEntryBci"]
 	d.entryBci = int(int32(uint32(bci)))

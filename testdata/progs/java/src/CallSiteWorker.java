@@ -54,4 +54,37 @@ public class CallSiteWorker {
     static String nextLine(BufferedReader in) throws java.io.IOException {
         return in.readLine();
     }
+
+    // With -Dcallsite.reload=true, a line on stdin loads OtherReader, a
+    // BufferedReader overriding readLine, and prints "loaded": compiled code
+    // that inlined BufferedReader.readLine (the only one until then) is
+    // invalidated, and a frame of it waiting in a read is deoptimized.
+    static {
+        if (Boolean.getBoolean("callsite.reload")) {
+            Thread reloader = new Thread(() -> {
+                try {
+                    new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+                    Class.forName("CallSiteWorker$OtherReader");
+                    System.out.println("loaded");
+                    System.out.flush();
+                } catch (Exception e) {
+                    e.printStackTrace();
+                    System.exit(1);
+                }
+            }, "reloader");
+            reloader.setDaemon(true);
+            reloader.start();
+        }
+    }
+
+    static class OtherReader extends BufferedReader {
+        OtherReader(java.io.Reader in) {
+            super(in);
+        }
+
+        @Override
+        public String readLine() {
+            return "";
+        }
+    }
 }
