@@ -225,6 +225,9 @@ func (c *Cache) javaCaller(p *Process, fp uint64) string {
 		if !ok1 || !ok2 {
 			break
 		}
+		// one holds a frame that is one Java frame, without an
+		// allocation at every stop.
+		var one [1]javaScope
 		var scopes []javaScope
 		code := j.codeAt(p.Pid, ret)
 		switch code.kind {
@@ -235,7 +238,8 @@ func (c *Cache) javaCaller(p *Process, fp uint64) string {
 			}
 			method, _ := c.stackWord(p, next-interpMethodSlot*8)
 			bcp, _ := c.stackWord(p, next-interpBCPSlot*8)
-			scopes = []javaScope{{method: method, bci: j.bciOf(p.Pid, method, bcp)}}
+			one[0] = javaScope{method: method, bci: j.bciOf(p.Pid, method, bcp)}
+			scopes = one[:]
 		case codeCompiled:
 			// The caller is compiled: its frame, of a size its nmethod
 			// knows, ends with its own return address and saved rbp, a
@@ -250,7 +254,8 @@ func (c *Cache) javaCaller(p *Process, fp uint64) string {
 				scopes = c.deoptimizedScopes(p, j, code, sp)
 			}
 			if scopes == nil {
-				scopes = []javaScope{{method: code.method, bci: -1}}
+				one[0] = javaScope{method: code.method, bci: -1}
+				scopes = one[:]
 			}
 		}
 		if name := j.programFrame(p.Pid, scopes); name != "" {
