@@ -69,7 +69,7 @@ func (ev Event) Where() string {
 	switch {
 	case ev.File != "":
 		w := ev.File
-		if ev.Line > 0 { // a compiled Java frame's line is not known
+		if ev.Line > 0 { // a Java frame's line may be unknown (no line table, or a compiled frame without debug information)
 			w = fmt.Sprintf("%s:%d", ev.File, ev.Line)
 		}
 		if ev.Func != "" {

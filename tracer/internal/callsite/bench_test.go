@@ -107,14 +107,16 @@ func stoppedAtWrite(tb testing.TB, argv []string) (int, *ptrace.Regs) {
 }
 
 // BenchmarkSiteJava: a JVM thread stopped in a socket read under a
-// BufferedReader (interpreted frames), its site named alone (the JDK's
-// native frame, as before Java frames were read) and with the program's
-// Java method, alternately. "warm": the Cache and the Process have seen
-// the stop, as at every stop of a JVM after its first: the difference is
-// what reading Java frames adds to a stop. "cold": a new Cache and
-// Process each time, as at a trial's first stop of its first JVM: the
-// JVM's tables, its code heaps and each method on the stack are read
-// once.
+// BufferedReader, its site named alone (the JDK's native frame, as before
+// Java frames were read) and with the program's Java method, alternately:
+// "interpreted" with the program's frames interpreted, "compiled" with
+// every method compiled (-Xcomp), the program's named from its nmethod's
+// debug information. "warm": the Cache and the Process have seen the
+// stop, as at every stop of a JVM after its first: the difference is what
+// reading Java frames adds to a stop. "cold": a new Cache and Process
+// each time, as at a trial's first stop of its first JVM: the JVM's
+// tables, its code heaps, each method on the stack and each compiled
+// frame's debug information are read once.
 func BenchmarkSiteJava(b *testing.B) {
 	java, err := exec.LookPath("java")
 	if err != nil {
@@ -122,14 +124,31 @@ func BenchmarkSiteJava(b *testing.B) {
 	}
 	classes := testutil.RepoPath("testdata", "bin", "java", "classes")
 	testutil.RequireBinary(b, classes+"/CallSiteWorker.class")
-	pid, tid := blockedJavaReader(b, java, classes, nil)
-	regs := interruptThread(b, tid)
+	for _, mode := range []struct {
+		name string
+		run  workerRun
+	}{
+		{"interpreted", workerRun{}},
+		{"compiled", workerRun{flags: []string{"-Xcomp"}}},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			pid, tid := blockedJavaReader(b, java, classes, mode.run)
+			regs := interruptThread(b, tid)
+			benchJavaStop(b, pid, regs)
+		})
+	}
+}
+
+// benchJavaStop times naming the stop of pid's thread at regs, cold and
+// warm.
+func benchJavaStop(b *testing.B, pid int, regs *ptrace.Regs) {
 	c := NewCache()
 	p := &Process{Pid: pid}
 	site, caller := c.SiteAndCaller(p, regs.SP(), regs.FP(), 1)
 	if caller == "" {
 		b.Fatalf("no caller at %s", site)
 	}
+	b.Logf("site %s caller %s", site, caller)
 	// Each iteration names the stop both ways, alternately, and times
 	// each: on a loaded machine, the two see the same load.
 	for _, cold := range []bool{true, false} {

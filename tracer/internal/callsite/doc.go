@@ -12,7 +12,8 @@
 // makes the op's identity, stays what it was. A HotSpot JVM's site is the
 // JDK's native code; its caller is the program's Java method, read from
 // the JVM's own data along the frame pointers (jvm.go, through the layout
-// HotSpot exports: jvm_vmstructs.go).
+// HotSpot exports: jvm_vmstructs.go), a compiled frame's methods and
+// lines from its nmethod's debug information (jvm_scopes.go).
 //
 // Each stop costs one read of the tracee's memory, whatever the walk: the
 // stack is read from sp up in one piece (stack.go), further up only when

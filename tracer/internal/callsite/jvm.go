@@ -27,10 +27,11 @@ import (
 // the node's command says, with no flag or agent of lockstep's. The first
 // method of a class outside the JDK is the caller, named as Java's stack
 // traces name it: Class.method(File.java:line), the line from the
-// method's line number table when the frame is interpreted. A compiled
-// frame's line is not known, and its method is the one the JIT compiled,
-// which may have inlined the program's method that made the call (naming
-// that one would take the nmethod's scopes, its debug information).
+// method's line number table and the frame's bytecode index. An
+// interpreted frame keeps that index; a compiled frame stands for the
+// Java frames its nmethod's debug information lists at the return
+// address (jvm_scopes.go): the methods inlined into the compiled one,
+// each with its index, of which the program's may be any.
 //
 // Everything is read, never written; what a read finds is checked (a
 // return address must lie in a code heap's used block, a name must be
@@ -72,6 +73,16 @@ type javaCode struct {
 	// words is a compiled frame's size in words, its return address
 	// and saved frame pointer included (CodeBlob::_frame_size).
 	words uint64
+	// scopes are the Java frames a compiled frame is in at the return
+	// address, innermost first, the compiled method last; nil when its
+	// debug information does not say: method, at no known bci, then.
+	scopes []javaScope
+	// nmethod is a compiled frame's nmethod.
+	nmethod uint64
+	// origPC is, when the return address is the nmethod's
+	// deoptimization handler, the offset from the frame's sp of the
+	// word that keeps the frame's own return address; 0 otherwise.
+	origPC uint64
 }
 
 // codeHeap is one of the code cache's heaps: its blocks and its segment
@@ -214,7 +225,10 @@ func (c *Cache) javaCaller(p *Process, fp uint64) string {
 		if !ok1 || !ok2 {
 			break
 		}
-		var method, bcp uint64
+		// one holds a frame that is one Java frame, without an
+		// allocation at every stop.
+		var one [1]javaScope
+		var scopes []javaScope
 		code := j.codeAt(p.Pid, ret)
 		switch code.kind {
 		case codeInterpreted:
@@ -222,8 +236,10 @@ func (c *Cache) javaCaller(p *Process, fp uint64) string {
 			if next <= fp {
 				return ""
 			}
-			method, _ = c.stackWord(p, next-interpMethodSlot*8)
-			bcp, _ = c.stackWord(p, next-interpBCPSlot*8)
+			method, _ := c.stackWord(p, next-interpMethodSlot*8)
+			bcp, _ := c.stackWord(p, next-interpBCPSlot*8)
+			one[0] = javaScope{method: method, bci: j.bciOf(p.Pid, method, bcp)}
+			scopes = one[:]
 		case codeCompiled:
 			// The caller is compiled: its frame, of a size its nmethod
 			// knows, ends with its own return address and saved rbp, a
@@ -233,12 +249,17 @@ func (c *Cache) javaCaller(p *Process, fp uint64) string {
 			if !ok {
 				return ""
 			}
-			method, next = code.method, sp+code.words*8-16
-		}
-		if method != 0 {
-			if m := j.method(p.Pid, method); m != nil && !m.class.jdk {
-				return m.frame(bcp)
+			next, scopes = sp+code.words*8-16, code.scopes
+			if code.origPC != 0 {
+				scopes = c.deoptimizedScopes(p, j, code, sp)
 			}
+			if scopes == nil {
+				one[0] = javaScope{method: code.method, bci: -1}
+				scopes = one[:]
+			}
+		}
+		if name := j.programFrame(p.Pid, scopes); name != "" {
+			return name
 		}
 		lo, fp, interp = fp+16, next, code.kind == codeInterpreted
 	}
@@ -269,26 +290,73 @@ func (c *Cache) stackWord(p *Process, addr uint64) (uint64, bool) {
 	return v, err == nil
 }
 
-// frame names a frame of the method: Class.method(File.java:line), the
-// line when bcp (an interpreted frame's bytecode pointer) finds one.
-func (m *javaMethod) frame(bcp uint64) string {
+// deoptimizedScopes are the Java frames of a compiled frame at sp that
+// the JVM deoptimized while it waited (code at its return address is
+// its nmethod's deoptimization handler, where the frame is turned into
+// interpreted ones once it is returned to): those at its own return
+// address, which the JVM keeps in the frame (nmethod::_orig_pc_offset),
+// as its own stack walks find them. The handler's address is shared by
+// every deoptimized frame of the nmethod: what it is in is not cached
+// by it, but by the original address.
+func (c *Cache) deoptimizedScopes(p *Process, j *jvmProcess, code javaCode, sp uint64) []javaScope {
+	orig, ok := c.stackWord(p, sp+code.origPC)
+	if !ok {
+		return nil
+	}
+	o := j.codeAt(p.Pid, orig)
+	if o.kind != codeCompiled || o.nmethod != code.nmethod || o.origPC != 0 {
+		return nil
+	}
+	return o.scopes
+}
+
+// programFrame names the first of the Java frames scopes (innermost
+// first) whose method is the program's, "" when none is.
+func (j *jvmProcess) programFrame(pid int, scopes []javaScope) string {
+	for _, s := range scopes {
+		if s.method == 0 {
+			continue
+		}
+		if m := j.method(pid, s.method); m != nil && !m.class.jdk {
+			return m.frame(s.bci)
+		}
+	}
+	return ""
+}
+
+// bciOf is the bytecode index of an interpreted frame of the method at
+// Method* method whose bytecode pointer is bcp; -1 when bcp is not in
+// its bytecodes (a frame still being set up, or not a method).
+func (j *jvmProcess) bciOf(pid int, method, bcp uint64) int {
+	if method == 0 {
+		return -1
+	}
+	m := j.method(pid, method)
+	if m == nil || bcp < m.codeBase || bcp-m.codeBase >= 1<<16 {
+		return -1
+	}
+	return int(bcp - m.codeBase)
+}
+
+// frame names a frame of the method at bytecode index bci:
+// Class.method(File.java:line), the line when bci finds one.
+func (m *javaMethod) frame(bci int) string {
 	where := m.class.file
 	if where == "" {
 		where = "Unknown Source"
-	} else if line := m.lineAt(bcp); line > 0 {
+	} else if line := m.lineAt(bci); line > 0 {
 		where += ":" + strconv.Itoa(line)
 	}
 	return m.class.name + "." + m.name + "(" + where + ")"
 }
 
-// lineAt is the source line of the bytecode at bcp, as the JVM's own
-// stack traces find it: the entry of the line number table with the
-// greatest bci not past it. 0 when unknown.
-func (m *javaMethod) lineAt(bcp uint64) int {
-	if bcp < m.codeBase || bcp-m.codeBase > 1<<16 || len(m.lines) == 0 {
+// lineAt is the source line of the bytecode at index bci, as the JVM's
+// own stack traces find it: the entry of the line number table with the
+// greatest bci not past it. 0 when unknown (a negative bci).
+func (m *javaMethod) lineAt(bci int) int {
+	if bci < 0 || bci >= 1<<16 || len(m.lines) == 0 {
 		return 0
 	}
-	bci := int(bcp - m.codeBase)
 	best, line := -1, 0
 	for _, e := range m.lines {
 		if e[0] == bci {
@@ -381,7 +449,7 @@ func (j *jvmProcess) findCode(pid int, ret uint64) javaCode {
 			return javaCode{}
 		}
 		blob := h.low + seg<<h.log2 + j.layout.heapBlockSize
-		return j.blobCode(pid, blob)
+		return j.blobCode(pid, blob, ret)
 	}
 	return javaCode{}
 }
@@ -414,11 +482,12 @@ func (h codeHeap) blockStart(pid int, seg uint64) (uint64, bool) {
 	return 0, false
 }
 
-// blobCode is what the code blob at blob is: the interpreter, an nmethod
-// (with its Method*), or other code.
-func (j *jvmProcess) blobCode(pid int, blob uint64) javaCode {
+// blobCode is what the code blob at blob is, returning to ret: the
+// interpreter, an nmethod (with its Method* and the Java frames at ret),
+// or other code.
+func (j *jvmProcess) blobCode(pid int, blob, ret uint64) javaCode {
 	l := j.layout
-	buf := make([]byte, max(l.blobName, l.compiledMethod, l.blobFrameSize)+8)
+	buf := make([]byte, l.blobHeader)
 	if ptrace.ReadMem(pid, blob, buf) != nil {
 		return javaCode{}
 	}
@@ -430,7 +499,16 @@ func (j *jvmProcess) blobCode(pid int, blob uint64) javaCode {
 		if words < 2 || words > 1<<16 {
 			return javaCode{}
 		}
-		return javaCode{kind: codeCompiled, method: u64At(buf, l.compiledMethod), words: words}
+		code := javaCode{kind: codeCompiled, method: u64At(buf, l.compiledMethod), words: words, nmethod: blob}
+		if d := l.debug; d != nil && ret == u64At(buf, d.deoptHandler) {
+			code.origPC = uint64(int64(int32(binary.NativeEndian.Uint32(buf[d.origPCOffset:]))))
+			if code.origPC == 0 || code.origPC >= words*8 {
+				code.origPC = 0 // not in the frame: the compiled method alone
+			}
+			return code
+		}
+		code.scopes = j.readScopes(pid, blob, buf, ret)
+		return code
 	}
 	return javaCode{}
 }

@@ -44,25 +44,30 @@ func TestDecodeLineTable(t *testing.T) {
 }
 
 func TestLineAt(t *testing.T) {
-	m := &javaMethod{codeBase: 0x1000, lines: [][2]int{{0, 10}, {5, 11}, {12, 14}, {3, 20}}}
+	m := &javaMethod{lines: [][2]int{{0, 10}, {5, 11}, {12, 14}, {3, 20}}}
 	for _, tc := range []struct {
-		bcp  uint64
-		want int
+		bci, want int
 	}{
-		{0x1000, 10}, {0x1004, 20}, {0x1005, 11}, {0x1010, 14}, {0x0fff, 0}, {0x1000 + 1<<20, 0},
+		{0, 10}, {4, 20}, {5, 11}, {16, 14}, {-1, 0}, {1 << 20, 0},
 	} {
-		if got := m.lineAt(tc.bcp); got != tc.want {
-			t.Errorf("lineAt(%#x) = %d, want %d", tc.bcp, got, tc.want)
+		if got := m.lineAt(tc.bci); got != tc.want {
+			t.Errorf("lineAt(%d) = %d, want %d", tc.bci, got, tc.want)
 		}
+	}
+	if got := (&javaMethod{}).lineAt(3); got != 0 {
+		t.Errorf("lineAt without a table = %d, want 0", got)
 	}
 }
 
 // TestJavaCaller: a JVM thread blocked in a socket read, through a
 // BufferedReader, is named by the program's method that reads, with its
-// line while the frames are interpreted; with every method compiled
-// (-Xcomp), the walk passes through compiled frames by their sizes,
-// whether or not the JVM keeps frame pointers, and names the method
-// without its line.
+// line: from the interpreted frame's bytecode pointer, or, compiled
+// (-Xcomp; C1 as the test programs run, or C2), from the debug
+// information of the nmethod at the frame's return address, which names
+// the method even where the JIT inlined it into another (compiledIn: the
+// method whose nmethod holds the program's frame). The walk passes
+// through compiled frames by their sizes, whether or not the JVM keeps
+// frame pointers.
 func TestJavaCaller(t *testing.T) {
 	classes := testutil.RepoPath("testdata", "bin", "java", "classes")
 	java, err := exec.LookPath("java")
@@ -71,28 +76,56 @@ func TestJavaCaller(t *testing.T) {
 	}
 	testutil.RequireBinary(t, filepath.Join(classes, "CallSiteWorker.class"))
 	testutil.RequirePtrace(t)
+	const (
+		serve  = "CallSiteWorker.serve(CallSiteWorker.java:28)"
+		helper = "CallSiteWorker.nextLine(CallSiteWorker.java:55)"
+	)
+	// C2 alone, compiling the program's loop once warm, as a server's
+	// hot loop is (-Xcomp would compile it before its first run, with
+	// traps where it had not run yet, and the first would send the
+	// frame back to the interpreter), in the foreground, so compiled by
+	// the time the lines are printed: on JDK 17, with this threshold,
+	// after some 2,400 turns of the loop (-XX:+PrintCompilation), an
+	// on-stack replacement of the interpreted frame.
+	c2 := []string{"-XX:-TieredCompilation", "-XX:-BackgroundCompilation", "-XX:CompileThreshold=100"}
+	const warm = 5000
 	for _, tc := range []struct {
-		name  string
-		flags []string
-		want  string
+		name       string
+		run        workerRun
+		want       string
+		compiledIn string // the program's frame is in this method's nmethod; "": interpreted
+		// deopt: the program's frame was deoptimized while it waited,
+		// and returns to its nmethod's deoptimization handler.
+		deopt bool
 	}{
-		{"interpreted", nil, "CallSiteWorker.serve(CallSiteWorker.java:28)"},
-		{"interpreted, frame pointers", []string{"-XX:+PreserveFramePointer"}, "CallSiteWorker.serve(CallSiteWorker.java:28)"},
-		{"compiled", []string{"-Xcomp"}, "CallSiteWorker.serve(CallSiteWorker.java)"},
-		{"compiled, frame pointers", []string{"-Xcomp", "-XX:+PreserveFramePointer"}, "CallSiteWorker.serve(CallSiteWorker.java)"},
+		{name: "interpreted", want: serve},
+		{name: "interpreted, frame pointers", run: workerRun{flags: []string{"-XX:+PreserveFramePointer"}}, want: serve},
+		{name: "compiled", run: workerRun{flags: []string{"-Xcomp"}}, want: serve, compiledIn: "serve"},
+		{name: "compiled, frame pointers", run: workerRun{flags: []string{"-Xcomp", "-XX:+PreserveFramePointer"}}, want: serve, compiledIn: "serve"},
 		// The program's frame interpreted above compiled JDK frames,
 		// which keep no rbp: a walk along rbp alone skips them and
 		// names serve's caller.
-		{"interpreted over compiled", []string{"-Xcomp", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,CallSiteWorker::serve"},
-			"CallSiteWorker.serve(CallSiteWorker.java:28)"},
+		{name: "interpreted over compiled", run: workerRun{flags: []string{"-Xcomp", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,CallSiteWorker::serve"}},
+			want: serve},
 		// A compiled JDK frame (BufferedReader.fill) calling an
 		// interpreted one, through an adapter that lays the arguments
 		// out between the two, below the program's compiled frame.
-		{"compiled over interpreted", []string{"-Xcomp", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,java.io.InputStreamReader::read"},
-			"CallSiteWorker.serve(CallSiteWorker.java)"},
+		{name: "compiled over interpreted", run: workerRun{flags: []string{"-Xcomp", "-XX:CompileCommand=quiet", "-XX:CompileCommand=exclude,java.io.InputStreamReader::read"}},
+			want: serve, compiledIn: "serve"},
+		// nextLine inlined into serveByHelper: the nmethod is
+		// serveByHelper's, the frame that reads nextLine's.
+		{name: "inlined", run: workerRun{flags: []string{"-Xcomp", "-XX:CompileCommand=quiet", "-XX:CompileCommand=inline,CallSiteWorker::nextLine"}, helper: true},
+			want: helper, compiledIn: "serveByHelper"},
+		{name: "C2, warm", run: workerRun{flags: c2, lines: warm}, want: serve, compiledIn: "serve"},
+		{name: "C2, warm, inlined", run: workerRun{flags: c2, helper: true, lines: warm}, want: helper, compiledIn: "serveByHelper"},
+		// serve's compiled code inlined BufferedReader.readLine, the
+		// only one loaded (class hierarchy analysis): a subclass that
+		// overrides it, loaded while serve waits, has its frame
+		// deoptimized.
+		{name: "C2, warm, deoptimized", run: workerRun{flags: c2, lines: warm, reload: true}, want: serve, compiledIn: "serve", deopt: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pid, tid := blockedJavaReader(t, java, classes, tc.flags)
+			pid, tid := blockedJavaReader(t, java, classes, tc.run)
 			regs := interruptThread(t, tid)
 			c := NewCache()
 			p := &Process{Pid: pid}
@@ -107,12 +140,58 @@ func TestJavaCaller(t *testing.T) {
 			if caller != tc.want {
 				t.Errorf("caller %q, want %q", caller, tc.want)
 			}
+			if in := compiledIn(t, p, caller); in != tc.compiledIn {
+				t.Errorf("the caller's frame is in %q's nmethod, want %q", in, tc.compiledIn)
+			}
+			if tc.deopt && !deoptimizedFrame(p) {
+				t.Error("no frame met was deoptimized")
+			}
 			// Again, from what the process remembers: the same answer.
 			if _, again := c.SiteAndCaller(p, regs.SP(), regs.FP(), 1); again != caller {
 				t.Errorf("caller %q, then %q", caller, again)
 			}
 		})
 	}
+}
+
+// compiledIn is the name of the method whose nmethod holds the frame the
+// walk named caller, as its debug information lists it (the chain is
+// logged); "" when no compiled frame met names it: it was interpreted.
+func compiledIn(t *testing.T, p *Process, caller string) string {
+	j := p.jvm
+	in := ""
+	for _, code := range j.code {
+		if code.kind != codeCompiled {
+			continue
+		}
+		var chain []string
+		found := false
+		for _, s := range code.scopes {
+			m := j.method(p.Pid, s.method)
+			if m == nil {
+				chain = append(chain, "?")
+				continue
+			}
+			chain = append(chain, fmt.Sprintf("%s.%s@%d", m.class.name, m.name, s.bci))
+			found = found || m.frame(s.bci) == caller
+		}
+		if outer := j.method(p.Pid, code.method); found && outer != nil {
+			in = outer.name
+			t.Logf("compiled frame: %s", strings.Join(chain, " < "))
+		}
+	}
+	return in
+}
+
+// deoptimizedFrame says whether a frame the walk met returns to its
+// nmethod's deoptimization handler.
+func deoptimizedFrame(p *Process) bool {
+	for _, code := range p.jvm.code {
+		if code.origPC != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // jvmPath is the path of the libjvm.so p maps.
@@ -125,11 +204,24 @@ func jvmPath(p *Process) string {
 	return ""
 }
 
-// blockedJavaReader starts CallSiteWorker with the JVM flags, sends it a
-// line, and returns once it has printed it: its "lock-worker" thread is
-// then blocked reading the next. It returns the JVM's pid and that
+// workerRun is how a test runs CallSiteWorker.
+type workerRun struct {
+	flags  []string // the JVM's, after the tests' own
+	helper bool     // read through nextLine
+	// lines is how many lines it is sent, and has printed, before its
+	// thread is taken stopped: enough, with a low compile threshold, to
+	// warm its loop up to compiled code. 0: one.
+	lines int
+	// reload has it load a second BufferedReader once it has printed
+	// them: code that inlined the first's readLine is deoptimized.
+	reload bool
+}
+
+// blockedJavaReader starts CallSiteWorker as run says, sends it its
+// lines, and returns once it has printed them: its "lock-worker" thread
+// is then blocked reading the next. It returns the JVM's pid and that
 // thread's id.
-func blockedJavaReader(t testing.TB, java, classes string, flags []string) (pid, tid int) {
+func blockedJavaReader(t testing.TB, java, classes string, run workerRun) (pid, tid int) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -137,8 +229,19 @@ func blockedJavaReader(t testing.TB, java, classes string, flags []string) (pid,
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	args := append([]string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, flags...)
-	cmd := exec.Command(java, append(args, "-cp", classes, "CallSiteWorker", fmt.Sprint(port))...)
+	argv := append([]string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, run.flags...)
+	argv = append(argv, "-cp", classes, "CallSiteWorker", fmt.Sprint(port))
+	if run.reload {
+		argv = append([]string{"-Dcallsite.reload=true"}, argv...)
+	}
+	if run.helper {
+		argv = append(argv, "helper")
+	}
+	cmd := exec.Command(java, argv...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -158,11 +261,31 @@ func blockedJavaReader(t testing.TB, java, classes string, flags []string) (pid,
 		}
 	}
 	t.Cleanup(func() { conn.Close() })
-	if _, err := conn.Write([]byte("one\n")); err != nil {
-		t.Fatal(err)
+	lines := max(run.lines, 1)
+	// Written while its output is read: neither side waits on the other.
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := conn.Write([]byte(strings.Repeat("one\n", lines)))
+		wrote <- err
+	}()
+	t.Cleanup(func() {
+		if err := <-wrote; err != nil {
+			t.Errorf("writing to CallSiteWorker: %v", err)
+		}
+	})
+	printed := bufio.NewReader(out)
+	for range lines {
+		if line, err := printed.ReadString('\n'); err != nil || line != "got one\n" {
+			t.Fatalf("CallSiteWorker printed %q (%v)", line, err)
+		}
 	}
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "got one\n" {
-		t.Fatalf("CallSiteWorker printed %q (%v)", line, err)
+	if run.reload {
+		if _, err := stdin.Write([]byte("load\n")); err != nil {
+			t.Fatal(err)
+		}
+		if line, err := printed.ReadString('\n'); err != nil || line != "loaded\n" {
+			t.Fatalf("CallSiteWorker printed %q (%v), want loaded", line, err)
+		}
 	}
 	pid = cmd.Process.Pid
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {

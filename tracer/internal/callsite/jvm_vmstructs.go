@@ -59,6 +59,39 @@ type hotspotLayout struct {
 	blobName         uint64
 	blobFrameSize    uint64 // CodeBlob::_frame_size, in words
 	compiledMethod   uint64 // CompiledMethod::_method
+	// blobHeader is how much of a code blob's header is read: enough for
+	// every field of a blob's or an nmethod's lockstep reads.
+	blobHeader uint64
+	// debug is where a compiled method's debug information is, to name
+	// the Java frames of a compiled frame (the methods the JIT inlined
+	// and the bytecode each is at); nil when the tables do not say, and
+	// compiled frames name the compiled method alone.
+	debug *nmethodLayout
+}
+
+// nmethodLayout is where an nmethod keeps its debug information. Its
+// sections are contiguous (nmethod.hpp): metadata (Metadata* by index),
+// then the scopes data (from CompiledMethod::_scopes_data_begin, an
+// address), then the PcDescs (from _scopes_pcs_offset, an offset from
+// the nmethod), up to the dependencies (_dependencies_offset), which end
+// them. No field says where the metadata ends: the scopes data begins
+// there.
+type nmethodLayout struct {
+	codeBegin       uint64 // CodeBlob::_code_begin: pc offsets count from it
+	scopesDataBegin uint64 // CompiledMethod::_scopes_data_begin
+	metadataOffset  uint64 // nmethod::_metadata_offset (an int)
+	pcsOffset       uint64 // nmethod::_scopes_pcs_offset (an int)
+	depsOffset      uint64 // nmethod::_dependencies_offset (an int)
+	pcDesc          pcDescLayout
+	// entryBci is InvocationEntryBci (-1): a scope's bci is stored less
+	// it, so as an unsigned number.
+	entryBci int
+	// A frame deoptimized while it waits returns to its nmethod's
+	// deoptimization handler (CompiledMethod::_deopt_handler_begin, an
+	// address), its own return address kept in the frame, at
+	// nmethod::_orig_pc_offset (an int) from its sp.
+	deoptHandler uint64
+	origPCOffset uint64
 }
 
 // vmEntry is one row of gHotSpotVMStructs.
@@ -324,5 +357,41 @@ func (t *jvmTables) layout() (*hotspotLayout, error) {
 		missing = errors.New("the JVM's tables have no ConstMethod::_has_linenumber_table")
 	}
 	l.hasLineNumberTable = bit
+	l.debug = t.nmethodLayout()
+	l.blobHeader = max(l.blobName, l.compiledMethod, l.blobFrameSize) + 8
+	if d := l.debug; d != nil {
+		l.blobHeader = max(l.blobHeader, d.codeBegin+8, d.scopesDataBegin+8, d.metadataOffset+4, d.pcsOffset+4, d.depsOffset+4,
+			d.deoptHandler+8, d.origPCOffset+4)
+	}
 	return l, missing
+}
+
+// nmethodLayout picks where nmethods keep their debug information out of
+// the tables; nil when one of its fields is missing: a JVM whose compiled
+// frames then name their compiled method alone, as before lockstep read
+// the debug information.
+func (t *jvmTables) nmethodLayout() *nmethodLayout {
+	d := &nmethodLayout{}
+	ok := true
+	field := func(dst *uint64, name string) {
+		e, found := t.fields[name]
+		ok = ok && found && !e.static
+		*dst = e.offset
+	}
+	field(&d.codeBegin, "CodeBlob::_code_begin")
+	field(&d.scopesDataBegin, "CompiledMethod::_scopes_data_begin")
+	field(&d.metadataOffset, "nmethod::_metadata_offset")
+	field(&d.pcsOffset, "nmethod::_scopes_pcs_offset")
+	field(&d.depsOffset, "nmethod::_dependencies_offset")
+	field(&d.pcDesc.pc, "PcDesc::_pc_offset")
+	field(&d.pcDesc.scope, "PcDesc::_scope_decode_offset")
+	field(&d.deoptHandler, "CompiledMethod::_deopt_handler_begin")
+	field(&d.origPCOffset, "nmethod::_orig_pc_offset")
+	d.pcDesc.size = t.sizes["PcDesc"]
+	bci, found := t.constants["InvocationEntryBci"]
+	d.entryBci = int(int32(uint32(bci)))
+	if !ok || !found || d.pcDesc.size < max(d.pcDesc.pc, d.pcDesc.scope)+4 {
+		return nil
+	}
+	return d
 }
