@@ -479,6 +479,61 @@ func TestEphemeralPortsRepeat(t *testing.T) {
 	}
 }
 
+// TestAnyPortRepeats: a listener bound to port 0 gets lockstep's port,
+// not the kernel's (salted at random), the same in every run: the first
+// from the top of the range. Its accepts and its client's connect are
+// named by it, so the trace replays; with the kernel's port the replay's
+// connect went to another listener than the trace's.
+func TestAnyPortRepeats(t *testing.T) {
+	requireTrials(t)
+	if _, err := os.Stat(repoPath("testdata", "bin", "c", "anyport")); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	sp, err := spec.Load(repoPath("testdata", "specs", "anyport.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objects [2][]string
+	var last *TrialResult
+	for i := range objects {
+		sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range sum.Results {
+			if r.Outcome.Kind != Pass {
+				t.Fatalf("trial %d: %v", r.Index, r.Outcome)
+			}
+			for _, rec := range traceRecords(t, r) {
+				if rec.Op.Kind == sched.Connect || rec.Op.Kind == sched.Accept {
+					objects[i] = append(objects[i], rec.Op.Node+" "+rec.Op.Kind.String()+" "+rec.Op.Object)
+				}
+			}
+			last = r
+		}
+	}
+	if !slices.Equal(objects[0], objects[1]) {
+		t.Fatalf("listeners differ between two runs of one seed:\n%v\n%v", objects[0], objects[1])
+	}
+	if len(objects[0]) == 0 || !strings.HasSuffix(objects[0][0], ":60999") {
+		t.Fatalf("connects and accepts %v: want the first on port 60999", objects[0])
+	}
+	out, err := os.ReadFile(filepath.Join(last.Dir, "client.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "port 60999 echoed hello") {
+		t.Errorf("client output %q: want the echo through port 60999", out)
+	}
+	rr, err := Replay(context.Background(), last.TracePath, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rr.Same {
+		t.Fatalf("replay differs: %s", rr.Diff)
+	}
+}
+
 // The suite's crash-1 fails through lockstep's faults alone: POS finds a
 // crash between a write's acknowledgement and its group commit, with the
 // restart that loses it, and the trace replays to the same failure.

@@ -148,6 +148,55 @@ func (sk *sockets) onConnect(th *thread, c call) bool {
 	return true
 }
 
+// onBind answers a bind of an internet socket to port 0 (any port): it
+// binds the socket, through lockstep's duplicate, to the node's next
+// listening port, counted down from the top of the ephemeral range, and
+// returns 0 as the kernel's bind would. The kernel's choice is salted at
+// random, and a listener's port is in the names of its accepts and of its
+// peers' connects (and in what the program tells its peers): a replay
+// would look for ops on another listener. RabbitMQ's nodes listen so at
+// boot. Counting down keeps these apart from bindEphemeral's, which count
+// up, so neither moves the other's. Any other bind, and one lockstep's
+// own bind refuses (an address the node does not have), runs natively,
+// with the kernel's answer.
+func (sk *sockets) onBind(th *thread, c call) bool {
+	fam, ap := decodeSockaddr(th.tid, c.addr, c.addrLen)
+	if (fam != unix.AF_INET && fam != unix.AF_INET6) || ap.Port() != 0 || ap.Addr().IsLinkLocalUnicast() {
+		// (A link-local address needs its scope, which ap does not keep.)
+		return false
+	}
+	fi := th.proc.fdOf(c.fd)
+	if fi.kind != fdInet || fi.dup < 0 || (fi.sockType != unix.SOCK_STREAM && fi.sockType != unix.SOCK_DGRAM) {
+		return false
+	}
+	ni := th.proc.node
+	for try := 0; try < 64; try++ {
+		port := lastEphemeral - ni.listenPorts%(lastEphemeral-firstEphemeral+1)
+		var sa unix.Sockaddr
+		if fam == unix.AF_INET {
+			sa = &unix.SockaddrInet4{Port: port, Addr: ap.Addr().As4()}
+		} else {
+			// As16 maps an IPv4 address back to ::ffff:a.b.c.d, as the
+			// program gave it (decodeSockaddr unmaps it).
+			sa = &unix.SockaddrInet6{Port: port, Addr: ap.Addr().As16()}
+		}
+		ni.listenPorts++
+		err := unix.Bind(fi.dup, sa)
+		if err == nil {
+			if got, err := unix.Getsockname(fi.dup); err == nil {
+				fi.local = sockaddrToAddrPort(got)
+			}
+			th.fake(0)
+			return true
+		}
+		if err != unix.EADDRINUSE {
+			sk.log.Debug("binding a port for a bind to port 0; the kernel picks one", "node", ni.name, "addr", ap.Addr(), "err", err)
+			return false
+		}
+	}
+	return false
+}
+
 // onAccept makes an accept on an internet socket an op.
 func (sk *sockets) onAccept(th *thread, c call) bool {
 	p := th.proc

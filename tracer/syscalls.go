@@ -187,6 +187,7 @@ var syscallTable = map[int]syscallInfo{
 	unix.SYS_CLOSE:    {"close", args(argFd)},
 	unix.SYS_SHUTDOWN: {"shutdown", args(argFd, argFlags)},
 	unix.SYS_CONNECT:  {"connect", args(argFd, argAddr, argAddrLen)},
+	unix.SYS_BIND:     {"bind", args(argFd, argAddr, argAddrLen)},
 	unix.SYS_ACCEPT:   {"accept", args(argFd, argAddr, argAddrLen)},
 	unix.SYS_ACCEPT4:  {"accept4", args(argFd, argAddr, argAddrLen, argFlags)},
 	// Polls: poll's and epoll_wait's timeouts are milliseconds, the

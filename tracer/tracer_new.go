@@ -142,6 +142,7 @@ func gateTable(t *Tracer) map[int]gate {
 		unix.SYS_CLOSE:           {handle: t.sk.onClose},
 		unix.SYS_SHUTDOWN:        {handle: t.sk.onShutdown},
 		unix.SYS_CONNECT:         {handle: t.sk.onConnect},
+		unix.SYS_BIND:            {handle: t.sk.onBind},
 		unix.SYS_ACCEPT:          {handle: t.sk.onAccept},
 		unix.SYS_ACCEPT4:         {handle: t.sk.onAccept},
 		unix.SYS_POLL:            {handle: t.sk.onPoll},

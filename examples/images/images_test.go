@@ -1,11 +1,17 @@
 package images_test
 
 import (
+	"context"
+	"os"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
+	"github.com/lockstep-dev/lockstep/explain"
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
 
@@ -41,5 +47,47 @@ func TestRedisFromImages(t *testing.T) {
 				t.Fatalf("replay of trial 0 (%s) differs: %s", r.Outcome.Kind, rr.Diff)
 			}
 		})
+	}
+}
+
+// TestImagesExplained: lockstep explain on the first failing trial of
+// spec.yaml (POS, seed 1): the nodes run from images, and explain's
+// forced runs and its minimized run start them from the images as the
+// trial did. It keeps the partition of r1's host (as on the host's
+// programs, examples/redis), and its minimized trace replays, in explain
+// and here. About 30 runs of the trial (2 to 4 minutes here), so only
+// with LOCKSTEP_EXPLAIN_EXAMPLES=1.
+func TestImagesExplained(t *testing.T) {
+	if os.Getenv("LOCKSTEP_EXPLAIN_EXAMPLES") == "" {
+		t.Skip("set LOCKSTEP_EXPLAIN_EXAMPLES=1 to explain a failing trial from the images (minutes)")
+	}
+	requireImages(t)
+	sp := extest.LoadSpec(t, "spec.yaml")
+	seed := int64(1)
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 5, Strategy: "pos", Seed: &seed, StopOnFirst: true})
+	if sum.First == nil {
+		t.Fatalf("no failure in %d trials", sum.Trials)
+	}
+	ex, err := explain.Explain(context.Background(), sum.First.TracePath, explain.Options{Out: t.TempDir(), Continuations: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	explain.WriteText(&b, ex)
+	t.Log("\n" + b.String())
+	t.Logf("explain: %d runs in %v, %.0fx one replay (%v)", ex.Runs, ex.Elapsed.Round(time.Millisecond),
+		ex.Elapsed.Seconds()/ex.TrialTime.Seconds(), ex.TrialTime.Round(time.Millisecond))
+	cut := false
+	for _, r := range ex.Races {
+		cut = cut || r.Decision.Op.Kind == faults.Partition && r.Decision.Op.Node == "r1"
+	}
+	if !cut {
+		t.Errorf("no kept decision is the partition of r1: %d races", len(ex.Races))
+	}
+	if ex.MinimizedTrace == "" || !ex.MinimizedReplays {
+		t.Fatalf("minimized trace %q, replays in explain %v: %s", ex.MinimizedTrace, ex.MinimizedReplays, ex.MinimizedDiverged)
+	}
+	if rr := extest.Replay(t, ex.MinimizedTrace); !rr.Same {
+		t.Fatalf("replay of the minimized trace differs: %s", rr.Diff)
 	}
 }
