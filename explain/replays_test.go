@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,7 +38,9 @@ var replaySpecs = []string{"bugs/crash-1/spec-steps.yaml", "bugs/tpc-1/spec.yaml
 // testdata/bugs as well (minutes of trials); =specs over every spec of
 // testdata/specs but the invalid ones of bad/ (a spec that does not fail
 // within its cap is skipped: most check a mechanism and pass; about ten
-// minutes); a comma-separated list of spec paths under testdata runs
+// minutes); =examples over the examples' specs whose programs are there
+// (hours: real systems, traces of thousands of ops); a comma-separated
+// list of spec paths under testdata (../examples/… for an example's) runs
 // those. scripts/explain-all.sh does the same from the command line, with
 // the examples, and tabulates it. With LOCKSTEP_EXPLAIN_JSON_OUT=DIR
 // it writes the explanation of each bug's first trace (POS, seed 1: the
@@ -136,6 +140,8 @@ func replaySet(t *testing.T, env string) (specs []string, traces int, mayPass bo
 		return specs, 3, false
 	case "specs":
 		return testdataSpecs(t), 2, true
+	case "examples":
+		return exampleSpecs(t), 2, true
 	}
 	return strings.Split(env, ","), 2, false
 }
@@ -167,16 +173,77 @@ func testdataSpecs(t *testing.T) []string {
 	return specs
 }
 
+// exampleSpecs are the specs of the examples (examples/*/*.yaml, as paths
+// under testdata: ../examples/…) whose programs are there: an example
+// needs its real system installed (.ci/deps.sh) and its own programs
+// built (its README says how); one without is left out, and logged.
+func exampleSpecs(t *testing.T) []string {
+	t.Helper()
+	paths, err := filepath.Glob(testutil.RepoPath("examples", "*", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []string
+	for _, path := range paths {
+		sp, err := spec.Load(path)
+		if err != nil {
+			continue // not a spec (a compose file, a manifest)
+		}
+		if missing := missingProgram(t, sp); missing != "" {
+			t.Logf("%s: left out, %s is not there", path, missing)
+			continue
+		}
+		rel, err := filepath.Rel(testutil.RepoPath("testdata"), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, rel)
+	}
+	return specs
+}
+
+// missingProgram is the first program a spec's nodes start that is not
+// an executable file ("" when all are), its templates expanded as for a
+// trial: a path, or a name looked up in PATH.
+func missingProgram(t *testing.T, sp *spec.Spec) string {
+	addrs := map[string]netip.Addr{}
+	for i, n := range sp.Nodes {
+		addrs[n.Name] = netip.AddrFrom4([4]byte{10, 77, 0, byte(i + 1)})
+	}
+	dir := t.TempDir()
+	for _, n := range sp.Nodes {
+		if n.Image != nil {
+			continue
+		}
+		argv, _, _, err := sp.Expand(n.Name, spec.TemplateVars{TrialDir: dir, NodeDir: dir, Seed: 1, Addrs: addrs})
+		if err != nil || len(argv) == 0 {
+			return n.Name + "'s command"
+		}
+		if !strings.Contains(argv[0], "/") {
+			if _, err := exec.LookPath(argv[0]); err != nil {
+				return argv[0]
+			}
+			continue
+		}
+		if st, err := os.Stat(argv[0]); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return argv[0]
+		}
+	}
+	return ""
+}
+
 // trialCap is how many trials a campaign for a failure may run: 200, or
 // where a spec may pass (testdata/specs), its own trial count within
-// [20, 100], and 5 under hostile/ and limits/, whose trials run into
-// their real-time limits.
+// [20, 100], 5 under hostile/ and limits/, whose trials run into their
+// real-time limits, and 20 for an example's.
 func trialCap(rel string, sp *spec.Spec, mayPass bool) int {
 	switch {
 	case !mayPass:
 		return 200
 	case strings.HasPrefix(rel, filepath.Join("specs", "hostile")), strings.HasPrefix(rel, filepath.Join("specs", "limits")):
 		return 5
+	case strings.HasPrefix(rel, filepath.Join("..", "examples")):
+		return 20 // a real system's trials take seconds; every example that fails here does within 14
 	}
 	return min(max(sp.Trials, 20), 100)
 }
