@@ -443,17 +443,11 @@ func TestRerunSameDirectory(t *testing.T) {
 	}
 }
 
-// TestEphemeralPortsRepeat: the ports clients connect from are lockstep's
-// choice, the same in every run of a seed (the kernel's are salted at
-// random), counted per node from the start of the range.
-func TestEphemeralPortsRepeat(t *testing.T) {
-	requireTrials(t)
-	sp, err := spec.Load(repoPath("testdata", "specs", "pingpong-c.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns [2][]string
-	for i := range conns {
+// twoRuns runs two trials of sp twice, each passing, and gives what of
+// each record pick keeps, per run, in order, and the last trial.
+func twoRuns(t *testing.T, sp *spec.Spec, pick func(sched.Record) (string, bool)) (got [2][]string, last *TrialResult) {
+	t.Helper()
+	for i := range got {
 		sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
 		if err != nil {
 			t.Fatal(err)
@@ -463,10 +457,26 @@ func TestEphemeralPortsRepeat(t *testing.T) {
 				t.Fatalf("trial %d: %v", r.Index, r.Outcome)
 			}
 			for _, rec := range traceRecords(t, r) {
-				conns[i] = append(conns[i], rec.Op.Node+" "+rec.Op.Conn)
+				if s, ok := pick(rec); ok {
+					got[i] = append(got[i], s)
+				}
 			}
+			last = r
 		}
 	}
+	return got, last
+}
+
+// TestEphemeralPortsRepeat: the ports clients connect from are lockstep's
+// choice, the same in every run of a seed (the kernel's are salted at
+// random), counted per node from the start of the range.
+func TestEphemeralPortsRepeat(t *testing.T) {
+	requireTrials(t)
+	sp, err := spec.Load(repoPath("testdata", "specs", "pingpong-c.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns, _ := twoRuns(t, sp, func(rec sched.Record) (string, bool) { return rec.Op.Node + " " + rec.Op.Conn, true })
 	if !slices.Equal(conns[0], conns[1]) {
 		t.Fatalf("connections differ between two runs of one seed:\n%v\n%v", conns[0], conns[1])
 	}
@@ -493,25 +503,10 @@ func TestAnyPortRepeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objects [2][]string
-	var last *TrialResult
-	for i := range objects {
-		sum, err := Run(context.Background(), sp, RunOptions{Trials: 2, OutDir: t.TempDir(), TraceAll: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range sum.Results {
-			if r.Outcome.Kind != Pass {
-				t.Fatalf("trial %d: %v", r.Index, r.Outcome)
-			}
-			for _, rec := range traceRecords(t, r) {
-				if rec.Op.Kind == sched.Connect || rec.Op.Kind == sched.Accept {
-					objects[i] = append(objects[i], rec.Op.Node+" "+rec.Op.Kind.String()+" "+rec.Op.Object)
-				}
-			}
-			last = r
-		}
-	}
+	objects, last := twoRuns(t, sp, func(rec sched.Record) (string, bool) {
+		k := rec.Op.Kind
+		return rec.Op.Node + " " + k.String() + " " + rec.Op.Object, k == sched.Connect || k == sched.Accept
+	})
 	if !slices.Equal(objects[0], objects[1]) {
 		t.Fatalf("listeners differ between two runs of one seed:\n%v\n%v", objects[0], objects[1])
 	}
