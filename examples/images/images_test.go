@@ -1,16 +1,12 @@
 package images_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
-	"github.com/lockstep-dev/lockstep/explain"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
@@ -62,21 +58,7 @@ func TestImagesExplained(t *testing.T) {
 		t.Skip("set LOCKSTEP_EXPLAIN_EXAMPLES=1 to explain a failing trial from the images (minutes)")
 	}
 	requireImages(t)
-	sp := extest.LoadSpec(t, "spec.yaml")
-	seed := int64(1)
-	sum := extest.Run(t, sp, engine.RunOptions{Trials: 5, Strategy: "pos", Seed: &seed, StopOnFirst: true})
-	if sum.First == nil {
-		t.Fatalf("no failure in %d trials", sum.Trials)
-	}
-	ex, err := explain.Explain(context.Background(), sum.First.TracePath, explain.Options{Out: t.TempDir(), Continuations: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	explain.WriteText(&b, ex)
-	t.Log("\n" + b.String())
-	t.Logf("explain: %d runs in %v, %.0fx one replay (%v)", ex.Runs, ex.Elapsed.Round(time.Millisecond),
-		ex.Elapsed.Seconds()/ex.TrialTime.Seconds(), ex.TrialTime.Round(time.Millisecond))
+	ex, _ := extest.ExplainFirst(t, extest.LoadSpec(t, "spec.yaml"), 5)
 	cut := false
 	for _, r := range ex.Races {
 		cut = cut || r.Decision.Op.Kind == faults.Partition && r.Decision.Op.Node == "r1"

@@ -166,24 +166,9 @@ func TestRedisPowerExplained(t *testing.T) {
 		t.Skip("set LOCKSTEP_EXPLAIN_EXAMPLES=1 to explain a power-loss failure (a minute or two)")
 	}
 	requireRedis(t)
-	sp := extest.LoadSpec(t, "spec-power.yaml")
-	seed := int64(1)
-	sum := extest.Run(t, sp, engine.RunOptions{Trials: 10, Strategy: "pos", Seed: &seed, StopOnFirst: true})
-	if sum.First == nil {
-		t.Fatalf("no failure in %d trials", sum.Trials)
-	}
 	// The default budget, no probability curve: the story is the
 	// minimized decisions and what they name.
-	ex, err := explain.Explain(context.Background(), sum.First.TracePath, explain.Options{Out: t.TempDir(), Continuations: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	explain.WriteText(&b, ex)
-	t.Log("\n" + b.String())
-	t.Logf("explain: %d runs in %v; the trial took %v (%.0fx), one replay %v (%.0fx)", ex.Runs, ex.Elapsed.Round(time.Millisecond),
-		sum.First.Duration.Round(time.Millisecond), ex.Elapsed.Seconds()/sum.First.Duration.Seconds(),
-		ex.TrialTime.Round(time.Millisecond), ex.Elapsed.Seconds()/ex.TrialTime.Seconds())
+	ex, first := extest.ExplainFirst(t, extest.LoadSpec(t, "spec-power.yaml"), 10)
 	if !ex.OneMinimal {
 		t.Errorf("not 1-minimal within the default budget: %v", ex.Notes)
 	}
@@ -211,7 +196,7 @@ func TestRedisPowerExplained(t *testing.T) {
 	// Each named write is a SET of c1's that r1 answered +OK, and one of
 	// them is the write the history shows lost: the next completed
 	// operation on its key is a read of an older value.
-	ops, err := history.ReadFile(filepath.Join(sum.First.Dir, "c1", "history.jsonl"))
+	ops, err := history.ReadFile(filepath.Join(first.Dir, "c1", "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/explain"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/spec"
 	"github.com/lockstep-dev/lockstep/tracer"
@@ -100,4 +103,28 @@ func Replay(tb testing.TB, trace string) *engine.ReplayResult {
 		tb.Fatal(err)
 	}
 	return rr
+}
+
+// ExplainFirst explains the first failing trial of sp's POS campaign of
+// seed 1 (at most trials), with explain's default budget and no
+// probability curve, and logs the story and its cost. It fails the test
+// when no trial fails or explain cannot run.
+func ExplainFirst(tb testing.TB, sp *spec.Spec, trials int) (*explain.Explanation, *engine.TrialResult) {
+	tb.Helper()
+	seed := int64(1)
+	sum := Run(tb, sp, engine.RunOptions{Trials: trials, Strategy: "pos", Seed: &seed, StopOnFirst: true})
+	if sum.First == nil {
+		tb.Fatalf("no failure in %d trials", sum.Trials)
+	}
+	ex, err := explain.Explain(context.Background(), sum.First.TracePath, explain.Options{Out: tb.TempDir(), Continuations: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var b strings.Builder
+	explain.WriteText(&b, ex)
+	tb.Log("\n" + b.String())
+	tb.Logf("explain: %d runs in %v; the trial took %v (%.0fx), one replay %v (%.0fx)", ex.Runs, ex.Elapsed.Round(time.Millisecond),
+		sum.First.Duration.Round(time.Millisecond), ex.Elapsed.Seconds()/sum.First.Duration.Seconds(),
+		ex.TrialTime.Round(time.Millisecond), ex.Elapsed.Seconds()/ex.TrialTime.Seconds())
+	return ex, sum.First
 }
