@@ -28,9 +28,13 @@ test: build testdata ## run every test, the privileged ones included when root
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 40m $(PKGS)
 
-fuzz: ## fuzz the spec loader and its templates, FUZZTIME each (15s; CI runs it after test)
-	$(GO) test ./spec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),15s)
-	$(GO) test ./spec -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(or $(FUZZTIME),15s)
+# Counts, not durations, by default: with -fuzztime 15s Go's fuzzing
+# coordinator can fail a target with a bare "context deadline exceeded"
+# (no input written) when a worker is starved at the deadline, as on a
+# loaded 2-CPU machine; a count has no deadline. About 15 s each here.
+fuzz: ## fuzz the spec loader and its templates, FUZZTIME each (a count of inputs by default; CI runs it after test)
+	$(GO) test ./spec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),40000x)
+	$(GO) test ./spec -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(or $(FUZZTIME),200000x)
 
 bench: build testdata ## run the benchmarks (figures as ratios to native)
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
