@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -159,4 +160,38 @@ func inOrder(m, n int, same func(i, j int) bool) (best, last int) {
 		}
 	}
 	return row[m], at[m]
+}
+
+// maxHits bounds the hits a trial keeps: a run whose lines match the
+// symptom's more often than this says no more of the way there.
+const maxHits = 1 << 12
+
+// Hits are the trial's lines (in the order printed) that are lines of the
+// symptom, as pairs of the symptom line's index and the trial line's:
+// a line that matches the same symptom lines as the one before it (a
+// heartbeat printed a thousand times) is left out, and the symptom lines
+// one trial line matches come last first, so that no match counts one
+// trial line twice.
+func (s *Symptom) Hits(lines []string) [][2]int {
+	var out [][2]int
+	var prev []int
+	for j, l := range lines {
+		var cur []int
+		for i := len(s.Templates) - 1; i >= 0; i-- {
+			if Same(s.Templates[i], l) {
+				cur = append(cur, i)
+			}
+		}
+		if len(cur) == 0 || slices.Equal(cur, prev) {
+			continue
+		}
+		prev = cur
+		for _, i := range cur {
+			if len(out) == maxHits {
+				return out
+			}
+			out = append(out, [2]int{i, j})
+		}
+	}
+	return out
 }

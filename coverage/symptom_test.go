@@ -65,3 +65,30 @@ failure: client exited with code 1: liveness: no leader after 10s
 		}
 	}
 }
+
+// TestSymptomHits: each trial line that is a symptom line, by index; a
+// repeat of the line before it left out; one trial line that is two
+// symptom lines gives the later first.
+func TestSymptomHits(t *testing.T) {
+	s := &Symptom{Templates: []string{"lease granted to ·", "lease expired for ·", "lease granted to ·", "write rejected"}}
+	lines := []string{
+		"lease granted to ·",
+		"lease granted to ·",
+		"heartbeat",
+		"lease granted to ·",
+		"lease expired for ·",
+		"write rejected",
+		"write rejected",
+	}
+	got := s.Hits(lines)
+	want := [][2]int{{2, 0}, {0, 0}, {1, 4}, {3, 5}}
+	if len(got) != len(want) {
+		t.Fatalf("hits %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("hits %v, want %v", got, want)
+			break
+		}
+	}
+}

@@ -124,9 +124,18 @@ func keep(corpus *explore.Corpus, cc *campaignCoverage, sum *Summary, r *TrialRe
 		}
 	}
 	corpus.Add(&explore.Entry{Trial: r.Index, Seed: r.Seed, Records: r.Records, Features: ids, Novel: r.Novel, NovelAt: tf.novelAt,
-		Goal: r.Symptom, GoalAt: r.SymptomStep, Goals: goalsOf(sum.Spec, r), Messages: msgs}, tf.plan, cc.cov.CountOf)
+		Hits: hitsOf(r), Goals: goalsOf(sum.Spec, r), Messages: msgs}, tf.plan, cc.cov.CountOf)
 	r.Corpus = corpus.Len()
 	sum.Coverage.Corpus = r.Corpus
+}
+
+// hitsOf are a trial's lines that are its campaign's symptom's.
+func hitsOf(r *TrialResult) []explore.Hit {
+	var out []explore.Hit
+	for _, h := range r.SymptomHits {
+		out = append(out, explore.Hit{Line: h[0], At: h[1]})
+	}
+	return out
 }
 
 // goalsOf is how close a trial came to each of the spec's sometimes

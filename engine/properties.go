@@ -268,6 +268,19 @@ func (p *properties) symptomMatch() (n, step int) {
 	return n, step
 }
 
+// symptomHits are the trial's lines that are the symptom's
+// (coverage.Symptom.Hits), each with the step after which it was printed.
+func (p *properties) symptomHits() [][2]int {
+	if p == nil || p.symptom == nil {
+		return nil
+	}
+	hits := p.symptom.Hits(p.lines)
+	for i := range hits {
+		hits[i][1] = p.steps[hits[i][1]]
+	}
+	return hits
+}
+
 // missed is the first eventually no line matched.
 func (p *properties) missed() *spec.Property {
 	if p == nil {
@@ -335,6 +348,7 @@ func (t *Trial) finalProperties(res *TrialResult) error {
 	res.Reached, res.Near = t.props.sometimes(), t.props.nears()
 	res.Lines = t.props.log
 	res.Symptom, res.SymptomStep = t.props.symptomMatch()
+	res.SymptomHits = t.props.symptomHits()
 	if res.Outcome.Kind != Pass {
 		return nil
 	}

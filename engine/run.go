@@ -211,6 +211,7 @@ func (c *campaign) learners() error {
 		// previous generations left it (see learnFrom).
 		c.corpus = explore.New()
 		c.corpus.Aiming = aiming(c.sp.Faults)
+		c.corpus.SymptomLines = len(c.opts.Symptom.TemplatesOrNil())
 		return nil
 	}
 	if _, err := newStrategy(c.sp, c.strategy, nil); err != nil {

@@ -28,10 +28,11 @@ type Entry struct {
 	// showed a feature first (-1: only its lines did, which carry no
 	// step).
 	NovelAt int
-	// Goal is how many lines of the campaign's symptom it printed in
-	// order (run --symptom), GoalAt how many records it had when it
-	// printed the last of them.
-	Goal, GoalAt int
+	// Hits are its lines that are lines of the campaign's symptom (run
+	// --symptom), in the order printed: how close it came to the symptom
+	// is the weight of the symptom's lines they hold in order, each line
+	// weighing more the fewer trials printed it.
+	Hits []Hit
 	// Goals are how close it came to each of the campaign's goals, the
 	// spec's sometimes properties, in the engine's order.
 	Goals []Approach
@@ -45,7 +46,6 @@ type Entry struct {
 	// NovelAt's record (-1: unknown).
 	decisions []int
 	novel     int
-	goal      int   // decisions before GoalAt's point (-1: no goal)
 	near      []int // per goal, decisions before its At
 	kinds     []int // the kinds of its Messages, each once
 }
@@ -105,8 +105,10 @@ type Corpus struct {
 	entries []*Entry
 	byTrial map[int]*Entry
 	arms    []armStats // by Arm
-	// bestGoal is the most lines of the symptom a trial printed in order.
-	bestGoal int
+	// SymptomLines is how many lines the campaign's symptom has (0:
+	// none); symptom what the trials so far say of them.
+	SymptomLines int
+	symptom      symptomStats
 	// goals are the campaign's sometimes properties as goals.
 	goals []goalState
 	// Max bounds the corpus: past it, the entry with the least energy
@@ -186,15 +188,14 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 	if e.Novel > 0 {
 		a.novel++
 	}
-	closer := e.Goal > c.bestGoal
-	c.bestGoal = max(c.bestGoal, e.Goal)
+	closer := c.closerToSymptom(e)
 	if c.approach(e.Goals) {
 		closer = true
 	}
 	if e.Novel == 0 && !closer {
 		return false
 	}
-	e.novel, e.goal = -1, -1
+	e.novel = -1
 	for i, r := range e.Records {
 		if !r.Auto {
 			e.decisions = append(e.decisions, i)
@@ -202,9 +203,6 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 		if i == e.NovelAt {
 			e.novel = len(e.decisions)
 		}
-	}
-	if e.Goal > 0 {
-		e.goal = e.before(e.GoalAt)
 	}
 	for _, a := range e.Goals {
 		e.near = append(e.near, e.before(a.At))
@@ -299,6 +297,9 @@ type View struct {
 	entries []*Entry
 	energy  []float64
 	total   float64
+	// goalFrom is, per entry, the decision past the last line of its
+	// heaviest match of the symptom (-1: none).
+	goalFrom []int
 	// odds are each arm's share of the trials: its rate of novel trials
 	// so far (with one of two as a prior), normalized.
 	odds []float64
@@ -332,14 +333,25 @@ const GoalShare = 0.5
 // Freeze takes the view the next generation draws its plans from.
 func (c *Corpus) Freeze(count Counter) *View {
 	v := &View{entries: slices.Clone(c.entries)}
-	for _, e := range v.entries {
+	score, at := c.symptomMatches(v.entries)
+	best := 0.0
+	for _, s := range score {
+		best = max(best, s)
+	}
+	for i, e := range v.entries {
 		en := energy(e, count)
-		if c.bestGoal > 0 {
-			// Steered to the symptom: each line short of the best match
-			// quarters an entry's share.
-			en *= math.Pow(4, float64(e.Goal-c.bestGoal))
+		from := -1
+		if best > 0 {
+			// Steered to the symptom: each of its rarest lines short of
+			// the best match quarters an entry's share (a line most
+			// trials print, next to nothing).
+			en *= math.Pow(4, score[i]-best)
+			if at[i] >= 0 {
+				from = e.before(at[i])
+			}
 		}
 		v.energy = append(v.energy, en)
+		v.goalFrom = append(v.goalFrom, from)
 		v.total += en
 	}
 	v.frontiers = c.frontiers(v)
@@ -567,9 +579,10 @@ func (v *View) entry(r *rand.Rand) (*Entry, int) {
 			return v.entries[f.entries[i]], f.from[i]
 		}
 	}
-	e := v.entries[pick(r, v.energy)]
-	if e.goal >= 0 {
-		return e, e.goal // a symptom's: past the last line it matched
+	i := pick(r, v.energy)
+	e := v.entries[i]
+	if v.goalFrom[i] >= 0 {
+		return e, v.goalFrom[i] // a symptom's: past the last line it matched
 	}
 	return e, e.novel
 }

@@ -211,6 +211,10 @@ type TrialResult struct {
 	// order; SymptomStep the step after which the last of them was.
 	Symptom     int `json:",omitempty"`
 	SymptomStep int `json:",omitempty"`
+	// SymptomHits are the trial's lines that are lines of the symptom
+	// (coverage.Symptom.Hits), each as the symptom line's index and the
+	// step after which the trial printed it: what explore weighs.
+	SymptomHits [][2]int `json:"-"`
 	// Lines are the nodes' lines in the order lockstep read them, when
 	// asked to keep them (replay --lines).
 	Lines []Line `json:"-"`
