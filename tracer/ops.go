@@ -12,7 +12,10 @@ import (
 type pendingOp struct {
 	op  sched.Op
 	seq uint64 // order of appearance within a quiescent round
-	th  *thread
+	// kind is what the tracer does with it (opTable.kindOf), looked up
+	// once: every state asks it of every pending op.
+	kind *opKind
+	th   *thread
 	// call is the syscall the op's thread stopped at.
 	call call
 	fd   int

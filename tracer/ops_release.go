@@ -8,7 +8,7 @@ import (
 
 // enabled says whether releasing p now would not block.
 func (ot *opTable) enabled(p *pendingOp) bool {
-	k := ot.kinds[p.op.Kind]
+	k := ot.kindOf(p)
 	if k.interruptible && ot.vt.interruptedBySignal(p) {
 		return true
 	}
@@ -32,8 +32,8 @@ func (ot *opTable) release(id uint64) (Released, error) {
 	if p == nil {
 		return Released{}, errUnknownOp(id)
 	}
-	delete(ot.pending, id)
-	k := ot.kinds[p.op.Kind]
+	ot.forget(id)
+	k := ot.kindOf(p)
 	ot.net.stirOp(p, k)
 	if th := p.th; th != nil {
 		th.pending = nil
@@ -62,6 +62,7 @@ func (ot *opTable) numberFresh() {
 		ot.nextID++
 		p.op.ID = ot.nextID
 		ot.pending[p.op.ID] = p
+		ot.ordered = append(ot.ordered, p) // IDs only grow
 		if p.deadline >= 0 {
 			ot.vt.addDeadline(p)
 		}

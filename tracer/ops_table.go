@@ -1,7 +1,9 @@
 package tracer
 
 import (
+	"cmp"
 	"log/slog"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -57,6 +59,9 @@ type opTable struct {
 	// since the tracers of concurrent jobs run at once.
 	seq     uint64
 	pending map[uint64]*pendingOp
+	// ordered are the pending ops in ID order: a state lists them so, at
+	// every step, and a bulk transfer keeps dozens of chunks pending.
+	ordered []*pendingOp
 	fresh   []*pendingOp
 	nextID  uint64
 	sites   *callsite.Cache
@@ -66,7 +71,6 @@ type opTable struct {
 	pollFds    []unix.PollFd
 	pollSpans  []pollSpan
 	pendingBuf []*pendingOp
-	idsBuf     []uint64
 	enabledBuf []bool
 	// noBooks makes pollPending ask the kernel for every op.
 	noBooks bool
@@ -126,7 +130,28 @@ func (ot *opTable) lastFresh() *pendingOp {
 }
 
 // kindOf is what the tracer does with ops of p's kind.
-func (ot *opTable) kindOf(p *pendingOp) *opKind { return ot.kinds[p.op.Kind] }
+func (ot *opTable) kindOf(p *pendingOp) *opKind {
+	if p.kind == nil {
+		p.kind = ot.kinds[p.op.Kind]
+	}
+	return p.kind
+}
+
+// forget takes the op numbered id out of the pending ops.
+func (ot *opTable) forget(id uint64) {
+	delete(ot.pending, id)
+	i, ok := slices.BinarySearchFunc(ot.ordered, id, func(p *pendingOp, id uint64) int { return cmp.Compare(p.op.ID, id) })
+	if ok {
+		ot.ordered = slices.Delete(ot.ordered, i, i+1)
+	}
+}
+
+// forgetAll takes every op out of the pending ops.
+func (ot *opTable) forgetAll() {
+	clear(ot.pending)
+	clear(ot.ordered)
+	ot.ordered = ot.ordered[:0]
+}
 
 // byID is the pending op numbered id, or nil.
 func (ot *opTable) byID(id uint64) *pendingOp { return ot.pending[id] }
@@ -134,7 +159,7 @@ func (ot *opTable) byID(id uint64) *pendingOp { return ot.pending[id] }
 func (ot *opTable) dropPending(p *pendingOp) {
 	p.dropped = true
 	if p.op.ID != 0 {
-		delete(ot.pending, p.op.ID)
+		ot.forget(p.op.ID)
 	}
 	if p.th != nil && p.th.pending == p {
 		p.th.pending = nil
@@ -150,7 +175,7 @@ func (ot *opTable) pollPending(ops []*pendingOp) {
 	ot.pollGen++
 	fds, spans := ot.pollFds[:0], ot.pollSpans[:0]
 	for _, p := range ops {
-		k := ot.kinds[p.op.Kind]
+		k := ot.kindOf(p)
 		if k.books != nil {
 			if r, ok := k.books(p); ok && !ot.noBooks {
 				p.polled, p.pollReady, p.byBooks = ot.pollGen, r, true
@@ -179,7 +204,7 @@ func (ot *opTable) pollPending(ops []*pendingOp) {
 			}
 		}
 		s.p.polled, s.p.pollReady = ot.pollGen, ok
-		if k := ot.kinds[s.p.op.Kind]; err == nil && !ok && k.notePolled != nil {
+		if k := ot.kindOf(s.p); err == nil && !ok && k.notePolled != nil {
 			k.notePolled(s.p)
 		}
 	}

@@ -317,13 +317,13 @@ func (t *Tracer) killAll() {
 			t.net.dropDgram(p)
 		}
 	}
-	for id, p := range t.ops.pending {
+	for _, p := range t.ops.ordered {
 		if p.chunk != nil && p.chunk.dg != nil {
 			t.net.dropDgram(p)
 		}
 		p.dropped = true
-		delete(t.ops.pending, id)
 	}
+	t.ops.forgetAll()
 	for _, c := range t.net.conns {
 		c.queue = nil
 		t.net.closeConn(c)

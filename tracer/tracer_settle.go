@@ -49,16 +49,7 @@ func (t *Tracer) snapshot() State {
 	if t.opts.Socks {
 		st.Socks = t.pt.socks()
 	}
-	ids := t.ops.idsBuf[:0]
-	for id := range t.ops.pending {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	t.ops.idsBuf = ids
-	ops := t.ops.pendingBuf[:0]
-	for _, id := range ids {
-		ops = append(ops, t.ops.pending[id])
-	}
+	ops := append(t.ops.pendingBuf[:0], t.ops.ordered...)
 	t.ops.noBooks = t.ops.pollAll
 	t.ops.pollPending(ops)
 	t.ops.noBooks, t.ops.pollAll = false, false
