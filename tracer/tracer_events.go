@@ -317,7 +317,8 @@ func (t *Tracer) killAll() {
 			t.net.dropDgram(p)
 		}
 	}
-	for _, p := range t.ops.ordered {
+	// A copy: dropping a datagram takes its op out of ordered.
+	for _, p := range slices.Clone(t.ops.ordered) {
 		if p.chunk != nil && p.chunk.dg != nil {
 			t.net.dropDgram(p)
 		}
