@@ -167,14 +167,15 @@ func inOrder(m, n int, same func(i, j int) bool) (best, last int) {
 const maxHits = 1 << 12
 
 // Hits are the trial's lines (in the order printed) that are lines of the
-// symptom, as pairs of the symptom line's index and the trial line's:
-// a line that matches the same symptom lines as the one before it (a
-// heartbeat printed a thousand times) is left out, and the symptom lines
-// one trial line matches come last first, so that no match counts one
-// trial line twice.
+// symptom, as pairs of the symptom line's index and the trial line's. A
+// run of lines that match the same symptom lines (a heartbeat printed a
+// thousand times) keeps only as many as it matches symptom lines, all an
+// in-order match can use; and the symptom lines one trial line matches
+// come last first, so that no match counts one trial line twice.
 func (s *Symptom) Hits(lines []string) [][2]int {
 	var out [][2]int
 	var prev []int
+	run := 0
 	for j, l := range lines {
 		var cur []int
 		for i := len(s.Templates) - 1; i >= 0; i-- {
@@ -182,10 +183,17 @@ func (s *Symptom) Hits(lines []string) [][2]int {
 				cur = append(cur, i)
 			}
 		}
-		if len(cur) == 0 || slices.Equal(cur, prev) {
+		if len(cur) == 0 {
 			continue
 		}
-		prev = cur
+		if slices.Equal(cur, prev) {
+			if run >= len(cur) {
+				continue
+			}
+			run++
+		} else {
+			prev, run = cur, 1
+		}
 		for _, i := range cur {
 			if len(out) == maxHits {
 				return out
