@@ -332,6 +332,14 @@ func (c *Coverage) CountOf(id int) int {
 	return c.counts[id-1]
 }
 
+// ClassOf is the class of the feature with this ID (0 if none).
+func (c *Coverage) ClassOf(id int) Class {
+	if id < 1 || id > len(c.list) {
+		return 0
+	}
+	return c.list[id-1].Class
+}
+
 // Rarity is how rare a feature is, for a search to spend its energy on:
 // 1 over the trials that showed it (1 for a feature seen once or never),
 // so a trial reaching rare features can be preferred as AFL's rare-branch

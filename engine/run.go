@@ -165,6 +165,10 @@ func newCampaign(sp *spec.Spec, opts RunOptions) (*campaign, error) {
 		c.cov = &campaignCoverage{cov: coverage.New(faults.ReplayOf), first: map[coverage.Feature]int{},
 			passing: map[int]int{}, failing: map[int][]int{}}
 		c.sum.Coverage = &result.CoverageSummary{}
+		if c.corpus != nil {
+			cov := c.cov.cov
+			c.corpus.ClassOf = func(id int) int { return int(cov.ClassOf(id)) }
+		}
 	}
 	return c, nil
 }

@@ -280,3 +280,66 @@ func TestPlanAim(t *testing.T) {
 		t.Errorf("fresh odds %v, want %v: the odds of the five other arms alone", odds[Fresh], want)
 	}
 }
+
+// TestEnergies: each class of feature holds an equal share of the energy,
+// and a feature's rarity is split among the entries that hold it, so a
+// template one trial printed outweighs the many orderings every trial
+// shows once.
+func TestEnergies(t *testing.T) {
+	const (
+		kinds = iota
+		templates
+		orderings
+	)
+	class := func(id int) int { return id / 100 }
+	counts := map[int]int{}
+	count := func(id int) int { return counts[id] }
+	// Four trials: each shows the kind 1 and the template 101, and five
+	// orderings of its own (seen once); trial 3 also prints the template
+	// 102, seen once.
+	var entries []*Entry
+	for i := range 4 {
+		e := &Entry{Trial: i, Features: []int{kinds*100 + 1, templates*100 + 1}}
+		for j := range 5 {
+			e.Features = append(e.Features, orderings*100+10*i+j)
+		}
+		if i == 3 {
+			e.Features = append(e.Features, templates*100+2)
+		}
+		entries = append(entries, e)
+	}
+	for _, e := range entries {
+		for _, id := range e.Features {
+			counts[id]++
+		}
+	}
+	tests := []struct {
+		name  string
+		class func(int) int
+		picks int // of trial 3
+		want  []float64
+	}{
+		// Kinds: 1 (the kind, 1/16 from each entry); templates: 1/16 each
+		// plus 1 (102) for trial 3; orderings: 20, 5 each. Trial 0: 1/4 +
+		// (1/16)/(5/4) + 5/20 = 0.55; trial 3: 1/4 + (1/16+1)/(5/4) + 1/4
+		// = 1.35.
+		{"by class", class, 0, []float64{0.55, 0.55, 0.55, 1.35}},
+		// One class: 1/16+1/16 = 1/8 and 5 each, 1 more for trial 3, over
+		// 21.5: the orderings seen once are most of it.
+		{"one class", nil, 0, []float64{5.125 / 21.5, 5.125 / 21.5, 5.125 / 21.5, 6.125 / 21.5}},
+		// Branched from three times: halved.
+		{"picked", class, 3, []float64{0.55, 0.55, 0.55, 0.675}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entries[3].Picks = tt.picks
+			got := energies(entries, count, tt.class)
+			for i := range got {
+				if math.Abs(got[i]-tt.want[i]) > 1e-9 {
+					t.Errorf("energies %.4f, want %.4f", got, tt.want)
+					break
+				}
+			}
+		})
+	}
+}

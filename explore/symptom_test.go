@@ -80,7 +80,9 @@ func TestSymptomSteers(t *testing.T) {
 	if c.Add(&Entry{Trial: 6, Records: records(100, -1), Features: []int{0}, NovelAt: -1, Hits: common}, Plan{}, count) {
 		t.Error("a trial that printed only the lines every trial prints came closer")
 	}
-	rare := &Entry{Trial: 7, Records: records(100, -1), Features: []int{0}, NovelAt: -1, Hits: []Hit{{0, 2}, {3, 60}}}
+	// Its feature is one no other entry holds, so its energy is theirs
+	// (a feature shared is split among its holders).
+	rare := &Entry{Trial: 7, Records: records(100, -1), Features: []int{7}, NovelAt: -1, Hits: []Hit{{0, 2}, {3, 60}}}
 	if !c.Add(rare, Plan{}, count) {
 		t.Fatal("a trial that printed a line no other trial printed did not join")
 	}
@@ -101,7 +103,7 @@ func TestSymptomSteers(t *testing.T) {
 			past++
 		}
 	}
-	// Its energy is the others' (features seen once each); its match
+	// Its energy is the others' (features seen once, each by one entry); its match
 	// weighs 1, theirs 0.11 (lines 1 and 2, which one trial of eight did
 	// not print): each of the six others gets 4^-0.89 = 0.29 of its
 	// share, so it gets 1/(1+6×0.29) = 0.37 of the branches.
