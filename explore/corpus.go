@@ -293,7 +293,7 @@ func (c *Corpus) evict(count Counter) {
 // Why not the plain sum of rarities: on a hashicorp/raft cluster every
 // trial shows tens to hundreds of orderings no other trial showed (a
 // node's timeline interleaves twenty kinds and fifty templates under
-// faults drawn anew), which drowned the three trials of sixty whose
+// faults drawn anew), which drowned the two trials of sixty whose
 // members logged a failed snapshot install, a template seen nowhere
 // else, and a feature every trial holds added the same to every entry.
 // A nil class puts every feature in one class.
@@ -301,26 +301,50 @@ func energies(entries []*Entry, count Counter, class func(id int) int) []float64
 	if class == nil {
 		class = func(int) int { return 0 }
 	}
-	holders := map[int]int{}
+	// Feature IDs are the coverage's, 1 to the number of features seen:
+	// dense, so slices by ID rather than maps (this runs at every
+	// generation, and at every trial once the corpus is full).
+	top := 0
 	for _, e := range entries {
 		for _, id := range e.Features {
-			holders[id]++
+			top = max(top, id)
 		}
 	}
-	share := func(id int) float64 { return 1 / float64(max(1, count(id))*holders[id]) }
-	// Summed in entry and feature order, not map order, so that the
-	// energies, and the campaign, are the same in every run.
-	mass := map[int]float64{}
+	holders := make([]int32, top+1)
 	for _, e := range entries {
 		for _, id := range e.Features {
-			mass[class(id)] += share(id)
+			if id >= 0 {
+				holders[id]++
+			}
+		}
+	}
+	// A feature's share, its rarity over its holders; a class's mass, the
+	// sum of its features' rarities (summed in ID order, so that the
+	// energies, and the campaign, are the same in every run); a feature's
+	// weight, its share of its class's mass.
+	share := make([]float64, top+1)
+	cls := make([]int, top+1)
+	mass := map[int]float64{}
+	for id, h := range holders {
+		if h > 0 {
+			r := 1 / float64(max(1, count(id)))
+			share[id] = r / float64(h)
+			cls[id] = class(id)
+			mass[cls[id]] += r
+		}
+	}
+	for id := range share {
+		if holders[id] > 0 {
+			share[id] /= mass[cls[id]]
 		}
 	}
 	out := make([]float64, len(entries))
 	for i, e := range entries {
 		var sum float64
 		for _, id := range e.Features {
-			sum += share(id) / mass[class(id)]
+			if id >= 0 {
+				sum += share[id]
+			}
 		}
 		out[i] = sum / math.Sqrt(float64(1+e.Picks))
 	}
