@@ -319,10 +319,10 @@ func TestEnergies(t *testing.T) {
 		picks int // of trial 3
 		want  []float64
 	}{
-		// Kinds: 1 (the kind, 1/16 from each entry); templates: 1/16 each
-		// plus 1 (102) for trial 3; orderings: 20, 5 each. Trial 0: 1/4 +
-		// (1/16)/(5/4) + 5/20 = 0.55; trial 3: 1/4 + (1/16+1)/(5/4) + 1/4
-		// = 1.35.
+		// Each class totals 1. Kinds: the one kind, a quarter to each
+		// entry; templates: 101's rarity 1/4 split four ways and 102's 1,
+		// of 5/4; orderings: 5 of 20 each. Trial 0: 1/4 + (1/16)/(5/4) +
+		// 5/20 = 0.55; trial 3: 1/4 + (1/16+1)/(5/4) + 1/4 = 1.35.
 		{"by class", class, 0, []float64{0.55, 0.55, 0.55, 1.35}},
 		// One class: 1/16+1/16 = 1/8 and 5 each, 1 more for trial 3, over
 		// 21.5: the orderings seen once are most of it.
