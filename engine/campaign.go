@@ -56,6 +56,13 @@ type RunOptions struct {
 	// (property "symptom"), every trial's lines are matched against it,
 	// and an exploring campaign steers to longer matches.
 	Symptom *coverage.Symptom
+	// DropRecords lets go of each trial's records once it is counted and
+	// Progress has seen it (the summary's results keep the rest; an
+	// exploring campaign's corpus keeps its entries' own). Without it a
+	// campaign holds every trial's records to its end: about 13.5 MB per
+	// trial of examples/raft, so 1,000 trials would hold 13 GB. The CLI
+	// sets it; a caller that reads Summary.Results' records does not.
+	DropRecords bool
 }
 
 // historyBatch is how many trials share one frozen view of the history

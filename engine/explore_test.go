@@ -65,29 +65,42 @@ func TestExploreFindsBehindRareKind(t *testing.T) {
 
 // The same seed gives the same exploring campaign with one job and with
 // two: the same plan for every trial and the same coverage curve, since
-// each generation sees the corpus the trials before it left.
+// each generation sees the corpus the trials before it left. Letting go
+// of the trials' records once counted (the CLI's DropRecords) changes
+// nothing either: the corpus keeps its entries' own.
 func TestExploreDeterministic(t *testing.T) {
 	requireTrials(t)
 	sp := handoffSpec(t)
 	seed := int64(5)
 	dir := t.TempDir()
-	var plans [2][]string
-	var curves [2][]int
-	for i, jobs := range []int{1, 2} {
-		sum, err := Run(t.Context(), sp, RunOptions{Trials: 40, Seed: &seed, Strategy: Explore, Jobs: jobs, OutDir: filepath.Join(dir, "run"), Replace: true})
+	runs := []struct {
+		name string
+		jobs int
+		drop bool
+	}{{"one job", 1, false}, {"two jobs", 2, false}, {"records dropped", 1, true}}
+	plans := make([][]string, len(runs))
+	curves := make([][]int, len(runs))
+	for i, run := range runs {
+		sum, err := Run(t.Context(), sp, RunOptions{Trials: 40, Seed: &seed, Strategy: Explore, Jobs: run.jobs, DropRecords: run.drop,
+			OutDir: filepath.Join(dir, "run"), Replace: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range sum.Results {
 			plans[i] = append(plans[i], r.Plan)
+			if kept := r.Records != nil; kept == run.drop {
+				t.Errorf("%s: trial %d kept its records: %v", run.name, r.Index, kept)
+			}
 		}
 		curves[i] = sum.Coverage.Curve
 	}
-	if !slices.Equal(plans[0], plans[1]) {
-		t.Errorf("plans differ with two jobs:\n%q\n%q", plans[0], plans[1])
-	}
-	if !slices.Equal(curves[0], curves[1]) {
-		t.Errorf("coverage curves differ with two jobs:\n%v\n%v", curves[0], curves[1])
+	for i := 1; i < len(runs); i++ {
+		if !slices.Equal(plans[0], plans[i]) {
+			t.Errorf("plans differ with %s:\n%q\n%q", runs[i].name, plans[0], plans[i])
+		}
+		if !slices.Equal(curves[0], curves[i]) {
+			t.Errorf("coverage curves differ with %s:\n%v\n%v", runs[i].name, curves[0], curves[i])
+		}
 	}
 	branches := 0
 	for _, p := range plans[0] {

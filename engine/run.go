@@ -351,6 +351,9 @@ func (c *campaign) record(p int, r *TrialResult) {
 		if c.opts.Progress != nil {
 			c.opts.Progress(r)
 		}
+		if c.opts.DropRecords {
+			r.Records = nil
+		}
 		c.reported++
 	}
 	c.cond.Broadcast()

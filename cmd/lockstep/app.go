@@ -228,7 +228,7 @@ func runCmd() *cli.Command {
 				Trials: c.Int("trials"), Strategy: c.String("strategy"), Jobs: c.Int("jobs"),
 				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"), KeepTmp: c.Bool("keep-tmp"),
 				History: c.String("history"), Native: c.Bool("native"), NativeLimit: c.Duration("native-limit"),
-				Logger: logger(c, c.App.ErrWriter), Verify: c.Bool("verify"),
+				Logger: logger(c, c.App.ErrWriter), Verify: c.Bool("verify"), DropRecords: true,
 			}
 			if p := c.String("symptom"); p != "" {
 				sy, err := readSymptom(p)

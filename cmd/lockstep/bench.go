@@ -66,7 +66,7 @@ func benchCmd() *cli.Command {
 					sum, err := engine.Run(c.Context, s, engine.RunOptions{
 						Trials: trials, Strategy: st, Jobs: jobs, Native: st == "native",
 						OutDir: filepath.Join(out, "runs", s.Name, strings.ReplaceAll(st, "*", "star")), Replace: true,
-						Logger: logger(c, c.App.ErrWriter),
+						Logger: logger(c, c.App.ErrWriter), DropRecords: true,
 					})
 					if err != nil {
 						if sig := interruption(c.Context); sig != nil {
