@@ -166,7 +166,7 @@ func (p Plan) matches(msg string) bool {
 func KindHold(from, to, shape, label string, length time.Duration) *sched.Op {
 	return &sched.Op{
 		LPID: "fault", Kind: Hold, Node: from, Object: "link:" + from + ">" + to,
-		Conn: kindHoldKey(from, to, shape), Shape: shape, Peer: label, Delay: int64(length),
+		Conn: kindHoldKey(from, to, shape), Shape: sched.Bytes(shape), Peer: label, Delay: int64(length),
 	}
 }
 
@@ -204,7 +204,7 @@ func choseKindHold(in *Injector, o *sched.Op, now time.Duration) {
 	in.spend(now)
 	in.held[o.Conn] = now + time.Duration(o.Delay)
 	from, to, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), ">")
-	in.kindHolds[o.Conn] = kindHold{from: from, to: to, shape: o.Shape}
+	in.kindHolds[o.Conn] = kindHold{from: from, to: to, shape: string(o.Shape)}
 }
 
 // heldKind reports whether a kind-aimed hold in force at now holds the

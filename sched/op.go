@@ -1,9 +1,12 @@
 package sched
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind is what an operation does, by name: the names are what traces
@@ -175,7 +178,7 @@ type Op struct {
 	// one link), the shape of the messages it acts on: the kind it was
 	// aimed at (package coverage's shapes). Such an op carries all it
 	// needs (Made), so a replay makes it up from its record.
-	Shape string `json:"shape,omitempty"`
+	Shape Bytes `json:"shape,omitempty"`
 	// Disk is a storage fault's variant, drawn with it: for power, which
 	// of the node's unsynced changes reach the disk before the cut (none,
 	// all, prefix, subset); for corrupt, flip or tail; for ioerror, the
@@ -214,6 +217,35 @@ func (o *Op) ProbeAimed() bool {
 // at recorded (Shape): the engine never offers it, so a replay makes it
 // up from its record whatever its kind's FaultReplay says.
 func (o *Op) Made() bool { return o.Kind.IsFault() && o.Shape != "" }
+
+// Bytes is a string of bytes that need not be UTF-8 (a binary message's
+// shape), written to JSON without loss. encoding/json writes each byte
+// that is not UTF-8 as U+FFFD: a msgpack kind's shape (its first byte a
+// map header such as 0xa0) came back from a trace as another shape, and
+// the hold a replay remade from it held nothing. Such a string, and one
+// that starts with a quote, is written Go-quoted; any other as it is.
+type Bytes string
+
+func (b Bytes) MarshalJSON() ([]byte, error) {
+	s := string(b)
+	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) {
+		s = strconv.Quote(s)
+	}
+	return json.Marshal(s)
+}
+
+func (b *Bytes) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	if u, err := strconv.Unquote(s); err == nil && strings.HasPrefix(s, `"`) {
+		// A trace written before Bytes keeps an unquoted shape as it was.
+		s = u
+	}
+	*b = Bytes(s)
+	return nil
+}
 
 // faultLPID is every fault op's LPID: lockstep injects them.
 const faultLPID = "fault"

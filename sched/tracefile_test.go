@@ -45,3 +45,42 @@ func TestTraceData(t *testing.T) {
 		t.Errorf("show line %q does not end with the data", line)
 	}
 }
+
+// TestTraceShape: a made fault's shape survives the round trip whatever
+// its bytes (a msgpack map header is no UTF-8), and a text shape is
+// written as it is.
+func TestTraceShape(t *testing.T) {
+	for _, c := range []struct {
+		shape Bytes
+		raw   string // how the trace line holds it
+	}{
+		{"APPEND", `"shape":"APPEND"`},
+		{"\xa0{Addr:s Granted:b …", `"shape":"\"\\xa0{Addr:s Granted:b …\""`},
+		{`"quoted"`, `"shape":"\"\\\"quoted\\\"\""`},
+		{"\x93\x01\xc4", `"shape":"\"\\x93\\x01\\xc4\""`},
+	} {
+		var b bytes.Buffer
+		w := NewTraceWriter(&b)
+		w.WriteHeader(Header{Version: "0.1.0", Spec: "s.yaml"})
+		w.WriteRecord(Record{Step: 1, Op: Op{ID: 1, LPID: "fault", Kind: "hold", Shape: c.shape}})
+		w.Flush()
+		if !strings.Contains(b.String(), c.raw) {
+			t.Errorf("shape %q written as %s, want %s", c.shape, b.String(), c.raw)
+		}
+		back, err := ReadTrace(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := back.Records[0].Op.Shape; got != c.shape {
+			t.Errorf("shape %q came back as %q", c.shape, got)
+		}
+	}
+	// A trace written before shapes were quoted: kept as it was.
+	old := `{"header":{"version":"0.1.0","spec":"s.yaml"}}
+{"record":{"step":1,"vtime":0,"op":{"id":1,"lpid":"fault","kind":"hold","shape":"\"GET"}}}
+`
+	tr, err := ReadTrace(strings.NewReader(old))
+	if err != nil || tr.Records[0].Op.Shape != `"GET` {
+		t.Errorf("old trace: %v, %+v", err, tr)
+	}
+}
