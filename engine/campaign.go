@@ -63,6 +63,11 @@ type RunOptions struct {
 	// trial of examples/raft, so 1,000 trials would hold 13 GB. The CLI
 	// sets it; a caller that reads Summary.Results' records does not.
 	DropRecords bool
+	// CorpusRecords bounds the records an exploring campaign's corpus
+	// holds unpacked (0: explore.DefaultMaxRecords; below 0: no bound):
+	// past it the entries used least recently are packed, which changes
+	// nothing but memory and the time a branch takes to unpack.
+	CorpusRecords int
 }
 
 // historyBatch is how many trials share one frozen view of the history

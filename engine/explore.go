@@ -59,7 +59,10 @@ func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explo
 		p.strategy = pos
 		return plan, nil
 	}
-	b := plan.Branch(pos, p.seed, faults.ReplayOf)
+	b, err := plan.Branch(pos, p.seed, faults.ReplayOf)
+	if err != nil {
+		return plan, err
+	}
 	if plan.Change == sched.Aim {
 		a := plan.Aim
 		b.Hold = faults.KindHold(a.From, a.To, a.Shape, a.Label, a.Hold)
@@ -127,6 +130,7 @@ func keep(corpus *explore.Corpus, cc *campaignCoverage, sum *Summary, r *TrialRe
 		Hits: hitsOf(r), Goals: goalsOf(sum.Spec, r), Messages: msgs}, tf.plan, cc.cov.CountOf)
 	r.Corpus = corpus.Len()
 	sum.Coverage.Corpus = r.Corpus
+	sum.Coverage.Packed = corpus.Packed()
 }
 
 // hitsOf are a trial's lines that are its campaign's symptom's.

@@ -67,22 +67,25 @@ func TestExploreFindsBehindRareKind(t *testing.T) {
 // two: the same plan for every trial and the same coverage curve, since
 // each generation sees the corpus the trials before it left. Letting go
 // of the trials' records once counted (the CLI's DropRecords) changes
-// nothing either: the corpus keeps its entries' own.
+// nothing either: the corpus keeps its entries' own; nor does a corpus
+// that packs every entry's records (CorpusRecords), whose branches unpack
+// them.
 func TestExploreDeterministic(t *testing.T) {
 	requireTrials(t)
 	sp := handoffSpec(t)
 	seed := int64(5)
 	dir := t.TempDir()
 	runs := []struct {
-		name string
-		jobs int
-		drop bool
-	}{{"one job", 1, false}, {"two jobs", 2, false}, {"records dropped", 1, true}}
+		name    string
+		jobs    int
+		drop    bool
+		records int
+	}{{"one job", 1, false, -1}, {"two jobs", 2, false, -1}, {"records dropped", 1, true, -1}, {"records packed", 2, true, 1}}
 	plans := make([][]string, len(runs))
 	curves := make([][]int, len(runs))
 	for i, run := range runs {
 		sum, err := Run(t.Context(), sp, RunOptions{Trials: 40, Seed: &seed, Strategy: Explore, Jobs: run.jobs, DropRecords: run.drop,
-			OutDir: filepath.Join(dir, "run"), Replace: true})
+			CorpusRecords: run.records, OutDir: filepath.Join(dir, "run"), Replace: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,6 +96,9 @@ func TestExploreDeterministic(t *testing.T) {
 			}
 		}
 		curves[i] = sum.Coverage.Curve
+		if c := sum.Coverage; c.Corpus == 0 || run.records > 0 && c.Packed != c.Corpus || run.records < 0 && c.Packed != 0 {
+			t.Errorf("%s: %d of %d entries packed", run.name, sum.Coverage.Packed, sum.Coverage.Corpus)
+		}
 	}
 	for i := 1; i < len(runs); i++ {
 		if !slices.Equal(plans[0], plans[i]) {

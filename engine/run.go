@@ -214,6 +214,9 @@ func (c *campaign) learners() error {
 		// Each generation of trials branches from the corpus as the
 		// previous generations left it (see learnFrom).
 		c.corpus = explore.New()
+		if c.opts.CorpusRecords != 0 {
+			c.corpus.MaxRecords = max(0, c.opts.CorpusRecords)
+		}
 		c.corpus.Aiming = aiming(c.sp.Faults)
 		c.corpus.SymptomLines = len(c.opts.Symptom.TemplatesOrNil())
 		return nil

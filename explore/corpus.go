@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockstep-dev/lockstep/sched"
@@ -19,6 +21,8 @@ type Entry struct {
 	Trial int
 	Seed  int64
 	// Records are its trace's records: a branch forces a prefix of them.
+	// Once it is in a corpus, the corpus may pack them (MaxRecords): read
+	// them with records.
 	Records []sched.Record
 	// Features are the coverage IDs of every feature it showed; Novel how
 	// many it showed first.
@@ -48,6 +52,23 @@ type Entry struct {
 	novel     int
 	near      []int // per goal, decisions before its At
 	kinds     []int // the kinds of its Messages, each once
+	// nrecords is len(Records); faults are its decisions that were
+	// faults, by their index in decisions, with their kinds: what a plan
+	// reads of an entry whose records are packed.
+	nrecords int
+	faults   []decidedFault
+
+	mu     sync.Mutex // Records, packed and used, once in a corpus
+	packed []byte     // Records, gob-encoded and compressed, once packed
+	used   int64      // clock when added or last branched from
+	clock  *atomic.Int64
+}
+
+// decidedFault is a fault an entry's trial injected (or recovered from)
+// at its decision d.
+type decidedFault struct {
+	d    int
+	kind sched.Kind
 }
 
 // Message is one message of an entry's trial (coverage.Message): its
@@ -114,6 +135,10 @@ type Corpus struct {
 	// Max bounds the corpus: past it, the entry with the least energy
 	// leaves.
 	Max int
+	// MaxRecords bounds the records the entries hold unpacked (0: no
+	// bound); past it, those used least recently are packed.
+	MaxRecords int
+	clock      atomic.Int64
 	// Aiming is what the Aim change may do (zero: nothing).
 	Aiming Aiming
 	// ClassOf is the class of a feature, by coverage ID (the engine's
@@ -169,7 +194,7 @@ type armStats struct{ trials, novel int }
 
 // New makes an empty corpus.
 func New() *Corpus {
-	return &Corpus{byTrial: map[int]*Entry{}, Max: DefaultMax, arms: make([]armStats, len(Arms()))}
+	return &Corpus{byTrial: map[int]*Entry{}, Max: DefaultMax, MaxRecords: DefaultMaxRecords, arms: make([]armStats, len(Arms()))}
 }
 
 // Len is how many trials the corpus keeps.
@@ -182,6 +207,9 @@ func (c *Corpus) Len() int { return len(c.entries) }
 // the features' counts for the energy that decides which entry leaves a
 // full corpus.
 func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
+	// Kept or not, a trial counted ends a branch that may have unpacked
+	// its parent.
+	defer c.packOld()
 	if plan.Parent != nil {
 		if p := c.byTrial[plan.Parent.Trial]; p != nil {
 			p.Picks++
@@ -202,12 +230,18 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 	e.novel = -1
 	for i, r := range e.Records {
 		if !r.Auto {
+			if r.Op.Kind.IsFault() {
+				e.faults = append(e.faults, decidedFault{d: len(e.decisions), kind: r.Op.Kind})
+			}
 			e.decisions = append(e.decisions, i)
 		}
 		if i == e.NovelAt {
 			e.novel = len(e.decisions)
 		}
 	}
+	e.nrecords = len(e.Records)
+	e.clock = &c.clock
+	e.used = c.clock.Add(1)
 	for _, a := range e.Goals {
 		e.near = append(e.near, e.before(a.At))
 	}
@@ -577,10 +611,13 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 // spent it (the hold is made instead of it).
 func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 	injections := 0
-	for j, i := range e.decisions[:d] {
-		if o := &e.Records[i].Op; o.Kind.IsFault() && (fr == nil || !fr(o.Kind).Recovery) {
+	for _, f := range e.faults {
+		if f.d >= d {
+			break
+		}
+		if fr == nil || !fr(f.kind).Recovery {
 			if injections++; injections >= v.aiming.Budget {
-				return j
+				return f.d
 			}
 		}
 	}
@@ -595,7 +632,7 @@ func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 // kind's first on its link after d). None when nothing was delivered
 // there.
 func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
-	end := len(e.Records)
+	end := e.nrecords
 	if d < len(e.decisions) {
 		end = e.decisions[d]
 	}
@@ -674,25 +711,29 @@ func pick(r *rand.Rand, weights []float64) int {
 // nextFault is the kind of the first injection the entry made at or after
 // its decision d.
 func (e *Entry) nextFault(d int, fr sched.FaultReplays) (sched.Kind, bool) {
-	for _, i := range e.decisions[d:] {
-		o := &e.Records[i].Op
-		if o.Kind.IsFault() && (fr == nil || !fr(o.Kind).Recovery) {
-			return o.Kind, true
+	for _, f := range e.faults {
+		if f.d >= d && (fr == nil || !fr(f.kind).Recovery) {
+			return f.kind, true
 		}
 	}
 	return sched.KindInvalid, false
 }
 
 // Branch is the strategy that runs a branch plan: the parent's first
-// Prefix decisions forced, the change, then then (reset with seed).
-func (p Plan) Branch(then sched.Strategy, seed int64, fr sched.FaultReplays) *sched.Branch {
+// Prefix decisions forced, the change, then then (reset with seed). It
+// fails only when the parent's packed records do not unpack.
+func (p Plan) Branch(then sched.Strategy, seed int64, fr sched.FaultReplays) (*sched.Branch, error) {
 	e := p.Parent
-	end := len(e.Records)
+	recs, err := e.records()
+	if err != nil {
+		return nil, err
+	}
+	end := len(recs)
 	var next *sched.Op
 	if p.Prefix < len(e.decisions) {
 		end = e.decisions[p.Prefix]
-		next = &e.Records[end].Op
+		next = &recs[end].Op
 	}
-	return &sched.Branch{Prefix: e.Records[:end], Parent: next, Change: p.Change, Wait: p.Wait, Fault: p.Fault,
-		Then: then, Seed: seed, Faults: fr}
+	return &sched.Branch{Prefix: recs[:end:end], Parent: next, Change: p.Change, Wait: p.Wait, Fault: p.Fault,
+		Then: then, Seed: seed, Faults: fr}, nil
 }

@@ -241,7 +241,7 @@ func TestPlanAim(t *testing.T) {
 		if at := map[string][]int{"HB": {70}, "VOTE": {10, 75}}[a.Shape]; !slices.Contains(at, p.Prefix) {
 			t.Errorf("%v: prefix %d, want just before one of its kind's records %v", p, p.Prefix, at)
 		}
-		if b := p.Branch(sched.Oldest{}, 1, fr); b.Change != sched.Aim || len(b.Prefix) != p.Prefix {
+		if b, err := p.Branch(sched.Oldest{}, 1, fr); err != nil || b.Change != sched.Aim || len(b.Prefix) != p.Prefix {
 			t.Errorf("branch: change %v, prefix %d, want %v, %d", b.Change, len(b.Prefix), sched.Aim, p.Prefix)
 		}
 	}

@@ -55,6 +55,9 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 		if c.Corpus > 0 {
 			corpus = fmt.Sprintf("; corpus of %d trials", c.Corpus)
 		}
+		if c.Packed > 0 {
+			corpus += fmt.Sprintf(" (%d with their records packed)", c.Packed)
+		}
 		fmt.Fprintf(w, "coverage: %d features (%d message kinds, %d log templates, %d orderings); the last %d trials added %d%s\n",
 			c.Features, c.Kinds, c.Templates, c.Orderings, last, c.AddedSince(last), corpus)
 	}

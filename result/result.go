@@ -269,6 +269,9 @@ type CoverageSummary struct {
 	// Corpus is how many trials an exploring campaign kept (0 under
 	// other strategies).
 	Corpus int `json:",omitempty"`
+	// Packed is how many of the corpus's trials hold their records packed
+	// (explore.Corpus.MaxRecords): memory, not what the campaign does.
+	Packed int `json:",omitempty"`
 	// Seen are the features themselves, for a shard's result to carry to
 	// a merge (not in the JSON summary: there may be thousands).
 	Seen []SeenFeature `json:"-"`
