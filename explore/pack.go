@@ -18,7 +18,7 @@ import (
 // branch starts from them. Campaigns of small trials never reach it.
 const DefaultMaxRecords = 1 << 20
 
-// Records are the entry's trace's records (the prefixes its branches
+// records are the entry's trace's records (the prefixes its branches
 // force), unpacked when the corpus packed them. The slice is the entry's
 // own: callers must not change it.
 func (e *Entry) records() ([]sched.Record, error) {
