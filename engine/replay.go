@@ -66,6 +66,16 @@ func LoadTrace(path string) (*sched.Trace, error) {
 	return t, nil
 }
 
+// replayable refuses a trace that cannot replay whatever the run does: a
+// kind-aimed hold whose shape an older lockstep wrote lossily would hold
+// nothing, and the run would diverge at the first message it held.
+func replayable(tr *sched.Trace) error {
+	if len(tr.Lossy) > 0 {
+		return fmt.Errorf("step %d: the shape of the messages its hold aimed at lost its bytes that are not UTF-8 (the trace was written by a lockstep before 2026-12-03), so what it held cannot be known: the trace cannot replay", tr.Lossy[0])
+	}
+	return nil
+}
+
 // ReplayResult compares a replayed trial with its trace.
 type ReplayResult struct {
 	Trial *TrialResult
@@ -112,6 +122,9 @@ func ReplayWith(ctx context.Context, tracePath, outDir string, o ReplayOptions) 
 	tr, err := LoadTrace(tracePath)
 	if err != nil {
 		return nil, err
+	}
+	if err := replayable(tr); err != nil {
+		return nil, fmt.Errorf("%s: %w", tracePath, err)
 	}
 	sp, err := spec.Load(tr.Header.Spec)
 	if err == nil {

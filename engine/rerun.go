@@ -29,6 +29,9 @@ type Rerunner struct {
 // builds a network for the runs; their trial directories go under outDir.
 // log (nil: warnings to stderr) gets the engine's and the tracer's log.
 func NewRerunner(ctx context.Context, tr *sched.Trace, outDir string, log *slog.Logger) (*Rerunner, error) {
+	if err := replayable(tr); err != nil {
+		return nil, err
+	}
 	sp, err := spec.Load(tr.Header.Spec)
 	if err == nil {
 		// Before the digest, which covers the images.

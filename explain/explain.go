@@ -271,7 +271,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	}
 	rr, err := engine.NewRerunner(ctx, tr, filepath.Join(opts.Out, "runs"), opts.Logger)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	defer rr.Close()
 	ex := &Explanation{Trace: path, Outcome: *tr.Outcome, Ops: len(tr.Records)}

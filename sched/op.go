@@ -223,12 +223,15 @@ func (o *Op) Made() bool { return o.Kind.IsFault() && o.Shape != "" }
 // that is not UTF-8 as U+FFFD: a msgpack kind's shape (its first byte a
 // map header such as 0xa0) came back from a trace as another shape, and
 // the hold a replay remade from it held nothing. Such a string, and one
-// that starts with a quote, is written Go-quoted; any other as it is.
+// that starts with a quote or holds U+FFFD, is written Go-quoted; any
+// other as it is.
 type Bytes string
 
 func (b Bytes) MarshalJSON() ([]byte, error) {
 	s := string(b)
-	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) {
+	// U+FFFD too: unquoted, it marks a shape an older lockstep wrote
+	// lossily (Trace.Lossy).
+	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) || strings.ContainsRune(s, utf8.RuneError) {
 		s = strconv.Quote(s)
 	}
 	return json.Marshal(s)

@@ -99,4 +99,8 @@ type Trace struct {
 	Header  Header
 	Records []Record
 	Outcome *Outcome
+	// Lossy are the steps of made faults whose shape a lockstep before
+	// Bytes wrote with its bytes that are not UTF-8 turned into U+FFFD:
+	// what they held cannot be known, so the trace cannot replay.
+	Lossy []int
 }

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // TraceWriter writes a trace as JSON Lines.
@@ -52,6 +54,9 @@ func ReadTrace(r io.Reader) (*Trace, error) {
 		case e.Record != nil:
 			if !header {
 				return nil, fmt.Errorf("line %d: record before the header", line)
+			}
+			if o := &e.Record.Op; o.Made() && strings.ContainsRune(string(o.Shape), utf8.RuneError) && !bytes.Contains(b, []byte(`"shape":"\"`)) {
+				tr.Lossy = append(tr.Lossy, e.Record.Step)
 			}
 			tr.Records = append(tr.Records, *e.Record)
 		case e.Outcome != nil:

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,6 +59,7 @@ func TestTraceShape(t *testing.T) {
 		{"\xa0{Addr:s Granted:b …", `"shape":"\"\\xa0{Addr:s Granted:b …\""`},
 		{`"quoted"`, `"shape":"\"\\\"quoted\\\"\""`},
 		{"\x93\x01\xc4", `"shape":"\"\\x93\\x01\\xc4\""`},
+		{"\ufffd{Term:u}", `"shape":"\"�{Term:u}\""`},
 	} {
 		var b bytes.Buffer
 		w := NewTraceWriter(&b)
@@ -71,8 +73,8 @@ func TestTraceShape(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := back.Records[0].Op.Shape; got != c.shape {
-			t.Errorf("shape %q came back as %q", c.shape, got)
+		if got := back.Records[0].Op.Shape; got != c.shape || back.Lossy != nil {
+			t.Errorf("shape %q came back as %q (lossy at %v)", c.shape, got, back.Lossy)
 		}
 	}
 	// A trace written before shapes were quoted: kept as it was.
@@ -80,7 +82,16 @@ func TestTraceShape(t *testing.T) {
 {"record":{"step":1,"vtime":0,"op":{"id":1,"lpid":"fault","kind":"hold","shape":"\"GET"}}}
 `
 	tr, err := ReadTrace(strings.NewReader(old))
-	if err != nil || tr.Records[0].Op.Shape != `"GET` {
+	if err != nil || tr.Records[0].Op.Shape != `"GET` || tr.Lossy != nil {
 		t.Errorf("old trace: %v, %+v", err, tr)
+	}
+	// One whose binary shape lost its bytes: read, and marked lossy, so
+	// that a replay refuses it rather than diverge.
+	lossy := `{"header":{"version":"0.1.0","spec":"s.yaml"}}
+{"record":{"step":7,"vtime":0,"op":{"id":1,"lpid":"fault","kind":"hold","shape":"\ufffd{Addr:s Granted:b …"}}}
+`
+	tr, err = ReadTrace(strings.NewReader(lossy))
+	if err != nil || !slices.Equal(tr.Lossy, []int{7}) {
+		t.Errorf("lossy trace: %v, lossy at %v, want step 7", err, tr.Lossy)
 	}
 }

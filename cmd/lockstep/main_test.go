@@ -59,6 +59,13 @@ func TestBadInputExitsTwo(t *testing.T) {
 	os.WriteFile(unknown, []byte(`{"header":{"version":"0.1.0","spec":"x.yaml","trial":0,"seed":1,"strategy":"pos"}}
 {"record":{"step":1,"vtime":0,"op":{"id":4503599627370497,"node":"n1","lpid":"fault","kind":"meteor","object":"node:n1"}}}
 `), 0o644)
+	// A trace whose kind-aimed hold an older lockstep wrote without its
+	// shape's bytes that are not UTF-8: it cannot replay.
+	lossy := filepath.Join(dir, "lossy-shape.jsonl")
+	os.WriteFile(lossy, []byte(`{"header":{"version":"0.1.0","spec":"x.yaml","trial":0,"seed":1,"strategy":"branch+pos"}}
+{"record":{"step":5,"vtime":0,"op":{"id":72058693549555712,"node":"n2","lpid":"fault","kind":"hold","object":"link:n2>n1","shape":"\ufffd{Addr:s Granted:b …","delay":975000000}}}
+{"outcome":{"kind":"livelock"}}
+`), 0o644)
 	bad, _ := filepath.Glob("../../testdata/specs/bad/*.yaml")
 	if len(bad) == 0 {
 		t.Fatal("no bad specs found")
@@ -83,6 +90,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"kinds", unknown},
 		{"kinds", dir, junk},
 		{"explain", unknown},
+		{"replay", lossy},
+		{"explain", lossy},
 		{"run", "--no-such-flag", "x.yaml"},
 	}
 	for _, f := range bad {
@@ -100,6 +109,9 @@ func TestBadInputExitsTwo(t *testing.T) {
 			}
 			if args[len(args)-1] == unknown && (!strings.Contains(stderr, unknown) || !strings.Contains(stderr, `unknown fault kind "meteor"`)) {
 				t.Fatalf("want the trace file and the unknown kind named, got %q", stderr)
+			}
+			if args[len(args)-1] == lossy && (!strings.Contains(stderr, lossy+": step 5: the shape") || !strings.Contains(stderr, "cannot replay")) {
+				t.Fatalf("want the lossy hold's step named, got %q", stderr)
 			}
 		})
 	}
