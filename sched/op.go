@@ -220,9 +220,10 @@ func (o *Op) Made() bool { return o.Kind.IsFault() && o.Shape != "" }
 
 // Bytes is a string of bytes that need not be UTF-8 (a binary message's
 // shape), written to JSON without loss. encoding/json writes each byte
-// that is not UTF-8 as U+FFFD: a msgpack kind's shape (its first byte a
-// map header such as 0xa0) came back from a trace as another shape, and
-// the hold a replay remade from it held nothing. Such a string, and one
+// that is not UTF-8 as U+FFFD: a msgpack kind's shape (raft's answers
+// begin with 0xa0, an empty error string) came back from a trace as
+// another shape, and the hold a replay remade from it held nothing. Such
+// a string, and one
 // that starts with a quote or holds U+FFFD, is written Go-quoted; any
 // other as it is.
 type Bytes string

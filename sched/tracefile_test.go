@@ -48,7 +48,7 @@ func TestTraceData(t *testing.T) {
 }
 
 // TestTraceShape: a made fault's shape survives the round trip whatever
-// its bytes (a msgpack map header is no UTF-8), and a text shape is
+// its bytes (msgpack's 0xa0, an empty string, is no UTF-8), and a text shape is
 // written as it is.
 func TestTraceShape(t *testing.T) {
 	for _, c := range []struct {
