@@ -223,9 +223,8 @@ func (o *Op) Made() bool { return o.Kind.IsFault() && o.Shape != "" }
 // that is not UTF-8 as U+FFFD: a msgpack kind's shape (raft's answers
 // begin with 0xa0, an empty error string) came back from a trace as
 // another shape, and the hold a replay remade from it held nothing. Such
-// a string, and one
-// that starts with a quote or holds U+FFFD, is written Go-quoted; any
-// other as it is.
+// a string, and one that starts with a quote or holds U+FFFD, is written
+// Go-quoted; any other as it is.
 type Bytes string
 
 func (b Bytes) MarshalJSON() ([]byte, error) {
