@@ -248,7 +248,7 @@ func TestNodeCannotKillLockstep(t *testing.T) {
 // children inherit it); without, under the default policy.
 func TestSerialize(t *testing.T) {
 	for _, serialize := range []bool{false, true} {
-		h := newHarness(t, Options{Clock: &testClock{}, Serialize: serialize})
+		h := newPlainHarness(t, Options{Clock: &testClock{}, Serialize: serialize})
 		f, err := os.Create(filepath.Join(h.dir, "n.out"))
 		if err != nil {
 			t.Fatal(err)
@@ -280,7 +280,7 @@ func TestSerialize(t *testing.T) {
 func TestCloneOrder(t *testing.T) {
 	var first string
 	for i := 0; i < 10; i++ {
-		h := newHarness(t, Options{Clock: &testClock{}, Serialize: true, CPU: benchCPU()})
+		h := newHarness(t, Options{Clock: &testClock{}, CPU: benchCPU()})
 		h.launch("n", bin(t, "c", "thread_order"))
 		h.run(nil, nil)
 		out := h.output("n")
@@ -304,7 +304,7 @@ func TestCloneOrder(t *testing.T) {
 func TestDiskSyscallAlone(t *testing.T) {
 	requireTracing(t)
 	for i := 0; i < 5; i++ {
-		h := newHarness(t, Options{Clock: &testClock{}, Serialize: true, CPU: benchCPU()})
+		h := newHarness(t, Options{Clock: &testClock{}, CPU: benchCPU()})
 		h.launch("n", bin(t, "c", "disk_alone"), filepath.Join(t.TempDir(), "f"))
 		h.run(nil, nil)
 		if out := h.output("n"); out != "woken synced\n" {

@@ -64,7 +64,19 @@ type harness struct {
 	ports int
 }
 
+// newHarness makes a harness whose tracer runs its nodes as the engine's
+// trials do, under SCHED_RR on one CPU (Options.Serialize). Under the
+// default policy, a tracer pinned to a CPU another process keeps busy (the
+// other test packages of a `go test ./...`) hands that process a whole time
+// slice at each of its yields: a trial of many ops ran a hundred times
+// slower and a test timed out.
 func newHarness(t *testing.T, opts Options) *harness {
+	opts.Serialize = true
+	return newPlainHarness(t, opts)
+}
+
+// newPlainHarness makes a harness whose tracer takes opts as they are.
+func newPlainHarness(t *testing.T, opts Options) *harness {
 	requireTracing(t)
 	if opts.Gated == nil {
 		opts.Gated = loopbackGated
@@ -140,7 +152,14 @@ func (h *harness) run(choose func(st *State) *sched.Op, stop func(st *State) boo
 		return Action{Release: op.ID}, nil
 	})
 	if err != nil {
-		h.t.Fatalf("driving: %v", err)
+		n := len(res.ops)
+		tail := res.ops[max(0, n-40):]
+		var now time.Duration
+		if h.clock != nil {
+			now = h.clock.Now()
+		}
+		h.t.Fatalf("driving: %v (after %d ops, virtual %v; last ops %s; enabled %d, pending %v)",
+			err, n, now, kinds(tail), len(res.state.Enabled), res.state.Pending)
 	}
 	return res
 }
@@ -531,7 +550,9 @@ func TestStarvedIsNotSpinning(t *testing.T) {
 		t.Skipf("skipping: no cgroup v1 cpu controller at %s to throttle with (%v)", cpuRoot, err)
 	}
 	for _, throttled := range []bool{false, true} {
-		h := newHarness(t, Options{Grace: 200 * time.Millisecond})
+		// The default policy: a SCHED_RR thread cannot join a group
+		// whose CPU time is limited.
+		h := newPlainHarness(t, Options{Grace: 200 * time.Millisecond})
 		f, err := os.Create(filepath.Join(h.dir, "spin.out"))
 		if err != nil {
 			t.Fatal(err)
