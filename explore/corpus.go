@@ -81,7 +81,8 @@ type Message struct {
 }
 
 // Aiming is what the campaign lets the Aim change do: hold one kind of
-// message on one link with an end among Nodes, for up to MaxHold, while
+// message on one link with an end among Nodes (or on every link into or
+// out of that end), for up to MaxHold, while
 // the trial's Budget of injections has room. The zero Aiming (a fault
 // plan without holds) turns the arm off.
 type Aiming struct {
@@ -95,7 +96,9 @@ type Aiming struct {
 func (a Aiming) On() bool { return a.MaxHold > 0 && a.Budget > 0 && len(a.Nodes) > 0 }
 
 // AimAt is the hold an Aim plan injects: the messages of one kind (by
-// coverage ID, shape and label) from one node to another, for Hold.
+// coverage ID, shape and label) from one node to another, for Hold. One
+// end may be sched.AnyNode: the kind on every link into To, or out of
+// From.
 type AimAt struct {
 	From, To     string
 	Kind         int
@@ -627,10 +630,11 @@ func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 // aimAt draws the hold an Aim branch of e at decision d injects: a kind of
 // message the entry's trial delivered after d on a link with an end among
 // the aiming's nodes, the rarer kinds (fewer trials showed them) the
-// likelier, each link and kind once; its length from a tenth of MaxHold
-// to all of it, in whole ms; and the record of the message drawn (the
-// kind's first on its link after d). None when nothing was delivered
-// there.
+// likelier, each link and kind once; held on that link, on every link
+// into its receiver or on every link out of its sender, a third each; its
+// length from a tenth of MaxHold to all of it, in whole ms; and the
+// record of the message drawn (the kind's first on its link after d).
+// None when nothing was delivered there.
 func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	end := e.nrecords
 	if d < len(e.decisions) {
@@ -659,7 +663,17 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	m := cands[pick(r, weights)]
 	mh := v.aiming.MaxHold
 	hold := (mh/10 + time.Duration(r.Int64N(int64(mh-mh/10)+1))).Truncate(time.Millisecond)
-	return AimAt{From: m.From, To: m.To, Kind: m.Kind, Shape: m.Shape, Label: m.Label, Hold: hold}, m.Record, true
+	a := AimAt{From: m.From, To: m.To, Kind: m.Kind, Shape: m.Shape, Label: m.Label, Hold: hold}
+	// Where one connection per peer carries a kind (a vote answer from
+	// each voter, an append to each follower), holding it on one link
+	// leaves the others to make up for it.
+	switch r.IntN(3) {
+	case 1:
+		a.From = sched.AnyNode
+	case 2:
+		a.To = sched.AnyNode
+	}
+	return a, m.Record, true
 }
 
 // entry draws the entry a branch starts from, and the decision its prefix

@@ -225,7 +225,7 @@ func TestPlanAim(t *testing.T) {
 	c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, MaxHold: maxHold, Budget: 2}
 	c.Add(entry(), Plan{}, count)
 	v := c.Freeze(count)
-	aims := map[string]int{}
+	aims, scopes := map[string]int{}, map[string]int{}
 	for seed := range int64(2000) {
 		p := v.Plan(seed, fr)
 		if p.Change != sched.Aim {
@@ -233,7 +233,9 @@ func TestPlanAim(t *testing.T) {
 		}
 		a := p.Aim
 		aims[a.Shape]++
-		if a.From != "n1" || a.To != "n2" || a.Hold < maxHold/10 || a.Hold > maxHold || a.Hold%time.Millisecond != 0 {
+		scopes[a.From+">"+a.To]++
+		link := a.From == "n1" && a.To == "n2" || a.From == sched.AnyNode && a.To == "n2" || a.From == "n1" && a.To == sched.AnyNode
+		if !link || a.Hold < maxHold/10 || a.Hold > maxHold || a.Hold%time.Millisecond != 0 {
 			t.Errorf("aimed %v", a)
 		}
 		// The hold lands on the message: the prefix stops just before
@@ -247,6 +249,14 @@ func TestPlanAim(t *testing.T) {
 	}
 	if aims["HB"] == 0 || aims["VOTE"] < 10*aims["HB"] || aims["GET"] > 0 {
 		t.Errorf("aims by kind %v, want mostly the rare VOTE, some HB, no GET", aims)
+	}
+	// The message's link, every link into its receiver, every link out of
+	// its sender: about a third each.
+	n := aims["HB"] + aims["VOTE"]
+	for _, l := range []string{"n1>n2", "*>n2", "n1>*"} {
+		if c := scopes[l]; c < n/4 || c > n/2 {
+			t.Errorf("aims on %s: %d of %d, want about a third (all: %v)", l, c, n, scopes)
+		}
 	}
 
 	// A budget of one, spent by the crash at decision 50: the hold is

@@ -154,24 +154,37 @@ func (p Plan) matches(msg string) bool {
 }
 
 // A kind-aimed hold (sched.Aim) holds the messages of one learned kind on
-// one link, from one node to another, while every other message flows:
-// an exploring branch aims it at what its parent's run showed, and the
-// injector never draws it. Its op records what it aims at (KindHold), so a
-// replay makes it up from its record (sched.Op.Made).
+// one link, from one node to another, or on every link into a node or out
+// of it, while every other message flows: an exploring branch aims it at
+// what its parent's run showed, and the injector never draws it. Its op
+// records what it aims at (KindHold), so a replay makes it up from its
+// record (sched.Op.Made).
 
 // KindHold is the op of a kind-aimed hold: the messages from one node to
 // another whose shape is shape (label names the kind for people, as
-// `lockstep kinds` does), held for length. Its Conn names the hold as
-// the injector keys it.
+// `lockstep kinds` does), held for length. One end may be sched.AnyNode:
+// every link into to, or out of from. Its Conn names the hold as the
+// injector keys it; its Node is the end it names.
 func KindHold(from, to, shape, label string, length time.Duration) *sched.Op {
+	node := from
+	if from == sched.AnyNode {
+		node = to
+	}
 	return &sched.Op{
-		LPID: "fault", Kind: Hold, Node: from, Object: "link:" + from + ">" + to,
+		LPID: "fault", Kind: Hold, Node: node, Object: "link:" + from + ">" + to,
 		Conn: kindHoldKey(from, to, shape), Shape: sched.Bytes(shape), Peer: label, Delay: int64(length),
 	}
 }
 
 // kindHold is a kind-aimed hold in force: its link and its shape.
 type kindHold struct{ from, to, shape string }
+
+// covers reports whether the hold's link is the one from one node to
+// another, or includes it: an end of sched.AnyNode stands for every other
+// node (a node's messages to itself cross no link).
+func (h kindHold) covers(from, to string) bool {
+	return from != to && (h.from == sched.AnyNode || h.from == from) && (h.to == sched.AnyNode || h.to == to)
+}
 
 // kindHoldKey names a kind-aimed hold in Injector.held, apart from a
 // connection's key and a hold of a node's messages: one link and one kind
@@ -223,7 +236,7 @@ func (in *Injector) heldKind(o *sched.Op, now time.Duration, nodeOf func(netip.A
 			delete(in.kindHolds, key)
 			continue
 		}
-		if !held && h.from == from && h.to == to && o.Msg != "" {
+		if !held && h.covers(from, to) && o.Msg != "" {
 			held = in.plan.Shape(o.Msg, o.Bytes, h.shape)
 		}
 	}

@@ -79,7 +79,8 @@ func TestMessageHold(t *testing.T) {
 
 // TestKindHold: a kind-aimed hold holds the deliveries of its shape on its
 // link until its end, and nothing else: other kinds on the link, its kind
-// on the link's other way or on another link. One that would do nothing
+// on the link's other way or on another link; one on every link into a
+// node, or out of it, holds its kind on each. One that would do nothing
 // (its link and kind held already, no budget left, outside the window)
 // spends nothing.
 func TestKindHold(t *testing.T) {
@@ -143,6 +144,33 @@ func TestKindHold(t *testing.T) {
 	again := KindHold("n1", "n2", "APPEND", "", 300*ms)
 	if _, err := in.Chose(again, 600*ms); err != nil || in.budget != 0 {
 		t.Errorf("a hold after the first one's end: %q (%v), budget %d", again.Peer, err, in.budget)
+	}
+	// Every link into a node, or out of it: the kind from any other
+	// node, or to any; nothing else.
+	for _, tc := range []struct {
+		from, to string
+		want     map[string]bool // by "from>to"
+	}{
+		{sched.AnyNode, "n2", map[string]bool{"n1>n2": true, "n3>n2": true, "n2>n1": false, "n1>n3": false, "n2>n2": false}},
+		{"n1", sched.AnyNode, map[string]bool{"n1>n2": true, "n1>n3": true, "n2>n1": false, "n3>n2": false, "n1>n1": false}},
+	} {
+		in := New(p, []string{"n1", "n2", "n3"}, 1)
+		o := KindHold(tc.from, tc.to, "APPEND", "", 300*ms)
+		if _, err := in.Chose(o, 200*ms); err != nil || in.budget != 1 {
+			t.Fatalf("hold %s: %v, budget %d", o.Object, err, in.budget)
+		}
+		if want := map[bool]string{true: tc.to, false: tc.from}[tc.from == sched.AnyNode]; o.Node != want {
+			t.Errorf("hold %s: node %q, want %q", o.Object, o.Node, want)
+		}
+		for l, want := range tc.want {
+			from, to, _ := strings.Cut(l, ">")
+			if got := in.Holds(deliver(from, to, "APPEND 4"), 300*ms, nodeOf); got != want {
+				t.Errorf("hold %s: %s APPEND held %v, want %v", o.Object, l, got, want)
+			}
+			if in.Holds(deliver(from, to, "HB"), 300*ms, nodeOf) {
+				t.Errorf("hold %s: %s HB held", o.Object, l)
+			}
+		}
 	}
 	o = KindHold("n2", "n1", "ACK", "", 300*ms)
 	in.budget = 0

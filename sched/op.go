@@ -205,6 +205,10 @@ type Op struct {
 // chosen.
 const ProbeObject = "probe"
 
+// AnyNode stands for every node at one end of a link a fault names
+// ("link:*>n2": every link into n2), as a kind-aimed hold may.
+const AnyNode = "*"
+
 // ProbeAimed reports whether o is a fault the spec's probe aimed, or one
 // on offer for it to aim. Traces written before Aimed existed are read
 // too: their aimed faults kept ProbeObject, or (a link kind, whose
