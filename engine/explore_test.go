@@ -298,92 +298,106 @@ func TestSymptom(t *testing.T) {
 	t.Logf("explore reproduced the symptom at trial %d (%s); POS not in 150", r.Index, r.Plan)
 }
 
-// A stale read behind one kind of message on one link (lease.yaml,
-// lease.c): a replica serves reads while the leader's heartbeats renew its
-// lease, so it serves a stale value only when its APPENDs are held and its
-// heartbeats are not. POS holds a connection direction, every kind on it,
-// and the lease ends before a read can follow a missed commit: with seed
-// aimSeed none of its first aimBudget trials fails. explore's aim change
-// holds one learned kind on one link at a branch and finds the stale read
-// within the same budget (explore without the change did not, with seeds
-// 1 to 6, in 200 trials: docs/explore.md). The failing trace records the
-// hold with what it aimed at and replays (--verify, and replay); two jobs
-// make the same campaign.
-const aimSeed, aimBudget = 4, 150
+// Stale reads behind one kind of message (lease.c). lease.yaml: a
+// replica serves reads while the leader's heartbeats renew its lease, so
+// it serves a stale value only when its APPENDs are held and its
+// heartbeats are not. lease-quorum.yaml: the leader commits as it sends,
+// and the reader fails only when every replica that served a read missed
+// the commit, so the APPENDs to both replicas must be held. POS holds a
+// connection direction, every kind on it, and the lease ends before a
+// read can follow a missed commit: with the case's seed none of its first
+// aimBudget trials fails. explore's aim change holds one learned kind on
+// one link, or on every link out of a node, at a branch and finds the
+// stale read within the same budget (explore without the change did not,
+// with seeds 1 to 6, in 200 and 300 trials: docs/explore.md). The failing
+// trace records the hold with what it aimed at and replays (--verify, and
+// replay); two jobs make the same campaign.
+const aimBudget = 150
 
 func TestExploreAim(t *testing.T) {
 	requireTrials(t)
-	sp := exploreSpec(t, "lease.yaml", "lease")
-	seed := int64(aimSeed)
-	dir := t.TempDir()
-	pos, err := Run(t.Context(), sp, RunOptions{Trials: aimBudget, Seed: &seed, Strategy: "pos", OutDir: filepath.Join(dir, "pos")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pos.Failures != 0 || pos.Errors != 0 {
-		t.Fatalf("pos: %d failures, %d errors in %d trials; the test needs a seed POS misses", pos.Failures, pos.Errors, pos.Trials)
-	}
-	ex, err := Run(t.Context(), sp, RunOptions{Trials: aimBudget, Seed: &seed, Strategy: Explore, OutDir: filepath.Join(dir, "explore"), StopOnFirst: true, Verify: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := ex.First
-	if f == nil {
-		t.Fatalf("explore: no failure in %d trials (corpus %d)", ex.Trials, ex.Coverage.Corpus)
-	}
-	if f.Verify == nil || !f.Verify.Same {
-		t.Errorf("explore's failing trace did not replay: %+v", f.Verify)
-	}
-	out, err := os.ReadFile(filepath.Join(f.Dir, "reader.out"))
-	if err != nil || !strings.Contains(string(out), "stale read") {
-		t.Errorf("trial %d (%s) failed otherwise than by a stale read (%v): %s", f.Index, f.Plan, err, out)
-	}
-	// The failing trial, or the branch it came from, aimed the hold: the
-	// trace records its link, its kind's shape and its length.
-	i := slices.IndexFunc(f.Records, func(r sched.Record) bool { return r.Op.Made() })
-	if i < 0 {
-		t.Fatalf("trial %d (%s): no aimed hold in its trace", f.Index, f.Plan)
-	}
-	h := f.Records[i].Op
-	if h.Shape != "APPEND" || h.Node != "lead" || !slices.Contains([]string{"link:lead>r1", "link:lead>r2", "link:lead>*"}, h.Object) || h.Delay <= 0 {
-		t.Errorf("the aimed hold: %+v, want APPENDs from the leader to a replica, or to both", h)
-	}
-	// While it held, no APPEND crossed its link (or links) and heartbeats
-	// did.
-	to := strings.TrimPrefix(strings.TrimPrefix(h.Object, "link:lead>"), sched.AnyNode)
-	end := min(f.Records[i].VTime+h.Delay, int64(sp.Faults.Until)) // the quiet period ends it
-	beats := 0
-	for _, r := range f.Records[i:] {
-		if r.Op.Kind != sched.Deliver || r.Op.Node != "lead" || !strings.HasPrefix(r.Op.Object, "inbox:"+to) || r.VTime >= end {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(string(r.Data), "APPEND"):
-			t.Errorf("step %d: %q delivered to %s at %v, held until %v", r.Step, r.Data, to, r.VTime, end)
-		case strings.HasPrefix(string(r.Data), "HB"):
-			beats++
-		}
-	}
-	if beats == 0 {
-		t.Errorf("no heartbeat reached %s while its APPENDs were held", to)
-	}
-	t.Logf("explore found it at trial %d (%s; %s); POS not in %d", f.Index, f.Plan, h.Conn, aimBudget)
-	// lockstep replay remakes the hold from the trace at its decision.
-	rr, err := Replay(t.Context(), f.TracePath, filepath.Join(dir, "replay"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rr.Same {
-		t.Errorf("replay of trial %d: %s", f.Index, rr.Diff)
-	}
-	two, err := Run(t.Context(), sp, RunOptions{Trials: f.Index + 1, Seed: &seed, Strategy: Explore, Jobs: 2, OutDir: filepath.Join(dir, "jobs")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r2 := range two.Results {
-		if r2.Plan != ex.Results[i].Plan || r2.Outcome.Kind != ex.Results[i].Outcome.Kind {
-			t.Fatalf("trial %d with two jobs: %q %v, with one %q %v", i, r2.Plan, r2.Outcome.Kind, ex.Results[i].Plan, ex.Results[i].Outcome.Kind)
-		}
+	for _, tc := range []struct {
+		spec    string
+		seed    int64
+		objects []string // the aimed hold's, one of
+	}{
+		{"lease", 4, []string{"link:lead>r1", "link:lead>r2", "link:lead>*"}},
+		{"lease-quorum", 4, []string{"link:lead>*"}},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			sp := exploreSpec(t, tc.spec+".yaml", "lease")
+			seed := tc.seed
+			dir := t.TempDir()
+			pos, err := Run(t.Context(), sp, RunOptions{Trials: aimBudget, Seed: &seed, Strategy: "pos", OutDir: filepath.Join(dir, "pos")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pos.Failures != 0 || pos.Errors != 0 {
+				t.Fatalf("pos: %d failures, %d errors in %d trials; the test needs a seed POS misses", pos.Failures, pos.Errors, pos.Trials)
+			}
+			ex, err := Run(t.Context(), sp, RunOptions{Trials: aimBudget, Seed: &seed, Strategy: Explore, OutDir: filepath.Join(dir, "explore"), StopOnFirst: true, Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := ex.First
+			if f == nil {
+				t.Fatalf("explore: no failure in %d trials (corpus %d)", ex.Trials, ex.Coverage.Corpus)
+			}
+			if f.Verify == nil || !f.Verify.Same {
+				t.Errorf("explore's failing trace did not replay: %+v", f.Verify)
+			}
+			out, err := os.ReadFile(filepath.Join(f.Dir, "reader.out"))
+			if err != nil || !strings.Contains(string(out), "stale read") {
+				t.Errorf("trial %d (%s) failed otherwise than by a stale read (%v): %s", f.Index, f.Plan, err, out)
+			}
+			// The failing trial, or the branch it came from, aimed the hold:
+			// the trace records its link, its kind's shape and its length.
+			i := slices.IndexFunc(f.Records, func(r sched.Record) bool { return r.Op.Made() })
+			if i < 0 {
+				t.Fatalf("trial %d (%s): no aimed hold in its trace", f.Index, f.Plan)
+			}
+			h := f.Records[i].Op
+			if h.Shape != "APPEND" || h.Node != "lead" || !slices.Contains(tc.objects, h.Object) || h.Delay <= 0 {
+				t.Errorf("the aimed hold: %+v, want APPENDs from the leader on one of %v", h, tc.objects)
+			}
+			// While it held, no APPEND crossed its link (or links) and
+			// heartbeats did.
+			to := strings.TrimPrefix(strings.TrimPrefix(h.Object, "link:lead>"), sched.AnyNode)
+			end := min(f.Records[i].VTime+h.Delay, int64(sp.Faults.Until)) // the quiet period ends it
+			beats := 0
+			for _, r := range f.Records[i:] {
+				if r.Op.Kind != sched.Deliver || r.Op.Node != "lead" || !strings.HasPrefix(r.Op.Object, "inbox:"+to) || r.VTime >= end {
+					continue
+				}
+				switch {
+				case strings.HasPrefix(string(r.Data), "APPEND"):
+					t.Errorf("step %d: %q delivered to %s at %v, held until %v", r.Step, r.Data, r.Op.Object, r.VTime, end)
+				case strings.HasPrefix(string(r.Data), "HB"):
+					beats++
+				}
+			}
+			if beats == 0 {
+				t.Errorf("no heartbeat crossed %s while its APPENDs were held", h.Object)
+			}
+			t.Logf("explore found it at trial %d (%s; %s); POS not in %d", f.Index, f.Plan, h.Conn, aimBudget)
+			// lockstep replay remakes the hold from the trace at its decision.
+			rr, err := Replay(t.Context(), f.TracePath, filepath.Join(dir, "replay"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rr.Same {
+				t.Errorf("replay of trial %d: %s", f.Index, rr.Diff)
+			}
+			two, err := Run(t.Context(), sp, RunOptions{Trials: f.Index + 1, Seed: &seed, Strategy: Explore, Jobs: 2, OutDir: filepath.Join(dir, "jobs")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r2 := range two.Results {
+				if r2.Plan != ex.Results[i].Plan || r2.Outcome.Kind != ex.Results[i].Outcome.Kind {
+					t.Fatalf("trial %d with two jobs: %q %v, with one %q %v", i, r2.Plan, r2.Outcome.Kind, ex.Results[i].Plan, ex.Results[i].Outcome.Kind)
+				}
+			}
+		})
 	}
 }
 

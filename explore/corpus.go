@@ -631,7 +631,8 @@ func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 // message the entry's trial delivered after d on a link with an end among
 // the aiming's nodes, the rarer kinds (fewer trials showed them) the
 // likelier, each link and kind once; held on that link, on every link
-// into its receiver or on every link out of its sender, a third each; its
+// into its receiver or on every link out of its sender, each as likely
+// (the two last only where the trial had the kind on another such link); its
 // length from a tenth of MaxHold to all of it, in whole ms; and the
 // record of the message drawn (the kind's first on its link after d).
 // None when nothing was delivered there.
@@ -664,14 +665,28 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	mh := v.aiming.MaxHold
 	hold := (mh/10 + time.Duration(r.Int64N(int64(mh-mh/10)+1))).Truncate(time.Millisecond)
 	a := AimAt{From: m.From, To: m.To, Kind: m.Kind, Shape: m.Shape, Label: m.Label, Hold: hold}
-	// Where one connection per peer carries a kind (a vote answer from
-	// each voter, an append to each follower), holding it on one link
-	// leaves the others to make up for it.
-	switch r.IntN(3) {
-	case 1:
-		a.From = sched.AnyNode
-	case 2:
-		a.To = sched.AnyNode
+	// Where each peer has its own link for a kind (a vote answer from each
+	// voter, an append to each follower), holding it on one link leaves
+	// the others to make up for it. A scope that adds no link to the
+	// message's own (the receiver got the kind from no other node, the
+	// sender sent it to no other) is not drawn: it would hold the same.
+	into, out := false, false
+	for _, o := range e.Messages {
+		if o.Kind != m.Kind || o.From == o.To || o.From == "" || o.To == "" {
+			continue
+		}
+		into = into || o.To == m.To && o.From != m.From
+		out = out || o.From == m.From && o.To != m.To
+	}
+	scopes := []*string{nil}
+	if into {
+		scopes = append(scopes, &a.From)
+	}
+	if out {
+		scopes = append(scopes, &a.To)
+	}
+	if end := scopes[r.IntN(len(scopes))]; end != nil {
+		*end = sched.AnyNode
 	}
 	return a, m.Record, true
 }

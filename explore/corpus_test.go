@@ -211,6 +211,8 @@ func TestPlanAim(t *testing.T) {
 	count := func(id int) int { return counts[id] }
 	msgs := []Message{
 		{Record: 10, From: "n1", To: "n2", Kind: 2, Shape: "VOTE", Label: `k2 "VOTE"`}, // before every prefix drawn below
+		{Record: 10, From: "n3", To: "n2", Kind: 2, Shape: "VOTE", Label: `k2 "VOTE"`}, // n2 hears VOTE from another node,
+		{Record: 10, From: "n1", To: "n3", Kind: 2, Shape: "VOTE", Label: `k2 "VOTE"`}, // n1 sends it to another: both scopes
 		{Record: 70, From: "n1", To: "n2", Kind: 1, Shape: "HB", Label: `k1 "HB"`},
 		{Record: 75, From: "n1", To: "n2", Kind: 2, Shape: "VOTE", Label: `k2 "VOTE"`},
 		{Record: 80, From: "c1", To: "c2", Kind: 3, Shape: "GET", Label: `k3 "GET"`}, // no end among the nodes
@@ -233,9 +235,15 @@ func TestPlanAim(t *testing.T) {
 		}
 		a := p.Aim
 		aims[a.Shape]++
-		scopes[a.From+">"+a.To]++
-		link := a.From == "n1" && a.To == "n2" || a.From == sched.AnyNode && a.To == "n2" || a.From == "n1" && a.To == sched.AnyNode
-		if !link || a.Hold < maxHold/10 || a.Hold > maxHold || a.Hold%time.Millisecond != 0 {
+		switch {
+		case a.From == sched.AnyNode:
+			scopes[a.Shape+" into"]++
+		case a.To == sched.AnyNode:
+			scopes[a.Shape+" out"]++
+		default:
+			scopes[a.Shape+" link"]++
+		}
+		if !slices.Contains([]string{"n1>n2", "n3>n2", "n1>n3", "*>n2", "n1>*"}, a.From+">"+a.To) || a.Hold < maxHold/10 || a.Hold > maxHold || a.Hold%time.Millisecond != 0 {
 			t.Errorf("aimed %v", a)
 		}
 		// The hold lands on the message: the prefix stops just before
@@ -250,13 +258,18 @@ func TestPlanAim(t *testing.T) {
 	if aims["HB"] == 0 || aims["VOTE"] < 10*aims["HB"] || aims["GET"] > 0 {
 		t.Errorf("aims by kind %v, want mostly the rare VOTE, some HB, no GET", aims)
 	}
-	// The message's link, every link into its receiver, every link out of
-	// its sender: about a third each.
-	n := aims["HB"] + aims["VOTE"]
-	for _, l := range []string{"n1>n2", "*>n2", "n1>*"} {
-		if c := scopes[l]; c < n/4 || c > n/2 {
-			t.Errorf("aims on %s: %d of %d, want about a third (all: %v)", l, c, n, scopes)
+	// VOTE: its link, every link into its receiver (n2 hears it from n1
+	// and n3), every link out of its sender (n1 sends it to n2 and n3), a
+	// third each on n1>n2, a half each on n3>n2 and n1>n3. HB: its link
+	// alone, as n2 hears it from n1 only and n1 sends it to n2 only.
+	n := aims["VOTE"]
+	for _, l := range []string{"link", "into", "out"} {
+		if c := scopes["VOTE "+l]; c < n/5 || c > n/2 {
+			t.Errorf("VOTE aims on %s: %d of %d, want a third or so (all: %v)", l, c, n, scopes)
 		}
+	}
+	if scopes["HB link"] != aims["HB"] {
+		t.Errorf("HB aims %d, on its link %d, want all (all: %v)", aims["HB"], scopes["HB link"], scopes)
 	}
 
 	// A budget of one, spent by the crash at decision 50: the hold is

@@ -16,11 +16,20 @@
  *                               replica serving the read has the commit.
  *                               Exits 0 after N checks, 1 on a stale read.
  *
+ *   lease leader PORT R1 R2 async
+ *                               commits v as it sends "APPEND v", without
+ *                               waiting for an ACK.
+ *   lease reader PORT LEADER R1 R2 N quorum
+ *                               fails only when replicas served the read
+ *                               and none of them had the commit.
+ *
  * The bug: a heartbeat renews the lease but says nothing of the commit,
  * so a replica whose APPENDs are held while its heartbeats flow serves a
  * stale value. Holding every message to it (a partition, a hold of the
  * connection direction) ends its lease within 50 ms, before any read can
- * follow a commit it missed (70 ms), and it refuses the read. */
+ * follow a commit it missed (70 ms), and it refuses the read. With async
+ * and quorum, the stale read needs the APPENDs to both replicas held while
+ * their heartbeats flow: held to one, the other serves the commit. */
 #include "common.h"
 
 #include <poll.h>
@@ -79,7 +88,7 @@ static int hear(int fd, long ms, char *buf, size_t len, struct sockaddr_in *from
 	return 1;
 }
 
-static __attribute__((noreturn)) void leader(char **argv)
+static __attribute__((noreturn)) void leader(char **argv, int async)
 {
 	int fd = bound_udp(argv[0]);
 	struct sockaddr_in r[2] = { resolve(argv[1], argv[0]), resolve(argv[2], argv[0]) }, watcher, from;
@@ -98,6 +107,11 @@ static __attribute__((noreturn)) void leader(char **argv)
 			for (int i = 0; i < 2; i++)
 				say(fd, &r[i], "APPEND %ld", v, 0);
 			next_append += 100;
+			if (async) {
+				committed = v;
+				if (watched)
+					say(fd, &watcher, "AT %ld", committed, 0);
+			}
 		}
 		long wait = (next_hb < next_append ? next_hb : next_append) - now_ms();
 		if (!hear(fd, wait, buf, sizeof buf, &from))
@@ -139,7 +153,7 @@ static __attribute__((noreturn)) void replica(char **argv)
 	}
 }
 
-static int reader(char **argv)
+static int reader(char **argv, int quorum)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 	if (fd < 0)
@@ -149,6 +163,7 @@ static int reader(char **argv)
 	const char *names[2] = { argv[2], argv[3] };
 	int n = atoi(argv[4]), checks = 0;
 	long pending = 0, read_at = 0, reading = 0, deadline = 0;
+	int served = 0, fresh = 0; /* of the read in progress (quorum) */
 	char buf[128];
 	say(fd, &lead, "WATCH", 0, 0);
 	while (checks < n) {
@@ -162,11 +177,16 @@ static int reader(char **argv)
 			reading = pending;
 			pending = 0;
 			deadline = now + 100;
+			served = fresh = 0;
 			for (int i = 0; i < 2; i++)
 				say(fd, &r[i], "READ %ld", reading, 0);
 			continue;
 		}
 		if (reading && wait <= 0) {
+			if (quorum && served && !fresh) {
+				printf("stale read: %d replicas served %ld, none had it\n", served, reading);
+				return 1;
+			}
 			printf("check %ld: done\n", reading);
 			reading = 0;
 			checks++;
@@ -180,6 +200,9 @@ static int reader(char **argv)
 				pending = v;
 				read_at = now_ms() + 70;
 			}
+		} else if (quorum && sscanf(buf, "VAL %ld %ld", &v, &x) == 2 && v == reading) {
+			served++;
+			fresh += x >= v;
 		} else if (sscanf(buf, "VAL %ld %ld", &v, &x) == 2 && v == reading && x < v) {
 			int i = from.sin_addr.s_addr == r[1].sin_addr.s_addr;
 			printf("stale read: %s served %ld after %ld was committed\n", names[i], x, v);
@@ -193,12 +216,12 @@ static int reader(char **argv)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 5 && strcmp(argv[1], "leader") == 0)
-		leader(argv + 2);
+	if ((argc == 5 || (argc == 6 && strcmp(argv[5], "async") == 0)) && strcmp(argv[1], "leader") == 0)
+		leader(argv + 2, argc == 6);
 	if (argc == 3 && strcmp(argv[1], "replica") == 0)
 		replica(argv + 2);
-	if (argc == 7 && strcmp(argv[1], "reader") == 0)
-		return reader(argv + 2);
-	fprintf(stderr, "usage: lease leader PORT R1 R2 | replica PORT | reader PORT LEADER R1 R2 N\n");
+	if ((argc == 7 || (argc == 8 && strcmp(argv[7], "quorum") == 0)) && strcmp(argv[1], "reader") == 0)
+		return reader(argv + 2, argc == 8);
+	fprintf(stderr, "usage: lease leader PORT R1 R2 [async] | replica PORT | reader PORT LEADER R1 R2 N [quorum]\n");
 	return 2;
 }
