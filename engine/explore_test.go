@@ -13,18 +13,12 @@ import (
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
-// A bug behind a rare message kind (handoff_server.c: MIGRATE is sent only
-// after the hellos came in reverse order, and the server aborts only when
-// the commits then come in order). POS draws every trial afresh: with seed
-// 2 none of its first 150 trials fails. explore keeps the first trial that
-// showed MIGRATE, branches just past it, and finds the abort well within
-// the same budget; its failing trace replays like any other (--verify).
-func TestExploreFindsBehindRareKind(t *testing.T) {
-	requireTrials(t)
-	sp := handoffSpec(t)
-	const budget = 150
-	seed := int64(2)
-	dir := t.TempDir()
+// posMissesExploreRuns runs budget POS trials of sp with seed, which must
+// all pass (the case needs a seed POS misses), then an exploring campaign
+// with the same seed and budget that stops at its first failure and
+// replays it (--verify), under dir.
+func posMissesExploreRuns(t *testing.T, sp *spec.Spec, seed int64, budget int, dir string) *Summary {
+	t.Helper()
 	pos, err := Run(t.Context(), sp, RunOptions{Trials: budget, Seed: &seed, Strategy: "pos", OutDir: filepath.Join(dir, "pos")})
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +30,21 @@ func TestExploreFindsBehindRareKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ex
+}
+
+// A bug behind a rare message kind (handoff_server.c: MIGRATE is sent only
+// after the hellos came in reverse order, and the server aborts only when
+// the commits then come in order). POS draws every trial afresh: with seed
+// 2 none of its first 150 trials fails. explore keeps the first trial that
+// showed MIGRATE, branches just past it, and finds the abort well within
+// the same budget; its failing trace replays like any other (--verify).
+func TestExploreFindsBehindRareKind(t *testing.T) {
+	requireTrials(t)
+	sp := handoffSpec(t)
+	const budget = 150
+	seed := int64(2)
+	ex := posMissesExploreRuns(t, sp, seed, budget, t.TempDir())
 	if ex.First == nil {
 		t.Fatalf("explore: no failure in %d trials (corpus %d, %d features)", ex.Trials, ex.Coverage.Corpus, ex.Coverage.Features)
 	}
@@ -328,17 +337,7 @@ func TestExploreAim(t *testing.T) {
 			sp := exploreSpec(t, tc.spec+".yaml", "lease")
 			seed := tc.seed
 			dir := t.TempDir()
-			pos, err := Run(t.Context(), sp, RunOptions{Trials: aimBudget, Seed: &seed, Strategy: "pos", OutDir: filepath.Join(dir, "pos")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pos.Failures != 0 || pos.Errors != 0 {
-				t.Fatalf("pos: %d failures, %d errors in %d trials; the test needs a seed POS misses", pos.Failures, pos.Errors, pos.Trials)
-			}
-			ex, err := Run(t.Context(), sp, RunOptions{Trials: aimBudget, Seed: &seed, Strategy: Explore, OutDir: filepath.Join(dir, "explore"), StopOnFirst: true, Verify: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			ex := posMissesExploreRuns(t, sp, seed, aimBudget, dir)
 			f := ex.First
 			if f == nil {
 				t.Fatalf("explore: no failure in %d trials (corpus %d)", ex.Trials, ex.Coverage.Corpus)
