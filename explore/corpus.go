@@ -82,9 +82,9 @@ type Message struct {
 
 // Aiming is what the campaign lets the Aim change do: hold one kind of
 // message on one link with an end among Nodes (or on every link into or
-// out of that end), for up to MaxHold, while
-// the trial's Budget of injections has room. The zero Aiming (a fault
-// plan without holds) turns the arm off.
+// out of a node), for up to MaxHold, while the trial's Budget of
+// injections has room. The zero Aiming (a fault plan without holds) turns
+// the arm off.
 type Aiming struct {
 	Nodes   []string
 	MaxHold time.Duration
@@ -632,8 +632,8 @@ func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 // the aiming's nodes, the rarer kinds (fewer trials showed them) the
 // likelier, each link and kind once; held on that link, on every link
 // into its receiver or on every link out of its sender, each as likely
-// (the two last only where the trial had the kind on another such link); its
-// length from a tenth of MaxHold to all of it, in whole ms; and the
+// (the two last only where the trial had the kind on another such link);
+// its length from a tenth of MaxHold to all of it, in whole ms; and the
 // record of the message drawn (the kind's first on its link after d).
 // None when nothing was delivered there.
 func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
