@@ -1,14 +1,17 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/coverage"
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
@@ -387,6 +390,23 @@ func TestExploreAim(t *testing.T) {
 			if !rr.Same {
 				t.Errorf("replay of trial %d: %s", f.Index, rr.Diff)
 			}
+			// Two in a row: a second kind-aimed hold, every link into the
+			// reader, right after the first, replays as recorded (with
+			// the budget spent, as holding nothing).
+			path := secondKindHold(t, f.TracePath, filepath.Join(dir, "two.jsonl"))
+			rr, err = Replay(t.Context(), path, filepath.Join(dir, "replay-two"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			made := 0
+			for _, r := range rr.Trial.Records {
+				if r.Op.Made() {
+					made++
+				}
+			}
+			if !rr.Same || made != 2 {
+				t.Errorf("replay with two kind-aimed holds in a row: same %v (%s), %d made", rr.Same, rr.Diff, made)
+			}
 			two, err := Run(t.Context(), sp, RunOptions{Trials: f.Index + 1, Seed: &seed, Strategy: Explore, Jobs: 2, OutDir: filepath.Join(dir, "jobs")})
 			if err != nil {
 				t.Fatal(err)
@@ -434,4 +454,45 @@ func TestExplorePrefixesHold(t *testing.T) {
 		t.Errorf("%d branches in 40 trials, want 10 or more", branches)
 	}
 	t.Logf("%d branches", branches)
+}
+
+// secondKindHold writes to out the trace at path with a second kind-aimed
+// hold, of the VAL answers on every link into the reader, right after its
+// first kind-aimed hold (at its step and time), and returns out.
+func secondKindHold(t *testing.T, path, out string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	added := false
+	for _, l := range strings.Split(string(b), "\n") {
+		lines = append(lines, l)
+		if added || !strings.Contains(l, `"shape":`) {
+			continue
+		}
+		var line struct {
+			Record sched.Record `json:"record"`
+		}
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatal(err)
+		}
+		o := faults.KindHold(sched.AnyNode, "reader", "VAL", `k7 "VAL"`, 50*time.Millisecond)
+		o.ID = line.Record.Op.ID + 1
+		line.Record.Op = *o
+		add, err := json.Marshal(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(add))
+		added = true
+	}
+	if !added {
+		t.Fatalf("%s: no kind-aimed hold", path)
+	}
+	if err := os.WriteFile(out, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
