@@ -465,28 +465,52 @@ func (c *Corpus) Freeze(count Counter) *View {
 			}
 		}
 	}
+	v.odds = c.odds(v.aiming.On(), best > 0 || len(v.frontiers) > 0)
+	return v
+}
+
+// odds are the arms' shares of the next trials, each change's by its rate
+// of novel trials. Unsteered, in two steps: a fresh draw or a branch, by
+// the rates of fresh draws and of all branches pooled, then the changes
+// share the branches. (With each change an arm beside the fresh one, six
+// changes each about as novel as a fresh draw took six sevenths of the
+// trials by their number alone, and on the bug suite a branch of a
+// passing trial fails less often than a fresh draw:
+// bench/results/explore-fresh-or-branch-2026-12-03.md.) Steered (a
+// symptom some trial matched, a goal some trial came close to), the
+// branches are how the campaign gets nearer, which novelty does not
+// measure: the fresh arm is then one arm beside the six. Fresh draws
+// never fall below MinFresh: they are what finds what no entry leads to,
+// and what the campaign is worth when nothing does.
+func (c *Corpus) odds(aiming, steered bool) []float64 {
+	rate := func(a armStats) float64 { return float64(a.novel+1) / float64(a.trials+2) }
+	odds := make([]float64, len(c.arms))
+	var branches armStats
 	var sum float64
 	for arm, a := range c.arms {
-		rate := float64(a.novel+1) / float64(a.trials+2)
-		if Arm(arm) == Arm(1+sched.Aim) && !v.aiming.On() {
-			rate = 0 // nothing to aim with: the others' odds are unchanged
+		if Arm(arm) == Fresh {
+			continue
 		}
-		v.odds = append(v.odds, rate)
-		sum += rate
-	}
-	for i := range v.odds {
-		v.odds[i] /= sum
-	}
-	// Fresh draws never fall below MinFresh: they are what finds what no
-	// entry leads to, and what the campaign is worth when nothing does.
-	if v.odds[Fresh] < MinFresh {
-		rest := (1 - MinFresh) / (1 - v.odds[Fresh])
-		for i := range v.odds {
-			v.odds[i] *= rest
+		if Arm(arm) == Arm(1+sched.Aim) && !aiming {
+			continue // nothing to aim with: the others' odds are unchanged
 		}
-		v.odds[Fresh] = MinFresh
+		branches.trials += a.trials
+		branches.novel += a.novel
+		odds[arm] = rate(a)
+		sum += odds[arm]
 	}
-	return v
+	fresh, branch := rate(c.arms[Fresh]), rate(branches)
+	if steered {
+		odds[Fresh] = max(MinFresh, fresh/(fresh+sum))
+	} else {
+		odds[Fresh] = max(MinFresh, fresh/(fresh+branch))
+	}
+	for arm := range odds {
+		if Arm(arm) != Fresh {
+			odds[arm] *= (1 - odds[Fresh]) / sum
+		}
+	}
+	return odds
 }
 
 // frontiers are the view's frontier of each open goal some trial came

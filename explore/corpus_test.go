@@ -123,9 +123,10 @@ func TestPlan(t *testing.T) {
 			t.Errorf("prefix %d of 100 decisions", p.Prefix)
 		}
 	}
-	// No trial counted yet: every arm has even odds.
-	if fresh < 110 || fresh > 260 {
-		t.Errorf("%d of 1000 plans fresh, want about 1000/%d", fresh, len(Arms()))
+	// One fresh trial counted, novel (2/3 with the prior), no branch yet
+	// (the prior's 1/2): 4 plans in 7 fresh.
+	if fresh < 500 || fresh > 640 {
+		t.Errorf("%d of 1000 plans fresh, want about 4000/7", fresh)
 	}
 	// Two thirds past the novelty, and a third of the uniform draws.
 	if branches := 1000 - fresh; past < branches*3/4 {
@@ -172,9 +173,10 @@ func TestGoals(t *testing.T) {
 		}
 	}
 	// About three plans in four are branches (fresh draws paid for ten of
-	// twelve trials); of the branches the frontier gets its share, half
-	// less a tenth, and a tenth of the rest by its energy: 0.38 of the
-	// plans, where its energy alone would give it 0.08.
+	// twelve trials, but a goal steers, and the fresh arm is one of
+	// seven); of the branches the frontier gets its share, half less a
+	// tenth, and a tenth of the rest by its energy: 0.38 of the plans,
+	// where its energy alone would give it 0.08.
 	if share := float64(from) / n; share < 0.3 || share > 0.46 {
 		t.Errorf("the frontier got %.2f of the plans, want about 0.38", share)
 	}
@@ -298,9 +300,15 @@ func TestPlanAim(t *testing.T) {
 		}
 	}
 	// Fresh showed something in its one trial (a rate of 2/3 with the
-	// prior), the five other arms on have the prior's 1/2.
-	if want := (2.0 / 3) / (2.0/3 + 5.0/2); math.Abs(odds[Fresh]-want) > 1e-12 {
-		t.Errorf("fresh odds %v, want %v: the odds of the five other arms alone", odds[Fresh], want)
+	// prior), the branches none yet (the prior's 1/2), and the five
+	// other arms on share the rest alike.
+	if want := (2.0 / 3) / (2.0/3 + 1.0/2); math.Abs(odds[Fresh]-want) > 1e-12 {
+		t.Errorf("fresh odds %v, want %v", odds[Fresh], want)
+	}
+	for _, a := range Arms()[1:] {
+		if want := (1 - odds[Fresh]) / 5; a != 1+Arm(sched.Aim) && math.Abs(odds[a]-want) > 1e-12 {
+			t.Errorf("%v odds %v, want %v", a, odds[a], want)
+		}
 	}
 }
 
