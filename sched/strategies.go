@@ -108,15 +108,31 @@ func (s *POS) draw(o *Op) float64 {
 	return u
 }
 
+// Ranks reports whether priorities stay until their op runs (Ranker):
+// not under POS*, which draws them again.
+func (s *POS) Ranks() bool { return !s.Redraw }
+
+// Rank is o's priority, drawn when o is first seen (Ranker).
+func (s *POS) Rank(o *Op) float64 {
+	p, ok := s.prio[o.ID]
+	if !ok {
+		p = s.draw(o)
+		s.prio[o.ID] = p
+		s.objs[o.ID] = o.Object
+	}
+	return p
+}
+
+// Forget drops o's priority: o ran without Next (Ranker).
+func (s *POS) Forget(o *Op) {
+	delete(s.prio, o.ID)
+	delete(s.objs, o.ID)
+}
+
 func (s *POS) Next(enabled []*Op) (int, error) {
 	best, bestP := 0, -1.0
 	for i, o := range enabled {
-		p, ok := s.prio[o.ID]
-		if !ok {
-			p = s.draw(o)
-			s.prio[o.ID] = p
-			s.objs[o.ID] = o.Object
-		}
+		p := s.Rank(o)
 		if p > bestP {
 			best, bestP = i, p
 		}
@@ -229,9 +245,12 @@ func (s *PCT) Next(enabled []*Op) (int, error) {
 
 // Plus is the conflict-analysis "+" variant of a strategy (Morpheus): an
 // op whose signature was seen in earlier trials and never took part in a
-// conflict is released at once, without consulting the inner strategy,
-// unless a fault or a delay is on offer (contended). Ops never seen count
-// as possibly conflicting.
+// conflict is released at once, without consulting the inner strategy.
+// While a fault or a delay is on offer (contended), it is released at once
+// only where the inner strategy ranks it (Ranker) above every fault and
+// delay on offer, so that it would have come before them anyway; with an
+// inner strategy that does not rank, the inner strategy decides every op
+// then. Ops never seen count as possibly conflicting.
 type Plus struct {
 	inner     Strategy
 	pred      Predictor
@@ -286,27 +305,70 @@ func (p *Plus) mayConflict(o *Op) bool {
 func (p *Plus) LastImmediate() bool { return p.immediate }
 
 func (p *Plus) Next(enabled []*Op) (int, error) {
-	if (p.mode.Weight <= 0 || !p.isPOS()) && !contended(enabled) {
-		for i, o := range enabled {
-			if !p.mayConflict(o) {
-				p.immediate = true
-				return i, nil
-			}
+	if p.mode.Weight <= 0 || !p.isPOS() {
+		if i := p.atOnce(enabled); i >= 0 {
+			p.immediate = true
+			return i, nil
 		}
 	}
 	p.immediate = false
 	return p.inner.Next(enabled)
 }
 
+// atOnce returns the index of the op to release at once, or -1 when the
+// inner strategy must decide.
+func (p *Plus) atOnce(enabled []*Op) int {
+	if !contended(enabled) {
+		for i, o := range enabled {
+			if !p.mayConflict(o) {
+				return i
+			}
+		}
+		return -1
+	}
+	r, ok := p.inner.(Ranker)
+	if !ok || !r.Ranks() {
+		return -1
+	}
+	// Rank every op in enabled's order, as the inner strategy's own Next
+	// would draw, so that the draws depend only on the seed and the sets.
+	bar := math.Inf(-1)
+	for _, o := range enabled {
+		if k := r.Rank(o); (o.Kind == Advance || o.Kind.IsFault()) && k > bar {
+			bar = k
+		}
+	}
+	for i, o := range enabled {
+		if !p.mayConflict(o) && r.Rank(o) > bar {
+			r.Forget(o)
+			return i
+		}
+	}
+	return -1
+}
+
+// Ranker is a strategy whose choice is the enabled op it ranks highest.
+// Plus uses it to release ops at once beside a fault or a delay without
+// moving them past it.
+type Ranker interface {
+	// Ranks reports whether an op's rank stays the same while it waits,
+	// so that an op ranked above another runs before it.
+	Ranks() bool
+	// Rank is o's rank, drawn when o is first seen as Next would draw it.
+	Rank(o *Op) float64
+	// Forget drops o, released without Next.
+	Forget(o *Op)
+}
+
 // contended reports whether a fault or a delay is on offer. Each races
-// with every op beside it: released at once, an op that never conflicts
-// with other ops would still be decided to come before the crash, the cut
-// or the clock's move, and what follows it (the message it sends, say)
-// would get a head start the inner strategy would not have given it. So
-// then the inner strategy decides every op. (Measured on gproc-1, where the
-// bug needs a failure report sent late, after a restart: POS 62/300,
-// releasing at once regardless 19/300, holding off while a fault is on
-// offer 53/300, while a fault or a delay is 69/300.)
+// with every op beside it: released at once regardless, an op that never
+// conflicts with other ops would be decided to come before the crash, the
+// cut or the clock's move, and what follows it (the message it sends, say)
+// would get a head start the inner strategy would not have given it.
+// (Measured on gproc-1, where the bug needs a failure report sent late,
+// after a restart: POS 62/300, releasing at once regardless 19/300,
+// holding off while a fault is on offer 53/300, while a fault or a delay
+// is 69/300.)
 func contended(enabled []*Op) bool {
 	for _, o := range enabled {
 		if o.Kind.IsFault() || o.Kind == Advance {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -199,14 +200,82 @@ func TestPlusReleasesPredictedSafeAtOnce(t *testing.T) {
 	if s.Name() != "pos+" {
 		t.Fatal(s.Name())
 	}
-	// A fault or a delay on offer races with every op: then nothing goes
-	// through the fast path, and the inner strategy decides.
+	// A fault or a delay on offer races with every op: beside one, an op
+	// goes through the fast path only where POS ranks it above the fault
+	// or the delay, and under POS* (whose ranks change) never.
 	for _, other := range []*Op{{ID: 9, LPID: "fault", Kind: "crash", Object: "node:x"}, {ID: 10, LPID: "A", Kind: Advance}} {
-		s.Reset(1, 0)
-		s.Next([]*Op{{ID: 2, LPID: "B", Site: "b"}, other})
-		if s.(*Plus).LastImmediate() {
-			t.Errorf("op released at once beside %v", other)
+		var at, not int
+		for seed := int64(1); seed <= 40; seed++ {
+			en := []*Op{{ID: 2, LPID: "B", Site: "b"}, other}
+			twin := &POS{}
+			twin.Reset(seed, 0)
+			above := twin.Rank(en[0]) > twin.Rank(en[1])
+			s.Reset(seed, 0)
+			i, _ := s.Next(en)
+			imm := s.(*Plus).LastImmediate()
+			if imm != above || (imm && i != 0) {
+				t.Errorf("seed %d beside %v: released %v at once %v, ranked above %v", seed, other, en[i], imm, above)
+			}
+			if imm {
+				at++
+			} else {
+				not++
+			}
+			star, _ := New("pos*+", Params{Predictor: pred})
+			star.Reset(seed, 0)
+			star.Next([]*Op{{ID: 2, LPID: "B", Site: "b"}, other})
+			if star.(*Plus).LastImmediate() {
+				t.Errorf("pos*+ released an op at once beside %v", other)
+			}
 		}
+		if at == 0 || not == 0 {
+			t.Errorf("beside %v: %d seeds at once, %d not: both must occur", other, at, not)
+		}
+	}
+}
+
+// TestPlusKeepsFaultsPlace: ops that never conflict, released at once
+// beside a fault, leave the fault where POS puts it: after the same ops.
+func TestPlusKeepsFaultsPlace(t *testing.T) {
+	pred := setPredictor{"B@b": true}
+	released := func(s Strategy, seed int64) (before []uint64, immediate int) {
+		s.Reset(seed, 0)
+		en := []*Op{{ID: 1, LPID: "fault", Kind: "crash", Object: "node:x"}}
+		for id := uint64(2); id < 10; id++ {
+			en = append(en, &Op{ID: id, LPID: "B", Site: "b"})
+		}
+		for len(en) > 0 {
+			i, err := s.Next(en)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, ok := s.(*Plus); ok && p.LastImmediate() {
+				immediate++
+			}
+			if en[i].ID == 1 {
+				return before, immediate
+			}
+			before = append(before, en[i].ID)
+			en = slices.Delete(en, i, i+1)
+		}
+		t.Fatal("the fault never ran")
+		return nil, 0
+	}
+	var total int
+	for seed := int64(1); seed <= 30; seed++ {
+		pos, _ := New("pos", Params{})
+		plus, _ := New("pos+", Params{Predictor: pred})
+		want, _ := released(pos, seed)
+		got, imm := released(plus, seed)
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("seed %d: before the fault POS+ released %v, POS %v", seed, got, want)
+		}
+		total += imm
+	}
+	if total == 0 {
+		t.Error("no op released at once in 30 seeds")
 	}
 }
 
