@@ -8,6 +8,7 @@ command -v make >/dev/null || need+=(make)
 command -v javac >/dev/null || need+=(openjdk-17-jdk-headless)
 command -v rustc >/dev/null || need+=(rustc)
 [ -x /usr/bin/python3 ] || need+=(python3)                       # testdata/bugs/move-1
+[ -x /usr/bin/node ] || need+=(nodejs)                          # testdata/bugs/refresh-1
 command -v ip >/dev/null || need+=(iproute2)
 command -v erl >/dev/null || need+=(erlang-base) # tracer's Erlang timer tests
 [ -n "$(ls -d /usr/lib/erlang/lib/mnesia-* 2>/dev/null)" ] || need+=(erlang-mnesia)
