@@ -45,6 +45,8 @@ var triggering = map[string][][]string{
 	"cache-1":     {{"SET k", "DEL k"}},
 	"presence-1":  {{"close", "HELLO alice"}},
 	"pool-1":      {{"PUT result", "GET result"}},
+	"move-1":      {{"SET k", "TAKEN"}, {"MOVE", "SET k"}},
+	"refresh-1":   {{"TOKENS", "401"}},
 }
 
 // raceText is what a race names, for matching: the ops and their
@@ -118,7 +120,7 @@ func row(bug string, ok bool, ex *Explanation, took time.Duration, which string)
 
 // TestExplainBugSuite explains the first failing trace (POS, seed 1) of
 // every bug in testdata/bugs and compares the named races with the table
-// above: at least 90 % of the bugs must match (23 of 25; gproc-1 is the
+// above: at least 90 % of the bugs must match (25 of 27; gproc-1 is the
 // known miss, docs/results.md). It runs hundreds of trials, so it
 // runs only with LOCKSTEP_EXPLAIN_BUGS=1 (or a comma-separated list of
 // bugs, which explains only those and checks that each matches).
