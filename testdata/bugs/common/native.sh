@@ -61,3 +61,18 @@ kill_restart_runs() {
   done
   echo "native: $hits hits in $n runs"
 }
+
+# tally I OK LOG PID...: after run I, whose client exited OK (0: it failed),
+# counts a hit in $hits when the client failed or a server in PID... died,
+# prints the client's complaint (LOG), and stops the servers.
+tally() {
+  local i=$1 ok=$2 log=$3 p
+  shift 3
+  for p in "$@"; do kill -0 "$p" 2>/dev/null || ok=0; done
+  if [ "$ok" = 0 ]; then
+    hits=$((hits + 1))
+    echo "run $i: $(cat "$log")" >&2
+  fi
+  kill "$@" 2>/dev/null
+  wait "$@" 2>/dev/null
+}

@@ -21,13 +21,7 @@ for ((i = 0; i < n; i++)); do
   pids="$pids $!"
   ok=1
   timeout 5 "$prog" client 127.0.0.1:$pc 3 10 >/dev/null 2>/tmp/move1-native.c || ok=0
-  for p in $pids; do kill -0 $p 2>/dev/null || ok=0; done
-  if [ $ok = 0 ]; then
-    hits=$((hits + 1))
-    echo "run $i: $(cat /tmp/move1-native.c)" >&2
-  fi
-  kill $pids 2>/dev/null
-  wait $pids 2>/dev/null
+  tally $i $ok /tmp/move1-native.c $pids
   pids=
 done
 rm -f /tmp/move1-native.c
