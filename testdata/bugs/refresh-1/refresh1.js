@@ -10,19 +10,24 @@ const VALID_MS = 60; // an access token's life
 
 function log(...parts) { console.log(...parts); }
 
+// eachLine calls onLine for every complete line c receives.
+function eachLine(c, onLine) {
+  let buf = '';
+  c.on('data', (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      onLine(line);
+    }
+  });
+}
+
 // serve calls onLine(line, reply) for every line of every connection.
 function serve(port, onLine) {
   net.createServer((c) => {
-    let buf = '';
-    c.on('data', (d) => {
-      buf += d;
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        onLine(line, (r) => c.write(r + '\n'));
-      }
-    });
+    eachLine(c, (line) => onLine(line, (r) => c.write(r + '\n')));
     c.on('error', () => {});
   }).listen(port);
 }
@@ -35,21 +40,12 @@ function dial(hostport) {
     const attempt = () => {
       const c = net.connect(Number(port), host);
       const waiting = [];
-      let buf = '';
       c.on('error', () => { if (!c.connected) setTimeout(attempt, 5); });
       c.on('connect', () => {
         c.connected = true;
         resolve((line) => new Promise((r) => { waiting.push(r); c.write(line + '\n'); }));
       });
-      c.on('data', (d) => {
-        buf += d;
-        let i;
-        while ((i = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, i);
-          buf = buf.slice(i + 1);
-          waiting.shift()(line);
-        }
-      });
+      eachLine(c, (line) => waiting.shift()(line));
       c.on('close', () => { if (c.connected) { console.error('connection to ' + hostport + ' closed'); process.exit(2); } });
     };
     attempt();
