@@ -125,7 +125,10 @@ def server_a(port, fixed):
     taking writes once b has it (the bug: writes between the snapshot and
     b's TAKEN are acknowledged and lost). Fixed: it stops taking writes
     before it takes the snapshot."""
-    st = {"table": {}, "gone": False, "coord": None}
+    st = {"table": {}, "gone": False, "coord": None, "watch": None}
+
+    def start(watch):
+        st["watch"] = watch
 
     def on_line(c, line):
         w = line.split()
@@ -146,19 +149,11 @@ def server_a(port, fixed):
             snap = ",".join(f"{k}={v}" for k, v in sorted(st["table"].items()))
             log(f"a: snapshot of {len(st['table'])} keys to {w[1]}")
             to.sendall(f"SNAP {snap or '-'}\n".encode())
-            watch_b(to)
+            st["watch"](to)  # b's TAKEN comes back on this connection
         elif w[0] == "TAKEN":
             st["gone"] = True
             log("a: b took the shard")
             st["coord"].send("MOVED")
-
-    holder = {}
-
-    def start(watch):
-        holder["watch"] = watch
-
-    def watch_b(sock):
-        holder["watch"](sock)
 
     serve(port, on_line, start)
 
