@@ -19,7 +19,11 @@ type tracker struct {
 	ct      *bpf.Conntrack
 	owner   map[uint32]*job // netns inode → job
 	pending map[*job][]bpf.Event
-	self    int
+	// lostAt is the kernel's count of dropped events at each job's last
+	// take: the ring is shared, so a drop since then may have been one of
+	// the job's own events.
+	lostAt map[*job]uint64
+	self   int
 }
 
 // newTracker loads the programs; nil (with a debug line) where the kernel
@@ -31,7 +35,7 @@ func newTracker(log *slog.Logger) *tracker {
 		log.Debug("connection tracking unavailable; using lockstep's own accounting", "err", err)
 		return nil
 	}
-	return &tracker{ct: ct, owner: map[uint32]*job{}, pending: map[*job][]bpf.Event{}, self: os.Getpid()}
+	return &tracker{ct: ct, owner: map[uint32]*job{}, pending: map[*job][]bpf.Event{}, lostAt: map[*job]uint64{}, self: os.Getpid()}
 }
 
 func (t *tracker) watch(j *job) error {
@@ -51,19 +55,29 @@ func (t *tracker) watch(j *job) error {
 	return nil
 }
 
-// take returns the events recorded for j since its last take.
-func (t *tracker) take(j *job) ([]bpf.Event, error) {
+// take returns the events recorded for j since its last take, and
+// whether the kernel dropped events meanwhile (its ring was full). The
+// join pairs records and events in order, so one missing event would shift
+// every later pairing on its connection: with a drop, j's events are not
+// to be trusted.
+func (t *tracker) take(j *job) (evs []bpf.Event, dropped bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	evs, err := t.ct.Drain()
-	for _, e := range evs {
+	all, err := t.ct.Drain()
+	for _, e := range all {
 		if o := t.owner[e.Netns]; o != nil {
 			t.pending[o] = append(t.pending[o], e)
 		}
 	}
-	mine := t.pending[j]
+	evs = t.pending[j]
 	delete(t.pending, j)
-	return mine, err
+	lost, lerr := t.ct.Lost()
+	if lerr != nil {
+		return evs, true, err // not knowing is not trusting
+	}
+	dropped = lost > t.lostAt[j]
+	t.lostAt[j] = lost
+	return evs, dropped, err
 }
 
 func (t *tracker) close() error { return t.ct.Close() }

@@ -259,7 +259,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	}
 	defer tmps.release(false) // finish keeps a failing trial's first
 	if j.track != nil {
-		j.track.take(j) // what earlier trials of this job left
+		j.track.take(j) // what earlier trials of this job left, and their drops
 	}
 	res.NodesCPU = -j.nodesCPU() // finish adds the usage at the end
 	clk := vclock.New(sp.Time.Epoch, sp.Limits.VirtualTime)
@@ -1047,11 +1047,16 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 		}
 	}
 	if j.track != nil {
-		evs, err := j.track.take(j)
-		if err != nil {
+		evs, dropped, err := j.track.take(j)
+		switch {
+		case err != nil:
 			return nil, fmt.Errorf("reading connection records: %w", err)
+		case dropped:
+			// lockstep's own accounting stands for this trial.
+			j.log.Warn("the kernel dropped connection records (its ring was full); lockstep's accounting stands", "trial", res.Index)
+		default:
+			res.Conntrack = joinConntrack(res.Records, evs, os.Getpid())
 		}
-		res.Conntrack = joinConntrack(res.Records, evs, os.Getpid())
 		if res.Conntrack.Disagreed > 0 {
 			j.log.Warn("kernel records and lockstep's accounting differ", "trial", res.Index, "recvs", res.Conntrack.Recvs, "differ", res.Conntrack.Disagreed, "first", res.Conntrack.First)
 		}
