@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
@@ -23,11 +24,18 @@ func TestTrackerReportsDrops(t *testing.T) {
 		t.Skip("connection tracking programs do not load here")
 	}
 	defer tk.close()
+	// The sockets are made on this thread, in its namespace. Not
+	// /proc/self's: that is the main thread's, which a test that probed
+	// for namespaces from a goroutine the runtime ran there may have left
+	// in a namespace of its own.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const here = "/proc/thread-self/ns/net"
 	var st unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+	if err := unix.Stat(here, &st); err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.ct.WatchNetns("/proc/self/ns/net"); err != nil {
+	if err := tk.ct.WatchNetns(here); err != nil {
 		t.Fatal(err)
 	}
 	a, b := &job{}, &job{}
