@@ -134,10 +134,12 @@ func (t *Trial) peers(socks []tracer.Sock) map[string][]string {
 // matchBytes is how many of each message's first bytes the tracer hands
 // the faults (sched.Op.Msg): none unless the spec holds one kind of
 // message, or allows holds, which an exploring campaign's branch may aim
-// at one learned kind (sched.Aim; its replays need the bytes too). A copy
+// at one learned kind (sched.Aim; its replays need the bytes too), or
+// grays, which let a node's commonest kind through. A copy
 // of bytes the tracer captures anyway: no schedule changes.
 func matchBytes(sp *spec.Spec) int {
-	if len(sp.Faults.HoldMatch) == 0 && !slices.Contains(sp.Faults.Kinds, spec.FaultKind(faults.Hold)) {
+	if len(sp.Faults.HoldMatch) == 0 && !slices.Contains(sp.Faults.Kinds, spec.FaultKind(faults.Hold)) &&
+		!slices.Contains(sp.Faults.Kinds, spec.FaultKind(faults.Gray)) {
 		return 0
 	}
 	return faults.MatchBytes

@@ -82,6 +82,7 @@ func TestNetworkFaults(t *testing.T) {
 		{"flap", faults.Flap, checkFlap, []string{"other links flow", "flows while up", "released when up", "held a round"}},
 		{"flap-dial", faults.Flap, checkFlapDial, []string{"connect waited for the link", "connect while up"}},
 		{"hold-kind", faults.Hold, checkHoldKind, []string{"beats flow", "data released at the end", "other way flows"}},
+		{"gray", faults.Gray, checkGray, []string{"beats flow", "data released at the end", "other way flows"}},
 		{"probe", faults.Partition, checkProbe, []string{"aimed at the leader"}},
 		{"follow", faults.Partition, checkFollow, []string{"client follows s2", "client stays with s2"}},
 	} {

@@ -106,6 +106,8 @@ var matrixKinds = map[sched.Kind]matrixKind{
 	faults.Hold: {window: "from: 50ms\n  until: 200ms", long: "from: 50ms\n  until: 200ms", partner: "hold", apart: true},
 	faults.Slow: {window: "from: 50ms\n  until: 200ms", apart: true},
 	faults.Flap: {window: "from: 50ms\n  until: 200ms", apart: true},
+	// A gray needs deliveries seen before it, to know the commonest kind.
+	faults.Gray: {window: "from: 50ms\n  until: 200ms", long: "from: 50ms\n  until: 200ms", apart: true},
 	// A reset ends its client's trial: only a pause drawn first makes a
 	// pair.
 	faults.Reset: {pair: "-", trials: 12, apart: true, instant: true},

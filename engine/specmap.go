@@ -24,7 +24,8 @@ func faultPlan(p spec.FaultPlan) (faults.Plan, error) {
 		MaxPause: p.MaxPause, MaxOutage: p.MaxOutage, MaxClockJump: p.MaxClockJump, MaxHold: p.MaxHold,
 		KeepClock: p.KeepClock, MaxDrift: p.MaxDrift, Groups: p.Groups, Shapes: p.Shapes,
 		Probe: p.Probe, Follow: p.Follow, Overlap: p.Overlap, Disk: p.Disk,
-		Shape: func(msg string, n int, shape string) bool { return coverage.OfShape([]byte(msg), n, shape) },
+		Shape:   func(msg string, n int, shape string) bool { return coverage.OfShape([]byte(msg), n, shape) },
+		ShapeOf: func(msg string, n int) string { return coverage.Shape([]byte(msg), n) },
 	}
 	by, err := spreadBy(p.By)
 	if err != nil {

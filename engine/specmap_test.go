@@ -189,12 +189,13 @@ limits: {virtual_time: 60s}
 				}
 				return
 			}
-			// A plan's Shape is the engine's message-kind check (a func,
-			// which DeepEqual never finds equal): there, and set aside.
-			if got.Shape == nil {
-				t.Fatal("the plan has no Shape check: holds of one kind could not match")
+			// A plan's Shape and ShapeOf are the engine's message kinds
+			// (funcs, which DeepEqual never finds equal): there, and set
+			// aside.
+			if got.Shape == nil || got.ShapeOf == nil {
+				t.Fatal("the plan has no Shape check or no ShapeOf: holds of one kind could not match, grays never drawn")
 			}
-			got.Shape = nil
+			got.Shape, got.ShapeOf = nil, nil
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("plan\n  got  %+v\n  want %+v", got, tc.want)
 			}

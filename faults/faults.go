@@ -84,6 +84,10 @@ type Plan struct {
 	// link (KindHold); the engine's (package coverage shapes messages).
 	// Nil: such holds hold nothing.
 	Shape func(msg string, n int, shape string) bool
+	// ShapeOf is a message's shape (its first bytes and its whole
+	// length), for grays, which let one shape through (gray.go); the
+	// engine's, as Shape is. Nil: grays are never drawn.
+	ShapeOf func(msg string, n int) string
 	// Shapes are the bipartition shapes drawn (ShapeIsolate, ShapeMinority,
 	// ShapeBridge).
 	Shapes []string
@@ -285,6 +289,9 @@ func New(plan Plan, all []string, seed int64) *Injector {
 	for _, k := range plan.Kinds {
 		if d := kindDefs[k]; d.holds != nil || d.deadline != nil {
 			in.owned = append(in.owned, d)
+		}
+		if d := kindDefs[k]; d.start != nil {
+			d.start(in)
 		}
 	}
 	if plan.Spread {

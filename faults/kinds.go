@@ -15,6 +15,10 @@ import (
 // its constant and its entry, defined in a file of its own (define, from
 // that file's init), not a case in a switch.
 type kindDef struct {
+	// start, when set, sets up the kind's own state (Injector.own) as a
+	// trial's injector is made: for a kind that keeps books from the
+	// trial's first step, before any fault of it is drawn.
+	start func(in *Injector)
 	// possible says whether an injection of the kind on o.Node still makes
 	// sense. Nil: never drawn (a recovery).
 	possible func(in *Injector, o *sched.Op) bool

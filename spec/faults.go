@@ -93,6 +93,7 @@ const (
 	FaultStall       FaultKind = "stall"
 	FaultSlow        FaultKind = "slow"
 	FaultFlap        FaultKind = "flap"
+	FaultGray        FaultKind = "gray"
 )
 
 // FaultKinds lists every kind a spec may name.
@@ -169,6 +170,7 @@ var faultKeywords = []faultKeyword{
 	{"stall", FaultStall, traitStorage},
 	{"slow", FaultSlow, traitLink | traitOutage},
 	{"flap", FaultFlap, traitLink | traitOutage},
+	{"gray", FaultGray, 0},
 }
 
 // keyword is the entry of the keyword name, if any.

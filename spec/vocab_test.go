@@ -116,7 +116,7 @@ func TestFaultKinds(t *testing.T) {
 // faultNames; faults-unknown-kind.err must quote it, as TestBadSpecs
 // compares errors exactly).
 func TestFaultNames(t *testing.T) {
-	const want = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall, slow or flap"
+	const want = "crash, partition, oneway, link, bipartition, bridge, hold, pause, clock, drift, reset, drop, power, corrupt, ioerror, stall, slow, flap or gray"
 	if got := faultNames(" or "); got != want {
 		t.Errorf("faultNames(\" or \") = %q, want %q", got, want)
 	}

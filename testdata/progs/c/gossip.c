@@ -1,12 +1,14 @@
 /*
- * gossip NAME PORT INTERVAL_MS [lead] [stop=N] [kinds] PEER...: a server that
+ * gossip NAME PORT INTERVAL_MS [lead] [stop=N] [kinds[=K]] PEER...: a server that
  * tells every peer (listening on the same PORT) "NAME SEQ\n" each
  * INTERVAL_MS, for ever (or, with stop=N, N times, and exits 0), and prints
  * each chunk it reads from a peer as "got ..."; with "lead" it first prints
  * "leader NAME" (what a probe can read); with "kinds" it opens two
  * connections to each peer and tells it "NAME beat SEQ\n" on the first and
  * "NAME data SEQ\n" on the second (two kinds of message, for holds of one
- * kind). One thread:
+ * kind); with kinds=K it says "beat NAME SEQ\n" and, only every K-th time,
+ * "data NAME SEQ\n" (the verb first, as text protocols have it, so that the
+ * two are two kinds, beats the commonest, for grays). One thread:
  * poll over the listener and the accepted connections, its timeout the
  * interval. The network faults' tests read who reached whom, and when, in
  * the trace's deliveries.
@@ -27,12 +29,14 @@ int main(int argc, char **argv)
 	long interval = atol(argv[3]);
 	int first = 4;
 	long stop = -1;
-	int kinds = 0;
+	long kinds = 0; /* with data every kinds-th time */
 	for (; first < argc; first++) {
 		if (strcmp(argv[first], "lead") == 0)
 			printf("leader %s\n", name);
 		else if (strcmp(argv[first], "kinds") == 0)
 			kinds = 1;
+		else if (strncmp(argv[first], "kinds=", 6) == 0 && atol(argv[first] + 6) > 0)
+			kinds = atol(argv[first] + 6);
 		else if (strncmp(argv[first], "stop=", 5) == 0)
 			stop = atol(argv[first] + 5);
 		else
@@ -40,7 +44,7 @@ int main(int argc, char **argv)
 	}
 	struct pollfd in[MAXC + 1] = { { .fd = listen_on(port), .events = POLLIN } };
 	int nin = 1, out[MAXC], nout = 0;
-	for (int i = first; i < argc && nout + kinds < MAXC; i++) {
+	for (int i = first; i < argc && nout + (kinds > 0) < MAXC; i++) {
 		out[nout++] = connect_to(argv[i], port);
 		if (kinds)
 			out[nout++] = connect_to(argv[i], port);
@@ -55,8 +59,11 @@ int main(int argc, char **argv)
 				return 0;
 			char msg[64];
 			for (int i = 0; i < nout; i++) {
+				if (kinds && i % 2 && seq % kinds)
+					continue;
 				const char *kind = !kinds ? "" : i % 2 ? "data " : "beat ";
-				int m = snprintf(msg, sizeof msg, "%s %s%ld\n", name, kind, seq);
+				int m = kinds > 1 ? snprintf(msg, sizeof msg, "%s%s %ld\n", kind, name, seq)
+						  : snprintf(msg, sizeof msg, "%s %s%ld\n", name, kind, seq);
 				write_all(out[i], msg, m);
 			}
 			seq++;

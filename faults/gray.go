@@ -1,0 +1,189 @@
+package faults
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// Gray makes a node's links carry only their commonest kind of message for
+// a while: every delivery to the node (or from it), on every link, waits
+// unless it is of the kind the node has received (sent) most often so far
+// in the trial, and goes when the while ends. That kind is, in most
+// systems, the keepalive: a leader's heartbeats, a client's polls. A gray
+// failure (Huang et al., HotOS'17) is that: the checks that say a peer is
+// alive pass while the work does not, so no one steps in.
+//
+// Op.Conn names the node and direction ("gray to n2"), Op.Delay is the
+// while (up to Plan.MaxHold). The kind that flows is settled when the
+// gray is chosen, from the deliveries the injector has seen (Holds is
+// asked of every ready op, in the same order in a replay), and is shown
+// in Op.Peer. The tracer has nothing to do: the injector holds the
+// deliveries back.
+const Gray sched.Kind = "gray"
+
+func init() {
+	define(Gray, kindDef{
+		start: startGray, possible: possibleGray, detail: detailGray, chose: choseGray, act: ActHold,
+		holds: holdsGray, deadline: grayDeadline, onTraffic: true,
+	})
+}
+
+// grayBooks are what the gray kind keeps from a trial's first step: the
+// shape of every delivery seen, how many of each shape went to and from
+// each node, and the grays in force.
+type grayBooks struct {
+	shapes map[uint64]string         // delivery op ID → its shape ("" if none)
+	counts map[string]map[string]int // grayKey → shape → deliveries
+	grays  map[string]*grayed        // grayKey → in force
+}
+
+// grayed is a gray in force.
+type grayed struct {
+	to      bool
+	node    string
+	pass    string // the shape that flows
+	end     time.Duration
+	holding bool // it has held a delivery
+}
+
+// grayKey names a node's messages one way: "gray to n2", "gray from n2".
+func grayKey(to bool, node string) string {
+	if to {
+		return "gray to " + node
+	}
+	return "gray from " + node
+}
+
+func (in *Injector) grayBooks() *grayBooks {
+	g, _ := in.own[Gray].(*grayBooks)
+	return g
+}
+
+// startGray opens the books: the commonest kind is counted from the
+// trial's first delivery, before any gray is drawn.
+func startGray(in *Injector) {
+	in.own[Gray] = &grayBooks{shapes: map[uint64]string{}, counts: map[string]map[string]int{}, grays: map[string]*grayed{}}
+}
+
+// grayDirs are the directions of node a gray may take now: those in which
+// the node has had a message and that are not gray already.
+func (g *grayBooks) grayDirs(node string) []bool {
+	var dirs []bool
+	for _, to := range []bool{true, false} {
+		k := grayKey(to, node)
+		if _, on := g.grays[k]; !on && len(g.counts[k]) > 0 {
+			dirs = append(dirs, to)
+		}
+	}
+	return dirs
+}
+
+func possibleGray(in *Injector, o *sched.Op) bool {
+	g := in.grayBooks()
+	return in.plan.MaxHold > 0 && in.plan.ShapeOf != nil && g != nil && len(g.grayDirs(o.Node)) > 0
+}
+
+func detailGray(in *Injector, o *sched.Op) {
+	dirs := in.grayBooks().grayDirs(o.Node)
+	to := dirs[0]
+	if len(dirs) > 1 {
+		to = dirs[in.r.IntN(len(dirs))]
+	}
+	o.Conn = grayKey(to, o.Node)
+	o.Delay = int64(in.upTo(in.plan.MaxHold))
+	o.Peer = fmt.Sprintf("holds every message %s but its commonest kind for %v", strings.TrimPrefix(o.Conn, "gray "), time.Duration(o.Delay))
+}
+
+func choseGray(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
+	g := in.grayBooks()
+	if g == nil {
+		return fmt.Errorf("faults: gray chosen without its books (%s)", o.Conn)
+	}
+	to, node := strings.HasPrefix(o.Conn, "gray to "), o.Node
+	if o.Conn != grayKey(to, node) {
+		return fmt.Errorf("faults: gray %q does not name %s", o.Conn, node)
+	}
+	in.spend(now)
+	pass := commonest(g.counts[o.Conn])
+	g.grays[o.Conn] = &grayed{to: to, node: node, pass: pass, end: now + time.Duration(o.Delay)}
+	// What show prints: the shape's first bytes, quoted, as a label.
+	label := pass
+	if len(label) > 32 {
+		label = label[:32] + "…"
+	}
+	o.Peer = fmt.Sprintf("holds every message %s but %q for %v", strings.TrimPrefix(o.Conn, "gray "), label, time.Duration(o.Delay))
+	return nil
+}
+
+// commonest is the shape counted most often; ties go to the smaller
+// shape, so that the choice does not depend on map order.
+func commonest(counts map[string]int) string {
+	best, n := "", -1
+	for s, c := range counts {
+		if c > n || c == n && s < best {
+			best, n = s, c
+		}
+	}
+	return best
+}
+
+// holdsGray counts each delivery once, by the first time it is ready, and
+// holds it while a gray in force on its receiver (or sender) lets another
+// kind through. Grays whose while is over are dropped. A delivery whose
+// bytes the tracer did not hand over (a FIN) is neither counted nor held.
+func holdsGray(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.Addr) string) bool {
+	g := in.grayBooks()
+	if g == nil || in.plan.ShapeOf == nil {
+		return false
+	}
+	from, to, ok := deliveryEnds(o, nodeOf)
+	if !ok || o.Msg == "" || from == to {
+		return false
+	}
+	shape, seen := g.shapes[o.ID]
+	if !seen {
+		shape = in.plan.ShapeOf(o.Msg, o.Bytes)
+		g.shapes[o.ID] = shape
+		for _, k := range []string{grayKey(true, to), grayKey(false, from)} {
+			if k == "gray to " || k == "gray from " {
+				continue // an end outside the cluster
+			}
+			if g.counts[k] == nil {
+				g.counts[k] = map[string]int{}
+			}
+			g.counts[k][shape]++
+		}
+	}
+	held := false
+	for k, gr := range g.grays {
+		if now >= gr.end {
+			delete(g.grays, k)
+			continue
+		}
+		if (gr.to && to == gr.node || !gr.to && from == gr.node) && shape != gr.pass {
+			gr.holding, held = true, true
+		}
+	}
+	return held
+}
+
+// grayDeadline is the earliest end of a gray that holds a delivery: what
+// it held goes then. One that holds nothing wakes nothing.
+func grayDeadline(in *Injector, now time.Duration) (time.Duration, bool) {
+	g := in.grayBooks()
+	if g == nil {
+		return 0, false
+	}
+	var d time.Duration
+	ok := false
+	for _, gr := range g.grays {
+		if gr.holding && gr.end > now && (!ok || gr.end < d) {
+			d, ok = gr.end, true
+		}
+	}
+	return d, ok
+}

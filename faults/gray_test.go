@@ -1,0 +1,99 @@
+package faults
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// msg is a delivery from a to b of a text message, its ID id.
+func msg(a, b, text string, id uint64) *sched.Op {
+	o := deliver(a, b)
+	o.ID, o.Msg, o.Bytes = id, text, len(text)
+	return o
+}
+
+// A gray is drawn only for a node that has had messages; it lets through
+// the kind the node had most (each delivery counted once, however often
+// it is ready), holds every other kind on every link that way until its
+// end, which is then a deadline, and leaves the other way alone.
+func TestGray(t *testing.T) {
+	p := plan(Gray)
+	p.Nodes, p.MaxHold = []string{"s1"}, 300*ms
+	p.ShapeOf = func(m string, _ int) string { w, _, _ := strings.Cut(m, " "); return w }
+	in := New(p, nodes, 1)
+	if o := in.Offer(0, Targets{}); len(o) != 0 {
+		t.Fatalf("offered %v before s1 had any message", o)
+	}
+	id := uint64(0)
+	ready := func(a, b, text string) *sched.Op {
+		id++
+		o := msg(a, b, text, id)
+		if in.Holds(o, 10*ms, addrs) {
+			t.Fatalf("%s>%s %q held before any gray", a, b, text)
+		}
+		return o
+	}
+	for range 3 {
+		hb := ready("s2", "s1", "HB 1")
+		in.Holds(hb, 20*ms, addrs) // ready again: counted once
+		in.Holds(hb, 30*ms, addrs)
+	}
+	for range 2 {
+		ready("s3", "s1", "APPEND 7 x")
+	}
+	now := 100 * ms
+	o, e := inject(t, in, now, Targets{})
+	if e.Act != ActHold || o.Kind != Gray || o.Conn != "gray to s1" {
+		t.Fatalf("injected %v %q (%v)", o.Kind, o.Conn, e.Act)
+	}
+	if !strings.Contains(o.Peer, `but "HB"`) {
+		t.Fatalf("gray %q: want the heartbeats let through", o.Peer)
+	}
+	end := now + time.Duration(o.Delay)
+	if dl, ok := in.Deadline(now + 1); ok && dl == end {
+		t.Fatalf("deadline at the gray's end %v with nothing held", dl)
+	}
+	for _, tc := range []struct {
+		a, b, text string
+		held       bool
+	}{
+		{"s2", "s1", "APPEND 8 y", true},
+		{"s3", "s1", "VOTE 2", true},
+		{"s2", "s1", "HB 2", false},
+		{"s1", "s2", "APPEND 9 z", false}, // the other way
+		{"s2", "s3", "APPEND 9 z", false}, // another node
+	} {
+		id++
+		if got := in.Holds(msg(tc.a, tc.b, tc.text, id), now+ms, addrs); got != tc.held {
+			t.Errorf("%s>%s %q during the gray: held %v, want %v", tc.a, tc.b, tc.text, got, tc.held)
+		}
+	}
+	if dl, ok := in.Deadline(now + ms); !ok || dl != end {
+		t.Errorf("deadline %v %v, want the gray's end %v", dl, ok, end)
+	}
+	id++
+	if in.Holds(msg("s2", "s1", "APPEND 10 w", id), end, addrs) {
+		t.Errorf("held at the gray's end %v", end)
+	}
+}
+
+// Ties go to the smaller shape: the choice does not depend on map order.
+func TestCommonest(t *testing.T) {
+	for _, tc := range []struct {
+		counts map[string]int
+		want   string
+	}{
+		{map[string]int{"b": 2, "a": 2, "c": 1}, "a"},
+		{map[string]int{"b": 3, "a": 2}, "b"},
+		{map[string]int{"x": 1}, "x"},
+	} {
+		for range 20 {
+			if got := commonest(tc.counts); got != tc.want {
+				t.Fatalf("commonest(%v) = %q, want %q", tc.counts, got, tc.want)
+			}
+		}
+	}
+}
