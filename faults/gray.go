@@ -11,8 +11,8 @@ import (
 
 // Gray makes a node's links carry only their commonest kind of message for
 // a while: every delivery to the node (or from it), on every link, waits
-// unless it is of the kind the node has received (sent) most often so far
-// in the trial, and goes when the while ends. That kind is, in most
+// unless it is of the kind most of the node's last grayWindow messages
+// that way were, and goes when the while ends. That kind is, in most
 // systems, the keepalive: a leader's heartbeats, a client's polls. A gray
 // failure (Huang et al., HotOS'17) is that: the checks that say a peer is
 // alive pass while the work does not, so no one steps in.
@@ -32,13 +32,40 @@ func init() {
 	})
 }
 
+// grayWindow is how many of a node's last messages one way say which kind
+// is its commonest: recent ones, since a node's role changes in a trial
+// (a follower answers, a leader sends heartbeats), and what it does now
+// is what a gray of it should let through.
+const grayWindow = 100
+
 // grayBooks are what the gray kind keeps from a trial's first step: the
-// shape of every delivery seen, how many of each shape went to and from
-// each node, and the grays in force.
+// shape of every delivery seen, the shapes of each node's last grayWindow
+// messages each way, and the grays in force.
 type grayBooks struct {
-	shapes map[uint64]string         // delivery op ID → its shape ("" if none)
-	counts map[string]map[string]int // grayKey → shape → deliveries
-	grays  map[string]*grayed        // grayKey → in force
+	shapes map[uint64]string // delivery op ID → its shape
+	recent map[string]*shapeWindow
+	grays  map[string]*grayed // grayKey → in force
+}
+
+// shapeWindow counts the shapes of the last grayWindow messages one way.
+type shapeWindow struct {
+	last   []string // a ring, next at i
+	i      int
+	counts map[string]int
+}
+
+func (w *shapeWindow) add(shape string) {
+	if len(w.last) < grayWindow {
+		w.last = append(w.last, shape)
+	} else {
+		old := w.last[w.i]
+		if w.counts[old]--; w.counts[old] == 0 {
+			delete(w.counts, old)
+		}
+		w.last[w.i] = shape
+		w.i = (w.i + 1) % grayWindow
+	}
+	w.counts[shape]++
 }
 
 // grayed is a gray in force.
@@ -66,7 +93,7 @@ func (in *Injector) grayBooks() *grayBooks {
 // startGray opens the books: the commonest kind is counted from the
 // trial's first delivery, before any gray is drawn.
 func startGray(in *Injector) {
-	in.own[Gray] = &grayBooks{shapes: map[uint64]string{}, counts: map[string]map[string]int{}, grays: map[string]*grayed{}}
+	in.own[Gray] = &grayBooks{shapes: map[uint64]string{}, recent: map[string]*shapeWindow{}, grays: map[string]*grayed{}}
 }
 
 // grayDirs are the directions of node a gray may take now: those in which
@@ -75,7 +102,7 @@ func (g *grayBooks) grayDirs(node string) []bool {
 	var dirs []bool
 	for _, to := range []bool{true, false} {
 		k := grayKey(to, node)
-		if _, on := g.grays[k]; !on && len(g.counts[k]) > 0 {
+		if _, on := g.grays[k]; !on && g.recent[k] != nil {
 			dirs = append(dirs, to)
 		}
 	}
@@ -108,7 +135,11 @@ func choseGray(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 		return fmt.Errorf("faults: gray %q does not name %s", o.Conn, node)
 	}
 	in.spend(now)
-	pass := commonest(g.counts[o.Conn])
+	w := g.recent[o.Conn]
+	if w == nil {
+		return fmt.Errorf("faults: gray of %s, which has had no message that way", o.Conn)
+	}
+	pass := commonest(w.counts)
 	g.grays[o.Conn] = &grayed{to: to, node: node, pass: pass, end: now + time.Duration(o.Delay)}
 	// What show prints: the shape's first bytes, quoted, as a label.
 	label := pass
@@ -152,10 +183,12 @@ func holdsGray(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.A
 			if k == "gray to " || k == "gray from " {
 				continue // an end outside the cluster
 			}
-			if g.counts[k] == nil {
-				g.counts[k] = map[string]int{}
+			w := g.recent[k]
+			if w == nil {
+				w = &shapeWindow{counts: map[string]int{}}
+				g.recent[k] = w
 			}
-			g.counts[k][shape]++
+			w.add(shape)
 		}
 	}
 	held := false

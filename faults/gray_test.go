@@ -80,6 +80,30 @@ func TestGray(t *testing.T) {
 	}
 }
 
+// The kind let through is the commonest of the node's last grayWindow
+// messages that way, not of the whole trial: a node that answered as a
+// follower and now sends heartbeats as a leader lets its heartbeats
+// through.
+func TestGrayRecent(t *testing.T) {
+	p := plan(Gray)
+	p.Nodes, p.MaxHold = []string{"s1"}, 300*ms
+	p.ShapeOf = func(m string, _ int) string { w, _, _ := strings.Cut(m, " "); return w }
+	in := New(p, nodes, 1)
+	id := uint64(0)
+	send := func(text string, n int) {
+		for range n {
+			id++
+			in.Holds(msg("s1", "s2", text, id), 10*ms, addrs)
+		}
+	}
+	send("ACK", 3*grayWindow)  // as a follower
+	send("HB", grayWindow/2+1) // then as a leader
+	o, _ := inject(t, in, 100*ms, Targets{})
+	if o.Conn != "gray from s1" || !strings.Contains(o.Peer, `but "HB"`) {
+		t.Fatalf("gray %q %q: want s1's recent heartbeats let through", o.Conn, o.Peer)
+	}
+}
+
 // Ties go to the smaller shape: the choice does not depend on map order.
 func TestCommonest(t *testing.T) {
 	for _, tc := range []struct {
