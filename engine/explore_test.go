@@ -413,7 +413,9 @@ func TestExploreAim(t *testing.T) {
 			}
 			for i, r2 := range two.Results {
 				if r2.Plan != ex.Results[i].Plan || r2.Outcome.Kind != ex.Results[i].Outcome.Kind {
-					t.Fatalf("trial %d with two jobs: %q %v, with one %q %v", i, r2.Plan, r2.Outcome.Kind, ex.Results[i].Plan, ex.Results[i].Outcome.Kind)
+					// The whole outcomes and what the nodes printed: a rare
+					// difference (once in CI, never reproduced) must say why.
+					t.Fatalf("trial %d with two jobs: %q %v, with one %q %v\n%s", i, r2.Plan, r2.Outcome, ex.Results[i].Plan, ex.Results[i].Outcome, nodeOutputs(r2.Dir))
 				}
 			}
 		})
@@ -495,4 +497,21 @@ func secondKindHold(t *testing.T, path, out string) string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// nodeOutputs is the last lines each node of a trial printed, for a test's
+// failure message.
+func nodeOutputs(dir string) string {
+	var b strings.Builder
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.out"))
+	more, _ := filepath.Glob(filepath.Join(dir, "*.err"))
+	for _, p := range append(paths, more...) {
+		data, err := os.ReadFile(p)
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "%s:\n  %s\n", filepath.Base(p), strings.Join(lines[max(0, len(lines)-5):], "\n  "))
+	}
+	return b.String()
 }
