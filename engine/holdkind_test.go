@@ -14,40 +14,7 @@ import (
 // from) the held server before the hold's end, while its beats do, and so
 // does everything the other way; the held data come after.
 func checkHoldKind(t *testing.T, nt netTrial) []string {
-	f := nt.recs[nt.fault]
-	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "hold-kind.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	end := min(f.VTime+f.Op.Delay, int64(sp.Faults.Until))
-	to, node := false, ""
-	if n, ok := strings.CutPrefix(f.Op.Conn, "messages to "); ok {
-		to, node = true, n
-	} else if n, ok := strings.CutPrefix(f.Op.Conn, "messages from "); ok {
-		node = n
-	} else {
-		t.Fatalf("hold %q names no node's messages", f.Op.Conn)
-	}
-	var out []string
-	for _, rec := range nt.recs[nt.fault:] {
-		if rec.Op.Kind != sched.Deliver {
-			continue
-		}
-		src, dst := rec.Op.Node, nt.nodes[addrOf(rec.Op.Peer).String()]
-		held := to && dst == node || !to && src == node
-		data := strings.Contains(string(rec.Data), " data ")
-		switch {
-		case held && data && rec.VTime < end:
-			t.Fatalf("step %d: %s>%s %q delivered at %v, held until %v", rec.Step, src, dst, rec.Data, time.Duration(rec.VTime), time.Duration(end))
-		case held && data:
-			out = append(out, "data released at the end")
-		case held && rec.VTime < end:
-			out = append(out, "beats flow")
-		case rec.VTime < end:
-			out = append(out, "other way flows")
-		}
-	}
-	return out
+	return checkDataHeld(t, nt, "hold-kind.yaml", "messages ", func(b []byte) bool { return strings.Contains(string(b), " data ") })
 }
 
 // A gray (gray.yaml: beats every 100 ms, data every third time, each kind
@@ -56,22 +23,30 @@ func checkHoldKind(t *testing.T, nt netTrial) []string {
 // everything the other way flows; the held data come after. The trace says
 // which kind it let through.
 func checkGray(t *testing.T, nt netTrial) []string {
+	if f := nt.recs[nt.fault].Op; !strings.Contains(f.Peer, `but "beat"`) {
+		t.Errorf("gray %s: %q, want the beats let through", f.Conn, f.Peer)
+	}
+	return checkDataHeld(t, nt, "gray.yaml", "gray ", func(b []byte) bool { return strings.HasPrefix(string(b), "data ") })
+}
+
+// checkDataHeld checks a fault that holds the data messages to or from one
+// server (its Conn: prefix, then "to NODE" or "from NODE") until its end
+// or the quiet period of the spec named, while the rest flows; it reports
+// what the trial showed.
+func checkDataHeld(t *testing.T, nt netTrial, specName, prefix string, isData func([]byte) bool) []string {
 	f := nt.recs[nt.fault]
-	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "gray.yaml"))
+	sp, err := spec.Load(repoPath("testdata", "specs", "faults", specName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	end := min(f.VTime+f.Op.Delay, int64(sp.Faults.Until))
 	to, node := false, ""
-	if n, ok := strings.CutPrefix(f.Op.Conn, "gray to "); ok {
+	if n, ok := strings.CutPrefix(f.Op.Conn, prefix+"to "); ok {
 		to, node = true, n
-	} else if n, ok := strings.CutPrefix(f.Op.Conn, "gray from "); ok {
+	} else if n, ok := strings.CutPrefix(f.Op.Conn, prefix+"from "); ok {
 		node = n
 	} else {
-		t.Fatalf("gray %q names no node's messages", f.Op.Conn)
-	}
-	if !strings.Contains(f.Op.Peer, `but "beat"`) {
-		t.Errorf("gray %s: %q, want the beats let through", f.Op.Conn, f.Op.Peer)
+		t.Fatalf("%v %q names no node's messages", f.Op.Kind, f.Op.Conn)
 	}
 	var out []string
 	for _, rec := range nt.recs[nt.fault:] {
@@ -79,14 +54,14 @@ func checkGray(t *testing.T, nt netTrial) []string {
 			continue
 		}
 		src, dst := rec.Op.Node, nt.nodes[addrOf(rec.Op.Peer).String()]
-		gray := to && dst == node || !to && src == node
-		data := strings.HasPrefix(string(rec.Data), "data ")
+		held := to && dst == node || !to && src == node
+		data := isData(rec.Data)
 		switch {
-		case gray && data && rec.VTime < end:
-			t.Fatalf("step %d: %s>%s %q delivered at %v, gray until %v", rec.Step, src, dst, rec.Data, time.Duration(rec.VTime), time.Duration(end))
-		case gray && data:
+		case held && data && rec.VTime < end:
+			t.Fatalf("step %d: %s>%s %q delivered at %v, held until %v", rec.Step, src, dst, rec.Data, time.Duration(rec.VTime), time.Duration(end))
+		case held && data:
 			out = append(out, "data released at the end")
-		case gray && rec.VTime < end:
+		case held && rec.VTime < end:
 			out = append(out, "beats flow")
 		case rec.VTime < end:
 			out = append(out, "other way flows")
