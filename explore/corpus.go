@@ -192,8 +192,10 @@ type goalState struct {
 	done bool
 }
 
-// armStats are an arm's trials and those that showed a feature first.
-type armStats struct{ trials, novel int }
+// armStats are an arm's trials, those that showed a feature first, and
+// those that came nearer the symptom or an open goal than every trial
+// before them that matched anything (nearer).
+type armStats struct{ trials, novel, nearer int }
 
 // New makes an empty corpus.
 func New() *Corpus {
@@ -223,9 +225,13 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 	if e.Novel > 0 {
 		a.novel++
 	}
-	closer := c.closerToSymptom(e)
-	if c.approach(e.Goals) {
+	closer, nearer := c.closerToSymptom(e)
+	if gc, gn := c.approach(e.Goals); gc {
 		closer = true
+		nearer = nearer || gn
+	}
+	if nearer {
+		a.nearer++
 	}
 	if e.Novel == 0 && !closer {
 		return false
@@ -269,8 +275,9 @@ func (e *Entry) before(at int) int {
 
 // approach counts how close a trial came to the campaign's goals: a goal
 // it reached is done, and it says whether the trial came closer to one
-// still open than any trial before it.
-func (c *Corpus) approach(goals []Approach) (closer bool) {
+// still open than any trial before it, and nearer: closer than one that
+// had come some way.
+func (c *Corpus) approach(goals []Approach) (closer, nearer bool) {
 	for len(c.goals) < len(goals) {
 		c.goals = append(c.goals, goalState{})
 	}
@@ -281,10 +288,11 @@ func (c *Corpus) approach(goals []Approach) (closer bool) {
 		case a.Reached:
 			s.done = true
 		case a.Words > s.best:
+			nearer = nearer || s.best > 0
 			s.best, closer = a.Words, true
 		}
 	}
-	return closer
+	return closer, nearer
 }
 
 // onFrontier says whether an entry came as close to an open goal as any
@@ -465,25 +473,46 @@ func (c *Corpus) Freeze(count Counter) *View {
 			}
 		}
 	}
-	v.odds = c.odds(v.aiming.On(), best > 0 || len(v.frontiers) > 0)
+	steer := unsteered
+	switch {
+	case len(v.frontiers) > 0:
+		steer = byGoal
+	case best > 0:
+		steer = bySymptom
+	}
+	v.odds = c.odds(v.aiming.On(), steer)
 	return v
 }
 
-// odds are the arms' shares of the next trials, each change's by its rate
-// of novel trials. Unsteered, in two steps: a fresh draw or a branch, by
-// the rates of fresh draws and of all branches pooled, then the changes
-// share the branches. (With each change an arm beside the fresh one, six
+// steering is what a view's odds go by.
+type steering uint8
+
+const (
+	unsteered steering = iota
+	bySymptom          // a symptom some trial matched
+	byGoal             // an open goal some trial came close to
+)
+
+// odds are the arms' shares of the next trials. Unsteered, in two steps:
+// a fresh draw or a branch, by the rates of novel trials of fresh draws
+// and of all branches pooled, then the changes share the branches by
+// their own rates. (With each change an arm beside the fresh one, six
 // changes each about as novel as a fresh draw took six sevenths of the
 // trials by their number alone, and on the bug suite a branch of a
 // passing trial fails less often than a fresh draw:
-// bench/results/explore-fresh-or-branch-2026-12-03.md.) Steered (a
-// symptom some trial matched, a goal some trial came close to), the
-// branches are how the campaign gets nearer, which novelty does not
-// measure: the fresh arm is then one arm beside the six. Fresh draws
-// never fall below MinFresh: they are what finds what no entry leads to,
-// and what the campaign is worth when nothing does.
-func (c *Corpus) odds(aiming, steered bool) []float64 {
-	rate := func(a armStats) float64 { return float64(a.novel+1) / float64(a.trials+2) }
+// bench/results/explore-fresh-or-branch-2026-12-03.md.) Steered by a
+// symptom, novelty does not say what brings the campaign nearer: the
+// first step goes by the rates of trials that came nearer the symptom
+// than any before them, so branches keep the trials where they get
+// nearer and fresh draws (POS's own trials) take them back where they do
+// not (bench/results/symptom-steered-odds-2026-12-04.md). Steered by a
+// goal, whose words are too few for a trial to come nearer more than
+// once or twice before it reaches it, the fresh arm is one arm beside the
+// six: the frontier's branches are the way there. Fresh draws never fall
+// below MinFresh: they are what finds what no entry leads to, and what
+// the campaign is worth when nothing does.
+func (c *Corpus) odds(aiming bool, steer steering) []float64 {
+	novel := func(a armStats) float64 { return float64(a.novel+1) / float64(a.trials+2) }
 	odds := make([]float64, len(c.arms))
 	var branches armStats
 	var sum float64
@@ -496,13 +525,20 @@ func (c *Corpus) odds(aiming, steered bool) []float64 {
 		}
 		branches.trials += a.trials
 		branches.novel += a.novel
-		odds[arm] = rate(a)
+		branches.nearer += a.nearer
+		odds[arm] = novel(a)
 		sum += odds[arm]
 	}
-	fresh, branch := rate(c.arms[Fresh]), rate(branches)
-	if steered {
+	switch steer {
+	case byGoal:
+		fresh := novel(c.arms[Fresh])
 		odds[Fresh] = max(MinFresh, fresh/(fresh+sum))
-	} else {
+	case bySymptom:
+		nearer := func(a armStats) float64 { return float64(a.nearer+1) / float64(a.trials+2) }
+		fresh, branch := nearer(c.arms[Fresh]), nearer(branches)
+		odds[Fresh] = max(MinFresh, fresh/(fresh+branch))
+	default:
+		fresh, branch := novel(c.arms[Fresh]), novel(branches)
 		odds[Fresh] = max(MinFresh, fresh/(fresh+branch))
 	}
 	for arm := range odds {

@@ -85,23 +85,27 @@ func weightedMatch(hits []Hit, w []float64) (score float64, at int) {
 
 // closerToSymptom counts a trial's hits and says whether it came closer
 // to the symptom than any entry of the corpus, with the lines weighed by
-// what every trial so far, this one too, printed.
-func (c *Corpus) closerToSymptom(e *Entry) bool {
+// what every trial so far, this one too, printed; and nearer: closer
+// than an entry that matched something (the first match is closer than
+// nothing, whatever made it).
+func (c *Corpus) closerToSymptom(e *Entry) (closer, nearer bool) {
 	if c.SymptomLines == 0 {
-		return false
+		return false, false
 	}
 	c.symptom.count(c.SymptomLines, e.Hits)
 	w := c.symptom.weights()
 	mine, _ := weightedMatch(e.Hits, w)
 	if mine <= 0 {
-		return false
+		return false, false
 	}
 	for _, x := range c.entries {
-		if s, _ := weightedMatch(x.Hits, w); s >= mine {
-			return false
+		s, _ := weightedMatch(x.Hits, w)
+		if s >= mine {
+			return false, false
 		}
+		nearer = nearer || s > 0
 	}
-	return true
+	return true, nearer
 }
 
 // symptomMatches are, per entry, the weight of its heaviest match of the

@@ -3,6 +3,8 @@ package explore
 import (
 	"math"
 	"testing"
+
+	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // TestSymptomWeights: a symptom line every trial printed weighs nothing,
@@ -112,5 +114,64 @@ func TestSymptomSteers(t *testing.T) {
 	}
 	if past < from*3/5 {
 		t.Errorf("%d of its %d branches keep its rare line, want about 3/4", past, from)
+	}
+}
+
+// TestSteeredOdds: steered by a symptom, a fresh draw or a branch goes by
+// how often each came nearer than every trial before it that matched
+// anything (the first match counts for nothing): branches that come
+// nearer keep the trials, branches that do not give them back to fresh
+// draws; the changes share the branches as unsteered.
+func TestSteeredOdds(t *testing.T) {
+	count := func(int) int { return 1 }
+	// Three symptom lines; every trial prints line 0, so it weighs
+	// nothing, and some trials below print line 1, or lines 1 and 2
+	// (rarer, so they weigh more).
+	hits := func(n int) []Hit {
+		h := []Hit{{0, 0}}
+		for i := 1; i <= n; i++ {
+			h = append(h, Hit{i, i})
+		}
+		return h
+	}
+	branch := Plan{Parent: &Entry{Trial: -1}, Change: sched.Flip}
+	for _, tc := range []struct {
+		name string
+		// Lines past the first that each fresh draw and each branch
+		// printed, in turn.
+		fresh, branches []int
+		nearer          armStats // the branches' (pooled: one arm here)
+		freshUp         bool     // fresh draws' odds above one in two
+	}{
+		// A fresh draw matches first, a branch then prints more.
+		{"branches come nearer", []int{0, 1, 0, 0}, []int{0, 2, 0, 0}, armStats{trials: 4, nearer: 1}, false},
+		// A branch matches first, a fresh draw then prints more.
+		{"fresh draws come nearer", []int{0, 2, 0, 0}, []int{1, 0, 0, 0}, armStats{trials: 4}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New()
+			c.SymptomLines = 3
+			for i := range tc.fresh {
+				c.Add(&Entry{Trial: 2 * i, Records: records(4, -1), Hits: hits(tc.fresh[i])}, Plan{}, count)
+				c.Add(&Entry{Trial: 2*i + 1, Records: records(4, -1), Hits: hits(tc.branches[i])}, branch, count)
+			}
+			if got := c.arms[1+Arm(sched.Flip)]; got != tc.nearer {
+				t.Errorf("branches %+v, want %+v", got, tc.nearer)
+			}
+			if n := c.arms[Fresh].nearer; n > 1 {
+				t.Errorf("fresh draws came nearer %d times", n)
+			}
+			odds := c.Freeze(count).Odds()
+			if up := odds[Fresh] > 0.5; up != tc.freshUp {
+				t.Errorf("fresh odds %.3f", odds[Fresh])
+			}
+			sum := 0.0
+			for _, o := range odds {
+				sum += o
+			}
+			if math.Abs(sum-1) > 1e-9 {
+				t.Errorf("odds sum to %v", sum)
+			}
+		})
 	}
 }
