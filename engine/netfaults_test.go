@@ -79,6 +79,7 @@ func TestNetworkFaults(t *testing.T) {
 		{"bipartition", faults.Bipartition, checkBipartition, []string{"isolate", "bridge", "bridge reaches both"}},
 		{"hold", faults.Hold, checkHold, []string{"other way flows", "released at the end"}},
 		{"slow", faults.Slow, checkSlow, []string{"other links flow", "slow link flows", "held a round"}},
+		{"slow-kind", faults.Slow, checkSlowKind, []string{"beats cross", "data crosses late", "other links flow", "held a round"}},
 		{"flap", faults.Flap, checkFlap, []string{"other links flow", "flows while up", "released when up", "held a round"}},
 		{"flap-dial", faults.Flap, checkFlapDial, []string{"connect waited for the link", "connect while up"}},
 		{"hold-kind", faults.Hold, checkHoldKind, []string{"beats flow", "data released at the end", "other way flows"}},
@@ -260,6 +261,49 @@ func checkSlow(t *testing.T, nt netTrial) []string {
 		case across:
 			out = append(out, "slow link flows")
 		case rec.VTime < released:
+			out = append(out, "other links flow")
+		}
+	}
+	return out
+}
+
+// A slow link of one kind: no data message crosses it before it has
+// waited the slow's delay (none is released before the slow began plus
+// its delay), data crosses it after, beats cross it at once, and the other
+// links flow.
+func checkSlowKind(t *testing.T, nt netTrial) []string {
+	f := nt.recs[nt.fault]
+	a, b, ok := strings.Cut(strings.TrimPrefix(f.Op.Object, "link:"), "|")
+	if !ok || f.Op.Delay <= 0 || f.Op.Pick == 0 || !strings.Contains(f.Op.Peer, "(one kind of message)") {
+		t.Fatalf("slow %q (%s): no link, delay, while or kind", f.Op.Object, f.Op.Peer)
+	}
+	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "slow-kind.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := min(f.VTime+int64(f.Op.Pick), int64(sp.Faults.Until))
+	released := min(f.VTime+f.Op.Delay, end)
+	var out []string
+	if time.Duration(released-f.VTime) > 150*time.Millisecond {
+		out = append(out, "held a round")
+	}
+	for i := nt.fault; i < len(nt.recs); i++ {
+		rec := nt.recs[i]
+		if rec.Op.Kind != sched.Deliver || rec.VTime >= end {
+			continue
+		}
+		src, dst := rec.Op.Node, nt.nodes[addrOf(rec.Op.Peer).String()]
+		across := src == a && dst == b || src == b && dst == a
+		data := strings.Contains(string(rec.Data), " data ")
+		switch {
+		case across && data && rec.VTime < released:
+			t.Fatalf("step %d: %s>%s %q delivered at %v across the slow link %s, data slowed until %v",
+				rec.Step, src, dst, rec.Data, time.Duration(rec.VTime), f.Op.Object, time.Duration(released))
+		case across && data:
+			out = append(out, "data crosses late")
+		case across && rec.VTime < released:
+			out = append(out, "beats cross")
+		case !across && rec.VTime < released:
 			out = append(out, "other links flow")
 		}
 	}

@@ -39,9 +39,16 @@ func faultPlan(p spec.FaultPlan) (faults.Plan, error) {
 		}
 		plan.Kinds = append(plan.Kinds, kind)
 	}
-	for _, m := range p.HoldMatch {
-		plan.Match = append(plan.Match, faults.Pattern{Prefix: m.Prefix, Contains: m.Contains, Lacks: m.Lacks, OfKind: ofKind(m.Kind)})
+	patterns := func(ms []spec.BytePattern) []faults.Pattern {
+		var out []faults.Pattern
+		for _, m := range ms {
+			out = append(out, faults.Pattern{Prefix: m.Prefix, Contains: m.Contains, Lacks: m.Lacks, OfKind: ofKind(m.Kind)})
+		}
+		return out
 	}
+	plan.Match = patterns(p.HoldMatch)
+	plan.SlowMatch = patterns(p.SlowMatch)
+	plan.DropMatch = patterns(p.DropMatch)
 	if p.HoldDirection != "" {
 		dir, ok := faults.ParseHoldDir(p.HoldDirection)
 		if !ok {

@@ -84,3 +84,45 @@ func TestFaultDrop(t *testing.T) {
 		}
 	}
 }
+
+// A drop of one kind (faults.drop.match) loses only a datagram that
+// matches: a trial that drops loses "ping 2" (or its echo) and gets the
+// four others; one that does not gets all five; its trace replays.
+func TestFaultDropKind(t *testing.T) {
+	requireTrials(t)
+	sum := runFaultSpec(t, "drop-kind", 10, true)
+	var traced *TrialResult
+	for _, r := range sum.Results {
+		dropped := false
+		for _, rec := range traceRecords(t, r) {
+			dropped = dropped || rec.Op.Kind == faults.Drop
+		}
+		b, _ := os.ReadFile(filepath.Join(r.Dir, "client.out"))
+		out := string(b)
+		if !dropped {
+			if r.Outcome.Kind != Pass {
+				t.Fatalf("trial %d: no drop, %v, client said %q", r.Index, r.Outcome, out)
+			}
+			continue
+		}
+		traced = r
+		if r.Outcome.Kind != ClientFailed || !strings.Contains(out, "lost after 4 answers") || strings.Contains(out, "ping 2") {
+			t.Fatalf("trial %d: %v, client said %q", r.Index, r.Outcome, out)
+		}
+		for _, p := range []string{"ping 0", "ping 1", "ping 3", "ping 4"} {
+			if !strings.Contains(out, p) {
+				t.Fatalf("trial %d: %q lost too: client said %q", r.Index, p, out)
+			}
+		}
+	}
+	if traced == nil {
+		t.Fatal("no trial dropped a datagram")
+	}
+	rr, err := Replay(t.Context(), traced.TracePath, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rr.Same {
+		t.Fatalf("replay: %s", rr.Diff)
+	}
+}

@@ -79,6 +79,11 @@ type Plan struct {
 	Match []Pattern
 	// HoldDir is which of the node's messages such a hold holds.
 	HoldDir HoldDir
+	// SlowMatch, when set, makes a slow link delay only the deliveries
+	// whose bytes match one of the patterns (one kind of message; the
+	// others cross it at once); DropMatch makes a drop discard only such
+	// a datagram.
+	SlowMatch, DropMatch []Pattern
 	// Shape says whether a message (its first bytes and its whole length)
 	// is of a learned kind's shape, for holds aimed at one kind on one
 	// link (KindHold); the engine's (package coverage shapes messages).
@@ -199,6 +204,9 @@ type Datagram struct {
 	ID       uint64
 	From, To string
 	Conn     string // "src>dst", for humans
+	// Msg is its first bytes (sched.Op.Msg), for drops of one kind
+	// (Plan.DropMatch).
+	Msg string
 }
 
 // Sock is a node's connected TCP socket, which a reset may abort.

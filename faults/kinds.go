@@ -230,9 +230,15 @@ func possibleReset(in *Injector, o *sched.Op) bool {
 
 func possibleDrop(in *Injector, o *sched.Op) bool {
 	if o.Object == "" { // any datagram from or to the node
-		return slices.ContainsFunc(in.dgrams, func(d Datagram) bool { return d.From == o.Node || d.To == o.Node })
+		return slices.ContainsFunc(in.dgrams, func(d Datagram) bool { return in.droppable(d, o.Node) })
 	}
 	return slices.ContainsFunc(in.dgrams, func(d Datagram) bool { return dropObject(d.ID) == o.Object })
+}
+
+// droppable reports whether a drop offered on node may discard d: a
+// datagram from or to it, of the kind the plan drops if it names one.
+func (in *Injector) droppable(d Datagram, node string) bool {
+	return (d.From == node || d.To == node) && (len(in.plan.DropMatch) == 0 || matchesAny(in.plan.DropMatch, d.Msg))
 }
 
 // detailOutage draws how long a crash or partition lasts.
@@ -274,7 +280,7 @@ func detailDrift(in *Injector, o *sched.Op) {
 func detailDrop(in *Injector, o *sched.Op) {
 	var mine []Datagram
 	for _, d := range in.dgrams {
-		if d.From == o.Node || d.To == o.Node {
+		if in.droppable(d, o.Node) {
 			mine = append(mine, d)
 		}
 	}

@@ -25,6 +25,16 @@ type Pattern struct {
 	OfKind                  func(msg string) bool
 }
 
+// matchesAny reports whether msg matches one of ps.
+func matchesAny(ps []Pattern, msg string) bool {
+	for _, p := range ps {
+		if p.matches(msg) {
+			return true
+		}
+	}
+	return false
+}
+
 func (p Pattern) matches(msg string) bool {
 	return strings.HasPrefix(msg, string(p.Prefix)) &&
 		(len(p.Contains) == 0 || strings.Contains(msg, string(p.Contains))) &&

@@ -15,7 +15,8 @@ import (
 // bytes before it are delivered, as it does on any link. Op.Delay is that
 // delay (up to Plan.MaxHold), Op.Pick the while in nanoseconds (up to
 // Plan.MaxOutage), Op.Object names the link. The tracer has nothing to do:
-// the injector holds the deliveries back (Holds).
+// the injector holds the deliveries back (Holds). With Plan.SlowMatch it
+// delays only the messages of one kind; the others cross it at once.
 var slowKind = kindDef{possible: possibleSlow, detail: detailSlow, chose: choseSlow, act: ActHold, holds: holdsSlow, deadline: slowDeadline, onTraffic: true}
 
 // Slow delays every delivery between two nodes (their groups) by its
@@ -45,7 +46,11 @@ func detailSlow(in *Injector, o *sched.Op) {
 	o.Delay = int64(in.upTo(in.plan.MaxHold))
 	o.Pick = uint64(in.upTo(in.plan.MaxOutage))
 	// What show prints (sched.Describe).
-	o.Peer = fmt.Sprintf("slows %v by %v for %v", link, time.Duration(o.Delay), time.Duration(o.Pick))
+	what := ""
+	if len(in.plan.SlowMatch) > 0 {
+		what = " (one kind of message)"
+	}
+	o.Peer = fmt.Sprintf("slows %v%s by %v for %v", link, what, time.Duration(o.Delay), time.Duration(o.Pick))
 }
 
 func choseSlow(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
@@ -66,7 +71,7 @@ func holdsSlow(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.A
 		return false
 	}
 	from, to, ok := deliveryEnds(o, nodeOf)
-	if !ok {
+	if !ok || len(in.plan.SlowMatch) > 0 && !matchesAny(in.plan.SlowMatch, o.Msg) {
 		return false
 	}
 	return links.holds(from, to, now, func(l *slowLink) bool {

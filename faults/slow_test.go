@@ -67,3 +67,59 @@ func TestSlowTraits(t *testing.T) {
 		t.Errorf("ReplayOf(Slow) = %+v, want the zero FaultReplay", got)
 	}
 }
+
+// A slow link of one kind (Plan.SlowMatch) holds only the deliveries
+// across it whose bytes match; the others cross at once, and what it
+// does not hold is no deadline.
+func TestSlowKind(t *testing.T) {
+	p := plan(Slow)
+	p.MaxHold, p.MaxOutage = 300*ms, 2*time.Second
+	p.SlowMatch = []Pattern{{Contains: []byte(" data ")}}
+	in := New(p, nodes, 1)
+	now := 100 * ms
+	o, _ := inject(t, in, now, Targets{})
+	if !strings.Contains(o.Peer, "(one kind of message)") {
+		t.Errorf("a slow of one kind shows %q", o.Peer)
+	}
+	a, b, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), "|")
+	ready := now + 10*ms
+	for _, tc := range []struct {
+		msg  string
+		held bool
+	}{
+		{"s1 data 4\n", true},
+		{"s1 beat 4\n", false},
+		{"", false}, // no bytes seen: not of the kind
+	} {
+		d := deliver(a, b)
+		d.ID, d.Msg = 9, tc.msg
+		if got := in.Holds(d, ready, addrs); got != tc.held {
+			t.Errorf("%q across %s|%s held %v, want %v", tc.msg, a, b, got, tc.held)
+		}
+	}
+}
+
+// A drop of one kind (Plan.DropMatch) is offered only while a datagram of
+// that kind is in flight, and discards one of them.
+func TestDropKind(t *testing.T) {
+	p := plan(Drop)
+	p.DropMatch = []Pattern{{Prefix: []byte("ping 2")}}
+	in := New(p, nodes, 1)
+	ping := func(id uint64, msg string) Datagram {
+		return Datagram{ID: id, From: "s1", To: "s2", Conn: "10.0.0.1:4000>10.0.0.2:7000", Msg: msg}
+	}
+	o := &sched.Op{Kind: Drop, Node: "s1"}
+	in.dgrams = []Datagram{ping(3, "ping 1"), ping(4, "ping 3")}
+	if possibleDrop(in, o) {
+		t.Fatal("a drop of one kind offered with none of it in flight")
+	}
+	in.dgrams = append(in.dgrams, ping(5, "ping 2"))
+	if !possibleDrop(in, o) {
+		t.Fatal("no drop offered with a datagram of its kind in flight")
+	}
+	for range 20 {
+		if detailDrop(in, o); o.Delay != 5 {
+			t.Fatalf("the drop chose datagram %d, not the one of its kind", o.Delay)
+		}
+	}
+}

@@ -65,6 +65,10 @@ type FaultPlan struct {
 	// HoldDirection is faults.hold.direction: "to", "from", or "" to draw
 	// one per hold.
 	HoldDirection string
+	// SlowMatch, when set, makes a slow link delay only the messages
+	// whose bytes match (faults.slow.match); DropMatch makes a drop
+	// discard only such a datagram (faults.drop.match).
+	SlowMatch, DropMatch []BytePattern
 }
 
 // Enabled reports whether the plan injects anything.
@@ -216,7 +220,7 @@ type faultDraft struct {
 	plan FaultPlan
 	s    *Spec
 	// Where these fields are, when given.
-	until, nodes, kinds, spread, hold, outage ast.Node
+	until, nodes, kinds, spread, hold, slow, drop, outage ast.Node
 	// disk holds where each storage field is, by key.
 	disk map[string]ast.Node
 	// noSpread is faults.spread: false.
@@ -282,6 +286,14 @@ var faultFields = append([]field[*faultDraft]{
 	{"hold", func(d *decoder, v ast.Node, path string, fd *faultDraft) error {
 		fd.hold = v
 		return d.holdMatch(v, path, &fd.plan)
+	}},
+	{"slow", func(d *decoder, v ast.Node, path string, fd *faultDraft) error {
+		fd.slow = v
+		return d.kindMatch(v, path, slowFields, &fd.plan, func() int { return len(fd.plan.SlowMatch) })
+	}},
+	{"drop", func(d *decoder, v ast.Node, path string, fd *faultDraft) error {
+		fd.drop = v
+		return d.kindMatch(v, path, dropFields, &fd.plan, func() int { return len(fd.plan.DropMatch) })
 	}},
 }, diskRows()...)
 
@@ -368,6 +380,12 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	plan := fd.plan
 	if fd.hold != nil && !slices.Contains(plan.Kinds, FaultHold) {
 		return d.errf(fd.hold, "faults.hold", "holds one kind of message, but faults.kinds has no hold")
+	}
+	if fd.slow != nil && !slices.Contains(plan.Kinds, FaultSlow) {
+		return d.errf(fd.slow, "faults.slow", "slows one kind of message, but faults.kinds has no slow")
+	}
+	if fd.drop != nil && !slices.Contains(plan.Kinds, FaultDrop) {
+		return d.errf(fd.drop, "faults.drop", "drops one kind of datagram, but faults.kinds has no drop")
 	}
 	for _, k := range plan.Kinds {
 		if k.has(traitOutage) && plan.MaxOutage == 0 {

@@ -24,9 +24,10 @@ const HoldMatchBytes = 1024
 // HoldDirections are faults.hold.direction's words.
 func HoldDirections() []string { return []string{"to", "from"} }
 
-// holdFields are faults.hold's.
-var holdFields = []field[*FaultPlan]{
-	{"match", func(d *decoder, v ast.Node, path string, plan *FaultPlan) error {
+// matchField decodes a list of byte patterns (faults.hold.match,
+// faults.slow.match, faults.drop.match) into the list at(t) points at.
+func matchField[T any](at func(T) *[]BytePattern) setter[T] {
+	return func(d *decoder, v ast.Node, path string, t T) error {
 		seq, ok := v.(*ast.SequenceNode)
 		if !ok || len(seq.Values) == 0 {
 			return d.errf(v, path, "must be a list of patterns ({prefix, contains, lacks, kind}), got %s", describe(v))
@@ -40,10 +41,15 @@ var holdFields = []field[*FaultPlan]{
 			if pt.Prefix == nil && pt.Contains == nil && pt.Lacks == nil && pt.Kind == nil {
 				return d.errf(pv, pf, "needs prefix, contains, lacks or kind")
 			}
-			plan.HoldMatch = append(plan.HoldMatch, pt)
+			*at(t) = append(*at(t), pt)
 		}
 		return nil
-	}},
+	}
+}
+
+// holdFields are faults.hold's.
+var holdFields = []field[*FaultPlan]{
+	{"match", matchField(func(p *FaultPlan) *[]BytePattern { return &p.HoldMatch })},
 	{"direction", func(d *decoder, v ast.Node, path string, plan *FaultPlan) error {
 		str, err := d.str(v, path)
 		if err != nil {
@@ -56,6 +62,13 @@ var holdFields = []field[*FaultPlan]{
 		return nil
 	}},
 }
+
+// slowFields are faults.slow's, dropFields faults.drop's: which messages
+// a slow link delays, which datagrams a drop may discard.
+var (
+	slowFields = []field[*FaultPlan]{{"match", matchField(func(p *FaultPlan) *[]BytePattern { return &p.SlowMatch })}}
+	dropFields = []field[*FaultPlan]{{"match", matchField(func(p *FaultPlan) *[]BytePattern { return &p.DropMatch })}}
+)
 
 // patternFields are a pattern's of faults.hold.match.
 var patternFields = []field[*BytePattern]{
@@ -96,6 +109,18 @@ func (d *decoder) holdMatch(n ast.Node, path string, plan *FaultPlan) error {
 		return err
 	}
 	if len(plan.HoldMatch) == 0 {
+		return d.errf(n, path+".match", "missing")
+	}
+	return nil
+}
+
+// kindMatch decodes faults.slow or faults.drop: {match: [...]}, the one
+// kind of message a slow link delays or a drop discards.
+func (d *decoder) kindMatch(n ast.Node, path string, fields []field[*FaultPlan], plan *FaultPlan, got func() int) error {
+	if err := decodeMap(d, n, path, fields, plan); err != nil {
+		return err
+	}
+	if got() == 0 {
 		return d.errf(n, path+".match", "missing")
 	}
 	return nil
