@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -79,7 +80,7 @@ func TestNetworkFaults(t *testing.T) {
 		{"bipartition", faults.Bipartition, checkBipartition, []string{"isolate", "bridge", "bridge reaches both"}},
 		{"hold", faults.Hold, checkHold, []string{"other way flows", "released at the end"}},
 		{"slow", faults.Slow, checkSlow, []string{"other links flow", "slow link flows", "held a round"}},
-		{"slow-kind", faults.Slow, checkSlowKind, []string{"beats cross", "data crosses late", "other links flow", "held a round"}},
+		{"slow-kind", faults.Slow, checkSlowKind, []string{"others cross", "slow link flows", "other links flow", "held a round"}},
 		{"flap", faults.Flap, checkFlap, []string{"other links flow", "flows while up", "released when up", "held a round"}},
 		{"flap-dial", faults.Flap, checkFlapDial, []string{"connect waited for the link", "connect while up"}},
 		{"hold-kind", faults.Hold, checkHoldKind, []string{"beats flow", "data released at the end", "other way flows"}},
@@ -227,14 +228,32 @@ func checkHold(t *testing.T, nt netTrial) []string {
 // since the slow began (any message then waiting was ready at the earliest
 // then), messages cross it after that while it lasts, and the other links
 // flow meanwhile.
-func checkSlow(t *testing.T, nt netTrial) []string {
+func checkSlow(t *testing.T, nt netTrial) []string { return checkSlowOf(t, nt, "slow.yaml", nil) }
+
+// A slow link of one kind: no data message crosses it before the slow's
+// delay has passed since it began, data crosses it after, beats cross it
+// at once, and the other links flow.
+func checkSlowKind(t *testing.T, nt netTrial) []string {
+	f := nt.recs[nt.fault].Op
+	if !strings.Contains(f.Peer, "(one kind of message)") {
+		t.Fatalf("slow of one kind shows %q", f.Peer)
+	}
+	return checkSlowOf(t, nt, "slow-kind.yaml", func(b []byte) bool { return bytes.Contains(b, []byte(" data ")) })
+}
+
+// checkSlowOf checks a slow link made by the spec specName; slowed says
+// which messages it slows (nil: all). What it saw: "held a round", "slow
+// link flows" (slowed messages across it after the delay), "others cross"
+// (messages across it it does not slow, before the delay), "other links
+// flow".
+func checkSlowOf(t *testing.T, nt netTrial, specName string, slowed func([]byte) bool) []string {
 	f := nt.recs[nt.fault]
 	a, b, ok := strings.Cut(strings.TrimPrefix(f.Op.Object, "link:"), "|")
 	if !ok || f.Op.Delay <= 0 || f.Op.Pick == 0 {
 		t.Fatalf("slow %q: no link, delay or while", f.Op.Object)
 	}
 	sa, sb := strings.Split(a, ","), strings.Split(b, ",")
-	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "slow.yaml"))
+	sp, err := spec.Load(repoPath("testdata", "specs", "faults", specName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,55 +273,15 @@ func checkSlow(t *testing.T, nt netTrial) []string {
 		}
 		src, dst := rec.Op.Node, nt.nodes[addrOf(rec.Op.Peer).String()]
 		across := slices.Contains(sa, src) && slices.Contains(sb, dst) || slices.Contains(sb, src) && slices.Contains(sa, dst)
+		slow := slowed == nil || slowed(rec.Data)
 		switch {
-		case across && rec.VTime < released:
-			t.Fatalf("step %d: %s delivered to %s at %v across the slow link %s, slowed until %v",
-				rec.Step, src, dst, time.Duration(rec.VTime), f.Op.Object, time.Duration(released))
-		case across:
-			out = append(out, "slow link flows")
-		case rec.VTime < released:
-			out = append(out, "other links flow")
-		}
-	}
-	return out
-}
-
-// A slow link of one kind: no data message crosses it before it has
-// waited the slow's delay (none is released before the slow began plus
-// its delay), data crosses it after, beats cross it at once, and the other
-// links flow.
-func checkSlowKind(t *testing.T, nt netTrial) []string {
-	f := nt.recs[nt.fault]
-	a, b, ok := strings.Cut(strings.TrimPrefix(f.Op.Object, "link:"), "|")
-	if !ok || f.Op.Delay <= 0 || f.Op.Pick == 0 || !strings.Contains(f.Op.Peer, "(one kind of message)") {
-		t.Fatalf("slow %q (%s): no link, delay, while or kind", f.Op.Object, f.Op.Peer)
-	}
-	sp, err := spec.Load(repoPath("testdata", "specs", "faults", "slow-kind.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	end := min(f.VTime+int64(f.Op.Pick), int64(sp.Faults.Until))
-	released := min(f.VTime+f.Op.Delay, end)
-	var out []string
-	if time.Duration(released-f.VTime) > 150*time.Millisecond {
-		out = append(out, "held a round")
-	}
-	for i := nt.fault; i < len(nt.recs); i++ {
-		rec := nt.recs[i]
-		if rec.Op.Kind != sched.Deliver || rec.VTime >= end {
-			continue
-		}
-		src, dst := rec.Op.Node, nt.nodes[addrOf(rec.Op.Peer).String()]
-		across := src == a && dst == b || src == b && dst == a
-		data := strings.Contains(string(rec.Data), " data ")
-		switch {
-		case across && data && rec.VTime < released:
-			t.Fatalf("step %d: %s>%s %q delivered at %v across the slow link %s, data slowed until %v",
+		case across && slow && rec.VTime < released:
+			t.Fatalf("step %d: %s>%s %q delivered at %v across the slow link %s, slowed until %v",
 				rec.Step, src, dst, rec.Data, time.Duration(rec.VTime), f.Op.Object, time.Duration(released))
-		case across && data:
-			out = append(out, "data crosses late")
+		case across && slow:
+			out = append(out, "slow link flows")
 		case across && rec.VTime < released:
-			out = append(out, "beats cross")
+			out = append(out, "others cross")
 		case !across && rec.VTime < released:
 			out = append(out, "other links flow")
 		}
