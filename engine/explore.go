@@ -66,6 +66,9 @@ func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explo
 	if plan.Change == sched.Aim {
 		a := plan.Aim
 		b.Hold = faults.KindHold(a.From, a.To, a.Shape, a.Label, a.Hold)
+		if a.Slow {
+			b.Hold = faults.KindSlow(a.From, a.To, a.Shape, a.Label, a.Hold, a.While)
+		}
 	}
 	p.strategy = b
 	p.seed = plan.Parent.Seed
@@ -74,13 +77,16 @@ func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explo
 
 // aiming is what an exploring campaign's Aim change may do under the
 // spec's fault plan: hold one kind of message on one link when the plan
-// allows holds, within its budget and max_hold, on links with an end
-// among its nodes; nothing otherwise (the arm is off).
+// allows holds, slow it when it allows slow links, within its budget,
+// max_hold and max_outage, on links with an end among its nodes; nothing
+// otherwise (the arm is off).
 func aiming(p spec.FaultPlan) explore.Aiming {
-	if !p.Enabled() || !slices.Contains(p.Kinds, spec.FaultKind(faults.Hold)) {
+	hold := slices.Contains(p.Kinds, spec.FaultKind(faults.Hold))
+	slow := slices.Contains(p.Kinds, spec.FaultKind(faults.Slow))
+	if !p.Enabled() || !hold && !slow {
 		return explore.Aiming{}
 	}
-	return explore.Aiming{Nodes: p.Nodes, MaxHold: p.MaxHold, Budget: p.Budget}
+	return explore.Aiming{Nodes: p.Nodes, Hold: hold, Slow: slow, MaxHold: p.MaxHold, MaxOutage: p.MaxOutage, Budget: p.Budget}
 }
 
 // trialFeatures are a trial's features as the campaign's coverage read

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -420,6 +421,74 @@ func TestExploreAim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExploreAimSlow: where a spec allows slow links, explore's aim
+// change may slow one learned kind on one link instead of holding it: in a
+// trial that does, the kind's messages across the link come at least the
+// slow's delay after it began while it lasts, the link's other messages
+// flow meanwhile, and the trace replays with the slow remade from its
+// record.
+func TestExploreAimSlow(t *testing.T) {
+	requireTrials(t)
+	sp := exploreSpec(t, "lease-slow.yaml", "lease")
+	seed := int64(4)
+	dir := t.TempDir()
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 40, Seed: &seed, Strategy: Explore, OutDir: filepath.Join(dir, "run"), TraceAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slows := 0
+	for _, r := range sum.Results {
+		if !strings.Contains(r.Plan, "then aim slow ") {
+			continue
+		}
+		recs := traceRecords(t, r)
+		i := slices.IndexFunc(recs, func(rec sched.Record) bool { return rec.Op.Made() })
+		if i < 0 {
+			t.Fatalf("trial %d (%s): no aimed slow in its trace", r.Index, r.Plan)
+		}
+		s := recs[i]
+		if s.Op.Kind != faults.Slow || s.Op.Delay <= 0 || s.Op.Pick == 0 {
+			t.Fatalf("trial %d: the aimed op %+v is no slow", r.Index, s.Op)
+		}
+		if strings.HasPrefix(s.Op.Peer, "slows nothing") {
+			continue
+		}
+		slows++
+		from, to, _ := strings.Cut(strings.TrimPrefix(s.Op.Object, "link:"), ">")
+		nodes := map[netip.Addr]string{} // a delivery's sender is its op's node
+		for _, rec := range recs {
+			if src, _, ok := strings.Cut(rec.Op.Conn, ">"); ok && rec.Op.Kind == sched.Deliver {
+				nodes[addrOf(src)] = rec.Op.Node
+			}
+		}
+		ends := func(rec sched.Record) (string, string) { return rec.Op.Node, nodes[addrOf(rec.Op.Peer)] }
+		on := func(a, b string) bool {
+			return a != b && (from == sched.AnyNode || from == a) && (to == sched.AnyNode || to == b)
+		}
+		released := s.VTime + s.Op.Delay
+		end := min(s.VTime+int64(s.Op.Pick), int64(sp.Faults.Until))
+		for _, rec := range recs[i:] {
+			if rec.Op.Kind != sched.Deliver || rec.VTime >= min(released, end) {
+				continue
+			}
+			if a, b := ends(rec); on(a, b) && coverage.OfShape(rec.Data, sched.DataLen(&rec), string(s.Op.Shape)) {
+				t.Fatalf("trial %d step %d: %s>%s %q at %v, slowed until %v by %s", r.Index, rec.Step, a, b, rec.Data, time.Duration(rec.VTime), time.Duration(released), sched.Describe(s))
+			}
+		}
+		rr, err := Replay(t.Context(), r.TracePath, filepath.Join(dir, fmt.Sprintf("replay-%d", r.Index)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rr.Same {
+			t.Fatalf("replay of trial %d (%s): %s", r.Index, r.Plan, rr.Diff)
+		}
+	}
+	if slows == 0 {
+		t.Fatal("no trial aimed a slow that slowed something")
+	}
+	t.Logf("%d trials aimed slows", slows)
 }
 
 // TestExplorePrefixesHold: a branch restarts where it meant to. Its prefix

@@ -133,15 +133,15 @@ func (t *Trial) peers(socks []tracer.Sock) map[string][]string {
 
 // matchBytes is how many of each message's first bytes the tracer hands
 // the faults (sched.Op.Msg): none unless the spec holds one kind of
-// message, or allows holds, which an exploring campaign's branch may aim
-// at one learned kind (sched.Aim; its replays need the bytes too), or
-// grays, which let a node's commonest kind through, or slows or drops of
-// one kind (faults.slow.match, faults.drop.match). A copy of bytes the
-// tracer captures anyway: no schedule changes.
+// message, or allows holds or slow links, which an exploring campaign's
+// branch may aim at one learned kind (sched.Aim; its replays need the
+// bytes too), or grays, which let a node's commonest kind through, or
+// drops of one kind (faults.drop.match). A copy of bytes the tracer
+// captures anyway: no schedule changes.
 func matchBytes(sp *spec.Spec) int {
-	if len(sp.Faults.HoldMatch) == 0 && !slices.Contains(sp.Faults.Kinds, spec.FaultKind(faults.Hold)) &&
-		!slices.Contains(sp.Faults.Kinds, spec.FaultKind(faults.Gray)) &&
-		len(sp.Faults.SlowMatch) == 0 && len(sp.Faults.DropMatch) == 0 {
+	kinds := sp.Faults.Kinds
+	if len(sp.Faults.HoldMatch) == 0 && len(sp.Faults.DropMatch) == 0 && !slices.Contains(kinds, spec.FaultKind(faults.Hold)) &&
+		!slices.Contains(kinds, spec.FaultKind(faults.Gray)) && !slices.Contains(kinds, spec.FaultKind(faults.Slow)) {
 		return 0
 	}
 	return faults.MatchBytes

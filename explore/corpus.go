@@ -80,33 +80,43 @@ type Message struct {
 	Shape, Label string
 }
 
-// Aiming is what the campaign lets the Aim change do: hold one kind of
-// message on one link with an end among Nodes (or on every link into or
-// out of a node), for up to MaxHold, while the trial's Budget of
-// injections has room. The zero Aiming (a fault plan without holds) turns
-// the arm off.
+// Aiming is what the campaign lets the Aim change do: hold (Hold) or
+// slow (Slow) one kind of message on one link with an end among Nodes (or
+// on every link into or out of a node), a hold or each slowed message for
+// up to MaxHold, a slow for up to MaxOutage, while the trial's Budget of
+// injections has room. The zero Aiming (a fault plan without holds or
+// slow links) turns the arm off.
 type Aiming struct {
-	Nodes   []string
-	MaxHold time.Duration
-	Budget  int
+	Nodes      []string
+	Hold, Slow bool
+	MaxHold    time.Duration
+	MaxOutage  time.Duration
+	Budget     int
 }
 
 // On says whether the Aim arm is on: off, it gets no trials, and the
 // other arms' odds are what they were without it.
-func (a Aiming) On() bool { return a.MaxHold > 0 && a.Budget > 0 && len(a.Nodes) > 0 }
+func (a Aiming) On() bool {
+	return (a.Hold || a.Slow && a.MaxOutage > 0) && a.MaxHold > 0 && a.Budget > 0 && len(a.Nodes) > 0
+}
 
-// AimAt is the hold an Aim plan injects: the messages of one kind (by
-// coverage ID, shape and label) from one node to another, for Hold. One
-// end may be sched.AnyNode: the kind on every link into To, or out of
-// From.
+// AimAt is the fault an Aim plan injects: the messages of one kind (by
+// coverage ID, shape and label) from one node to another, held for Hold,
+// or with Slow each delayed by Hold for While. One end may be
+// sched.AnyNode: the kind on every link into To, or out of From.
 type AimAt struct {
 	From, To     string
 	Kind         int
 	Shape, Label string
 	Hold         time.Duration
+	Slow         bool
+	While        time.Duration
 }
 
 func (a AimAt) String() string {
+	if a.Slow {
+		return fmt.Sprintf("slow %s %s>%s by %v for %v", a.Label, a.From, a.To, a.Hold, a.While)
+	}
 	return fmt.Sprintf("%s %s>%s for %v", a.Label, a.From, a.To, a.Hold)
 }
 
@@ -687,7 +697,7 @@ func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 	return d
 }
 
-// aimAt draws the hold an Aim branch of e at decision d injects: a kind of
+// aimAt draws the hold (or slow) an Aim branch of e at decision d injects: a kind of
 // message the entry's trial delivered after d on a link with an end among
 // the aiming's nodes, the rarer kinds (fewer trials showed them) the
 // likelier, each link and kind once; held on that link, on every link
@@ -747,6 +757,13 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	}
 	if end := scopes[r.IntN(len(scopes))]; end != nil {
 		*end = sched.AnyNode
+	}
+	// A slow rather than a hold: drawn only where the plan allows slow
+	// links (a plan with holds alone makes the draws it always made).
+	if v.aiming.Slow && v.aiming.MaxOutage > 0 && (!v.aiming.Hold || r.IntN(2) == 1) {
+		mo := v.aiming.MaxOutage
+		a.Slow = true
+		a.While = (mo/10 + time.Duration(r.Int64N(int64(mo-mo/10)+1))).Truncate(time.Millisecond)
 	}
 	return a, m.Record, true
 }

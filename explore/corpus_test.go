@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -226,7 +227,7 @@ func TestPlanAim(t *testing.T) {
 	}
 	fr := sched.FaultReplays(func(sched.Kind) sched.FaultReplay { return sched.FaultReplay{} })
 	c := New()
-	c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, MaxHold: maxHold, Budget: 2}
+	c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, Hold: true, MaxHold: maxHold, Budget: 2}
 	c.Add(entry(), Plan{}, count)
 	v := c.Freeze(count)
 	aims, scopes := map[string]int{}, map[string]int{}
@@ -245,7 +246,7 @@ func TestPlanAim(t *testing.T) {
 		default:
 			scopes[a.Shape+" link"]++
 		}
-		if !slices.Contains([]string{"n1>n2", "n3>n2", "n1>n3", "*>n2", "n1>*"}, a.From+">"+a.To) || a.Hold < maxHold/10 || a.Hold > maxHold || a.Hold%time.Millisecond != 0 {
+		if !slices.Contains([]string{"n1>n2", "n3>n2", "n1>n3", "*>n2", "n1>*"}, a.From+">"+a.To) || a.Hold < maxHold/10 || a.Hold > maxHold || a.Hold%time.Millisecond != 0 || a.Slow {
 			t.Errorf("aimed %v", a)
 		}
 		// The hold lands on the message: the prefix stops just before
@@ -277,7 +278,7 @@ func TestPlanAim(t *testing.T) {
 	// A budget of one, spent by the crash at decision 50: the hold is
 	// made instead of it.
 	c = New()
-	c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, MaxHold: maxHold, Budget: 1}
+	c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, Hold: true, MaxHold: maxHold, Budget: 1}
 	c.Add(entry(), Plan{}, count)
 	v = c.Freeze(count)
 	for seed := range int64(500) {
@@ -308,6 +309,51 @@ func TestPlanAim(t *testing.T) {
 	for _, a := range Arms()[1:] {
 		if want := (1 - odds[Fresh]) / 5; a != 1+Arm(sched.Aim) && math.Abs(odds[a]-want) > 1e-12 {
 			t.Errorf("%v odds %v, want %v", a, odds[a], want)
+		}
+	}
+}
+
+// TestPlanAimSlow: where the plan allows slow links, an Aim plan may slow
+// the kind instead of holding it, each message by a tenth of MaxHold to
+// all of it, for a tenth of MaxOutage to all of it: always without holds,
+// about half the time with them.
+func TestPlanAimSlow(t *testing.T) {
+	count := func(int) int { return 1 }
+	msgs := []Message{{Record: 75, From: "n1", To: "n2", Kind: 2, Shape: "VOTE", Label: `k2 "VOTE"`}}
+	fr := sched.FaultReplays(func(sched.Kind) sched.FaultReplay { return sched.FaultReplay{} })
+	const maxHold, maxOutage = 500 * time.Millisecond, 2 * time.Second
+	for _, tc := range []struct {
+		hold        bool
+		least, most float64 // share of aims that slow
+	}{{false, 1, 1}, {true, 0.4, 0.6}} {
+		c := New()
+		c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, Hold: tc.hold, Slow: true, MaxHold: maxHold, MaxOutage: maxOutage, Budget: 2}
+		c.Add(&Entry{Trial: 0, Records: records(100, -1), Features: []int{1}, Novel: 1, NovelAt: 60, Messages: msgs}, Plan{}, count)
+		v := c.Freeze(count)
+		aims, slows := 0, 0
+		for seed := range int64(2000) {
+			p := v.Plan(seed, fr)
+			if p.Change != sched.Aim {
+				continue
+			}
+			aims++
+			a := p.Aim
+			if !a.Slow {
+				if a.While != 0 {
+					t.Errorf("a hold with a while: %v", a)
+				}
+				continue
+			}
+			slows++
+			if a.Hold < maxHold/10 || a.Hold > maxHold || a.While < maxOutage/10 || a.While > maxOutage || a.While%time.Millisecond != 0 {
+				t.Errorf("slowed %v", a)
+			}
+			if !strings.HasPrefix(a.String(), "slow ") {
+				t.Errorf("a slow aim shows %q", a)
+			}
+		}
+		if share := float64(slows) / float64(aims); aims == 0 || share < tc.least || share > tc.most {
+			t.Errorf("holds allowed %v: %d of %d aims slow, want a share in [%v, %v]", tc.hold, slows, aims, tc.least, tc.most)
 		}
 	}
 }

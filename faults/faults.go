@@ -244,6 +244,8 @@ type Injector struct {
 	// kindHolds are the kind-aimed holds in force (KindHold), by their
 	// keys in held.
 	kindHolds map[string]kindHold
+	// kindSlows are the kind-aimed slows in force (KindSlow), by key.
+	kindSlows map[string]*kindSlow
 	paused    map[string]time.Duration // node → end of its pause
 	skew      map[string]time.Duration // node → how far its wall clock was moved
 	drifts    map[string]bool          // nodes whose wall clocks drift
@@ -292,7 +294,7 @@ func New(plan Plan, all []string, seed int64) *Injector {
 		r:       rand.New(rand.NewPCG(uint64(seed), faultsStream)),
 		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{}, drifts: map[string]bool{},
 		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase, held: map[string]time.Duration{},
-		kindHolds: map[string]kindHold{}, own: map[sched.Kind]any{},
+		kindHolds: map[string]kindHold{}, kindSlows: map[string]*kindSlow{}, own: map[sched.Kind]any{},
 	}
 	for _, k := range plan.Kinds {
 		if d := kindDefs[k]; d.holds != nil || d.deadline != nil {
@@ -550,6 +552,7 @@ func (in *Injector) Recover() []Effect {
 	in.offerCut = nil
 	clear(in.held)
 	clear(in.kindHolds)
+	clear(in.kindSlows)
 	clear(in.own)
 	for _, n := range in.all {
 		if in.crashed[n] {
@@ -586,6 +589,9 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 	}
 	if o.Kind == sched.Deliver && len(in.held) > 0 && (in.heldConn(o.Conn, now) || len(in.plan.Match) > 0 && in.heldMessage(o, now, nodeOf) ||
 		len(in.kindHolds) > 0 && in.heldKind(o, now, nodeOf)) {
+		return true
+	}
+	if len(in.kindSlows) > 0 && in.slowedKind(o, now, nodeOf) {
 		return true
 	}
 	if len(in.own) > 0 {
@@ -635,6 +641,7 @@ func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 	e.offerEach(in.paused)
 	e.offerEach(in.until)
 	e.offerEach(in.held)
+	in.kindSlowDeadline(&e)
 	if len(in.own) > 0 {
 		for _, kd := range in.owned {
 			if kd.deadline == nil {

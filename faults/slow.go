@@ -54,6 +54,10 @@ func detailSlow(in *Injector, o *sched.Op) {
 }
 
 func choseSlow(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
+	if o.Made() {
+		choseKindSlow(in, o, now)
+		return nil
+	}
 	in.spend(now)
 	putLink(in, Slow, o.Object, &slowLink{
 		heldLink: heldLink{linkEnds: parseLink(o.Object), end: now + time.Duration(o.Pick)},

@@ -113,6 +113,7 @@ const (
 	linkKind        Kind = "link"
 	bipartitionKind Kind = "bipartition"
 	holdKind        Kind = "hold"
+	slowKind        Kind = "slow"
 	powerKind       Kind = "power"
 	corruptKind     Kind = "corrupt"
 	ioErrorKind     Kind = "ioerror"
@@ -150,6 +151,9 @@ func Describe(r Record) string {
 		}
 	case r.Op.Kind == holdKind:
 		peer = fmt.Sprintf("holds %s for %v", r.Op.Conn, time.Duration(r.Op.Delay))
+	case r.Op.Kind == slowKind && r.Op.Made() && !strings.HasPrefix(peer, "slows nothing"):
+		// A kind-aimed slow: "slow messages lead>r1 of "HB" by 296ms for 801ms".
+		peer = fmt.Sprintf("%s by %v for %v", r.Op.Conn, time.Duration(r.Op.Delay), time.Duration(r.Op.Pick))
 	case r.Op.Kind == healKind && strings.ContainsAny(r.Op.Node, ">|"):
 		peer = "mends " + r.Op.Node
 	case r.Op.Kind == resetKind:
