@@ -697,15 +697,16 @@ func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 	return d
 }
 
-// aimAt draws the hold (or slow) an Aim branch of e at decision d injects: a kind of
-// message the entry's trial delivered after d on a link with an end among
-// the aiming's nodes, the rarer kinds (fewer trials showed them) the
-// likelier, each link and kind once; held on that link, on every link
-// into its receiver or on every link out of its sender, each as likely
-// (the two last only where the trial had the kind on another such link);
-// its length from a tenth of MaxHold to all of it, in whole ms; and the
-// record of the message drawn (the kind's first on its link after d).
-// None when nothing was delivered there.
+// aimAt draws the hold (or slow) an Aim branch of e at decision d
+// injects: a kind of message the entry's trial delivered after d on a
+// link with an end among the aiming's nodes, the rarer kinds (fewer
+// trials showed them) the likelier, each link and kind once; held on that
+// link, on every link into its receiver or on every link out of its
+// sender, each as likely (the two last only where the trial had the kind
+// on another such link); its length from a tenth of MaxHold to all of it,
+// in whole ms; a slow instead of a hold where the aiming allows it; and
+// the record of the message drawn (the kind's first on its link after
+// d). None when nothing was delivered there.
 func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	end := e.nrecords
 	if d < len(e.decisions) {
