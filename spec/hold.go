@@ -105,17 +105,12 @@ func bytesField[T any](at func(T) *[]byte) setter[T] {
 // direction: to|from}, what a hold holds when it holds one kind of
 // message (docs/spec.md, Network faults).
 func (d *decoder) holdMatch(n ast.Node, path string, plan *FaultPlan) error {
-	if err := decodeMap(d, n, path, holdFields, plan); err != nil {
-		return err
-	}
-	if len(plan.HoldMatch) == 0 {
-		return d.errf(n, path+".match", "missing")
-	}
-	return nil
+	return d.kindMatch(n, path, holdFields, plan, func() int { return len(plan.HoldMatch) })
 }
 
-// kindMatch decodes faults.slow or faults.drop: {match: [...]}, the one
-// kind of message a slow link delays or a drop discards.
+// kindMatch decodes faults.hold, faults.slow or faults.drop, whose match
+// is required: the one kind of message a hold holds, a slow link delays
+// or a drop discards.
 func (d *decoder) kindMatch(n ast.Node, path string, fields []field[*FaultPlan], plan *FaultPlan, got func() int) error {
 	if err := decodeMap(d, n, path, fields, plan); err != nil {
 		return err
