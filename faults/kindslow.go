@@ -44,18 +44,8 @@ type kindSlow struct {
 // nothing, as choseKindHold decides; such a slow is recorded as slowing
 // nothing and spends neither the budget nor a trigger.
 func choseKindSlow(in *Injector, o *sched.Op, now time.Duration) {
-	var why string
-	switch {
-	case in.plan.Shape == nil:
-		why = "the engine shapes no message"
-	case in.kindSlows[o.Conn] != nil && now < in.kindSlows[o.Conn].end:
-		why = "its link and kind are slowed already"
-	case in.budget <= 0:
-		why = "the budget is spent"
-	case in.quiet || now < in.plan.From || now >= in.plan.Until:
-		why = "outside the fault window"
-	}
-	if why != "" {
+	s := in.kindSlows[o.Conn]
+	if why := in.aimedIdle(now, s != nil && now < s.end, "slowed"); why != "" {
 		o.Peer = "slows nothing: " + why + "; not spent"
 		return
 	}

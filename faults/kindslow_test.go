@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -18,14 +17,7 @@ func TestKindSlow(t *testing.T) {
 	shape := func(msg string, n int, shape string) bool { return strings.Fields(msg)[0] == shape }
 	p := Plan{Kinds: []sched.Kind{Slow}, Nodes: []string{"n1", "n2", "n3"}, Budget: 2, MaxHold: 500 * ms, MaxOutage: time.Second, From: 100 * ms, Until: 10 * time.Second, Shape: shape}
 	addr := map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}
-	nodeOf := func(a netip.Addr) string {
-		for n, s := range addr {
-			if a.String() == s {
-				return n
-			}
-		}
-		return ""
-	}
+	nodeOf := nodesAt(addr)
 	deliver := func(id uint64, from, to, msg string) *sched.Op {
 		return &sched.Op{ID: id, Kind: sched.Deliver, Node: from, Conn: addr[from] + ":7000>" + addr[to] + ":7000", Msg: msg, Bytes: len(msg)}
 	}

@@ -209,18 +209,7 @@ func kindHoldKey(from, to, shape string) string {
 // recorded as holding nothing and spends neither the budget nor a
 // trigger, as a cut that would share a link does not.
 func choseKindHold(in *Injector, o *sched.Op, now time.Duration) {
-	var why string
-	switch {
-	case in.plan.Shape == nil:
-		why = "the engine shapes no message"
-	case now < in.held[o.Conn]:
-		why = "its link and kind are held already"
-	case in.budget <= 0:
-		why = "the budget is spent"
-	case in.quiet || now < in.plan.From || now >= in.plan.Until:
-		why = "outside the fault window"
-	}
-	if why != "" {
+	if why := in.aimedIdle(now, now < in.held[o.Conn], "held"); why != "" {
 		o.Peer = "holds nothing: " + why + "; not spent"
 		return
 	}
@@ -228,6 +217,24 @@ func choseKindHold(in *Injector, o *sched.Op, now time.Duration) {
 	in.held[o.Conn] = now + time.Duration(o.Delay)
 	from, to, _ := strings.Cut(strings.TrimPrefix(o.Object, "link:"), ">")
 	in.kindHolds[o.Conn] = kindHold{from: from, to: to, shape: string(o.Shape)}
+}
+
+// aimedIdle is why a kind-aimed fault made at now would do nothing ("":
+// it would act): no shapes, its link and kind taken already (taken, by a
+// fault that has them verb), the budget spent, or outside the plan's
+// window.
+func (in *Injector) aimedIdle(now time.Duration, taken bool, verb string) string {
+	switch {
+	case in.plan.Shape == nil:
+		return "the engine shapes no message"
+	case taken:
+		return "its link and kind are " + verb + " already"
+	case in.budget <= 0:
+		return "the budget is spent"
+	case in.quiet || now < in.plan.From || now >= in.plan.Until:
+		return "outside the fault window"
+	}
+	return ""
 }
 
 // heldKind reports whether a kind-aimed hold in force at now holds the

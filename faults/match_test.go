@@ -45,14 +45,7 @@ func TestMessageHold(t *testing.T) {
 	node := o.Node
 	other := map[string]string{"n1": "n2", "n2": "n1"}[node]
 	addr := map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2"}
-	nodeOf := func(a netip.Addr) string {
-		for n, s := range addr {
-			if a.String() == s {
-				return n
-			}
-		}
-		return ""
-	}
+	nodeOf := nodesAt(addr)
 	deliver := func(from, to, msg string) *sched.Op {
 		return &sched.Op{Kind: sched.Deliver, Node: from, Conn: addr[from] + ":4000>" + addr[to] + ":7000", Msg: msg}
 	}
@@ -87,14 +80,7 @@ func TestKindHold(t *testing.T) {
 	shape := func(msg string, n int, shape string) bool { return strings.Fields(msg)[0] == shape }
 	p := Plan{Kinds: []sched.Kind{Hold}, Nodes: []string{"n1", "n2", "n3"}, Budget: 2, MaxHold: 500 * ms, From: 100 * ms, Until: 10 * time.Second, Shape: shape}
 	addr := map[string]string{"n1": "10.0.0.1", "n2": "10.0.0.2", "n3": "10.0.0.3"}
-	nodeOf := func(a netip.Addr) string {
-		for n, s := range addr {
-			if a.String() == s {
-				return n
-			}
-		}
-		return ""
-	}
+	nodeOf := nodesAt(addr)
 	deliver := func(from, to, msg string) *sched.Op {
 		return &sched.Op{Kind: sched.Deliver, Node: from, Conn: addr[from] + ":7000>" + addr[to] + ":7000", Msg: msg, Bytes: len(msg)}
 	}
@@ -177,5 +163,18 @@ func TestKindHold(t *testing.T) {
 	in.Chose(o, 200*ms)
 	if !strings.HasPrefix(o.Peer, "holds nothing: the budget is spent") || in.Holds(deliver("n2", "n1", "ACK 1"), 300*ms, nodeOf) {
 		t.Errorf("a hold past the budget: %q", o.Peer)
+	}
+}
+
+// nodesAt names the node of each address in addr (node → address), as
+// the engine's nodeOf does.
+func nodesAt(addr map[string]string) func(netip.Addr) string {
+	return func(a netip.Addr) string {
+		for n, s := range addr {
+			if a.String() == s {
+				return n
+			}
+		}
+		return ""
 	}
 }
