@@ -426,9 +426,8 @@ func TestExploreAim(t *testing.T) {
 // TestExploreAimSlow: where a spec allows slow links, explore's aim
 // change may slow one learned kind on one link instead of holding it: in a
 // trial that does, the kind's messages across the link come at least the
-// slow's delay after it began while it lasts, the link's other messages
-// flow meanwhile, and the trace replays with the slow remade from its
-// record.
+// slow's delay after it began while it lasts, and the trace replays with
+// the slow remade from its record, also with a second one right after it.
 func TestExploreAimSlow(t *testing.T) {
 	requireTrials(t)
 	sp := exploreSpec(t, "lease-slow.yaml", "lease")
@@ -484,6 +483,27 @@ func TestExploreAimSlow(t *testing.T) {
 		if !rr.Same {
 			t.Fatalf("replay of trial %d (%s): %s", r.Index, r.Plan, rr.Diff)
 		}
+		if slows > 1 {
+			continue
+		}
+		// Two in a row: a second kind-aimed slow, of the answers on every
+		// link into the reader, right after the first, replays as
+		// recorded (with the budget spent, as slowing nothing).
+		two := secondMade(t, r.TracePath, filepath.Join(dir, "two.jsonl"),
+			faults.KindSlow(sched.AnyNode, "reader", "VAL", `k7 "VAL"`, 50*time.Millisecond, 200*time.Millisecond))
+		rr, err = Replay(t.Context(), two, filepath.Join(dir, "replay-two"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := 0
+		for _, rec := range rr.Trial.Records {
+			if rec.Op.Made() {
+				made++
+			}
+		}
+		if !rr.Same || made != 2 {
+			t.Errorf("replay with two kind-aimed slows in a row: same %v (%s), %d made", rr.Same, rr.Diff, made)
+		}
 	}
 	if slows == 0 {
 		t.Fatal("no trial aimed a slow that slowed something")
@@ -532,6 +552,13 @@ func TestExplorePrefixesHold(t *testing.T) {
 // first kind-aimed hold (at its step and time), and returns out.
 func secondKindHold(t *testing.T, path, out string) string {
 	t.Helper()
+	return secondMade(t, path, out, faults.KindHold(sched.AnyNode, "reader", "VAL", `k7 "VAL"`, 50*time.Millisecond))
+}
+
+// secondMade writes to out the trace at path with the made fault o right
+// after its first made fault (at its step and time), and returns out.
+func secondMade(t *testing.T, path, out string, o *sched.Op) string {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -549,9 +576,9 @@ func secondKindHold(t *testing.T, path, out string) string {
 		if err := json.Unmarshal([]byte(l), &line); err != nil {
 			t.Fatal(err)
 		}
-		o := faults.KindHold(sched.AnyNode, "reader", "VAL", `k7 "VAL"`, 50*time.Millisecond)
-		o.ID = line.Record.Op.ID + 1
-		line.Record.Op = *o
+		op := *o
+		op.ID = line.Record.Op.ID + 1
+		line.Record.Op = op
 		add, err := json.Marshal(line)
 		if err != nil {
 			t.Fatal(err)
@@ -560,7 +587,7 @@ func secondKindHold(t *testing.T, path, out string) string {
 		added = true
 	}
 	if !added {
-		t.Fatalf("%s: no kind-aimed hold", path)
+		t.Fatalf("%s: no made fault", path)
 	}
 	if err := os.WriteFile(out, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 		t.Fatal(err)
