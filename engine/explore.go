@@ -66,8 +66,13 @@ func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explo
 	if plan.Change == sched.Aim {
 		a := plan.Aim
 		b.Hold = faults.KindHold(a.From, a.To, a.Shape, a.Label, a.Hold)
-		if a.Slow {
+		switch {
+		case a.Slow:
 			b.Hold = faults.KindSlow(a.From, a.To, a.Shape, a.Label, a.Hold, a.While)
+		case a.Gray && a.From == sched.AnyNode:
+			b.Hold = faults.AimedGray(a.To, true, a.Shape, a.Label, a.Hold)
+		case a.Gray:
+			b.Hold = faults.AimedGray(a.From, false, a.Shape, a.Label, a.Hold)
 		}
 	}
 	p.strategy = b
@@ -77,16 +82,18 @@ func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explo
 
 // aiming is what an exploring campaign's Aim change may do under the
 // spec's fault plan: hold one kind of message on one link when the plan
-// allows holds, slow it when it allows slow links, within its budget,
-// max_hold and max_outage, on links with an end among its nodes; nothing
-// otherwise (the arm is off).
+// allows holds, slow it when it allows slow links, make one of its nodes
+// gray one way when it allows grays, within its budget, max_hold and
+// max_outage, on links with an end among its nodes; nothing otherwise
+// (the arm is off).
 func aiming(p spec.FaultPlan) explore.Aiming {
 	hold := slices.Contains(p.Kinds, spec.FaultKind(faults.Hold))
 	slow := slices.Contains(p.Kinds, spec.FaultKind(faults.Slow))
-	if !p.Enabled() || !hold && !slow {
+	gray := slices.Contains(p.Kinds, spec.FaultKind(faults.Gray))
+	if !p.Enabled() || !hold && !slow && !gray {
 		return explore.Aiming{}
 	}
-	return explore.Aiming{Nodes: p.Nodes, Hold: hold, Slow: slow, MaxHold: p.MaxHold, MaxOutage: p.MaxOutage, Budget: p.Budget}
+	return explore.Aiming{Nodes: p.Nodes, Hold: hold, Slow: slow, Gray: gray, MaxHold: p.MaxHold, MaxOutage: p.MaxOutage, Budget: p.Budget}
 }
 
 // trialFeatures are a trial's features as the campaign's coverage read

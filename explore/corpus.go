@@ -82,38 +82,45 @@ type Message struct {
 
 // Aiming is what the campaign lets the Aim change do: hold (Hold) or
 // slow (Slow) one kind of message on one link with an end among Nodes (or
-// on every link into or out of a node), a hold or each slowed message for
-// up to MaxHold, a slow for up to MaxOutage, while the trial's Budget of
-// injections has room. The zero Aiming (a fault plan without holds or
-// slow links) turns the arm off.
+// on every link into or out of a node), or make a node among them gray
+// one way (Gray), a hold, a gray or each slowed message for up to
+// MaxHold, a slow for up to MaxOutage, while the trial's Budget of
+// injections has room. The zero Aiming (a fault plan without holds, slow
+// links or grays) turns the arm off.
 type Aiming struct {
-	Nodes      []string
-	Hold, Slow bool
-	MaxHold    time.Duration
-	MaxOutage  time.Duration
-	Budget     int
+	Nodes            []string
+	Hold, Slow, Gray bool
+	MaxHold          time.Duration
+	MaxOutage        time.Duration
+	Budget           int
 }
 
 // On says whether the Aim arm is on: off, it gets no trials, and the
 // other arms' odds are what they were without it.
 func (a Aiming) On() bool {
-	return (a.Hold || a.Slow && a.MaxOutage > 0) && a.MaxHold > 0 && a.Budget > 0 && len(a.Nodes) > 0
+	return (a.Hold || a.Gray || a.Slow && a.MaxOutage > 0) && a.MaxHold > 0 && a.Budget > 0 && len(a.Nodes) > 0
 }
 
 // AimAt is the fault an Aim plan injects: the messages of one kind (by
 // coverage ID, shape and label) from one node to another, held for Hold,
 // or with Slow each delayed by Hold for While. One end may be
-// sched.AnyNode: the kind on every link into To, or out of From.
+// sched.AnyNode: the kind on every link into To, or out of From. With
+// Gray, every message into To (From is sched.AnyNode) or out of From is
+// held for Hold but the kind that way is most of, made just before a
+// message of the kind Kind names.
 type AimAt struct {
 	From, To     string
 	Kind         int
 	Shape, Label string
 	Hold         time.Duration
-	Slow         bool
+	Slow, Gray   bool
 	While        time.Duration
 }
 
 func (a AimAt) String() string {
+	if a.Gray {
+		return fmt.Sprintf("gray %s>%s from before %s for %v", a.From, a.To, a.Label, a.Hold)
+	}
 	if a.Slow {
 		return fmt.Sprintf("slow %s %s>%s by %v for %v", a.Label, a.From, a.To, a.Hold, a.While)
 	}
@@ -712,6 +719,21 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	if d < len(e.decisions) {
 		end = e.decisions[d]
 	}
+	// A gray rather than a hold or a slow: drawn only where the plan
+	// allows grays (a plan without them makes the draws it always made),
+	// each fault the plan allows as likely.
+	if a := v.aiming; a.Gray {
+		n := 1
+		if a.Hold {
+			n++
+		}
+		if a.Slow && a.MaxOutage > 0 {
+			n++
+		}
+		if r.IntN(n) == 0 {
+			return v.aimGray(r, e, end)
+		}
+	}
 	type link struct {
 		from, to string
 		kind     int
@@ -767,6 +789,99 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 		a.While = (mo/10 + time.Duration(r.Int64N(int64(mo-mo/10)+1))).Truncate(time.Millisecond)
 	}
 	return a, m.Record, true
+}
+
+// aimGray draws the gray an Aim branch of e injects when its prefix ends
+// at record end: a node among the aiming's nodes gray one way (to it, or
+// from it) from just before a message of e's trial after end that went
+// that way and was not of the kind most of the last grayWindow messages
+// that way were (a gray lets that kind through, so it would not land on
+// such a message), the rarer kinds the likelier, each node, way and kind
+// once; its length from a tenth of MaxHold to all of it, in whole ms; and
+// the record of the message drawn. None when no such message was
+// delivered.
+func (v *View) aimGray(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
+	type way struct {
+		node string
+		to   bool
+	}
+	type cand struct {
+		w    way
+		kind int
+	}
+	recent := map[way]*kindWindow{}
+	seen := map[cand]bool{}
+	var cands []Message
+	var ways []way
+	var weights []float64
+	for _, m := range e.Messages {
+		if m.From == "" || m.To == "" || m.From == m.To {
+			continue
+		}
+		for _, w := range []way{{m.To, true}, {m.From, false}} {
+			k := recent[w]
+			if k == nil {
+				k = &kindWindow{counts: map[int]int{}}
+				recent[w] = k
+			}
+			c := cand{w, m.Kind}
+			if m.Record >= end && slices.Contains(v.aiming.Nodes, w.node) && !seen[c] && len(k.last) > 0 && k.commonest() != m.Kind {
+				seen[c] = true
+				cands = append(cands, m)
+				ways = append(ways, w)
+				weights = append(weights, 1/float64(max(1, v.kindCount[m.Kind])))
+			}
+			k.add(m.Kind)
+		}
+	}
+	if len(cands) == 0 {
+		return AimAt{}, 0, false
+	}
+	i := pick(r, weights)
+	m, w := cands[i], ways[i]
+	mh := v.aiming.MaxHold
+	hold := (mh/10 + time.Duration(r.Int64N(int64(mh-mh/10)+1))).Truncate(time.Millisecond)
+	a := AimAt{From: w.node, To: sched.AnyNode, Kind: m.Kind, Shape: m.Shape, Label: m.Label, Hold: hold, Gray: true}
+	if w.to {
+		a.From, a.To = sched.AnyNode, w.node
+	}
+	return a, m.Record, true
+}
+
+// grayWindow is how many of a node's last messages one way say which kind
+// a gray of it lets through (faults.Gray counts as many).
+const grayWindow = 100
+
+// kindWindow counts the kinds of the last grayWindow messages one way.
+type kindWindow struct {
+	last   []int // a ring, next at i
+	i      int
+	counts map[int]int
+}
+
+func (k *kindWindow) add(kind int) {
+	if len(k.last) < grayWindow {
+		k.last = append(k.last, kind)
+	} else {
+		old := k.last[k.i]
+		if k.counts[old]--; k.counts[old] == 0 {
+			delete(k.counts, old)
+		}
+		k.last[k.i] = kind
+		k.i = (k.i + 1) % grayWindow
+	}
+	k.counts[kind]++
+}
+
+// commonest is the kind counted most often; ties go to the smaller ID.
+func (k *kindWindow) commonest() int {
+	best, n := 0, -1
+	for kind, c := range k.counts {
+		if c > n || c == n && kind < best {
+			best, n = kind, c
+		}
+	}
+	return best
 }
 
 // entry draws the entry a branch starts from, and the decision its prefix

@@ -125,6 +125,20 @@ func detailGray(in *Injector, o *sched.Op) {
 	o.Peer = fmt.Sprintf("holds every message %s but its commonest kind for %v", strings.TrimPrefix(o.Conn, "gray "), time.Duration(o.Delay))
 }
 
+// AimedGray is the op of a gray an exploring branch aims (sched.Aim): a
+// gray of node's messages one way (to it, or from it), for length, made
+// just before the delivery of a message its parent's trial had there,
+// whose shape it records (label names that kind for people). The
+// injector never draws it; the shape makes it an op a replay makes up
+// from its record (sched.Op.Made). What flows is settled as for a drawn
+// gray, when it is chosen.
+func AimedGray(node string, to bool, shape, label string, length time.Duration) *sched.Op {
+	return &sched.Op{
+		LPID: "fault", Kind: Gray, Node: node, Object: "node:" + node,
+		Conn: grayKey(to, node), Shape: sched.Bytes(shape), Peer: label, Delay: int64(length),
+	}
+}
+
 func choseGray(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 	g := in.grayBooks()
 	if g == nil {
@@ -134,20 +148,43 @@ func choseGray(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 	if o.Conn != grayKey(to, node) {
 		return fmt.Errorf("faults: gray %q does not name %s", o.Conn, node)
 	}
-	in.spend(now)
 	w := g.recent[o.Conn]
+	if o.Made() {
+		// An aimed gray that would do nothing (that way gray already, the
+		// budget spent, outside the window, or no message yet to say
+		// which kind flows) is recorded as holding nothing and not spent.
+		why := in.aimedIdle(now, g.grays[o.Conn] != nil && now < g.grays[o.Conn].end, "its node is gray that way")
+		if why == "" && w == nil {
+			why = "no message has gone " + strings.TrimPrefix(o.Conn, "gray ") + " yet"
+		}
+		if why != "" {
+			o.Peer = "holds nothing: " + why + "; not spent"
+			return nil
+		}
+	}
+	in.spend(now)
 	if w == nil {
 		return fmt.Errorf("faults: gray of %s, which has had no message that way", o.Conn)
 	}
 	pass := commonest(w.counts)
 	g.grays[o.Conn] = &grayed{to: to, node: node, pass: pass, end: now + time.Duration(o.Delay)}
 	// What show prints: the shape's first bytes, quoted, as a label.
-	label := pass
-	if len(label) > 32 {
-		label = label[:32] + "…"
+	label := short(pass)
+	aimed := ""
+	if o.Made() {
+		// The kind it was aimed at, by its shape: Peer may be a record's.
+		aimed = fmt.Sprintf(", from before a %q", short(string(o.Shape)))
 	}
-	o.Peer = fmt.Sprintf("holds every message %s but %q for %v", strings.TrimPrefix(o.Conn, "gray "), label, time.Duration(o.Delay))
+	o.Peer = fmt.Sprintf("holds every message %s but %q for %v%s", strings.TrimPrefix(o.Conn, "gray "), label, time.Duration(o.Delay), aimed)
 	return nil
+}
+
+// short is a shape's first 32 bytes, for show.
+func short(shape string) string {
+	if len(shape) > 32 {
+		return shape[:32] + "…"
+	}
+	return shape
 }
 
 // commonest is the shape counted most often; ties go to the smaller

@@ -45,7 +45,7 @@ type kindSlow struct {
 // nothing and spends neither the budget nor a trigger.
 func choseKindSlow(in *Injector, o *sched.Op, now time.Duration) {
 	s := in.kindSlows[o.Conn]
-	if why := in.aimedIdle(now, s != nil && now < s.end, "slowed"); why != "" {
+	if why := in.aimedIdle(now, s != nil && now < s.end, "its link and kind are slowed"); why != "" {
 		o.Peer = "slows nothing: " + why + "; not spent"
 		return
 	}

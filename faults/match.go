@@ -209,7 +209,7 @@ func kindHoldKey(from, to, shape string) string {
 // recorded as holding nothing and spends neither the budget nor a
 // trigger, as a cut that would share a link does not.
 func choseKindHold(in *Injector, o *sched.Op, now time.Duration) {
-	if why := in.aimedIdle(now, now < in.held[o.Conn], "held"); why != "" {
+	if why := in.aimedIdle(now, now < in.held[o.Conn], "its link and kind are held"); why != "" {
 		o.Peer = "holds nothing: " + why + "; not spent"
 		return
 	}
@@ -219,16 +219,16 @@ func choseKindHold(in *Injector, o *sched.Op, now time.Duration) {
 	in.kindHolds[o.Conn] = kindHold{from: from, to: to, shape: string(o.Shape)}
 }
 
-// aimedIdle is why a kind-aimed fault made at now would do nothing ("":
-// it would act): no shapes, its link and kind taken already (taken, by a
-// fault that has them verb), the budget spent, or outside the plan's
-// window.
-func (in *Injector) aimedIdle(now time.Duration, taken bool, verb string) string {
+// aimedIdle is why a fault an exploring branch aimed, made at now, would
+// do nothing ("": it would act): no shapes, what it aims at taken already
+// (taken: what already is, as in "its link and kind are held"), the
+// budget spent, or outside the plan's window.
+func (in *Injector) aimedIdle(now time.Duration, taken bool, already string) string {
 	switch {
 	case in.plan.Shape == nil:
 		return "the engine shapes no message"
 	case taken:
-		return "its link and kind are " + verb + " already"
+		return already + " already"
 	case in.budget <= 0:
 		return "the budget is spent"
 	case in.quiet || now < in.plan.From || now >= in.plan.Until:
