@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -418,5 +419,79 @@ func TestEnergies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlanAimGray: where grays are allowed an aim is a gray about as
+// often as each other fault allowed; a gray is of its message's receiver
+// (every message into it) or its sender (every message out of it), lands
+// just before that message's delivery, and is never aimed at a message
+// of the kind most of that way's earlier messages were (the gray would
+// let it through). Without grays no aim is one.
+func TestPlanAimGray(t *testing.T) {
+	count := func(int) int { return 1 }
+	// n2 has had BEATs from n1 (its commonest kind in), then a GO from
+	// the driver and a YES from n3 and from n1; n1 sent BEATs before its
+	// YES, n3 nothing before its YES (no kind flows that way yet).
+	msgs := []Message{
+		{Record: 10, From: "n1", To: "n2", Kind: 1, Shape: "BEAT", Label: `k1 "BEAT"`},
+		{Record: 20, From: "n1", To: "n2", Kind: 1, Shape: "BEAT", Label: `k1 "BEAT"`},
+		{Record: 70, From: "driver", To: "n2", Kind: 3, Shape: "GO", Label: `k3 "GO"`},
+		{Record: 80, From: "n1", To: "n2", Kind: 1, Shape: "BEAT", Label: `k1 "BEAT"`},
+		{Record: 85, From: "n3", To: "n2", Kind: 5, Shape: "YES", Label: `k5 "YES"`},
+		{Record: 90, From: "n1", To: "n2", Kind: 5, Shape: "YES", Label: `k5 "YES"`},
+	}
+	fr := sched.FaultReplays(func(sched.Kind) sched.FaultReplay { return sched.FaultReplay{} })
+	const maxHold = 500 * time.Millisecond
+	for _, tc := range []struct {
+		hold, slow, gray bool
+		least, most      float64 // share of aims that are grays
+	}{
+		{false, false, true, 1, 1},
+		{true, false, true, 0.4, 0.6},
+		{true, true, true, 0.25, 0.42},
+		{true, true, false, 0, 0},
+	} {
+		c := New()
+		c.Aiming = Aiming{Nodes: []string{"n1", "n2", "n3"}, Hold: tc.hold, Slow: tc.slow, Gray: tc.gray, MaxHold: maxHold, MaxOutage: time.Second, Budget: 2}
+		c.Add(&Entry{Trial: 0, Records: records(100, -1), Features: []int{1}, Novel: 1, NovelAt: 60, Messages: msgs}, Plan{}, count)
+		v := c.Freeze(count)
+		aims, grays := 0, 0
+		ways := map[string]bool{}
+		for seed := range int64(3000) {
+			p := v.Plan(seed, fr)
+			if p.Change != sched.Aim {
+				continue
+			}
+			aims++
+			a := p.Aim
+			if !a.Gray {
+				continue
+			}
+			grays++
+			if a.Slow || a.Hold < maxHold/10 || a.Hold > maxHold || a.Hold%time.Millisecond != 0 {
+				t.Errorf("gray %v", a)
+			}
+			if (a.From == sched.AnyNode) == (a.To == sched.AnyNode) {
+				t.Fatalf("a gray of no one node one way: %v", a)
+			}
+			way := fmt.Sprintf("%s>%s %s", a.From, a.To, a.Shape)
+			ways[way] = true
+			if a.Shape == "BEAT" && a.To == "n2" {
+				t.Fatalf("a gray into n2 aimed before a BEAT, its commonest kind: %v", a)
+			}
+			// The prefix ends just before the message it lands on: the
+			// record of the first one of its kind that way past where the
+			// prefix was drawn, never past it.
+			if p.Prefix > 90 || !strings.HasPrefix(a.String(), "gray ") {
+				t.Errorf("gray %v with prefix %d", a, p.Prefix)
+			}
+		}
+		if share := float64(grays) / float64(max(1, aims)); aims == 0 || share < tc.least || share > tc.most {
+			t.Errorf("hold %v slow %v gray %v: %d of %d aims gray, want a share in [%v, %v]", tc.hold, tc.slow, tc.gray, grays, aims, tc.least, tc.most)
+		}
+		if tc.gray && (!ways["*>n2 GO"] || !ways["*>n2 YES"] || !ways["n1>* YES"] || ways["n3>* YES"]) {
+			t.Errorf("grays drawn: %v, want those into n2 before GO and before YES, and out of n1 before its YES, not out of n3 (no message before)", ways)
+		}
 	}
 }

@@ -121,3 +121,79 @@ func TestCommonest(t *testing.T) {
 		}
 	}
 }
+
+// An aimed gray (AimedGray, made by an exploring branch) is a gray of the
+// node one way that lets through the kind it had most, as a drawn one
+// does, and says what it was aimed before; it holds nothing, spending
+// nothing, when that way has had no message, is gray already, or the
+// budget is spent.
+func TestAimedGray(t *testing.T) {
+	p := plan(Gray)
+	p.Nodes, p.MaxHold, p.Budget = []string{"s1", "s2"}, 300*ms, 2
+	p.ShapeOf = func(m string, _ int) string { w, _, _ := strings.Cut(m, " "); return w }
+	p.Shape = func(m string, _ int, shape string) bool { return p.ShapeOf(m, 0) == shape }
+	in := New(p, nodes, 1)
+	id := uint64(0)
+	ready := func(a, b, text string, at time.Duration) bool {
+		id++
+		return in.Holds(msg(a, b, text, id), at, addrs)
+	}
+	early := AimedGray("s1", true, "YES", `k5 "YES"`, 200*ms)
+	if !early.Made() || early.Kind != Gray || early.Conn != "gray to s1" {
+		t.Fatalf("AimedGray = %+v, not a made gray to s1", early)
+	}
+	if _, err := in.Chose(early, 10*ms); err != nil {
+		t.Fatal(err)
+	}
+	if in.budget != 2 || !strings.HasPrefix(early.Peer, "holds nothing: no message has gone to s1 yet") {
+		t.Fatalf("a gray before any message: budget %d, peer %q", in.budget, early.Peer)
+	}
+	for range 3 {
+		ready("s2", "s1", "BEAT 1", 20*ms)
+	}
+	ready("s3", "s1", "GO", 30*ms)
+	o := AimedGray("s1", true, "YES", `k5 "YES"`, 200*ms)
+	if _, err := in.Chose(o, 100*ms); err != nil {
+		t.Fatal(err)
+	}
+	if in.budget != 1 || !strings.Contains(o.Peer, `but "BEAT" for 200ms, from before a "YES"`) {
+		t.Fatalf("after the gray: budget %d, peer %q", in.budget, o.Peer)
+	}
+	for _, tc := range []struct {
+		a, b, text string
+		held       bool
+	}{
+		{"s2", "s1", "YES 2", true},
+		{"s3", "s1", "ASK 3", true},
+		{"s2", "s1", "BEAT 3", false},
+		{"s1", "s2", "ASK 2", false}, // the other way
+	} {
+		if got := ready(tc.a, tc.b, tc.text, 150*ms); got != tc.held {
+			t.Errorf("%s>%s %q during the gray: held %v, want %v", tc.a, tc.b, tc.text, got, tc.held)
+		}
+	}
+	again := AimedGray("s1", true, "ASK", `k4 "ASK"`, 50*ms)
+	if _, err := in.Chose(again, 150*ms); err != nil {
+		t.Fatal(err)
+	}
+	if in.budget != 1 || !strings.HasPrefix(again.Peer, "holds nothing: its node is gray that way already") {
+		t.Errorf("a second gray of s1's way: budget %d, peer %q", in.budget, again.Peer)
+	}
+	if ready("s2", "s1", "YES 2", 300*ms) {
+		t.Error("held at the gray's end")
+	}
+	from := AimedGray("s1", false, "ASK", `k4 "ASK"`, 50*ms)
+	if _, err := in.Chose(from, 310*ms); err != nil {
+		t.Fatal(err)
+	}
+	if in.budget != 0 || !strings.Contains(from.Peer, `holds every message from s1 but "ASK"`) {
+		t.Errorf("a gray from s1: budget %d, peer %q", in.budget, from.Peer)
+	}
+	spent := AimedGray("s2", true, "YES", `k5 "YES"`, 50*ms)
+	if _, err := in.Chose(spent, 330*ms); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(spent.Peer, "holds nothing: the budget is spent") {
+		t.Errorf("a gray with the budget spent: %q", spent.Peer)
+	}
+}
