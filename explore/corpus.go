@@ -679,7 +679,11 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 		// on to just before that message's delivery, within the budget's
 		// room. Made where the prefix first stood, a hold shorter than the
 		// time to that delivery would end before it and hold nothing.
-		p.Prefix = max(p.Prefix, min(room, e.before(at)))
+		if a.Gray {
+			p.Prefix = min(room, e.before(at)) // it may land before the prefix drawn
+		} else {
+			p.Prefix = max(p.Prefix, min(room, e.before(at)))
+		}
 		p.Aim = a
 	}
 	return p
@@ -792,14 +796,23 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 }
 
 // aimGray draws the gray an Aim branch of e injects when its prefix ends
-// at record end: a node among the aiming's nodes gray one way (to it, or
-// from it) from just before a message of e's trial after end that went
-// that way and was not of the kind most of the last grayWindow messages
+// at record end: a node among the aiming's nodes gray one way, to it or
+// from it, made just before a message of e's trial that went that way
+// after end and was not of the kind most of the last grayWindow messages
 // that way were (a gray lets that kind through, so it would not land on
-// such a message), the rarer kinds the likelier, each node, way and kind
-// once; its length from a tenth of MaxHold to all of it, in whole ms; and
-// the record of the message drawn. None when no such message was
-// delivered.
+// such a message). A gray to a node lands before an answer it awaits, one
+// from it before a request it makes: an answer is a message from a peer
+// whose last exchange with the node before it was the node's own message,
+// not its keepalive (the kind it sends most, keepaliveCount times at
+// least: a keepalive asks nothing). A node that asked several peers and waits for a quorum is
+// where stale votes and acknowledgements count; a node that keeps its
+// keepalives going while its requests stall looks alive to all. A gray
+// before an answer lands before the first answer of that kind to that
+// request, even one before end: the first answer of a quorum may decide
+// it. Each node, way and kind is a candidate once, the rarer kinds the
+// likelier; the gray's length is a tenth of MaxHold to all of it, in
+// whole ms. It returns the record it lands before; none when no message
+// qualifies.
 func (v *View) aimGray(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
 	type way struct {
 		node string
@@ -809,14 +822,28 @@ func (v *View) aimGray(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
 		w    way
 		kind int
 	}
+	type pair struct{ a, b string } // a < b
 	recent := map[way]*kindWindow{}
+	last := map[pair]int{} // the index in e.Messages of the last message between two nodes
 	seen := map[cand]bool{}
 	var cands []Message
 	var ways []way
+	var lands []int
 	var weights []float64
-	for _, m := range e.Messages {
+	for i, m := range e.Messages {
 		if m.From == "" || m.To == "" || m.From == m.To {
 			continue
+		}
+		pr := pair{min(m.From, m.To), max(m.From, m.To)}
+		// m answers m.To when the last message between the two went the
+		// other way and was not its sender's commonest kind out.
+		asked, answer := -1, false
+		if j, ok := last[pr]; ok {
+			q := e.Messages[j]
+			k := recent[way{q.From, false}]
+			if q.From == m.To && !k.keepalive(q.Kind) {
+				asked, answer = j, true
+			}
 		}
 		for _, w := range []way{{m.To, true}, {m.From, false}} {
 			k := recent[w]
@@ -825,14 +852,30 @@ func (v *View) aimGray(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
 				recent[w] = k
 			}
 			c := cand{w, m.Kind}
-			if m.Record >= end && slices.Contains(v.aiming.Nodes, w.node) && !seen[c] && len(k.last) > 0 && k.commonest() != m.Kind {
+			if m.Record >= end && slices.Contains(v.aiming.Nodes, w.node) && !seen[c] && len(k.last) > 0 &&
+				k.commonest() != m.Kind && answer == w.to {
 				seen[c] = true
+				land := m.Record
+				if answer {
+					// The first answer of this kind to the node since it asked.
+					for _, o := range e.Messages[asked+1 : i] {
+						if o.To == m.To && o.Kind == m.Kind && o.From != m.To {
+							land = o.Record
+							break
+						}
+					}
+				}
 				cands = append(cands, m)
 				ways = append(ways, w)
+				lands = append(lands, land)
 				weights = append(weights, 1/float64(max(1, v.kindCount[m.Kind])))
 			}
-			k.add(m.Kind)
 		}
+		// Counted after the candidates: the kind most of the messages
+		// before this one were.
+		recent[way{m.To, true}].add(m.Kind)
+		recent[way{m.From, false}].add(m.Kind)
+		last[pr] = i
 	}
 	if len(cands) == 0 {
 		return AimAt{}, 0, false
@@ -845,7 +888,7 @@ func (v *View) aimGray(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
 	if w.to {
 		a.From, a.To = sched.AnyNode, w.node
 	}
-	return a, m.Record, true
+	return a, lands[i], true
 }
 
 // grayWindow is how many of a node's last messages one way say which kind
@@ -871,6 +914,17 @@ func (k *kindWindow) add(kind int) {
 		k.i = (k.i + 1) % grayWindow
 	}
 	k.counts[kind]++
+}
+
+// keepaliveCount is how many of a node's last messages one way a kind
+// must be, besides the commonest, to be taken for its keepalive: one
+// request is the commonest of a node that has sent nothing else.
+const keepaliveCount = 3
+
+// keepalive reports whether kind is the one most of the window's messages
+// were, at least keepaliveCount of them.
+func (k *kindWindow) keepalive(kind int) bool {
+	return k != nil && k.counts[kind] >= keepaliveCount && k.commonest() == kind
 }
 
 // commonest is the kind counted most often; ties go to the smaller ID.
