@@ -619,10 +619,6 @@ type Plan struct {
 	Wait  int
 	Fault sched.Kind
 	Aim   AimAt
-	// Instead is, when not 0, the decision (from 1) of the parent's
-	// injection that spent its budget before the prefix's end, left out
-	// of the prefix so that an aimed gray is made instead of it.
-	Instead int
 }
 
 func (p Plan) String() string {
@@ -637,9 +633,6 @@ func (p Plan) String() string {
 		s += " " + p.Fault.String()
 	case sched.Aim:
 		s += " " + p.Aim.String()
-		if p.Instead > 0 {
-			s += fmt.Sprintf(" (instead of the injection at decision %d)", p.Instead-1)
-		}
 	}
 	return s
 }
@@ -677,9 +670,8 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 		p.Fault = k
 	case sched.Aim:
 		room := v.aimRoom(e, len(e.decisions), fr)
-		drawn := p.Prefix
 		p.Prefix = min(p.Prefix, room)
-		a, at, ok := v.aimAt(r, e, p.Prefix, drawn)
+		a, at, ok := v.aimAt(r, e, p.Prefix)
 		if !ok {
 			p.Change = sched.Extend
 		}
@@ -687,14 +679,8 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 		// on to just before that message's delivery, within the budget's
 		// room. Made where the prefix first stood, a hold shorter than the
 		// time to that delivery would end before it and hold nothing.
-		// A gray lands there whatever the room: past it, the injection
-		// that spent the budget is left out of the prefix, and the gray
-		// is made instead of it where it was aimed.
 		if a.Gray {
-			p.Prefix = e.before(at) // it may land before the prefix drawn
-			if ok && room < p.Prefix {
-				p.Instead = room + 1
-			}
+			p.Prefix = min(room, e.before(at)) // it may land before the prefix drawn
 		} else {
 			p.Prefix = max(p.Prefix, min(room, e.before(at)))
 		}
@@ -732,7 +718,7 @@ func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 // in whole ms; a slow instead of a hold where the aiming allows it; and
 // the record of the message drawn (the kind's first on its link after
 // d). None when nothing was delivered there.
-func (v *View) aimAt(r *rand.Rand, e *Entry, d, drawn int) (AimAt, int, bool) {
+func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	end := e.nrecords
 	if d < len(e.decisions) {
 		end = e.decisions[d]
@@ -749,13 +735,7 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d, drawn int) (AimAt, int, bool) {
 			n++
 		}
 		if r.IntN(n) == 0 {
-			// Drawn past the room the budget leaves: the injection that
-			// spent it is left out of the prefix (Plan.Instead).
-			grayEnd := e.nrecords
-			if drawn < len(e.decisions) {
-				grayEnd = e.decisions[drawn]
-			}
-			return v.aimGray(r, e, grayEnd)
+			return v.aimGray(r, e, end)
 		}
 	}
 	type link struct {
@@ -1030,14 +1010,6 @@ func (p Plan) Branch(then sched.Strategy, seed int64, fr sched.FaultReplays) (*s
 		end = e.decisions[p.Prefix]
 		next = &recs[end].Op
 	}
-	prefix := recs[:end:end]
-	if p.Instead > 0 {
-		// The injection an aimed gray is made instead of: the prefix
-		// keeps its place in the schedule (what it held waits as the
-		// recorded run's choices), and the budget stays for the gray.
-		skip := e.decisions[p.Instead-1]
-		prefix = append(slices.Clip(recs[:skip]), recs[skip+1:end]...)
-	}
-	return &sched.Branch{Prefix: prefix, Parent: next, Change: p.Change, Wait: p.Wait, Fault: p.Fault,
+	return &sched.Branch{Prefix: recs[:end:end], Parent: next, Change: p.Change, Wait: p.Wait, Fault: p.Fault,
 		Then: then, Seed: seed, Faults: fr}, nil
 }
