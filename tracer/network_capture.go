@@ -96,11 +96,10 @@ func (nw *network) queueChunk(p *pendingOp, data []byte) error {
 	c := nw.conns[key]
 	if c == nil || c.dup < 0 {
 		// New, or the 4-tuple of a closed connection reused.
-		d, err := unix.Dup(fi.dup)
+		d, err := dupCloexec(fi.dup)
 		if err != nil {
 			return err
 		}
-		unix.CloseOnExec(d)
 		c = &conn{key: key, dup: d, src: fi.local, dst: fi.peer}
 		nw.conns[key] = c
 	}

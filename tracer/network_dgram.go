@@ -160,11 +160,10 @@ func (nw *network) queueDgram(p *pendingOp, dst netip.AddrPort, data []byte) err
 		// must find the sender's port before lockstep delivers.
 		nw.bindEphemeral(p.th.proc.node, fi)
 	}
-	fd, err := unix.Dup(fi.dup)
+	fd, err := dupCloexec(fi.dup)
 	if err != nil {
 		return err
 	}
-	unix.CloseOnExec(fd)
 	key := p.th.proc.dgramSource(fi).String() + ">" + dst.String()
 	op := sched.Op{
 		Node: p.op.Node, LPID: p.op.LPID, Thread: p.op.Thread, Kind: sched.Deliver, Site: p.op.Site, Caller: p.op.Caller,

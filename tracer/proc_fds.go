@@ -45,6 +45,18 @@ func (p *process) fdOf(fd int) *fdInfo {
 	return fi
 }
 
+// dupCloexec duplicates one of lockstep's descriptors, close-on-exec from
+// the start. A dup followed by FD_CLOEXEC leaves a moment in which a fork
+// elsewhere in lockstep (another job's tracer starting a node, a probe, a
+// checker) copies the descriptor into a child that keeps it across exec:
+// a node's socket then outlives the node, bound in its namespace, and the
+// next trial's program fails to bind its port.
+func dupCloexec(fd int) (int, error) {
+	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+}
+
+// dupFd duplicates a tracee's descriptor into lockstep; pidfd_getfd makes
+// it close-on-exec.
 func (p *process) dupFd(fd int) int {
 	if p.pidfd <= 0 {
 		return -1

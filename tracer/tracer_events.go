@@ -312,6 +312,12 @@ func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 
 func (t *Tracer) killAll() {
 	t.killAndReap(func(*process) bool { return true })
+	// What is left (a process that survived the kill's five seconds) is
+	// forgotten all the same: the cluster's reset kills it, and
+	// lockstep's duplicates of its descriptors must close.
+	for _, pid := range slices.Sorted(maps.Keys(t.pt.procs)) {
+		t.dropProc(t.pt.procs[pid])
+	}
 	for _, p := range t.ops.fresh {
 		if p.chunk != nil && p.chunk.dg != nil {
 			t.net.dropDgram(p)
@@ -374,14 +380,27 @@ func (t *Tracer) killAndReap(match func(*process) bool) int {
 		if t.q.drain(true) == 0 {
 			pause(100 * time.Microsecond)
 		}
-		for pid, p := range t.pt.procs {
+		for _, p := range t.pt.procs {
 			// A process whose threads all left without a leader report.
 			if match(p) && len(p.threads) == 0 && unix.Kill(p.pid, 0) == unix.ESRCH {
-				delete(t.pt.procs, pid)
+				t.dropProc(p)
 			}
 		}
 	}
 	return alive()
+}
+
+// dropProc forgets a process that is gone: lockstep's duplicates of its
+// descriptors close (a socket it had bound must not outlive it in its
+// node's namespace: the next trial's program binds that port), and its
+// pidfd.
+func (t *Tracer) dropProc(p *process) {
+	t.forgetAllFds(p)
+	if p.pidfd > 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = 0
+	}
+	delete(t.pt.procs, p.pid)
 }
 
 // In descriptor order, as the kernel closes them: a duplicate released here

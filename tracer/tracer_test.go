@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -606,5 +607,90 @@ func TestStarvedIsNotSpinning(t *testing.T) {
 		}
 		h.tr.KillAll()
 		h.tr.Close()
+	}
+}
+
+// TestDupsCloseOnExec: every socket lockstep holds for the tracees (its
+// duplicates of their sockets, one per datagram or connection in flight)
+// is close-on-exec. That it is so from the moment it exists, which a scan
+// cannot see, TestNoDupWithoutCloexec checks in the source.
+func TestDupsCloseOnExec(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		server, client []string
+	}{
+		{"datagram", []string{bin(t, "c", "udp_echo"), "7351"}, []string{bin(t, "c", "udp_client"), "127.0.0.1", "7351", "3"}},
+		{"stream", []string{bin(t, "c", "pingpong_server"), "7352"}, []string{bin(t, "c", "pingpong_client"), "127.0.0.1", "7352", "2", "16"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{Capture: true})
+			h.launch("server", tc.server...)
+			h.run(nil, func(st *State) bool { return len(st.Enabled) == 0 })
+			h.launch("client", tc.client...)
+			res := h.run(nil, func(st *State) bool {
+				for _, o := range st.Enabled {
+					if o.Kind == sched.Deliver && o.Node == "client" {
+						return true // a message in flight: lockstep holds a duplicate for it
+					}
+				}
+				return false
+			})
+			ents, err := os.ReadDir("/proc/self/fd")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sockets := 0
+			for _, e := range ents {
+				fd, err := strconv.Atoi(e.Name())
+				if err != nil {
+					continue
+				}
+				target, err := os.Readlink("/proc/self/fd/" + e.Name())
+				if err != nil || !strings.HasPrefix(target, "socket:") {
+					continue
+				}
+				sockets++
+				flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+				if err != nil {
+					continue // closed meanwhile
+				}
+				if flags&unix.FD_CLOEXEC == 0 {
+					t.Errorf("fd %d (%s) is not close-on-exec", fd, target)
+				}
+			}
+			if sockets == 0 {
+				t.Fatalf("no socket held with a message in flight (ops %s)", kinds(res.ops))
+			}
+		})
+	}
+}
+
+// TestNoDupWithoutCloexec: the package makes no descriptor that is not
+// close-on-exec from the start (dup, dup2, or open without O_CLOEXEC). A
+// dup followed by FD_CLOEXEC left a moment in which another job's fork
+// (its sentinel's cat, syscall.ForkExec) took a copy and kept it across
+// exec: a node's UDP socket outlived its trial, bound in its namespace,
+// and the next trial's node failed to bind its port (node-crashed at step
+// 0, "bind: Address already in use", with --jobs 2).
+func TestNoDupWithoutCloexec(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := regexp.MustCompile(`\b(unix|syscall)\.(Dup|Dup2)\(`)
+	open := regexp.MustCompile(`\bunix\.Open\(`)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if dup.MatchString(line) || open.MatchString(line) && !strings.Contains(line, "O_CLOEXEC") {
+				t.Errorf("%s:%d: a descriptor that is not close-on-exec from the start: %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
 	}
 }
