@@ -604,7 +604,10 @@ func (c *Cluster) Reset(ctx context.Context) error {
 		pids := c.members()
 		if len(pids) == 0 {
 			c.resetPeaks()
-			return c.clearSockets()
+			if err := c.clearSockets(); err != nil {
+				return err
+			}
+			return c.awaitUnbound(ctx, deadline)
 		}
 		for _, pid := range pids {
 			unix.Kill(pid, unix.SIGKILL)
@@ -652,6 +655,78 @@ func (c *Cluster) clearSockets() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// awaitUnbound waits until no node's namespace holds a UDP socket or a TCP
+// listener, as in a fresh namespace: the next trial's programs bind their
+// ports there. The processes are gone, but a socket lives while any
+// descriptor of it does, and lockstep's process forks (another job's
+// tracer starts its sentinel) with every descriptor it holds, its
+// duplicates of this cluster's sockets among them, until the child execs:
+// under load, for as long as the next trial's start.
+func (c *Cluster) awaitUnbound(ctx context.Context, deadline time.Time) error {
+	// A socket lockstep's own process holds is its owner's business (a
+	// caller's listener in a node); only others' copies are waited for.
+	var own map[uint32]bool
+	mine := func(inode uint32) bool {
+		if own == nil {
+			own = ownSockets()
+		}
+		return own[inode]
+	}
+	for {
+		own = nil
+		var left []string
+		for _, n := range c.nodes {
+			err := n.Do(func() error {
+				d, err := sockdiag.Open("")
+				if err != nil {
+					return err
+				}
+				defer d.Close()
+				bound, err := d.Bound()
+				if err != nil {
+					return fmt.Errorf("listing sockets: %w", err)
+				}
+				for _, b := range bound {
+					if !mine(b.Inode) {
+						left = append(left, n.Name+" "+b.Local.String())
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sockets survive their processes in cluster %s: %s", c.prefix, strings.Join(left, ", "))
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// ownSockets are the inodes of the sockets this process holds.
+func ownSockets() map[uint32]bool {
+	own := map[uint32]bool{}
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		l, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue
+		}
+		var ino uint32
+		if _, err := fmt.Sscanf(l, "socket:[%d]", &ino); err == nil {
+			own[ino] = true
+		}
+	}
+	return own
 }
 
 // members lists the pids in any node's cgroup or namespace.

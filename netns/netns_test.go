@@ -759,3 +759,53 @@ func TestLinksUpWhenNewReturns(t *testing.T) {
 		}
 	}
 }
+
+// TestResetAwaitsForeignCopies: a node's UDP socket that a process outside
+// the cluster still holds (lockstep's own fork, between fork and exec,
+// copies every descriptor lockstep has, its duplicates of the nodes'
+// sockets too) outlives the node's processes; Reset returns only once it
+// is gone, so that the next trial's program binds its port. Before, with
+// --jobs 2, a node failed at step 0 with "bind: Address already in use".
+func TestResetAwaitsForeignCopies(t *testing.T) {
+	requireNet(t)
+	c := newCluster(t, "a")
+	bindUDP := func() (net.PacketConn, error) {
+		var pc net.PacketConn
+		err := c.Node("a").Do(func() (err error) {
+			pc, err = net.ListenPacket("udp4", "0.0.0.0:7000")
+			return err
+		})
+		return pc, err
+	}
+	pc, err := bindUDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := pc.(*net.UDPConn).File()
+	pc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The copy: a process outside the cluster that keeps it for a while.
+	holder := exec.Command("sleep", "0.3")
+	holder.ExtraFiles = []*os.File{f}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	done := make(chan error, 1)
+	go func() { done <- holder.Wait() }()
+	if err := c.Reset(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	default:
+		t.Fatal("Reset returned while another process still held the node's socket")
+	}
+	again, err := bindUDP()
+	if err != nil {
+		t.Fatalf("binding the port again after Reset: %v", err)
+	}
+	again.Close()
+}

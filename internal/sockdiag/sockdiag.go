@@ -273,14 +273,66 @@ func (d *Sock) Listening(port uint16) (bool, error) {
 	return false, nil
 }
 
+// BoundSocket is a UDP socket or TCP listener as Bound lists it: its
+// local address and its inode (as /proc/PID/fd names it, socket:[inode]).
+type BoundSocket struct {
+	Local netip.AddrPort
+	Inode uint32
+}
+
+// Bound lists the namespace's UDP sockets and TCP listeners, IPv4 and
+// IPv6: what holds a port a program may bind.
+func (d *Sock) Bound() ([]BoundSocket, error) {
+	const listen = 10 // TCP_LISTEN
+	var out []BoundSocket
+	each := func(b []byte) {
+		// struct inet_diag_msg: family, state, timer, retrans, the socket
+		// id (sport, dport big endian, src and dst 16 bytes each,
+		// interface, cookie), expires, rqueue, wqueue, uid, inode.
+		if len(b) < 72 {
+			return
+		}
+		id := b[4:]
+		port := binary.BigEndian.Uint16(id[0:])
+		var a netip.Addr
+		if b[0] == unix.AF_INET6 {
+			a = netip.AddrFrom16([16]byte(id[4:20]))
+		} else {
+			a = netip.AddrFrom4([4]byte(id[4:8]))
+		}
+		out = append(out, BoundSocket{Local: netip.AddrPortFrom(a, port), Inode: binary.NativeEndian.Uint32(b[68:])})
+	}
+	for _, q := range []struct {
+		proto  byte
+		states uint32
+	}{{unix.IPPROTO_UDP, 0xffffffff}, {unix.IPPROTO_TCP, 1 << listen}} {
+		for _, family := range []byte{unix.AF_INET, unix.AF_INET6} {
+			err := d.dumpProto(family, q.proto, q.states, each)
+			if family == unix.AF_INET6 && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EAFNOSUPPORT)) {
+				continue // a kernel without IPv6
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
 // dump asks for every TCP socket of family whose state is in the states
 // mask and calls each with its struct inet_diag_msg (family, state, timer,
 // retrans, then the socket id), reading the replies to the end.
 func (d *Sock) dump(family byte, states uint32, each func(msg []byte)) error {
+	return d.dumpProto(family, unix.IPPROTO_TCP, states, each)
+}
+
+// dumpProto is dump for the sockets of protocol proto (TCP, UDP).
+func (d *Sock) dumpProto(family, proto byte, states uint32, each func(msg []byte)) error {
 	const hdrLen = 16
 	req := diagRequest(sockDiagByFamily, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, 0, netip.AddrPort{}, netip.AddrPort{})
 	ne := binary.NativeEndian
 	req[hdrLen] = family
+	req[hdrLen+1] = proto
 	ne.PutUint32(req[hdrLen+4:], states)
 	return d.request(req, each)
 }

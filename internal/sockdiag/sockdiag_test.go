@@ -244,3 +244,69 @@ func TestListening(t *testing.T) {
 		})
 	}
 }
+
+// Bound lists UDP sockets (bound or connected) and TCP listeners, IPv4
+// and IPv6, and neither a TCP connection nor a closed socket.
+func TestBound(t *testing.T) {
+	d, err := Open("")
+	if err != nil {
+		t.Skipf("skipping: no sock_diag here: %v", err)
+	}
+	defer d.Close()
+	u4, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u4.Close()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, _ := pair(t)
+	connected, _ := addrs(c)
+	gone, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gonePort := gone.LocalAddr().(*net.UDPAddr).AddrPort()
+	gone.Close()
+	want := map[netip.AddrPort]bool{
+		u4.LocalAddr().(*net.UDPAddr).AddrPort(): true,
+		ln.Addr().(*net.TCPAddr).AddrPort():      true,
+		connected:                                false,
+		gonePort:                                 false,
+	}
+	if u6, err := net.ListenPacket("udp6", "[::1]:0"); err == nil {
+		defer u6.Close()
+		want[u6.LocalAddr().(*net.UDPAddr).AddrPort()] = true
+	}
+	bound, err := d.Bound()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[netip.AddrPort]bool{}
+	for _, b := range bound {
+		got[b.Local] = true
+		if b.Local == u4.LocalAddr().(*net.UDPAddr).AddrPort() {
+			f, err := u4.(*net.UDPConn).File()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st unix.Stat_t
+			err = unix.Fstat(int(f.Fd()), &st)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if uint64(b.Inode) != st.Ino {
+				t.Errorf("%v: inode %d, want %d", b.Local, b.Inode, st.Ino)
+			}
+		}
+	}
+	for a, w := range want {
+		if got[a] != w {
+			t.Errorf("%v: listed %v, want %v (listed %v)", a, got[a], w, bound)
+		}
+	}
+}
