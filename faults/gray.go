@@ -141,19 +141,21 @@ func AimedGray(node string, to bool, shape, label string, length time.Duration) 
 
 func choseGray(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 	g := in.grayBooks()
-	if g == nil {
-		return fmt.Errorf("faults: gray chosen without its books (%s)", o.Conn)
-	}
 	to, node := strings.HasPrefix(o.Conn, "gray to "), o.Node
 	if o.Conn != grayKey(to, node) {
 		return fmt.Errorf("faults: gray %q does not name %s", o.Conn, node)
 	}
-	w := g.recent[o.Conn]
+	var w *shapeWindow
+	if g != nil {
+		w = g.recent[o.Conn]
+	}
 	if o.Made() {
 		// An aimed gray that would do nothing (that way gray already, the
-		// budget spent, outside the window, or no message yet to say
-		// which kind flows) is recorded as holding nothing and not spent.
-		why := in.aimedIdle(now, g.grays[o.Conn] != nil && now < g.grays[o.Conn].end, "its node is gray that way")
+		// budget spent, outside the window, the quiet period among it,
+		// whose recovery closed the books, or no message yet to say which
+		// kind flows) is recorded as holding nothing and not spent.
+		inForce := g != nil && g.grays[o.Conn] != nil && now < g.grays[o.Conn].end
+		why := in.aimedIdle(now, inForce, "its node is gray that way")
 		if why == "" && w == nil {
 			why = "no message has gone " + strings.TrimPrefix(o.Conn, "gray ") + " yet"
 		}
@@ -161,6 +163,9 @@ func choseGray(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 			o.Peer = "holds nothing: " + why + "; not spent"
 			return nil
 		}
+	}
+	if g == nil {
+		return fmt.Errorf("faults: gray chosen without its books (%s)", o.Conn)
 	}
 	in.spend(now)
 	if w == nil {

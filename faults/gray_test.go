@@ -196,4 +196,15 @@ func TestAimedGray(t *testing.T) {
 	if !strings.HasPrefix(spent.Peer, "holds nothing: the budget is spent") {
 		t.Errorf("a gray with the budget spent: %q", spent.Peer)
 	}
+	// In the quiet period, whose recovery closed the books (a branch's
+	// prefix may run into it): nothing, and no error.
+	in.budget = 1
+	in.Recover()
+	quiet := AimedGray("s2", true, "YES", `k5 "YES"`, 50*ms)
+	if _, err := in.Chose(quiet, 400*ms); err != nil {
+		t.Fatalf("an aimed gray in the quiet period: %v", err)
+	}
+	if !strings.HasPrefix(quiet.Peer, "holds nothing: outside the fault window") || in.budget != 1 {
+		t.Errorf("an aimed gray in the quiet period: budget %d, %q", in.budget, quiet.Peer)
+	}
 }
