@@ -723,20 +723,8 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	if d < len(e.decisions) {
 		end = e.decisions[d]
 	}
-	// A gray rather than a hold or a slow: drawn only where the plan
-	// allows grays (a plan without them makes the draws it always made),
-	// each fault the plan allows as likely.
-	if a := v.aiming; a.Gray {
-		n := 1
-		if a.Hold {
-			n++
-		}
-		if a.Slow && a.MaxOutage > 0 {
-			n++
-		}
-		if r.IntN(n) == 0 {
-			return v.aimGray(r, e, end)
-		}
+	if v.drawsGray(r) {
+		return v.aimGray(r, e, end)
 	}
 	type link struct {
 		from, to string
@@ -793,6 +781,24 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 		a.While = (mo/10 + time.Duration(r.Int64N(int64(mo-mo/10)+1))).Truncate(time.Millisecond)
 	}
 	return a, m.Record, true
+}
+
+// drawsGray draws whether an Aim branch makes a gray rather than a hold or
+// a slow: only where the plan allows grays (a plan without them makes the
+// draws it always made), each fault the plan allows as likely.
+func (v *View) drawsGray(r *rand.Rand) bool {
+	a := v.aiming
+	if !a.Gray {
+		return false
+	}
+	n := 1
+	if a.Hold {
+		n++
+	}
+	if a.Slow && a.MaxOutage > 0 {
+		n++
+	}
+	return r.IntN(n) == 0
 }
 
 // aimGray draws the gray an Aim branch of e injects when its prefix ends
