@@ -458,13 +458,7 @@ func TestExploreAimSlow(t *testing.T) {
 		}
 		slows++
 		from, to, _ := strings.Cut(strings.TrimPrefix(s.Op.Object, "link:"), ">")
-		nodes := map[netip.Addr]string{} // a delivery's sender is its op's node
-		for _, rec := range recs {
-			if src, _, ok := strings.Cut(rec.Op.Conn, ">"); ok && rec.Op.Kind == sched.Deliver {
-				nodes[addrOf(src)] = rec.Op.Node
-			}
-		}
-		ends := func(rec sched.Record) (string, string) { return rec.Op.Node, nodes[addrOf(rec.Op.Peer)] }
+		ends := deliveryEnds(recs)
 		on := func(a, b string) bool {
 			return a != b && (from == sched.AnyNode || from == a) && (to == sched.AnyNode || to == b)
 		}
@@ -657,18 +651,13 @@ func TestExploreAimGray(t *testing.T) {
 			t.Fatal(err)
 		}
 		grays++
-		nodes := map[netip.Addr]string{} // a delivery's sender is its op's node
-		for _, rec := range recs {
-			if src, _, ok := strings.Cut(rec.Op.Conn, ">"); ok && rec.Op.Kind == sched.Deliver {
-				nodes[addrOf(src)] = rec.Op.Node
-			}
-		}
+		ends := deliveryEnds(recs)
 		end := min(g.VTime+g.Op.Delay, int64(sp.Faults.Until))
 		for _, rec := range recs[i:] {
 			if rec.Op.Kind != sched.Deliver || rec.VTime >= end {
 				continue
 			}
-			from, to := rec.Op.Node, nodes[addrOf(rec.Op.Peer)]
+			from, to := ends(rec)
 			way := m[1] == "to" && to == m[2] && from != to || m[1] == "from" && from == m[2] && to != "" && from != to
 			if way && !coverage.OfShape(rec.Data, sched.DataLen(&rec), pass) {
 				t.Fatalf("trial %d step %d: %s>%s %q at %v, during %s", r.Index, rec.Step, from, to, rec.Data, time.Duration(rec.VTime), sched.Describe(g))
@@ -687,4 +676,17 @@ func TestExploreAimGray(t *testing.T) {
 		t.Fatalf("%d aimed grays acted; two leaders found through one: %v", grays, found)
 	}
 	t.Logf("%d trials aimed grays that acted", grays)
+}
+
+// deliveryEnds names a delivery's sending and receiving nodes, from a
+// trace's records: a delivery's sender is its op's node, and each node's
+// address is the source of its deliveries.
+func deliveryEnds(recs []sched.Record) func(sched.Record) (string, string) {
+	nodes := map[netip.Addr]string{}
+	for _, rec := range recs {
+		if src, _, ok := strings.Cut(rec.Op.Conn, ">"); ok && rec.Op.Kind == sched.Deliver {
+			nodes[addrOf(src)] = rec.Op.Node
+		}
+	}
+	return func(rec sched.Record) (string, string) { return rec.Op.Node, nodes[addrOf(rec.Op.Peer)] }
 }

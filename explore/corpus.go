@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/internal/recent"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -829,7 +830,7 @@ func (v *View) aimGray(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
 		kind int
 	}
 	type pair struct{ a, b string } // a < b
-	recent := map[way]*kindWindow{}
+	windows := map[way]*recent.Window[int]{}
 	last := map[pair]int{} // the index in e.Messages of the last message between two nodes
 	seen := map[cand]bool{}
 	var cands []Message
@@ -846,20 +847,19 @@ func (v *View) aimGray(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
 		asked, answer := -1, false
 		if j, ok := last[pr]; ok {
 			q := e.Messages[j]
-			k := recent[way{q.From, false}]
-			if q.From == m.To && !k.keepalive(q.Kind) {
+			if q.From == m.To && !keepalive(windows[way{q.From, false}], q.Kind) {
 				asked, answer = j, true
 			}
 		}
 		for _, w := range []way{{m.To, true}, {m.From, false}} {
-			k := recent[w]
+			k := windows[w]
 			if k == nil {
-				k = &kindWindow{counts: map[int]int{}}
-				recent[w] = k
+				k = recent.New[int](grayWindow)
+				windows[w] = k
 			}
 			c := cand{w, m.Kind}
-			if m.Record >= end && slices.Contains(v.aiming.Nodes, w.node) && !seen[c] && len(k.last) > 0 &&
-				k.commonest() != m.Kind && answer == w.to {
+			if m.Record >= end && slices.Contains(v.aiming.Nodes, w.node) && !seen[c] && k.Len() > 0 &&
+				k.Commonest() != m.Kind && answer == w.to {
 				seen[c] = true
 				land := m.Record
 				if answer {
@@ -879,8 +879,8 @@ func (v *View) aimGray(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
 		}
 		// Counted after the candidates: the kind most of the messages
 		// before this one were.
-		recent[way{m.To, true}].add(m.Kind)
-		recent[way{m.From, false}].add(m.Kind)
+		windows[way{m.To, true}].Add(m.Kind)
+		windows[way{m.From, false}].Add(m.Kind)
 		last[pr] = i
 	}
 	if len(cands) == 0 {
@@ -901,47 +901,15 @@ func (v *View) aimGray(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
 // a gray of it lets through (faults.Gray counts as many).
 const grayWindow = 100
 
-// kindWindow counts the kinds of the last grayWindow messages one way.
-type kindWindow struct {
-	last   []int // a ring, next at i
-	i      int
-	counts map[int]int
-}
-
-func (k *kindWindow) add(kind int) {
-	if len(k.last) < grayWindow {
-		k.last = append(k.last, kind)
-	} else {
-		old := k.last[k.i]
-		if k.counts[old]--; k.counts[old] == 0 {
-			delete(k.counts, old)
-		}
-		k.last[k.i] = kind
-		k.i = (k.i + 1) % grayWindow
-	}
-	k.counts[kind]++
-}
-
 // keepaliveCount is how many of a node's last messages one way a kind
 // must be, besides the commonest, to be taken for its keepalive: one
 // request is the commonest of a node that has sent nothing else.
 const keepaliveCount = 3
 
-// keepalive reports whether kind is the one most of the window's messages
-// were, at least keepaliveCount of them.
-func (k *kindWindow) keepalive(kind int) bool {
-	return k != nil && k.counts[kind] >= keepaliveCount && k.commonest() == kind
-}
-
-// commonest is the kind counted most often; ties go to the smaller ID.
-func (k *kindWindow) commonest() int {
-	best, n := 0, -1
-	for kind, c := range k.counts {
-		if c > n || c == n && kind < best {
-			best, n = kind, c
-		}
-	}
-	return best
+// keepalive reports whether kind is the one most of w's messages were, at
+// least keepaliveCount of them.
+func keepalive(w *recent.Window[int], kind int) bool {
+	return w != nil && w.Count(kind) >= keepaliveCount && w.Commonest() == kind
 }
 
 // entry draws the entry a branch starts from, and the decision its prefix

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/internal/recent"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -43,29 +44,8 @@ const grayWindow = 100
 // messages each way, and the grays in force.
 type grayBooks struct {
 	shapes map[uint64]string // delivery op ID → its shape
-	recent map[string]*shapeWindow
+	recent map[string]*recent.Window[string]
 	grays  map[string]*grayed // grayKey → in force
-}
-
-// shapeWindow counts the shapes of the last grayWindow messages one way.
-type shapeWindow struct {
-	last   []string // a ring, next at i
-	i      int
-	counts map[string]int
-}
-
-func (w *shapeWindow) add(shape string) {
-	if len(w.last) < grayWindow {
-		w.last = append(w.last, shape)
-	} else {
-		old := w.last[w.i]
-		if w.counts[old]--; w.counts[old] == 0 {
-			delete(w.counts, old)
-		}
-		w.last[w.i] = shape
-		w.i = (w.i + 1) % grayWindow
-	}
-	w.counts[shape]++
 }
 
 // grayed is a gray in force.
@@ -93,7 +73,7 @@ func (in *Injector) grayBooks() *grayBooks {
 // startGray opens the books: the commonest kind is counted from the
 // trial's first delivery, before any gray is drawn.
 func startGray(in *Injector) {
-	in.own[Gray] = &grayBooks{shapes: map[uint64]string{}, recent: map[string]*shapeWindow{}, grays: map[string]*grayed{}}
+	in.own[Gray] = &grayBooks{shapes: map[uint64]string{}, recent: map[string]*recent.Window[string]{}, grays: map[string]*grayed{}}
 }
 
 // grayDirs are the directions of node a gray may take now: those in which
@@ -145,7 +125,7 @@ func choseGray(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 	if o.Conn != grayKey(to, node) {
 		return fmt.Errorf("faults: gray %q does not name %s", o.Conn, node)
 	}
-	var w *shapeWindow
+	var w *recent.Window[string]
 	if g != nil {
 		w = g.recent[o.Conn]
 	}
@@ -171,7 +151,7 @@ func choseGray(in *Injector, o *sched.Op, now time.Duration, _ *Effect) error {
 	if w == nil {
 		return fmt.Errorf("faults: gray of %s, which has had no message that way", o.Conn)
 	}
-	pass := commonest(w.counts)
+	pass := w.Commonest()
 	g.grays[o.Conn] = &grayed{to: to, node: node, pass: pass, end: now + time.Duration(o.Delay)}
 	// What show prints: the shape's first bytes, quoted, as a label.
 	label := short(pass)
@@ -190,18 +170,6 @@ func short(shape string) string {
 		return shape[:32] + "…"
 	}
 	return shape
-}
-
-// commonest is the shape counted most often; ties go to the smaller
-// shape, so that the choice does not depend on map order.
-func commonest(counts map[string]int) string {
-	best, n := "", -1
-	for s, c := range counts {
-		if c > n || c == n && s < best {
-			best, n = s, c
-		}
-	}
-	return best
 }
 
 // holdsGray counts each delivery once, by the first time it is ready, and
@@ -227,10 +195,10 @@ func holdsGray(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.A
 			}
 			w := g.recent[k]
 			if w == nil {
-				w = &shapeWindow{counts: map[string]int{}}
+				w = recent.New[string](grayWindow)
 				g.recent[k] = w
 			}
-			w.add(shape)
+			w.Add(shape)
 		}
 	}
 	held := false

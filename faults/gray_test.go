@@ -104,24 +104,6 @@ func TestGrayRecent(t *testing.T) {
 	}
 }
 
-// Ties go to the smaller shape: the choice does not depend on map order.
-func TestCommonest(t *testing.T) {
-	for _, tc := range []struct {
-		counts map[string]int
-		want   string
-	}{
-		{map[string]int{"b": 2, "a": 2, "c": 1}, "a"},
-		{map[string]int{"b": 3, "a": 2}, "b"},
-		{map[string]int{"x": 1}, "x"},
-	} {
-		for range 20 {
-			if got := commonest(tc.counts); got != tc.want {
-				t.Fatalf("commonest(%v) = %q, want %q", tc.counts, got, tc.want)
-			}
-		}
-	}
-}
-
 // An aimed gray (AimedGray, made by an exploring branch) is a gray of the
 // node one way that lets through the kind it had most, as a drawn one
 // does, and says what it was aimed before; it holds nothing, spending

@@ -627,6 +627,27 @@ func (c *Cluster) Reset(ctx context.Context) error {
 // of a trial's packets reach the next and a port a trial binds is free
 // again, as in a fresh namespace.
 func (c *Cluster) clearSockets() error {
+	return c.eachDiag(func(_ *Node, d *sockdiag.Sock) error {
+		conns, err := d.TCP()
+		if err != nil {
+			return fmt.Errorf("listing sockets: %w", err)
+		}
+		for _, s := range conns {
+			err := d.Destroy(s.Local, s.Remote)
+			if errors.Is(err, unix.EOPNOTSUPP) {
+				return nil // a kernel without SOCK_DESTROY: the orphans time out as before
+			}
+			if err != nil && !errors.Is(err, sockdiag.ErrNoSocket) {
+				return fmt.Errorf("closing %v>%v: %w", s.Local, s.Remote, err)
+			}
+		}
+		return nil
+	})
+}
+
+// eachDiag calls f in every node's namespace with a sock_diag socket
+// there, and joins their errors, each naming its node.
+func (c *Cluster) eachDiag(f func(n *Node, d *sockdiag.Sock) error) error {
 	var errs []error
 	for _, n := range c.nodes {
 		err := n.Do(func() error {
@@ -635,20 +656,7 @@ func (c *Cluster) clearSockets() error {
 				return err
 			}
 			defer d.Close()
-			conns, err := d.TCP()
-			if err != nil {
-				return fmt.Errorf("listing sockets: %w", err)
-			}
-			for _, s := range conns {
-				err := d.Destroy(s.Local, s.Remote)
-				if errors.Is(err, unix.EOPNOTSUPP) {
-					return nil // a kernel without SOCK_DESTROY: the orphans time out as before
-				}
-				if err != nil && !errors.Is(err, sockdiag.ErrNoSocket) {
-					return fmt.Errorf("closing %v>%v: %w", s.Local, s.Remote, err)
-				}
-			}
-			return nil
+			return f(n, d)
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
@@ -677,27 +685,20 @@ func (c *Cluster) awaitUnbound(ctx context.Context, deadline time.Time) error {
 	for {
 		own = nil
 		var left []string
-		for _, n := range c.nodes {
-			err := n.Do(func() error {
-				d, err := sockdiag.Open("")
-				if err != nil {
-					return err
-				}
-				defer d.Close()
-				bound, err := d.Bound()
-				if err != nil {
-					return fmt.Errorf("listing sockets: %w", err)
-				}
-				for _, b := range bound {
-					if !mine(b.Inode) {
-						left = append(left, n.Name+" "+b.Local.String())
-					}
-				}
-				return nil
-			})
+		err := c.eachDiag(func(n *Node, d *sockdiag.Sock) error {
+			bound, err := d.Bound()
 			if err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
+				return fmt.Errorf("listing sockets: %w", err)
 			}
+			for _, b := range bound {
+				if !mine(b.Inode) {
+					left = append(left, n.Name+" "+b.Local.String())
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if len(left) == 0 {
 			return nil
