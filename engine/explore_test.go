@@ -444,11 +444,7 @@ func TestExploreAimSlow(t *testing.T) {
 		if !strings.Contains(r.Plan, "then aim slow ") {
 			continue
 		}
-		recs := traceRecords(t, r)
-		i := slices.IndexFunc(recs, func(rec sched.Record) bool { return rec.Op.Made() })
-		if i < 0 {
-			t.Fatalf("trial %d (%s): no aimed slow in its trace", r.Index, r.Plan)
-		}
+		recs, i := aimedOp(t, r, "slow")
 		s := recs[i]
 		if s.Op.Kind != faults.Slow || s.Op.Delay <= 0 || s.Op.Pick == 0 {
 			t.Fatalf("trial %d: the aimed op %+v is no slow", r.Index, s.Op)
@@ -630,11 +626,7 @@ func TestExploreAimGray(t *testing.T) {
 		if !strings.Contains(r.Plan, "then aim gray ") {
 			continue
 		}
-		recs := traceRecords(t, r)
-		i := slices.IndexFunc(recs, func(rec sched.Record) bool { return rec.Op.Made() })
-		if i < 0 {
-			t.Fatalf("trial %d (%s): no aimed gray in its trace", r.Index, r.Plan)
-		}
+		recs, i := aimedOp(t, r, "gray")
 		g := recs[i]
 		if g.Op.Kind != faults.Gray || g.Op.Delay <= 0 {
 			t.Fatalf("trial %d: the aimed op %+v is no gray", r.Index, g.Op)
@@ -689,4 +681,16 @@ func deliveryEnds(recs []sched.Record) func(sched.Record) (string, string) {
 		}
 	}
 	return func(rec sched.Record) (string, string) { return rec.Op.Node, nodes[addrOf(rec.Op.Peer)] }
+}
+
+// aimedOp is the records of a trial an exploring branch aimed a fault in
+// (what: "slow", "gray") and the index of the fault it made.
+func aimedOp(t *testing.T, r *TrialResult, what string) ([]sched.Record, int) {
+	t.Helper()
+	recs := traceRecords(t, r)
+	i := slices.IndexFunc(recs, func(rec sched.Record) bool { return rec.Op.Made() })
+	if i < 0 {
+		t.Fatalf("trial %d (%s): no aimed %s in its trace", r.Index, r.Plan, what)
+	}
+	return recs, i
 }
