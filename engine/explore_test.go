@@ -663,6 +663,26 @@ func TestExploreAimGray(t *testing.T) {
 		if !rr.Same {
 			t.Fatalf("replay of trial %d (%s): %s", r.Index, r.Plan, rr.Diff)
 		}
+		if grays > 1 {
+			continue
+		}
+		// Two in a row: a second aimed gray, of every message from c,
+		// right after the first, replays as recorded (with the budget
+		// spent, as holding nothing).
+		two := secondMade(t, r.TracePath, filepath.Join(dir, "two.jsonl"), faults.AimedGray("c", false, "ASK", `k4 "ASK"`, 50*time.Millisecond))
+		rr, err = Replay(t.Context(), two, filepath.Join(dir, "replay-two"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := 0
+		for _, rec := range rr.Trial.Records {
+			if rec.Op.Made() {
+				made++
+			}
+		}
+		if !rr.Same || made != 2 {
+			t.Errorf("replay with two aimed grays in a row: same %v (%s), %d made", rr.Same, rr.Diff, made)
+		}
 	}
 	if grays == 0 || !found {
 		t.Fatalf("%d aimed grays acted; two leaders found through one: %v", grays, found)
