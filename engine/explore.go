@@ -73,6 +73,8 @@ func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explo
 			b.Hold = faults.AimedGray(a.To, true, a.Shape, a.Label, a.Hold)
 		case a.Gray:
 			b.Hold = faults.AimedGray(a.From, false, a.Shape, a.Label, a.Hold)
+		case a.Drop:
+			b.Hold = faults.AimedDrop(a.From, a.To, a.Shape, a.Label)
 		}
 	}
 	p.strategy = b
@@ -83,17 +85,17 @@ func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explo
 // aiming is what an exploring campaign's Aim change may do under the
 // spec's fault plan: hold one kind of message on one link when the plan
 // allows holds, slow it when it allows slow links, make one of its nodes
-// gray one way when it allows grays, within its budget, max_hold and
-// max_outage, on links with an end among its nodes; nothing otherwise
-// (the arm is off).
+// gray one way when it allows grays, lose one datagram of a kind when it
+// allows drops, within its budget, max_hold and max_outage, on links with
+// an end among its nodes; nothing otherwise (the arm is off).
 func aiming(p spec.FaultPlan) explore.Aiming {
-	hold := slices.Contains(p.Kinds, spec.FaultKind(faults.Hold))
-	slow := slices.Contains(p.Kinds, spec.FaultKind(faults.Slow))
-	gray := slices.Contains(p.Kinds, spec.FaultKind(faults.Gray))
-	if !p.Enabled() || !hold && !slow && !gray {
+	has := func(k sched.Kind) bool { return slices.Contains(p.Kinds, spec.FaultKind(k)) }
+	a := explore.Aiming{Nodes: p.Nodes, Hold: has(faults.Hold), Slow: has(faults.Slow), Gray: has(faults.Gray), Drop: has(faults.Drop),
+		MaxHold: p.MaxHold, MaxOutage: p.MaxOutage, Budget: p.Budget}
+	if !p.Enabled() || !a.Hold && !a.Slow && !a.Gray && !a.Drop {
 		return explore.Aiming{}
 	}
-	return explore.Aiming{Nodes: p.Nodes, Hold: hold, Slow: slow, Gray: gray, MaxHold: p.MaxHold, MaxOutage: p.MaxOutage, Budget: p.Budget}
+	return a
 }
 
 // trialFeatures are a trial's features as the campaign's coverage read
@@ -136,7 +138,7 @@ func keep(corpus *explore.Corpus, cc *campaignCoverage, sum *Summary, r *TrialRe
 	if corpus.Aiming.On() {
 		for _, m := range tf.msgs {
 			msgs = append(msgs, explore.Message{Record: m.Record, From: m.From, To: m.To, Kind: cc.cov.ID(m.Kind.Feature()),
-				Shape: m.Kind.Shape, Label: m.Kind.Label()})
+				Shape: m.Kind.Shape, Label: m.Kind.Label(), Datagram: m.Record < len(r.Records) && r.Records[m.Record].Op.Datagram()})
 		}
 	}
 	corpus.Add(&explore.Entry{Trial: r.Index, Seed: r.Seed, Records: r.Records, Features: ids, Novel: r.Novel, NovelAt: tf.novelAt,

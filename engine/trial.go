@@ -619,7 +619,7 @@ func (t *Trial) targets(st *tracer.State) faults.Targets {
 			tg.Conns = append(tg.Conns, faults.Conn{From: o.Node, To: t.nodeOf(addrOf(o.Peer)), Conn: o.Conn})
 		}
 		if t.drops && o.Kind == sched.Deliver && o.Syscall == tracer.DatagramSyscall {
-			tg.Datagrams = append(tg.Datagrams, faults.Datagram{ID: o.ID, From: o.Node, To: t.nodeOf(addrOf(o.Peer)), Conn: o.Conn, Msg: o.Msg})
+			tg.Datagrams = append(tg.Datagrams, faults.Datagram{ID: o.ID, From: o.Node, To: t.nodeOf(addrOf(o.Peer)), Conn: o.Conn, Msg: o.Msg, Bytes: o.Bytes})
 		}
 	}
 	return tg

@@ -73,33 +73,39 @@ type decidedFault struct {
 }
 
 // Message is one message of an entry's trial (coverage.Message): its
-// record, its link, and its kind by coverage ID, shape and label.
+// record, its link, its kind by coverage ID, shape and label, and whether
+// it was a UDP datagram (which a drop may lose).
 type Message struct {
 	Record       int
 	From, To     string
 	Kind         int
 	Shape, Label string
+	Datagram     bool
 }
 
 // Aiming is what the campaign lets the Aim change do: hold (Hold) or
 // slow (Slow) one kind of message on one link with an end among Nodes (or
-// on every link into or out of a node), or make a node among them gray
-// one way (Gray), a hold, a gray or each slowed message for up to
-// MaxHold, a slow for up to MaxOutage, while the trial's Budget of
-// injections has room. The zero Aiming (a fault plan without holds, slow
-// links or grays) turns the arm off.
+// on every link into or out of a node), make a node among them gray one
+// way (Gray), or lose one datagram of a kind on one link (Drop); a hold, a
+// gray or each slowed message for up to MaxHold, a slow for up to
+// MaxOutage, while the trial's Budget of injections has room. The zero
+// Aiming (a fault plan without holds, slow links, grays or drops) turns
+// the arm off.
 type Aiming struct {
-	Nodes            []string
-	Hold, Slow, Gray bool
-	MaxHold          time.Duration
-	MaxOutage        time.Duration
-	Budget           int
+	Nodes                  []string
+	Hold, Slow, Gray, Drop bool
+	MaxHold                time.Duration
+	MaxOutage              time.Duration
+	Budget                 int
 }
 
 // On says whether the Aim arm is on: off, it gets no trials, and the
 // other arms' odds are what they were without it.
 func (a Aiming) On() bool {
-	return (a.Hold || a.Gray || a.Slow && a.MaxOutage > 0) && a.MaxHold > 0 && a.Budget > 0 && len(a.Nodes) > 0
+	if a.Budget <= 0 || len(a.Nodes) == 0 {
+		return false
+	}
+	return a.Drop || (a.Hold || a.Gray || a.Slow && a.MaxOutage > 0) && a.MaxHold > 0
 }
 
 // AimAt is the fault an Aim plan injects: the messages of one kind (by
@@ -109,16 +115,22 @@ func (a Aiming) On() bool {
 // Gray, every message into To (From is sched.AnyNode) or out of From is
 // held for Hold but the kind that way is most of, made just before a
 // message of the kind Kind names.
+//
+// With Drop, the datagram of that kind from From to To that the parent's
+// trial delivered where the prefix ends is lost instead.
 type AimAt struct {
-	From, To     string
-	Kind         int
-	Shape, Label string
-	Hold         time.Duration
-	Slow, Gray   bool
-	While        time.Duration
+	From, To         string
+	Kind             int
+	Shape, Label     string
+	Hold             time.Duration
+	Slow, Gray, Drop bool
+	While            time.Duration
 }
 
 func (a AimAt) String() string {
+	if a.Drop {
+		return fmt.Sprintf("drop %s %s>%s", a.Label, a.From, a.To)
+	}
 	if a.Gray {
 		return fmt.Sprintf("gray %s>%s from before %s for %v", a.From, a.To, a.Label, a.Hold)
 	}
@@ -672,7 +684,7 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 	case sched.Aim:
 		room := v.aimRoom(e, len(e.decisions), fr)
 		p.Prefix = min(p.Prefix, room)
-		a, at, ok := v.aimAt(r, e, p.Prefix)
+		a, at, ok := v.aimAt(r, e, p.Prefix, room)
 		if !ok {
 			p.Change = sched.Extend
 		}
@@ -719,10 +731,13 @@ func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 // in whole ms; a slow instead of a hold where the aiming allows it; and
 // the record of the message drawn (the kind's first on its link after
 // d). None when nothing was delivered there.
-func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
+func (v *View) aimAt(r *rand.Rand, e *Entry, d, room int) (AimAt, int, bool) {
 	end := e.nrecords
 	if d < len(e.decisions) {
 		end = e.decisions[d]
+	}
+	if v.drawsDrop(r) {
+		return v.aimDrop(r, e, end, room)
 	}
 	if v.drawsGray(r) {
 		return v.aimGray(r, e, end)
@@ -782,6 +797,55 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 		a.While = (mo/10 + time.Duration(r.Int64N(int64(mo-mo/10)+1))).Truncate(time.Millisecond)
 	}
 	return a, m.Record, true
+}
+
+// drawsDrop draws whether an Aim branch loses a datagram rather than
+// holding, slowing or graying: only where the plan allows drops (a plan
+// without them makes the draws it always made), each fault the plan
+// allows as likely.
+func (v *View) drawsDrop(r *rand.Rand) bool {
+	a := v.aiming
+	if !a.Drop {
+		return false
+	}
+	n := 1
+	for _, on := range []bool{a.Hold && a.MaxHold > 0, a.Slow && a.MaxOutage > 0 && a.MaxHold > 0, a.Gray && a.MaxHold > 0} {
+		if on {
+			n++
+		}
+	}
+	return r.IntN(n) == 0
+}
+
+// aimDrop draws the datagram an Aim branch of e loses: one its trial
+// delivered after record end on a link with an end among the aiming's
+// nodes, no later than the budget's room lets the prefix run (it is lost
+// while in flight, just before that delivery), the rarer kinds the
+// likelier, each link and kind once. It returns the record it lands
+// before; none when no datagram qualifies.
+func (v *View) aimDrop(r *rand.Rand, e *Entry, end, room int) (AimAt, int, bool) {
+	type link struct {
+		from, to string
+		kind     int
+	}
+	var cands []Message
+	var weights []float64
+	seen := map[link]bool{}
+	for _, m := range e.Messages {
+		l := link{m.From, m.To, m.Kind}
+		if !m.Datagram || m.Record < end || e.before(m.Record) > room || m.From == "" || m.To == "" || m.From == m.To || seen[l] ||
+			!slices.Contains(v.aiming.Nodes, m.From) && !slices.Contains(v.aiming.Nodes, m.To) {
+			continue
+		}
+		seen[l] = true
+		cands = append(cands, m)
+		weights = append(weights, 1/float64(max(1, v.kindCount[m.Kind])))
+	}
+	if len(cands) == 0 {
+		return AimAt{}, 0, false
+	}
+	m := cands[pick(r, weights)]
+	return AimAt{From: m.From, To: m.To, Kind: m.Kind, Shape: m.Shape, Label: m.Label, Drop: true}, m.Record, true
 }
 
 // drawsGray draws whether an Aim branch makes a gray rather than a hold or

@@ -498,3 +498,67 @@ func TestPlanAimGray(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanAimDrop: where the plan allows drops, an aim may lose one
+// datagram of a kind on one link, landing just before the parent's
+// delivery of it (so that it is in flight), never a stream's message and
+// never past the budget's room; a plan with holds too draws a drop about
+// half the time.
+func TestPlanAimDrop(t *testing.T) {
+	count := func(int) int { return 1 }
+	msgs := []Message{
+		{Record: 75, From: "n1", To: "n2", Kind: 2, Shape: "YES", Label: `k2 "YES"`, Datagram: true},
+		{Record: 80, From: "n2", To: "n1", Kind: 3, Shape: "ACK", Label: `k3 "ACK"`},
+		{Record: 90, From: "n3", To: "n2", Kind: 4, Shape: "BEAT", Label: `k4 "BEAT"`, Datagram: true},
+	}
+	fr := sched.FaultReplays(func(sched.Kind) sched.FaultReplay { return sched.FaultReplay{} })
+	for _, tc := range []struct {
+		name        string
+		hold        bool
+		faultAt     int // the parent's one injection (-1: none)
+		least, most float64
+		records     []int // the records a drop may land before
+	}{
+		{"drops alone", false, -1, 1, 1, []int{75, 90}},
+		{"holds too", true, -1, 0.4, 0.6, []int{75, 90}},
+		{"the budget spent at 85", false, 85, 1, 1, []int{75}},
+	} {
+		c := New()
+		c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, Hold: tc.hold, Drop: true, MaxHold: 500 * time.Millisecond, Budget: 1}
+		c.Add(&Entry{Trial: 0, Records: records(100, tc.faultAt), Features: []int{1}, Novel: 1, NovelAt: 60, Messages: msgs}, Plan{}, count)
+		v := c.Freeze(count)
+		aims, drops := 0, 0
+		landed := map[int]bool{}
+		for seed := range int64(2000) {
+			p := v.Plan(seed, fr)
+			if p.Change != sched.Aim {
+				continue
+			}
+			aims++
+			a := p.Aim
+			if !a.Drop {
+				continue
+			}
+			drops++
+			if a.Kind == 3 || a.Hold != 0 || a.Slow || a.Gray || !strings.HasPrefix(a.String(), "drop ") {
+				t.Fatalf("%s: drop aim %+v (%s)", tc.name, a, a)
+			}
+			at := map[int]int{2: 75, 4: 90}[a.Kind]
+			if p.Prefix != at { // records(…) makes every record a decision
+				t.Fatalf("%s: a drop of %s with prefix %d, not just before its delivery at %d", tc.name, a, p.Prefix, at)
+			}
+			landed[at] = true
+		}
+		if share := float64(drops) / float64(aims); aims == 0 || share < tc.least || share > tc.most {
+			t.Errorf("%s: %d of %d aims drop, want a share in [%v, %v]", tc.name, drops, aims, tc.least, tc.most)
+		}
+		for _, rec := range tc.records {
+			if !landed[rec] {
+				t.Errorf("%s: no drop landed before record %d", tc.name, rec)
+			}
+		}
+		if len(landed) != len(tc.records) {
+			t.Errorf("%s: drops landed before %v, want only %v", tc.name, landed, tc.records)
+		}
+	}
+}

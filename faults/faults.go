@@ -205,8 +205,10 @@ type Datagram struct {
 	From, To string
 	Conn     string // "src>dst", for humans
 	// Msg is its first bytes (sched.Op.Msg), for drops of one kind
-	// (Plan.DropMatch).
-	Msg string
+	// (Plan.DropMatch), and Bytes its whole length, for an aimed drop's
+	// shape.
+	Msg   string
+	Bytes int
 }
 
 // Sock is a node's connected TCP socket, which a reset may abort.

@@ -203,6 +203,10 @@ func init() {
 		return nil
 	}, act: ActReset, needs: NeedSocks})
 	define(Drop, kindDef{possible: possibleDrop, detail: detailDrop, chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
+		if o.Made() {
+			choseAimedDrop(in, o, now, e)
+			return nil
+		}
 		in.spend(now)
 		e.Datagram = uint64(o.Delay)
 		return nil

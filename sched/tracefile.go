@@ -158,6 +158,8 @@ func Describe(r Record) string {
 		peer = "mends " + r.Op.Node
 	case r.Op.Kind == resetKind:
 		peer = "aborts " + r.Op.Conn
+	case r.Op.Kind == dropKind && r.Op.Made():
+		// An aimed drop wrote what it lost, or why nothing, into Peer.
 	case r.Op.Kind == dropKind:
 		peer = fmt.Sprintf("loses #%d %s", r.Op.Delay, r.Op.Conn)
 	case r.Op.Kind == crashKind && r.Op.Delay > 0:
