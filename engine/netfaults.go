@@ -136,13 +136,16 @@ func (t *Trial) peers(socks []tracer.Sock) map[string][]string {
 // message, or allows holds or slow links, which an exploring campaign's
 // branch may aim at one learned kind (sched.Aim; its replays need the
 // bytes too), or grays, which let a node's commonest kind through, or
-// drops of one kind (faults.drop.match). A copy of bytes the tracer
-// captures anyway: no schedule changes.
+// drops, of one kind (faults.drop.match) or, aimed, of a learned kind. A
+// copy of bytes the tracer captures anyway: no schedule changes.
 func matchBytes(sp *spec.Spec) int {
-	kinds := sp.Faults.Kinds
-	if len(sp.Faults.HoldMatch) == 0 && len(sp.Faults.DropMatch) == 0 && !slices.Contains(kinds, spec.FaultKind(faults.Hold)) &&
-		!slices.Contains(kinds, spec.FaultKind(faults.Gray)) && !slices.Contains(kinds, spec.FaultKind(faults.Slow)) {
-		return 0
+	if len(sp.Faults.HoldMatch) > 0 || len(sp.Faults.DropMatch) > 0 {
+		return faults.MatchBytes
 	}
-	return faults.MatchBytes
+	for _, k := range []sched.Kind{faults.Hold, faults.Gray, faults.Slow, faults.Drop} {
+		if slices.Contains(sp.Faults.Kinds, spec.FaultKind(k)) {
+			return faults.MatchBytes
+		}
+	}
+	return 0
 }
