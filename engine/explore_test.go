@@ -718,8 +718,9 @@ func aimedOp(t *testing.T, r *TrialResult, what string) ([]sched.Record, int) {
 // TestExploreAimDrop: where a spec allows drops (lease-drop.yaml, lease.c
 // over UDP), explore's aim may lose one datagram of a learned kind on one
 // link. Every aimed drop that acts loses a datagram of its kind on its
-// link, which is then never delivered; each such trace replays, and so
-// does one with a second aimed drop right after the first.
+// link, then or, armed, the next one sent, which is never delivered; each
+// such trace replays, and so does one with a second aimed drop right
+// after the first.
 func TestExploreAimDrop(t *testing.T) {
 	requireTrials(t)
 	sp := exploreSpec(t, "lease-drop.yaml", "lease")
@@ -729,8 +730,8 @@ func TestExploreAimDrop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lostRE := regexp.MustCompile(`^loses #(\d+), the ("[^"]*") datagram (\S+)$`)
-	drops := 0
+	lostRE := regexp.MustCompile(`^loses #(\d+), the "[^"]*" datagram \S+$`)
+	drops, armed := 0, 0
 	for _, r := range sum.Results {
 		if !strings.Contains(r.Plan, "then aim drop ") {
 			continue
@@ -740,41 +741,30 @@ func TestExploreAimDrop(t *testing.T) {
 		if d.Op.Kind != faults.Drop {
 			t.Fatalf("trial %d: the aimed op %+v is no drop", r.Index, d.Op)
 		}
-		if strings.HasPrefix(d.Op.Peer, "drops nothing") {
+		var id uint64
+		switch m := lostRE.FindStringSubmatch(d.Op.Peer); {
+		case strings.HasPrefix(d.Op.Peer, "drops nothing"):
 			continue
-		}
-		m := lostRE.FindStringSubmatch(d.Op.Peer)
-		if m == nil {
+		case m != nil:
+			id, _ = strconv.ParseUint(m[1], 10, 64)
+			checkOldestLost(t, r, recs, i, id)
+		case strings.HasPrefix(d.Op.Peer, "arms: "):
+			// The drop of the datagram it held, when one came.
+			j := slices.IndexFunc(recs[i+1:], func(rec sched.Record) bool {
+				return rec.Op.Kind == faults.Drop && !rec.Op.Made()
+			})
+			if j < 0 {
+				continue
+			}
+			id = uint64(recs[i+1+j].Op.Delay)
+			armed++
+		default:
 			t.Fatalf("trial %d: aimed drop %q says nothing of what it lost", r.Index, d.Op.Peer)
 		}
-		id, _ := strconv.ParseUint(m[1], 10, 64)
 		drops++
-		ends := deliveryEnds(recs)
-		link := strings.TrimPrefix(d.Op.Object, "link:")
-		shape := string(d.Op.Shape)
-		lost := false
-		for _, rec := range recs[:i] {
-			if rec.Op.ID == id && rec.Op.Kind == sched.Deliver {
-				t.Fatalf("trial %d: datagram #%d was delivered at step %d, before it was lost", r.Index, id, rec.Step)
-			}
-		}
-		for _, rec := range recs[i:] {
-			if rec.Op.Kind != sched.Deliver || rec.Op.ID != id {
-				continue
-			}
-			lost = true // delivered after all
-		}
-		if lost {
-			t.Fatalf("trial %d: datagram #%d delivered after %s", r.Index, id, sched.Describe(d))
-		}
-		// The lost datagram was the first of its kind on its link still
-		// in flight: the next one delivered there is of the kind or later.
-		for _, rec := range recs[i:] {
-			if rec.Op.Kind != sched.Deliver || !rec.Op.Datagram() {
-				continue
-			}
-			if from, to := ends(rec); from+">"+to == link && coverage.OfShape(rec.Data, sched.DataLen(&rec), shape) && rec.Op.ID < id {
-				t.Fatalf("trial %d: an older %s datagram #%d %s>%s was in flight and kept while #%d was lost", r.Index, m[2], rec.Op.ID, from, to, id)
+		for _, rec := range recs {
+			if rec.Op.Kind == sched.Deliver && rec.Op.ID == id {
+				t.Fatalf("trial %d: datagram #%d, which %s lost, was delivered at step %d", r.Index, id, sched.Describe(d), rec.Step)
 			}
 		}
 		rr, err := Replay(t.Context(), r.TracePath, filepath.Join(dir, fmt.Sprintf("replay-%d", r.Index)))
@@ -804,8 +794,26 @@ func TestExploreAimDrop(t *testing.T) {
 			t.Errorf("replay with two aimed drops in a row: same %v (%s), %d made", rr.Same, rr.Diff, made)
 		}
 	}
-	if drops == 0 {
-		t.Fatal("no aimed drop lost a datagram")
+	if drops == 0 || armed == 0 {
+		t.Fatalf("aimed drops that lost a datagram: %d, of them armed: %d", drops, armed)
 	}
-	t.Logf("%d trials aimed drops that lost a datagram", drops)
+	t.Logf("%d trials aimed drops that lost a datagram, %d of them armed first", drops, armed)
+}
+
+// checkOldestLost checks that the datagram #id an aimed drop (recs[i])
+// lost at once was the oldest of its kind on its link in flight: none
+// older of the kind is delivered there after it.
+func checkOldestLost(t *testing.T, r *TrialResult, recs []sched.Record, i int, id uint64) {
+	t.Helper()
+	ends := deliveryEnds(recs)
+	link := strings.TrimPrefix(recs[i].Op.Object, "link:")
+	shape := string(recs[i].Op.Shape)
+	for _, rec := range recs[i:] {
+		if rec.Op.Kind != sched.Deliver || !rec.Op.Datagram() {
+			continue
+		}
+		if from, to := ends(rec); from+">"+to == link && coverage.OfShape(rec.Data, sched.DataLen(&rec), shape) && rec.Op.ID < id {
+			t.Fatalf("trial %d: an older datagram #%d %s>%s of its kind was in flight and kept while #%d was lost", r.Index, rec.Op.ID, from, to, id)
+		}
+	}
 }

@@ -794,9 +794,10 @@ func (t *Trial) choices(st *tracer.State, now time.Duration) (choices, ready []*
 		ready = kept
 	}
 	var fs []*sched.Op
-	if t.faults != nil && (len(ready) > 0 || t.faults.Spread()) {
+	if t.faults != nil && (len(ready) > 0 || t.faults.Spread() || t.faults.Armed()) {
 		// (Not in a lull without spread: the offer's draws, and so the
-		// schedule, stay those of eager placement.)
+		// schedule, stay those of eager placement. An armed drop's datagram
+		// waits for its drop, lull or not.)
 		fs = t.faults.Offer(now, t.targets(st))
 	}
 	if len(ready) == 0 {

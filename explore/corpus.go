@@ -684,7 +684,7 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 	case sched.Aim:
 		room := v.aimRoom(e, len(e.decisions), fr)
 		p.Prefix = min(p.Prefix, room)
-		a, at, ok := v.aimAt(r, e, p.Prefix, room)
+		a, at, ok := v.aimAt(r, e, p.Prefix)
 		if !ok {
 			p.Change = sched.Extend
 		}
@@ -731,13 +731,13 @@ func (v *View) aimRoom(e *Entry, d int, fr sched.FaultReplays) int {
 // in whole ms; a slow instead of a hold where the aiming allows it; and
 // the record of the message drawn (the kind's first on its link after
 // d). None when nothing was delivered there.
-func (v *View) aimAt(r *rand.Rand, e *Entry, d, room int) (AimAt, int, bool) {
+func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	end := e.nrecords
 	if d < len(e.decisions) {
 		end = e.decisions[d]
 	}
 	if v.drawsDrop(r) {
-		return v.aimDrop(r, e, end, room)
+		return v.aimDrop(r, e, end)
 	}
 	if v.drawsGray(r) {
 		return v.aimGray(r, e, end)
@@ -819,11 +819,12 @@ func (v *View) drawsDrop(r *rand.Rand) bool {
 
 // aimDrop draws the datagram an Aim branch of e loses: one its trial
 // delivered after record end on a link with an end among the aiming's
-// nodes, no later than the budget's room lets the prefix run (it is lost
-// while in flight, just before that delivery), the rarer kinds the
-// likelier, each link and kind once. It returns the record it lands
+// nodes, the rarer kinds the likelier, each link and kind once. It is
+// lost while in flight, just before that delivery, or, where the budget's
+// room ends the prefix sooner, the drop is armed there and loses the next
+// datagram of its kind on its link. It returns the record it lands
 // before; none when no datagram qualifies.
-func (v *View) aimDrop(r *rand.Rand, e *Entry, end, room int) (AimAt, int, bool) {
+func (v *View) aimDrop(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
 	type link struct {
 		from, to string
 		kind     int
@@ -833,7 +834,7 @@ func (v *View) aimDrop(r *rand.Rand, e *Entry, end, room int) (AimAt, int, bool)
 	seen := map[link]bool{}
 	for _, m := range e.Messages {
 		l := link{m.From, m.To, m.Kind}
-		if !m.Datagram || m.Record < end || e.before(m.Record) > room || m.From == "" || m.To == "" || m.From == m.To || seen[l] ||
+		if !m.Datagram || m.Record < end || m.From == "" || m.To == "" || m.From == m.To || seen[l] ||
 			!slices.Contains(v.aiming.Nodes, m.From) && !slices.Contains(v.aiming.Nodes, m.To) {
 			continue
 		}

@@ -248,6 +248,9 @@ type Injector struct {
 	kindHolds map[string]kindHold
 	// kindSlows are the kind-aimed slows in force (KindSlow), by key.
 	kindSlows map[string]*kindSlow
+	// armed are the aimed drops waiting for a datagram of their kind
+	// (AimedDrop), by key.
+	armed map[string]*armedDrop
 	paused    map[string]time.Duration // node → end of its pause
 	skew      map[string]time.Duration // node → how far its wall clock was moved
 	drifts    map[string]bool          // nodes whose wall clocks drift
@@ -296,7 +299,7 @@ func New(plan Plan, all []string, seed int64) *Injector {
 		r:       rand.New(rand.NewPCG(uint64(seed), faultsStream)),
 		crashed: map[string]bool{}, paused: map[string]time.Duration{}, skew: map[string]time.Duration{}, drifts: map[string]bool{},
 		recov: map[string]*sched.Op{}, until: map[string]time.Duration{}, nextID: idBase, held: map[string]time.Duration{},
-		kindHolds: map[string]kindHold{}, kindSlows: map[string]*kindSlow{}, own: map[sched.Kind]any{},
+		kindHolds: map[string]kindHold{}, kindSlows: map[string]*kindSlow{}, armed: map[string]*armedDrop{}, own: map[sched.Kind]any{},
 	}
 	for _, k := range plan.Kinds {
 		if d := kindDefs[k]; d.holds != nil || d.deadline != nil {
@@ -393,7 +396,7 @@ func (in *Injector) Offer(now time.Duration, tg Targets) []*sched.Op {
 			out = append(out, in.recovery(Heal, c.name))
 		}
 	}
-	return out
+	return append(out, in.armedOffers()...)
 }
 
 // Spread reports whether injections are placed at triggers (Plan.Spread).
@@ -409,7 +412,13 @@ func (in *Injector) Spread() bool { return in.plan.Spread }
 // Recoveries too wait for ops to run beside. A nil Injector offers
 // nothing.
 func (in *Injector) InLull(offers []*sched.Op, next time.Duration, wakes bool) *sched.Op {
-	if in == nil || !in.plan.Spread {
+	if in == nil {
+		return nil
+	}
+	if o := in.armedInLull(offers); o != nil {
+		return o
+	}
+	if !in.plan.Spread {
 		return nil
 	}
 	if in.offerCorrupt != nil && slices.Contains(offers, in.offerCorrupt) {
@@ -555,6 +564,7 @@ func (in *Injector) Recover() []Effect {
 	clear(in.held)
 	clear(in.kindHolds)
 	clear(in.kindSlows)
+	clear(in.armed)
 	clear(in.own)
 	for _, n := range in.all {
 		if in.crashed[n] {
@@ -594,6 +604,9 @@ func (in *Injector) Holds(o *sched.Op, now time.Duration, nodeOf func(netip.Addr
 		return true
 	}
 	if len(in.kindSlows) > 0 && in.slowedKind(o, now, nodeOf) {
+		return true
+	}
+	if len(in.armed) > 0 && in.heldForDrop(o, nodeOf) {
 		return true
 	}
 	if len(in.own) > 0 {

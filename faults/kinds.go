@@ -207,8 +207,11 @@ func init() {
 			choseAimedDrop(in, o, now, e)
 			return nil
 		}
-		in.spend(now)
 		e.Datagram = uint64(o.Delay)
+		if in.firedArmed(o) {
+			return nil // spent when it was armed
+		}
+		in.spend(now)
 		return nil
 	}, act: ActDrop, needs: NeedDatagrams})
 	recovery := sched.FaultReplay{Recovery: true}
