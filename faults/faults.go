@@ -250,10 +250,10 @@ type Injector struct {
 	kindSlows map[string]*kindSlow
 	// armed are the aimed drops waiting for a datagram of their kind
 	// (AimedDrop), by key.
-	armed map[string]*armedDrop
-	paused    map[string]time.Duration // node → end of its pause
-	skew      map[string]time.Duration // node → how far its wall clock was moved
-	drifts    map[string]bool          // nodes whose wall clocks drift
+	armed  map[string]*armedDrop
+	paused map[string]time.Duration // node → end of its pause
+	skew   map[string]time.Duration // node → how far its wall clock was moved
+	drifts map[string]bool          // nodes whose wall clocks drift
 	// own is the state in force of the kinds that keep their own
 	// (kindDef.holds, kindDef.deadline), by kind; the quiet period clears it.
 	own   map[sched.Kind]any
