@@ -120,10 +120,27 @@ const (
 	stallKind       Kind = "stall"
 )
 
+// describeMade is what a fault an exploring branch aimed says: a
+// kind-aimed hold its kind, link and length, a kind-aimed slow its delay
+// and while ("slow messages lead>r1 of "HB" by 296ms for 801ms"); a gray
+// or a drop wrote what it did, or why nothing, into Peer.
+func describeMade(r Record) string {
+	switch {
+	case r.Op.Kind == holdKind:
+		return fmt.Sprintf("holds %s for %v", r.Op.Conn, time.Duration(r.Op.Delay))
+	case r.Op.Kind == slowKind && !strings.HasPrefix(r.Op.Peer, "slows nothing"):
+		return fmt.Sprintf("%s by %v for %v", r.Op.Conn, time.Duration(r.Op.Delay), time.Duration(r.Op.Pick))
+	}
+	return r.Op.Peer
+}
+
 // Describe is what a record says beside its op: the peer, or an
 // advance's target, a fault's target and size.
 func Describe(r Record) string {
 	peer := r.Op.Peer
+	if r.Op.Made() {
+		return describeMade(r)
+	}
 	switch {
 	case r.Op.Kind == Advance:
 		// What it ran to, and for how long the ops it held were late.
@@ -151,15 +168,10 @@ func Describe(r Record) string {
 		}
 	case r.Op.Kind == holdKind:
 		peer = fmt.Sprintf("holds %s for %v", r.Op.Conn, time.Duration(r.Op.Delay))
-	case r.Op.Kind == slowKind && r.Op.Made() && !strings.HasPrefix(peer, "slows nothing"):
-		// A kind-aimed slow: "slow messages lead>r1 of "HB" by 296ms for 801ms".
-		peer = fmt.Sprintf("%s by %v for %v", r.Op.Conn, time.Duration(r.Op.Delay), time.Duration(r.Op.Pick))
 	case r.Op.Kind == healKind && strings.ContainsAny(r.Op.Node, ">|"):
 		peer = "mends " + r.Op.Node
 	case r.Op.Kind == resetKind:
 		peer = "aborts " + r.Op.Conn
-	case r.Op.Kind == dropKind && r.Op.Made():
-		// An aimed drop wrote what it lost, or why nothing, into Peer.
 	case r.Op.Kind == dropKind:
 		peer = fmt.Sprintf("loses #%d %s", r.Op.Delay, r.Op.Conn)
 	case r.Op.Kind == crashKind && r.Op.Delay > 0:
