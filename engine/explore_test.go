@@ -396,20 +396,7 @@ func TestExploreAim(t *testing.T) {
 			// Two in a row: a second kind-aimed hold, every link into the
 			// reader, right after the first, replays as recorded (with
 			// the budget spent, as holding nothing).
-			path := secondKindHold(t, f.TracePath, filepath.Join(dir, "two.jsonl"))
-			rr, err = Replay(t.Context(), path, filepath.Join(dir, "replay-two"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			made := 0
-			for _, r := range rr.Trial.Records {
-				if r.Op.Made() {
-					made++
-				}
-			}
-			if !rr.Same || made != 2 {
-				t.Errorf("replay with two kind-aimed holds in a row: same %v (%s), %d made", rr.Same, rr.Diff, made)
-			}
+			replaysTwoInARow(t, f.TracePath, dir, "kind-aimed holds", faults.KindHold(sched.AnyNode, "reader", "VAL", `k7 "VAL"`, 50*time.Millisecond))
 			two, err := Run(t.Context(), sp, RunOptions{Trials: f.Index + 1, Seed: &seed, Strategy: Explore, Jobs: 2, OutDir: filepath.Join(dir, "jobs")})
 			if err != nil {
 				t.Fatal(err)
@@ -481,21 +468,8 @@ func TestExploreAimSlow(t *testing.T) {
 		// Two in a row: a second kind-aimed slow, of the answers on every
 		// link into the reader, right after the first, replays as
 		// recorded (with the budget spent, as slowing nothing).
-		two := secondMade(t, r.TracePath, filepath.Join(dir, "two.jsonl"),
+		replaysTwoInARow(t, r.TracePath, dir, "kind-aimed slows",
 			faults.KindSlow(sched.AnyNode, "reader", "VAL", `k7 "VAL"`, 50*time.Millisecond, 200*time.Millisecond))
-		rr, err = Replay(t.Context(), two, filepath.Join(dir, "replay-two"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		made := 0
-		for _, rec := range rr.Trial.Records {
-			if rec.Op.Made() {
-				made++
-			}
-		}
-		if !rr.Same || made != 2 {
-			t.Errorf("replay with two kind-aimed slows in a row: same %v (%s), %d made", rr.Same, rr.Diff, made)
-		}
 	}
 	if slows == 0 {
 		t.Fatal("no trial aimed a slow that slowed something")
@@ -539,12 +513,26 @@ func TestExplorePrefixesHold(t *testing.T) {
 	t.Logf("%d branches", branches)
 }
 
-// secondKindHold writes to out the trace at path with a second kind-aimed
-// hold, of the VAL answers on every link into the reader, right after its
-// first kind-aimed hold (at its step and time), and returns out.
-func secondKindHold(t *testing.T, path, out string) string {
+// replaysTwoInARow checks that the trace at path, with the made fault o
+// inserted right after its first made fault, replays as recorded: two
+// made faults in a row (the second, with the budget spent, as doing
+// nothing).
+func replaysTwoInARow(t *testing.T, path, dir, what string, o *sched.Op) {
 	t.Helper()
-	return secondMade(t, path, out, faults.KindHold(sched.AnyNode, "reader", "VAL", `k7 "VAL"`, 50*time.Millisecond))
+	two := secondMade(t, path, filepath.Join(dir, "two.jsonl"), o)
+	rr, err := Replay(t.Context(), two, filepath.Join(dir, "replay-two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := 0
+	for _, rec := range rr.Trial.Records {
+		if rec.Op.Made() {
+			made++
+		}
+	}
+	if !rr.Same || made != 2 {
+		t.Errorf("replay with two %s in a row: same %v (%s), %d made", what, rr.Same, rr.Diff, made)
+	}
 }
 
 // secondMade writes to out the trace at path with the made fault o right
@@ -669,20 +657,7 @@ func TestExploreAimGray(t *testing.T) {
 		// Two in a row: a second aimed gray, of every message from c,
 		// right after the first, replays as recorded (with the budget
 		// spent, as holding nothing).
-		two := secondMade(t, r.TracePath, filepath.Join(dir, "two.jsonl"), faults.AimedGray("c", false, "ASK", `k4 "ASK"`, 50*time.Millisecond))
-		rr, err = Replay(t.Context(), two, filepath.Join(dir, "replay-two"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		made := 0
-		for _, rec := range rr.Trial.Records {
-			if rec.Op.Made() {
-				made++
-			}
-		}
-		if !rr.Same || made != 2 {
-			t.Errorf("replay with two aimed grays in a row: same %v (%s), %d made", rr.Same, rr.Diff, made)
-		}
+		replaysTwoInARow(t, r.TracePath, dir, "aimed grays", faults.AimedGray("c", false, "ASK", `k4 "ASK"`, 50*time.Millisecond))
 	}
 	if grays == 0 || !found {
 		t.Fatalf("%d aimed grays acted; two leaders found through one: %v", grays, found)
@@ -779,20 +754,7 @@ func TestExploreAimDrop(t *testing.T) {
 		}
 		// Two in a row: a second aimed drop right after the first replays
 		// as recorded (with the budget spent, as losing nothing).
-		two := secondMade(t, r.TracePath, filepath.Join(dir, "two.jsonl"), faults.AimedDrop("lead", "r1", "HB", `k1 "HB"`))
-		rr, err = Replay(t.Context(), two, filepath.Join(dir, "replay-two"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		made := 0
-		for _, rec := range rr.Trial.Records {
-			if rec.Op.Made() {
-				made++
-			}
-		}
-		if !rr.Same || made != 2 {
-			t.Errorf("replay with two aimed drops in a row: same %v (%s), %d made", rr.Same, rr.Diff, made)
-		}
+		replaysTwoInARow(t, r.TracePath, dir, "aimed drops", faults.AimedDrop("lead", "r1", "HB", `k1 "HB"`))
 	}
 	if drops == 0 || armed == 0 {
 		t.Fatalf("aimed drops that lost a datagram: %d, of them armed: %d", drops, armed)

@@ -742,23 +742,7 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	if v.drawsGray(r) {
 		return v.aimGray(r, e, end)
 	}
-	type link struct {
-		from, to string
-		kind     int
-	}
-	var cands []Message
-	var weights []float64
-	seen := map[link]bool{}
-	for _, m := range e.Messages {
-		l := link{m.From, m.To, m.Kind}
-		if m.Record < end || m.From == "" || m.To == "" || m.From == m.To || seen[l] ||
-			!slices.Contains(v.aiming.Nodes, m.From) && !slices.Contains(v.aiming.Nodes, m.To) {
-			continue
-		}
-		seen[l] = true
-		cands = append(cands, m)
-		weights = append(weights, 1/float64(max(1, v.kindCount[m.Kind])))
-	}
+	cands, weights := v.linkKinds(e, end, false)
 	if len(cands) == 0 {
 		return AimAt{}, 0, false
 	}
@@ -799,6 +783,31 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	return a, m.Record, true
 }
 
+// linkKinds are what an aim may take from e's trial after record end:
+// the first message of each link and kind (datagrams only, with dgrams)
+// on a link with an end among the aiming's nodes, each weighed by its
+// kind's rarity (fewer trials showed it).
+func (v *View) linkKinds(e *Entry, end int, dgrams bool) ([]Message, []float64) {
+	type link struct {
+		from, to string
+		kind     int
+	}
+	var cands []Message
+	var weights []float64
+	seen := map[link]bool{}
+	for _, m := range e.Messages {
+		l := link{m.From, m.To, m.Kind}
+		if dgrams && !m.Datagram || m.Record < end || m.From == "" || m.To == "" || m.From == m.To || seen[l] ||
+			!slices.Contains(v.aiming.Nodes, m.From) && !slices.Contains(v.aiming.Nodes, m.To) {
+			continue
+		}
+		seen[l] = true
+		cands = append(cands, m)
+		weights = append(weights, 1/float64(max(1, v.kindCount[m.Kind])))
+	}
+	return cands, weights
+}
+
 // drawsDrop draws whether an Aim branch loses a datagram rather than
 // holding, slowing or graying: only where the plan allows drops (a plan
 // without them makes the draws it always made), each fault the plan
@@ -825,23 +834,7 @@ func (v *View) drawsDrop(r *rand.Rand) bool {
 // datagram of its kind on its link. It returns the record it lands
 // before; none when no datagram qualifies.
 func (v *View) aimDrop(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
-	type link struct {
-		from, to string
-		kind     int
-	}
-	var cands []Message
-	var weights []float64
-	seen := map[link]bool{}
-	for _, m := range e.Messages {
-		l := link{m.From, m.To, m.Kind}
-		if !m.Datagram || m.Record < end || m.From == "" || m.To == "" || m.From == m.To || seen[l] ||
-			!slices.Contains(v.aiming.Nodes, m.From) && !slices.Contains(v.aiming.Nodes, m.To) {
-			continue
-		}
-		seen[l] = true
-		cands = append(cands, m)
-		weights = append(weights, 1/float64(max(1, v.kindCount[m.Kind])))
-	}
+	cands, weights := v.linkKinds(e, end, true)
 	if len(cands) == 0 {
 		return AimAt{}, 0, false
 	}

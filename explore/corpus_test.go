@@ -429,7 +429,6 @@ func TestEnergies(t *testing.T) {
 // kind most of that way's earlier messages were (the gray would let it
 // through). Without grays no aim is one.
 func TestPlanAimGray(t *testing.T) {
-	count := func(int) int { return 1 }
 	m := func(rec int, from, to, kind string, id int) Message {
 		return Message{Record: rec, From: from, To: to, Kind: id, Shape: kind, Label: fmt.Sprintf("k%d %q", id, kind)}
 	}
@@ -447,7 +446,6 @@ func TestPlanAimGray(t *testing.T) {
 		m(60, "n1", "n2", "BEAT", 1),
 		m(70, "n1", "n3", "APPEND", 6),
 	}
-	fr := sched.FaultReplays(func(sched.Kind) sched.FaultReplay { return sched.FaultReplay{} })
 	const maxHold = 500 * time.Millisecond
 	for _, tc := range []struct {
 		hold, slow, gray bool
@@ -458,18 +456,11 @@ func TestPlanAimGray(t *testing.T) {
 		{true, true, true, 0.25, 0.42},
 		{true, true, false, 0, 0},
 	} {
-		c := New()
-		c.Aiming = Aiming{Nodes: []string{"n1", "n2", "n3"}, Hold: tc.hold, Slow: tc.slow, Gray: tc.gray, MaxHold: maxHold, MaxOutage: time.Second, Budget: 2}
-		c.Add(&Entry{Trial: 0, Records: records(100, -1), Features: []int{1}, Novel: 1, NovelAt: 60, Messages: msgs}, Plan{}, count)
-		v := c.Freeze(count)
-		aims, grays := 0, 0
+		plans := aimPlans(Aiming{Nodes: []string{"n1", "n2", "n3"}, Hold: tc.hold, Slow: tc.slow, Gray: tc.gray, MaxHold: maxHold, MaxOutage: time.Second, Budget: 2},
+			&Entry{Trial: 0, Records: records(100, -1), Features: []int{1}, Novel: 1, NovelAt: 60, Messages: msgs}, 3000)
+		aims, grays := len(plans), 0
 		ways := map[string]bool{}
-		for seed := range int64(3000) {
-			p := v.Plan(seed, fr)
-			if p.Change != sched.Aim {
-				continue
-			}
-			aims++
+		for _, p := range plans {
 			a := p.Aim
 			if !a.Gray {
 				continue
@@ -505,13 +496,11 @@ func TestPlanAimGray(t *testing.T) {
 // ends the prefix (it is armed there), never a stream's message; a plan
 // with holds too draws a drop about half the time.
 func TestPlanAimDrop(t *testing.T) {
-	count := func(int) int { return 1 }
 	msgs := []Message{
 		{Record: 75, From: "n1", To: "n2", Kind: 2, Shape: "YES", Label: `k2 "YES"`, Datagram: true},
 		{Record: 80, From: "n2", To: "n1", Kind: 3, Shape: "ACK", Label: `k3 "ACK"`},
 		{Record: 90, From: "n3", To: "n2", Kind: 4, Shape: "BEAT", Label: `k4 "BEAT"`, Datagram: true},
 	}
-	fr := sched.FaultReplays(func(sched.Kind) sched.FaultReplay { return sched.FaultReplay{} })
 	for _, tc := range []struct {
 		name        string
 		hold        bool
@@ -523,18 +512,11 @@ func TestPlanAimDrop(t *testing.T) {
 		{"holds too", true, -1, 0.4, 0.6, map[int]int{2: 75, 4: 90}},
 		{"the budget spent at 85", false, 85, 1, 1, map[int]int{2: 75, 4: 85}},
 	} {
-		c := New()
-		c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, Hold: tc.hold, Drop: true, MaxHold: 500 * time.Millisecond, Budget: 1}
-		c.Add(&Entry{Trial: 0, Records: records(100, tc.faultAt), Features: []int{1}, Novel: 1, NovelAt: 60, Messages: msgs}, Plan{}, count)
-		v := c.Freeze(count)
-		aims, drops := 0, 0
+		plans := aimPlans(Aiming{Nodes: []string{"n1", "n2"}, Hold: tc.hold, Drop: true, MaxHold: 500 * time.Millisecond, Budget: 1},
+			&Entry{Trial: 0, Records: records(100, tc.faultAt), Features: []int{1}, Novel: 1, NovelAt: 60, Messages: msgs}, 2000)
+		aims, drops := len(plans), 0
 		landed := map[int]bool{}
-		for seed := range int64(2000) {
-			p := v.Plan(seed, fr)
-			if p.Change != sched.Aim {
-				continue
-			}
-			aims++
+		for _, p := range plans {
 			a := p.Aim
 			if !a.Drop {
 				continue
@@ -556,4 +538,22 @@ func TestPlanAimDrop(t *testing.T) {
 			t.Errorf("%s: drops of kinds %v, want %v", tc.name, landed, tc.prefixes)
 		}
 	}
+}
+
+// aimPlans are the Aim plans of the first n seeds' trials, branching from
+// a corpus of the one entry e under aiming a.
+func aimPlans(a Aiming, e *Entry, n int64) []Plan {
+	count := func(int) int { return 1 }
+	fr := sched.FaultReplays(func(sched.Kind) sched.FaultReplay { return sched.FaultReplay{} })
+	c := New()
+	c.Aiming = a
+	c.Add(e, Plan{}, count)
+	v := c.Freeze(count)
+	var out []Plan
+	for seed := range n {
+		if p := v.Plan(seed, fr); p.Change == sched.Aim {
+			out = append(out, p)
+		}
+	}
+	return out
 }
