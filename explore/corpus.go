@@ -692,7 +692,7 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 		// on to just before that message's delivery, within the budget's
 		// room. Made where the prefix first stood, a hold shorter than the
 		// time to that delivery would end before it and hold nothing.
-		if a.Gray {
+		if a.Gray || a.Drop {
 			p.Prefix = min(room, e.before(at)) // it may land before the prefix drawn
 		} else {
 			p.Prefix = max(p.Prefix, min(room, e.before(at)))
@@ -737,7 +737,7 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 		end = e.decisions[d]
 	}
 	if v.drawsDrop(r) {
-		return v.aimDrop(r, e, end)
+		return v.aimDrop(r, e)
 	}
 	if v.drawsGray(r) {
 		return v.aimGray(r, e, end)
@@ -826,15 +826,18 @@ func (v *View) drawsDrop(r *rand.Rand) bool {
 	return r.IntN(n) == 0
 }
 
-// aimDrop draws the datagram an Aim branch of e loses: one its trial
-// delivered after record end on a link with an end among the aiming's
-// nodes, the rarer kinds the likelier, each link and kind once. It is
-// lost while in flight, just before that delivery, or, where the budget's
-// room ends the prefix sooner, the drop is armed there and loses the next
-// datagram of its kind on its link. It returns the record it lands
-// before; none when no datagram qualifies.
-func (v *View) aimDrop(r *rand.Rand, e *Entry, end int) (AimAt, int, bool) {
-	cands, weights := v.linkKinds(e, end, true)
+// aimDrop draws the datagram an Aim branch of e loses: the first of a
+// link and kind its trial delivered, on a link with an end among the
+// aiming's nodes, the rarer kinds the likelier, wherever the prefix was
+// drawn: a kind sent once (a leave, a cancel, a commit) is as likely as
+// one sent all along, though it comes before most drawn prefixes. It is
+// lost while in flight, just before that delivery (the prefix is cut
+// back to there), or, where the budget's room ends the prefix sooner,
+// the drop is armed there and loses the next datagram of its kind on its
+// link. It returns the record it lands before; none when no datagram
+// qualifies.
+func (v *View) aimDrop(r *rand.Rand, e *Entry) (AimAt, int, bool) {
+	cands, weights := v.linkKinds(e, 0, true)
 	if len(cands) == 0 {
 		return AimAt{}, 0, false
 	}

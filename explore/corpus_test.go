@@ -491,15 +491,19 @@ func TestPlanAimGray(t *testing.T) {
 }
 
 // TestPlanAimDrop: where the plan allows drops, an aim may lose one
-// datagram of a kind on one link, landing just before the parent's
-// delivery of it (so that it is in flight), or where the budget's room
-// ends the prefix (it is armed there), never a stream's message; a plan
-// with holds too draws a drop about half the time.
+// datagram of a kind on one link, each link and kind as likely wherever
+// the prefix was drawn, landing just before the parent's first delivery
+// of it (so that it is in flight), or where the budget's room ends the
+// prefix (it is armed there), never a stream's message; a plan with holds
+// too draws a drop about half the time.
 func TestPlanAimDrop(t *testing.T) {
 	msgs := []Message{
+		{Record: 30, From: "n1", To: "n2", Kind: 6, Shape: "CANCEL", Label: `k6 "CANCEL"`, Datagram: true},
 		{Record: 75, From: "n1", To: "n2", Kind: 2, Shape: "YES", Label: `k2 "YES"`, Datagram: true},
 		{Record: 80, From: "n2", To: "n1", Kind: 3, Shape: "ACK", Label: `k3 "ACK"`},
 		{Record: 90, From: "n3", To: "n2", Kind: 4, Shape: "BEAT", Label: `k4 "BEAT"`, Datagram: true},
+		{Record: 92, From: "n2", To: "n1", Kind: 5, Shape: "BYE", Label: `k5 "BYE"`, Datagram: true},
+		{Record: 95, From: "n3", To: "n2", Kind: 4, Shape: "BEAT", Label: `k4 "BEAT"`, Datagram: true},
 	}
 	for _, tc := range []struct {
 		name        string
@@ -508,14 +512,14 @@ func TestPlanAimDrop(t *testing.T) {
 		least, most float64
 		prefixes    map[int]int // kind -> the prefix a drop of it runs
 	}{
-		{"drops alone", false, -1, 1, 1, map[int]int{2: 75, 4: 90}},
-		{"holds too", true, -1, 0.4, 0.6, map[int]int{2: 75, 4: 90}},
-		{"the budget spent at 85", false, 85, 1, 1, map[int]int{2: 75, 4: 85}},
+		{"drops alone", false, -1, 1, 1, map[int]int{2: 75, 4: 90, 5: 92, 6: 30}},
+		{"holds too", true, -1, 0.4, 0.6, map[int]int{2: 75, 4: 90, 5: 92, 6: 30}},
+		{"the budget spent at 85", false, 85, 1, 1, map[int]int{2: 75, 4: 85, 5: 85, 6: 30}},
 	} {
 		plans := aimPlans(Aiming{Nodes: []string{"n1", "n2"}, Hold: tc.hold, Drop: true, MaxHold: 500 * time.Millisecond, Budget: 1},
 			&Entry{Trial: 0, Records: records(100, tc.faultAt), Features: []int{1}, Novel: 1, NovelAt: 60, Messages: msgs}, 2000)
 		aims, drops := len(plans), 0
-		landed := map[int]bool{}
+		landed := map[int]int{}
 		for _, p := range plans {
 			a := p.Aim
 			if !a.Drop {
@@ -529,13 +533,18 @@ func TestPlanAimDrop(t *testing.T) {
 			if p.Prefix != at { // records(…) makes every record a decision
 				t.Fatalf("%s: a drop of %s with prefix %d, want %d", tc.name, a, p.Prefix, at)
 			}
-			landed[a.Kind] = true
+			landed[a.Kind]++
 		}
 		if share := float64(drops) / float64(aims); aims == 0 || share < tc.least || share > tc.most {
 			t.Errorf("%s: %d of %d aims drop, want a share in [%v, %v]", tc.name, drops, aims, tc.least, tc.most)
 		}
 		if len(landed) != len(tc.prefixes) {
 			t.Errorf("%s: drops of kinds %v, want %v", tc.name, landed, tc.prefixes)
+		}
+		// Each link and kind as likely, wherever the prefix was drawn: the
+		// CANCEL, sent before most drawn prefixes, too.
+		if share := float64(landed[6]) / float64(drops); share < 0.15 || share > 0.35 {
+			t.Errorf("%s: %d of %d drops lose the CANCEL, want about a quarter", tc.name, landed[6], drops)
 		}
 	}
 }
