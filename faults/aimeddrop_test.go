@@ -85,6 +85,11 @@ func TestAimedDrop(t *testing.T) {
 	if got := in.InLull(offers, 0, false); got != drop {
 		t.Errorf("in a lull: %v, want the armed drop", got)
 	}
+	// Were the drop declined, the clock may jump to the quiet period,
+	// which lets the datagram go: no deadlock of lockstep's making.
+	if d, ok := in.Deadline(310 * ms); !ok || d != p.Until {
+		t.Errorf("deadline %v %v while a datagram waits for its drop, want the quiet period at %v", d, ok, p.Until)
+	}
 	check("the armed drop taken", chose(drop, 320*ms), 9, 1, "", "")
 	if in.Armed() || in.Holds(yes, 320*ms, nodeOf) {
 		t.Error("still armed after its drop")

@@ -667,7 +667,9 @@ func (in *Injector) Deadline(now time.Duration) (time.Duration, bool) {
 			}
 		}
 	}
-	if !in.quiet && (len(in.cuts) > 0 || len(in.crashed) > 0) {
+	if !in.quiet && (len(in.cuts) > 0 || len(in.crashed) > 0 || in.Armed()) {
+		// An armed drop's datagram waits for its drop; should the drop be
+		// declined (a branch's late change), the quiet period lets it go.
 		e.offer(in.plan.Until)
 	}
 	return e.at, e.ok
