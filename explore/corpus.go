@@ -116,8 +116,9 @@ func (a Aiming) On() bool {
 // held for Hold but the kind that way is most of, made just before a
 // message of the kind Kind names.
 //
-// With Drop, the datagram of that kind from From to To that the parent's
-// trial delivered where the prefix ends is lost instead.
+// With Drop, a datagram of that kind from From to To is lost instead: the
+// one in flight where the prefix ends (just before the parent's trial
+// first delivered one), or, armed, the next one sent.
 type AimAt struct {
 	From, To         string
 	Kind             int
