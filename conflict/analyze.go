@@ -1,6 +1,8 @@
 package conflict
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 
 	"github.com/lockstep-dev/lockstep/sched"
@@ -78,6 +80,53 @@ func (l *accesses) markAfter(seen uint32, conflicting []bool) bool {
 // it as a cause; an earlier op A of lane q happens before a later op B iff
 // B's clock has seen A's position in q, so each comparison is O(1).
 func Analyze(records []sched.Record, scheme Scheme) *Analysis {
+	return analyze(records, scheme, nil)
+}
+
+// Race is two ops of a run that conflict, A released before B: B's
+// nearest race with A's lane on an object they share, the order a
+// reversal (B before A) would change. A and B are indices in the records.
+type Race struct{ A, B int }
+
+// Races are every op's nearest races, as Analyze's pass finds them: for
+// each op B and each other lane that touched one of B's objects
+// concurrently with B, the last such op of that lane (a write, or with B
+// a write an observation too), each pair once, in the order of B.
+//
+// Races also takes two sends on one connection from two threads for a
+// race: their order is the order of their bytes on the connection (a
+// broker's threads writing to one subscriber). Analyze does not yet: what
+// the history learns decides what the "+" strategies release at once,
+// and sends it took for conflicting would no longer be.
+func Races(records []sched.Record) []Race {
+	var out []Race
+	start := 0 // where B's races begin in out: they come together
+	analyzeWith(records, DefaultScheme, true, func(a, b int) {
+		if len(out) > start && out[start].B != b {
+			// The pass visits an object's lanes in map order.
+			slices.SortFunc(out[start:], func(x, y Race) int { return cmp.Compare(x.A, y.A) })
+			start = len(out)
+		}
+		for _, r := range out[start:] {
+			if r.A == a {
+				return // B shares two objects with A (an inbox and a connection)
+			}
+		}
+		out = append(out, Race{a, b})
+	})
+	slices.SortFunc(out[start:], func(x, y Race) int { return cmp.Compare(x.A, y.A) })
+	return out
+}
+
+// analyze is Analyze's pass; race, when not nil, is told each op's
+// nearest races (Races).
+func analyze(records []sched.Record, scheme Scheme, race func(a, b int)) *Analysis {
+	return analyzeWith(records, scheme, false, race)
+}
+
+// analyzeWith is analyze, with sends touching their connection's byte
+// order when sends is set.
+func analyzeWith(records []sched.Record, scheme Scheme, sends bool, race func(a, b int)) *Analysis {
 	a := &Analysis{scheme: scheme, Records: records, Conflicting: make([]bool, len(records))}
 	byID := newOpIndex(records)
 	lanes, laneOf := laneNumbers(records)
@@ -116,13 +165,17 @@ func Analyze(records []sched.Record, scheme Scheme) *Analysis {
 			saved[i] = slab.save(vc)
 		}
 		w := !observes(op.Kind)
-		for _, obj := range objects(r, inboxOf) {
+		touched := objects(r, inboxOf)
+		if sends && op.Kind == sched.Send && op.Conn != "" {
+			touched = append(touched, sendObject(op.Conn))
+		}
+		for _, obj := range touched {
 			per := objs[obj]
 			if per == nil {
 				per = map[int]*objLane{}
 				objs[obj] = per
 			}
-			touch(per, l, vc, w, i, a.Conflicting)
+			touch(per, l, vc, w, i, a.Conflicting, race)
 		}
 	}
 	return a
@@ -245,12 +298,18 @@ type objLane struct{ w, r accesses }
 // touch marks record i (lane l, clock vc; w: it changes the object) and
 // the earlier accesses of the object's other lanes it is concurrent with
 // as conflicting, then adds i to its lane's accesses.
-func touch(per map[int]*objLane, l int, vc []uint32, w bool, i int, conflicting []bool) {
+func touch(per map[int]*objLane, l int, vc []uint32, w bool, i int, conflicting []bool, race func(a, b int)) {
 	for q, acc := range per {
 		if q == l {
 			continue // program order
 		}
 		seen := vc[q]
+		if race != nil {
+			nearest(&acc.w, seen, i, race)
+			if w {
+				nearest(&acc.r, seen, i, race)
+			}
+		}
 		if acc.w.markAfter(seen, conflicting) {
 			conflicting[i] = true
 		}
@@ -269,6 +328,14 @@ func touch(per map[int]*objLane, l int, vc []uint32, w bool, i int, conflicting 
 	}
 	list.idx = append(list.idx, vc[l])
 	list.rec = append(list.rec, i)
+}
+
+// nearest tells race the last of l's accesses that record i is
+// concurrent with (its epoch not seen), if any.
+func nearest(l *accesses, seen uint32, i int, race func(a, b int)) {
+	if n := len(l.idx); n > 0 && l.idx[n-1] > seen {
+		race(l.rec[n-1], i)
+	}
 }
 
 // objects are what an op touches. A delivery changes both its receiver's
@@ -306,6 +373,9 @@ func objects(r *sched.Record, inboxOf map[string]string) []string {
 }
 
 func finObject(conn string) string { return "fin:" + conn }
+
+// sendObject is a connection's byte order as its senders change it.
+func sendObject(conn string) string { return "send:" + conn }
 
 // finOf reports whether op closes or shuts down a connection, sending its
 // FIN down the connection after the bytes queued on it.

@@ -69,3 +69,18 @@ func BenchmarkAnalyzeMillion(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/trace")
 	b.ReportMetric(float64(s.Conflicting), "conflicting-ops")
 }
+
+// BenchmarkRacesMillion: Races over the same million ops, against
+// Analyze's pass alone (an exploring campaign names each counted trial's
+// races).
+func BenchmarkRacesMillion(b *testing.B) {
+	recs := synthetic(1_000_000)
+	b.ResetTimer()
+	n := 0
+	for range b.N {
+		n = len(Races(recs))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/trace")
+	b.ReportMetric(float64(n), "races")
+}

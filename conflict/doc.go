@@ -27,5 +27,8 @@
 // connection's lane; a recv that read the connection's end read it.
 //
 // HappensBefore answers the same order for any two ops of a run (explain
-// asks it whether the two ops of a race are causally related).
+// asks it whether the two ops of a race are causally related), and Races
+// names each op's nearest races, the pairs an exploring campaign's flips
+// reverse (two threads' sends on one connection among them, which the
+// history does not learn).
 package conflict

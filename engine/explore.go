@@ -142,10 +142,69 @@ func keep(corpus *explore.Corpus, cc *campaignCoverage, sum *Summary, r *TrialRe
 		}
 	}
 	corpus.Add(&explore.Entry{Trial: r.Index, Seed: r.Seed, Records: r.Records, Features: ids, Novel: r.Novel, NovelAt: tf.novelAt,
-		Hits: hitsOf(r), Goals: goalsOf(sum.Spec, r), Messages: msgs}, tf.plan, cc.cov.CountOf)
+		Hits: hitsOf(r), Goals: goalsOf(sum.Spec, r), Messages: msgs, Races: racesOf(r.Records)}, tf.plan, cc.cov.CountOf)
 	r.Corpus = corpus.Len()
 	sum.Coverage.Corpus = r.Corpus
 	sum.Coverage.Packed = corpus.Packed()
+}
+
+// racesOf are the races of a trial a Flip may reverse (conflict.Races),
+// their orders named by the two ops' signatures and the shapes of what
+// they sent or delivered (one helper may send every kind of message):
+// two program ops a strategy released, not faults, advances or a quiet
+// period's recoveries. Of each order, the first race and the last.
+func racesOf(recs []sched.Record) []explore.Race {
+	keys := make([]string, len(recs))
+	key := func(i int) string {
+		if keys[i] == "" {
+			r := &recs[i]
+			k := conflict.DefaultScheme.Key(r.Op.Signature())
+			if r.Op.Msg == "" && len(r.Data) > 0 && (r.Op.Kind == sched.Send || r.Op.Kind == sched.Deliver) {
+				k += " " + coverage.Shape(r.Data, int(max(r.Result, int64(len(r.Data)))))
+			}
+			keys[i] = k
+		}
+		return keys[i]
+	}
+	program := func(r *sched.Record) bool {
+		return !r.Auto && !r.Op.Kind.IsFault() && r.Op.Kind != sched.Advance
+	}
+	type order struct{ a, b string }
+	type seen struct{ first, last conflict.Race }
+	byOrder := map[order]*seen{}
+	var orders []order
+	for _, rc := range conflict.Races(recs) {
+		if !program(&recs[rc.A]) || !program(&recs[rc.B]) {
+			continue
+		}
+		o := order{key(rc.A), key(rc.B)}
+		if s := byOrder[o]; s != nil {
+			s.last = rc
+			continue
+		}
+		byOrder[o] = &seen{rc, rc}
+		orders = append(orders, o)
+	}
+	var out []explore.Race
+	for _, o := range orders {
+		s := byOrder[o]
+		for _, rc := range []conflict.Race{s.first, s.last} {
+			out = append(out, explore.Race{A: rc.A, B: rc.B, Order: o.a + "\x00" + o.b, Reverse: o.b + "\x00" + o.a,
+				OneWay: consumes(recs[rc.A].Op.Kind, recs[rc.B].Op.Kind)})
+			if s.first == s.last {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// consumes says whether an op of kind a takes in what one of kind b
+// brings (a recv or a poll a delivery, an accept a connect): had b come
+// first, a would have named it as a cause, and the two would be ordered,
+// not a race the other way round.
+func consumes(a, b sched.Kind) bool {
+	return (a == sched.Recv || a == sched.Poll) && b == sched.Deliver || a == sched.Accept && b == sched.Connect
 }
 
 // hitsOf are a trial's lines that are its campaign's symptom's.

@@ -46,6 +46,10 @@ type Entry struct {
 	// Messages are the messages its trial delivered (or sent, when lost),
 	// in record order, with their kinds: what Aim aims a hold at.
 	Messages []Message
+	// Races are its trial's races (conflict.Races), what Flip reverses;
+	// the corpus counts their orders and keeps them as races.
+	Races []Race
+	races []race
 	// decisions are the indices in Records of the ops a strategy chose
 	// (not Auto); novel is how many of them a prefix must hold to hold
 	// NovelAt's record (-1: unknown).
@@ -64,6 +68,21 @@ type Entry struct {
 	used   int64      // clock when added or last branched from
 	clock  *atomic.Int64
 }
+
+// Race is a race of a trial: the ops of records A and B conflicted, A
+// released first. Order names that order by the two ops' signatures,
+// Reverse the other (B before A). OneWay says the reverse cannot show as
+// a race: A takes in what B brings (a recv and a delivery), so with B
+// first the two are ordered.
+type Race struct {
+	A, B           int
+	Order, Reverse string
+	OneWay         bool
+}
+
+// race is a Race as an entry keeps it: its records, and its order and
+// its reversed order by the corpus's IDs of them (rev -1: one way).
+type race struct{ a, b, order, rev int32 }
 
 // decidedFault is a fault an entry's trial injected (or recovered from)
 // at its decision d.
@@ -159,7 +178,11 @@ type Counter func(id int) int
 type Corpus struct {
 	entries []*Entry
 	byTrial map[int]*Entry
-	arms    []armStats // by Arm
+	// orders names each race order the trials showed (Race.Order) by
+	// an ID; orderSeen counts the trials that showed each.
+	orders    map[string]int32
+	orderSeen []int32
+	arms      []armStats // by Arm
 	// SymptomLines is how many lines the campaign's symptom has (0:
 	// none); symptom what the trials so far say of them.
 	SymptomLines int
@@ -256,6 +279,7 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 	if e.Novel > 0 {
 		a.novel++
 	}
+	races := c.countRaces(e)
 	closer, nearer := c.closerToSymptom(e)
 	if gc, gn := c.approach(e.Goals); gc {
 		closer = true
@@ -280,6 +304,7 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 		}
 	}
 	e.nrecords = len(e.Records)
+	e.races = races
 	e.clock = &c.clock
 	e.used = c.clock.Add(1)
 	for _, a := range e.Goals {
@@ -447,6 +472,8 @@ type View struct {
 	// trials showed each kind of the entries' messages, by coverage ID.
 	aiming    Aiming
 	kindCount map[int]int
+	// orderSeen is how many trials showed each race order, by ID.
+	orderSeen []int32
 }
 
 // frontier is what a view knows of the way to a goal: the entries (by
@@ -493,6 +520,7 @@ func (c *Corpus) Freeze(count Counter) *View {
 		v.total += en
 	}
 	v.frontiers = c.frontiers(v)
+	v.orderSeen = slices.Clone(c.orderSeen)
 	v.aiming = c.Aiming
 	if v.aiming.On() {
 		v.kindCount = map[int]int{}
@@ -628,11 +656,14 @@ type Plan struct {
 	// Prefix is how many of the parent's decisions are forced.
 	Prefix int
 	Change sched.Change
-	// Wait is Late's number of decisions, Fault Drop's kind, Aim Aim's
-	// hold.
+	// Wait is Late's number of decisions (and the most a reversing Flip
+	// keeps an op back), Fault Drop's kind, Aim Aim's hold.
 	Wait  int
 	Fault sched.Kind
 	Aim   AimAt
+	// Race is the parent's race Flip reverses, by its records (A, B):
+	// the prefix ends just before A (zero: a flip of one decision).
+	Race [2]int
 }
 
 func (p Plan) String() string {
@@ -643,6 +674,10 @@ func (p Plan) String() string {
 	switch p.Change {
 	case sched.Late:
 		s += fmt.Sprintf(" %d", p.Wait)
+	case sched.Flip:
+		if p.Race != [2]int{} {
+			s += fmt.Sprintf(" record %d before %d", p.Race[1], p.Race[0])
+		}
 	case sched.Drop:
 		s += " " + p.Fault.String()
 	case sched.Aim:
@@ -667,7 +702,9 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 	}
 	e, from := v.entry(r)
 	p := Plan{Parent: e, Prefix: r.IntN(len(e.decisions) + 1)}
+	past := 0 // the first decision the change may come at
 	if from >= 0 && r.IntN(3) > 0 {
+		past = from
 		// Mostly just past what it showed first: keep it, and vary what
 		// follows it (a prefix that ran on would keep what followed too).
 		p.Prefix = from + r.IntN(1+(len(e.decisions)-from)/4)
@@ -676,6 +713,18 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 	switch p.Change {
 	case sched.Late:
 		p.Wait = 1 + r.IntN(max(8, len(e.decisions)/8))
+	case sched.Flip:
+		// Half the flips reverse a race the conflict analysis found; half
+		// release another op where the prefix was drawn, for one decision,
+		// which reaches what no race names (an op racing with a fault, an
+		// order inside a process).
+		if r.IntN(2) == 0 {
+			break
+		}
+		if rc, ok := v.pickRace(r, e, past); ok {
+			p.Prefix, p.Race = e.before(int(rc.a)), [2]int{int(rc.a), int(rc.b)}
+			p.Wait = flipWait + 2*(e.before(int(rc.b))-p.Prefix)
+		}
 	case sched.Drop:
 		k, ok := e.nextFault(p.Prefix, fr)
 		if !ok {
@@ -1046,6 +1095,15 @@ func (p Plan) Branch(then sched.Strategy, seed int64, fr sched.FaultReplays) (*s
 		end = e.decisions[p.Prefix]
 		next = &recs[end].Op
 	}
-	return &sched.Branch{Prefix: recs[:end:end], Parent: next, Change: p.Change, Wait: p.Wait, Fault: p.Fault,
-		Then: then, Seed: seed, Faults: fr}, nil
+	b := &sched.Branch{Prefix: recs[:end:end], Parent: next, Change: p.Change, Wait: p.Wait, Fault: p.Fault,
+		Then: then, Seed: seed, Faults: fr}
+	if a, z := p.Race[0], p.Race[1]; p.Change == sched.Flip && a == end && z > a && z < len(recs) {
+		b.Before = &recs[z].Op
+		for i := a + 1; i < z; i++ {
+			if b.LikeBefore(&recs[i].Op) {
+				b.Skip++
+			}
+		}
+	}
+	return b, nil
 }

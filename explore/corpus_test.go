@@ -566,3 +566,81 @@ func aimPlans(a Aiming, e *Entry, n int64) []Plan {
 	}
 	return out
 }
+
+// TestPlanFlip: half the flips reverse one of their entry's races past
+// what it showed first, the likelier the more trials kept its order and
+// the fewer reversed it; its prefix
+// ends just before the race's first op, and its branch keeps that op's
+// thread back until the op like the second that came as many ops like it
+// later. The other half, and every flip of an entry with no race,
+// release another op for one decision.
+func TestPlanFlip(t *testing.T) {
+	count := func(int) int { return 1 }
+	fr := sched.FaultReplays(func(sched.Kind) sched.FaultReplay { return sched.FaultReplay{} })
+	recs := records(100, -1)
+	for _, i := range []int{25, 40} {
+		recs[i].Op = sched.Op{ID: uint64(i + 1), LPID: "n2/0/t0", Kind: sched.Send, Site: "b", Conn: "n2>n1"}
+	}
+	invariant := Race{A: 10, B: 40, Order: "x\x00y", Reverse: "y\x00x"}
+	either := Race{A: 20, B: 30, Order: "p\x00q", Reverse: "q\x00p"}
+	oneWay := Race{A: 50, B: 55, Order: "r\x00s", Reverse: "s\x00r", OneWay: true}
+	c := New()
+	// Ten trials keep x before y; five show p before q, five q before p.
+	for i := range 10 {
+		rs := []Race{{A: 1, B: 2, Order: invariant.Order, Reverse: invariant.Reverse}}
+		rs = append(rs, Race{A: 3, B: 4, Order: []string{either.Order, either.Reverse}[i%2], Reverse: []string{either.Reverse, either.Order}[i%2]})
+		c.Add(&Entry{Trial: i, Records: records(5, -1), Races: rs}, Plan{}, count)
+	}
+	// Showed something first at record 5: every race is past it.
+	e := &Entry{Trial: 10, Records: recs, Features: []int{1}, Novel: 1, NovelAt: 5, Races: []Race{invariant, either, oneWay}}
+	if !c.Add(e, Plan{}, count) {
+		t.Fatal("the entry was not kept")
+	}
+	plain := &Entry{Trial: 11, Records: records(100, -1), Features: []int{2}, Novel: 1, NovelAt: 60}
+	c.Add(plain, Plan{}, count)
+	v := c.Freeze(count)
+	picked := map[[2]int]int{}
+	flips, oneDecision := 0, 0
+	for seed := range int64(3000) {
+		p := v.Plan(seed, fr)
+		if p.Change != sched.Flip {
+			continue
+		}
+		if p.Parent == plain {
+			if p.Race != [2]int{} {
+				t.Fatalf("a flip of an entry with no race reverses %v", p.Race)
+			}
+			continue
+		}
+		flips++
+		if p.Race == [2]int{} {
+			oneDecision++ // half the flips: another op for one decision
+			continue
+		}
+		picked[p.Race]++
+		if p.Prefix != p.Race[0] || p.Wait != flipWait+2*(p.Race[1]-p.Race[0]) { // every record a decision
+			t.Fatalf("flip of %v: prefix %d, wait %d", p.Race, p.Prefix, p.Wait)
+		}
+		b, err := p.Branch(sched.Oldest{}, 1, fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Parent == nil || b.Parent.ID != recs[p.Race[0]].Op.ID || b.Before == nil || b.Before.ID != recs[p.Race[1]].Op.ID {
+			t.Fatalf("flip of %v: branch keeps back %v until %v", p.Race, b.Parent, b.Before)
+		}
+		if p.Race == [2]int{10, 40} && b.Skip != 1 {
+			t.Errorf("flip of %v: skips %d ops like its second, want 1 (record 25)", p.Race, b.Skip)
+		}
+	}
+	total := picked[[2]int{10, 40}] + picked[[2]int{20, 30}] + picked[[2]int{50, 55}]
+	if flips == 0 || total == 0 || len(picked) != 3 {
+		t.Fatalf("%d flips reversed %v", flips, picked)
+	}
+	if share := float64(oneDecision) / float64(flips); share < 0.4 || share > 0.6 {
+		t.Errorf("%d of %d flips released another op for one decision, want about half", oneDecision, flips)
+	}
+	// Weights 12 (x before y in 11 trials, never reversed), 7/6 and 1.
+	if share := float64(picked[[2]int{10, 40}]) / float64(total); share < 0.75 || share > 0.93 {
+		t.Errorf("the invariant race reversed in %.2f of the flips (%v), want about 0.85", share, picked)
+	}
+}

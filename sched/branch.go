@@ -13,9 +13,10 @@ type Change uint8
 const (
 	// Extend changes nothing: the strategy takes over after the prefix.
 	Extend Change = iota
-	// Flip releases another op than the one the parent released there,
-	// one racing with it (the same object, another process) when one is
-	// enabled.
+	// Flip reverses a race: with Before, it keeps the thread of the
+	// parent's op there back until an op like Before is released;
+	// without, it releases another op than the parent's, one racing with
+	// it (the same object, another process) when one is enabled.
 	Flip
 	// Early takes the injection on offer at once (a fault the parent's
 	// budget had left, or the parent's next one sooner), else the delay
@@ -61,7 +62,14 @@ type Branch struct {
 	// (nil at its end): what Flip releases something else than.
 	Parent *Op
 	Change Change
-	// Wait is how many decisions Late declines injections and delays.
+	// Before is the op of the recorded run that raced with Parent and
+	// came after it: Flip keeps Parent's thread back until the Skip+1-th
+	// op like Before is released (Skip ops like it came between the two
+	// there).
+	Before *Op
+	Skip   int
+	// Wait is how many decisions Late declines injections and delays,
+	// and the most Flip keeps Parent back.
 	Wait int
 	// Fault is the kind Drop declines.
 	Fault Kind
@@ -83,6 +91,10 @@ type Branch struct {
 	branched bool
 	aimed    bool // Aim's Hold was released
 	after    int  // decisions made after the branch
+	// reversing: Flip keeps Parent's thread back, until passed ops like
+	// Before exceed Skip.
+	reversing bool
+	passed    int
 	// Diverged is the step of the prefix at which the run offered no op
 	// the trace recorded (0: the prefix replayed whole), and Why what it
 	// wanted there and what it was offered instead.
@@ -99,6 +111,7 @@ func (b *Branch) OnFork(fork func(seed int64)) { b.fork = fork }
 
 func (b *Branch) Reset(_ int64, hint int) {
 	b.recalled, b.branched, b.aimed, b.after, b.Diverged, b.Why = nil, false, false, 0, 0, ""
+	b.reversing, b.passed = false, 0
 	b.begin()
 	b.r = newRand(b.Seed ^ 0x6272616e6368) // "branch"
 	b.Then.Reset(b.Seed, hint)
@@ -194,11 +207,12 @@ func (b *Branch) Next(enabled []*Op) (int, error) {
 		return i, nil
 	}
 	b.after++
+	b.reversing = b.reversing && b.after <= b.Wait
 	keep := enabled
-	if b.declining() {
+	if b.declining() || b.reversing {
 		keep = enabled[:0:0]
 		for _, o := range enabled {
-			if !b.Declines(o) {
+			if !b.Declines(o) && !b.keepsBack(o) {
 				keep = append(keep, o)
 			}
 		}
@@ -207,6 +221,9 @@ func (b *Branch) Next(enabled []*Op) (int, error) {
 		}
 	}
 	i, err := b.Then.Next(keep)
+	if err == nil && b.reversing {
+		b.reversed(keep[i])
+	}
 	if err != nil || len(keep) == len(enabled) {
 		return i, err
 	}
@@ -223,6 +240,10 @@ func (b *Branch) Next(enabled []*Op) (int, error) {
 func (b *Branch) change(enabled []*Op) int {
 	switch b.Change {
 	case Flip:
+		if b.Before != nil && b.Parent != nil {
+			b.reversing = true
+			return -1
+		}
 		return b.flip(enabled)
 	case Aim:
 		return b.releaseAim(enabled)
@@ -273,6 +294,43 @@ func (b *Branch) flip(enabled []*Op) int {
 		}
 	}
 	return -1
+}
+
+// keepsBack says whether a reversing Flip keeps o back: an op of the
+// parent's thread (a thread has one op pending: the parent's, then what
+// follows it; the prefix was forced, so the thread has the name it had
+// in the recorded run), or for a delivery, a delivery like it (a
+// delivery's thread is its sender's, which must go on: the op that
+// races with it may wait for what that thread sends next).
+func (b *Branch) keepsBack(o *Op) bool {
+	if !b.reversing {
+		return false
+	}
+	if b.Parent.Kind == Deliver {
+		return o.Kind == Deliver && SameOnProcess(o, b.Parent)
+	}
+	return o.LPID == b.Parent.LPID
+}
+
+// LikeBefore says whether o is an op like Before: of Before's thread
+// too, where the parent's op is alike (two threads' sends through one
+// helper to one connection).
+func (b *Branch) LikeBefore(o *Op) bool {
+	return SameOnProcess(o, b.Before) && (o.LPID == b.Before.LPID || !SameOnProcess(b.Parent, b.Before))
+}
+
+// reversed notes the op released while Flip reverses its race: the race
+// is reversed once the Skip+1-th op like Before is, and given up when an
+// op of the parent's thread had to go first (nothing else was enabled).
+func (b *Branch) reversed(o *Op) {
+	switch {
+	case b.LikeBefore(o):
+		if b.passed++; b.passed > b.Skip {
+			b.reversing = false
+		}
+	case b.keepsBack(o):
+		b.reversing = false
+	}
 }
 
 // injection says whether o is a fault that starts one (not a recovery).

@@ -225,3 +225,82 @@ func TestBranchPrefixAsReplay(t *testing.T) {
 		t.Errorf("past the prefix: ready %v, done %v (%v)", br.Ready([]*Op{send}), br.Done(), err)
 	}
 }
+
+// TestBranchReverses: a Flip with Before keeps the parent's thread back
+// until the Skip+1-th op like Before is released, then lets it go; it
+// gives up when only the parent's thread is enabled or after Wait
+// decisions. Alike ops (two threads' sends through one helper) are told
+// apart by their threads.
+func TestBranchReverses(t *testing.T) {
+	ret := &Op{ID: 1, LPID: "s/0/t1", Kind: Send, Site: "w", Conn: "s>c"}
+	msg := &Op{ID: 2, LPID: "s/0/t2", Kind: Send, Site: "w", Conn: "s>c"}
+	pub := &Op{ID: 3, LPID: "s/0/t2", Kind: Recv, Site: "r", Object: "inbox:s", Conn: "p>s"}
+	other := &Op{ID: 4, LPID: "p/0/t0", Kind: Send, Site: "x", Conn: "p>s"}
+	create := &Op{ID: 5, LPID: "app/0/t3", Kind: Deliver, Site: "w", Object: "inbox:orders", Conn: "app>orders"}
+	createToo := &Op{ID: 6, LPID: "app/0/t4", Kind: Deliver, Site: "w", Object: "inbox:orders", Conn: "app>orders"}
+	pay := &Op{ID: 7, LPID: "app/0/t3", Kind: Send, Site: "w", Conn: "app>pay"}
+	confirm := &Op{ID: 8, LPID: "pay/0/t1", Kind: Deliver, Site: "v", Object: "inbox:orders", Conn: "pay>orders"}
+	for _, tc := range []struct {
+		name           string
+		parent, before *Op // ret and msg when nil
+		skip           int
+		wait           int
+		// steps are the enabled ops at each decision past the prefix;
+		// want what the branch releases at each (Then is Oldest).
+		steps [][]*Op
+		want  []*Op
+	}{
+		{
+			name:  "held until the other thread's send",
+			wait:  10,
+			steps: [][]*Op{{ret, other}, {ret, pub}, {ret, msg}, {ret}},
+			want:  []*Op{other, pub, msg, ret},
+		},
+		{
+			name:  "skip one like it",
+			skip:  1,
+			wait:  10,
+			steps: [][]*Op{{ret, msg}, {ret, msg}, {ret}},
+			want:  []*Op{msg, msg, ret},
+		},
+		{
+			name:  "nothing else enabled",
+			wait:  10,
+			steps: [][]*Op{{ret}, {ret, msg}},
+			want:  []*Op{ret, ret},
+		},
+		{
+			// A delivery's thread is its sender's: the sender goes on
+			// (its next send may be what the other op waits for), its
+			// deliveries like the parent's are kept back.
+			name:   "a delivery",
+			parent: create, before: confirm,
+			wait:  10,
+			steps: [][]*Op{{create, pay}, {create, createToo, confirm}, {create}},
+			want:  []*Op{pay, confirm, create},
+		},
+		{
+			name:  "wait runs out",
+			wait:  2,
+			steps: [][]*Op{{ret, other}, {ret, pub}, {ret, msg}},
+			want:  []*Op{other, pub, ret},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := &Branch{Parent: ret, Before: msg, Skip: tc.skip, Change: Flip, Wait: tc.wait, Then: Oldest{}}
+			if tc.parent != nil {
+				br.Parent, br.Before = tc.parent, tc.before
+			}
+			br.Reset(0, 0)
+			for d, en := range tc.steps {
+				i, err := br.Next(en)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if en[i] != tc.want[d] {
+					t.Fatalf("decision %d released %v, want %v", d, en[i], tc.want[d])
+				}
+			}
+		})
+	}
+}
