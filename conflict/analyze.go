@@ -80,7 +80,7 @@ func (l *accesses) markAfter(seen uint32, conflicting []bool) bool {
 // it as a cause; an earlier op A of lane q happens before a later op B iff
 // B's clock has seen A's position in q, so each comparison is O(1).
 func Analyze(records []sched.Record, scheme Scheme) *Analysis {
-	return analyze(records, scheme, nil)
+	return analyzeWith(records, scheme, false, nil)
 }
 
 // Race is two ops of a run that conflict, A released before B: B's
@@ -118,14 +118,9 @@ func Races(records []sched.Record) []Race {
 	return out
 }
 
-// analyze is Analyze's pass; race, when not nil, is told each op's
+// analyzeWith is Analyze's pass, with sends touching their connection's
+// byte order when sends is set; race, when not nil, is told each op's
 // nearest races (Races).
-func analyze(records []sched.Record, scheme Scheme, race func(a, b int)) *Analysis {
-	return analyzeWith(records, scheme, false, race)
-}
-
-// analyzeWith is analyze, with sends touching their connection's byte
-// order when sends is set.
 func analyzeWith(records []sched.Record, scheme Scheme, sends bool, race func(a, b int)) *Analysis {
 	a := &Analysis{scheme: scheme, Records: records, Conflicting: make([]bool, len(records))}
 	byID := newOpIndex(records)

@@ -8,9 +8,9 @@ import "math/rand/v2"
 const flipWait = 16
 
 // countRaces counts the race orders a trial showed (each once per trial)
-// and returns its races as an entry keeps them: for each order, its first
-// and its last race, the two ways a run meets it (its first exchange, and
-// the one the trial ended with).
+// and returns its races as an entry keeps them (the engine hands an
+// order's first and last race only: the two ways a run meets it, its
+// first exchange and the one the trial ended with).
 func (c *Corpus) countRaces(e *Entry) []race {
 	if len(e.Races) == 0 {
 		return nil
@@ -27,30 +27,18 @@ func (c *Corpus) countRaces(e *Entry) []race {
 		}
 		return n
 	}
-	first, last := map[int32]int{}, map[int32]int{}
-	var order []int32
-	for i, r := range e.Races {
-		o := id(r.Order)
-		if _, ok := first[o]; !ok {
-			first[o] = i
-			order = append(order, o)
-			c.orderSeen[o]++
+	counted := map[int32]bool{}
+	out := make([]race, 0, len(e.Races))
+	for _, r := range e.Races {
+		rc := race{a: int32(r.A), b: int32(r.B), order: id(r.Order), rev: -1}
+		if !counted[rc.order] {
+			counted[rc.order] = true
+			c.orderSeen[rc.order]++
 		}
-		last[o] = i
-	}
-	var out []race
-	for _, o := range order {
-		for _, i := range []int{first[o], last[o]} {
-			r := e.Races[i]
-			rc := race{a: int32(r.A), b: int32(r.B), order: o, rev: -1}
-			if !r.OneWay {
-				rc.rev = id(r.Reverse)
-			}
-			out = append(out, rc)
-			if first[o] == last[o] {
-				break
-			}
+		if !r.OneWay {
+			rc.rev = id(r.Reverse)
 		}
+		out = append(out, rc)
 	}
 	e.Races = nil // kept as races: the keys are the corpus's
 	return out
