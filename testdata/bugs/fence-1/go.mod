@@ -1,0 +1,3 @@
+module fence1
+
+go 1.22
