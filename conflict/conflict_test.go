@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/sched"
@@ -197,6 +198,68 @@ func TestSchemes(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"stack", "pid+stack:0", "pid+stack:x", "pid+stack:17", "proc+stack:0", "thread+pc", "pc+msg+kind", "+msg"} {
+		if _, err := ParseScheme(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestSchemePeerNth: "+peer" tells ops on connections to different ends
+// apart (an ephemeral port is not part of it: the kernel may pick another
+// next time), "+nth" the first ops of a signature from the steady traffic
+// after them, counted in ranges that double.
+func TestSchemePeerNth(t *testing.T) {
+	base := sched.Signature{LPID: "n/0/t1", Site: "prog+0x10", Kind: sched.Recv}
+	with := func(peer string, nth int) sched.Signature {
+		s := base
+		s.Peer, s.Nth = peer, nth
+		return s
+	}
+	for _, tc := range []struct {
+		scheme string
+		key    string
+		same   [][2]sched.Signature
+		differ [][2]sched.Signature
+	}{
+		{"proc+pc+msg", "n/0@prog+0x10 recv",
+			[][2]sched.Signature{{with("10.0.0.1:7000", 0), with("10.0.0.2:7000", 5)}}, nil},
+		{"proc+pc+msg+peer", "n/0@prog+0x10 recv @10.0.0.1:7000",
+			[][2]sched.Signature{{with("10.0.0.3:32768", 0), with("10.0.0.3:40001", 9)}},
+			[][2]sched.Signature{{with("10.0.0.1:7000", 0), with("10.0.0.2:7000", 0)}, {with("10.0.0.1:7000", 0), with("10.0.0.1:7001", 0)}}},
+		{"proc+pc+msg+nth", "n/0@prog+0x10 recv #0",
+			[][2]sched.Signature{{with("10.0.0.1:7000", 3), with("10.0.0.2:7000", 7)}, {with("", 40), with("", 400)}},
+			[][2]sched.Signature{{with("", 0), with("", 1)}, {with("", 2), with("", 3)}, {with("", 7), with("", 8)}}},
+		{"proc+pc+msg+peer+nth", "n/0@prog+0x10 recv @10.0.0.1:7000 #0", nil,
+			[][2]sched.Signature{{with("10.0.0.1:7000", 0), with("10.0.0.2:7000", 0)}, {with("10.0.0.1:7000", 0), with("10.0.0.1:7000", 1)}}},
+	} {
+		s, err := ParseScheme(tc.scheme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.String() != tc.scheme {
+			t.Errorf("%s reads back as %s", tc.scheme, s)
+		}
+		if got := s.Key(with("10.0.0.1:7000", 0)); got != tc.key {
+			t.Errorf("%s: key %q, want %q", tc.scheme, got, tc.key)
+		}
+		if got := s.CountKey(with("10.0.0.1:7000", 9)); strings.Contains(got, "#") {
+			t.Errorf("%s: the count key %q holds the count", tc.scheme, got)
+		}
+		for _, p := range tc.same {
+			if a, b := s.Key(p[0]), s.Key(p[1]); a != b {
+				t.Errorf("%s: keys %q and %q differ", tc.scheme, a, b)
+			}
+		}
+		for _, p := range tc.differ {
+			if a, b := s.Key(p[0]), s.Key(p[1]); a == b {
+				t.Errorf("%s: %v and %v share key %q", tc.scheme, p[0], p[1], a)
+			}
+		}
+	}
+	if s, _ := ParseScheme("proc+pc+nth+peer"); s.String() != "proc+pc+peer+nth" {
+		t.Errorf("proc+pc+nth+peer reads back as %s", s)
+	}
+	for _, bad := range []string{"+nth", "+peer+nth", "proc+pc+nth+nth", "nth"} {
 		if _, err := ParseScheme(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

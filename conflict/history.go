@@ -54,6 +54,14 @@ func (h *History) MayConflict(sig sched.Signature) bool {
 	return !seen || c
 }
 
+// Counts reports whether the table's keys count an op's predecessors
+// (sched.Counter).
+func (h *History) Counts() bool { return h.scheme.Counts() }
+
+// CountKey is the key an op's predecessors are counted by
+// (sched.Counter).
+func (h *History) CountKey(sig sched.Signature) string { return h.scheme.CountKey(sig) }
+
 // Len is the number of signatures in the table.
 func (h *History) Len() (seen, conflicted int) {
 	h.mu.Lock()
@@ -209,7 +217,9 @@ type Evaluation struct {
 
 // EvaluateSchemes replays trials (each a trial's records, in campaign
 // order) through a fresh history per scheme: before each trial, every op
-// is predicted from the trials before it, then the trial is learned.
+// is predicted from the trials before it, then the trial is learned. A
+// scheme that counts ("+nth") reads the counts the records carry
+// (sched.Op.Nth), which only a "+" strategy under such a scheme writes.
 func EvaluateSchemes(trials [][]sched.Record, schemes []Scheme) []Evaluation {
 	var out []Evaluation
 	analyses := make([]*Analysis, len(trials))

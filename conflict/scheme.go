@@ -3,6 +3,7 @@ package conflict
 import (
 	"fmt"
 	"hash/fnv"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -18,6 +19,8 @@ type Scheme struct {
 	frames int  // call-site frames used (1 = the return address only)
 	kind   bool // the op's kind: a send apart from the delivery of its bytes
 	msg    bool // with kind: a delivery's message shape (coverage.Shape)
+	peer   bool // the other end of the op's connection
+	nth    bool // how many ops of the signature came before it (Op.Nth)
 }
 
 // Schemes: "pc" and "pid+pc" are Morpheus's, whose logical processes
@@ -44,13 +47,36 @@ var (
 	SchemePIDPC    = Scheme{pid: true, thread: true, frames: 1}
 	SchemeProcPC   = Scheme{pid: true, frames: 1}
 	DefaultScheme  = Scheme{pid: true, frames: 1, kind: true, msg: true}
-	schemeSyntaxes = "pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K, each optionally followed by +kind or +msg"
+	schemeSyntaxes = "pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K, each optionally followed by +kind or +msg, then +peer, +nth or both"
 )
 
 // ParseScheme parses "pc", "proc+pc", "pid+pc", "proc+stack:K" or
 // "pid+stack:K" (K from 1 to 16), each optionally followed by "+kind" or
-// "+msg"; "" is the default.
+// "+msg", then by "+peer", "+nth" or both; "" is the default.
 func ParseScheme(s string) (Scheme, error) {
+	full := s
+	var peer, nth bool
+	for {
+		if b, ok := strings.CutSuffix(s, "+nth"); ok && !nth {
+			s, nth = b, true
+		} else if b, ok := strings.CutSuffix(s, "+peer"); ok && !peer {
+			s, peer = b, true
+		} else {
+			break
+		}
+	}
+	if s == "" && full != "" {
+		return Scheme{}, fmt.Errorf("signature scheme %q: unknown (want %s)", full, schemeSyntaxes)
+	}
+	sc, err := parseKind(s)
+	if err != nil {
+		return Scheme{}, err
+	}
+	sc.peer, sc.nth = peer, nth
+	return sc, nil
+}
+
+func parseKind(s string) (Scheme, error) {
 	base := s
 	var kind, msg bool
 	if b, ok := strings.CutSuffix(s, "+msg"); ok {
@@ -100,13 +126,20 @@ func (s Scheme) String() string {
 }
 
 func (s Scheme) suffix() string {
+	var out string
 	switch {
 	case s.msg:
-		return "+msg"
+		out = "+msg"
 	case s.kind:
-		return "+kind"
+		out = "+kind"
 	}
-	return ""
+	if s.peer {
+		out += "+peer"
+	}
+	if s.nth {
+		out += "+nth"
+	}
+	return out
 }
 
 func (s Scheme) baseString() string {
@@ -138,6 +171,20 @@ const MsgBytes = 256
 // several frames are joined with ';' by the tracer; a scheme uses at most
 // its own number of them.
 func (s Scheme) Key(sig sched.Signature) string {
+	key := s.CountKey(sig)
+	if s.nth {
+		key += fmt.Sprintf(" #%d", nthBucket(sig.Nth))
+	}
+	return key
+}
+
+// Counts reports whether the scheme's keys count an op's predecessors
+// (Op.Nth), which a "+" strategy must then number.
+func (s Scheme) Counts() bool { return s.nth }
+
+// CountKey is the key without the count: the ops a "+nth" scheme counts
+// alike.
+func (s Scheme) CountKey(sig sched.Signature) string {
 	site := sig.Site
 	if s.frames >= 1 {
 		parts := strings.SplitN(site, ";", s.frames+1)
@@ -163,7 +210,42 @@ func (s Scheme) Key(sig sched.Signature) string {
 	if s.msg && sig.Kind == sched.Deliver && sig.Msg != "" {
 		key += " " + shapeKey(sig.Msg, sig.Bytes)
 	}
+	if s.peer && sig.Peer != "" {
+		key += " @" + peerKey(sig.Peer)
+	}
 	return key
+}
+
+// peerKey names the other end of a connection as it stays from trial to
+// trial: its address, and its port when that is not an ephemeral one
+// (Linux's default range), which the kernel may pick otherwise next time.
+func peerKey(peer string) string {
+	ap, err := netip.ParseAddrPort(peer)
+	if err != nil {
+		return peer
+	}
+	if p := ap.Port(); p >= 32768 && p <= 60999 {
+		return ap.Addr().String()
+	}
+	return peer
+}
+
+// nthBucket counts an op's predecessors as fuzzers count an edge's hits:
+// the first three apart, then in ranges that double, so that the first
+// exchange of a kind stands apart from the steady traffic after it and a
+// long trial does not make a key per op.
+func nthBucket(n int) int {
+	switch {
+	case n < 3:
+		return n
+	case n < 8:
+		return 3
+	case n < 16:
+		return 4
+	case n < 32:
+		return 5
+	}
+	return 6
 }
 
 // shapeKey names a message's shape in a key: a hash, so that keys stay

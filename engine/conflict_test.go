@@ -91,7 +91,7 @@ func records(rs []sched.Record) string {
 // seen in a conflict; and the traces it records replay.
 func TestPlusReleasesOnlyNeverConflicted(t *testing.T) {
 	requireTrials(t)
-	for _, scheme := range []string{"proc+pc", "proc+pc+msg"} {
+	for _, scheme := range []string{"proc+pc", "proc+pc+msg", "proc+pc+msg+peer+nth"} {
 		t.Run(scheme, func(t *testing.T) {
 			sp := loadDemo(t, "demo.yaml")
 			sp.Scheduler.Conflict.Scheme = scheme

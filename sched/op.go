@@ -114,6 +114,11 @@ type Signature struct {
 	// compiled into it (Op.Caller): every Rust send may leave through one
 	// std frame.
 	Caller string `json:"-"`
+	// Peer is the other end of the op's connection (Op.Peer).
+	Peer string `json:"-"`
+	// Nth is how many ops with the op's signature the trial offered
+	// before it (Op.Nth).
+	Nth int `json:"-"`
 }
 
 func (s Signature) String() string { return s.LPID + "@" + s.Site }
@@ -198,6 +203,13 @@ type Op struct {
 	// message's shape; only while the tracer is asked for them, and never
 	// written into traces.
 	Msg string `json:"-"`
+	// Nth is how many ops of the op's signature (under the "+nth"
+	// schemes, without the count) a "+" strategy was offered in this
+	// trial before this one, in the order it first saw them: the first
+	// HELLO of a process apart from its later ones. Set by sched.Plus and
+	// written into the trace, so that the analysis of the trial keys the
+	// op as the prediction did; no part of the op's identity.
+	Nth int `json:"nth,omitempty"`
 }
 
 // ProbeObject is the Object of a fault offered for the spec's probe to
@@ -270,7 +282,7 @@ func (o *Op) IdentityObject() string {
 
 // Signature returns the op's signature under the given scheme.
 func (o *Op) Signature() Signature {
-	return Signature{LPID: o.LPID, Site: o.Site, Kind: o.Kind, Msg: o.Msg, Bytes: o.Bytes, Caller: o.Caller}
+	return Signature{LPID: o.LPID, Site: o.Site, Kind: o.Kind, Msg: o.Msg, Bytes: o.Bytes, Caller: o.Caller, Peer: o.Peer, Nth: o.Nth}
 }
 
 func (o *Op) String() string {

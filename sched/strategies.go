@@ -259,6 +259,10 @@ type Plus struct {
 	// may caches each offered op's prediction: an op is offered at many
 	// steps before it is released, and its signature does not change.
 	may map[uint64]bool
+	// With a Counter: each offered op's Nth, and how many ops of each
+	// count key the trial offered so far.
+	nth    map[uint64]int
+	counts map[string]int
 }
 
 // NewPlus wraps inner. A nil predictor predicts that everything may
@@ -282,6 +286,34 @@ func (p *Plus) Reset(seed int64, stepsHint int) {
 	p.inner.Reset(seed, stepsHint)
 	p.immediate = false
 	clear(p.may)
+	clear(p.nth)
+	clear(p.counts)
+}
+
+// number sets each offered op's Nth, counting in the order ops are first
+// offered (enabled is in ID order), so that the trial's records carry
+// the count the prediction used and the analysis keys them alike.
+func (p *Plus) number(enabled []*Op) {
+	c, ok := p.pred.(Counter)
+	if !ok || !c.Counts() {
+		return
+	}
+	if p.nth == nil {
+		p.nth, p.counts = map[uint64]int{}, map[string]int{}
+	}
+	for _, o := range enabled {
+		if o.Kind == Advance || o.Kind.IsFault() {
+			continue
+		}
+		n, seen := p.nth[o.ID]
+		if !seen {
+			k := c.CountKey(o.Signature())
+			n = p.counts[k]
+			p.counts[k] = n + 1
+			p.nth[o.ID] = n
+		}
+		o.Nth = n
+	}
 }
 
 // mayConflict: an advance or fault op races by definition with every op
@@ -305,6 +337,7 @@ func (p *Plus) mayConflict(o *Op) bool {
 func (p *Plus) LastImmediate() bool { return p.immediate }
 
 func (p *Plus) Next(enabled []*Op) (int, error) {
+	p.number(enabled)
 	if p.mode.Weight <= 0 || !p.isPOS() {
 		if i := p.atOnce(enabled); i >= 0 {
 			p.immediate = true

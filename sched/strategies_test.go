@@ -234,6 +234,50 @@ func TestPlusReleasesPredictedSafeAtOnce(t *testing.T) {
 	}
 }
 
+// countPredictor keys signatures by their count too (a "+nth" scheme):
+// the ops in safe never conflicted.
+type countPredictor map[string]bool
+
+func (p countPredictor) MayConflict(s Signature) bool {
+	return !p[fmt.Sprintf("%s#%d", s, s.Nth)]
+}
+func (countPredictor) Counts() bool                { return true }
+func (countPredictor) CountKey(s Signature) string { return s.String() }
+
+// TestPlusNumbersOps: under a scheme that counts, Plus numbers each op
+// the first time it is offered, among the ops of its count key, keeps
+// the number while the op waits (and on the op, for its record), and
+// starts again with each trial; the first B may conflict, later ones not.
+func TestPlusNumbersOps(t *testing.T) {
+	pred := countPredictor{"B@b#1": true, "B@b#2": true}
+	s, err := New("pos+", Params{Predictor: pred})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for trial := int64(1); trial <= 2; trial++ {
+		s.Reset(trial, 0)
+		b1, a := &Op{ID: 1, LPID: "B", Site: "b"}, &Op{ID: 2, LPID: "A", Site: "a"}
+		i, _ := s.Next([]*Op{b1, a})
+		if s.(*Plus).LastImmediate() {
+			t.Fatalf("trial %d: the first B (may conflict) released at once", trial)
+		}
+		if b1.Nth != 0 || a.Nth != 0 {
+			t.Fatalf("trial %d: first ops numbered %d and %d", trial, b1.Nth, a.Nth)
+		}
+		left := []*Op{b1, a}
+		left = append(left[:i], left[i+1:]...)
+		b2 := &Op{ID: 3, LPID: "B", Site: "b"}
+		again := &Op{ID: left[0].ID, LPID: left[0].LPID, Site: left[0].Site} // offered anew
+		i, _ = s.Next([]*Op{again, b2})
+		if again.Nth != 0 || b2.Nth != 1 {
+			t.Fatalf("trial %d: numbered %d (seen before) and %d (the second B)", trial, again.Nth, b2.Nth)
+		}
+		if !s.(*Plus).LastImmediate() || i != 1 {
+			t.Fatalf("trial %d: the second B (never conflicted) not released at once: %d", trial, i)
+		}
+	}
+}
+
 // TestPlusKeepsFaultsPlace: ops that never conflict, released at once
 // beside a fault, leave the fault where POS puts it: after the same ops.
 func TestPlusKeepsFaultsPlace(t *testing.T) {

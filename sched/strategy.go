@@ -40,3 +40,11 @@ type Awaiter interface {
 type Predictor interface {
 	MayConflict(Signature) bool
 }
+
+// Counter is a Predictor whose keys count how many ops of a signature a
+// trial offered before an op (Op.Nth, the "+nth" schemes). CountKey is
+// what the count is by: the key without the count.
+type Counter interface {
+	Counts() bool
+	CountKey(Signature) string
+}

@@ -119,8 +119,9 @@ func TestShardedCampaignEqualsOneProcess(t *testing.T) {
 func TestShardedPlusHistory(t *testing.T) {
 	sp := demo(t)
 	// The table is rebuilt below from the traces, which do not keep the
-	// messages' bytes a "+msg" key names: compare under "+kind".
-	sp.Scheduler.Conflict.Scheme = "proc+pc+kind"
+	// messages' bytes a "+msg" key names: compare under "+kind". They do
+	// keep the counts a "+nth" key names (sched.Op.Nth).
+	sp.Scheduler.Conflict.Scheme = "proc+pc+kind+peer+nth"
 	seed := int64(1)
 	opts := engine.RunOptions{Trials: 18, Strategy: "pos+", Seed: &seed, TraceAll: true}
 	one := opts
