@@ -38,15 +38,23 @@ type Scheme struct {
 // compiled into the program, as Rust's std is, the program's own frame
 // above it) and "+msg" also a delivery's message shape, the same masking
 // of values that names message kinds for exploration (package coverage).
-// DefaultScheme is "proc+pc+msg": on the bug suite it released 23-62 % of
-// the ops at once where "proc+pc" released 4-36 %, and POS+ with it found
-// the bugs 1.08 times as often as POS (geometric mean; "proc+pc" 0.93;
-// bench/results/conflict-2026-12-02.md).
+// "proc+pc+msg" released 23-62 % of the suite's ops at once where
+// "proc+pc" released 4-36 % (bench/results/conflict-2026-12-02.md).
+//
+// Still, an op held because its key once conflicted is often one of many
+// alike that never do: a node's first HELLO races with a peer's start,
+// its later ones with nothing, and a recv from one peer races where one
+// from another does not. "+peer" adds the connection's other end and
+// "+nth" how many ops of the key came before in the trial, in ranges
+// that double as fuzzers count edge hits. DefaultScheme is
+// "proc+pc+msg+peer+nth": over sixteen order bugs at 1,000 trials and
+// three seeds POS+ with it found them 1.33 times as often as POS, with
+// "proc+pc+msg" 1.26 (bench/results/conflict-peer-nth-2026-12-05.md).
 var (
 	SchemePC       = Scheme{frames: 1}
 	SchemePIDPC    = Scheme{pid: true, thread: true, frames: 1}
 	SchemeProcPC   = Scheme{pid: true, frames: 1}
-	DefaultScheme  = Scheme{pid: true, frames: 1, kind: true, msg: true}
+	DefaultScheme  = Scheme{pid: true, frames: 1, kind: true, msg: true, peer: true, nth: true}
 	schemeSyntaxes = "pc, proc+pc, pid+pc, proc+stack:K or pid+stack:K, each optionally followed by +kind or +msg, then +peer, +nth or both"
 )
 
@@ -72,7 +80,7 @@ func ParseScheme(s string) (Scheme, error) {
 	if err != nil {
 		return Scheme{}, err
 	}
-	sc.peer, sc.nth = peer, nth
+	sc.peer, sc.nth = sc.peer || peer, sc.nth || nth
 	return sc, nil
 }
 

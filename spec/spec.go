@@ -217,7 +217,7 @@ func setDefaults(s *Spec) {
 	s.Network.Subnet = DefaultSubnet
 	s.Scheduler.Strategy = "pos"
 	s.Scheduler.Seed = 1
-	s.Scheduler.Conflict.Scheme = "proc+pc+msg" // conflict.DefaultScheme
+	s.Scheduler.Conflict.Scheme = "proc+pc+msg+peer+nth" // conflict.DefaultScheme
 	s.Scheduler.Conflict.Mode = "skip"
 	s.Trials = 100
 	s.Limits.VirtualTime = 10 * time.Minute

@@ -40,9 +40,9 @@ func TestConflictFlags(t *testing.T) {
 		scheme     string  // the scheme after the flags
 		errContain string  // for a refused value
 	}{
-		{args: nil, mode: "skip", scheme: "proc+pc+msg"},
-		{args: []string{"--conflict-weight", "10"}, mode: "weight", weight: 10, scheme: "proc+pc+msg"},
-		{args: []string{"--conflict-weight=0.5"}, mode: "weight", weight: 0.5, scheme: "proc+pc+msg"},
+		{args: nil, mode: "skip", scheme: "proc+pc+msg+peer+nth"},
+		{args: []string{"--conflict-weight", "10"}, mode: "weight", weight: 10, scheme: "proc+pc+msg+peer+nth"},
+		{args: []string{"--conflict-weight=0.5"}, mode: "weight", weight: 0.5, scheme: "proc+pc+msg+peer+nth"},
 		{args: []string{"--conflict-weight", "1e6", "--scheme", "proc+pc"}, mode: "weight", weight: 1e6, scheme: "proc+pc"},
 		{args: []string{"--scheme", "pid+stack:4+kind"}, mode: "skip", scheme: "pid+stack:4+kind"},
 		{args: []string{"--conflict-weight", "0"}, errContain: "--conflict-weight: must be positive and at most 1e+06, got 0"},
