@@ -205,6 +205,22 @@ func TestSchemes(t *testing.T) {
 	}
 }
 
+// checkKeys checks that the pairs in same share a key under s and the
+// pairs in differ do not.
+func checkKeys(t *testing.T, name string, s Scheme, same, differ [][2]sched.Signature) {
+	t.Helper()
+	for _, p := range same {
+		if a, b := s.Key(p[0]), s.Key(p[1]); a != b {
+			t.Errorf("%s: keys %q and %q differ", name, a, b)
+		}
+	}
+	for _, p := range differ {
+		if a, b := s.Key(p[0]), s.Key(p[1]); a == b {
+			t.Errorf("%s: %v and %v share key %q", name, p[0], p[1], a)
+		}
+	}
+}
+
 // TestSchemePeerNth: "+peer" tells ops on connections to different ends
 // apart (an ephemeral port is not part of it: the kernel may pick another
 // next time), "+nth" the first ops of a signature from the steady traffic
@@ -246,16 +262,7 @@ func TestSchemePeerNth(t *testing.T) {
 		if got := s.CountKey(with("10.0.0.1:7000", 9)); strings.Contains(got, "#") {
 			t.Errorf("%s: the count key %q holds the count", tc.scheme, got)
 		}
-		for _, p := range tc.same {
-			if a, b := s.Key(p[0]), s.Key(p[1]); a != b {
-				t.Errorf("%s: keys %q and %q differ", tc.scheme, a, b)
-			}
-		}
-		for _, p := range tc.differ {
-			if a, b := s.Key(p[0]), s.Key(p[1]); a == b {
-				t.Errorf("%s: %v and %v share key %q", tc.scheme, p[0], p[1], a)
-			}
-		}
+		checkKeys(t, tc.scheme, s, tc.same, tc.differ)
 	}
 	if s, _ := ParseScheme("proc+pc+nth+peer"); s.String() != "proc+pc+peer+nth" {
 		t.Errorf("proc+pc+nth+peer reads back as %s", s)
@@ -299,16 +306,7 @@ func TestSchemeKinds(t *testing.T) {
 		if s.String() != tc.scheme {
 			t.Errorf("%s reads back as %s", tc.scheme, s)
 		}
-		for _, p := range tc.same {
-			if a, b := s.Key(p[0]), s.Key(p[1]); a != b {
-				t.Errorf("%s: keys %q and %q differ", tc.scheme, a, b)
-			}
-		}
-		for _, p := range tc.differ {
-			if a, b := s.Key(p[0]), s.Key(p[1]); a == b {
-				t.Errorf("%s: %v and %v share key %q", tc.scheme, p[0], p[1], a)
-			}
-		}
+		checkKeys(t, tc.scheme, s, tc.same, tc.differ)
 	}
 }
 
