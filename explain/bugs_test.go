@@ -49,6 +49,8 @@ var triggering = map[string][][]string{
 	"refresh-1":   {{"TOKENS", "401"}},
 	"quorum-1":    {{"YES ", "TX "}, {"PREPARE ", "BAL"}},
 	"fence-1":     {{"APPEND ", "END "}},
+	"snap-1":      {{"SNAP ", "APPEND "}},
+	"stock-1":     {{"UPDATE ", "ORDER "}},
 }
 
 // raceText is what a race names, for matching: the ops and their
@@ -122,8 +124,9 @@ func row(bug string, ok bool, ex *Explanation, took time.Duration, which string)
 
 // TestExplainBugSuite explains the first failing trace (POS, seed 1) of
 // every bug in testdata/bugs and compares the named races with the table
-// above: at least 90 % of the bugs must match (27 of 29; gproc-1 is the
-// known miss, docs/results.md). It runs hundreds of trials, so it runs
+// above: at least 90 % of the bugs must match (28 of 31; gproc-1 and
+// snap-1, whose seed-1 trace holds a burst of checkpoints, are the known
+// misses, docs/results.md). It runs hundreds of trials, so it runs
 // only with LOCKSTEP_EXPLAIN_BUGS=1 (or a comma-separated list of bugs,
 // which explains only those and checks that each matches).
 func TestExplainBugSuite(t *testing.T) {
