@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/conflict"
@@ -139,4 +141,66 @@ func TestPlusReleasesOnlyNeverConflicted(t *testing.T) {
 			t.Logf("%d ops released at once in %d trials; trial %d replayed", immediate, len(sum.Results), last.Index)
 		})
 	}
+}
+
+// Explore+ branches and draws with POS+: past a branch's prefix, and in
+// its fresh draws, it releases at once only ops the history (of earlier
+// generations) knew never to conflict, numbered from the trial's start;
+// the campaign is the same with two jobs; and a branch's trace replays.
+func TestExplorePlusReleasesOnlyNeverConflicted(t *testing.T) {
+	requireTrials(t)
+	sp := loadDemo(t, "demo.yaml")
+	sc, err := conflict.ParseScheme(sp.Scheduler.Conflict.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := int64(3)
+	var plans [2][]string
+	var sum *Summary
+	for jobs := 1; jobs <= 2; jobs++ {
+		sum, err = Run(context.Background(), sp, RunOptions{Trials: 4 * historyBatch, Strategy: "explore+", Seed: &seed, Jobs: jobs, OutDir: t.TempDir(), TraceAll: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range sum.Results {
+			plans[jobs-1] = append(plans[jobs-1], r.Plan)
+		}
+	}
+	if !slices.Equal(plans[0], plans[1]) {
+		t.Errorf("plans differ with two jobs:\n%q\n%q", plans[0], plans[1])
+	}
+	hist := conflict.NewHistory(sc)
+	immediate, branched := 0, 0
+	var branch *TrialResult
+	for i, r := range sum.Results {
+		if i > 0 && i%historyBatch == 0 {
+			for _, p := range sum.Results[i-historyBatch : i] {
+				hist.Update(conflict.Analyze(p.Records, sc))
+			}
+		}
+		if strings.HasPrefix(r.Plan, "trial ") {
+			branched++
+			branch = r
+		}
+		for _, rec := range r.Records {
+			if !rec.Immediate {
+				continue
+			}
+			immediate++
+			if hist.MayConflict(rec.Op.Signature()) {
+				t.Errorf("trial %d (%s) step %d: %s released at once, but its signature %q was not known never to conflict", i, r.Plan, rec.Step, rec.Op.String(), sc.Key(rec.Op.Signature()))
+			}
+		}
+	}
+	if immediate == 0 || branch == nil {
+		t.Fatalf("%d ops released at once and %d branches in %d trials", immediate, branched, len(sum.Results))
+	}
+	rr, err := Replay(context.Background(), branch.TracePath, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rr.Same {
+		t.Fatalf("trial %d's trace (%s) replays differently: %s", branch.Index, branch.Plan, rr.Diff)
+	}
+	t.Logf("%d ops released at once in %d trials, %d of them branches; trial %d (%s) replayed", immediate, len(sum.Results), branched, branch.Index, branch.Plan)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/coverage"
@@ -15,8 +16,23 @@ import (
 
 // Explore is the strategy name of an exploring campaign: POS underneath,
 // with a corpus of the trials that showed new features to branch from
-// (package explore).
+// (package explore). Explore+ ("explore+") has POS+ underneath: fresh
+// draws, and every choice a branch leaves to its strategy, release at once
+// what the conflict history learned never conflicts.
 const Explore = "explore"
+
+// exploring says whether name is an exploring campaign's strategy, and
+// the strategy its fresh draws and branches use.
+func exploring(name string) (bool, string) {
+	base, plus := strings.CutSuffix(name, "+")
+	if base != Explore {
+		return false, ""
+	}
+	if plus {
+		return true, "pos+"
+	}
+	return true, "pos"
+}
 
 // learned is what a generation of trials sees of the campaign's earlier
 // generations: the conflict history's predictions ("+" strategies) and
@@ -45,12 +61,13 @@ func learnFrom(hist *conflict.History, corpus *explore.Corpus, cc *campaignCover
 // so that its prefix replays) while the strategy after the branch takes
 // the trial's own. It returns the explore plan (zero otherwise).
 func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explore.Plan, error) {
-	if name != Explore {
+	ok, under := exploring(name)
+	if !ok {
 		s, err := newStrategy(sp, name, l.pred)
 		p.strategy = s
 		return explore.Plan{}, err
 	}
-	pos, err := newStrategy(sp, "pos", nil)
+	pos, err := newStrategy(sp, under, l.pred)
 	if err != nil {
 		return explore.Plan{}, err
 	}

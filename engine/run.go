@@ -201,8 +201,7 @@ func (c *campaign) learners() error {
 	if c.histPath = c.opts.History; c.histPath == "" {
 		c.histPath = c.sp.Scheduler.Conflict.History
 	}
-	switch {
-	case c.opts.Native:
+	if c.opts.Native {
 		c.strategy = "native"
 		if c.opts.NativeLimit <= 0 {
 			// The spec's own wall-clock guard: a fixed 5 s called every
@@ -210,7 +209,8 @@ func (c *campaign) learners() error {
 			c.opts.NativeLimit = c.sp.Limits.RealTime
 		}
 		return nil
-	case c.strategy == Explore:
+	}
+	if ok, _ := exploring(c.strategy); ok {
 		// Each generation of trials branches from the corpus as the
 		// previous generations left it (see learnFrom).
 		c.corpus = explore.New()
@@ -219,9 +219,7 @@ func (c *campaign) learners() error {
 		}
 		c.corpus.Aiming = aiming(c.sp.Faults)
 		c.corpus.SymptomLines = len(c.opts.Symptom.TemplatesOrNil())
-		return nil
-	}
-	if _, err := newStrategy(c.sp, c.strategy, nil); err != nil {
+	} else if _, err := newStrategy(c.sp, c.strategy, nil); err != nil {
 		return err
 	}
 	if !strings.HasSuffix(c.strategy, "+") {

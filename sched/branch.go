@@ -90,7 +90,9 @@ type Branch struct {
 	recalled *Op
 	branched bool
 	aimed    bool // Aim's Hold was released
-	after    int  // decisions made after the branch
+	// delegated: Then made the last decision (LastImmediate is its).
+	delegated bool
+	after     int // decisions made after the branch
 	// reversing: Flip keeps Parent's thread back, until passed ops like
 	// Before exceed Skip.
 	reversing bool
@@ -140,6 +142,13 @@ func (b *Branch) forcing() bool {
 	return b.prefix != nil
 }
 
+// LastImmediate reports whether Then made the last decision and released
+// its op at once (a "+" strategy's own, past the prefix and the change).
+func (b *Branch) LastImmediate() bool {
+	im, ok := b.Then.(interface{ LastImmediate() bool })
+	return b.delegated && ok && im.LastImmediate()
+}
+
 // Recalled is the record the last Next forced (Recaller): a probe-aimed
 // fault of the prefix is aimed with its recorded answer. Nil past the
 // prefix.
@@ -182,7 +191,10 @@ func (b *Branch) aim() []*Op {
 }
 
 func (b *Branch) Next(enabled []*Op) (int, error) {
-	b.recalled = nil
+	b.recalled, b.delegated = nil, false
+	if n, ok := b.Then.(Numberer); ok {
+		n.Number(enabled)
+	}
 	if b.forcing() {
 		i, err := b.prefix.Next(enabled)
 		if err == nil {
@@ -221,6 +233,7 @@ func (b *Branch) Next(enabled []*Op) (int, error) {
 		}
 	}
 	i, err := b.Then.Next(keep)
+	b.delegated = err == nil
 	if err == nil && b.reversing {
 		b.reversed(keep[i])
 	}

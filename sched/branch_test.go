@@ -304,3 +304,51 @@ func TestBranchReverses(t *testing.T) {
 		})
 	}
 }
+
+// TestBranchNumbersFromTheStart: under a "+" strategy that counts (the
+// strategy explore+ branches with), the ops the prefix forces are numbered
+// too, so that the first op past it has the Nth it has in the trial, not
+// in the branch; and only a decision of the strategy's own counts as
+// released at once.
+func TestBranchNumbersFromTheStart(t *testing.T) {
+	// B's second op never conflicted; its first may.
+	then, err := New("pos+", Params{Predictor: countPredictor{"B@b#1": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1 := &Op{ID: 1, LPID: "B", Site: "b", Kind: Send}
+	prefix := []Record{{Step: 1, Op: *b1}}
+	br := &Branch{Prefix: prefix, Change: Extend, Then: then, Seed: 7}
+	br.Reset(7, 0)
+	i, err := br.Next([]*Op{b1})
+	if err != nil || i != 0 {
+		t.Fatalf("prefix: %d, %v", i, err)
+	}
+	if br.LastImmediate() {
+		t.Errorf("a forced decision reported as released at once")
+	}
+	if b1.Nth != 0 {
+		t.Errorf("the prefix's B numbered %d, want 0", b1.Nth)
+	}
+	// Past the prefix: the branch's change (Extend leaves it to Then),
+	// then Then's own choices.
+	a := &Op{ID: 2, LPID: "A", Site: "a", Kind: Send}
+	b2 := &Op{ID: 3, LPID: "B", Site: "b", Kind: Send}
+	var immediate bool
+	for range 2 {
+		i, err = br.Next([]*Op{a, b2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b2.Nth != 1 {
+			t.Fatalf("the second B numbered %d, want 1 (the prefix's B counted)", b2.Nth)
+		}
+		if i == 1 {
+			immediate = br.LastImmediate()
+			break
+		}
+	}
+	if !immediate {
+		t.Errorf("the second B, which never conflicted, was not released at once past the prefix")
+	}
+}

@@ -290,10 +290,11 @@ func (p *Plus) Reset(seed int64, stepsHint int) {
 	clear(p.counts)
 }
 
-// number sets each offered op's Nth, counting in the order ops are first
+// Number sets each offered op's Nth, counting in the order ops are first
 // offered (enabled is in ID order), so that the trial's records carry
-// the count the prediction used and the analysis keys them alike.
-func (p *Plus) number(enabled []*Op) {
+// the count the prediction used and the analysis keys them alike
+// (Numberer). An op keeps the number it got when first offered.
+func (p *Plus) Number(enabled []*Op) {
 	c, ok := p.pred.(Counter)
 	if !ok || !c.Counts() {
 		return
@@ -337,7 +338,7 @@ func (p *Plus) mayConflict(o *Op) bool {
 func (p *Plus) LastImmediate() bool { return p.immediate }
 
 func (p *Plus) Next(enabled []*Op) (int, error) {
-	p.number(enabled)
+	p.Number(enabled)
 	if p.mode.Weight <= 0 || !p.isPOS() {
 		if i := p.atOnce(enabled); i >= 0 {
 			p.immediate = true

@@ -48,3 +48,11 @@ type Counter interface {
 	Counts() bool
 	CountKey(Signature) string
 }
+
+// Numberer is a strategy that numbers the ops it is offered (Op.Nth, a
+// "+" strategy under a counting scheme). A strategy that decides only
+// after a forced prefix (Branch) shows it every decision's ops, so that
+// its counts start at the trial's first op, as the history's do.
+type Numberer interface {
+	Number(enabled []*Op)
+}

@@ -30,21 +30,21 @@ var strategies = []string{"random", "rw", "pct", "pos", "pos*"}
 func Strategies() []string { return append([]string(nil), strategies...) }
 
 // explore is the exploring strategy's name (engine.Explore): POS under a
-// corpus, with no "+" variant.
+// corpus; explore+ has POS+ under it.
 const explore = "explore"
 
 // checkStrategy says why name is no strategy.
 func checkStrategy(name string) error {
-	if name == explore {
+	base, _ := strings.CutSuffix(name, "+")
+	if base == explore {
 		return nil
 	}
-	base, _ := strings.CutSuffix(name, "+")
 	for _, s := range strategies {
 		if s == base {
 			return nil
 		}
 	}
-	return fmt.Errorf("unknown strategy %q (want one of random, pct, pos, pos*, with optional +, or explore)", name)
+	return fmt.Errorf("unknown strategy %q (want one of random, pct, pos, pos*, explore, each with an optional +)", name)
 }
 
 // maxStackFrames bounds K in the pid+stack:K and proc+stack:K schemes.

@@ -182,7 +182,7 @@ func runCmd() *cli.Command {
 		ArgsUsage: "SPEC",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "trials", Aliases: []string{"n"}, Usage: "number of trials (default: the spec's)"},
-			&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "random, pct, pos or pos*, with an optional +, or explore (default: the spec's)"},
+			&cli.StringFlag{Name: "strategy", Aliases: []string{"s"}, Usage: "random, pct, pos, pos* or explore, each with an optional + (default: the spec's)"},
 			&cli.StringFlag{Name: "scheme", Usage: "conflict signature scheme of + strategies, e.g. proc+pc+kind (default: the spec's scheduler.conflict.scheme)"},
 			&cli.Float64Flag{Name: "conflict-weight", Usage: "POS-family + strategies: give possibly-conflicting ops priority 1-U^(1/`N`) instead of releasing the others at once (scheduler.conflict mode weight with this weight; default: the spec's mode)"},
 			&cli.Int64Flag{Name: "seed", Usage: "campaign seed (default: the spec's)"},
