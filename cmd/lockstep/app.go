@@ -66,8 +66,9 @@ func runApp(ctx context.Context, app *cli.App, args []string) error {
 // interspersed moves a command's flags that follow its positional
 // arguments in front of them: urfave/cli v2 stops reading flags at the
 // first positional argument. A flag's value goes with it; everything after
-// "--" stays positional; a last flag that lacks its value stays last. A global flag (--log-level, -v) given among the
-// command's moves in front of the command, where urfave/cli reads it.
+// "--" stays positional; a last flag that lacks its value stays last. A
+// global flag (--log-level, -v) given among the command's moves in front
+// of the command, where urfave/cli reads it.
 func interspersed(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -109,18 +110,18 @@ func interspersed(app *cli.App, args []string) []string {
 			if !own && isGlobal {
 				to = &global
 			}
+			*to = append(*to, a)
 			needs := !hasValue && (takes[name] || !own && globalTakes[name])
 			if needs && k+1 == len(rest) {
 				// A last flag without its value: moved in front of the
 				// arguments it would take "--" or SPEC for its value
 				// (--json would write a file named "--"). Left last, with
 				// nothing after it, urfave/cli says it needs an argument.
-				if !own && isGlobal {
-					return append(append([]string{args[0]}, global...), a)
+				if to == &global {
+					out = nil
 				}
-				return append(append(append([]string{args[0]}, global...), out...), a)
+				return append(append([]string{args[0]}, global...), out...)
 			}
-			*to = append(*to, a)
 			if needs {
 				k++
 				*to = append(*to, rest[k])
