@@ -27,6 +27,8 @@ type Error struct {
 	Msg   string
 }
 
+var errorEscaper = strings.NewReplacer("\ufeff", "", "\n", `\n`, "\r", `\r`)
+
 func (e *Error) Error() string {
 	loc := e.File
 	if e.Line > 0 {
@@ -37,8 +39,9 @@ func (e *Error) Error() string {
 		msg = loc + ": " + e.Field + ": " + e.Msg
 	}
 	// A byte order mark inside the file (one at its start is dropped)
-	// would print as nothing and puzzle the reader.
-	return strings.ReplaceAll(msg, "\ufeff", "")
+	// would print as nothing and puzzle the reader; a line break from a
+	// value (a program's path, a name) would split the one-line error.
+	return errorEscaper.Replace(msg)
 }
 
 // Load reads and validates a spec file. Its image nodes' images are
