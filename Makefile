@@ -32,9 +32,12 @@ test: build testdata ## run every test, the privileged ones included when root
 # coordinator can fail a target with a bare "context deadline exceeded"
 # (no input written) when a worker is starved at the deadline, as on a
 # loaded 2-CPU machine; a count has no deadline. About 15 s each here.
-fuzz: ## fuzz the spec loader and its templates, FUZZTIME each (a count of inputs by default; CI runs it after test)
+# A trace's seeds are large: minimizing a new input is bounded by a count
+# too, or each would take a minute.
+fuzz: ## fuzz the spec loader, its templates and the trace reader, FUZZTIME each (a count of inputs by default; CI runs it after test)
 	$(GO) test ./spec -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),40000x)
 	$(GO) test ./spec -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(or $(FUZZTIME),200000x)
+	$(GO) test ./report -run '^$$' -fuzz '^FuzzShow$$' -fuzztime $(or $(FUZZTIME),40000x) -fuzzminimizetime 200x
 
 bench: build testdata ## run the benchmarks (figures as ratios to native)
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -52,15 +53,20 @@ func LoadTrace(path string) (*sched.Trace, error) {
 		return nil, err
 	}
 	defer f.Close()
-	t, err := sched.ReadTrace(bufio.NewReader(f))
+	return ReadTrace(bufio.NewReader(f), path)
+}
+
+// ReadTrace reads a trace from r; errors start with name.
+func ReadTrace(r io.Reader, name string) (*sched.Trace, error) {
+	t, err := sched.ReadTrace(r)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	for i := range t.Records {
 		// sched reads any well-formed fault kind name; which exist is
 		// package faults' to say.
 		if k := t.Records[i].Op.Kind; k.IsFault() && !faults.Known(k) {
-			return nil, fmt.Errorf("%s: step %d: unknown fault kind %q (this lockstep knows %v)", path, t.Records[i].Step, k, faults.Kinds())
+			return nil, fmt.Errorf("%s: step %d: unknown fault kind %q (this lockstep knows %v)", name, t.Records[i].Step, k, faults.Kinds())
 		}
 	}
 	return t, nil
