@@ -51,7 +51,7 @@ bench-hit: build testdata ## hit ratio of every strategy on the bug suite (TRIAL
 bench-storage: build testdata ## the storage bugs, their controls, and etcd/ZooKeeper/Redis under power cuts (TRIALS=1000, CONTROL_TRIALS=100)
 	@bash scripts/bench-storage.sh
 
-stress: build testdata ## the demo's schedules on an idle machine against --jobs 2 beside real-time busy loops (TRIALS=200); exits 1 on a difference
+stress: build testdata ## the demo's schedules on an idle machine against --jobs 2 beside real-time busy loops (TRIALS=200, STRATEGY=pos); exits 1 on a difference
 	@bash scripts/stress-determinism.sh $(or $(TRIALS),200)
 
 image: build testdata ## the lockstep container image (IMAGE=localhost/lockstep:VERSION; BASE=an image, e.g. from scripts/debian-base.sh to build offline; chroot isolation: no OCI runtime or cgroups needed to build)
