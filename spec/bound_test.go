@@ -40,7 +40,7 @@ func hostileSpecs() []struct{ name, data, err string } {
 		{"flow list", "x: [" + strings.Repeat("a,", MaxSize/2-4) + "a]\n", "more than 20000 entries (lines, or items of a [...] or {...}): a spec needs a few hundred"},
 		{"comments", strings.Repeat("# c\n", MaxSize/4), "more than 20000 entries (lines, or items of a [...] or {...}): a spec needs a few hundred"},
 		{"one long string", "name: \"" + strings.Repeat("a", MaxSize-20) + "\"\n", "nodes: missing"},
-		{"billion laughs", laughs, "its aliases expand to more than 1048576 nodes: a spec or compose file needs far fewer"},
+		{"billion laughs", laughs, "its aliases expand to more than 32768 nodes (a scalar counting one per 64 bytes): a spec or compose file needs far fewer"},
 		{"not UTF-8 in a comment", "name: t # caf\xe9\n", "not UTF-8 text: byte 0xe9 at column 14 (save the file as UTF-8)"},
 		// The issue's template: a million megabytes (5 GB before).
 		{"template range", node(`"{{range 1000000}}{{printf \"%01000000d\" 0}}{{end}}"`), "are not allowed in a spec's templates"},

@@ -81,11 +81,18 @@ func invalidUTF8(data []byte) (line, col int, b byte, found bool) {
 }
 
 // maxExpanded bounds the nodes a YAML document holds once its aliases are
-// expanded. A spec uses no alias, but a compose file may, and the decoder
-// that reads one expands them: nine anchors each listing the one before
-// nine times (a "billion laughs", a few hundred bytes) would make 9^9
-// nodes.
-const maxExpanded = 1 << 20
+// expanded, a scalar counting one more per scalarBytes of its text. A
+// spec uses no alias, but a compose file may, and the decoder that reads
+// one expands them: nine anchors each listing the one before nine times
+// (a "billion laughs", a few hundred bytes) would make 9^9 nodes. The
+// decoder allocates about 3.5 KB per node and 45 bytes per byte of a
+// scalar, so the bound keeps loading within maxLoadAlloc (bound_test.go):
+// six levels of laughs, 531,441 nodes of three letters, allocated 1.9 GB
+// under a bound of 2^20 nodes.
+const (
+	maxExpanded = 1 << 15
+	scalarBytes = 64
+)
 
 // checkAliases refuses a document whose aliases expand past maxExpanded
 // nodes. data has passed checkText; input the parser refuses is left for
@@ -101,7 +108,7 @@ func checkAliases(path string, data []byte) error {
 	for _, doc := range f.Docs {
 		anchors := map[string]int{}
 		if expanded(doc.Body, anchors) > maxExpanded {
-			return &Error{File: path, Msg: fmt.Sprintf("its aliases expand to more than %d nodes: a spec or compose file needs far fewer", maxExpanded)}
+			return &Error{File: path, Msg: fmt.Sprintf("its aliases expand to more than %d nodes (a scalar counting one per %d bytes): a spec or compose file needs far fewer", maxExpanded, scalarBytes)}
 		}
 	}
 	return nil
@@ -144,6 +151,9 @@ func expanded(n ast.Node, anchors map[string]int) int {
 		return max(anchors[n.Value.String()], 1)
 	case *ast.TagNode:
 		return expanded(n.Value, anchors)
+	}
+	if tok := n.GetToken(); tok != nil {
+		return 1 + len(tok.Value)/scalarBytes
 	}
 	return 1
 }
