@@ -1022,7 +1022,7 @@ func (j *job) dumpThreads(tr *tracer.Tracer, tf *trialFiles) {
 func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p trialParams, clk *vclock.Clock, start time.Time, t *Trial) (*TrialResult, error) {
 	res.Stats = tr.Stats()
 	switch res.Outcome.Kind {
-	case Deadlock, VTimeLimit, StepLimit, Livelock, Error:
+	case Deadlock, VTimeLimit, StepLimit, Livelock, Error, Diverged:
 		// Where every thread was when the trial stopped making progress:
 		// whether it was the system's stall or one of lockstep's shows
 		// here (see tracer.DumpThreads).

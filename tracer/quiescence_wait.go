@@ -28,6 +28,22 @@ func (q *quiescence) onAlone(th *thread, _ call) bool {
 	return true
 }
 
+// onCreate holds a clone, fork or vfork until every other thread is
+// quiescent, and runs those held in LPID order (nextAlone). A new thread is
+// named by its process's count of threads so far (lpidFor), so the order
+// in which two threads' clones reach the kernel is the order of their
+// names. Two threads of a JVM each starting a thread (a listener's
+// handler, a quorum peer's workers) raced for it, and replays of
+// ZooKeeper traces met threads under each other's names. Held, the
+// clones come one at a time, in an order set by the names the cloning
+// threads already have: the names are the same in every run of a
+// schedule, by induction from a process's first thread.
+func (q *quiescence) onCreate(th *thread, _ call) bool {
+	q.stats.Clones++
+	q.pt.setState(th, tsAlone)
+	return true
+}
+
 // onDiskSync answers a request to write a file's data to the disk at once.
 // A crash fault kills a node's processes, not the machine: the page cache,
 // and every byte written into it, survives as on a host whose process died,

@@ -279,6 +279,7 @@ var syscallTable = map[int]syscallInfo{
 	unix.SYS_CLONE:         {"clone", args()},
 	unix.SYS_CLONE3:        {"clone3", args()},
 	unix.SYS_VFORK:         {"vfork", args()},
+	unix.SYS_FORK:          {"fork", args()},
 	unix.SYS_EXIT:          {"exit", args()},
 	unix.SYS_EXIT_GROUP:    {"exit_group", args()},
 }

@@ -296,6 +296,37 @@ func TestCloneOrder(t *testing.T) {
 	}
 }
 
+// TestCloneRace: two threads woken together each start a thread; the one
+// that woke the other gets to its clone first. The new threads' names
+// must not say which did: clones run one at a time, in the order of their
+// creators' LPIDs, so A's child is n/0/t3 in every run. Numbered in the
+// order the kernel reported the clones, it was B's (and a JVM's threads
+// took each other's names in replays of a ZooKeeper trace).
+func TestCloneRace(t *testing.T) {
+	requireTracing(t)
+	for i := 0; i < 5; i++ {
+		h := newHarness(t, Options{Clock: &testClock{}, CPU: benchCPU()})
+		h.launch("n", bin(t, "c", "clone_race"))
+		res := h.run(nil, nil)
+		names := map[string]string{}
+		for _, op := range res.ops {
+			if op.Kind == sched.Sleep {
+				names[op.Thread] = op.LPID
+			}
+		}
+		if names["childA"] != "n/0/t3" || names["childB"] != "n/0/t4" {
+			t.Fatalf("run %d: the children's LPIDs are %v, want childA n/0/t3 and childB n/0/t4", i, names)
+		}
+		if s := h.tr.Stats(); s.Clones != 4 {
+			t.Errorf("run %d: %d clones held, want 4", i, s.Clones)
+		}
+		if out := h.output("n"); out != "done\n" {
+			t.Fatalf("run %d: output %q", i, out)
+		}
+		h.tr.Close()
+	}
+}
+
 // TestDiskSyscallAlone: a syscall that may sleep on the disk runs only when
 // no other thread can run: the thread disk_alone wakes runs before the
 // waking thread's fsync returns, in every run. Run at once, the fsync of a

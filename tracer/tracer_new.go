@@ -191,6 +191,12 @@ func gateTable(t *Tracer) map[int]gate {
 		unix.SYS_RENAME:          {handle: t.q.onAlone},
 		unix.SYS_RENAMEAT:        {handle: t.q.onAlone},
 		unix.SYS_RENAMEAT2:       {handle: t.q.onAlone},
+		// New threads and processes, created one at a time so that their
+		// names do not depend on timing (onCreate). The filter's clone rule
+		// stops clone when it makes no new namespace (it refuses those).
+		unix.SYS_CLONE: {argRule: true, handle: t.q.onCreate},
+		unix.SYS_FORK:  {handle: t.q.onCreate},
+		unix.SYS_VFORK: {handle: t.q.onCreate},
 		// Ways around the gate, refused on sockets (sockets_bypass.go).
 		unix.SYS_SPLICE:   {handle: t.sk.onSocketSplice},
 		unix.SYS_SENDFILE: {handle: t.sk.onSocketSplice},

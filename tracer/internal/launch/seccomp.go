@@ -187,7 +187,8 @@ func errno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
 //     EOPNOTSUPP for TCP Fast Open, a connect hidden in a send (what a
 //     kernel with Fast Open disabled answers), and EAFNOSUPPORT for a
 //     vsock socket (what a kernel without vsock answers);
-//   - RET_TRACE for the gated syscalls, for futex waits that carry a
+//   - RET_TRACE for the gated syscalls, for a clone making no such
+//     namespace, for futex waits that carry a
 //     timeout (the JVM's and Go's timed waits, and PI locks'), and for the calls that
 //     change a socket's blocking mode, receive timeout or low-water mark
 //     (fcntl F_SETFL, ioctl FIONBIO, setsockopt SO_RCVTIMEO and
@@ -312,7 +313,7 @@ func argumentRules(p *prog) {
 	p.jeq(unix.SYS_IOCTL, "ioctl", "")
 	p.jeq(unix.SYS_SETSOCKOPT, "setsockopt", "")
 	p.jeq(unix.SYS_CLONE, "clone", "")
-	p.jeq(unix.SYS_UNSHARE, "clone", "")
+	p.jeq(unix.SYS_UNSHARE, "unshare", "")
 	p.jeq(unix.SYS_SOCKET, "socket", "")
 	p.jeq(unix.SYS_MKNOD, "mknod", "")
 	p.jeq(unix.SYS_MKNODAT, "mknodat", "allow")
@@ -333,8 +334,13 @@ func argumentRules(p *prog) {
 	p.label("tcpopt")
 	p.stmt(ldw, offArg2)
 	p.jeq(tcpFastopenConnect, "eopnotsupp", "allow")
-	// clone and unshare take their flags first.
+	// clone and unshare take their flags first. A clone lockstep lets
+	// through stops, to be run when nothing else runs (the tracer's
+	// onCreate).
 	p.label("clone")
+	p.stmt(ldw, offArg0)
+	p.jset(newNamespaces, "eperm", "trace")
+	p.label("unshare")
 	p.stmt(ldw, offArg0)
 	p.jset(newNamespaces, "eperm", "allow")
 	// socket's family is its first argument: vsock talks to the host (or
