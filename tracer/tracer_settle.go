@@ -36,6 +36,11 @@ func (t *Tracer) settle(ctx context.Context) (State, error) {
 		if th == nil {
 			break
 		}
+		if th.answerAlone {
+			th.answerAlone = false
+			th.fake(0)
+			continue
+		}
 		th.allow()
 	}
 	t.ops.numberFresh()
