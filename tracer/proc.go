@@ -38,9 +38,8 @@ const (
 	// tsHeld: stopped: a new thread waiting for its parent's clone event,
 	// or a parent waiting for its new thread's first stop.
 	tsHeld
-	// tsAlone: stopped at a syscall that may sleep on the disk, a clone or
-	// a spin wait's sleep, until no other thread runs (see onAlone,
-	// onCreate, onSleep).
+	// tsAlone: stopped at a syscall that may sleep on the disk, until no
+	// other thread runs (see onAlone).
 	tsAlone
 	numStates
 )
@@ -59,13 +58,6 @@ type thread struct {
 	regs  ptrace.Regs
 	// pending is the op this thread is stopped at (tsGated).
 	pending *pendingOp
-	// spinSleeps counts the thread's sleeps of at most spinSleep answered
-	// once nothing else ran (onSleep) since the virtual clock last moved,
-	// spinAt: its reading at the last of them. answerAlone: the syscall
-	// held (tsAlone) is answered 0, not run.
-	spinSleeps  int
-	spinAt      int64
-	answerAlone bool
 	// Timed wait bookkeeping (tsTimedWait): the syscall, its first
 	// argument (to tell it is still in it) and what its timeout returns.
 	waitDeadline int64

@@ -327,48 +327,6 @@ func TestCloneRace(t *testing.T) {
 	}
 }
 
-// TestSpinSleep: a sleep of at most 10 µs is a spin wait's back-off (a
-// JVM's VM thread waiting for threads to reach a safepoint): it returns
-// once every other thread has got as far as it can, and is not an op, so
-// whether a run had it does not depend on how far the others had got when
-// it began. A loop that waits for the clock in such sleeps still sees the
-// clock move: the 17th with the clock standing still is an op.
-func TestSpinSleep(t *testing.T) {
-	requireTracing(t)
-	for _, tc := range []struct {
-		mode, out      string
-		minOps, maxOps int // sleep ops
-		minSpins       uint64
-	}{
-		{"flag", "looks 5\n", 0, 0, 5},
-		// 100 µs in 5 µs sleeps: each op moves the clock 5 µs, and each
-		// is preceded by 16 answered at once.
-		{"clock", "waited\n", 20, 21, 16 * 20},
-	} {
-		for i := 0; i < 3; i++ {
-			h := newHarness(t, Options{Clock: &testClock{}, CPU: benchCPU()})
-			h.launch("n", bin(t, "c", "spin_wait"), tc.mode)
-			res := h.run(nil, nil)
-			sleeps := 0
-			for _, op := range res.ops {
-				if op.Kind == sched.Sleep {
-					sleeps++
-				}
-			}
-			if out := h.output("n"); out != tc.out {
-				t.Fatalf("%s, run %d: output %q, want %q", tc.mode, i, out, tc.out)
-			}
-			if sleeps < tc.minOps || sleeps > tc.maxOps {
-				t.Errorf("%s, run %d: %d sleep ops, want %d to %d", tc.mode, i, sleeps, tc.minOps, tc.maxOps)
-			}
-			if s := h.tr.Stats(); s.SpinSleeps < tc.minSpins {
-				t.Errorf("%s, run %d: %d sleeps answered at once, want at least %d", tc.mode, i, s.SpinSleeps, tc.minSpins)
-			}
-			h.tr.Close()
-		}
-	}
-}
-
 // TestDiskSyscallAlone: a syscall that may sleep on the disk runs only when
 // no other thread can run: the thread disk_alone wakes runs before the
 // waking thread's fsync returns, in every run. Run at once, the fsync of a

@@ -36,11 +36,6 @@ func (t *Tracer) settle(ctx context.Context) (State, error) {
 		if th == nil {
 			break
 		}
-		if th.answerAlone {
-			th.answerAlone = false
-			th.fake(0)
-			continue
-		}
 		th.allow()
 	}
 	t.ops.numberFresh()

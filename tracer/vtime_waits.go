@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -12,23 +11,6 @@ import (
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
-// spinSleep is the longest sleep taken for a spin wait's back-off rather
-// than a wait for time to pass: a JVM's VM thread sleeps 10 µs at a time
-// while a thread it brings to a safepoint is still on its way. As an op,
-// such a sleep was in a run or not as the other threads' timing had it
-// (a ZooKeeper replay met the VM thread's sleep where its trace had a
-// member's send). Held until every other thread is quiescent and then
-// answered as done, it is never an op: the thread it waits for has got as
-// far as it can. After maxSpinSleeps of a thread's with the virtual clock
-// standing still, the next is an op, so that a loop waiting for the clock
-// to move sees it move.
-const (
-	spinSleep     = 10 * time.Microsecond
-	maxSpinSleeps = 16
-)
-
-// onSleep makes a sleep an op whose deadline is the virtual time it ends
-// at; a spin wait's short sleep is answered once nothing else runs.
 func (vt *vtime) onSleep(th *thread, c call) bool {
 	var rel int64
 	var ok bool
@@ -47,16 +29,6 @@ func (vt *vtime) onSleep(th *thread, c call) bool {
 	}
 	if !ok {
 		return false // let the kernel report EFAULT/EINVAL
-	}
-	if now := vt.now(); now != th.spinAt {
-		th.spinSleeps, th.spinAt = 0, now
-	}
-	if rel <= int64(spinSleep) && th.spinSleeps < maxSpinSleeps {
-		th.spinSleeps++
-		vt.stats.SpinSleeps++
-		th.answerAlone = true
-		vt.pt.setState(th, tsAlone)
-		return true
 	}
 	po := vt.ops.newPending(th, sched.Sleep, c)
 	po.deadline = vt.now() + max(rel, 0)

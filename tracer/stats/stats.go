@@ -26,7 +26,6 @@ type Trial struct {
 	TSCReads    uint64 // rdtsc/rdtscp answered from virtual time
 	Alone       uint64 // disk syscalls held until nothing else ran (onAlone)
 	Clones      uint64 // thread and process creations held until nothing else ran (onCreate)
-	SpinSleeps  uint64 // sleeps of at most 10 µs answered once nothing else ran (onSleep)
 	DiskSyncs   uint64 // flushes to the disk answered at once (onDiskSync)
 	AcksLate    uint64 // ACKs a partition did not wait for (flushAcks)
 	// FinWaits counts closes after which lockstep waited for a FIN to
