@@ -8,7 +8,7 @@
 // released, messages in flight (sends are captured and delivered later as
 // their own operations), virtual time (clock page, sleeps, timed waits,
 // kernel timers, the time-stamp counter rewritten where it does not trap),
-// quiescence (disk syscalls run alone), the ways around the gate it
+// quiescence (disk syscalls and clones run alone), the ways around the gate it
 // refuses (sockets_bypass.go: splice and sendfile on sockets;
 // sockets_unix.go: Unix sockets the node did not bind, however their path
 // names them; sends it cannot read), faults, and tearing trees down.
@@ -34,7 +34,8 @@
 //     during the Step (Next: where the clock jumps; List: the advance
 //     targets); State.Deadlines is the tracer's own at the settle;
 //   - quiescence: collecting events until no thread can move, the
-//     sentinel, disk syscalls held until nothing else runs;
+//     sentinel, disk syscalls and clones held until nothing else runs
+//     (clones in their creators' LPID order, so that names do not race);
 //   - sockets: the gates of the socket syscalls and the release of the
 //     socket op kinds;
 //   - disks: the storage faults' stops on data files (disk.go).
