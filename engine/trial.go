@@ -1023,9 +1023,10 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 	res.Stats = tr.Stats()
 	switch res.Outcome.Kind {
 	case Deadlock, VTimeLimit, StepLimit, Livelock, Error, Diverged:
-		// Where every thread was when the trial stopped making progress:
-		// whether it was the system's stall or one of lockstep's shows
-		// here (see tracer.DumpThreads).
+		// Where every thread was when the trial stopped making progress,
+		// or where a replay parted from its trace: whether it was the
+		// system's stall or one of lockstep's shows here (see
+		// tracer.DumpThreads).
 		j.dumpThreads(tr, t.dir)
 	}
 	t0 := time.Now()
