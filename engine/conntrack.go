@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/lockstep-dev/lockstep/bpf"
@@ -89,7 +91,18 @@ func (t *tracker) close() error { return t.ct.Close() }
 // match them exactly whatever the split. Records and events of one
 // connection direction are both in order, so they are paired in order.
 func joinConntrack(records []sched.Record, evs []bpf.Event, self int) ConntrackStats {
+	st, _ := joinConntrackDetail(records, evs, self)
+	return st
+}
+
+// joinConntrackDetail is joinConntrack, and where records and events
+// disagree, the first disagreeing connection direction's records and
+// events as they were before the join (conntrackDetail): what a
+// disagreement, rare and dependent on timing, leaves to look into.
+func joinConntrackDetail(records []sched.Record, evs []bpf.Event, self int) (ConntrackStats, string) {
 	var st ConntrackStats
+	var before map[int]sched.Record // recv records as lockstep accounted them, by index
+	firstConn := ""
 	type rng struct {
 		seq uint32
 		n   int
@@ -153,6 +166,10 @@ func joinConntrack(records []sched.Record, evs []bpf.Event, self int) ConntrackS
 		}
 		e := q[0]
 		recvs[rec.Op.Conn] = q[1:]
+		if before == nil {
+			before = map[int]sched.Record{}
+		}
+		before[i] = sched.Record{Step: rec.Step, Op: rec.Op, Result: rec.Result, Causes: slices.Clone(rec.Causes)}
 		st.Recvs++
 		st.Matched++
 		// Causes other than deliveries (a parent thread's op) stay.
@@ -183,6 +200,7 @@ func joinConntrack(records []sched.Record, evs []bpf.Event, self int) ConntrackS
 		}
 		if fmt.Sprint(causes) != fmt.Sprint(mine) {
 			if st.Disagreed == 0 {
+				firstConn = rec.Op.Conn
 				st.First = fmt.Sprintf("step %d: recv #%d %s on %s read %d bytes at seq %d: the kernel's records name deliveries %v, lockstep's accounting %v",
 					rec.Step, rec.Op.ID, rec.Op.LPID, rec.Op.Conn, e.Len, e.Seq, causes, mine)
 			}
@@ -191,5 +209,56 @@ func joinConntrack(records []sched.Record, evs []bpf.Event, self int) ConntrackS
 		rec.Causes = append(others, causes...)
 		rec.Result = int64(e.Len)
 	}
-	return st
+	if firstConn == "" {
+		return st, ""
+	}
+	return st, conntrackDetail(records, before, evs, self, firstConn)
+}
+
+// conntrackDetail lists, for one connection direction (conn), lockstep's
+// records of it in schedule order (its deliveries, and its recvs with
+// the result and deliveries lockstep's accounting gave them, then the
+// kernel's) beside the kernel's events of it in the order recorded:
+// lockstep's own writes (the deliveries' bytes) and the tracees' reads,
+// each with its sequence range.
+func conntrackDetail(records []sched.Record, before map[int]sched.Record, evs []bpf.Event, self int, conn string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "connection %s: lockstep's records (recvs: lockstep's accounting -> the kernel's)\n", conn)
+	for i := range records {
+		r := &records[i]
+		if r.Op.Conn != conn {
+			continue
+		}
+		switch r.Op.Kind {
+		case sched.Deliver:
+			fmt.Fprintf(&b, "  step %d #%d deliver %d bytes, wrote %d\n", r.Step, r.Op.ID, r.Op.Bytes, r.Result)
+		case sched.Recv:
+			a, ok := before[i]
+			if !ok {
+				fmt.Fprintf(&b, "  step %d #%d recv %s %s asked %d nonblocking=%v: result %d causes %v (no kernel record)\n",
+					r.Step, r.Op.ID, r.Op.LPID, r.Op.Syscall, r.Op.Bytes, r.Op.NonBlocking, r.Result, r.Causes)
+				continue
+			}
+			fmt.Fprintf(&b, "  step %d #%d recv %s %s asked %d nonblocking=%v: result %d causes %v -> result %d causes %v\n",
+				r.Step, r.Op.ID, r.Op.LPID, r.Op.Syscall, r.Op.Bytes, r.Op.NonBlocking, a.Result, a.Causes, r.Result, r.Causes)
+		default:
+			fmt.Fprintf(&b, "  step %d #%d %s %s\n", r.Step, r.Op.ID, r.Op.Kind, r.Op.LPID)
+		}
+	}
+	fmt.Fprintf(&b, "connection %s: the kernel's events\n", conn)
+	for _, e := range evs {
+		if e.Proto != unix.IPPROTO_TCP || (e.Kind != bpf.EvSend || e.PID != self) && e.Kind != bpf.EvRecv {
+			continue
+		}
+		f := e.Flow()
+		if f.Src.String()+">"+f.Dst.String() != conn {
+			continue
+		}
+		what := "lockstep wrote"
+		if e.Kind == bpf.EvRecv {
+			what = fmt.Sprintf("pid %d tid %d read", e.PID, e.TID)
+		}
+		fmt.Fprintf(&b, "  %s %d bytes at seq %d\n", what, e.Len, e.Seq)
+	}
+	return b.String()
 }

@@ -32,7 +32,7 @@ func TestJoinConntrack(t *testing.T) {
 		return bpf.Event{Kind: bpf.EvRecv, Proto: unix.IPPROTO_TCP, PID: 7, Local: dst, Remote: src, Seq: uint32(isn + 1 + off), Len: n}
 	}
 	rec := func(id uint64, k sched.Kind, bytes int, causes ...uint64) sched.Record {
-		r := sched.Record{Op: sched.Op{ID: id, Kind: k, Conn: conn, Bytes: bytes}, Causes: causes}
+		r := sched.Record{Op: sched.Op{ID: id, Kind: k, Conn: conn, Bytes: bytes, LPID: "n1/0/t0", Syscall: "read"}, Causes: causes}
 		if k == sched.Deliver {
 			r.Result = int64(bytes) // what it wrote
 		}
@@ -59,7 +59,7 @@ func TestJoinConntrack(t *testing.T) {
 		send(18, 2), recv(18, 2), send(20, 4), recv(20, 4),
 		{Kind: bpf.EvSend, Proto: unix.IPPROTO_TCP, PID: 7, Local: src, Remote: dst, Seq: 1, Len: 1}, // a tracee's own send: ignored
 	}
-	st := joinConntrack(records, evs, self)
+	st, detail := joinConntrackDetail(records, evs, self)
 	want := map[uint64]string{3: "[99 1 2]", 5: "[4]", 6: "[4]", 7: "[123]", 10: "[8]", 11: "[9]"}
 	results := map[uint64]int64{3: 10, 5: 3, 6: 5, 7: -int64(unix.EAGAIN), 10: 2, 11: 4}
 	for _, r := range records {
@@ -77,6 +77,28 @@ func TestJoinConntrack(t *testing.T) {
 	}
 	if !strings.Contains(first, "recv #6 ") || !strings.Contains(first, "deliveries [4], lockstep's accounting []") {
 		t.Errorf("first disagreement %q, want recv #6's: kernel [4], lockstep none", first)
+	}
+	// What the disagreeing connection held, before and after the join.
+	for _, w := range []string{
+		"connection " + conn + ": lockstep's records",
+		"#6 recv n1/0/t0 read asked 4096 nonblocking=false: result 0 causes [] -> result 5 causes [4]\n",
+		"#3 recv n1/0/t0 read asked 4096 nonblocking=false: result 0 causes [1 2 99] -> result 10 causes [99 1 2]\n",
+		"#7 recv n1/0/t0 read asked 4096 nonblocking=false: result -11 causes [123] (no kernel record)\n",
+		"#8 deliver 6 bytes, wrote 2\n",
+		"  lockstep wrote 4 bytes at seq 4294967281\n",
+		"  pid 7 tid 0 read 5 bytes at seq 4294967294\n",
+	} {
+		if !strings.Contains(detail, w) {
+			t.Errorf("detail lacks %q:\n%s", w, detail)
+		}
+	}
+	if strings.Contains(detail, "seq 1\n") {
+		t.Errorf("detail lists a tracee's own send:\n%s", detail)
+	}
+	// Where they agree, nothing is kept.
+	agree := []sched.Record{rec(1, sched.Deliver, 4), rec(2, sched.Recv, 4096, 1)}
+	if st, detail := joinConntrackDetail(agree, []bpf.Event{send(0, 4), recv(0, 4)}, self); st.Disagreed != 0 || detail != "" {
+		t.Errorf("agreeing records: %+v, detail %q", st, detail)
 	}
 }
 

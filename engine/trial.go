@@ -1057,10 +1057,18 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 			// lockstep's own accounting stands for this trial.
 			j.log.Warn("the kernel dropped connection records (its ring was full); lockstep's accounting stands", "trial", res.Index)
 		default:
-			res.Conntrack = joinConntrack(res.Records, evs, os.Getpid())
+			var detail string
+			res.Conntrack, detail = joinConntrackDetail(res.Records, evs, os.Getpid())
+			if detail != "" {
+				// Rare and timing's: what the first disagreement's
+				// connection held is kept to be looked into.
+				if _, err := t.dir.writeFile("conntrack.txt", []byte(detail)); err != nil {
+					j.log.Warn("writing conntrack.txt", "err", err)
+				}
+			}
 		}
 		if res.Conntrack.Disagreed > 0 {
-			j.log.Warn("kernel records and lockstep's accounting differ", "trial", res.Index, "recvs", res.Conntrack.Recvs, "differ", res.Conntrack.Disagreed, "first", res.Conntrack.First)
+			j.log.Warn("kernel records and lockstep's accounting differ", "trial", res.Index, "recvs", res.Conntrack.Recvs, "differ", res.Conntrack.Disagreed, "first", res.Conntrack.First, "detail", "conntrack.txt")
 		}
 	}
 	t0 = time.Now()
