@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 
@@ -101,7 +100,10 @@ func joinConntrack(records []sched.Record, evs []bpf.Event, self int) ConntrackS
 // disagreement, rare and dependent on timing, leaves to look into.
 func joinConntrackDetail(records []sched.Record, evs []bpf.Event, self int) (ConntrackStats, string) {
 	var st ConntrackStats
-	var before map[int]sched.Record // recv records as lockstep accounted them, by index
+	// before keeps each joined recv's result and causes as lockstep's
+	// accounting gave them, by record index, for conntrackDetail (the
+	// join gives the record new slices: these are not written to).
+	var before map[int]accounted
 	firstConn := ""
 	type rng struct {
 		seq uint32
@@ -167,9 +169,9 @@ func joinConntrackDetail(records []sched.Record, evs []bpf.Event, self int) (Con
 		e := q[0]
 		recvs[rec.Op.Conn] = q[1:]
 		if before == nil {
-			before = map[int]sched.Record{}
+			before = map[int]accounted{}
 		}
-		before[i] = sched.Record{Step: rec.Step, Op: rec.Op, Result: rec.Result, Causes: slices.Clone(rec.Causes)}
+		before[i] = accounted{rec.Result, rec.Causes}
 		st.Recvs++
 		st.Matched++
 		// Causes other than deliveries (a parent thread's op) stay.
@@ -215,13 +217,19 @@ func joinConntrackDetail(records []sched.Record, evs []bpf.Event, self int) (Con
 	return st, conntrackDetail(records, before, evs, self, firstConn)
 }
 
+// accounted is a recv record's result and causes before the join.
+type accounted struct {
+	result int64
+	causes []uint64
+}
+
 // conntrackDetail lists, for one connection direction (conn), lockstep's
 // records of it in schedule order (its deliveries, and its recvs with
 // the result and deliveries lockstep's accounting gave them, then the
 // kernel's) beside the kernel's events of it in the order recorded:
 // lockstep's own writes (the deliveries' bytes) and the tracees' reads,
 // each with its sequence range.
-func conntrackDetail(records []sched.Record, before map[int]sched.Record, evs []bpf.Event, self int, conn string) string {
+func conntrackDetail(records []sched.Record, before map[int]accounted, evs []bpf.Event, self int, conn string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "connection %s: lockstep's records (recvs: lockstep's accounting -> the kernel's)\n", conn)
 	for i := range records {
@@ -240,7 +248,7 @@ func conntrackDetail(records []sched.Record, before map[int]sched.Record, evs []
 				continue
 			}
 			fmt.Fprintf(&b, "  step %d #%d recv %s %s asked %d nonblocking=%v: result %d causes %v -> result %d causes %v\n",
-				r.Step, r.Op.ID, r.Op.LPID, r.Op.Syscall, r.Op.Bytes, r.Op.NonBlocking, a.Result, a.Causes, r.Result, r.Causes)
+				r.Step, r.Op.ID, r.Op.LPID, r.Op.Syscall, r.Op.Bytes, r.Op.NonBlocking, a.result, a.causes, r.Result, r.Causes)
 		default:
 			fmt.Fprintf(&b, "  step %d #%d %s %s\n", r.Step, r.Op.ID, r.Op.Kind, r.Op.LPID)
 		}
