@@ -105,58 +105,8 @@ func joinConntrackDetail(records []sched.Record, evs []bpf.Event, self int) (Con
 	// join gives the record new slices: these are not written to).
 	var before map[int]accounted
 	firstConn := ""
-	type rng struct {
-		seq uint32
-		n   int
-		id  uint64
-	}
-	sends := map[string][]bpf.Event{}
-	recvs := map[string][]bpf.Event{}
-	for _, e := range evs {
-		if e.Proto != unix.IPPROTO_TCP {
-			continue
-		}
-		f := e.Flow()
-		key := f.Src.String() + ">" + f.Dst.String()
-		switch {
-		case e.Kind == bpf.EvSend && e.PID == self:
-			sends[key] = append(sends[key], e)
-		case e.Kind == bpf.EvRecv:
-			recvs[key] = append(recvs[key], e)
-		}
-	}
-	// Each delivery's range of the stream: its bytes, written by one or
-	// more of this process's sends in order.
-	delivered := map[string][]rng{}
-	isDeliver := map[uint64]bool{}
-	for i := range records {
-		if records[i].Op.Kind == sched.Deliver {
-			isDeliver[records[i].Op.ID] = true
-		}
-	}
-	for i := range records {
-		op := &records[i].Op
-		if op.Kind != sched.Deliver || op.Conn == "" {
-			continue
-		}
-		q := sends[op.Conn]
-		if len(q) == 0 {
-			continue
-		}
-		// A delivery that found the send buffer full wrote only part of
-		// its bytes (its result); the rest is a delivery of its own.
-		n := op.Bytes
-		if res := records[i].Result; res >= 0 && res < int64(n) {
-			n = int(res)
-		}
-		r := rng{seq: q[0].Seq, id: op.ID}
-		for r.n < n && len(q) > 0 {
-			r.n += q[0].Len
-			q = q[1:]
-		}
-		sends[op.Conn] = q
-		delivered[op.Conn] = append(delivered[op.Conn], r)
-	}
+	sends, recvs := streamEvents(evs, self)
+	delivered, isDeliver := deliveredRanges(records, sends)
 	for i := range records {
 		rec := &records[i]
 		if rec.Op.Kind != sched.Recv || rec.Op.Conn == "" || rec.Result < 0 {
@@ -215,6 +165,71 @@ func joinConntrackDetail(records []sched.Record, evs []bpf.Event, self int) (Con
 		return st, ""
 	}
 	return st, conntrackDetail(records, before, evs, self, firstConn)
+}
+
+// streamRange is a delivery's range of its stream: its bytes, from seq.
+type streamRange struct {
+	seq uint32
+	n   int
+	id  uint64
+}
+
+// streamEvents sorts the kernel's TCP events by connection direction
+// ("src>dst"): this process's writes (the deliveries) and the tracees'
+// reads, each in the order recorded.
+func streamEvents(evs []bpf.Event, self int) (sends, recvs map[string][]bpf.Event) {
+	sends, recvs = map[string][]bpf.Event{}, map[string][]bpf.Event{}
+	for _, e := range evs {
+		if e.Proto != unix.IPPROTO_TCP {
+			continue
+		}
+		f := e.Flow()
+		key := f.Src.String() + ">" + f.Dst.String()
+		switch {
+		case e.Kind == bpf.EvSend && e.PID == self:
+			sends[key] = append(sends[key], e)
+		case e.Kind == bpf.EvRecv:
+			recvs[key] = append(recvs[key], e)
+		}
+	}
+	return sends, recvs
+}
+
+// deliveredRanges gives each delivery its range of the stream, by
+// connection direction, from the writes of this process that carried its
+// bytes in order, and reports which op IDs are deliveries.
+func deliveredRanges(records []sched.Record, sends map[string][]bpf.Event) (map[string][]streamRange, map[uint64]bool) {
+	delivered := map[string][]streamRange{}
+	isDeliver := map[uint64]bool{}
+	for i := range records {
+		if records[i].Op.Kind == sched.Deliver {
+			isDeliver[records[i].Op.ID] = true
+		}
+	}
+	for i := range records {
+		op := &records[i].Op
+		if op.Kind != sched.Deliver || op.Conn == "" {
+			continue
+		}
+		q := sends[op.Conn]
+		if len(q) == 0 {
+			continue
+		}
+		// A delivery that found the send buffer full wrote only part of
+		// its bytes (its result); the rest is a delivery of its own.
+		n := op.Bytes
+		if res := records[i].Result; res >= 0 && res < int64(n) {
+			n = int(res)
+		}
+		r := streamRange{seq: q[0].Seq, id: op.ID}
+		for r.n < n && len(q) > 0 {
+			r.n += q[0].Len
+			q = q[1:]
+		}
+		sends[op.Conn] = q
+		delivered[op.Conn] = append(delivered[op.Conn], r)
+	}
+	return delivered, isDeliver
 }
 
 // accounted is a recv record's result and causes before the join.
