@@ -38,8 +38,8 @@ const (
 	// tsHeld: stopped: a new thread waiting for its parent's clone event,
 	// or a parent waiting for its new thread's first stop.
 	tsHeld
-	// tsAlone: stopped at a syscall that may sleep on the disk, until no
-	// other thread runs (see onAlone).
+	// tsAlone: stopped at a syscall that may sleep on the disk, or at a
+	// clone, until no other thread runs (see onAlone, onCreate).
 	tsAlone
 	numStates
 )

@@ -11,6 +11,8 @@ import (
 	"github.com/lockstep-dev/lockstep/tracer/internal/ptrace"
 )
 
+// onSleep makes a sleep an op whose deadline is the virtual time it ends
+// at.
 func (vt *vtime) onSleep(th *thread, c call) bool {
 	var rel int64
 	var ok bool
