@@ -39,12 +39,12 @@ func buildRaftex(t testing.TB) {
 func TestRaftTrialsReplay(t *testing.T) {
 	testutil.RequireTrials(t)
 	buildRaftex(t)
-	// spec-partition.yaml: spec.yaml without pauses, whose traces do not
-	// replay yet (see README.md).
-	sp := extest.LoadSpec(t, "spec-partition.yaml")
-	const trials = 2
+	// Seed 1's first four trials hold partitions and, from the third on,
+	// pauses: both kinds of fault replay on a Go system.
+	sp := extest.LoadSpec(t, "spec.yaml")
+	const trials = 4
 	sum := extest.Run(t, sp, engine.RunOptions{Trials: trials, TraceAll: true})
-	cuts := 0
+	cuts, pauses := 0, 0
 	for _, r := range sum.Results {
 		out, _ := os.ReadFile(filepath.Join(r.Dir, "client.out"))
 		cerr, _ := os.ReadFile(filepath.Join(r.Dir, "client.err"))
@@ -64,20 +64,23 @@ func TestRaftTrialsReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rec := range tr.Records {
-			if rec.Op.Kind == faults.Partition {
+			switch rec.Op.Kind {
+			case faults.Partition:
 				cuts++
+			case faults.Pause:
+				pauses++
 			}
 		}
 		if diff := replay(t, r.TracePath); diff != "" {
 			t.Errorf("trial %d (%d steps, %v): replay: %s", r.Index, len(tr.Records), r.Outcome.Kind, diff)
 		}
 	}
-	// The window opens at 500 ms with a budget of two: trials without any
-	// partition mean faults were not offered.
-	if cuts == 0 {
-		t.Errorf("no partition in %d trials: %v", trials, sum.ByKind)
+	// The window opens at 500 ms with a budget of two: trials without a
+	// partition or without a pause mean that kind was not offered.
+	if cuts == 0 || pauses == 0 {
+		t.Errorf("%d partitions and %d pauses in %d trials, want some of each: %v", cuts, pauses, trials, sum.ByKind)
 	}
-	t.Logf("%d trials, %d faults, outcomes %v, %v", sum.Trials, cuts, sum.ByKind, sum.Duration)
+	t.Logf("%d trials, %d partitions, %d pauses, outcomes %v, %v", sum.Trials, cuts, pauses, sum.ByKind, sum.Duration)
 }
 
 // raft v1.7.3's InstallSnapshot livelock (hashicorp/raft#697), found: a
