@@ -34,12 +34,21 @@ struct sock_common {
 	__u16 skc_num;
 	unsigned short skc_family;
 	possible_net_t skc_net;
+	unsigned long skc_flags; // the sock's flags in newer kernels (sk_flags in older ones)
 } __attribute__((preserve_access_index));
 
 struct sock {
 	struct sock_common __sk_common;
 	__u16 sk_protocol;
 	__u8 sk_shutdown;
+	unsigned long sk_flags;
+} __attribute__((preserve_access_index));
+
+// The socket's local port as the connection had it: a reset (tcp_done)
+// releases the bound port and zeroes skc_num, while the data queued before
+// it is still read; inet_sport keeps the port.
+struct inet_sock {
+	__be16 inet_sport;
 } __attribute__((preserve_access_index));
 
 struct tcp_sock {
@@ -52,7 +61,15 @@ struct tcp_sock {
 #define AF_INET6 10
 #define MSG_PEEK 2
 #define TCP_CLOSE 7
-#define RCV_SHUTDOWN 1
+#define SOCK_DONE 1 // enum sock_flags: set by tcp_fin alone, not by a reset
+
+// sock_flags reads the socket's flags where the running kernel keeps them.
+static __always_inline unsigned long sock_flags(struct sock *sk)
+{
+	if (bpf_core_field_exists(sk->__sk_common.skc_flags))
+		return BPF_CORE_READ(sk, __sk_common.skc_flags);
+	return BPF_CORE_READ(sk, sk_flags);
+}
 
 enum kind {
 	EV_SEND = 1,
@@ -143,7 +160,7 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags, __u8 kind
 	e->netns = ns;
 	e->saddr = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
 	e->daddr = BPF_CORE_READ(sk, __sk_common.skc_daddr);
-	e->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	e->sport = __builtin_bswap16(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
 	e->dport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	e->seq = 0;
 	e->ack = 0;
@@ -156,8 +173,10 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags, __u8 kind
 			__u32 copied = BPF_CORE_READ(tp, copied_seq);
 			e->seq = copied - ret;
 			// A read that reaches a received FIN consumes its sequence
-			// number too: the data ended one earlier.
-			if ((BPF_CORE_READ(sk, sk_shutdown) & RCV_SHUTDOWN) && copied == BPF_CORE_READ(tp, rcv_nxt))
+			// number too: the data ended one earlier. A reset also shuts
+			// reading down but puts nothing in sequence space, so the
+			// FIN is told by the flag only tcp_fin sets.
+			if ((sock_flags(sk) & (1UL << SOCK_DONE)) && copied == BPF_CORE_READ(tp, rcv_nxt))
 				e->seq--;
 		}
 	}

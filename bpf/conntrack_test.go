@@ -194,3 +194,106 @@ func TestConntrackCgroupHooks(t *testing.T) {
 		t.Errorf("first byte sent at seq %d, want ISN+1 = %d", send.Seq, est.Seq+1)
 	}
 }
+
+// waitState waits until c's TCP state is state (TCP_INFO).
+func waitState(t *testing.T, c *net.TCPConn, state uint8) {
+	t.Helper()
+	raw, _ := c.SyscallConn()
+	var got uint8
+	for i := 0; i < 1000; i++ {
+		raw.Control(func(fd uintptr) {
+			if info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+				got = info.State
+			}
+		})
+		if got == state {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("TCP state %d, never %d", got, state)
+}
+
+// TestConntrackResetIsNotFIN: a read that takes the last bytes of a
+// connection its peer reset (no FIN, so nothing in sequence space after the
+// data) is recorded at the bytes it read; and where a FIN came before the
+// reset, the read that takes the data and the FIN is too. The reset shuts
+// the socket down for reading as a FIN does; taking it for one put the
+// read a byte early (a NATS server's connection, its peer crashed while
+// bytes were unread, 2026-12-05).
+func TestConntrackResetIsNotFIN(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireBPF(t)
+	const (
+		tcpCloseWait = 8
+		tcpClose     = 7
+	)
+	tests := []struct {
+		name string
+		// finFirst: the peer shuts its side down (a FIN) before it resets.
+		finFirst bool
+	}{
+		{"reset alone", false},
+		{"FIN, then reset", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ct, err := NewConntrack("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ct.Close()
+			if err := ct.WatchNetns("/proc/self/ns/net"); err != nil {
+				t.Fatal(err)
+			}
+			ct.Drain()
+			client, server := tcpPair(t)
+			client.Write([]byte("eeee"))
+			waitQueued(t, server, 4)
+			readN(t, server, 2)
+			if tt.finFirst {
+				client.CloseWrite()
+				waitState(t, server, tcpCloseWait)
+			}
+			// Bytes the client leaves unread make its close a reset, as
+			// a crashed process's close is; linger 0 makes it one anyway.
+			server.Write([]byte("x"))
+			client.SetLinger(0)
+			client.Close()
+			waitState(t, server, tcpClose)
+			readN(t, server, 2) // the rest (and the FIN, if one came)
+
+			local := client.LocalAddr().(*net.TCPAddr).AddrPort()
+			var send *Event
+			var recvs []Event
+			deadline := time.Now().Add(5 * time.Second)
+			for (send == nil || len(recvs) < 2) && time.Now().Before(deadline) {
+				evs, err := ct.Drain()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range evs {
+					if e.Flow().Src.Port() != local.Port() {
+						continue
+					}
+					switch e.Kind {
+					case EvSend:
+						send = &e
+					case EvRecv:
+						recvs = append(recvs, e)
+					}
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if send == nil || len(recvs) != 2 {
+				t.Fatalf("send %v, recvs %v: want one send and two recvs", send, recvs)
+			}
+			for i, r := range recvs {
+				if got := Overlap(*send, r); got != 2 || r.Seq != send.Seq+uint32(2*i) {
+					t.Errorf("recv %d (seq %d len %d) against the send (seq %d len %d): overlap %d at offset %d, want 2 at %d",
+						i, r.Seq, r.Len, send.Seq, send.Len, got, r.Seq-send.Seq, 2*i)
+				}
+			}
+		})
+	}
+}
