@@ -23,6 +23,13 @@ import (
 // a small server, and the same in every run and replay.
 const statRSSPages = 4096
 
+// The CPU times a node's process reads in its own stat files (fields 14
+// to 17: utime, stime, cutime, cstime) are 0: under lockstep CPU work takes
+// no virtual time, and the kernel's ticks vary with the host and its load.
+// A NATS server sends the share of CPU it derives from them to its peers
+// every few seconds, and the message's length changed between a run and
+// its replay. getrusage, times and the CPU-time clocks stay the kernel's.
+
 // procStatPath matches the link target of an fd open on a process's stat or
 // statm file, or on one of its threads' stat (/proc/self and
 // /proc/thread-self resolve to these).
@@ -77,7 +84,8 @@ type procStat struct {
 }
 
 // fakeProcStat answers a read(2) of one of the process's stat files: the
-// real text with the resident set size replaced (rewriteRSS).
+// real text with the resident set size and the CPU times replaced
+// (rewriteStat).
 func (th *thread) fakeProcStat(ps *procStat, buf, count uint64) {
 	if ps.off == 0 {
 		b, err := os.ReadFile(ps.src)
@@ -85,7 +93,7 @@ func (th *thread) fakeProcStat(ps *procStat, buf, count uint64) {
 			th.fake(-int64(unix.EIO))
 			return
 		}
-		ps.text = rewriteRSS(b, ps.statm)
+		ps.text = rewriteStat(b, ps.statm)
 	}
 	rest := ps.text[min(ps.off, len(ps.text)):]
 	n := min(uint64(len(rest)), count)
@@ -99,10 +107,11 @@ func (th *thread) fakeProcStat(ps *procStat, buf, count uint64) {
 	th.fake(int64(n))
 }
 
-// rewriteRSS puts statRSSPages in the resident set fields of a stat file
+// rewriteStat puts statRSSPages in the resident set fields of a stat file
 // (field 24, rss) or a statm one (field 2, resident, and field 3, shared,
-// which must not exceed it); text it cannot parse is left as it is.
-func rewriteRSS(b []byte, statm bool) []byte {
+// which must not exceed it), and 0 in a stat file's CPU times (fields 14
+// to 17); text it cannot parse is left as it is.
+func rewriteStat(b []byte, statm bool) []byte {
 	rss := []byte(strconv.Itoa(statRSSPages))
 	if statm {
 		f := bytes.Fields(b)
@@ -123,6 +132,9 @@ func rewriteRSS(b []byte, statm bool) []byte {
 		return b
 	}
 	f[24-3] = rss
+	for i := 14; i <= 17; i++ {
+		f[i-3] = []byte("0")
+	}
 	out := append([]byte{}, b[:i+1]...)
 	out = append(out, ' ')
 	out = append(out, bytes.Join(f, []byte(" "))...)

@@ -10,8 +10,9 @@ import (
 
 // TestProcStatRSS: a node's process reads the same fixed resident set size
 // from /proc/self/stat before and after touching 80 MiB, and in every run,
-// while stat's other fields (its pid and command name) and the kernel's own
-// accounting (getrusage) stay real. As a node runs in a trial (a PID
+// and CPU times of 0 after using 30 ms of CPU, while stat's other fields
+// (its pid and command name) and the kernel's own accounting (getrusage)
+// stay real. As a node runs in a trial (a PID
 // namespace and a /proc of its own) the process's files are named by the
 // pids it sees, 1 for the node's first process: the RSS read there was the
 // real one, and Redis's INFO, which prints it, changed length between a run
@@ -42,10 +43,10 @@ func TestProcStatRSS(t *testing.T) {
 				if want == 0 {
 					want = launched
 				}
-				var sp, gp, rss1, rss2, res, shared, maxrss int
+				var sp, gp, rss1, rss2, res, shared, maxrss, ticks, cpuMS int
 				var comm string
-				if _, err := fmt.Sscanf(out, "pid=%d getpid=%d rss1=%d rss2=%d statm_resident=%d statm_shared=%d maxrss_pages=%d comm=%s",
-					&sp, &gp, &rss1, &rss2, &res, &shared, &maxrss, &comm); err != nil {
+				if _, err := fmt.Sscanf(out, "pid=%d getpid=%d rss1=%d rss2=%d statm_resident=%d statm_shared=%d maxrss_pages=%d comm=%s stat_cpu_ticks=%d rusage_cpu_ms=%d",
+					&sp, &gp, &rss1, &rss2, &res, &shared, &maxrss, &comm, &ticks, &cpuMS); err != nil {
 					t.Fatalf("run %d: output %q: %v", i, out, err)
 				}
 				if sp != want || gp != want || comm != "proc_stat" {
@@ -60,6 +61,11 @@ func TestProcStatRSS(t *testing.T) {
 				// real, so the fixed one read is not it.
 				if maxrss < 80<<20/os.Getpagesize() {
 					t.Errorf("run %d: maxrss %d pages: the program did not touch its memory", i, maxrss)
+				}
+				// getrusage's count is the kernel's and real; stat's CPU
+				// times are not it.
+				if ticks != 0 || cpuMS < 30 {
+					t.Errorf("run %d: stat's CPU times %d ticks after %d ms of CPU by getrusage; want 0 after at least 30", i, ticks, cpuMS)
 				}
 				seen = append(seen, strconv.Itoa(rss1)+" "+strconv.Itoa(rss2))
 			}
@@ -96,23 +102,23 @@ func runProcStat(t *testing.T, argv []string, ns bool) (string, int) {
 	return h.output("n"), pid
 }
 
-func TestRewriteRSS(t *testing.T) {
+func TestRewriteStat(t *testing.T) {
 	rss := strconv.Itoa(statRSSPages)
 	tests := []struct {
 		name, in, want string
 		statm          bool
 	}{
-		{"stat", "7 (redis-server) S 1 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 4 0 100 1000000 2311 18446744073709551615 1 1 0 0 0\n",
+		{"stat", "7 (redis-server) S 1 7 7 0 -1 4194560 1 0 0 0 312 45 6 7 20 0 4 0 100 1000000 2311 18446744073709551615 1 1 0 0 0\n",
 			"7 (redis-server) S 1 7 7 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 4 0 100 1000000 " + rss + " 18446744073709551615 1 1 0 0 0\n", false},
-		{"comm with parentheses and spaces", "9 (a) b (c) R 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 4096 12 0\n",
+		{"comm with parentheses and spaces", "9 (a) b (c) R 1 9 9 0 -1 0 0 0 0 0 1 2 3 4 20 0 1 0 5 4096 12 0\n",
 			"9 (a) b (c) R 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 4096 " + rss + " 0\n", false},
 		{"short stat left alone", "9 (x) R 1\n", "9 (x) R 1\n", false},
 		{"statm", "2590 311 273 1 0 100 0\n", "2590 " + rss + " " + strconv.Itoa(statRSSPages/4) + " 1 0 100 0\n", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := string(rewriteRSS([]byte(tt.in), tt.statm)); got != tt.want {
-				t.Errorf("rewriteRSS(%q) = %q, want %q", tt.in, got, tt.want)
+			if got := string(rewriteStat([]byte(tt.in), tt.statm)); got != tt.want {
+				t.Errorf("rewriteStat(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 /* proc_stat: reads its resident set size from /proc/self/stat twice, with
  * allocations of different sizes touched in between, and from
- * /proc/self/statm; see ../SPEC.md. */
+ * /proc/self/statm; then burns at least 30 ms of CPU and reads its CPU times
+ * from /proc/self/stat and from getrusage; see ../SPEC.md. */
 #include <fcntl.h>
 #include <sys/resource.h>
 #include "common.h"
@@ -81,8 +82,19 @@ int main(void)
 	if (sscanf(s, "%ld %ld %ld", &size, &resident, &shared) != 3)
 		die("statm");
 	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	printf("pid=%ld getpid=%ld rss1=%ld rss2=%ld statm_resident=%ld statm_shared=%ld maxrss_pages=%ld comm=%s\n",
-	       pid, (long)getpid(), rss1, rss2, resident, shared, ru.ru_maxrss * 1024 / sysconf(_SC_PAGESIZE), comm);
+	long cpu_ms = 0;
+	volatile unsigned long x = 1;
+	for (int round = 0; round < 100000 && cpu_ms < 30; round++) {
+		for (int i = 0; i < 100000; i++)
+			x = x * 6364136223846793005UL + 1442695040888963407UL;
+		getrusage(RUSAGE_SELF, &ru);
+		cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+			 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+	}
+	slurp("/proc/self/stat", s, sizeof s);
+	long cpu_ticks = stat_field(s, 14) + stat_field(s, 15) + stat_field(s, 16) + stat_field(s, 17);
+	printf("pid=%ld getpid=%ld rss1=%ld rss2=%ld statm_resident=%ld statm_shared=%ld maxrss_pages=%ld comm=%s stat_cpu_ticks=%ld rusage_cpu_ms=%ld\n",
+	       pid, (long)getpid(), rss1, rss2, resident, shared, ru.ru_maxrss * 1024 / sysconf(_SC_PAGESIZE), comm,
+	       cpu_ticks, cpu_ms);
 	return 0;
 }
