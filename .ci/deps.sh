@@ -17,6 +17,7 @@ command -v etcd >/dev/null || need+=(etcd-server etcd-client) # examples/etcd un
 [ -x /usr/bin/redis-server ] || need+=(redis-server)             # examples/redis, the RESP workload test
 [ -x /usr/bin/redis-sentinel ] || need+=(redis-sentinel)         # examples/redis
 [ -x /usr/share/zookeeper/bin/zkCli.sh ] || need+=(zookeeper)    # examples/zookeeper (ZooKeeper 3.8)
+[ -x /usr/sbin/nats-server ] || need+=(nats-server)              # examples/nats (NATS 2.9)
 if [ "${1:-}" = bpf ]; then
   command -v clang >/dev/null || need+=(clang)
   command -v llvm-strip >/dev/null || need+=(llvm)
