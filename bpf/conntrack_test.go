@@ -56,22 +56,31 @@ func readN(t *testing.T, c *net.TCPConn, n int) {
 	}
 }
 
-// TestConntrackMatchesBytes: a recv that consumes two sends overlaps both
-// exactly, a send consumed by two recvs overlaps each by what it read, a
-// peek is not recorded, and the establishment events carry the ISNs that
-// turn sequence numbers into stream offsets.
-func TestConntrackMatchesBytes(t *testing.T) {
+// watchSelf loads the programs and watches this process's network
+// namespace, with what was recorded before drained; skipped without root
+// or BPF.
+func watchSelf(t *testing.T) *Conntrack {
+	t.Helper()
 	testutil.RequireRoot(t)
 	testutil.RequireBPF(t)
 	ct, err := NewConntrack("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ct.Close()
+	t.Cleanup(func() { ct.Close() })
 	if err := ct.WatchNetns("/proc/self/ns/net"); err != nil {
 		t.Fatal(err)
 	}
 	ct.Drain()
+	return ct
+}
+
+// TestConntrackMatchesBytes: a recv that consumes two sends overlaps both
+// exactly, a send consumed by two recvs overlaps each by what it read, a
+// peek is not recorded, and the establishment events carry the ISNs that
+// turn sequence numbers into stream offsets.
+func TestConntrackMatchesBytes(t *testing.T) {
+	ct := watchSelf(t)
 	client, server := tcpPair(t)
 
 	client.Write([]byte("aaaa"))
@@ -222,8 +231,6 @@ func waitState(t *testing.T, c *net.TCPConn, state uint8) {
 // read a byte early (a NATS server's connection, its peer crashed while
 // bytes were unread, 2026-12-05).
 func TestConntrackResetIsNotFIN(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.RequireBPF(t)
 	const (
 		tcpCloseWait = 8
 		tcpClose     = 7
@@ -238,15 +245,7 @@ func TestConntrackResetIsNotFIN(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ct, err := NewConntrack("")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ct.Close()
-			if err := ct.WatchNetns("/proc/self/ns/net"); err != nil {
-				t.Fatal(err)
-			}
-			ct.Drain()
+			ct := watchSelf(t)
 			client, server := tcpPair(t)
 			client.Write([]byte("eeee"))
 			waitQueued(t, server, 4)

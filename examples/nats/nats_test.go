@@ -26,12 +26,7 @@ func requireNATS(t *testing.T) {
 	extest.RequireInstalled(t, "nats", "apt-get install nats-server", natsBin)
 	testutil.RequireTrials(t)
 	here := extest.Dir()
-	if out, err := extest.GoBuild(filepath.Join(here, "client"), filepath.Join(here, "bin", "natsclient")); err != nil {
-		if strings.Contains(string(out), "proxy.golang.org") || strings.Contains(string(out), "dial tcp") {
-			t.Skipf("building the client needs github.com/nats-io/nats.go from the Go module proxy, which is out of reach: %s", out)
-		}
-		t.Fatalf("building the client: %v\n%s", err, out)
-	}
+	extest.GoBuildFetched(t, filepath.Join(here, "client"), filepath.Join(here, "bin", "natsclient"), "github.com/nats-io/nats.go")
 }
 
 // Without faults every trial passes, and its trace replays: the servers'

@@ -22,12 +22,7 @@ func TestMain(m *testing.M) { extest.Main(m) }
 func buildRaftex(t testing.TB) {
 	t.Helper()
 	here := extest.Dir()
-	if out, err := extest.GoBuild(filepath.Join(here, "raftex"), filepath.Join(here, "bin", "raftex")); err != nil {
-		if strings.Contains(string(out), "proxy.golang.org") || strings.Contains(string(out), "dial tcp") {
-			t.Skipf("building raftex needs github.com/hashicorp/raft from the Go module proxy, which is out of reach: %s", out)
-		}
-		t.Fatalf("building raftex: %v\n%s", err, out)
-	}
+	extest.GoBuildFetched(t, filepath.Join(here, "raftex"), filepath.Join(here, "bin", "raftex"), "github.com/hashicorp/raft")
 }
 
 // A few trials of the example, each replayed: three raft members that the

@@ -72,6 +72,20 @@ func GoBuild(src, out string) ([]byte, error) {
 	return cmd.CombinedOutput()
 }
 
+// GoBuildFetched is GoBuild for a module whose dependencies come from the
+// Go module proxy (what names it, e.g. "github.com/hashicorp/raft"): the
+// test is skipped when the proxy is out of reach, and fails on any other
+// error.
+func GoBuildFetched(tb testing.TB, src, out, what string) {
+	tb.Helper()
+	if b, err := GoBuild(src, out); err != nil {
+		if strings.Contains(string(b), "proxy.golang.org") || strings.Contains(string(b), "dial tcp") {
+			tb.Skipf("building %s needs %s from the Go module proxy, which is out of reach: %s", filepath.Base(out), what, b)
+		}
+		tb.Fatalf("building %s: %v\n%s", filepath.Base(out), err, b)
+	}
+}
+
 // Make runs make in dir, failing the test with what it printed.
 func Make(tb testing.TB, what, dir string) {
 	tb.Helper()
