@@ -351,14 +351,29 @@ const (
 )
 
 // Corrupt damages one of the files the node wrote (Written), drawn from
-// pick: flips one bit of it, or cuts its tail off. It returns what it did.
-func (b *Books) Corrupt(how string, pick uint64) (string, error) {
+// pick, or want (a name as show gives it) when the node wrote that one:
+// flips one bit of it, or cuts its tail off. It returns what it did and the
+// file's name. The bit or the cut is drawn from pick after the file either
+// way, so that a corruption forced onto the file it hit in a run where the
+// node wrote other files as well does to it what it did.
+func (b *Books) Corrupt(how string, pick uint64, want string) (what, name string, err error) {
 	fs := b.written()
 	if len(fs) == 0 {
-		return "no data file to corrupt", nil
+		return "no data file to corrupt", "", nil
 	}
 	r := rand.New(rand.NewPCG(pick, 0x636f7272757074)) // "corrupt"
 	f := fs[r.IntN(len(fs))]
+	if want != "" {
+		if i := slices.IndexFunc(fs, func(g *file) bool { return b.show(g.path) == want }); i >= 0 {
+			f = fs[i]
+		}
+	}
+	what, err = b.corrupt(f, how, r)
+	return what, b.show(f.path), err
+}
+
+// corrupt flips a bit of f or cuts its tail, drawn from r.
+func (b *Books) corrupt(f *file, how string, r *rand.Rand) (string, error) {
 	sz := size(f.f)
 	name := b.show(f.path)
 	switch how {

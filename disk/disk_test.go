@@ -303,7 +303,7 @@ func TestCorrupt(t *testing.T) {
 	for pick := range uint64(10) {
 		n := newNode(t)
 		n.create("f", content).Close()
-		what, err := n.b.Corrupt(CorruptFlip, pick)
+		what, _, err := n.b.Corrupt(CorruptFlip, pick, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,13 +318,68 @@ func TestCorrupt(t *testing.T) {
 		if len(got) != len(content) || diff != 1 || !strings.HasPrefix(what, "flipped bit ") {
 			t.Errorf("pick %d: %d bits differ (%s)", pick, diff, what)
 		}
-		if _, err := n.b.Corrupt(CorruptTail, pick); err != nil {
+		if _, _, err := n.b.Corrupt(CorruptTail, pick, ""); err != nil {
 			t.Fatal(err)
 		}
 		if cut := n.read("f"); len(cut) >= len(got) || !strings.HasPrefix(got, cut) {
 			t.Errorf("pick %d: tail cut left %d of %d bytes", pick, len(cut), len(got))
 		}
 	}
+}
+
+// TestCorruptKeepsItsFile: a corruption forced with the file it hit (its
+// trace's File) damages that file in the same way in a run where the node
+// wrote other files as well, where its pick alone would draw another; a
+// file the node did not write leaves the draw to the pick.
+func TestCorruptKeepsItsFile(t *testing.T) {
+	content := strings.Repeat("lockstep", 64)
+	for _, how := range []string{CorruptFlip, CorruptTail} {
+		for pick := range uint64(10) {
+			first := newNamedNode(t, "n3")
+			first.create("a", content).Close()
+			first.create("b", content).Close()
+			what, name, err := first.b.Corrupt(how, pick, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The other run wrote three more files, before and between.
+			other := newNamedNode(t, "n3")
+			other.create("x", content).Close()
+			other.create("a", content).Close()
+			other.create("y", content).Close()
+			other.create("z", content).Close()
+			other.create("b", content).Close()
+			again, name2, err := other.b.Corrupt(how, pick, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name2 != name || again != what {
+				t.Errorf("%s, pick %d: %q then, forced onto %s, %q", how, pick, what, name, again)
+			}
+			base := name[strings.LastIndexByte(name, '/')+1:]
+			if first.read(base) != other.read(base) {
+				t.Errorf("%s, pick %d: %s damaged otherwise the second time", how, pick, base)
+			}
+			alone := newNamedNode(t, "n3")
+			alone.create("a", content).Close()
+			if _, drawn, err := alone.b.Corrupt(how, pick, "n3/gone"); err != nil || drawn != "n3/a" {
+				t.Errorf("%s, pick %d: forced onto a file the node did not write: %q, %v", how, pick, drawn, err)
+			}
+		}
+	}
+}
+
+// newNamedNode is newNode with its data directory named name, so that
+// two nodes show their files by the same names (as a node's are in every
+// trial: "n3/js/..."), not by their temporary directories'.
+func newNamedNode(t *testing.T, name string) *node {
+	root := filepath.Join(t.TempDir(), name)
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := New([]string{root}, filepath.Dir(root), false)
+	t.Cleanup(b.Close)
+	return &node{t: t, b: b, root: root, pid: os.Getpid()}
 }
 
 // TestArmed: an armed ioerror fails the next call of its kind on a data

@@ -79,11 +79,14 @@ func (t *Trial) applyDisk(e faults.Effect) (tracer.Action, error) {
 		t.disk.cut, t.disk.rec = &e, rec
 		return tracer.Action{Crash: e.Node}, nil
 	case faults.ActCorrupt:
-		what, err := b.Corrupt(e.Disk, e.Pick)
+		what, file, err := b.Corrupt(e.Disk, e.Pick, e.File)
 		if err != nil {
 			return t.stop(Error, e.Node, "corrupting node %s's data: %v", e.Node, err)
 		}
 		t.hit(rec)(what)
+		if rec < len(t.res.Records) {
+			t.res.Records[rec].Op.File = file
+		}
 	case faults.ActIOError:
 		errno := syscall.EIO
 		if e.Disk == "ENOSPC" {

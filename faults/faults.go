@@ -174,10 +174,12 @@ type Effect struct {
 	// Datagram is the deliver op ID of the datagram a drop discards.
 	Datagram uint64
 	// Disk, Pick and Call are a storage fault's variant (sched.Op's Disk,
-	// Pick and Syscall); Stall is how long a stalled fsync takes.
+	// Pick and Syscall), File the file a forced corruption damages again
+	// (sched.Op's File); Stall is how long a stalled fsync takes.
 	Disk  string
 	Pick  uint64
 	Call  string
+	File  string
 	Stall time.Duration
 }
 

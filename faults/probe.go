@@ -81,7 +81,7 @@ func (in *Injector) aim(o *sched.Op) error {
 	}
 	in.detail(o)
 	if rec := a.Recorded; rec != nil && kindDefs[o.Kind].replay.KeepDraw {
-		o.Disk, o.Pick = rec.Disk, rec.Pick
+		o.KeepDraw(rec)
 	}
 	return nil
 }

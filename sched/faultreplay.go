@@ -16,8 +16,9 @@ type FaultReplay struct {
 	// bring it anyway.
 	Recovery bool
 	// KeepDraw says the engine's offer draws the op's Disk and Pick
-	// afresh, and a forced replay puts the trace's back: they are what
-	// the failure needs (a power cut's persist mode and pick).
+	// afresh, and a forced replay puts the trace's back (with a
+	// corruption's File): they are what the failure needs (a power cut's
+	// persist mode and pick).
 	KeepDraw bool
 }
 

@@ -799,7 +799,7 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 	if taken != nil && f.faults.of(taken.Op.Kind).KeepDraw {
 		// A storage fault the engine offers draws its variant and its
 		// pick afresh; the trace's are what the failure needs.
-		enabled[pick].Disk, enabled[pick].Pick = taken.Op.Disk, taken.Op.Pick
+		enabled[pick].KeepDraw(&taken.Op)
 	}
 	k := f.keyer.Released(enabled[pick])
 	f.done[k] = true

@@ -198,6 +198,12 @@ type Op struct {
 	// changes", "flipped bit 3 of byte 812 of wal.log"); no part of the
 	// op's identity.
 	Hit string `json:"hit,omitempty"`
+	// File is the data file a corruption damaged, as show names it. A
+	// forced corruption (explain's runs, a branch's prefix) damages it
+	// again wherever the node wrote it, though an earlier change of the
+	// schedule had it write other files too, which would move Pick's draw
+	// to another file; no part of the op's identity.
+	File string `json:"file,omitempty"`
 	// Msg is a deliver op's first bytes, for faults that hold one kind of
 	// message (faults.Pattern) and for conflict signatures that name the
 	// message's shape; only while the tracer is asked for them, and never
@@ -211,6 +217,11 @@ type Op struct {
 	// op as the prediction did; no part of the op's identity.
 	Nth int `json:"nth,omitempty"`
 }
+
+// KeepDraw puts rec's storage draws (Disk, Pick, File) on o, an offer of
+// the same fault that drew its own: the recorded ones are what the run did
+// (sched.FaultReplay.KeepDraw).
+func (o *Op) KeepDraw(rec *Op) { o.Disk, o.Pick, o.File = rec.Disk, rec.Pick, rec.File }
 
 // ProbeObject is the Object of a fault offered for the spec's probe to
 // aim: its node, and what it hits there, are settled only when it is

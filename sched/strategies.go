@@ -544,7 +544,7 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 	if r.faults.of(want.Kind).KeepDraw {
 		// As Forced does: the engine's offer drew its variant and pick
 		// afresh, and the trace's are what the run did.
-		enabled[i].Disk, enabled[i].Pick = want.Disk, want.Pick
+		enabled[i].KeepDraw(want)
 	}
 	r.recalled = want
 	return i, nil
