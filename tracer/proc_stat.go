@@ -23,13 +23,6 @@ import (
 // a small server, and the same in every run and replay.
 const statRSSPages = 4096
 
-// The CPU times a node's process reads in its own stat files (fields 14
-// to 17: utime, stime, cutime, cstime) are 0: under lockstep CPU work takes
-// no virtual time, and the kernel's ticks vary with the host and its load.
-// A NATS server sends the share of CPU it derives from them to its peers
-// every few seconds, and the message's length changed between a run and
-// its replay. getrusage, times and the CPU-time clocks stay the kernel's.
-
 // procStatPath matches the link target of an fd open on a process's stat or
 // statm file, or on one of its threads' stat (/proc/self and
 // /proc/thread-self resolve to these).
@@ -110,7 +103,11 @@ func (th *thread) fakeProcStat(ps *procStat, buf, count uint64) {
 // rewriteStat puts statRSSPages in the resident set fields of a stat file
 // (field 24, rss) or a statm one (field 2, resident, and field 3, shared,
 // which must not exceed it), and 0 in a stat file's CPU times (fields 14
-// to 17); text it cannot parse is left as it is.
+// to 17: utime, stime, cutime, cstime); text it cannot parse is left as it
+// is. CPU work takes no virtual time, and the kernel's ticks vary with the
+// host and its load: a NATS server sends its peers the CPU share it derives
+// from them, and the message's length changed between a run and its
+// replay. getrusage, times and the CPU-time clocks stay the kernel's.
 func rewriteStat(b []byte, statm bool) []byte {
 	rss := []byte(strconv.Itoa(statRSSPages))
 	if statm {

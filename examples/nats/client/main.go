@@ -10,9 +10,9 @@
 //
 // Exit status: 0 when every check passed; 1 on a violation (an acknowledged
 // message missing, changed, at another sequence number or stored twice, or
-// the stream itself gone from a cluster that answers); 2
-// on bad usage; 3 when the cluster never took the stream or did not answer
-// the final reads, i.e. it did not recover after the quiet period. Errors
+// the stream itself gone from a cluster that answers); 2 on bad usage; 3
+// when the cluster never took the stream or did not answer the final
+// reads, i.e. it did not recover after the quiet period. Errors
 // while a fault lasts are expected: a publish is retried with the same
 // message ID until it is acknowledged or the quiet period begins.
 package main
@@ -195,9 +195,10 @@ func check(acked []ack, have []stored) []string {
 	for _, s := range have {
 		byID[s.id] = append(byID[s.id], s)
 	}
-	for id, ss := range byID {
-		if len(ss) > 1 {
-			problems = append(problems, fmt.Sprintf("message %s stored %d times (seqs %v)", id, len(ss), seqs(ss)))
+	// In the stream's order, each duplicated ID once (at its first copy).
+	for _, s := range have {
+		if ss := byID[s.id]; len(ss) > 1 && ss[0].seq == s.seq {
+			problems = append(problems, fmt.Sprintf("message %s stored %d times (seqs %v)", s.id, len(ss), seqs(ss)))
 		}
 	}
 	last := uint64(0)
