@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -350,51 +351,80 @@ const (
 	CorruptTail = "tail" // cuts its tail off
 )
 
+// A Spot is where a corruption struck: the file, as show names it, and
+// the place in it (At): for a cut the length it left ("13"), for a flip
+// the byte and the bit ("812.3").
+type Spot struct {
+	File string
+	At   string
+}
+
 // Corrupt damages one of the files the node wrote (Written), drawn from
-// pick, or want (a name as show gives it) when the node wrote that one:
-// flips one bit of it, or cuts its tail off. It returns what it did and the
-// file's name. The bit or the cut is drawn from pick after the file either
-// way, so that a corruption forced onto the file it hit in a run where the
-// node wrote other files as well does to it what it did.
-func (b *Books) Corrupt(how string, pick uint64, want string) (what, name string, err error) {
+// pick, or want.File when the node wrote that one: flips one bit of it, or
+// cuts its tail off. It returns what it did and where. The bit or the cut
+// is want.At when the file holds it, else drawn from pick after the file,
+// so that a corruption forced onto the file it hit does to it what it did
+// in a run where the node wrote other files as well, or wrote that one
+// longer or shorter (a file of one entry per peer the node knew then).
+func (b *Books) Corrupt(how string, pick uint64, want Spot) (what string, got Spot, err error) {
 	fs := b.written()
 	if len(fs) == 0 {
-		return "no data file to corrupt", "", nil
+		return "no data file to corrupt", Spot{}, nil
 	}
 	r := rand.New(rand.NewPCG(pick, 0x636f7272757074)) // "corrupt"
 	f := fs[r.IntN(len(fs))]
-	if want != "" {
-		if i := slices.IndexFunc(fs, func(g *file) bool { return b.show(g.path) == want }); i >= 0 {
+	if want.File != "" {
+		if i := slices.IndexFunc(fs, func(g *file) bool { return b.show(g.path) == want.File }); i >= 0 {
 			f = fs[i]
+		} else {
+			want.At = ""
 		}
 	}
-	what, err = b.corrupt(f, how, r)
-	return what, b.show(f.path), err
+	what, at, err := b.corrupt(f, how, r, want.At)
+	return what, Spot{File: b.show(f.path), At: at}, err
 }
 
-// corrupt flips a bit of f or cuts its tail, drawn from r.
-func (b *Books) corrupt(f *file, how string, r *rand.Rand) (string, error) {
+// corrupt flips a bit of f or cuts its tail: at, when f holds it, else
+// drawn from r. It returns what it did and at.
+func (b *Books) corrupt(f *file, how string, r *rand.Rand, at string) (what, where string, err error) {
 	sz := size(f.f)
 	name := b.show(f.path)
 	switch how {
 	case CorruptFlip:
-		off := r.Int64N(sz)
-		bit := r.IntN(8)
+		off, bit, ok := flipAt(at)
+		if !ok || off >= sz {
+			off, bit = r.Int64N(sz), r.IntN(8)
+		}
 		var c [1]byte
 		if _, err := f.f.ReadAt(c[:], off); err != nil {
-			return "", fmt.Errorf("disk: corrupting %s: %w", name, err)
+			return "", "", fmt.Errorf("disk: corrupting %s: %w", name, err)
 		}
 		c[0] ^= 1 << bit
 		if _, err := f.f.WriteAt(c[:], off); err != nil {
-			return "", fmt.Errorf("disk: corrupting %s: %w", name, err)
+			return "", "", fmt.Errorf("disk: corrupting %s: %w", name, err)
 		}
-		return "flipped bit " + strconv.Itoa(bit) + " of byte " + strconv.FormatInt(off, 10) + " of " + name, nil
+		return "flipped bit " + strconv.Itoa(bit) + " of byte " + strconv.FormatInt(off, 10) + " of " + name,
+			strconv.FormatInt(off, 10) + "." + strconv.Itoa(bit), nil
 	case CorruptTail:
-		to := r.Int64N(sz)
-		if err := f.f.Truncate(to); err != nil {
-			return "", fmt.Errorf("disk: corrupting %s: %w", name, err)
+		to, err := strconv.ParseInt(at, 10, 64)
+		if err != nil || to < 0 || to >= sz {
+			to = r.Int64N(sz)
 		}
-		return fmt.Sprintf("cut %s from %d to %d bytes", name, sz, to), nil
+		if err := f.f.Truncate(to); err != nil {
+			return "", "", fmt.Errorf("disk: corrupting %s: %w", name, err)
+		}
+		return fmt.Sprintf("cut %s from %d to %d bytes", name, sz, to), strconv.FormatInt(to, 10), nil
 	}
-	return "", fmt.Errorf("disk: unknown corruption %q", how)
+	return "", "", fmt.Errorf("disk: unknown corruption %q", how)
+}
+
+// flipAt reads a flip's Spot.At, "byte.bit".
+func flipAt(at string) (off int64, bit int, ok bool) {
+	o, b, found := strings.Cut(at, ".")
+	if !found {
+		return 0, 0, false
+	}
+	off, err1 := strconv.ParseInt(o, 10, 64)
+	bit, err2 := strconv.Atoi(b)
+	return off, bit, err1 == nil && err2 == nil && off >= 0 && bit >= 0 && bit < 8
 }

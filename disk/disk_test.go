@@ -303,7 +303,7 @@ func TestCorrupt(t *testing.T) {
 	for pick := range uint64(10) {
 		n := newNode(t)
 		n.create("f", content).Close()
-		what, _, err := n.b.Corrupt(CorruptFlip, pick, "")
+		what, _, err := n.b.Corrupt(CorruptFlip, pick, Spot{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +318,7 @@ func TestCorrupt(t *testing.T) {
 		if len(got) != len(content) || diff != 1 || !strings.HasPrefix(what, "flipped bit ") {
 			t.Errorf("pick %d: %d bits differ (%s)", pick, diff, what)
 		}
-		if _, _, err := n.b.Corrupt(CorruptTail, pick, ""); err != nil {
+		if _, _, err := n.b.Corrupt(CorruptTail, pick, Spot{}); err != nil {
 			t.Fatal(err)
 		}
 		if cut := n.read("f"); len(cut) >= len(got) || !strings.HasPrefix(got, cut) {
@@ -327,10 +327,12 @@ func TestCorrupt(t *testing.T) {
 	}
 }
 
-// TestCorruptKeepsItsFile: a corruption forced with the file it hit (its
-// trace's File) damages that file in the same way in a run where the node
-// wrote other files as well, where its pick alone would draw another; a
-// file the node did not write leaves the draw to the pick.
+// TestCorruptKeepsItsFile: a corruption forced with the spot it hit (its
+// trace's file and place) damages that file there again, though the node
+// wrote other files as well, before and after it, or wrote it longer (a
+// file of one entry per peer the node knew then), which would move the
+// draw; where the file is too short for the spot, or the node did not
+// write it, the draw decides as before.
 func TestCorruptKeepsItsFile(t *testing.T) {
 	content := strings.Repeat("lockstep", 64)
 	for _, how := range []string{CorruptFlip, CorruptTail} {
@@ -338,10 +340,11 @@ func TestCorruptKeepsItsFile(t *testing.T) {
 			first := newNamedNode(t, "n3")
 			first.create("a", content).Close()
 			first.create("b", content).Close()
-			what, name, err := first.b.Corrupt(how, pick, "")
+			what, spot, err := first.b.Corrupt(how, pick, Spot{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			base := spot.File[strings.LastIndexByte(spot.File, '/')+1:]
 			// The other run wrote three more files, before and between.
 			other := newNamedNode(t, "n3")
 			other.create("x", content).Close()
@@ -349,21 +352,37 @@ func TestCorruptKeepsItsFile(t *testing.T) {
 			other.create("y", content).Close()
 			other.create("z", content).Close()
 			other.create("b", content).Close()
-			again, name2, err := other.b.Corrupt(how, pick, name)
+			again, spot2, err := other.b.Corrupt(how, pick, spot)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if name2 != name || again != what {
-				t.Errorf("%s, pick %d: %q then, forced onto %s, %q", how, pick, what, name, again)
+			if spot2 != spot || again != what {
+				t.Errorf("%s, pick %d: %q at %v then, forced there, %q at %v", how, pick, what, spot, again, spot2)
 			}
-			base := name[strings.LastIndexByte(name, '/')+1:]
 			if first.read(base) != other.read(base) {
 				t.Errorf("%s, pick %d: %s damaged otherwise the second time", how, pick, base)
 			}
+			// The third run wrote the file twice as long: the same spot.
+			longer := newNamedNode(t, "n3")
+			longer.create("a", content+content).Close()
+			longer.create("b", content+content).Close()
+			if _, spot3, err := longer.b.Corrupt(how, pick, spot); err != nil || spot3 != spot {
+				t.Errorf("%s, pick %d: forced at %v onto a longer file, struck %v (%v)", how, pick, spot, spot3, err)
+			}
+			// Too short for the spot: drawn within its one byte.
+			short := newNamedNode(t, "n3")
+			short.create(base, "x").Close()
+			within := map[string]func(string) bool{
+				CorruptFlip: func(at string) bool { return strings.HasPrefix(at, "0.") },
+				CorruptTail: func(at string) bool { return at == "0" },
+			}[how]
+			if _, spot4, err := short.b.Corrupt(how, pick, spot); err != nil || spot4.File != spot.File || !within(spot4.At) {
+				t.Errorf("%s, pick %d: forced at %v onto a 1-byte file, struck %v (%v)", how, pick, spot, spot4, err)
+			}
 			alone := newNamedNode(t, "n3")
 			alone.create("a", content).Close()
-			if _, drawn, err := alone.b.Corrupt(how, pick, "n3/gone"); err != nil || drawn != "n3/a" {
-				t.Errorf("%s, pick %d: forced onto a file the node did not write: %q, %v", how, pick, drawn, err)
+			if _, drawn, err := alone.b.Corrupt(how, pick, Spot{File: "n3/gone", At: spot.At}); err != nil || drawn.File != "n3/a" {
+				t.Errorf("%s, pick %d: forced onto a file the node did not write: %v, %v", how, pick, drawn, err)
 			}
 		}
 	}

@@ -79,13 +79,13 @@ func (t *Trial) applyDisk(e faults.Effect) (tracer.Action, error) {
 		t.disk.cut, t.disk.rec = &e, rec
 		return tracer.Action{Crash: e.Node}, nil
 	case faults.ActCorrupt:
-		what, file, err := b.Corrupt(e.Disk, e.Pick, e.File)
+		what, spot, err := b.Corrupt(e.Disk, e.Pick, disk.Spot{File: e.File, At: e.Spot})
 		if err != nil {
 			return t.stop(Error, e.Node, "corrupting node %s's data: %v", e.Node, err)
 		}
 		t.hit(rec)(what)
 		if rec < len(t.res.Records) {
-			t.res.Records[rec].Op.File = file
+			t.res.Records[rec].Op.File, t.res.Records[rec].Op.Spot = spot.File, spot.At
 		}
 	case faults.ActIOError:
 		errno := syscall.EIO

@@ -174,12 +174,14 @@ type Effect struct {
 	// Datagram is the deliver op ID of the datagram a drop discards.
 	Datagram uint64
 	// Disk, Pick and Call are a storage fault's variant (sched.Op's Disk,
-	// Pick and Syscall), File the file a forced corruption damages again
-	// (sched.Op's File); Stall is how long a stalled fsync takes.
+	// Pick and Syscall), File and Spot the file and the place in it
+	// a forced corruption damages again (sched.Op's File and Spot); Stall is
+	// how long a stalled fsync takes.
 	Disk  string
 	Pick  uint64
 	Call  string
 	File  string
+	Spot  string
 	Stall time.Duration
 }
 

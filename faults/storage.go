@@ -23,7 +23,7 @@ func (p Plan) StorageNode(node string) bool { return p.Storage() && slices.Conta
 func diskChose(after func(in *Injector, o *sched.Op, now time.Duration, e *Effect)) func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 	return func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 		in.budget--
-		e.Disk, e.Pick, e.Call, e.File = o.Disk, o.Pick, o.Syscall, o.File
+		e.Disk, e.Pick, e.Call, e.File, e.Spot = o.Disk, o.Pick, o.Syscall, o.File, o.Spot
 		if after != nil {
 			after(in, o, now, e)
 		}

@@ -17,7 +17,7 @@ type FaultReplay struct {
 	Recovery bool
 	// KeepDraw says the engine's offer draws the op's Disk and Pick
 	// afresh, and a forced replay puts the trace's back (with a
-	// corruption's File): they are what the failure needs (a power cut's
+	// corruption's File and Spot): they are what the failure needs (a power cut's
 	// persist mode and pick).
 	KeepDraw bool
 }

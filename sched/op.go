@@ -204,6 +204,12 @@ type Op struct {
 	// schedule had it write other files too, which would move Pick's draw
 	// to another file; no part of the op's identity.
 	File string `json:"file,omitempty"`
+	// Spot is where in File the corruption struck: the length a cut left
+	// ("13"), or a flip's byte and bit ("7.5"). A forced corruption
+	// strikes there again when the file is long enough, though an earlier
+	// change of the schedule had the node write it longer or shorter,
+	// which would move Pick's draw; no part of the op's identity.
+	Spot string `json:"spot,omitempty"`
 	// Msg is a deliver op's first bytes, for faults that hold one kind of
 	// message (faults.Pattern) and for conflict signatures that name the
 	// message's shape; only while the tracer is asked for them, and never
@@ -218,10 +224,12 @@ type Op struct {
 	Nth int `json:"nth,omitempty"`
 }
 
-// KeepDraw puts rec's storage draws (Disk, Pick, File) on o, an offer of
+// KeepDraw puts rec's storage draws (Disk, Pick, File, Spot) on o, an offer of
 // the same fault that drew its own: the recorded ones are what the run did
 // (sched.FaultReplay.KeepDraw).
-func (o *Op) KeepDraw(rec *Op) { o.Disk, o.Pick, o.File = rec.Disk, rec.Pick, rec.File }
+func (o *Op) KeepDraw(rec *Op) {
+	o.Disk, o.Pick, o.File, o.Spot = rec.Disk, rec.Pick, rec.File, rec.Spot
+}
 
 // ProbeObject is the Object of a fault offered for the spec's probe to
 // aim: its node, and what it hits there, are settled only when it is
