@@ -776,6 +776,9 @@ func (t *Trial) limits(st *tracer.State) (tracer.Action, bool, error) {
 // decided here (the quiet period begins, or nothing can run and the clock
 // moves), with its action.
 func (t *Trial) choices(st *tracer.State, now time.Duration) (choices, ready []*sched.Op, a tracer.Action, err error) {
+	if c, ok := t.p.strategy.(sched.Clocked); ok {
+		c.Clock(now) // before a lull's fault is declined
+	}
 	// The placers count the steps since their windows opened.
 	t.timing.observe(now, t.steps)
 	t.faults.Observe(now, t.steps)

@@ -50,7 +50,7 @@ func messageAnchors(ds []sched.Decision, recs []sched.Record, choices [][]sched.
 			}
 			if isMessage(r) {
 				key := keys[k]
-				d.After, d.AfterStep = &key, r.Step
+				d.After, d.AfterStep, d.Loose = &key, r.Step, sched.LooseAnchor(keys, k)
 				moved++
 				break
 			}

@@ -139,7 +139,7 @@ func (e *explainer) anchor(ds []sched.Decision) []sched.Decision {
 			if out == nil {
 				out = append([]sched.Decision(nil), ds...)
 			}
-			out[i].After = a
+			out[i].After, out[i].Loose = a, nil
 		}
 	}
 	if out == nil {
@@ -206,9 +206,22 @@ func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, 
 		return failure{}, err
 	}
 	got := failureOf(res)
-	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got.is(e.want), "detail", res.Outcome.Detail)
+	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got.is(e.want), "detail", res.Outcome.Detail, "faults", faultsOf(res))
 	e.cache[key] = got
 	return got, nil
+}
+
+// faultsOf is what faults a run made and where, for the debug log: a
+// forced fault that lands elsewhere than the trace's, or not at all,
+// explains a decision kept for no cause the schedule shows.
+func faultsOf(res *engine.TrialResult) []string {
+	var fs []string
+	for i, r := range res.Records {
+		if r.Op.Kind.IsFault() {
+			fs = append(fs, fmt.Sprintf("%d %s %s %s", i+1, r.Op.Kind, r.Op.Node, r.Op.Hit))
+		}
+	}
+	return fs
 }
 
 // without runs set with its decision i left out, once per such subset.
@@ -413,7 +426,7 @@ func (e *explainer) verify(ctx context.Context, set []sched.Decision) ([]sched.D
 		checked++
 		got := failureOf(res)
 		e.cache[subsetKey(rest)] = got
-		e.log.Debug("1-minimality check", "decision", set[i].String(), "without it", got.String(), "needed", !got.is(e.want))
+		e.log.Debug("1-minimality check", "decision", set[i].String(), "without it", got.String(), "needed", !got.is(e.want), "faults", faultsOf(res))
 		if !got.is(e.want) {
 			continue
 		}

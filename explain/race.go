@@ -541,7 +541,7 @@ func candidates(d sched.Decision, i int, min []sched.Decision, at int, run *fail
 	rightAfter := func(j int) []sched.Decision {
 		nd := d
 		k := keys[j]
-		nd.After = &k
+		nd.After, nd.Loose = &k, nil
 		return replace(min, i, nd)
 	}
 	switch {
@@ -583,7 +583,7 @@ func candidates(d sched.Decision, i int, min []sched.Decision, at int, run *fail
 	// node (its window, when one was found, names it instead).
 	if p := prevTraced(recs, at); p >= 0 {
 		nd := d
-		nd.After = nil
+		nd.After, nd.Loose = nil, nil
 		if pp := prevTraced(recs, p); pp >= 0 {
 			k := keys[pp]
 			nd.After = &k
@@ -620,7 +620,7 @@ func apart(a, b *sched.Op) bool {
 func holdBefore(d sched.Decision, i int, min []sched.Decision, j, at int, run *failingRun) []sched.Decision {
 	recs, keys := run.recs, run.keys
 	nd := d
-	nd.After = nil
+	nd.After, nd.Loose = nil, nil
 	if p := prevTraced(recs, j); p >= 0 {
 		k := keys[p]
 		nd.After = &k
@@ -635,7 +635,7 @@ func holdBefore(d sched.Decision, i int, min []sched.Decision, j, at int, run *f
 	}
 	for m, dm := range out {
 		if m != i && dm.Kind == sched.InjectDecision && findDecision(dm, recs, keys) == j {
-			out[m].After = &held
+			out[m].After, out[m].Loose = &held, nil
 		}
 	}
 	return out

@@ -112,7 +112,7 @@ func (m *faultMover) place(k sched.Key) int {
 // start); same says it still fails the same way.
 func (m *faultMover) moved(ctx context.Context, n int) (failure, bool, error) {
 	nd := m.set[m.i]
-	nd.After = nil
+	nd.After, nd.Loose = nil, nil
 	if n >= 0 {
 		k := m.keys[m.ops[n]]
 		nd.After = &k

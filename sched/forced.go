@@ -433,6 +433,37 @@ type Decision struct {
 	// comes right after it.
 	After     *Key `json:"after,omitempty"`
 	AfterStep int  `json:"after_step,omitempty"`
+	// Loose and VTime are, for an injected fault, After named without its
+	// connection (LooseAnchor) and the virtual time at which the trace
+	// made the fault: a forced run in which After has not come, Loose has,
+	// and the clock reached VTime makes the fault then (Forced.Extra). Nil
+	// where not known, or where After was moved from the trace's.
+	Loose *Key   `json:"loose,omitempty"`
+	VTime *int64 `json:"vtime,omitempty"`
+}
+
+// LooseAnchor is keys[j] named without its connection: N counts the ops
+// of its process, kind, object and site (and thread, where keys name it)
+// before it on any connection. A fault anchored on the nth message of one
+// connection is, loosely, after the mth message of its process to that
+// inbox: a run whose servers carried their traffic on the other of two
+// connections (a route each opened to the other, one of them closed as a
+// duplicate) has the second and not the first.
+func LooseAnchor(keys []Key, j int) *Key {
+	b := looseBase(keys[j])
+	loose := b
+	for _, k := range keys[:j] {
+		if k != (Key{}) && looseBase(k) == b {
+			loose.N++
+		}
+	}
+	return &loose
+}
+
+// looseBase is k without its connection and its count.
+func looseBase(k Key) Key {
+	k.Conn, k.N = "", 0
+	return k
 }
 
 func (d Decision) String() string {
@@ -485,7 +516,12 @@ func Decisions(all []Record, choices [][]Op) ([]Decision, error) {
 			after, afterStep = &k, records[i-1].Step
 		}
 		if r.Op.Kind == Advance || r.Op.Kind.IsFault() {
-			out = append(out, Decision{Kind: InjectDecision, Key: keys[i], Op: r.Op, Step: r.Step, After: after, AfterStep: afterStep})
+			d := Decision{Kind: InjectDecision, Key: keys[i], Op: r.Op, Step: r.Step, After: after, AfterStep: afterStep}
+			if r.Op.Kind.IsFault() && i > 0 {
+				vt := r.VTime
+				d.Loose, d.VTime = LooseAnchor(keys, i-1), &vt
+			}
+			out = append(out, d)
 			keyer.Released(&r.Op)
 			continue
 		}
@@ -583,6 +619,20 @@ func (r *Recorder) Ready(enabled []*Op) bool {
 	return !ok || a.Ready(enabled)
 }
 
+// Clocked is a strategy told the virtual time at each decision, before
+// the engine asks it anything else there: Forced makes a fault due by the
+// clock (dueByClock) before a lull's offer of it is declined.
+type Clocked interface {
+	Clock(now time.Duration)
+}
+
+// Clock passes the virtual time on to the wrapped strategy (Clocked).
+func (r *Recorder) Clock(now time.Duration) {
+	if c, ok := r.Strategy.(Clocked); ok {
+		c.Clock(now)
+	}
+}
+
 // Extender is a strategy that adds ops of its own to the choices the
 // engine offers: an advance to a given time or a fault with given
 // engine offers: an advance to a given time or a fault with given
@@ -599,7 +649,9 @@ const extraIDBase = uint64(1) << 56
 // Forced releases a subset of a trace's decisions and leaves every other
 // choice to the default order (Oldest): a held op is passed over while its
 // After op has not been released, and an injected op is released at the
-// first decision after its After op. A decision whose op never appears is
+// first decision after its After op, or, for a fault whose After has not
+// come, at the first decision after both its Loose anchor has and the
+// clock reached the time the trace made it at. A decision whose op never appears is
 // skipped: an injected op not among the choices (nor one Extra can make) at
 // that decision is dropped, and a held op runs when every enabled op is
 // held.
@@ -614,6 +666,13 @@ type Forced struct {
 	// Skipped counts inject decisions dropped because their op was not
 	// offered when they were due.
 	Skipped int
+	// Late counts injected faults made due by their Loose anchor and the
+	// clock (Extra), their After not having come.
+	Late int
+	// looseN counts the released ops by looseBase; looseDone are their
+	// loose keys (LooseAnchor).
+	looseN    map[Key]int
+	looseDone map[Key]bool
 	// Order is the keys of the ops released, in order (Auto ones not
 	// included).
 	Order []Key
@@ -649,7 +708,8 @@ func (f *Forced) Reset(int64, int) {
 	f.injected = make([]bool, len(f.decisions))
 	f.due = make([]bool, len(f.decisions))
 	f.nextID = extraIDBase
-	f.Skipped = 0
+	f.Skipped, f.Late = 0, 0
+	f.looseN, f.looseDone = map[Key]int{}, map[Key]bool{}
 	f.Order = nil
 	f.recalled = nil
 	f.update()
@@ -673,6 +733,31 @@ func (f *Forced) update() {
 	for i, d := range f.decisions {
 		if d.Kind == InjectDecision && !f.injected[i] && (d.After == nil || f.done[*d.After]) {
 			f.due[i] = true
+		}
+	}
+}
+
+// Clock makes due the faults the clock has made due (Clocked).
+func (f *Forced) Clock(now time.Duration) { f.dueByClock(now) }
+
+// dueByClock makes due the injected faults whose After has not been
+// released though their Loose anchor has and the clock has reached the
+// time the trace made them at. A subset of the decisions may move the
+// workload off the connection a fault was anchored on (a route two servers
+// opened to each other, kept on the other's this time): without this the
+// fault would never come, and the decision that moved its anchor would
+// look needed for the failure. Both, so that a fault still follows the
+// workload where the workload comes late (package explain's anchors). A
+// run that follows the trace is unchanged: there Loose is After itself.
+// At the time, not after it: a fault the engine offers in a lull at its
+// trigger is taken there, as the replay of the run's trace takes it.
+func (f *Forced) dueByClock(now time.Duration) {
+	for i := range f.decisions {
+		d := &f.decisions[i]
+		if d.Kind == InjectDecision && d.Loose != nil && d.VTime != nil && !f.due[i] && !f.injected[i] &&
+			f.looseDone[*d.Loose] && now >= time.Duration(*d.VTime) {
+			f.due[i] = true
+			f.Late++
 		}
 	}
 }
@@ -704,6 +789,7 @@ func (f *Forced) matches(d *Decision, o *Op) bool {
 // crashed node, a cut, a connection, a datagram, a node down with files):
 // they are taken only as offered.
 func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
+	f.dueByClock(now) // the engine said it already (Clock); a caller may not
 	var out []*Op
 	for i := range f.decisions {
 		d := &f.decisions[i]
@@ -803,6 +889,11 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 	}
 	k := f.keyer.Released(enabled[pick])
 	f.done[k] = true
+	lb := looseBase(k)
+	lk := lb
+	lk.N = f.looseN[lb]
+	f.looseN[lb]++
+	f.looseDone[lk] = true
 	f.Order = append(f.Order, k)
 	f.update()
 	return pick, nil

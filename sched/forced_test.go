@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // simulateAll runs a strategy over ops that are all enabled from the start
@@ -683,5 +684,94 @@ func TestForcedDatagramIdentity(t *testing.T) {
 	}
 	if got, _, _ := simulateAll(t, NewForced(ds, testFaults), datagrams(3)); !slices.Equal(got, []uint64{3, 7, 5}) {
 		t.Errorf("forced order %v, want 3 7 5", got)
+	}
+}
+
+// TestForcedLooseAnchor: a fault anchored on a message of one connection
+// is made, in a run whose messages took another connection, once as many
+// messages of its process to that inbox have passed and the clock has
+// reached the trace's time for it; not before either, and in a run that
+// follows the trace, right after its anchor as ever.
+func TestForcedLooseAnchor(t *testing.T) {
+	send := func(id uint64, conn string) Op {
+		return Op{ID: id, Node: "n3", LPID: "n3/0/t4", Kind: Deliver, Object: "inbox:n2", Site: "flush", Conn: conn}
+	}
+	const mine, theirs = "10.77.0.3:32768>10.77.0.2:6222", "10.77.0.2:32768>10.77.0.3:6222"
+	other := Op{ID: 9, Node: "n1", LPID: "n1/0/t1", Kind: Sleep, Object: "time"}
+	crash := Op{ID: 1 << 52, Node: "n1", LPID: "fault", Kind: crashKind, Object: "node:n1", Delay: 500}
+	d0, d1, d2 := send(1, mine), send(2, mine), send(3, mine)
+	recs := []Record{{Step: 1, Op: d0}, {Step: 2, Op: d1}, {Step: 3, VTime: 50, Op: d2}, {Step: 4, VTime: 50, Op: crash}, {Step: 5, VTime: 50, Op: other}}
+	choices := [][]Op{{d0, other}, {d1, other}, {d2, other}, {other, crash}, {other}}
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Loose == nil || ds[0].Loose.Conn != "" || ds[0].Loose.N != 2 || ds[0].VTime == nil || *ds[0].VTime != 50 {
+		t.Fatalf("decisions %+v: want the crash, loosely after n3's third message", ds)
+	}
+	// step offers choices at now; it returns what was chosen.
+	step := func(f *Forced, now time.Duration, offered ...Op) Op {
+		t.Helper()
+		var en []*Op
+		for i := range offered {
+			en = append(en, &offered[i])
+		}
+		en = append(en, f.Extra(now, en)...)
+		i, err := f.Next(en)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *en[i]
+	}
+	// The messages come by 40, sooner than in the trace.
+	for _, tc := range []struct {
+		name       string
+		conn       string
+		at40, late bool // the crash comes at 40 (else at 50); made by the clock
+	}{
+		{"the trace's connection", mine, true, false},
+		{"the other connection", theirs, false, true},
+	} {
+		f := NewForced(ds, testFaults)
+		f.Reset(1, 0)
+		step(f, 0, send(1, tc.conn), other)
+		step(f, 0, send(2, tc.conn), other)
+		step(f, 40, send(3, tc.conn), other)
+		if got := step(f, 40, other); (got.Kind == crashKind) != tc.at40 {
+			t.Errorf("%s: at 40 chose %v, want the crash: %v", tc.name, got.Kind, tc.at40)
+		}
+		if !tc.at40 {
+			if got := step(f, 50, other); got.Kind != crashKind {
+				t.Errorf("%s: at 50 chose %v, want the crash", tc.name, got.Kind)
+			}
+		}
+		if (f.Late == 1) != tc.late {
+			t.Errorf("%s: %d faults made by the clock", tc.name, f.Late)
+		}
+	}
+	// Offered alone in a lull at 50, as the engine offers a fault whose
+	// trigger the clock reached: taken, the clock told first (through a
+	// Recorder, as explain's runs that keep their choices wrap it).
+	f := NewForced(ds, testFaults)
+	f.Reset(1, 0)
+	step(f, 0, send(1, theirs), other)
+	step(f, 0, send(2, theirs), other)
+	step(f, 40, send(3, theirs), other)
+	offer := crash
+	if !f.Declines(&offer) {
+		t.Errorf("the crash offered in a lull at 40 was not declined")
+	}
+	var c Clocked = &Recorder{Strategy: f} // as explain wraps it
+	if c.Clock(50); f.Declines(&offer) {
+		t.Errorf("the crash offered in a lull at 50 was declined")
+	}
+	// Two messages on the other connection: the loose anchor has not
+	// come, however late.
+	f = NewForced(ds, testFaults)
+	f.Reset(1, 0)
+	step(f, 0, send(1, theirs), other)
+	step(f, 0, send(2, theirs), other)
+	if got := step(f, 1000, other); got.Kind == crashKind {
+		t.Errorf("the crash came before n3's third message")
 	}
 }
