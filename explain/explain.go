@@ -108,6 +108,9 @@ type explainer struct {
 	// by subsetKey: window and reversedRace both read the same run's
 	// records, so it runs once.
 	withouts map[string]*forcedRun
+	// track is the replay the decisions were read from: a forced run
+	// follows it while it releases its ops (sched.Forced.Follow).
+	track []sched.Record
 	// fake, set by tests, stands for the rerunner in forced runs: what
 	// forcing ds gives, so that minimization and its check can be tried
 	// on a failure whose verdicts a test chooses (noise included).
@@ -162,7 +165,9 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool, cho
 		e.runs++
 		return e.fake(ds), nil
 	}
-	var s sched.Strategy = sched.NewForced(e.anchor(ds), faults.ReplayOf)
+	f := sched.NewForced(e.anchor(ds), faults.ReplayOf)
+	f.Follow(e.track)
+	var s sched.Strategy = f
 	var rec *sched.Recorder
 	if choices != nil {
 		rec = &sched.Recorder{Strategy: s}
@@ -358,6 +363,7 @@ func (e *explainer) decisions(ctx context.Context, ex *Explanation, tr *sched.Tr
 		return nil, nil, fmt.Errorf("%s does not replay: the replay ended %s, the trace %s", ex.Trace, res.Outcome, tr.Outcome)
 	}
 	e.want = failureOf(res)
+	e.track = res.Records
 	ex.Failure = e.want.String()
 	all, err := sched.Decisions(res.Records, rec.Choices)
 	if err != nil {
@@ -446,6 +452,7 @@ func (e *explainer) verify(ctx context.Context, set []sched.Decision) ([]sched.D
 func (e *explainer) minimized(ctx context.Context, ex *Explanation, min []sched.Decision, out string) (*engine.TrialResult, [][]sched.Op, error) {
 	// The choices offered at each decision say which ops raced (offers).
 	forced := sched.NewForced(e.anchor(min), faults.ReplayOf)
+	forced.Follow(e.track)
 	rec := &sched.Recorder{Strategy: forced}
 	if time.Now().After(e.deadline) {
 		// One more run past the budget: its trace is the result.

@@ -673,6 +673,12 @@ type Forced struct {
 	// loose keys (LooseAnchor).
 	looseN    map[Key]int
 	looseDone map[Key]bool
+	// track is the run the decisions were read from, its ops in the order
+	// released (Follow); pos the next of them, while every op released so
+	// far was theirs (off: no more).
+	track []Op
+	pos   int
+	off   bool
 	// Order is the keys of the ops released, in order (Auto ones not
 	// included).
 	Order []Key
@@ -700,6 +706,88 @@ func (f *Forced) Recalled() *Op { return f.recalled }
 // draws.
 func NewForced(ds []Decision, fr FaultReplays) *Forced { return &Forced{decisions: ds, faults: fr} }
 
+// Follow gives the run the decisions were read from (its records): while
+// a forced run releases that run's ops in its order, it settles again
+// where that run's replay did, while the next of them is not offered yet
+// (Awaiter). The default order takes the oldest op by the number the
+// tracer gave it when it appeared, and a thread that reaches its next
+// call only after another settling (a Go server's runtime thread woken by
+// another) appears later and is numbered otherwise: without this, a run
+// of all the decisions of a replayable trace may part from it where the
+// trace made no decision (examples/nats/README.md, "explain on a loss").
+func (f *Forced) Follow(recs []Record) {
+	f.track = f.track[:0]
+	for _, r := range recs {
+		if !r.Auto {
+			f.track = append(f.track, r.Op)
+		}
+	}
+}
+
+// Done is false: a forced run ends when the run does (Awaiter).
+func (f *Forced) Done() bool { return false }
+
+// Ready reports whether the next op of the followed run is offered, while
+// the forced run is following it; an advance or a fault is never waited
+// for (the forced run makes its own, or none) (Awaiter).
+func (f *Forced) Ready(enabled []*Op) bool {
+	if f.off || f.pos >= len(f.track) {
+		return true
+	}
+	want := &f.track[f.pos]
+	if want.Kind == Advance || want.Kind.IsFault() {
+		return true
+	}
+	for _, o := range enabled {
+		if same(o, want) || SameOnProcess(o, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// twin is, while the forced run follows a run, that run's next op where
+// the default's choice (enabled[pick]) is another op of the same key: two
+// threads of a process polling from one call site (a Go server's runtime
+// threads) have one key, and the default takes the older, where the
+// followed run may have released the other (no decision, as their key is
+// the same). -1 when there is no such op.
+func (f *Forced) twin(enabled []*Op, pick int) int {
+	if f.off || f.pos >= len(f.track) || same(enabled[pick], &f.track[f.pos]) {
+		return -1
+	}
+	k := f.keyer.Key(enabled[pick])
+	for j, o := range enabled {
+		if j != pick && same(o, &f.track[f.pos]) && f.keyer.Key(o) == k {
+			return j
+		}
+	}
+	return -1
+}
+
+// follow moves along the followed run when o, just released, is its next
+// op, and leaves it for good otherwise.
+func (f *Forced) follow(o *Op) {
+	if f.off || f.pos >= len(f.track) {
+		return
+	}
+	want := &f.track[f.pos]
+	var ok bool
+	switch {
+	case want.Kind == Advance:
+		ok = o.Kind == Advance && o.At == want.At
+	case want.Kind.IsFault():
+		ok = o.Kind == want.Kind && o.Node == want.Node
+	default:
+		ok = same(o, want) || SameOnProcess(o, want)
+	}
+	if ok {
+		f.pos++
+	} else {
+		f.off = true
+	}
+}
+
 func (f *Forced) Name() string { return "forced" }
 
 func (f *Forced) Reset(int64, int) {
@@ -710,6 +798,7 @@ func (f *Forced) Reset(int64, int) {
 	f.nextID = extraIDBase
 	f.Skipped, f.Late = 0, 0
 	f.looseN, f.looseDone = map[Key]int{}, map[Key]bool{}
+	f.pos, f.off = 0, false
 	f.Order = nil
 	f.recalled = nil
 	f.update()
@@ -877,6 +966,9 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 		if pick < 0 {
 			return 0, fmt.Errorf("forced: no traced op among %d choices", len(enabled))
 		}
+		if j := f.twin(enabled, pick); j >= 0 {
+			pick = j
+		}
 	}
 	f.recalled = nil
 	if taken != nil {
@@ -887,6 +979,7 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 		// pick afresh; the trace's are what the failure needs.
 		enabled[pick].KeepDraw(&taken.Op)
 	}
+	f.follow(enabled[pick])
 	k := f.keyer.Released(enabled[pick])
 	f.done[k] = true
 	lb := looseBase(k)

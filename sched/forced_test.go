@@ -775,3 +775,77 @@ func TestForcedLooseAnchor(t *testing.T) {
 		t.Errorf("the crash came before n3's third message")
 	}
 }
+
+// TestForcedFollows: a forced run that follows the run its decisions came
+// from waits (Ready false) while that run's next op is not offered, as the
+// replay did, and no longer once it has released another op; it never
+// waits for a fault, which it makes itself or not at all.
+func TestForcedFollows(t *testing.T) {
+	ops := testOps(3)
+	crash := Op{ID: 1 << 52, Node: "n1", LPID: "fault", Kind: crashKind, Object: "node:n1"}
+	recs := []Record{{Step: 1, Op: ops[1]}, {Step: 2, Op: crash}, {Step: 3, Op: ops[0]}, {Step: 4, Op: ops[2]}}
+	a, b, c := ops[0], ops[1], ops[2]
+	f := NewForced(nil, testFaults)
+	f.Follow(recs)
+	f.Reset(1, 0)
+	if f.Ready([]*Op{&a}) {
+		t.Errorf("ready while the followed run's first op (%v) is not offered", b)
+	}
+	if !f.Ready([]*Op{&a, &b}) {
+		t.Errorf("not ready with the followed run's first op offered")
+	}
+	// The followed run released b, the oldest of what it was offered then.
+	if i, _ := f.Next([]*Op{&b}); i != 0 {
+		t.Fatalf("chose %d", i)
+	}
+	if !f.Ready([]*Op{&a}) {
+		t.Errorf("waiting for a fault")
+	}
+	// The crash is not among these decisions: the forced run goes its own way.
+	if i, _ := f.Next([]*Op{&a, &c}); i != 0 {
+		t.Fatalf("chose %d", i)
+	}
+	if !f.Ready([]*Op{&a}) || f.Done() {
+		t.Errorf("still following a run it left (ready %v, done %v)", f.Ready([]*Op{&a}), f.Done())
+	}
+	// Reset follows again from the start.
+	f.Reset(1, 0)
+	if f.Ready([]*Op{&c}) {
+		t.Errorf("after Reset, ready without the followed run's first op")
+	}
+}
+
+// TestForcedFollowsTwin: two threads of a process poll from one call site,
+// one key for both; the followed run released the younger, which is no
+// decision, and a forced run that follows it releases that one too, where
+// the default order (and a forced run that follows nothing) takes the older.
+func TestForcedFollowsTwin(t *testing.T) {
+	poll := func(id uint64, thread string) Op {
+		return Op{ID: id, Node: "n3", LPID: "n3/0/" + thread, Kind: Poll, Object: "inbox:n3", Site: "netpoll", Syscall: "epoll_pwait"}
+	}
+	older, younger := poll(1, "t1"), poll(2, "t4")
+	recs := []Record{{Step: 1, Op: younger}, {Step: 2, Op: older}}
+	choices := [][]Op{{older, younger}, {older}}
+	ds, err := Decisions(recs, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 0 {
+		t.Fatalf("decisions %v: want none (one key for both polls)", ds)
+	}
+	for _, follow := range []bool{true, false} {
+		f := NewForced(ds, testFaults)
+		if follow {
+			f.Follow(recs)
+		}
+		f.Reset(1, 0)
+		a, b := older, younger
+		i, err := f.Next([]*Op{&a, &b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 1, false: 0}[follow]; i != want {
+			t.Errorf("following %v: released %d, want %d", follow, i, want)
+		}
+	}
+}
