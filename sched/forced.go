@@ -436,7 +436,7 @@ type Decision struct {
 	// Loose and VTime are, for an injected fault, After named without its
 	// connection (LooseAnchor) and the virtual time at which the trace
 	// made the fault: a forced run in which After has not come, Loose has,
-	// and the clock reached VTime makes the fault then (Forced.Extra). Nil
+	// and the clock reached VTime makes the fault then (Forced.Clock). Nil
 	// where not known, or where After was moved from the trace's.
 	Loose *Key   `json:"loose,omitempty"`
 	VTime *int64 `json:"vtime,omitempty"`
@@ -651,10 +651,11 @@ const extraIDBase = uint64(1) << 56
 // After op has not been released, and an injected op is released at the
 // first decision after its After op, or, for a fault whose After has not
 // come, at the first decision after both its Loose anchor has and the
-// clock reached the time the trace made it at. A decision whose op never appears is
-// skipped: an injected op not among the choices (nor one Extra can make) at
-// that decision is dropped, and a held op runs when every enabled op is
-// held.
+// clock reached the time the trace made it at. A decision whose op never
+// appears is skipped: an injected op not among the choices (nor one Extra
+// can make) at that decision is dropped, and a held op runs when every
+// enabled op is held. Told the run its decisions came from (Follow), it
+// follows that run until it departs from it.
 type Forced struct {
 	decisions []Decision
 	faults    FaultReplays
@@ -667,7 +668,7 @@ type Forced struct {
 	// offered when they were due.
 	Skipped int
 	// Late counts injected faults made due by their Loose anchor and the
-	// clock (Extra), their After not having come.
+	// clock (Clock), their After not having come.
 	Late int
 	// looseN counts the released ops by looseBase; looseDone are their
 	// loose keys (LooseAnchor).
