@@ -406,8 +406,8 @@ func (b *Books) corrupt(f *file, how string, r *rand.Rand, at string) (what, whe
 		return "flipped bit " + strconv.Itoa(bit) + " of byte " + strconv.FormatInt(off, 10) + " of " + name,
 			strconv.FormatInt(off, 10) + "." + strconv.Itoa(bit), nil
 	case CorruptTail:
-		to, err := strconv.ParseInt(at, 10, 64)
-		if err != nil || to < 0 || to >= sz {
+		to, perr := strconv.ParseInt(at, 10, 64)
+		if perr != nil || to < 0 || to >= sz {
 			to = r.Int64N(sz)
 		}
 		if err := f.f.Truncate(to); err != nil {

@@ -211,12 +211,15 @@ func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, 
 		return failure{}, err
 	}
 	got := failureOf(res)
-	e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got.is(e.want), "detail", res.Outcome.Detail, "faults", faultsOf(res))
+	if e.log.Enabled(ctx, slog.LevelDebug) {
+		e.log.Debug("forced run", "decisions", len(ds), "outcome", got.String(), "same", got.is(e.want), "detail", res.Outcome.Detail, "faults", faultsOf(res))
+	}
 	e.cache[key] = got
 	return got, nil
 }
 
-// faultsOf is what faults a run made and where, for the debug log: a
+// faultsOf is what faults a run made and where, for the debug log (read
+// only when it is on: it walks every record of the run): a
 // forced fault that lands elsewhere than the trace's, or not at all,
 // explains a decision kept for no cause the schedule shows.
 func faultsOf(res *engine.TrialResult) []string {
@@ -432,7 +435,9 @@ func (e *explainer) verify(ctx context.Context, set []sched.Decision) ([]sched.D
 		checked++
 		got := failureOf(res)
 		e.cache[subsetKey(rest)] = got
-		e.log.Debug("1-minimality check", "decision", set[i].String(), "without it", got.String(), "needed", !got.is(e.want), "faults", faultsOf(res))
+		if e.log.Enabled(ctx, slog.LevelDebug) {
+			e.log.Debug("1-minimality check", "decision", set[i].String(), "without it", got.String(), "needed", !got.is(e.want), "faults", faultsOf(res))
+		}
 		if !got.is(e.want) {
 			continue
 		}
