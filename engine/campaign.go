@@ -204,7 +204,10 @@ func (cc *campaignCoverage) note(r *TrialResult, fs coverage.Features) {
 }
 
 // unique names, on the first failing trials of results, the features no
-// passing trial of the campaign showed: what sets them apart.
+// passing trial of the campaign showed: what sets them apart. Lines a
+// node printed come first, then message kinds, then orderings: a failing
+// trial of a real system holds dozens of orderings no passing trial had,
+// and a line only it printed ("panic: ...") says more than any of them.
 func (cc *campaignCoverage) unique(results []*TrialResult) {
 	list := cc.cov.List()
 	for _, r := range results {
@@ -212,13 +215,30 @@ func (cc *campaignCoverage) unique(results []*TrialResult) {
 		if !ok {
 			continue
 		}
-		r.Unique = nil
+		var fs []coverage.Feature
 		for _, id := range ids {
 			if cc.passing[id] == 0 && id >= 1 && id <= len(list) {
-				r.Unique = append(r.Unique, cc.cov.Describe(list[id-1]))
+				fs = append(fs, list[id-1])
 			}
 		}
+		slices.SortStableFunc(fs, func(a, b coverage.Feature) int { return uniqueRank(a.Class) - uniqueRank(b.Class) })
+		r.Unique = nil
+		for _, f := range fs {
+			r.Unique = append(r.Unique, cc.cov.Describe(f))
+		}
 	}
+}
+
+// uniqueRank orders a failing trial's unique features by how much each
+// says to a reader: templates, kinds, orderings.
+func uniqueRank(c coverage.Class) int {
+	switch c {
+	case coverage.ClassTemplate:
+		return 0
+	case coverage.ClassKind:
+		return 1
+	}
+	return 2
 }
 
 // seen writes the features seen into c (CoverageSummary.Seen).

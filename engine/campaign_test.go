@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-dev/lockstep/coverage"
+	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
 )
 
@@ -144,5 +146,31 @@ func TestQuietestCPUFirst(t *testing.T) {
 	defer close(done)
 	if got := mine()[cpu]; got != before+1 {
 		t.Fatalf("real-time threads of this process on CPU %d: %d, want %d", cpu, got, before+1)
+	}
+}
+
+// TestUniqueLinesFirst: a failing trial's features no passing trial had
+// are named lines first, then kinds, then orderings, each class in the
+// order first seen; what a passing trial showed is left out.
+func TestUniqueLinesFirst(t *testing.T) {
+	cc := &campaignCoverage{cov: coverage.New(nil), first: map[coverage.Feature]int{},
+		passing: map[int]int{}, failing: map[int][]int{}}
+	shared := coverage.Feature{Class: coverage.ClassTemplate, Key: "starting"}
+	cc.cov.Merge(coverage.Features{shared})
+	cc.note(&TrialResult{Index: 0, Outcome: sched.Outcome{Kind: sched.Pass}}, coverage.Features{shared})
+	failing := coverage.Features{
+		{Class: coverage.ClassOrdering, Key: "a ⇒ b | crash"},
+		shared,
+		{Class: coverage.ClassKind, Key: ":7000 PUT"},
+		{Class: coverage.ClassOrdering, Key: "b ⇒ a | "},
+		{Class: coverage.ClassTemplate, Key: "panic: ·"},
+	}
+	cc.cov.Merge(failing)
+	r := &TrialResult{Index: 1, Outcome: sched.Outcome{Kind: sched.ClientFailed}}
+	cc.note(r, failing)
+	cc.unique([]*TrialResult{r})
+	want := []string{"template panic: ·", "kind :7000 PUT", "a ⇒ b | crash", "b ⇒ a"}
+	if !slices.Equal(r.Unique, want) {
+		t.Errorf("unique features %q, want %q", r.Unique, want)
 	}
 }
