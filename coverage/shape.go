@@ -148,6 +148,10 @@ func chunkShape(b []byte, n int, line []byte, next, depth int) (string, bool) {
 func firstLine(b []byte, n int) (line []byte, next int, whole bool) {
 	i := bytes.IndexByte(b, '\n')
 	if i < 0 {
+		if len(b) < n {
+			// Cut between a CR and its LF: the CR is the line's end.
+			b = bytes.TrimSuffix(b, []byte("\r"))
+		}
 		return b, len(b), len(b) == n
 	}
 	return bytes.TrimSuffix(b[:i], []byte("\r")), i + 1, true

@@ -107,6 +107,10 @@ func TestShape(t *testing.T) {
 		{"zk client connect", zkConnect, 0, "⟨len⟩\x00·"},
 		{"zk four-letter word", "srvr", 0, "srvr"},
 
+		// NATS (server routes): a line cut by trace.data right after its CR.
+		{"nats RS+ cut after CR", "RS+ $SYS $SYS._INBOX.fjFyEjc1.*\r", 40, "RS+"},
+		{"nats RS+", "RS+ $SYS $SYS.REQ.ACCOUNT.*.CONNS\r\n", 0, "RS+"},
+
 		// The C test programs' line protocols.
 		{"locks ACQUIRE", "ACQUIRE x\n", 0, "ACQUIRE"},
 		{"locks GRANT", "GRANT x 1 1\n", 0, "GRANT"},
