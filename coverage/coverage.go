@@ -202,16 +202,31 @@ func (c *Coverage) Features(t *Trial) Features {
 // ordering's later message; -1 for what lines show (a line carries no
 // step).
 func (c *Coverage) FeaturesAt(t *Trial) (Features, []int) {
-	fs, where, _ := c.FeaturesMessages(t)
-	return fs, where
+	rd := c.Read(t)
+	return rd.Features, rd.Where
 }
 
-// FeaturesMessages is FeaturesAt with the trial's messages and their
-// kinds (Kinds.Messages), read once: what an exploring campaign aims a
-// hold at (package explore).
-func (c *Coverage) FeaturesMessages(t *Trial) (Features, []int, []Message) {
+// TrialRead is what Read takes from a trial.
+type TrialRead struct {
+	// Features and Where are FeaturesAt's.
+	Features Features
+	Where    []int
+	// Messages are the trial's messages with their kinds
+	// (Kinds.Messages): what an exploring campaign aims a hold at
+	// (package explore).
+	Messages []Message
+	// Repeats are, by template text, the most lines of that template one
+	// node printed: a livelock shows as a line repeated hundreds of times
+	// that a passing trial prints a few times at most.
+	Repeats map[string]int
+}
+
+// Read is FeaturesAt with the trial's messages and how often its nodes
+// printed each template, all read once.
+func (c *Coverage) Read(t *Trial) TrialRead {
 	var fs Features
 	var where []int
+	repeats := map[string]int{}
 	seen := map[Feature]bool{}
 	add := func(f Feature, rec int) {
 		if !seen[f] {
@@ -261,13 +276,21 @@ func (c *Coverage) FeaturesMessages(t *Trial) (Features, []int, []Message) {
 	for _, node := range order {
 		orderings(timelines[node], Window, addOrdering)
 	}
+	byNode := map[string]map[string]int{}
 	for _, l := range t.Logs {
 		var timeline []event
+		counts := byNode[l.Node]
+		if counts == nil {
+			counts = map[string]int{}
+			byNode[l.Node] = counts
+		}
 		for _, line := range l.Lines {
 			e := c.templates.Classify(line)
 			if e == nil {
 				continue
 			}
+			counts[e.Text]++
+			repeats[e.Text] = max(repeats[e.Text], counts[e.Text])
 			add(Feature{ClassTemplate, e.Text}, -1)
 			elem := "@" + e.Text
 			c.names[elem] = e.Name()
@@ -275,7 +298,7 @@ func (c *Coverage) FeaturesMessages(t *Trial) (Features, []int, []Message) {
 		}
 		orderings(timeline, Window, addOrdering)
 	}
-	return fs, where, msgs
+	return TrialRead{Features: fs, Where: where, Messages: msgs, Repeats: repeats}
 }
 
 // event is a message's element at a node, remembering its short name.

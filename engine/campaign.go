@@ -1,15 +1,18 @@
 package engine
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/coverage"
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/internal/procfs"
 	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
@@ -178,6 +181,17 @@ type campaignCoverage struct {
 	// for the features no passing trial had (unique).
 	passing map[int]int
 	failing map[int][]int
+	// passRepeats are, by template, the most lines of it one node of a
+	// passing trial printed; failRepeats the first failing trials' counts
+	// (coverage.TrialRead.Repeats).
+	passRepeats map[string]int
+	failRepeats map[int]map[string]int
+}
+
+// newCampaignCoverage starts a campaign's coverage.
+func newCampaignCoverage() *campaignCoverage {
+	return &campaignCoverage{cov: coverage.New(faults.ReplayOf), first: map[coverage.Feature]int{},
+		passing: map[int]int{}, failing: map[int][]int{}, passRepeats: map[string]int{}, failRepeats: map[int]map[string]int{}}
 }
 
 // maxUniqueTrials bounds the failing trials whose features no passing
@@ -185,10 +199,17 @@ type campaignCoverage struct {
 const maxUniqueTrials = 10
 
 // note counts a trial's features as passing or keeps a failing trial's.
-func (cc *campaignCoverage) note(r *TrialResult, fs coverage.Features) {
+func (cc *campaignCoverage) note(r *TrialResult, fs coverage.Features, repeats map[string]int) {
 	failed := r.Outcome.Kind.IsFailure()
 	if failed && len(cc.failing) >= maxUniqueTrials || !failed && r.Outcome.Kind != Pass {
 		return
+	}
+	if failed {
+		cc.failRepeats[r.Index] = repeats
+	} else {
+		for t, n := range repeats {
+			cc.passRepeats[t] = max(cc.passRepeats[t], n)
+		}
 	}
 	ids := make([]int, 0, len(fs))
 	for _, f := range fs {
@@ -223,10 +244,53 @@ func (cc *campaignCoverage) unique(results []*TrialResult) {
 		}
 		slices.SortStableFunc(fs, func(a, b coverage.Feature) int { return uniqueRank(a.Class) - uniqueRank(b.Class) })
 		r.Unique = nil
+		lines := 0
 		for _, f := range fs {
+			if f.Class == coverage.ClassTemplate {
+				lines++
+			}
 			r.Unique = append(r.Unique, cc.cov.Describe(f))
 		}
+		r.Unique = slices.Insert(r.Unique, lines, cc.repeated(r.Index)...)
 	}
+}
+
+// Lines a failing trial's node printed at least repeatFloor times, and
+// more than repeatRatio times as often as any node of a passing trial,
+// are named among its unique features: a livelock or a retry storm shows
+// as a line every trial prints a few times, printed hundreds of times.
+const (
+	repeatFloor = 10
+	repeatRatio = 4
+)
+
+// repeated names a failing trial's lines repeated beyond every passing
+// trial's, the most repeated first (ties by template, for a stable
+// order); a template no passing trial printed is named as unique already.
+func (cc *campaignCoverage) repeated(trial int) []string {
+	type rep struct {
+		text  string
+		n, of int
+	}
+	var reps []rep
+	for text, n := range cc.failRepeats[trial] {
+		of, ok := cc.passRepeats[text]
+		if ok && n >= repeatFloor && n > repeatRatio*of {
+			reps = append(reps, rep{text, n, of})
+		}
+	}
+	slices.SortFunc(reps, func(a, b rep) int {
+		if a.n != b.n {
+			return b.n - a.n
+		}
+		return strings.Compare(a.text, b.text)
+	})
+	var out []string
+	for _, r := range reps {
+		name := cc.cov.Describe(coverage.Feature{Class: coverage.ClassTemplate, Key: r.text})
+		out = append(out, fmt.Sprintf("%s ×%d (a passing trial's node: at most %d)", name, r.n, r.of))
+	}
+	return out
 }
 
 // uniqueRank orders a failing trial's unique features by how much each
@@ -267,9 +331,10 @@ func addCoverage(cc *campaignCoverage, sum *Summary, r *TrialResult, log *slog.L
 		log.Warn("reading a trial's output for its coverage", "trial", r.Index, "err", err)
 	}
 	t.Logs = logs
-	fs, where, msgs := cc.cov.FeaturesMessages(t)
-	defer cc.note(r, fs)
-	tf := trialFeatures{fs: fs, novelAt: -1, msgs: msgs}
+	rd := cc.cov.Read(t)
+	fs, where := rd.Features, rd.Where
+	defer cc.note(r, fs, rd.Repeats)
+	tf := trialFeatures{fs: fs, novelAt: -1, msgs: rd.Messages}
 	for i, f := range fs {
 		if where[i] >= 0 && cc.cov.ID(f) == 0 && (tf.novelAt < 0 || where[i] < tf.novelAt) {
 			tf.novelAt = where[i]

@@ -150,26 +150,34 @@ func TestQuietestCPUFirst(t *testing.T) {
 }
 
 // TestUniqueLinesFirst: a failing trial's features no passing trial had
-// are named lines first, then kinds, then orderings, each class in the
-// order first seen; what a passing trial showed is left out.
+// are named lines first, then the lines it repeated far beyond any passing
+// trial, then kinds, then orderings, each class in the order first seen;
+// what a passing trial showed is left out.
 func TestUniqueLinesFirst(t *testing.T) {
-	cc := &campaignCoverage{cov: coverage.New(nil), first: map[coverage.Feature]int{},
-		passing: map[int]int{}, failing: map[int][]int{}}
-	shared := coverage.Feature{Class: coverage.ClassTemplate, Key: "starting"}
-	cc.cov.Merge(coverage.Features{shared})
-	cc.note(&TrialResult{Index: 0, Outcome: sched.Outcome{Kind: sched.Pass}}, coverage.Features{shared})
+	cc := newCampaignCoverage()
+	shared := coverage.Feature{Class: coverage.ClassTemplate, Key: "installed snapshot"}
+	retry := coverage.Feature{Class: coverage.ClassTemplate, Key: "retrying"}
+	cc.cov.Merge(coverage.Features{shared, retry})
+	cc.note(&TrialResult{Index: 0, Outcome: sched.Outcome{Kind: sched.Pass}}, coverage.Features{shared, retry},
+		map[string]int{"installed snapshot": 3, "retrying": 5})
+	cc.note(&TrialResult{Index: 1, Outcome: sched.Outcome{Kind: sched.Pass}}, coverage.Features{shared},
+		map[string]int{"installed snapshot": 1})
 	failing := coverage.Features{
 		{Class: coverage.ClassOrdering, Key: "a ⇒ b | crash"},
 		shared,
 		{Class: coverage.ClassKind, Key: ":7000 PUT"},
 		{Class: coverage.ClassOrdering, Key: "b ⇒ a | "},
 		{Class: coverage.ClassTemplate, Key: "panic: ·"},
+		retry,
 	}
 	cc.cov.Merge(failing)
-	r := &TrialResult{Index: 1, Outcome: sched.Outcome{Kind: sched.ClientFailed}}
-	cc.note(r, failing)
+	r := &TrialResult{Index: 2, Outcome: sched.Outcome{Kind: sched.ClientFailed}}
+	// 441 > 4 × 3: named; 20 is not above 4 × 5; "panic: ·" is unique
+	// already and not named twice.
+	cc.note(r, failing, map[string]int{"installed snapshot": 441, "retrying": 20, "panic: ·": 12})
 	cc.unique([]*TrialResult{r})
-	want := []string{"template panic: ·", "kind :7000 PUT", "a ⇒ b | crash", "b ⇒ a"}
+	want := []string{"template panic: ·", "template installed snapshot ×441 (a passing trial's node: at most 3)",
+		"kind :7000 PUT", "a ⇒ b | crash", "b ⇒ a"}
 	if !slices.Equal(r.Unique, want) {
 		t.Errorf("unique features %q, want %q", r.Unique, want)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/explore"
-	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/image"
 	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/spec"
@@ -162,8 +161,7 @@ func newCampaign(sp *spec.Spec, opts RunOptions) (*campaign, error) {
 		c.sum.Shard = c.sh
 	}
 	if !c.opts.Native {
-		c.cov = &campaignCoverage{cov: coverage.New(faults.ReplayOf), first: map[coverage.Feature]int{},
-			passing: map[int]int{}, failing: map[int][]int{}}
+		c.cov = newCampaignCoverage()
 		c.sum.Coverage = &result.CoverageSummary{}
 		if c.corpus != nil {
 			cov := c.cov.cov
