@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,8 +70,11 @@ type Explanation struct {
 	Checked    int  `json:"checked"`
 	Dropped    int  `json:"dropped,omitempty"`
 	// Default says the failure needs no decision: the default order fails.
-	Default bool   `json:"default,omitempty"`
-	Races   []Race `json:"races"`
+	Default bool `json:"default,omitempty"`
+	// Faults are the trace's faults, each taken out alone with every
+	// other decision kept, before the minimization (neededFaults).
+	Faults []FaultVerdict `json:"faults,omitempty"`
+	Races  []Race         `json:"races"`
 	// Curve is the failure's probability after prefixes of the trace,
 	// each continued with the campaign's strategy, faults and delays drawn
 	// afresh; Jump is where it rises most from one op to the next: the
@@ -111,6 +115,10 @@ type explainer struct {
 	// track is the replay the decisions were read from: a forced run
 	// follows it while it releases its ops (sched.Forced.Follow).
 	track []sched.Record
+	// reaim has forced runs aim their probe-aimed faults by running the
+	// probe again (sched.Forced.Reaim); set when the faults alone fail
+	// only so aimed (minimize).
+	reaim bool
 	// fake, set by tests, stands for the rerunner in forced runs: what
 	// forcing ds gives, so that minimization and its check can be tried
 	// on a failure whose verdicts a test chooses (noise included).
@@ -165,9 +173,7 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool, cho
 		e.runs++
 		return e.fake(ds), nil
 	}
-	f := sched.NewForced(e.anchor(ds), faults.ReplayOf)
-	f.Follow(e.track)
-	var s sched.Strategy = f
+	var s sched.Strategy = e.forced(ds)
 	var rec *sched.Recorder
 	if choices != nil {
 		rec = &sched.Recorder{Strategy: s}
@@ -178,6 +184,15 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool, cho
 		*choices = rec.Choices
 	}
 	return res, err
+}
+
+// forced is the strategy of a run that forces ds: it follows the trace
+// while it can, and aims its faults as minimize settled (reaim).
+func (e *explainer) forced(ds []sched.Decision) *sched.Forced {
+	f := sched.NewForced(e.anchor(ds), faults.ReplayOf)
+	f.Reaim = e.reaim
+	f.Follow(e.track)
+	return f
 }
 
 // runWith runs the trial once under s, within the budget.
@@ -203,6 +218,9 @@ func (e *explainer) fails(ctx context.Context, ds []sched.Decision) (bool, error
 // per set.
 func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, error) {
 	key := subsetKey(ds)
+	if e.reaim {
+		key = "reaim " + key
+	}
 	if v, ok := e.cache[key]; ok {
 		return v, nil
 	}
@@ -303,6 +321,9 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	e := &explainer{rr: rr, deadline: start.Add(opts.Budget), log: log, cache: map[string]failure{}, injects: map[sched.Key]*sched.Key{}}
 	res, all, err := e.decisions(ctx, ex, tr)
 	if err != nil {
+		return nil, err
+	}
+	if all, err = e.neededFaults(ctx, ex, all); err != nil {
 		return nil, err
 	}
 	min, err := e.minimal(ctx, ex, all, opts.Budget)
@@ -413,6 +434,9 @@ func (e *explainer) minimal(ctx context.Context, ex *Explanation, all []sched.De
 	}
 	ex.OneMinimal = oneMin
 	ex.Default = len(min) == 0 && oneMin
+	if e.reaim {
+		ex.Notes = append(ex.Notes, "the probe aimed the probe-aimed faults again in every forced run: with the trace's answers the faults alone did not fail")
+	}
 	return min, nil
 }
 
@@ -456,8 +480,7 @@ func (e *explainer) verify(ctx context.Context, set []sched.Decision) ([]sched.D
 // figures of that run.
 func (e *explainer) minimized(ctx context.Context, ex *Explanation, min []sched.Decision, out string) (*engine.TrialResult, [][]sched.Op, error) {
 	// The choices offered at each decision say which ops raced (offers).
-	forced := sched.NewForced(e.anchor(min), faults.ReplayOf)
-	forced.Follow(e.track)
+	forced := e.forced(min)
 	rec := &sched.Recorder{Strategy: forced}
 	if time.Now().After(e.deadline) {
 		// One more run past the budget: its trace is the result.
@@ -566,7 +589,8 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 		}
 	}
 	if len(injects) > 0 && len(injects) < len(all) {
-		if ok, err := e.fails(ctx, injects); err != nil {
+		ok, err := e.injectsFail(ctx, injects)
+		if err != nil {
 			return all, false, err
 		} else if ok {
 			c = injects
@@ -609,6 +633,28 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 	// ddmin stops at n = len(c) with no complement failing: no single
 	// decision can go (with two, each half is the other's complement).
 	return c, true, nil
+}
+
+// injectsFail says whether the faults and delays alone give the failure.
+// Where some of them were aimed by the spec's probe ("the leader") and
+// their recorded answers do not give it, it tries them aimed by the probe
+// again, and keeps that for every later run if they then do: a run in
+// the default order may elect another leader, and the trace's fault was
+// the leader's, not that member's (examples/raft/README.md, "Explaining
+// the livelock").
+func (e *explainer) injectsFail(ctx context.Context, injects []sched.Decision) (bool, error) {
+	if ok, err := e.fails(ctx, injects); err != nil || ok || e.fake != nil {
+		return ok, err
+	}
+	if !slices.ContainsFunc(injects, func(d sched.Decision) bool { return d.Op.ProbeAimed() }) {
+		return false, nil
+	}
+	e.reaim = true
+	ok, err := e.fails(ctx, injects)
+	if err != nil || !ok {
+		e.reaim = false
+	}
+	return ok, err
 }
 
 func split(c []sched.Decision, n int) [][]sched.Decision {

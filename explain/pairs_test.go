@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -359,5 +360,52 @@ func TestWhoRecvUnknown(t *testing.T) {
 		if got := who(c.ev); got != c.want {
 			t.Errorf("who(%+v) = %q, want %q", c.ev, got, c.want)
 		}
+	}
+}
+
+// TestNeededFaults: each fault is taken out alone with every other
+// decision kept; one the failure does not need stays out for the next
+// (here the partition), one it needs stays in with what the run gave
+// without it, and holds and recoveries are not tried.
+func TestNeededFaults(t *testing.T) {
+	fault := func(kind sched.Kind, node string, step int) sched.Decision {
+		return sched.Decision{Kind: sched.InjectDecision, Key: sched.Key{Process: "lockstep", Kind: kind, Object: "node:" + node},
+			Op: sched.Op{Kind: kind, Node: node}, Step: step}
+	}
+	crash, part, heal := fault(faults.Crash, "a", 10), fault(faults.Partition, "b", 20), fault(faults.Heal, "b", 30)
+	hold := fakeDecision("c/0")
+	fails := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Deadlock}}
+	passes := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Pass}}
+	var asked []int
+	e := &explainer{deadline: time.Now().Add(time.Hour), log: discard(), cache: map[string]failure{},
+		want: failure{kind: sched.Deadlock}}
+	e.fake = func(ds []sched.Decision) *engine.TrialResult {
+		asked = append(asked, len(ds))
+		for _, d := range ds {
+			if d.Op.Kind == faults.Crash {
+				return fails
+			}
+		}
+		return passes
+	}
+	ex := &Explanation{}
+	set, err := e.neededFaults(context.Background(), ex, []sched.Decision{crash, hold, part, heal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set) != 3 || slices.ContainsFunc(set, func(d sched.Decision) bool { return d.Op.Kind == faults.Partition }) {
+		t.Errorf("kept %v, want all but the partition", set)
+	}
+	want := []FaultVerdict{
+		{Fault: "the crash of a", Step: 10, Needed: true, Without: "pass"},
+		{Fault: "the partition of b", Step: 20},
+	}
+	if !slices.Equal(ex.Faults, want) {
+		t.Errorf("verdicts %+v, want %+v", ex.Faults, want)
+	}
+	// All four first (that the trace's decisions fail), then one run per
+	// fault, the partition's without the crash's.
+	if !slices.Equal(asked, []int{4, 3, 3}) {
+		t.Errorf("runs of %v decisions, want [4 3 3]", asked)
 	}
 }

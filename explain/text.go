@@ -22,6 +22,7 @@ func WriteText(w io.Writer, ex *Explanation) {
 	default:
 		fmt.Fprintf(w, " %d of them keep the failure (not shown to be 1-minimal).\n", len(ex.Races))
 	}
+	writeFaults(w, ex.Faults)
 	for i, r := range ex.Races {
 		writeRace(w, i, r)
 	}
@@ -35,6 +36,21 @@ func WriteText(w io.Writer, ex *Explanation) {
 		fmt.Fprintf(w, "Note: %s\n", n)
 	}
 	fmt.Fprintf(w, "%d runs in %v (one replay of the trace: %v)\n", ex.Runs, ex.Elapsed.Round(time.Millisecond), ex.TrialTime.Round(time.Millisecond))
+}
+
+// writeFaults prints what taking each fault out alone said.
+func writeFaults(w io.Writer, vs []FaultVerdict) {
+	if len(vs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Faults, each taken out alone with every other decision kept (%d %s):\n", len(vs), plural(len(vs), "run", "runs"))
+	for _, v := range vs {
+		if v.Needed {
+			fmt.Fprintf(w, "   needed:     step %d %s; without it: %s\n", v.Step, v.Fault, v.Without)
+		} else {
+			fmt.Fprintf(w, "   not needed: step %d %s\n", v.Step, v.Fault)
+		}
+	}
 }
 
 func plural(n int, one, many string) string {

@@ -558,6 +558,13 @@ func Decisions(all []Record, choices [][]Op) ([]Decision, error) {
 	return out, nil
 }
 
+// Reaimer is a Recaller that may have a probe-aimed fault it forces aimed
+// by running the probe again, at the moment it is made, rather than with
+// the answer the trace recorded (its draws are still the recorded ones).
+type Reaimer interface {
+	Reaims() bool
+}
+
 // Recorder wraps a strategy and keeps a copy of the choices offered at
 // each decision: what Decisions needs besides the trace.
 type Recorder struct {
@@ -580,6 +587,12 @@ func (r *Recorder) Recalled() *Op {
 		return rc.Recalled()
 	}
 	return nil
+}
+
+// Reaims passes on the wrapped strategy's (Reaimer).
+func (r *Recorder) Reaims() bool {
+	ra, ok := r.Strategy.(Reaimer)
+	return ok && ra.Reaims()
 }
 
 // OnFork passes the engine's fork on to the wrapped strategy (Forker).
@@ -657,6 +670,11 @@ const extraIDBase = uint64(1) << 56
 // enabled op is held. Told the run its decisions came from (Follow), it
 // follows that run until it departs from it.
 type Forced struct {
+	// Reaim has the probe-aimed faults it makes aimed by the probe again
+	// (Reaimer): "cut the leader" cuts the member that leads in this run,
+	// which a run that left the trace's order may have elected otherwise.
+	Reaim bool
+
 	decisions []Decision
 	faults    FaultReplays
 	keyer     *Keyer
@@ -702,6 +720,9 @@ type Recaller interface {
 // (Recaller).
 func (f *Forced) Recalled() *Op { return f.recalled }
 
+// Reaims says whether its probe-aimed faults are aimed again (Reaimer).
+func (f *Forced) Reaims() bool { return f.Reaim }
+
 // NewForced forces the given decisions; fr says which fault ops it may
 // make up (Extra), which are recoveries, and which keep their recorded
 // draws.
@@ -723,6 +744,17 @@ func (f *Forced) Follow(recs []Record) {
 			f.track = append(f.track, r.Op)
 		}
 	}
+}
+
+// tracks says whether o, released, is want, an op of the followed run.
+func tracks(o, want *Op) bool {
+	switch {
+	case want.Kind == Advance:
+		return o.Kind == Advance && o.At == want.At
+	case want.Kind.IsFault():
+		return o.Kind == want.Kind && o.Node == want.Node
+	}
+	return same(o, want) || SameOnProcess(o, want)
 }
 
 // Done is false: a forced run ends when the run does (Awaiter).
@@ -772,17 +804,7 @@ func (f *Forced) follow(o *Op) {
 	if f.off || f.pos >= len(f.track) {
 		return
 	}
-	want := &f.track[f.pos]
-	var ok bool
-	switch {
-	case want.Kind == Advance:
-		ok = o.Kind == Advance && o.At == want.At
-	case want.Kind.IsFault():
-		ok = o.Kind == want.Kind && o.Node == want.Node
-	default:
-		ok = same(o, want) || SameOnProcess(o, want)
-	}
-	if ok {
+	if tracks(o, &f.track[f.pos]) {
 		f.pos++
 	} else {
 		f.off = true
