@@ -35,19 +35,13 @@ const probeTimeout = 10 * time.Second
 // aimer returns what aims a fault with the spec's probe: in a replay (or
 // explain's forced runs), the answer the trace recorded for the fault the
 // strategy just chose; otherwise the probe itself, run at the moment of
-// the injection while every node is stopped. A forced run that re-aims
-// (sched.Reaimer) runs the probe for a recorded fault too, and keeps its
-// recorded draws.
+// the injection while every node is stopped.
 func (t *Trial) aimer() func(o *sched.Op) (faults.Aiming, error) {
 	return func(o *sched.Op) (faults.Aiming, error) {
 		if rc, ok := t.p.strategy.(sched.Recaller); ok {
 			if rec := rc.Recalled(); rec != nil {
 				if !rec.ProbeAimed() || rec.Kind != o.Kind {
 					return faults.Aiming{}, fmt.Errorf("the trace records no probe answer for this %v (it recorded %v)", o.Kind, rec)
-				}
-				if ra, ok := t.p.strategy.(sched.Reaimer); ok && ra.Reaims() {
-					ans, err := t.runProbe(o.Kind)
-					return faults.Aiming{Answer: ans, Recorded: rec}, err
 				}
 				return faults.Aiming{Answer: rec.Aim, Recorded: rec}, nil
 			}

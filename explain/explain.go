@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -115,10 +114,6 @@ type explainer struct {
 	// track is the replay the decisions were read from: a forced run
 	// follows it while it releases its ops (sched.Forced.Follow).
 	track []sched.Record
-	// reaim has forced runs aim their probe-aimed faults by running the
-	// probe again (sched.Forced.Reaim); set when the faults alone fail
-	// only so aimed (minimize).
-	reaim bool
 	// fake, set by tests, stands for the rerunner in forced runs: what
 	// forcing ds gives, so that minimization and its check can be tried
 	// on a failure whose verdicts a test chooses (noise included).
@@ -186,11 +181,10 @@ func (e *explainer) run(ctx context.Context, ds []sched.Decision, keep bool, cho
 	return res, err
 }
 
-// forced is the strategy of a run that forces ds: it follows the trace
-// while it can, and aims its faults as minimize settled (reaim).
+// forced is the strategy of a run that forces ds, following the trace
+// while it can.
 func (e *explainer) forced(ds []sched.Decision) *sched.Forced {
 	f := sched.NewForced(e.anchor(ds), faults.ReplayOf)
-	f.Reaim = e.reaim
 	f.Follow(e.track)
 	return f
 }
@@ -218,9 +212,6 @@ func (e *explainer) fails(ctx context.Context, ds []sched.Decision) (bool, error
 // per set.
 func (e *explainer) outcome(ctx context.Context, ds []sched.Decision) (failure, error) {
 	key := subsetKey(ds)
-	if e.reaim {
-		key = "reaim " + key
-	}
 	if v, ok := e.cache[key]; ok {
 		return v, nil
 	}
@@ -434,9 +425,6 @@ func (e *explainer) minimal(ctx context.Context, ex *Explanation, all []sched.De
 	}
 	ex.OneMinimal = oneMin
 	ex.Default = len(min) == 0 && oneMin
-	if e.reaim {
-		ex.Notes = append(ex.Notes, "the probe aimed the probe-aimed faults again in every forced run: with the trace's answers the faults alone did not fail")
-	}
 	return min, nil
 }
 
@@ -589,8 +577,7 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 		}
 	}
 	if len(injects) > 0 && len(injects) < len(all) {
-		ok, err := e.injectsFail(ctx, injects)
-		if err != nil {
+		if ok, err := e.fails(ctx, injects); err != nil {
 			return all, false, err
 		} else if ok {
 			c = injects
@@ -633,28 +620,6 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 	// ddmin stops at n = len(c) with no complement failing: no single
 	// decision can go (with two, each half is the other's complement).
 	return c, true, nil
-}
-
-// injectsFail says whether the faults and delays alone give the failure.
-// Where some of them were aimed by the spec's probe ("the leader") and
-// their recorded answers do not give it, it tries them aimed by the probe
-// again, and keeps that for every later run if they then do: a run in
-// the default order may elect another leader, and the trace's fault was
-// the leader's, not that member's (examples/raft/README.md, "Explaining
-// the livelock").
-func (e *explainer) injectsFail(ctx context.Context, injects []sched.Decision) (bool, error) {
-	if ok, err := e.fails(ctx, injects); err != nil || ok || e.fake != nil {
-		return ok, err
-	}
-	if !slices.ContainsFunc(injects, func(d sched.Decision) bool { return d.Op.ProbeAimed() }) {
-		return false, nil
-	}
-	e.reaim = true
-	ok, err := e.fails(ctx, injects)
-	if err != nil || !ok {
-		e.reaim = false
-	}
-	return ok, err
 }
 
 func split(c []sched.Decision, n int) [][]sched.Decision {

@@ -558,13 +558,6 @@ func Decisions(all []Record, choices [][]Op) ([]Decision, error) {
 	return out, nil
 }
 
-// Reaimer is a Recaller that may have a probe-aimed fault it forces aimed
-// by running the probe again, at the moment it is made, rather than with
-// the answer the trace recorded (its draws are still the recorded ones).
-type Reaimer interface {
-	Reaims() bool
-}
-
 // Recorder wraps a strategy and keeps a copy of the choices offered at
 // each decision: what Decisions needs besides the trace.
 type Recorder struct {
@@ -587,12 +580,6 @@ func (r *Recorder) Recalled() *Op {
 		return rc.Recalled()
 	}
 	return nil
-}
-
-// Reaims passes on the wrapped strategy's (Reaimer).
-func (r *Recorder) Reaims() bool {
-	ra, ok := r.Strategy.(Reaimer)
-	return ok && ra.Reaims()
 }
 
 // OnFork passes the engine's fork on to the wrapped strategy (Forker).
@@ -670,11 +657,6 @@ const extraIDBase = uint64(1) << 56
 // enabled op is held. Told the run its decisions came from (Follow), it
 // follows that run until it departs from it.
 type Forced struct {
-	// Reaim has the probe-aimed faults it makes aimed by the probe again
-	// (Reaimer): "cut the leader" cuts the member that leads in this run,
-	// which a run that left the trace's order may have elected otherwise.
-	Reaim bool
-
 	decisions []Decision
 	faults    FaultReplays
 	keyer     *Keyer
@@ -719,9 +701,6 @@ type Recaller interface {
 // Recalled is the recorded op of the decision the last Next took
 // (Recaller).
 func (f *Forced) Recalled() *Op { return f.recalled }
-
-// Reaims says whether its probe-aimed faults are aimed again (Reaimer).
-func (f *Forced) Reaims() bool { return f.Reaim }
 
 // NewForced forces the given decisions; fr says which fault ops it may
 // make up (Extra), which are recoveries, and which keep their recorded
