@@ -12,7 +12,10 @@ import (
 // diagram: the failure, a sentence per race, the steps of the racing ops
 // (with their labels), the causal slice and the probability curve.
 type Explained struct {
-	Failure   string
+	Failure string
+	// Faults are the verdicts of taking each fault out alone ("needed:
+	// the partition of n2 …; without it: pass").
+	Faults    []string
 	Races     []string
 	Highlight map[int]string // step → "race 1, first"
 	// Slice are the steps in the failure's causal past; the other ops
@@ -81,7 +84,15 @@ func (ex *Explained) section(b *bufio.Writer) {
 		return
 	}
 	b.WriteString(`<style>.op.race .mark{stroke:#c00;stroke-width:3;fill:#fdd}.op.race .label{fill:#c00;font-weight:bold}.op.outside{opacity:.25}#explanation ol{margin:.3em 0}#curve .axis{stroke:#888}#curve polyline{fill:none;stroke:#c00;stroke-width:2}#curve circle{fill:#c00}#curve text{font:10px sans-serif;fill:#444}</style>` + "\n")
-	fmt.Fprintf(b, "<section id=\"explanation\"><h2>Explanation</h2><p class=\"failure\">%s</p>\n<ol class=\"races\">", esc(ex.Failure))
+	fmt.Fprintf(b, "<section id=\"explanation\"><h2>Explanation</h2><p class=\"failure\">%s</p>\n", esc(ex.Failure))
+	if len(ex.Faults) > 0 {
+		b.WriteString("<p>Faults, each taken out alone with every other decision kept:</p>\n<ul class=\"faults\">")
+		for _, f := range ex.Faults {
+			fmt.Fprintf(b, "<li>%s</li>", esc(f))
+		}
+		b.WriteString("</ul>\n")
+	}
+	b.WriteString("<ol class=\"races\">")
 	for _, r := range ex.Races {
 		fmt.Fprintf(b, "<li>%s</li>", esc(r))
 	}

@@ -32,6 +32,10 @@ func TestHTMLExplainedInChromium(t *testing.T) {
 	chromium := requireChromium(t)
 	tr := loadTrace(t, "testdata/demo-minimized.trace.jsonl")
 	ex := demoExplained()
+	// The demo's trace has no fault; a trace with faults lists a verdict
+	// for each (NATS's loss, examples/nats/README.md).
+	ex.Faults = []string{"needed: the power of n3 (persist none, down for ≥1.522s: kept 0 of 102 unsynced changes); without it: pass",
+		"not needed: the crash of n2 (down for ≥584ms)"}
 	var page bytes.Buffer
 	if err := WriteHTMLExplained(&page, tr, ex); err != nil {
 		t.Fatal(err)
@@ -56,6 +60,9 @@ func TestHTMLExplainedInChromium(t *testing.T) {
 	races := regexp.MustCompile(`(?s)<ol class="races">(.*?)</ol>`).FindStringSubmatch(dom)
 	if !strings.Contains(dom, `<section id="explanation">`) || races == nil || strings.Count(races[1], "<li>") != len(ex.Races) {
 		t.Errorf("explanation section: want it with %d race items", len(ex.Races))
+	}
+	if faults := regexp.MustCompile(`(?s)<ul class="faults">(.*?)</ul>`).FindStringSubmatch(dom); faults == nil || strings.Count(faults[1], "<li>") != len(ex.Faults) {
+		t.Errorf("explanation section: want its %d fault verdicts", len(ex.Faults))
 	}
 	if count(`<svg id="curve"`) != 1 || count(`<polyline points="`) != 1 || count(`<circle cx="\d+" cy="\d+" r="3">`) != len(ex.Curve) {
 		t.Errorf("curve: want one line through %d points", len(ex.Curve))

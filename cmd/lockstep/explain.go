@@ -78,6 +78,13 @@ func writeExplainHTML(path string, ex *explain.Explanation) error {
 
 func htmlNotes(ex *explain.Explanation) report.Explained {
 	n := report.Explained{Failure: ex.Failure, Highlight: map[int]string{}, Slice: ex.Slice}
+	for _, v := range ex.Faults {
+		if v.Needed {
+			n.Faults = append(n.Faults, fmt.Sprintf("needed: %s; without it: %s", v.Fault, v.Without))
+		} else {
+			n.Faults = append(n.Faults, "not needed: "+v.Fault)
+		}
+	}
 	for i, r := range ex.Races {
 		n.Races = append(n.Races, r.Summary)
 		for j, s := range r.Steps {
