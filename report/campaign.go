@@ -113,11 +113,7 @@ func writeFailures(b *strings.Builder, s *result.Summary) {
 			fmt.Fprintf(b, "<p>explore: %s</p>\n", esc(f.Plan))
 		}
 		if len(f.Unique) > 0 {
-			b.WriteString("<p>Features no passing trial showed:</p>\n<ul id=\"unique\">\n")
-			for _, u := range f.Unique {
-				fmt.Fprintf(b, "<li><code>%s</code></li>\n", esc(u))
-			}
-			b.WriteString("</ul>\n")
+			writeItems(b, "Features no passing trial showed:", `id="unique"`, f.Unique, true)
 		}
 	}
 	if s.Failures == 0 {
@@ -130,4 +126,18 @@ func writeFailures(b *strings.Builder, s *result.Summary) {
 		}
 	}
 	b.WriteString("</table>\n")
+}
+
+// writeItems writes a paragraph and the list of items under it, each
+// escaped, as code where asked.
+func writeItems(w io.Writer, intro, attrs string, items []string, code bool) {
+	fmt.Fprintf(w, "<p>%s</p>\n<ul %s>\n", intro, attrs)
+	for _, it := range items {
+		if code {
+			fmt.Fprintf(w, "<li><code>%s</code></li>\n", esc(it))
+		} else {
+			fmt.Fprintf(w, "<li>%s</li>\n", esc(it))
+		}
+	}
+	io.WriteString(w, "</ul>\n")
 }

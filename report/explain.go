@@ -86,11 +86,7 @@ func (ex *Explained) section(b *bufio.Writer) {
 	b.WriteString(`<style>.op.race .mark{stroke:#c00;stroke-width:3;fill:#fdd}.op.race .label{fill:#c00;font-weight:bold}.op.outside{opacity:.25}#explanation ol{margin:.3em 0}#curve .axis{stroke:#888}#curve polyline{fill:none;stroke:#c00;stroke-width:2}#curve circle{fill:#c00}#curve text{font:10px sans-serif;fill:#444}</style>` + "\n")
 	fmt.Fprintf(b, "<section id=\"explanation\"><h2>Explanation</h2><p class=\"failure\">%s</p>\n", esc(ex.Failure))
 	if len(ex.Faults) > 0 {
-		b.WriteString("<p>Faults, each taken out alone with every other decision kept:</p>\n<ul class=\"faults\">")
-		for _, f := range ex.Faults {
-			fmt.Fprintf(b, "<li>%s</li>", esc(f))
-		}
-		b.WriteString("</ul>\n")
+		writeItems(b, "Faults, each taken out alone with every other decision kept:", `class="faults"`, ex.Faults, false)
 	}
 	b.WriteString("<ol class=\"races\">")
 	for _, r := range ex.Races {
