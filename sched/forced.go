@@ -670,10 +670,12 @@ type Forced struct {
 	// Late counts injected faults made due by their Loose anchor and the
 	// clock (Clock), their After not having come.
 	Late int
-	// looseN counts the released ops by looseBase; looseDone are their
-	// loose keys (LooseAnchor).
-	looseN    map[Key]int
-	looseDone map[Key]bool
+	// looseN counts the released ops by looseBase: a loose key (LooseAnchor)
+	// has come when its base's count passed its N. clocked are the inject
+	// decisions dueByClock may make due (a Loose anchor and a VTime), so
+	// that it need not walk every decision at every choice.
+	looseN  map[Key]int
+	clocked []int
 	// track is the run the decisions were read from, its ops in the order
 	// released (Follow); pos the next of them, while every op released so
 	// far was theirs (off: no more).
@@ -799,7 +801,12 @@ func (f *Forced) Reset(int64, int) {
 	f.due = make([]bool, len(f.decisions))
 	f.nextID = extraIDBase
 	f.Skipped, f.Late = 0, 0
-	f.looseN, f.looseDone = map[Key]int{}, map[Key]bool{}
+	f.looseN, f.clocked = map[Key]int{}, f.clocked[:0]
+	for i, d := range f.decisions {
+		if d.Kind == InjectDecision && d.Loose != nil && d.VTime != nil {
+			f.clocked = append(f.clocked, i)
+		}
+	}
 	f.pos, f.off = 0, false
 	f.Order = nil
 	f.recalled = nil
@@ -843,10 +850,9 @@ func (f *Forced) Clock(now time.Duration) { f.dueByClock(now) }
 // At the time, not after it: a fault the engine offers in a lull at its
 // trigger is taken there, as the replay of the run's trace takes it.
 func (f *Forced) dueByClock(now time.Duration) {
-	for i := range f.decisions {
+	for _, i := range f.clocked {
 		d := &f.decisions[i]
-		if d.Kind == InjectDecision && d.Loose != nil && d.VTime != nil && !f.due[i] && !f.injected[i] &&
-			f.looseDone[*d.Loose] && now >= time.Duration(*d.VTime) {
+		if !f.due[i] && !f.injected[i] && f.looseN[looseBase(*d.Loose)] > d.Loose.N && now >= time.Duration(*d.VTime) {
 			f.due[i] = true
 			f.Late++
 		}
@@ -984,11 +990,7 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 	f.follow(enabled[pick])
 	k := f.keyer.Released(enabled[pick])
 	f.done[k] = true
-	lb := looseBase(k)
-	lk := lb
-	lk.N = f.looseN[lb]
-	f.looseN[lb]++
-	f.looseDone[lk] = true
+	f.looseN[looseBase(k)]++
 	f.Order = append(f.Order, k)
 	f.update()
 	return pick, nil
