@@ -43,7 +43,7 @@ func (t *Trial) aimer() func(o *sched.Op) (faults.Aiming, error) {
 				if !rec.ProbeAimed() || rec.Kind != o.Kind {
 					return faults.Aiming{}, fmt.Errorf("the trace records no probe answer for this %v (it recorded %v)", o.Kind, rec)
 				}
-				return faults.Aiming{Answer: rec.Aim, Recorded: rec}, nil
+				return faults.Aiming{Answer: rec.Aim}, nil
 			}
 			if _, exact := t.p.strategy.(*sched.Replay); exact && !t.replayDone() {
 				return faults.Aiming{}, fmt.Errorf("the replay chose a probe-aimed %v the trace does not record", o.Kind)

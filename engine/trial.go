@@ -406,6 +406,10 @@ func (t *Trial) drawFaults(plan faults.Plan, p trialParams, names []string) {
 		if len(plan.Probe) > 0 {
 			t.faults.Aim = t.aimer()
 		}
+		if rc, ok := p.strategy.(sched.Recaller); ok {
+			// A replay's or forced run's fault keeps the trace's draws.
+			t.faults.Recall = rc.Recalled
+		}
 	}
 	if skew := t.spec.Time.Skew; skew > 0 {
 		// One draw per node in spec order, from a stream of its own.

@@ -274,11 +274,18 @@ type Injector struct {
 	offerCorrupt *sched.Op
 	// offerCut is the cut the injection on offer makes, drawn with it.
 	offerCut *netCut
+	// keptCut is the cut the trace recorded for the cut being chosen
+	// (keepDraw), which choseCut puts up instead of the one drawn.
+	keptCut *netCut
 	// Aim runs the plan's probe for a fault at the moment it is injected
 	// and returns what it printed; the engine sets it (a replay's returns
-	// the answer the trace recorded, and the op it recorded, instead).
-	Aim   func(o *sched.Op) (Aiming, error)
-	recov map[string]*sched.Op
+	// the answer the trace recorded instead).
+	Aim func(o *sched.Op) (Aiming, error)
+	// Recall is, in a replay or a forced run, the trace's record of the
+	// fault being chosen (nil: none, or no such run): the fault keeps its
+	// draws (keepDraw). The engine sets it.
+	Recall func() *sched.Op
+	recov  map[string]*sched.Op
 	// until is when the recovery of a fault in force is first offered,
 	// keyed like recov.
 	until  map[string]time.Duration
@@ -520,6 +527,10 @@ func (in *Injector) Chose(o *sched.Op, now time.Duration) (Effect, error) {
 		if err := in.aim(o); err != nil {
 			return Effect{}, err
 		}
+	}
+	in.keptCut = nil
+	if in.Recall != nil {
+		in.keepDraw(o, in.Recall())
 	}
 	d, ok := kindDefs[o.Kind]
 	e := Effect{Kind: o.Kind, Act: d.act, Node: o.Node}

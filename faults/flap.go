@@ -27,7 +27,7 @@ const Flap sched.Kind = "flap"
 
 func init() {
 	define(Flap, kindDef{
-		possible: possibleFlap, detail: detailFlap, chose: choseFlap, act: ActHold, holds: holdsFlap, deadline: flapDeadline, onTraffic: true,
+		possible: possibleFlap, detail: detailFlap, chose: choseFlap, keep: keepLink, act: ActHold, holds: holdsFlap, deadline: flapDeadline, onTraffic: true,
 		// A replay may make a flap up (it needs only the plan's nodes),
 		// and a forced one flaps with the trace's phases (its Pick), not
 		// those of the flap the engine drew afresh.

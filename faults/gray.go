@@ -28,7 +28,7 @@ const Gray sched.Kind = "gray"
 
 func init() {
 	define(Gray, kindDef{
-		start: startGray, possible: possibleGray, detail: detailGray, chose: choseGray, act: ActHold,
+		start: startGray, possible: possibleGray, detail: detailGray, chose: choseGray, keep: keepGray, act: ActHold,
 		holds: holdsGray, deadline: grayDeadline, onTraffic: true,
 	})
 }

@@ -26,6 +26,10 @@ type kindDef struct {
 	detail func(in *Injector, o *sched.Op)
 	// chose applies the chosen op at now and fills what the engine must do.
 	chose func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error
+	// keep puts on o what detail drew for rec, the trace's record of it
+	// (keepDraw). Nil: the kind draws nothing a replay must keep (a
+	// reset's socket and a drop's datagram are this run's).
+	keep func(in *Injector, o, rec *sched.Op)
 	// act is the mechanism by which the engine carries the kind out
 	// (Effect.Act); ActHold when the injector does it alone by holding
 	// ops back. It must be set: define refuses the zero Act.
@@ -167,17 +171,18 @@ const (
 )
 
 func init() {
-	define(Crash, kindDef{possible: possibleUp, detail: detailOutage, chose: choseCrash, act: ActCrash, replay: sched.FaultReplay{Remake: true}})
-	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause, act: ActHold, replay: sched.FaultReplay{Remake: true}})
+	define(Crash, kindDef{possible: possibleUp, detail: detailOutage, chose: choseCrash, keep: keepDelay, act: ActCrash, replay: sched.FaultReplay{Remake: true}})
+	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause, keep: keepDelay, act: ActHold, replay: sched.FaultReplay{Remake: true}})
 	define(Partition, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool {
 			return in.cutRoom() && (len(in.cuts) == 0 || !in.clashes(in.partitionCut(o.Node)))
 		},
-		detail: detailOutage, chose: chosePartition, onTraffic: true, act: ActCut, replay: sched.FaultReplay{Remake: true},
+		detail: detailOutage, chose: chosePartition, keep: keepDelay, onTraffic: true, act: ActCut, replay: sched.FaultReplay{Remake: true},
 	})
 	define(ClockJump, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] && in.plan.MaxClockJump > 0 },
 		detail:   detailClockJump,
+		keep:     keepDelay,
 		chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 			in.spend(now)
 			e.Shift = time.Duration(o.Delay)
@@ -189,6 +194,7 @@ func init() {
 	define(ClockDrift, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] && in.plan.MaxDrift > 0 },
 		detail:   detailDrift,
+		keep:     keepDelay,
 		chose: func(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
 			in.spend(now)
 			e.Drift = o.Delay

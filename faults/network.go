@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -101,8 +103,11 @@ func cutKind(possible func(in *Injector, node string) bool, build func(in *Injec
 			in.offerCut = c
 		},
 		chose:     choseCut,
+		keep:      keepCut,
 		onTraffic: true,
 		act:       ActCut,
+		// Made up from its record (keepCut), as a partition is.
+		replay: sched.FaultReplay{Remake: true},
 	}
 }
 
@@ -160,7 +165,12 @@ var bipartitionKind = cutKind(
 
 // holdKind holds one connection direction, or one kind of message
 // (Plan.Match; match.go), for a while.
-var holdKind = kindDef{possible: possibleHold, detail: detailHold, chose: choseHold, act: ActHold, onTraffic: true, needs: NeedConns}
+//
+// Its record is all a replay needs to make it up: a connection direction
+// by its addresses (which holds nothing where that connection is not), or
+// a node's messages one way.
+var holdKind = kindDef{possible: possibleHold, detail: detailHold, chose: choseHold, keep: keepHold, act: ActHold, onTraffic: true, needs: NeedConns,
+	replay: sched.FaultReplay{Remake: true}}
 
 func possibleHold(in *Injector, o *sched.Op) bool {
 	if len(in.plan.Match) > 0 {
@@ -291,8 +301,19 @@ func (in *Injector) ordered(nodes []string) []string {
 
 // choseCut puts a chosen cut of the network up.
 func choseCut(in *Injector, o *sched.Op, now time.Duration, e *Effect) error {
-	c := in.offerCut
-	in.offerCut = nil
+	c := in.keptCut
+	in.keptCut = nil
+	if o == in.offer {
+		// The offer's drawn cut goes with it, kept or not.
+		c = cmp.Or(c, in.offerCut)
+		in.offerCut = nil
+	}
+	if c == nil {
+		// Made up from a record that names no cut (one that cut
+		// nothing): it cuts nothing again.
+		o.Peer = fmt.Sprintf("cuts nothing: its record names no cut (%q); not spent", o.Peer)
+		return nil
+	}
 	base := *c
 	in.settle(c)
 	if in.clashes(c) {

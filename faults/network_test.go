@@ -389,6 +389,7 @@ func TestCutNothingNotSpent(t *testing.T) {
 	in.putCut(&netCut{name: "n1|n2", a: []string{"n1"}, b: []string{"n2"}, shape: "|"})
 	in.offerCut = &netCut{a: []string{"n2"}, b: []string{"n1"}, shape: "|"}
 	o := &sched.Op{Kind: Link, Node: "n2", Object: "link:n2|n1"}
+	in.offer = o
 	var e Effect
 	if err := choseCut(in, o, time.Second, &e); err != nil {
 		t.Fatal(err)
@@ -397,7 +398,8 @@ func TestCutNothingNotSpent(t *testing.T) {
 		t.Errorf("budget %d, %d cuts, effect %+v, peer %q: want nothing cut and nothing spent", in.budget, len(in.cuts), e, o.Peer)
 	}
 	in.offerCut = &netCut{a: []string{"n2"}, b: []string{"n3"}, shape: "|"}
-	if err := choseCut(in, &sched.Op{Kind: Link, Node: "n2"}, time.Second, &e); err != nil {
+	in.offer = &sched.Op{Kind: Link, Node: "n2"}
+	if err := choseCut(in, in.offer, time.Second, &e); err != nil {
 		t.Fatal(err)
 	}
 	if in.budget != 1 || len(in.cuts) != 2 {

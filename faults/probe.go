@@ -15,13 +15,8 @@ const probeObject = sched.ProbeObject
 // Aiming is what aims a fault the plan's probe aims (Injector.Aim).
 type Aiming struct {
 	// Answer is what the probe printed, or what the trace recorded it
-	// printed.
+	// printed (a replay keeps the rest of the trace's draws: Recall).
 	Answer string
-	// Recorded is, in a replay, the op the trace recorded for this
-	// injection: a forced replay, whose draws differ from the run's,
-	// keeps its storage draws (sched.FaultReplay.KeepDraw) as it does for
-	// a drawn fault's.
-	Recorded *sched.Op
 }
 
 // aimed reports whether the plan aims its injections with a probe.
@@ -80,8 +75,5 @@ func (in *Injector) aim(o *sched.Op) error {
 		o.Node = can[in.r.IntN(len(can))]
 	}
 	in.detail(o)
-	if rec := a.Recorded; rec != nil && kindDefs[o.Kind].replay.KeepDraw {
-		o.KeepDraw(rec)
-	}
 	return nil
 }

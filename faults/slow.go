@@ -17,7 +17,10 @@ import (
 // Plan.MaxOutage), Op.Object names the link. The tracer has nothing to do:
 // the injector holds the deliveries back (Holds). With Plan.SlowMatch it
 // delays only the messages of one kind; the others cross it at once.
-var slowKind = kindDef{possible: possibleSlow, detail: detailSlow, chose: choseSlow, act: ActHold, holds: holdsSlow, deadline: slowDeadline, onTraffic: true}
+// A slow's record (its link, delay and while) is all a replay needs to
+// make it up.
+var slowKind = kindDef{possible: possibleSlow, detail: detailSlow, chose: choseSlow, keep: keepLink, act: ActHold, holds: holdsSlow, deadline: slowDeadline, onTraffic: true,
+	replay: sched.FaultReplay{Remake: true}}
 
 // Slow delays every delivery between two nodes (their groups) by its
 // Delay for a while (its Pick, in ns): a slow link.

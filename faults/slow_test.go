@@ -56,15 +56,15 @@ func TestSlow(t *testing.T) {
 
 // TestSlowTraits pins what the engine and a replay do with a slow link:
 // the injector carries it out alone (ActHold) on messages in flight,
-// gathers nothing, and a replay does not make it up when the engine does
-// not offer it.
+// gathers nothing, and a replay makes it up from its record (its link,
+// delay and while) when the engine does not offer it.
 func TestSlowTraits(t *testing.T) {
 	d := kindDefs[Slow]
 	if d.act != ActHold || d.needs != 0 || !d.onTraffic || d.storage {
 		t.Errorf("slow: act %d needs %b onTraffic %v storage %v, want ActHold, none, true, false", d.act, d.needs, d.onTraffic, d.storage)
 	}
-	if got := ReplayOf(Slow); got != (sched.FaultReplay{}) {
-		t.Errorf("ReplayOf(Slow) = %+v, want the zero FaultReplay", got)
+	if got := ReplayOf(Slow); got != (sched.FaultReplay{Remake: true}) {
+		t.Errorf("ReplayOf(Slow) = %+v, want Remake only", got)
 	}
 }
 

@@ -53,7 +53,7 @@ func init() {
 	// The engine's offer of a power cut or a corruption draws its variant
 	// and pick afresh; a forced replay keeps the trace's.
 	define(Power, kindDef{
-		storage: true, act: ActPower, possible: possibleUp, detail: detailPower,
+		storage: true, act: ActPower, possible: possibleUp, detail: detailPower, keep: keepStorage,
 		chose: diskChose(func(in *Injector, o *sched.Op, now time.Duration, _ *Effect) {
 			in.crashed[o.Node] = true
 			in.until["restart:"+o.Node] = now + time.Duration(o.Delay)
@@ -61,15 +61,15 @@ func init() {
 		replay: sched.FaultReplay{Remake: true, KeepDraw: true},
 	})
 	define(Corrupt, kindDef{
-		storage: true, act: ActCorrupt, possible: possibleCorrupt, detail: detailCorrupt, chose: diskChose(nil),
+		storage: true, act: ActCorrupt, possible: possibleCorrupt, detail: detailCorrupt, chose: diskChose(nil), keep: keepStorage,
 		needs: NeedDataFiles, replay: sched.FaultReplay{KeepDraw: true},
 	})
 	define(IOError, kindDef{
-		storage: true, act: ActIOError, possible: possibleRunning, detail: detailIOError, chose: diskChose(nil),
+		storage: true, act: ActIOError, possible: possibleRunning, detail: detailIOError, chose: diskChose(nil), keep: keepStorage,
 		replay: sched.FaultReplay{Remake: true},
 	})
 	define(Stall, kindDef{
-		storage: true, act: ActStall, possible: possibleRunning, detail: detailStall,
+		storage: true, act: ActStall, possible: possibleRunning, detail: detailStall, keep: keepStorage,
 		chose:  diskChose(func(_ *Injector, o *sched.Op, _ time.Duration, e *Effect) { e.Stall = time.Duration(o.Delay) }),
 		replay: sched.FaultReplay{Remake: true},
 	})

@@ -676,6 +676,8 @@ type Forced struct {
 	// that it need not walk every decision at every choice.
 	looseN  map[Key]int
 	clocked []int
+	// made are the ops Extra made up, by ID, each for its decision.
+	made map[uint64]*Decision
 	// track is the run the decisions were read from, its ops in the order
 	// released (Follow); pos the next of them, while every op released so
 	// far was theirs (off: no more).
@@ -802,6 +804,7 @@ func (f *Forced) Reset(int64, int) {
 	f.nextID = extraIDBase
 	f.Skipped, f.Late = 0, 0
 	f.looseN, f.clocked = map[Key]int{}, f.clocked[:0]
+	f.made = map[uint64]*Decision{}
 	for i, d := range f.decisions {
 		if d.Kind == InjectDecision && d.Loose != nil && d.VTime != nil {
 			f.clocked = append(f.clocked, i)
@@ -863,6 +866,11 @@ func (f *Forced) dueByClock(now time.Duration) {
 // process, kind and object (an earlier injection skipped would change its
 // position) and the same target or parameters.
 func (f *Forced) matches(d *Decision, o *Op) bool {
+	if m, ok := f.made[o.ID]; ok {
+		// Made up for its decision (Extra): a probe-aimed one has its
+		// node already, and is no offer for the probe to aim.
+		return m == d
+	}
 	if k := f.keyer.Key(o); k.Process != d.Key.Process || k.Kind != d.Key.Kind || k.Object != d.Key.Object {
 		return false
 	}
@@ -881,10 +889,11 @@ func (f *Forced) matches(d *Decision, o *Op) bool {
 
 // Extra makes the due injected ops that are not offered: an advance to the
 // recorded time, while it lies ahead, and a fault its kind lets a replay
-// remake (FaultReplay.Remake: a crash, a pause...) with the recorded
-// parameters. Other faults need what only the engine knows is there (a
-// crashed node, a cut, a connection, a datagram, a node down with files):
-// they are taken only as offered.
+// remake (FaultReplay.Remake: a crash, a pause, a cut, a hold...) with the
+// recorded parameters, a probe-aimed one where the probe had aimed it.
+// Other faults need what only the engine knows is there (a connection to
+// reset, a datagram, a node down with files): they are taken only as
+// offered.
 func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 	f.dueByClock(now) // the engine said it already (Clock); a caller may not
 	var out []*Op
@@ -920,6 +929,7 @@ func (f *Forced) Extra(now time.Duration, choices []*Op) []*Op {
 		if o.Kind.IsFault() {
 			o.At = 0 // a fault op has none (a pause's end once was there)
 		}
+		f.made[o.ID] = d
 		out = append(out, &o)
 	}
 	return out

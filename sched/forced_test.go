@@ -325,6 +325,50 @@ func TestFaultReplaysPerKind(t *testing.T) {
 	}
 }
 
+// TestForcedMadeProbeAimed: a probe-aimed fault the engine does not offer
+// at its due decision is made up from its record (its kind remakes), aimed
+// where the trace had it, and taken there, its record recalled for the
+// engine to keep its draws; before, the made-up copy, which has its node,
+// did not look like an offer for the probe to aim and was skipped. An
+// offer of the kind still aimed by the probe is taken as before.
+func TestForcedMadeProbeAimed(t *testing.T) {
+	ops := testOps(2)
+	hold := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: "quake", Object: ProbeObject, Aimed: true, Conn: "messages from n1", Delay: 5}
+	recs := []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: hold}, {Step: 3, Op: ops[1]}}
+	offer := Op{ID: 1<<52 + 7, LPID: "fault", Kind: "quake", Object: ProbeObject}
+	ds, err := Decisions(recs, [][]Op{{ops[0], ops[1]}, {ops[1], offer}, {ops[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := func(k Kind) FaultReplay { return FaultReplay{Remake: k == "quake"} }
+	for _, offered := range []bool{false, true} {
+		f := NewForced(ds, fr)
+		f.Reset(1, 0)
+		a, b := ops[0], ops[1]
+		f.Next([]*Op{&a, &b})
+		en := []*Op{&b}
+		if offered {
+			o := offer
+			en = append(en, &o)
+		}
+		x := f.Extra(0, en)
+		if offered != (len(x) == 0) {
+			t.Fatalf("offered %v: Extra made %v", offered, x)
+		}
+		en = append(en, x...)
+		i, err := f.Next(en)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := en[i]; got.Kind != "quake" || f.Skipped != 0 {
+			t.Fatalf("offered %v: released %v (skipped %d), want the fault", offered, got, f.Skipped)
+		}
+		if rec := f.Recalled(); rec == nil || rec.Node != "n1" || rec.Conn != "messages from n1" || rec.Delay != 5 {
+			t.Errorf("offered %v: recalled %v, want the trace's record", offered, rec)
+		}
+	}
+}
+
 // TestReplayDeclines: a replay takes a fault offered alone in a lull only
 // when it is the trace's next decision; a step-triggered injection due
 // where the trace has a sleep is declined, so the clock moves as it did
