@@ -118,6 +118,9 @@ type explainer struct {
 	// forcing ds gives, so that minimization and its check can be tried
 	// on a failure whose verdicts a test chooses (noise included).
 	fake func(ds []sched.Decision) *engine.TrialResult
+	// timed is how many faults the minimization made due at their times
+	// (atTheirTimes), 0 if it kept the trace's anchors.
+	timed int
 }
 
 // anchor re-anchors the decisions of ds whose After is an injected op
@@ -133,6 +136,9 @@ func (e *explainer) anchor(ds []sched.Decision) []sched.Decision {
 	}
 	var out []sched.Decision
 	for i, d := range ds {
+		if d.Timed {
+			continue // due at its time, whatever came before
+		}
 		a := d.After
 		for a != nil && !in[*a] {
 			prev, ok := e.injects[*a]
@@ -145,7 +151,7 @@ func (e *explainer) anchor(ds []sched.Decision) []sched.Decision {
 			if out == nil {
 				out = append([]sched.Decision(nil), ds...)
 			}
-			out[i].After, out[i].Loose = a, nil
+			out[i].Anchor(a)
 		}
 	}
 	if out == nil {
@@ -280,7 +286,7 @@ func (e *explainer) withoutRun(ctx context.Context, set []sched.Decision, i int)
 func subsetKey(ds []sched.Decision) string {
 	var b strings.Builder
 	for _, d := range ds {
-		fmt.Fprintf(&b, "%s|%v|%v;", d.Kind, d.Key, d.After)
+		fmt.Fprintf(&b, "%s|%v|%v|%t;", d.Kind, d.Key, d.After, d.Timed)
 	}
 	return b.String()
 }
@@ -425,6 +431,9 @@ func (e *explainer) minimal(ctx context.Context, ex *Explanation, all []sched.De
 	}
 	ex.OneMinimal = oneMin
 	ex.Default = len(min) == 0 && oneMin
+	if e.timed > 0 {
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the faults and delays alone, each right after the op the trace made it after, passed; with its %d faults (and their recoveries) at the times the trace made them they failed: the minimization went on from those, each due at its time", e.timed))
+	}
 	return min, nil
 }
 
@@ -577,10 +586,25 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 		}
 	}
 	if len(injects) > 0 && len(injects) < len(all) {
-		if ok, err := e.fails(ctx, injects); err != nil {
+		ok, err := e.fails(ctx, injects)
+		if err != nil {
 			return all, false, err
-		} else if ok {
+		}
+		if ok {
 			c = injects
+		} else if timed, n := atTheirTimes(injects); n > 0 {
+			// Anchored after the trace's ops, the faults come late in
+			// a run whose ops are not the trace's: at the times the
+			// trace made them, they may still fail it.
+			ok, err := e.fails(ctx, timed)
+			if err != nil {
+				return all, false, err
+			}
+			e.log.Info("faults at their times", "faults", n, "same failure", ok)
+			if ok {
+				c = timed
+				e.timed = n
+			}
 		}
 	}
 	n := 2
@@ -620,6 +644,20 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 	// ddmin stops at n = len(c) with no complement failing: no single
 	// decision can go (with two, each half is the other's complement).
 	return c, true, nil
+}
+
+// atTheirTimes is ds with each fault (and recovery) made due at the time
+// the trace made it (sched.Decision.Timed), and how many faults are.
+func atTheirTimes(ds []sched.Decision) ([]sched.Decision, int) {
+	out := make([]sched.Decision, len(ds))
+	n := 0
+	for i, d := range ds {
+		out[i] = d.AtItsTime()
+		if out[i].Timed && !faults.ReplayOf(d.Op.Kind).Recovery {
+			n++
+		}
+	}
+	return out, n
 }
 
 func split(c []sched.Decision, n int) [][]sched.Decision {

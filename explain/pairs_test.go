@@ -409,3 +409,59 @@ func TestNeededFaults(t *testing.T) {
 		t.Errorf("runs of %v decisions, want [4 3 3]", asked)
 	}
 }
+
+// TestFaultsAtTheirTimes: where the faults alone, each anchored after the
+// trace's op, pass but fail at the times the trace made them (a cluster
+// whose ops come late in the default order), the minimization goes on
+// from the faults at their times, drops the holds, and says so; where
+// they fail anchored, nothing is timed.
+func TestFaultsAtTheirTimes(t *testing.T) {
+	at := int64(1_120_000_000)
+	fault := func(node string, step int) sched.Decision {
+		return sched.Decision{Kind: sched.InjectDecision, Key: sched.Key{Process: "lockstep", Kind: faults.Partition, Object: "node:" + node},
+			Op: sched.Op{Kind: faults.Partition, Node: node}, Step: step, VTime: &at}
+	}
+	all := []sched.Decision{fakeDecision("c/0"), fault("a", 10), fakeDecision("c/1"), fault("b", 20), fakeDecision("c/2")}
+	fails := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Deadlock}}
+	passes := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Pass}}
+	for _, timedOnly := range []bool{true, false} {
+		e := &explainer{deadline: time.Now().Add(time.Hour), log: discard(), cache: map[string]failure{}, want: failure{kind: sched.Deadlock}}
+		e.fake = func(ds []sched.Decision) *engine.TrialResult {
+			// Fails with both partitions; anchored, only with the holds too.
+			var parts, timed, holds int
+			for _, d := range ds {
+				switch {
+				case d.Op.Kind == faults.Partition:
+					parts++
+					if d.Timed {
+						timed++
+					}
+				default:
+					holds++
+				}
+			}
+			if parts == 2 && (timed == 2 || holds == 3 || !timedOnly) {
+				return fails
+			}
+			return passes
+		}
+		ex := &Explanation{}
+		min, err := e.minimal(context.Background(), ex, all, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		timed := 0
+		for _, d := range min {
+			if d.Timed {
+				timed++
+			}
+		}
+		if len(min) != 2 || !ex.OneMinimal {
+			t.Fatalf("timed only %v: kept %v (1-minimal %v), want the two partitions", timedOnly, min, ex.OneMinimal)
+		}
+		if want := map[bool]int{true: 2, false: 0}[timedOnly]; timed != want || (e.timed > 0) != timedOnly ||
+			slices.ContainsFunc(ex.Notes, func(n string) bool { return strings.Contains(n, "at the times the trace made them") }) != timedOnly {
+			t.Errorf("timed only %v: %d timed, notes %q", timedOnly, timed, ex.Notes)
+		}
+	}
+}

@@ -541,7 +541,7 @@ func candidates(d sched.Decision, i int, min []sched.Decision, at int, run *fail
 	rightAfter := func(j int) []sched.Decision {
 		nd := d
 		k := keys[j]
-		nd.After, nd.Loose = &k, nil
+		nd.Anchor(&k)
 		return replace(min, i, nd)
 	}
 	switch {
@@ -582,12 +582,13 @@ func candidates(d sched.Decision, i int, min []sched.Decision, at int, run *fail
 	// A fault: after the op before it, before the next messages to its
 	// node (its window, when one was found, names it instead).
 	if p := prevTraced(recs, at); p >= 0 {
-		nd := d
-		nd.After, nd.Loose = nil, nil
+		var after *sched.Key
 		if pp := prevTraced(recs, p); pp >= 0 {
 			k := keys[pp]
-			nd.After = &k
+			after = &k
 		}
+		nd := d
+		nd.Anchor(after)
 		out = append(out, candidate{first: p, second: at, flip: replace(min, i, nd)})
 	}
 	for _, j := range nextMessages(recs, at, d.Op.Node, 2) {
@@ -619,12 +620,13 @@ func apart(a, b *sched.Op) bool {
 // that injection is moved right after the held op as well.
 func holdBefore(d sched.Decision, i int, min []sched.Decision, j, at int, run *failingRun) []sched.Decision {
 	recs, keys := run.recs, run.keys
-	nd := d
-	nd.After, nd.Loose = nil, nil
+	var after *sched.Key
 	if p := prevTraced(recs, j); p >= 0 {
 		k := keys[p]
-		nd.After = &k
+		after = &k
 	}
+	nd := d
+	nd.Anchor(after)
 	out := replace(min, i, nd)
 	if o := &recs[j].Op; o.Kind != sched.Advance && !o.Kind.IsFault() {
 		return out
@@ -635,7 +637,7 @@ func holdBefore(d sched.Decision, i int, min []sched.Decision, j, at int, run *f
 	}
 	for m, dm := range out {
 		if m != i && dm.Kind == sched.InjectDecision && findDecision(dm, recs, keys) == j {
-			out[m].After, out[m].Loose = &held, nil
+			out[m].Anchor(&held)
 		}
 	}
 	return out

@@ -111,12 +111,13 @@ func (m *faultMover) place(k sched.Key) int {
 // moved runs the trial with the fault right after ops[n] (n = -1: at the
 // start); same says it still fails the same way.
 func (m *faultMover) moved(ctx context.Context, n int) (failure, bool, error) {
-	nd := m.set[m.i]
-	nd.After, nd.Loose = nil, nil
+	var after *sched.Key
 	if n >= 0 {
 		k := m.keys[m.ops[n]]
-		nd.After = &k
+		after = &k
 	}
+	nd := m.set[m.i]
+	nd.Anchor(after)
 	f, err := m.e.outcome(ctx, replace(m.set, m.i, nd))
 	// A run lockstep could not make counts as failing: a bound is always
 	// a run that shows the failure gone.

@@ -440,6 +440,27 @@ type Decision struct {
 	// where not known, or where After was moved from the trace's.
 	Loose *Key   `json:"loose,omitempty"`
 	VTime *int64 `json:"vtime,omitempty"`
+	// Timed makes an injected fault due when the clock reaches VTime,
+	// whatever ops came before it: a fault drawn at a time, in a run whose
+	// ops come late or in another order than the trace's (explain tries
+	// it where the faults alone, anchored, pass).
+	Timed bool `json:"timed,omitempty"`
+}
+
+// Anchor puts an injected decision right after the op after (nil: at
+// the start): its Loose anchor and Timed go with the trace's place, which
+// they speak of.
+func (d *Decision) Anchor(after *Key) {
+	d.After, d.Loose, d.Timed = after, nil, false
+}
+
+// AtItsTime is the injected fault d made due at the time the trace made
+// it (Timed), or d itself when it is no fault or that time is not known.
+func (d Decision) AtItsTime() Decision {
+	if d.Kind == InjectDecision && d.Op.Kind.IsFault() && d.VTime != nil {
+		d.Timed = true
+	}
+	return d
 }
 
 // LooseAnchor is keys[j] named without its connection: N counts the ops
@@ -473,6 +494,9 @@ func (d Decision) String() string {
 	}
 	if d.Kind == HoldDecision {
 		return fmt.Sprintf("hold %v (step %d) until after %s", d.Key, d.Step, after)
+	}
+	if d.Timed {
+		return fmt.Sprintf("inject %v (step %d) at %v", d.Key, d.Step, time.Duration(*d.VTime))
 	}
 	return fmt.Sprintf("inject %v (step %d) right after %s", d.Key, d.Step, after)
 }
@@ -806,7 +830,7 @@ func (f *Forced) Reset(int64, int) {
 	f.looseN, f.clocked = map[Key]int{}, f.clocked[:0]
 	f.made = map[uint64]*Decision{}
 	for i, d := range f.decisions {
-		if d.Kind == InjectDecision && d.Loose != nil && d.VTime != nil {
+		if d.Kind == InjectDecision && d.VTime != nil && (d.Loose != nil || d.Timed) {
 			f.clocked = append(f.clocked, i)
 		}
 	}
@@ -829,10 +853,11 @@ func (f *Forced) named() []Key {
 	return out
 }
 
-// update marks the inject decisions whose After has been released.
+// update marks the inject decisions whose After has been released (a
+// Timed one's is its time: dueByClock).
 func (f *Forced) update() {
 	for i, d := range f.decisions {
-		if d.Kind == InjectDecision && !f.injected[i] && (d.After == nil || f.done[*d.After]) {
+		if d.Kind == InjectDecision && !d.Timed && !f.injected[i] && (d.After == nil || f.done[*d.After]) {
 			f.due[i] = true
 		}
 	}
@@ -851,11 +876,18 @@ func (f *Forced) Clock(now time.Duration) { f.dueByClock(now) }
 // workload where the workload comes late (package explain's anchors). A
 // run that follows the trace is unchanged: there Loose is After itself.
 // At the time, not after it: a fault the engine offers in a lull at its
-// trigger is taken there, as the replay of the run's trace takes it.
+// trigger is taken there, as the replay of the run's trace takes it. A
+// Timed fault is due at its time alone.
 func (f *Forced) dueByClock(now time.Duration) {
 	for _, i := range f.clocked {
 		d := &f.decisions[i]
-		if !f.due[i] && !f.injected[i] && f.looseN[looseBase(*d.Loose)] > d.Loose.N && now >= time.Duration(*d.VTime) {
+		if f.due[i] || f.injected[i] || now < time.Duration(*d.VTime) {
+			continue
+		}
+		switch {
+		case d.Timed:
+			f.due[i] = true
+		case f.looseN[looseBase(*d.Loose)] > d.Loose.N:
 			f.due[i] = true
 			f.Late++
 		}

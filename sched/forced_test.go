@@ -893,3 +893,51 @@ func TestForcedFollowsTwin(t *testing.T) {
 		}
 	}
 }
+
+// TestForcedTimed: a Timed fault is due when the clock reaches its time,
+// though the op it came after in the trace has not come (nor its loose
+// anchor), and not before; Anchor puts it back after an op.
+func TestForcedTimed(t *testing.T) {
+	ops := testOps(3)
+	quake := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: "quake", Object: "node:n1", Delay: 5}
+	recs := []Record{{Step: 1, Op: ops[0]}, {Step: 2, Op: ops[1]}, {Step: 3, Op: quake, VTime: 100}, {Step: 4, Op: ops[2]}}
+	ds, err := Decisions(recs, [][]Op{{ops[0], ops[1], ops[2]}, {ops[1], ops[2]}, {ops[2], quake}, {ops[2]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ds, func(d Decision) bool { return d.Op.Kind == "quake" })
+	if i < 0 || ds[i].VTime == nil || ds[i].Timed {
+		t.Fatalf("decisions %v", ds)
+	}
+	fr := func(k Kind) FaultReplay { return FaultReplay{Remake: k == "quake"} }
+	for _, timed := range []bool{false, true} {
+		d := ds[i]
+		if timed {
+			d = d.AtItsTime()
+		}
+		f := NewForced([]Decision{d}, fr)
+		f.Reset(1, 0)
+		c := ops[2] // the only op: n1's ops[1], the fault's anchor, never comes
+		for _, now := range []time.Duration{50, 99} {
+			f.Clock(now)
+			if x := f.Extra(now, []*Op{&c}); len(x) != 0 {
+				t.Fatalf("timed %v: made %v at %v, before its time", timed, x, now)
+			}
+		}
+		f.Clock(100)
+		x := f.Extra(100, []*Op{&c})
+		if got := len(x) == 1; got != timed {
+			t.Fatalf("timed %v: at its time Extra made %v", timed, x)
+		}
+		if timed {
+			if j, _ := f.Next([]*Op{&c, x[0]}); j != 1 {
+				t.Errorf("the timed fault was not released at its time")
+			}
+		}
+	}
+	d := ds[i].AtItsTime()
+	d.Anchor(nil)
+	if d.Timed || d.Loose != nil || d.After != nil {
+		t.Errorf("anchored: %+v", d)
+	}
+}
