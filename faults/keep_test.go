@@ -61,7 +61,11 @@ func TestKeepDraw(t *testing.T) {
 		{"pause", p(Pause), Targets{}},
 		{"oneway", p(OneWay), Targets{}},
 		{"link", p(Link), Targets{}},
-		{"bipartition", func() Plan { p := p(Bipartition); p.Nodes, p.Shapes = []string{"s1", "s2", "s3", "s4", "s5"}, []string{ShapeIsolate, ShapeMinority, ShapeBridge}; return p }(), Targets{}},
+		{"bipartition", func() Plan {
+			p := p(Bipartition)
+			p.Nodes, p.Shapes = []string{"s1", "s2", "s3", "s4", "s5"}, []string{ShapeIsolate, ShapeMinority, ShapeBridge}
+			return p
+		}(), Targets{}},
 		{"hold of a connection", p(Hold), conns},
 		{"hold of a kind", msgHold, Targets{}},
 		{"slow", p(Slow), Targets{}},
