@@ -2,6 +2,8 @@ package explain
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -462,6 +464,37 @@ func TestFaultsAtTheirTimes(t *testing.T) {
 		if want := map[bool]int{true: 2, false: 0}[timedOnly]; timed != want || (e.timed > 0) != timedOnly ||
 			slices.ContainsFunc(ex.Notes, func(n string) bool { return strings.Contains(n, "at the times the trace made them") }) != timedOnly {
 			t.Errorf("timed only %v: %d timed, notes %q", timedOnly, timed, ex.Notes)
+		}
+	}
+}
+
+// TestFlipCutByBudget: a flip whose run the budget cut short confirms
+// nothing: the race is left unconfirmed, with no outcome, where it was
+// once called confirmed with an empty one ("not this failure, but ").
+func TestFlipCutByBudget(t *testing.T) {
+	fails := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Deadlock}}
+	for _, ran := range []int{0, 1, 2} {
+		e := &explainer{deadline: time.Now().Add(time.Hour), log: discard(), cache: map[string]failure{}, want: failure{kind: sched.Deadlock}}
+		runs := 0
+		e.fake = func([]sched.Decision) *engine.TrialResult {
+			if runs++; runs >= ran {
+				e.deadline = time.Now().Add(-time.Second) // the budget is spent after this run
+			}
+			return fails
+		}
+		if ran == 0 {
+			e.deadline = time.Now().Add(-time.Second)
+		}
+		var cands []candidate
+		for i := range 4 {
+			cands = append(cands, candidate{first: i, second: i + 1, flip: []sched.Decision{fakeDecision(fmt.Sprintf("p%d", i))}})
+		}
+		r := &Race{}
+		if _, err := e.firstUndoing(context.Background(), r, cands); !errors.Is(err, errBudget) {
+			t.Fatalf("%d runs: err %v, want the budget's", ran, err)
+		}
+		if r.Confirmed || (r.FlipOutcome == "") != (ran == 0) {
+			t.Errorf("%d runs before the budget ran out: %+v, want unconfirmed, an outcome only of a run made", ran, r)
 		}
 	}
 }

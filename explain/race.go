@@ -393,6 +393,11 @@ func (e *explainer) firstUndoing(ctx context.Context, r *Race, cands []candidate
 	outcomes := map[int]failure{}
 	undoes := func(k int) (bool, error) {
 		f, err := e.outcome(ctx, cands[k].flip)
+		if err != nil {
+			// Not run (the budget ran out): no outcome, and no flip
+			// confirmed by it.
+			return false, err
+		}
 		outcomes[k] = f
 		e.log.Debug("flip", "first", cands[k].first, "second", cands[k].second, "outcome", f.String(), "undoes", f.undoes(e.want))
 		return f.undoes(e.want), err
