@@ -208,6 +208,16 @@ func (e *explainer) runWith(ctx context.Context, s sched.Strategy, keep bool) (*
 	return res, nil
 }
 
+// tries says whether ds, other decisions than those explain holds (what
+// they are, and how many of what changed), give the failure, and logs it.
+func (e *explainer) tries(ctx context.Context, ds []sched.Decision, what, changed string, n int) (bool, error) {
+	ok, err := e.fails(ctx, ds)
+	if err == nil {
+		e.log.Info(what, changed, n, "same failure", ok)
+	}
+	return ok, err
+}
+
 // fails says whether forcing ds gives the failure.
 func (e *explainer) fails(ctx context.Context, ds []sched.Decision) (bool, error) {
 	got, err := e.outcome(ctx, ds)
@@ -394,11 +404,10 @@ func (e *explainer) decisions(ctx context.Context, ex *Explanation, tr *sched.Tr
 	// Faults anchored on messages, when forcing every decision so anchored
 	// still fails (one run, which ddmin's first then finds remembered).
 	if moved, n := messageAnchors(all, res.Records, rec.Choices); n > 0 {
-		ok, err := e.fails(ctx, moved)
+		ok, err := e.tries(ctx, moved, "faults anchored on messages", "moved", n)
 		if err != nil {
 			return nil, nil, err
 		}
-		e.log.Info("faults anchored on messages", "moved", n, "same failure", ok)
 		if ok {
 			all = moved
 		}
@@ -596,11 +605,10 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 			// Anchored after the trace's ops, the faults come late in
 			// a run whose ops are not the trace's: at the times the
 			// trace made them, they may still fail it.
-			ok, err := e.fails(ctx, timed)
+			ok, err := e.tries(ctx, timed, "faults at their times", "faults", n)
 			if err != nil {
 				return all, false, err
 			}
-			e.log.Info("faults at their times", "faults", n, "same failure", ok)
 			if ok {
 				c = timed
 				e.timed = n
