@@ -498,3 +498,46 @@ func TestFlipCutByBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeRunNote: a minimization the budget stops with more than a
+// tenth of a long trace's decisions left says the failure needs most of
+// the trace's order; one that got below a tenth, or a short trace, does
+// not.
+func TestWholeRunNote(t *testing.T) {
+	passes := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Pass}}
+	fails := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Deadlock}}
+	for _, tc := range []struct {
+		n, needed, runs int
+		note            bool
+	}{
+		{n: 400, needed: 400, runs: 12, note: true}, // every decision needed: nothing goes
+		{n: 400, needed: 10, runs: 40, note: false}, // down to a few when the budget ran out
+		{n: 40, needed: 40, runs: 12, note: false},  // a short trace
+	} {
+		var all []sched.Decision
+		for i := range tc.n {
+			all = append(all, fakeDecision(fmt.Sprintf("p%d", i)))
+		}
+		e := &explainer{deadline: time.Now().Add(time.Hour), log: discard(), cache: map[string]failure{}, want: failure{kind: sched.Deadlock}}
+		e.fake = func(ds []sched.Decision) *engine.TrialResult {
+			if e.runs >= tc.runs {
+				e.deadline = time.Now().Add(-time.Second)
+			}
+			// Fails when it keeps the first tc.needed decisions.
+			for i := range tc.needed {
+				if !slices.ContainsFunc(ds, func(d sched.Decision) bool { return d.Key == all[i].Key }) {
+					return passes
+				}
+			}
+			return fails
+		}
+		ex := &Explanation{}
+		if _, err := e.minimal(context.Background(), ex, all, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		got := slices.ContainsFunc(ex.Notes, func(n string) bool { return strings.Contains(n, "a course of the whole run") })
+		if got != tc.note || ex.OneMinimal {
+			t.Errorf("%d decisions, %d needed, %d runs: the whole-run note %v (notes %q), 1-minimal %v", tc.n, tc.needed, tc.runs, got, ex.Notes, ex.OneMinimal)
+		}
+	}
+}
