@@ -121,6 +121,11 @@ type explainer struct {
 	// timed is how many faults the minimization made due at their times
 	// (atTheirTimes), 0 if it kept the trace's anchors.
 	timed int
+	// curveAt is when a minimization that still needs most of a long
+	// trace's decisions stops, leaving the rest of the budget to the
+	// probability curve (zero: no curve); toCurve says it did.
+	curveAt time.Time
+	toCurve bool
 }
 
 // anchor re-anchors the decisions of ds whose After is an injected op
@@ -326,6 +331,9 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	e := &explainer{rr: rr, deadline: start.Add(opts.Budget), log: log, cache: map[string]failure{}, injects: map[sched.Key]*sched.Key{}}
+	if opts.Continuations >= 0 {
+		e.curveAt = start.Add(opts.Budget * 2 / 3)
+	}
 	res, all, err := e.decisions(ctx, ex, tr)
 	if err != nil {
 		return nil, err
@@ -342,7 +350,15 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 		return nil, err
 	}
 	syms := newSymbolizer(rr.Spec)
+	hard := e.deadline
+	if e.toCurve {
+		// Hundreds of decisions, each a course of the run rather than a
+		// race: named by what needs no run, the rest of the budget left
+		// to the curve.
+		e.deadline = time.Now()
+	}
 	ex.Races, err = e.name(ctx, min, newFailingRun(mres.Records, choices), rr.Spec, syms)
+	e.deadline = hard
 	if err != nil && !errors.Is(err, errBudget) {
 		return nil, err
 	}
@@ -429,6 +445,21 @@ func (e *explainer) decisions(ctx context.Context, ex *Explanation, tr *sched.Tr
 // the whole run: on a short trace a tenth is a few decisions.
 const wholeRunMin = 100
 
+// wholeRun says whether left of all decisions still needed is most of a
+// long trace's order: more than a tenth of 100 or more.
+func wholeRun(left, all int) bool { return all >= wholeRunMin && 10*left > all }
+
+// leaveToCurve says whether the minimization, left decisions still
+// needed of all, stops here for the probability curve: past curveAt, with
+// most of a long trace's order needed. It marks toCurve.
+func (e *explainer) leaveToCurve(left, all int) bool {
+	if e.curveAt.IsZero() || time.Now().Before(e.curveAt) || !wholeRun(left, all) {
+		return false
+	}
+	e.toCurve = true
+	return true
+}
+
 // minimal minimizes the decisions and checks the result is 1-minimal
 // (verify); it fills ex's verdicts.
 func (e *explainer) minimal(ctx context.Context, ex *Explanation, all []sched.Decision, budget time.Duration) ([]sched.Decision, error) {
@@ -437,9 +468,13 @@ func (e *explainer) minimal(ctx context.Context, ex *Explanation, all []sched.De
 		min, ex.Checked, ex.Dropped, err = e.verify(ctx, min)
 	}
 	switch {
+	case errors.Is(err, errBudget) && e.toCurve:
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the minimization stopped at two thirds of the budget (%v) with %d of the %d decisions (%d%%) still needed after %d runs: the failure needs most of the trace's order, a course of the whole run that a run leaving it loses, rather than a few races; the rest of the budget went to the probability curve, which says when the failure became likely, and the fault verdicts are what explain can say of its cause",
+			budget, len(min), len(all), 100*len(min)/len(all), e.runs))
+		oneMin = false
 	case errors.Is(err, errBudget):
 		ex.Notes = append(ex.Notes, fmt.Sprintf("the budget (%v) ran out while minimizing: %d decisions left, not known to be 1-minimal", budget, len(min)))
-		if len(all) >= wholeRunMin && 10*len(min) > len(all) {
+		if wholeRun(len(min), len(all)) {
 			// raft's livelock and heartbeat race: 802 of 4,844, 1,769 of
 			// 2,179 (examples/raft/README.md).
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%d of the %d decisions (%d%%) are still needed after %d runs: the failure needs most of the trace's order, a course of the whole run that a run leaving it loses, rather than a few races; the faults' verdicts are what explain can say of it",
@@ -631,6 +666,9 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 		parts := split(c, n)
 		reduced := false
 		for _, p := range parts {
+			if e.leaveToCurve(len(c), len(all)) {
+				return c, false, errBudget
+			}
 			ok, err := e.fails(ctx, p)
 			if err != nil {
 				return c, false, err
@@ -642,6 +680,9 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 		}
 		if !reduced && n > 2 {
 			for i := range parts {
+				if e.leaveToCurve(len(c), len(all)) {
+					return c, false, errBudget
+				}
 				comp := complement(parts, i)
 				ok, err := e.fails(ctx, comp)
 				if err != nil {

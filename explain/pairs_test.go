@@ -541,3 +541,43 @@ func TestWholeRunNote(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeRunLeavesCurve: past two thirds of the budget, a minimization
+// that still needs most of a long trace's decisions stops and leaves the
+// rest to the probability curve, saying so; without a curve (curveAt
+// zero) it goes on to the budget's end.
+func TestWholeRunLeavesCurve(t *testing.T) {
+	var all []sched.Decision
+	for i := range 300 {
+		all = append(all, fakeDecision(fmt.Sprintf("p%d", i)))
+	}
+	fails := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Deadlock}}
+	passes := &engine.TrialResult{Outcome: sched.Outcome{Kind: sched.Pass}}
+	for _, curve := range []bool{true, false} {
+		e := &explainer{deadline: time.Now().Add(time.Hour), log: discard(), cache: map[string]failure{}, want: failure{kind: sched.Deadlock}}
+		if curve {
+			e.curveAt = time.Now().Add(-time.Second)
+		}
+		e.fake = func(ds []sched.Decision) *engine.TrialResult {
+			if e.runs >= 30 {
+				e.deadline = time.Now().Add(-time.Second)
+			}
+			if len(ds) == len(all) {
+				return fails // every decision needed
+			}
+			return passes
+		}
+		ex := &Explanation{}
+		min, err := e.minimal(context.Background(), ex, all, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := slices.ContainsFunc(ex.Notes, func(n string) bool { return strings.Contains(n, "went to the probability curve") })
+		if e.toCurve != curve || left != curve || len(min) != len(all) {
+			t.Errorf("curve %v: stopped for it %v, note %v, %d runs, %d kept: %q", curve, e.toCurve, left, e.runs, len(min), ex.Notes)
+		}
+		if curve && e.runs > 3 {
+			t.Errorf("stopped after %d runs, want at the first split's (all, none, then one)", e.runs)
+		}
+	}
+}
