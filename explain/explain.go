@@ -460,6 +460,13 @@ func (e *explainer) leaveToCurve(left, all int) bool {
 	return true
 }
 
+// wholeRunSaid says that left of all decisions are still needed: most of
+// the trace's order, which a run leaving it loses.
+func (e *explainer) wholeRunSaid(left, all int) string {
+	return fmt.Sprintf("%d of the %d decisions (%d%%) still needed after %d runs: the failure needs most of the trace's order, a course of the whole run that a run leaving it loses, rather than a few races",
+		left, all, 100*left/all, e.runs)
+}
+
 // minimal minimizes the decisions and checks the result is 1-minimal
 // (verify); it fills ex's verdicts.
 func (e *explainer) minimal(ctx context.Context, ex *Explanation, all []sched.Decision, budget time.Duration) ([]sched.Decision, error) {
@@ -469,16 +476,15 @@ func (e *explainer) minimal(ctx context.Context, ex *Explanation, all []sched.De
 	}
 	switch {
 	case errors.Is(err, errBudget) && e.toCurve:
-		ex.Notes = append(ex.Notes, fmt.Sprintf("the minimization stopped at two thirds of the budget (%v) with %d of the %d decisions (%d%%) still needed after %d runs: the failure needs most of the trace's order, a course of the whole run that a run leaving it loses, rather than a few races; the rest of the budget went to the probability curve, which says when the failure became likely, and the fault verdicts are what explain can say of its cause",
-			budget, len(min), len(all), 100*len(min)/len(all), e.runs))
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the minimization stopped at two thirds of the budget (%v) with %s; the rest of the budget went to the probability curve, which says when the failure became likely, and the fault verdicts are what explain can say of its cause",
+			budget, e.wholeRunSaid(len(min), len(all))))
 		oneMin = false
 	case errors.Is(err, errBudget):
 		ex.Notes = append(ex.Notes, fmt.Sprintf("the budget (%v) ran out while minimizing: %d decisions left, not known to be 1-minimal", budget, len(min)))
 		if wholeRun(len(min), len(all)) {
 			// raft's livelock and heartbeat race: 802 of 4,844, 1,769 of
 			// 2,179 (examples/raft/README.md).
-			ex.Notes = append(ex.Notes, fmt.Sprintf("%d of the %d decisions (%d%%) are still needed after %d runs: the failure needs most of the trace's order, a course of the whole run that a run leaving it loses, rather than a few races; the faults' verdicts are what explain can say of it",
-				len(min), len(all), 100*len(min)/len(all), e.runs))
+			ex.Notes = append(ex.Notes, e.wholeRunSaid(len(min), len(all))+"; the faults' verdicts are what explain can say of it")
 		}
 		oneMin = false
 	case err != nil:
