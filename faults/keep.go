@@ -82,10 +82,9 @@ func (in *Injector) parseCut(peer string) (*netCut, bool) {
 		return nil, false
 	}
 	a, b := strings.Split(left, ","), strings.Split(right, ",")
-	known := func(n string) bool { return slices.Contains(in.all, n) }
-	if !slices.ContainsFunc(a, known) || !slices.ContainsFunc(b, known) ||
-		slices.ContainsFunc(a, func(n string) bool { return !known(n) || slices.Contains(b, n) }) ||
-		slices.ContainsFunc(b, func(n string) bool { return !known(n) }) {
+	unknown := func(n string) bool { return !slices.Contains(in.all, n) }
+	if slices.ContainsFunc(a, unknown) || slices.ContainsFunc(b, unknown) ||
+		slices.ContainsFunc(a, func(n string) bool { return slices.Contains(b, n) }) {
 		return nil, false
 	}
 	c := &netCut{a: a, b: b, oneway: sep == ">", shape: sep}
