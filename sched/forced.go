@@ -714,7 +714,21 @@ type Forced struct {
 	// recalled is the recorded op of the decision the last Next took
 	// (nil: the default order chose).
 	recalled *Op
+	// Then, when set, chooses where no decision does, in place of the
+	// default order, among the traced ops not held (the delays and
+	// faults are the decisions'); it is reset with Seed, and the engine
+	// draws from Seed from the first decision on (Forker). Explain's
+	// chance runs force the trace's faults and delays alone and leave
+	// the order to the campaign's strategy this way.
+	Then   Strategy
+	Seed   int64
+	fork   func(seed int64)
+	forked bool
 }
+
+// OnFork is told the engine's fork (Forker): a run with Then forks at its
+// first decision, so that each seed draws its own delays.
+func (f *Forced) OnFork(fork func(seed int64)) { f.fork = fork }
 
 // Recaller is a strategy that forces recorded decisions (Replay, Forced).
 // The engine asks it what the trace recorded of the op it just chose: a
@@ -820,7 +834,7 @@ func (f *Forced) follow(o *Op) {
 
 func (f *Forced) Name() string { return "forced" }
 
-func (f *Forced) Reset(int64, int) {
+func (f *Forced) Reset(_ int64, hint int) {
 	f.keyer = NewKeyer(f.named()...)
 	f.done = map[Key]bool{}
 	f.injected = make([]bool, len(f.decisions))
@@ -837,6 +851,10 @@ func (f *Forced) Reset(int64, int) {
 	f.pos, f.off = 0, false
 	f.Order = nil
 	f.recalled = nil
+	f.forked = false
+	if f.Then != nil {
+		f.Then.Reset(f.Seed, hint)
+	}
 	f.update()
 }
 
@@ -992,6 +1010,18 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 		}
 		f.Skipped++
 	}
+	if f.Then != nil && !f.forked {
+		f.forked = true
+		if f.fork != nil {
+			f.fork(f.Seed)
+		}
+	}
+	if pick < 0 && f.Then != nil {
+		var err error
+		if pick, err = f.chance(enabled); err != nil {
+			return 0, err
+		}
+	}
 	if pick < 0 {
 		// The oldest op not held, else the oldest op.
 		first := -1
@@ -1036,6 +1066,28 @@ func (f *Forced) Next(enabled []*Op) (int, error) {
 	f.Order = append(f.Order, k)
 	f.update()
 	return pick, nil
+}
+
+// chance is Then's choice among the traced ops enabled that no decision
+// keeps back, -1 when there is none.
+func (f *Forced) chance(enabled []*Op) (int, error) {
+	var cands []*Op
+	var at []int
+	for j, o := range enabled {
+		if o.Kind == Advance || o.Kind.IsFault() || f.held(o) {
+			continue
+		}
+		cands = append(cands, o)
+		at = append(at, j)
+	}
+	if len(cands) == 0 {
+		return -1, nil
+	}
+	k, err := f.Then.Next(cands)
+	if err != nil {
+		return 0, fmt.Errorf("forced, then %s: %w", f.Then.Name(), err)
+	}
+	return at[k], nil
 }
 
 // idle is the default's choice when no traced op can run (every thread

@@ -941,3 +941,48 @@ func TestForcedTimed(t *testing.T) {
 		t.Errorf("anchored: %+v", d)
 	}
 }
+
+// TestForcedThen: with Then, the order where no decision chooses is
+// Then's (the same as Then alone over the same ops, a fault or a delay
+// never among its choices), the due fault still comes first, and the run forks once,
+// at its first decision, with Seed.
+func TestForcedThen(t *testing.T) {
+	ops := testOps(6)
+	alone, _, _ := simulateAll(t, &POS{}, ops)
+	f := &Forced{Then: &POS{}, Seed: 1}
+	var forks []int64
+	f.OnFork(func(seed int64) { forks = append(forks, seed) })
+	got, _, _ := simulateAll(t, f, ops)
+	if !slices.Equal(got, alone) {
+		t.Errorf("forced with Then released %v, Then alone %v", got, alone)
+	}
+	if oldest, _, _ := simulateAll(t, NewForced(nil, testFaults), ops); slices.Equal(oldest, alone) {
+		t.Fatalf("POS with seed 1 gives the default order %v: the test tells nothing", oldest)
+	}
+	if !slices.Equal(forks, []int64{1}) {
+		t.Errorf("forks %v, want one with seed 1", forks)
+	}
+
+	crash := Op{ID: 1<<52 + 1, Node: "n1", LPID: "fault", Kind: crashKind, Object: "node:n1"}
+	other := crash
+	other.ID, other.Node, other.Object = 1<<52+2, "n0", "node:n0"
+	ds, err := Decisions([]Record{{Step: 1, Op: crash}}, [][]Op{{ops[0], crash}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = NewForced(ds, testFaults)
+	f.Then, f.Seed = &POS{}, 1
+	f.Reset(1, 0)
+	a, b := ops[0], ops[1]
+	if j, err := f.Next([]*Op{&a, &b, &crash}); err != nil || j != 2 {
+		t.Fatalf("the due crash: chose %d (%v)", j, err)
+	}
+	adv := Op{ID: 1<<52 + 3, Node: "n0", LPID: "n0/0/t0", Kind: Advance, Object: "time", At: 50, Delay: 50}
+	for i := 0; i < 20; i++ {
+		o := &Forced{Then: &POS{}, Seed: int64(i)}
+		o.Reset(1, 0)
+		if j, _ := o.Next([]*Op{&a, &other, &adv}); j != 0 {
+			t.Fatalf("seed %d: Then chose a fault or a delay no decision names", i)
+		}
+	}
+}
