@@ -73,7 +73,10 @@ type Explanation struct {
 	// Faults are the trace's faults, each taken out alone with every
 	// other decision kept, before the minimization (neededFaults).
 	Faults []FaultVerdict `json:"faults,omitempty"`
-	Races  []Race         `json:"races"`
+	// Chance is the faults alone with the order left to the campaign's
+	// strategy, where the default order loses the failure (see Chance).
+	Chance *Chance `json:"chance,omitempty"`
+	Races  []Race  `json:"races"`
 	// Curve is the failure's probability after prefixes of the trace,
 	// each continued with the campaign's strategy, faults and delays drawn
 	// afresh; Jump is where it rises most from one op to the next: the
@@ -341,6 +344,9 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	if all, err = e.neededFaults(ctx, ex, all); err != nil {
 		return nil, err
 	}
+	if err := e.chance(ctx, ex, all, tr.Header.Strategy, opts.Continuations, start.Add(opts.Budget/3)); err != nil {
+		return nil, err
+	}
 	min, err := e.minimal(ctx, ex, all, opts.Budget)
 	if err != nil {
 		return nil, err
@@ -601,11 +607,8 @@ func (e *explainer) probability(ctx context.Context, ex *Explanation, strategy s
 	if runs < 0 {
 		return nil
 	}
-	if _, err := sched.New(strategy, sched.Params{}); err != nil {
-		strategy = "pos" // a replayed or minimized trace's (or explore's): POS continues it
-	}
 	var err error
-	ex.Curve, ex.Jump, err = e.curve(ctx, recs, strings.TrimSuffix(strategy, "+"), runs)
+	ex.Curve, ex.Jump, err = e.curve(ctx, recs, continuing(strategy), runs)
 	if j := ex.Jump; j != nil {
 		for i := range recs {
 			if recs[i].Step == j.Step {
@@ -640,12 +643,7 @@ func (e *explainer) minimize(ctx context.Context, all []sched.Decision) ([]sched
 	// departure from the oldest op) while its failure often needs only
 	// its faults and delays: try those alone first, which saves ddmin
 	// most of its runs on a trace of thousands of ops.
-	var injects []sched.Decision
-	for _, d := range all {
-		if d.Kind == sched.InjectDecision {
-			injects = append(injects, d)
-		}
-	}
+	injects := injectsOf(all)
 	if len(injects) > 0 && len(injects) < len(all) {
 		ok, err := e.fails(ctx, injects)
 		if err != nil {

@@ -72,7 +72,10 @@ func dropDecision(set []sched.Decision, d sched.Decision) []sched.Decision {
 func (e *explainer) faultText(d sched.Decision) string {
 	for _, r := range e.track {
 		if r.Step == d.Step && r.Op.Kind == d.Op.Kind {
-			return fmt.Sprintf("the %s of %s (%s)", r.Op.Kind, r.Op.Node, sched.Describe(r))
+			if desc := sched.Describe(r); desc != "" {
+				return fmt.Sprintf("the %s of %s (%s)", r.Op.Kind, r.Op.Node, desc)
+			}
+			break
 		}
 	}
 	return fmt.Sprintf("the %s of %s", d.Op.Kind, d.Op.Node)

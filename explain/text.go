@@ -23,9 +23,8 @@ func WriteText(w io.Writer, ex *Explanation) {
 		fmt.Fprintf(w, " %d of them keep the failure (not shown to be 1-minimal).\n", len(ex.Races))
 	}
 	writeFaults(w, ex.Faults)
-	for i, r := range ex.Races {
-		writeRace(w, i, r)
-	}
+	writeChance(w, ex.Chance)
+	writeRaces(w, ex)
 	fmt.Fprintln(w)
 	writeMinimized(w, ex)
 	if len(ex.Slice) > 0 {
@@ -50,6 +49,43 @@ func writeFaults(w io.Writer, vs []FaultVerdict) {
 		} else {
 			fmt.Fprintf(w, "   not needed: step %d %s\n", v.Step, v.Fault)
 		}
+	}
+}
+
+// writeChance prints what the faults alone did with the order left to
+// chance.
+func writeChance(w io.Writer, c *Chance) {
+	if c == nil || c.With.Runs == 0 {
+		return
+	}
+	fmt.Fprintln(w, c.Summary())
+	for _, f := range c.Without {
+		fmt.Fprintf(w, "   %s\n", f)
+	}
+}
+
+// textRaces is how many races the text lists of a minimization that is
+// not 1-minimal: hundreds of decisions kept are a course of the run, not
+// races to read one by one (the JSON and the HTML list them all).
+const textRaces = 25
+
+// writeRaces prints the races, all of a 1-minimal set, else the first
+// textRaces and the one the curve's jump names.
+func writeRaces(w io.Writer, ex *Explanation) {
+	jump := 0
+	if ex.Jump != nil {
+		jump = ex.Jump.Race
+	}
+	left := 0
+	for i, r := range ex.Races {
+		if ex.OneMinimal || i < textRaces || i+1 == jump {
+			writeRace(w, i, r)
+		} else {
+			left++
+		}
+	}
+	if left > 0 {
+		fmt.Fprintf(w, "\n… and %d more decisions the failure kept, not listed here (--json and --html list every one)\n", left)
 	}
 }
 
