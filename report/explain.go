@@ -15,9 +15,14 @@ type Explained struct {
 	Failure string
 	// Faults are the verdicts of taking each fault out alone ("needed:
 	// the partition of n2 …; without it: pass").
-	Faults    []string
-	Races     []string
-	Highlight map[int]string // step → "race 1, first"
+	Faults []string
+	// Chance says what the faults alone did with the order left to the
+	// strategy ("The 3 faults alone … 4 of 10 runs failed"), and
+	// ChanceFaults what each did left out.
+	Chance       string
+	ChanceFaults []string
+	Races        []string
+	Highlight    map[int]string // step → "race 1, first"
 	// Slice are the steps in the failure's causal past; the other ops
 	// are drawn greyed out. Empty: no slice, nothing greyed.
 	Slice   []int
@@ -87,6 +92,9 @@ func (ex *Explained) section(b *bufio.Writer) {
 	fmt.Fprintf(b, "<section id=\"explanation\"><h2>Explanation</h2><p class=\"failure\">%s</p>\n", esc(ex.Failure))
 	if len(ex.Faults) > 0 {
 		writeItems(b, "Faults, each taken out alone with every other decision kept:", `class="faults"`, ex.Faults, false)
+	}
+	if ex.Chance != "" {
+		writeItems(b, ex.Chance, `class="chance"`, ex.ChanceFaults, false)
 	}
 	b.WriteString("<ol class=\"races\">")
 	for _, r := range ex.Races {

@@ -36,6 +36,8 @@ func TestHTMLExplainedInChromium(t *testing.T) {
 	// for each (NATS's loss, examples/nats/README.md).
 	ex.Faults = []string{"needed: the power of n3 (persist none, down for ≥1.522s: kept 0 of 102 unsynced changes); without it: pass",
 		"not needed: the crash of n2 (down for ≥584ms)"}
+	ex.Chance = "The fault alone, each right after the op the trace made it after, the order of the ops pos's (a seed a run): 5 of 20 runs failed the same way"
+	ex.ChanceFaults = []string{"step 57 the crash of w1 (down for ≥80ms): without it 0/20, needed"}
 	var page bytes.Buffer
 	if err := WriteHTMLExplained(&page, tr, ex); err != nil {
 		t.Fatal(err)
@@ -63,6 +65,9 @@ func TestHTMLExplainedInChromium(t *testing.T) {
 	}
 	if faults := regexp.MustCompile(`(?s)<ul class="faults">(.*?)</ul>`).FindStringSubmatch(dom); faults == nil || strings.Count(faults[1], "<li>") != len(ex.Faults) {
 		t.Errorf("explanation section: want its %d fault verdicts", len(ex.Faults))
+	}
+	if chance := regexp.MustCompile(`(?s)<p>The fault alone.*?5 of 20 runs.*?</p>\s*<ul class="chance">(.*?)</ul>`).FindStringSubmatch(dom); chance == nil || strings.Count(chance[1], "<li>") != 1 {
+		t.Errorf("explanation section: want the faults with the order left to chance, and the crash's verdict")
 	}
 	if count(`<svg id="curve"`) != 1 || count(`<polyline points="`) != 1 || count(`<circle cx="\d+" cy="\d+" r="3">`) != len(ex.Curve) {
 		t.Errorf("curve: want one line through %d points", len(ex.Curve))

@@ -85,6 +85,12 @@ func htmlNotes(ex *explain.Explanation) report.Explained {
 			n.Faults = append(n.Faults, "not needed: "+v.Fault)
 		}
 	}
+	if c := ex.Chance; c != nil && c.With.Runs > 0 {
+		n.Chance = c.Summary()
+		for _, f := range c.Without {
+			n.ChanceFaults = append(n.ChanceFaults, f.String())
+		}
+	}
 	for i, r := range ex.Races {
 		n.Races = append(n.Races, r.Summary)
 		for j, s := range r.Steps {
