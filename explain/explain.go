@@ -482,15 +482,15 @@ func (e *explainer) minimal(ctx context.Context, ex *Explanation, all []sched.De
 	}
 	switch {
 	case errors.Is(err, errBudget) && e.toCurve:
-		ex.Notes = append(ex.Notes, fmt.Sprintf("the minimization stopped at two thirds of the budget (%v) with %s; the rest of the budget went to the probability curve, which says when the failure became likely, and the fault verdicts are what explain can say of its cause",
-			budget, e.wholeRunSaid(len(min), len(all))))
+		ex.Notes = append(ex.Notes, fmt.Sprintf("the minimization stopped at two thirds of the budget (%v) with %s; the rest of the budget went to the probability curve, which says when the failure became likely, and %s are what explain can say of its cause",
+			budget, e.wholeRunSaid(len(min), len(all)), causeSaid(ex)))
 		oneMin = false
 	case errors.Is(err, errBudget):
 		ex.Notes = append(ex.Notes, fmt.Sprintf("the budget (%v) ran out while minimizing: %d decisions left, not known to be 1-minimal", budget, len(min)))
 		if wholeRun(len(min), len(all)) {
 			// raft's livelock and heartbeat race: 802 of 4,844, 1,769 of
 			// 2,179 (examples/raft/README.md).
-			ex.Notes = append(ex.Notes, e.wholeRunSaid(len(min), len(all))+"; the faults' verdicts are what explain can say of it")
+			ex.Notes = append(ex.Notes, e.wholeRunSaid(len(min), len(all))+"; "+causeSaid(ex)+" are what explain can say of it")
 		}
 		oneMin = false
 	case err != nil:
@@ -502,6 +502,16 @@ func (e *explainer) minimal(ctx context.Context, ex *Explanation, all []sched.De
 		ex.Notes = append(ex.Notes, fmt.Sprintf("the faults and delays alone, each right after the op the trace made it after, passed; with its %d faults (and their recoveries) at the times the trace made them they failed: the minimization went on from those, each due at its time", e.timed))
 	}
 	return min, nil
+}
+
+// causeSaid names what an explanation says of the cause of a failure that
+// is a course of the whole run: the faults' verdicts, and the runs with
+// the order left to chance where they were made.
+func causeSaid(ex *Explanation) string {
+	if ex.Chance != nil && ex.Chance.With.Runs > 0 {
+		return "the faults' verdicts and their runs with the order left to chance"
+	}
+	return "the faults' verdicts"
 }
 
 // verify checks that set is 1-minimal, each decision by a run of set
