@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ type Chance struct {
 	// Without are the runs with one fault left out, one entry a fault in
 	// the trace's order (only when some runs With failed).
 	Without []FaultChance `json:"without,omitempty"`
+	// None is the runs with no fault (the delays kept), made where there
+	// are several faults and none was needed alone.
+	None *Point `json:"none,omitempty"`
 }
 
 // FaultChance is the runs without one fault: Step is the fault's.
@@ -77,6 +81,15 @@ func (c *Chance) Summary() string {
 		s += fmt.Sprintf(": the failure needs the trace's order too, or is rarer than %d runs tell", c.With.Runs)
 	}
 	return s
+}
+
+// NoneSaid says what the runs with no fault gave.
+func (c *Chance) NoneSaid() string {
+	verdict := "the faults take part"
+	if !clearRise(*c.None, c.With) {
+		verdict = "not shown that the faults take part: the order does most of it"
+	}
+	return fmt.Sprintf("without any fault: %d/%d, %s", c.None.Failed, c.None.Runs, verdict)
 }
 
 func (f FaultChance) String() string {
@@ -166,6 +179,21 @@ func (e *explainer) chance(ctx context.Context, ex *Explanation, all []sched.Dec
 		}
 		f.Step = d.Step
 		c.Without = append(c.Without, f)
+	}
+	if n < 2 || slices.ContainsFunc(c.Without, func(f FaultChance) bool { return f.Needed }) || time.Now().After(until) {
+		return nil
+	}
+	// No fault is needed alone: are any? The delays alone say whether
+	// the faults take part at all, or the order does it all.
+	var delaysOnly []sched.Decision
+	for _, d := range fs {
+		if d.Op.Kind == sched.Advance {
+			delaysOnly = append(delaysOnly, d)
+		}
+	}
+	c.None = &Point{}
+	if err := e.chanceRuns(ctx, delaysOnly, c.Strategy, c.None, runs); err != nil {
+		return e.chanceCut(ex, err)
 	}
 	return nil
 }

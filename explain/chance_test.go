@@ -94,3 +94,15 @@ func TestTextRacesCapped(t *testing.T) {
 		t.Errorf("a 1-minimal set lists every race")
 	}
 }
+
+// TestChanceNone: the runs with no fault say whether the faults take part.
+func TestChanceNone(t *testing.T) {
+	c := &Chance{With: Point{Runs: 20, Failed: 3}, None: &Point{Runs: 10, Failed: 1}}
+	if got := c.NoneSaid(); got != "without any fault: 1/10, not shown that the faults take part: the order does most of it" {
+		t.Errorf("%s", got)
+	}
+	c = &Chance{With: Point{Runs: 20, Failed: 12}, None: &Point{Runs: 10, Failed: 0}}
+	if got := c.NoneSaid(); got != "without any fault: 0/10, the faults take part" {
+		t.Errorf("%s", got)
+	}
+}

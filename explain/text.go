@@ -62,6 +62,9 @@ func writeChance(w io.Writer, c *Chance) {
 	for _, f := range c.Without {
 		fmt.Fprintf(w, "   %s\n", f)
 	}
+	if c.None != nil {
+		fmt.Fprintf(w, "   %s\n", c.NoneSaid())
+	}
 }
 
 // textRaces is how many races the text lists of a minimization that is

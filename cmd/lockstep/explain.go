@@ -90,6 +90,9 @@ func htmlNotes(ex *explain.Explanation) report.Explained {
 		for _, f := range c.Without {
 			n.ChanceFaults = append(n.ChanceFaults, f.String())
 		}
+		if c.None != nil {
+			n.ChanceFaults = append(n.ChanceFaults, c.NoneSaid())
+		}
 	}
 	for i, r := range ex.Races {
 		n.Races = append(n.Races, r.Summary)
