@@ -111,76 +111,19 @@ func (e *explainer) chance(ctx context.Context, ex *Explanation, all []sched.Dec
 	if runs < 0 {
 		return nil
 	}
-	fs := injectsOf(all)
-	if len(fs) == len(all) {
-		return nil // the minimization starts from them: they fail alone
+	fs, c, err := e.chanceSet(ctx, all)
+	if c == nil || err != nil {
+		return err
 	}
-	n, delays := 0, 0
-	for _, d := range fs {
-		switch {
-		case d.Op.Kind == sched.Advance:
-			delays++
-		case !faults.ReplayOf(d.Op.Kind).Recovery:
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	timed, _ := atTheirTimes(fs)
-	for _, ds := range [][]sched.Decision{fs, timed} {
-		if ok, err := e.fails(ctx, ds); err != nil || ok {
-			return err
-		}
-	}
-	c := &Chance{Strategy: continuing(strategy), Faults: n, Delays: delays}
+	c.Strategy = continuing(strategy)
 	ex.Chance = c
-	if err := e.chanceRuns(ctx, fs, c.Strategy, &c.With, runs); err != nil {
+	if fs, err = e.chanceWith(ctx, c, fs, runs); err != nil || c.With.Failed == 0 {
 		return e.chanceCut(ex, err)
 	}
-	if tfs, k := atTheirTimes(fs); k > 0 {
-		c.Other = &Point{}
-		if err := e.chanceRuns(ctx, tfs, c.Strategy, c.Other, runs); err != nil {
-			return e.chanceCut(ex, err)
-		}
-		if c.Other.Failed > c.With.Failed {
-			c.With, *c.Other, c.Timed, fs = *c.Other, c.With, true, tfs
-		}
+	if err := e.chanceEach(ctx, ex, c, fs, runs, until); err != nil {
+		return e.chanceCut(ex, err)
 	}
-	if c.With.Failed == 0 {
-		return nil
-	}
-	if 2*c.With.Failed < c.With.Runs {
-		// A rare failure: a fault's verdict needs a surer rate to fall
-		// from.
-		if err := e.chanceRuns(ctx, fs, c.Strategy, &c.With, runs); err != nil {
-			return e.chanceCut(ex, err)
-		}
-	}
-	for _, d := range fs {
-		if d.Op.Kind == sched.Advance || faults.ReplayOf(d.Op.Kind).Recovery {
-			continue
-		}
-		if time.Now().After(until) {
-			ex.Notes = append(ex.Notes, fmt.Sprintf("with the order left to chance, %d of the %d faults were left out before a third of the budget was spent", len(c.Without), n))
-			return nil
-		}
-		f := FaultChance{Fault: e.faultText(d)}
-		rest := dropDecision(fs, d)
-		// Rounds of runs while the fall is neither clear nor small, up
-		// to three: ten runs tell 3/10 from 0/10 no better than chance.
-		for round := 0; round < 3 && (round == 0 || !time.Now().After(until)); round++ {
-			if err := e.chanceRuns(ctx, rest, c.Strategy, &f.Point, runs); err != nil {
-				return e.chanceCut(ex, err)
-			}
-			if f.Needed = clearRise(f.Point, c.With); f.Needed || 2*f.P() >= c.With.P() {
-				break
-			}
-		}
-		f.Step = d.Step
-		c.Without = append(c.Without, f)
-	}
-	if n < 2 || slices.ContainsFunc(c.Without, func(f FaultChance) bool { return f.Needed }) || time.Now().After(until) {
+	if c.Faults < 2 || slices.ContainsFunc(c.Without, func(f FaultChance) bool { return f.Needed }) || time.Now().After(until) {
 		return nil
 	}
 	// No fault is needed alone: are any? The delays alone say whether
@@ -192,8 +135,85 @@ func (e *explainer) chance(ctx context.Context, ex *Explanation, all []sched.Dec
 		}
 	}
 	c.None = &Point{}
-	if err := e.chanceRuns(ctx, delaysOnly, c.Strategy, c.None, runs); err != nil {
-		return e.chanceCut(ex, err)
+	return e.chanceCut(ex, e.chanceRuns(ctx, delaysOnly, c.Strategy, c.None, runs))
+}
+
+// chanceSet is the injected decisions of all and the Chance they make, nil
+// when there is no fault among them or they give the failure alone in the
+// default order, anchored or at their times.
+func (e *explainer) chanceSet(ctx context.Context, all []sched.Decision) ([]sched.Decision, *Chance, error) {
+	fs := injectsOf(all)
+	if len(fs) == len(all) {
+		return nil, nil, nil // the minimization starts from them: they fail alone
+	}
+	c := &Chance{}
+	for _, d := range fs {
+		switch {
+		case d.Op.Kind == sched.Advance:
+			c.Delays++
+		case !faults.ReplayOf(d.Op.Kind).Recovery:
+			c.Faults++
+		}
+	}
+	if c.Faults == 0 {
+		return nil, nil, nil
+	}
+	timed, _ := atTheirTimes(fs)
+	for _, ds := range [][]sched.Decision{fs, timed} {
+		if ok, err := e.fails(ctx, ds); err != nil || ok {
+			return nil, nil, err
+		}
+	}
+	return fs, c, nil
+}
+
+// chanceWith measures c.With in both placements, keeping the one that
+// failed more (c.Other the other), and returns fs so placed; a rare
+// failure gets a second round, so that a fault's verdict has a surer rate
+// to fall from.
+func (e *explainer) chanceWith(ctx context.Context, c *Chance, fs []sched.Decision, runs int) ([]sched.Decision, error) {
+	if err := e.chanceRuns(ctx, fs, c.Strategy, &c.With, runs); err != nil {
+		return fs, err
+	}
+	if tfs, k := atTheirTimes(fs); k > 0 {
+		c.Other = &Point{}
+		if err := e.chanceRuns(ctx, tfs, c.Strategy, c.Other, runs); err != nil {
+			return fs, err
+		}
+		if c.Other.Failed > c.With.Failed {
+			c.With, *c.Other, c.Timed, fs = *c.Other, c.With, true, tfs
+		}
+	}
+	if c.With.Failed > 0 && 2*c.With.Failed < c.With.Runs {
+		return fs, e.chanceRuns(ctx, fs, c.Strategy, &c.With, runs)
+	}
+	return fs, nil
+}
+
+// chanceEach leaves each fault of fs out in turn, in rounds of runs while
+// the fall is neither clear nor small, up to three (ten runs tell 3/10
+// from 0/10 no better than chance), until the time before until is spent.
+func (e *explainer) chanceEach(ctx context.Context, ex *Explanation, c *Chance, fs []sched.Decision, runs int, until time.Time) error {
+	for _, d := range fs {
+		if d.Op.Kind == sched.Advance || faults.ReplayOf(d.Op.Kind).Recovery {
+			continue
+		}
+		if time.Now().After(until) {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("with the order left to chance, %d of the %d faults were left out before a third of the budget was spent", len(c.Without), c.Faults))
+			return nil
+		}
+		f := FaultChance{Fault: e.faultText(d)}
+		rest := dropDecision(fs, d)
+		for round := 0; round < 3 && (round == 0 || !time.Now().After(until)); round++ {
+			if err := e.chanceRuns(ctx, rest, c.Strategy, &f.Point, runs); err != nil {
+				return err
+			}
+			if f.Needed = clearRise(f.Point, c.With); f.Needed || 2*f.P() >= c.With.P() {
+				break
+			}
+		}
+		f.Step = d.Step
+		c.Without = append(c.Without, f)
 	}
 	return nil
 }
@@ -201,6 +221,9 @@ func (e *explainer) chance(ctx context.Context, ex *Explanation, all []sched.Dec
 // chanceCut notes a chance measure the budget cut short; other errors
 // end the explanation.
 func (e *explainer) chanceCut(ex *Explanation, err error) error {
+	if err == nil {
+		return nil
+	}
 	if errors.Is(err, errBudget) {
 		ex.Notes = append(ex.Notes, "the budget ran out while leaving the order to chance")
 		return nil
