@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -44,6 +45,10 @@ type Chance struct {
 	// None is the runs with no fault (the delays kept), made where there
 	// are several faults and none was needed alone.
 	None *Point `json:"none,omitempty"`
+	// Trace is the first run With that failed, and NoneTrace the first of
+	// None's: each a trace that replays, to read what that order did.
+	Trace     string `json:"trace,omitempty"`
+	NoneTrace string `json:"none_trace,omitempty"`
 }
 
 // FaultChance is the runs without one fault: Step is the fault's.
@@ -135,7 +140,8 @@ func (e *explainer) chance(ctx context.Context, ex *Explanation, all []sched.Dec
 		}
 	}
 	c.None = &Point{}
-	return e.chanceCut(ex, e.chanceRuns(ctx, delaysOnly, c.Strategy, c.None, runs))
+	c.NoneTrace, err = e.chanceRuns(ctx, delaysOnly, c.Strategy, c.None, runs, "chance-none.jsonl")
+	return e.chanceCut(ex, err)
 }
 
 // chanceSet is the injected decisions of all and the Chance they make, nil
@@ -172,22 +178,24 @@ func (e *explainer) chanceSet(ctx context.Context, all []sched.Decision) ([]sche
 // failure gets a second round, so that a fault's verdict has a surer rate
 // to fall from.
 func (e *explainer) chanceWith(ctx context.Context, c *Chance, fs []sched.Decision, runs int) ([]sched.Decision, error) {
-	if err := e.chanceRuns(ctx, fs, c.Strategy, &c.With, runs); err != nil {
+	var err error
+	if c.Trace, err = e.chanceRuns(ctx, fs, c.Strategy, &c.With, runs, "chance.jsonl"); err != nil {
 		return fs, err
 	}
 	if tfs, k := atTheirTimes(fs); k > 0 {
 		c.Other = &Point{}
-		if err := e.chanceRuns(ctx, tfs, c.Strategy, c.Other, runs); err != nil {
+		t, err := e.chanceRuns(ctx, tfs, c.Strategy, c.Other, runs, "chance-timed.jsonl")
+		if err != nil {
 			return fs, err
 		}
 		if c.Other.Failed > c.With.Failed {
-			c.With, *c.Other, c.Timed, fs = *c.Other, c.With, true, tfs
+			c.With, *c.Other, c.Timed, fs, c.Trace = *c.Other, c.With, true, tfs, t
 		}
 	}
 	if c.With.Failed > 0 && 2*c.With.Failed < c.With.Runs {
-		return fs, e.chanceRuns(ctx, fs, c.Strategy, &c.With, runs)
+		_, err = e.chanceRuns(ctx, fs, c.Strategy, &c.With, runs, "")
 	}
-	return fs, nil
+	return fs, err
 }
 
 // chanceEach leaves each fault of fs out in turn, in rounds of runs while
@@ -205,7 +213,7 @@ func (e *explainer) chanceEach(ctx context.Context, ex *Explanation, c *Chance, 
 		f := FaultChance{Fault: e.faultText(d)}
 		rest := dropDecision(fs, d)
 		for round := 0; round < 3 && (round == 0 || !time.Now().After(until)); round++ {
-			if err := e.chanceRuns(ctx, rest, c.Strategy, &f.Point, runs); err != nil {
+			if _, err := e.chanceRuns(ctx, rest, c.Strategy, &f.Point, runs, ""); err != nil {
 				return err
 			}
 			if f.Needed = clearRise(f.Point, c.With); f.Needed || 2*f.P() >= c.With.P() {
@@ -234,29 +242,38 @@ func (e *explainer) chanceCut(ex *Explanation, err error) error {
 // chanceRuns forces fs (re-anchored where they follow a delay left out)
 // in runs more runs, the rest chosen by strategy with the seeds after
 // those pt counts (sched.Forced.Then), and adds them to pt: how many
-// failed the same way.
-func (e *explainer) chanceRuns(ctx context.Context, fs []sched.Decision, strategy string, pt *Point, runs int) error {
+// failed the same way. Where save names a file, the first run that
+// failed is kept there, in the output directory, and its path returned.
+func (e *explainer) chanceRuns(ctx context.Context, fs []sched.Decision, strategy string, pt *Point, runs int, save string) (string, error) {
+	kept := ""
 	for end := pt.Runs + runs; pt.Runs < end; {
 		then, err := sched.New(strategy, sched.Params{})
 		if err != nil {
-			return err
+			return kept, err
 		}
 		f := sched.NewForced(e.anchor(fs), faults.ReplayOf)
 		f.Then, f.Seed = then, int64(pt.Runs+1)
-		res, err := e.runWith(ctx, f, false)
+		keep := save != "" && kept == "" && e.out != ""
+		res, err := e.runWith(ctx, f, keep)
 		if err != nil {
-			return err
+			return kept, err
 		}
 		pt.Runs++
 		got := failureOf(res)
 		if got.is(e.want) {
 			pt.Failed++
+			if keep && res.TracePath != "" {
+				kept = filepath.Join(e.out, save)
+				if err := copyFile(res.TracePath, kept); err != nil {
+					return "", err
+				}
+			}
 		}
 		if e.log.Enabled(ctx, slog.LevelDebug) {
 			e.log.Debug("chance run", "decisions", len(fs), "seed", f.Seed, "outcome", got.String(), "same", got.is(e.want), "faults", faultsOf(res))
 		}
 	}
-	return nil
+	return kept, nil
 }
 
 // injectsOf are the injected decisions of all: its faults and delays.

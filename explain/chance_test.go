@@ -2,10 +2,12 @@ package explain
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
 
@@ -43,6 +45,14 @@ func TestExplainChance(t *testing.T) {
 			}
 			if !strings.Contains(b.String(), "The fault and") || !strings.Contains(b.String(), ", needed\n") {
 				t.Errorf("the text does not say it")
+			}
+			// The first run that failed is kept, and replays to its failure.
+			if ch.Trace == "" {
+				t.Fatal("no failing run kept")
+			}
+			rep, err := engine.Replay(context.Background(), ch.Trace, filepath.Join(t.TempDir(), "replay"))
+			if err != nil || !rep.Same || failureOf(rep.Trial).String() != ex.Failure {
+				t.Errorf("the kept run does not replay to the failure: %v %+v", err, rep)
 			}
 		})
 	}

@@ -129,6 +129,8 @@ type explainer struct {
 	// probability curve (zero: no curve); toCurve says it did.
 	curveAt time.Time
 	toCurve bool
+	// out is the directory the explanation writes its traces into.
+	out string
 }
 
 // anchor re-anchors the decisions of ds whose After is an injected op
@@ -333,7 +335,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	e := &explainer{rr: rr, deadline: start.Add(opts.Budget), log: log, cache: map[string]failure{}, injects: map[sched.Key]*sched.Key{}}
+	e := &explainer{rr: rr, deadline: start.Add(opts.Budget), log: log, cache: map[string]failure{}, injects: map[sched.Key]*sched.Key{}, out: opts.Out}
 	if opts.Continuations >= 0 {
 		e.curveAt = start.Add(opts.Budget * 2 / 3)
 	}

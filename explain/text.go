@@ -65,6 +65,12 @@ func writeChance(w io.Writer, c *Chance) {
 	if c.None != nil {
 		fmt.Fprintf(w, "   %s\n", c.NoneSaid())
 	}
+	if c.Trace != "" {
+		fmt.Fprintf(w, "   a run that failed: %s\n", c.Trace)
+	}
+	if c.NoneTrace != "" {
+		fmt.Fprintf(w, "   a run with no fault that failed: %s\n", c.NoneTrace)
+	}
 }
 
 // textRaces is how many races the text lists of a minimization that is
