@@ -727,7 +727,9 @@ type Forced struct {
 }
 
 // OnFork is told the engine's fork (Forker): a run with Then forks at its
-// first decision, so that each seed draws its own delays.
+// first decision, so that what the engine still draws (the delay it
+// offers in a lull, the faults Forced declines) follows the seed, as a
+// branch's does, and the run's record says so.
 func (f *Forced) OnFork(fork func(seed int64)) { f.fork = fork }
 
 // Recaller is a strategy that forces recorded decisions (Replay, Forced).
