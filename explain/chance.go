@@ -45,6 +45,9 @@ type Chance struct {
 	// None is the runs with no fault (the delays kept), made where there
 	// are several faults and none was needed alone.
 	None *Point `json:"none,omitempty"`
+	// Bare is the runs with nothing forced, the order alone, made where
+	// runs with no fault (None) failed and the trace has delays.
+	Bare *Point `json:"bare,omitempty"`
 	// Trace is the first run With that failed, and NoneTrace the first of
 	// None's: each a trace that replays, to read what that order did.
 	Trace     string `json:"trace,omitempty"`
@@ -90,11 +93,29 @@ func (c *Chance) Summary() string {
 
 // NoneSaid says what the runs with no fault gave.
 func (c *Chance) NoneSaid() string {
-	verdict := "the faults take part"
-	if !clearRise(*c.None, c.With) {
-		verdict = "not shown that the faults take part: the order does most of it"
+	return fmt.Sprintf("without any fault: %d/%d, %s", c.None.Failed, c.None.Runs,
+		partSaid(*c.None, c.With, "the faults take part", "the order does most of it"))
+}
+
+// BareSaid says what the runs with nothing forced gave.
+func (c *Chance) BareSaid() string {
+	return fmt.Sprintf("with nothing forced, the order alone: %d/%d, %s", c.Bare.Failed, c.Bare.Runs,
+		partSaid(*c.Bare, *c.None, "the delays take part", "the order alone does it"))
+}
+
+// partSaid is the verdict on what was left out between with and without:
+// it takes part where the failures fell by more than the runs' noise, and
+// the rest does it where they fell by less than half; in between, the
+// runs are too few to tell.
+func partSaid(without, with Point, takes, rest string) string {
+	what, _, _ := strings.Cut(takes, " take part")
+	switch {
+	case clearRise(without, with):
+		return takes
+	case 2*without.P() >= with.P():
+		return "not shown that " + takes + ": " + rest
 	}
-	return fmt.Sprintf("without any fault: %d/%d, %s", c.None.Failed, c.None.Runs, verdict)
+	return "too few failures to tell whether " + what + " take part"
 }
 
 func (f FaultChance) String() string {
@@ -140,7 +161,13 @@ func (e *explainer) chance(ctx context.Context, ex *Explanation, all []sched.Dec
 		}
 	}
 	c.None = &Point{}
-	c.NoneTrace, err = e.chanceRuns(ctx, delaysOnly, c.Strategy, c.None, runs, "chance-none.jsonl")
+	if c.NoneTrace, err = e.chanceRuns(ctx, delaysOnly, c.Strategy, c.None, runs, "chance-none.jsonl"); err != nil || c.None.Failed == 0 || len(delaysOnly) == 0 {
+		return e.chanceCut(ex, err)
+	}
+	// Without faults it still fails: the order alone, or with the
+	// trace's delays?
+	c.Bare = &Point{}
+	_, err = e.chanceRuns(ctx, nil, c.Strategy, c.Bare, runs, "")
 	return e.chanceCut(ex, err)
 }
 

@@ -115,4 +115,16 @@ func TestChanceNone(t *testing.T) {
 	if got := c.NoneSaid(); got != "without any fault: 0/10, the faults take part" {
 		t.Errorf("%s", got)
 	}
+	c = &Chance{None: &Point{Runs: 10, Failed: 6}, Bare: &Point{Runs: 10, Failed: 0}}
+	if got := c.BareSaid(); got != "with nothing forced, the order alone: 0/10, the delays take part" {
+		t.Errorf("%s", got)
+	}
+	c.Bare.Failed = 5
+	if got := c.BareSaid(); got != "with nothing forced, the order alone: 5/10, not shown that the delays take part: the order alone does it" {
+		t.Errorf("%s", got)
+	}
+	c = &Chance{None: &Point{Runs: 10, Failed: 1}, Bare: &Point{Runs: 10, Failed: 0}}
+	if got := c.BareSaid(); got != "with nothing forced, the order alone: 0/10, too few failures to tell whether the delays take part" {
+		t.Errorf("%s", got)
+	}
 }

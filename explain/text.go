@@ -65,6 +65,9 @@ func writeChance(w io.Writer, c *Chance) {
 	if c.None != nil {
 		fmt.Fprintf(w, "   %s\n", c.NoneSaid())
 	}
+	if c.Bare != nil {
+		fmt.Fprintf(w, "   %s\n", c.BareSaid())
+	}
 	if c.Trace != "" {
 		fmt.Fprintf(w, "   a run that failed: %s\n", c.Trace)
 	}

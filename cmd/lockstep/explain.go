@@ -93,6 +93,9 @@ func htmlNotes(ex *explain.Explanation) report.Explained {
 		if c.None != nil {
 			n.ChanceFaults = append(n.ChanceFaults, c.NoneSaid())
 		}
+		if c.Bare != nil {
+			n.ChanceFaults = append(n.ChanceFaults, c.BareSaid())
+		}
 	}
 	for i, r := range ex.Races {
 		n.Races = append(n.Races, r.Summary)
