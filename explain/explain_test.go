@@ -93,3 +93,50 @@ func TestExplainDemo(t *testing.T) {
 		t.Fatalf("the minimized trace does not replay: %v %+v", err, rr)
 	}
 }
+
+// TestExplainChance: ms-1's and locks-1's crashes, with their traces'
+// delays, give their failures only in some orders: alone in the default
+// order they pass. With the order of the ops left to POS, some runs fail
+// (not all: the order matters), and none without the crash, which is
+// needed; placed at the trace's times rather than after its ops, the
+// crash comes before the clients connect and never fails them.
+func TestExplainChance(t *testing.T) {
+	testutil.RequireDemo(t)
+	for _, c := range []struct{ bug, bin string }{{"ms-1", "ms"}, {"locks-1", "locks1"}} {
+		t.Run(c.bug, func(t *testing.T) {
+			testutil.RequireBinary(t, testutil.RepoPath("testdata", "bin", "bugs", c.bug, c.bin))
+			trace := firstFailure(t, testutil.RepoPath("testdata", "bugs", c.bug, "spec.yaml"))
+			ex, err := Explain(context.Background(), trace, Options{Out: t.TempDir(), Budget: 3 * time.Minute, Continuations: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			WriteText(&b, ex)
+			t.Log("\n" + b.String())
+			ch := ex.Chance
+			if ch == nil {
+				t.Fatal("no chance measured: the crash and its delays alone failed in the default order?")
+			}
+			if ch.Faults != 1 || ch.Timed || ch.Other == nil || ch.Other.Failed != 0 {
+				t.Errorf("chance %+v: want one fault, after its op, none failing at its time", ch)
+			}
+			if ch.With.Failed == 0 || ch.With.Failed == ch.With.Runs {
+				t.Errorf("with the crash: %d of %d failed; want some, not all", ch.With.Failed, ch.With.Runs)
+			}
+			if len(ch.Without) != 1 || !ch.Without[0].Needed || ch.Without[0].Failed != 0 {
+				t.Errorf("without the crash: %+v; want needed, no failure", ch.Without)
+			}
+			if !strings.Contains(b.String(), "The fault and") || !strings.Contains(b.String(), ", needed\n") {
+				t.Errorf("the text does not say it")
+			}
+			// The first run that failed is kept, and replays to its failure.
+			if ch.Trace == "" {
+				t.Fatal("no failing run kept")
+			}
+			rep, err := engine.Replay(context.Background(), ch.Trace, filepath.Join(t.TempDir(), "replay"))
+			if err != nil || !rep.Same || failureOf(rep.Trial).String() != ex.Failure {
+				t.Errorf("the kept run does not replay to the failure: %v %+v", err, rep)
+			}
+		})
+	}
+}
