@@ -1,6 +1,8 @@
 package explain
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -73,5 +75,33 @@ func TestChanceNone(t *testing.T) {
 	c = &Chance{None: &Point{Runs: 10, Failed: 1}, Bare: &Point{Runs: 10, Failed: 0}}
 	if got := c.BareSaid(); got != "with nothing forced, the order alone: 0/10, too few failures to tell whether the delays take part" {
 		t.Errorf("%s", got)
+	}
+}
+
+// TestOutputNoLinks: explain writes its traces through no link a trial's
+// nodes could have left, at the file's name or as the default output
+// directory.
+func TestOutputNoLinks(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("host file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "src.jsonl")
+	os.WriteFile(src, []byte("trace"), 0o644)
+	out := filepath.Join(dir, "out")
+	os.Mkdir(out, 0o755)
+	os.Symlink(victim, filepath.Join(out, "chance.jsonl"))
+	if err := copyFile(src, filepath.Join(out, "chance.jsonl")); err == nil {
+		t.Error("copyFile wrote through a link")
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "host file" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+	trial := filepath.Join(dir, "trial")
+	os.Mkdir(trial, 0o755)
+	os.Symlink(dir, filepath.Join(trial, "explain"))
+	if _, err := (Options{}).forTrace(filepath.Join(trial, "trace.jsonl")); err == nil || !strings.Contains(err.Error(), "--out") {
+		t.Errorf("a link as the default output directory: %v", err)
 	}
 }

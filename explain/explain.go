@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/faults"
+	"github.com/lockstep-dev/lockstep/internal/safefs"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -393,6 +394,12 @@ func (opts Options) forTrace(path string) (Options, error) {
 	}
 	if opts.Out == "" {
 		opts.Out = filepath.Join(filepath.Dir(path), "explain")
+		// The default lies in the trial's directory, which its nodes
+		// could write: a link they left there must not take explain's
+		// runs and traces elsewhere.
+		if fi, err := os.Lstat(opts.Out); err == nil && !fi.IsDir() {
+			return opts, fmt.Errorf("%s is not a directory (%v), and the trial's nodes could have put it there: choose an output directory (--out)", opts.Out, fi.Mode().Type())
+		}
 	}
 	if abs, err := filepath.Abs(path); err == nil {
 		if out, err := filepath.Abs(opts.Out); err == nil && strings.HasPrefix(abs, out+string(filepath.Separator)) {
@@ -757,6 +764,8 @@ func complement(parts [][]sched.Decision, skip int) []sched.Decision {
 	return out
 }
 
+// copyFile copies src to dst through no link at dst's name (package
+// safefs): explain's output directory may lie in a trial's directory.
 func copyFile(src, dst string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
@@ -765,5 +774,10 @@ func copyFile(src, dst string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(dst, b, 0o644)
+	d, err := safefs.OpenDir(filepath.Dir(dst))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.WriteFile(filepath.Base(dst), b, 0o644)
 }
