@@ -140,3 +140,49 @@ func TestHostileFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileAfterTrial: what a node leaves in its trial's directory is
+// there when a replay of its trace runs, whose default output directory
+// (like explain's) lies beside the trace. A link there, to a host
+// directory or as the lock file, or a link at its trials/, must not make
+// the replay write, truncate or clear a host file: the replay is refused,
+// naming what was there, and the host's directory is as it was.
+func TestHostileAfterTrial(t *testing.T) {
+	requireTrials(t)
+	for _, tt := range []struct{ mode, says string }{
+		{"replay", "replay is a symbolic link"},
+		{"replay-lock", ".lockstep.lock: too many levels of symbolic links"},
+		{"replay-trials", "trials is a symbolic link"},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			host := t.TempDir()
+			victim := filepath.Join(host, "victim")
+			if err := os.WriteFile(victim, []byte("a host file\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sp, err := spec.Load(repoPath("testdata", "hostile", "files", "after-link.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp.Nodes[0].Command = append(sp.Nodes[0].Command[:1], tt.mode, victim)
+			sum, err := Run(context.Background(), sp, RunOptions{Trials: 1, OutDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := sum.Results[0]
+			if r.Outcome.Kind != ClientFailed || r.TracePath == "" {
+				t.Fatalf("outcome %v, trace %q: want the client's failure and its trace", r.Outcome, r.TracePath)
+			}
+			_, err = Replay(context.Background(), r.TracePath, "")
+			if err == nil || !strings.Contains(err.Error(), tt.says) || !strings.Contains(err.Error(), "--out") {
+				t.Errorf("replay: %v, want it refused saying %q and --out", err, tt.says)
+			}
+			if b, err := os.ReadFile(victim); err != nil || string(b) != "a host file\n" {
+				t.Errorf("the host's file holds %q (%v)", b, err)
+			}
+			if ents, _ := os.ReadDir(host); len(ents) != 1 {
+				t.Errorf("the host's directory holds %d entries, want the victim alone", len(ents))
+			}
+		})
+	}
+}

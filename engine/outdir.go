@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/internal/safefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,8 +33,19 @@ func lockOut(dir string) (*outLock, error) {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
 	path := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o644)
+	// Through no link: the directory may be a replay's beside a trace, in
+	// the trial's directory, where a node could have left one.
+	d, err := safefs.OpenDir(dir)
 	if err != nil {
+		return nil, fmt.Errorf("output directory %s: %w", dir, err)
+	}
+	f, err := d.OpenFile(lockName, os.O_RDWR|os.O_CREATE, 0o644)
+	what := d.Kind(lockName)
+	d.Close()
+	if err != nil {
+		if what != "" && what != "a regular file" {
+			return nil, fmt.Errorf("output directory %s: %w (%s, which lockstep does not write through): choose an output directory (--out)", dir, err, what)
+		}
 		return nil, fmt.Errorf("output directory %s: %w", dir, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
@@ -103,4 +115,31 @@ func prepareOut(dir string, explicit, replace bool) error {
 		}
 	}
 	return nil
+}
+
+// OutBelowTrace readies out/sub for runs of the trial of the trace at
+// trace when out lies in the trace's directory (a replay's or explain's
+// default). That is the trial's directory, which its nodes could write: a
+// link they left there would take lockstep's lock file, trial directories
+// and the clearing of them to a host directory. So each directory on the
+// way is made or found through no link (package safefs), and anything else
+// a node left there is refused. An out elsewhere is the user's.
+func OutBelowTrace(trace, out, sub string) error {
+	dir, err := filepath.Abs(filepath.Dir(trace))
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	d, err := safefs.MkdirBelow(dir, filepath.Join(rel, sub), 0o755)
+	if err != nil {
+		return fmt.Errorf("%w; %s lies in the trial's directory, where its nodes could have left that, and lockstep does not write through it: choose an output directory (--out)", err, out)
+	}
+	return d.Close()
 }

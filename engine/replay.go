@@ -153,6 +153,9 @@ func ReplayWith(ctx context.Context, tracePath, outDir string, o ReplayOptions) 
 			return nil, fmt.Errorf("replaying into %s would delete the trace %s: choose another output directory", outDir, tracePath)
 		}
 	}
+	if err := OutBelowTrace(tracePath, outDir, "trials"); err != nil {
+		return nil, err
+	}
 	// Two replays into one directory would clear each other's trial.
 	lock, err := lockOut(outDir)
 	if err != nil {

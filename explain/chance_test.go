@@ -104,4 +104,28 @@ func TestOutputNoLinks(t *testing.T) {
 	if _, err := (Options{}).forTrace(filepath.Join(trial, "trace.jsonl")); err == nil || !strings.Contains(err.Error(), "--out") {
 		t.Errorf("a link as the default output directory: %v", err)
 	}
+	// A link below it, where the reruns' trials go; given as the output
+	// directory (as run --explain gives it) or not.
+	host := filepath.Join(dir, "host")
+	os.Mkdir(host, 0o755)
+	trial = filepath.Join(dir, "trial2")
+	os.MkdirAll(filepath.Join(trial, "explain"), 0o755)
+	os.Symlink(host, filepath.Join(trial, "explain", "runs"))
+	for _, out := range []string{"", filepath.Join(trial, "explain")} {
+		if _, err := (Options{Out: out}).forTrace(filepath.Join(trial, "trace.jsonl")); err == nil || !strings.Contains(err.Error(), "runs is a symbolic link") {
+			t.Errorf("a link at explain/runs (out %q): %v", out, err)
+		}
+	}
+	if ents, _ := os.ReadDir(host); len(ents) != 0 {
+		t.Errorf("made in the link's target: %v", ents)
+	}
+	// Nothing planted: the directories are made.
+	trial = filepath.Join(dir, "trial3")
+	os.Mkdir(trial, 0o755)
+	if _, err := (Options{}).forTrace(filepath.Join(trial, "trace.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(trial, "explain", "runs", "trials")); err != nil || !fi.IsDir() {
+		t.Errorf("explain/runs/trials: %v (%v)", fi, err)
+	}
 }

@@ -385,28 +385,26 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 }
 
 // forTrace fills in the options' defaults for explaining the trace at
-// path (the logger stays: nil gives the engine's warnings on stderr), and
+// path (the logger stays: nil gives the engine's warnings on stderr),
 // refuses an output directory that holds the trace (its runs'
-// directories are replaced).
+// directories are replaced), and makes one in the trace's directory
+// through no link (engine.OutBelowTrace).
 func (opts Options) forTrace(path string) (Options, error) {
 	if opts.Budget <= 0 {
 		opts.Budget = DefaultBudget
 	}
 	if opts.Out == "" {
 		opts.Out = filepath.Join(filepath.Dir(path), "explain")
-		// The default lies in the trial's directory, which its nodes
-		// could write: a link they left there must not take explain's
-		// runs and traces elsewhere.
-		if fi, err := os.Lstat(opts.Out); err == nil && !fi.IsDir() {
-			return opts, fmt.Errorf("%s is not a directory (%v), and the trial's nodes could have put it there: choose an output directory (--out)", opts.Out, fi.Mode().Type())
-		}
 	}
 	if abs, err := filepath.Abs(path); err == nil {
 		if out, err := filepath.Abs(opts.Out); err == nil && strings.HasPrefix(abs, out+string(filepath.Separator)) {
 			return opts, fmt.Errorf("explaining into %s would delete the trace %s: choose another output directory", opts.Out, path)
 		}
 	}
-	return opts, nil
+	// The default lies in the trial's directory, which its nodes could
+	// write: a link they left there must not take explain's runs and
+	// traces elsewhere.
+	return opts, engine.OutBelowTrace(path, opts.Out, filepath.Join("runs", "trials"))
 }
 
 // decisions replays the trace, recording the choices offered at each of

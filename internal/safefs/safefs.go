@@ -2,8 +2,10 @@ package safefs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -120,6 +122,41 @@ func (d *Dir) Sub(name string) (*Dir, error) {
 		return nil, &os.PathError{Op: "open", Path: d.Join(name), Err: err}
 	}
 	return &Dir{f: os.NewFile(uintptr(fd), d.Join(name))}, nil
+}
+
+// MkdirBelow makes the directories of rel below root that do not exist,
+// each resolved beneath the one before through no link, and opens the
+// last: a link, a file or a way up that a node left on the way fails it,
+// and the error says what was there. root itself is resolved as usual.
+func MkdirBelow(root, rel string, perm os.FileMode) (*Dir, error) {
+	d, err := OpenDir(root)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range strings.Split(filepath.ToSlash(filepath.Clean(rel)), "/") {
+		if name == "." {
+			continue
+		}
+		if name == ".." || name == "" {
+			d.Close()
+			return nil, &os.PathError{Op: "mkdir", Path: filepath.Join(root, rel), Err: unix.EXDEV}
+		}
+		if err := unix.Mkdirat(d.Fd(), name, uint32(perm.Perm())); err != nil && err != unix.EEXIST {
+			d.Close()
+			return nil, &os.PathError{Op: "mkdir", Path: d.Join(name), Err: err}
+		}
+		sub, err := d.Sub(name)
+		if err != nil {
+			if what := d.Kind(name); what != "" && what != "a directory" {
+				err = fmt.Errorf("%w: %s is %s", err, d.Join(name), what)
+			}
+			d.Close()
+			return nil, err
+		}
+		d.Close()
+		d = sub
+	}
+	return d, nil
 }
 
 // openat2 retries the errors the kernel asks to retry: EAGAIN when a

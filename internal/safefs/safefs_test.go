@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -142,5 +143,53 @@ func TestOpenInRoot(t *testing.T) {
 	defer d.Close()
 	if d.Kind("mine") != "a regular file" {
 		t.Fatal("the link was not resolved within the root")
+	}
+}
+
+// TestMkdirBelow: directories below a root are made, or found, through no
+// link: a link a node left on the way (to a directory outside, dangling),
+// a file in a directory's place or a way up fails, naming what was there,
+// and nothing is made outside.
+func TestMkdirBelow(t *testing.T) {
+	outside := t.TempDir()
+	root := t.TempDir()
+	must(t, os.Symlink(outside, filepath.Join(root, "link")))
+	must(t, os.Symlink(filepath.Join(outside, "none"), filepath.Join(root, "dangling")))
+	must(t, os.WriteFile(filepath.Join(root, "file"), nil, 0o644))
+	must(t, os.MkdirAll(filepath.Join(root, "real", "inner"), 0o755))
+	must(t, os.Symlink(outside, filepath.Join(root, "real", "inner", "trials")))
+	for _, tc := range []struct {
+		rel  string
+		want error
+		says string
+	}{
+		{"link/trials", unix.ENOTDIR, "is a symbolic link"},
+		{"dangling", unix.ENOTDIR, "is a symbolic link"},
+		{"file/trials", unix.ENOTDIR, "is a regular file"},
+		{"real/inner/trials", unix.ENOTDIR, "is a symbolic link"},
+		{"../" + filepath.Base(outside), unix.EXDEV, ""},
+	} {
+		d, err := MkdirBelow(root, tc.rel, 0o755)
+		if err == nil {
+			d.Close()
+			t.Errorf("%s: made", tc.rel)
+			continue
+		}
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want %v saying %q", tc.rel, err, tc.want, tc.says)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("made outside the root: %v", ents)
+	}
+	for _, rel := range []string{"new/a/b", "real/inner/c", "new/a/b"} {
+		d, err := MkdirBelow(root, rel, 0o755)
+		if err != nil {
+			t.Fatalf("%s: %v", rel, err)
+		}
+		if fi, err := os.Lstat(filepath.Join(root, rel)); err != nil || !fi.IsDir() || d.Path() != filepath.Join(root, rel) {
+			t.Errorf("%s: %v (%v), opened as %s", rel, fi, err, d.Path())
+		}
+		d.Close()
 	}
 }

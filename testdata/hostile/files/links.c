@@ -13,6 +13,13 @@
  *            written after a passing trial
  *   early    a server that tries to link late.out, the output of a node
  *            that starts after it, then waits for a connection forever
+ *   replay, replay-lock, replay-trials, explain
+ *            leave, for the commands run on the trace after the trial,
+ *            a link to VICTIM's directory at replay (a replay's default
+ *            output directory), a directory replay holding a link to
+ *            VICTIM at .lockstep.lock (its lock file) or to VICTIM's
+ *            directory at trials, or a directory explain holding a link
+ *            to VICTIM's directory at runs (explain's reruns), and exit 1
  * Each prints what it did, or the error, and the trial's directory is
  * /run/lockstep/trial (tracer.TrialPath). */
 #define _GNU_SOURCE
@@ -22,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TRIAL "/run/lockstep/trial"
@@ -58,7 +66,7 @@ static void block_forever(void) {
 
 int main(int argc, char **argv) {
 	if (argc != 3) {
-		fprintf(stderr, "usage: links trace|threads|output|checker|early VICTIM\n");
+		fprintf(stderr, "usage: links trace|threads|output|checker|early|replay|replay-lock|replay-trials|explain VICTIM\n");
 		return 2;
 	}
 	const char *mode = argv[1], *victim = argv[2];
@@ -91,6 +99,29 @@ int main(int argc, char **argv) {
 	if (strcmp(mode, "checker") == 0) {
 		plant("checker.out", victim);
 		return 0;
+	}
+	if (strncmp(mode, "replay", 6) == 0 || strcmp(mode, "explain") == 0) {
+		char dir[4096];
+		snprintf(dir, sizeof dir, "%s", victim);
+		*strrchr(dir, '/') = 0;
+		if (strcmp(mode, "replay") == 0) {
+			plant("replay", dir);
+			return 1;
+		}
+		const char *sub = mode[0] == 'e' ? "explain" : "replay";
+		char path[4096];
+		snprintf(path, sizeof path, "%s/%s", TRIAL, sub);
+		if (mkdir(path, 0755) != 0) {
+			printf("mkdir %s: %s\n", path, strerror(errno));
+			return 3;
+		}
+		if (strcmp(mode, "replay-lock") == 0)
+			plant("replay/.lockstep.lock", victim);
+		else if (strcmp(mode, "replay-trials") == 0)
+			plant("replay/trials", dir);
+		else
+			plant("explain/runs", dir);
+		return 1;
 	}
 	fprintf(stderr, "links: unknown mode %s\n", mode);
 	return 2;
