@@ -578,3 +578,71 @@ func firstClientFailure(t *testing.T, sp *spec.Spec, o RunOptions) *TrialResult 
 	}
 	return sum.First
 }
+
+// TestReplayTimedFault: a forced run whose fault is due at a time
+// (explain's faults at their times) declines the engine's offer of it in
+// the lulls before that time, and the clock moves on to the next wake; a
+// replay of its trace declines it there too, and gives the run again. (It
+// took such a fault at the first lull that offered it, and parted from
+// the trace at the next op: the minimized trace of NATS's loss,
+// examples/nats.)
+func TestReplayTimedFault(t *testing.T) {
+	requireTrials(t)
+	sum := runFaultSpec(t, "placement", 1, true)
+	tr, err := LoadTrace(sum.Results[0].TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rr, err := NewRerunner(ctx, tr, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Close()
+	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100), faults.ReplayOf)}
+	res, err := rr.Run(ctx, rec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := sched.Decisions(res.Records, rec.Choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(all, func(d sched.Decision) bool {
+		return d.Kind == sched.InjectDecision && d.Op.Kind.IsFault() && d.VTime != nil
+	})
+	if i < 0 {
+		t.Fatal("the trial made no fault")
+	}
+	for _, late := range []time.Duration{0, 1, 45 * time.Millisecond} {
+		d := all[i]
+		at := *d.VTime + int64(late)
+		d.VTime = &at
+		run, err := rr.Run(ctx, sched.NewForced([]sched.Decision{d.AtItsTime()}, faults.ReplayOf), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := slices.IndexFunc(run.Records, func(r sched.Record) bool { return r.Op.Kind == d.Op.Kind })
+		if j < 0 || run.Records[j].VTime < at {
+			t.Fatalf("%v later: the %s was not made at its time %v", late, d.Op.Kind, time.Duration(at))
+		}
+		t.Logf("%v later: due %v, made at %v (step %d); the trace had it at step %d", late, time.Duration(at), time.Duration(run.Records[j].VTime), run.Records[j].Step, d.Step)
+		rep, err := rr.Replay(ctx, run.TracePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Same {
+			t.Errorf("%v later: the forced run (its %s at %v) does not replay: %s", late, d.Op.Kind, time.Duration(run.Records[j].VTime), rep.Diff)
+			continue
+		}
+		// At the same times: a fault taken earlier, in a lull the run
+		// declined it in, can leave the ops' order as it was and still
+		// move every timeout after it.
+		for k, r := range rep.Trial.Records {
+			if k < len(run.Records) && r.VTime != run.Records[k].VTime {
+				t.Errorf("%v later: step %d (%s) replayed at %v, the run had it at %v", late, r.Step, r.Op.String(), time.Duration(r.VTime), time.Duration(run.Records[k].VTime))
+				break
+			}
+		}
+	}
+}

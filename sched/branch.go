@@ -356,6 +356,14 @@ func (b *Branch) declining() bool {
 	return b.branched && (b.Change == Late && b.after <= b.Wait || b.Change == Drop)
 }
 
+// Clock tells the prefix's replay the virtual time (Clocked), so that it
+// declines a lull's fault the entry took later, as replay does.
+func (b *Branch) Clock(now time.Duration) {
+	if b.prefix != nil {
+		b.prefix.Clock(now)
+	}
+}
+
 // Declines says whether the branch keeps o back now (Decliner): Late's
 // injections and delays while it waits, Drop's kind for good. In the
 // prefix it declines what replay declines: a fault offered alone in a

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Params configure New.
@@ -427,7 +428,15 @@ type Replay struct {
 	// op's process (see SameOnProcess).
 	Moved int
 	fork  func(seed int64)
+	// now is the virtual time of the decision at hand, once the engine
+	// has told it (clocked; Clocked).
+	now     time.Duration
+	clocked bool
 }
+
+// Clock is told the virtual time of each decision (Clocked): a fault the
+// recorded run took later than a lull offers it was declined there.
+func (r *Replay) Clock(now time.Duration) { r.now, r.clocked = now, true }
 
 // OnFork is told the engine's fork (Forker): a replay forks at the
 // decision its trace's Fork record marks, as the recorded run did.
@@ -462,6 +471,7 @@ func (r *Replay) Reset(seed int64, stepsHint int) {
 	r.step = 0
 	r.recalled = nil
 	r.Moved = 0
+	r.now, r.clocked = 0, false
 	if r.fallback != nil {
 		r.fallback.Reset(seed, stepsHint)
 	}
@@ -481,13 +491,19 @@ func same(a *Op, b *Op) bool { return Differs(a, b, false) == "" }
 // A fault of the next decision's kind is kept whatever it carries: what
 // a fault settles only when it strikes or is aimed (a stall's syscall, a
 // probe's target) is not in the offer, and the replay takes the offer or
-// makes the recorded op up (Extra).
+// makes the recorded op up (Extra). One of that kind is declined too while
+// the clock is short of the time the trace took it at: the recorded run
+// declined it in this lull (explain's fault due at its time, a branch's
+// late injection) and the clock moved on to the next wake first.
 func (r *Replay) Declines(o *Op) bool {
 	i := r.step
 	for i < len(r.records) && r.records[i].Auto {
 		i++
 	}
-	return i >= len(r.records) || r.records[i].Op.Kind != o.Kind || r.records[i].Op.LPID != o.LPID
+	if i >= len(r.records) || r.records[i].Op.Kind != o.Kind || r.records[i].Op.LPID != o.LPID {
+		return true
+	}
+	return r.clocked && time.Duration(r.records[i].VTime) > r.now
 }
 
 // Ready reports whether the next recorded decision can be made among
