@@ -638,11 +638,8 @@ func TestReplayTimedFault(t *testing.T) {
 		// At the same times: a fault taken earlier, in a lull the run
 		// declined it in, can leave the ops' order as it was and still
 		// move every timeout after it.
-		for k, r := range rep.Trial.Records {
-			if k < len(run.Records) && r.VTime != run.Records[k].VTime {
-				t.Errorf("%v later: step %d (%s) replayed at %v, the run had it at %v", late, r.Step, r.Op.String(), time.Duration(r.VTime), time.Duration(run.Records[k].VTime))
-				break
-			}
+		if rep.Clock != "" {
+			t.Errorf("%v later: the replay's clock: %s", late, rep.Clock)
 		}
 	}
 }

@@ -95,6 +95,13 @@ type ReplayResult struct {
 	// Tail counts ops released after the trace's last decision, before the
 	// trace's outcome came: processes on their way out (a JVM's exit).
 	Tail int
+	// Clock says, when the op sequence matched, where the first op ran at
+	// another virtual time than the trace's ("" when none did): the same
+	// failure, with a timeout or a fault moved. Not counted against Same,
+	// since a program that reads a clock lockstep cannot make virtual (the
+	// TSC on a host that does not honour PR_TSC_SIGSEGV) can move its
+	// deadlines without changing its ops.
+	Clock string
 }
 
 // replayTailMax bounds the ops a replay releases past the trace's last
@@ -220,6 +227,9 @@ func compareReplay(tr *sched.Trace, res *TrialResult, tail *sched.ReplayTail) *R
 			}
 			if a.LPID != b.LPID {
 				rr.Moved++
+			}
+			if at, was := res.Records[i].VTime, tr.Records[i].VTime; at != was && rr.Clock == "" {
+				rr.Clock = fmt.Sprintf("step %d (%v) ran at %v, the trace has it at %v", i+1, &a, time.Duration(at), time.Duration(was))
 			}
 		}
 	}

@@ -498,6 +498,9 @@ func replayCmd() *cli.Command {
 			if rr.Tail > 0 {
 				fmt.Fprintf(c.App.Writer, "(%d ops after the trace's last one, before its outcome: processes on their way out)\n", rr.Tail)
 			}
+			if rr.Clock != "" {
+				fmt.Fprintf(c.App.Writer, "(at other virtual times from there: %s)\n", rr.Clock)
+			}
 			if rr.Trial.Outcome.Kind.IsFailure() {
 				return &exitError{code: 1}
 			}
