@@ -579,26 +579,38 @@ func sameDraw(o, want *Op) bool {
 	return o.Node == want.Node && o.Delay == want.Delay
 }
 
+// sameConn says whether o is on the recorded op's connection, or either
+// names none. Connections are named by their ports, which lockstep binds
+// in the schedule's order, so a run that follows the trace has the same.
+func sameConn(o, want *Op) bool { return o.Conn == "" || want.Conn == "" || o.Conn == want.Conn }
+
 // find is the index of the enabled op that is the recorded one: by ID
-// first, then by identity, the recorded draws preferred.
+// first, then by identity, the recorded draws and connection preferred.
 func (r *Replay) find(want *Op, enabled []*Op) (int, error) {
+	moved := func(o *Op) bool { return SameOnProcess(o, want) && o.LPID != want.LPID }
 	for _, match := range []func(o *Op) bool{
-		func(o *Op) bool { return o.ID == want.ID && same(o, want) && sameDraw(o, want) },
+		func(o *Op) bool { return o.ID == want.ID && same(o, want) && sameDraw(o, want) && sameConn(o, want) },
+		func(o *Op) bool { return same(o, want) && sameDraw(o, want) && sameConn(o, want) },
+		// On the recorded connection but another thread of the process:
+		// where two of a JVM's threads were named the other way round
+		// (each names the other's connection, a send to one peer
+		// address), the thread of the recorded name is on the other
+		// connection.
+		func(o *Op) bool { return moved(o) && o.Conn != "" && sameConn(o, want) },
 		func(o *Op) bool { return same(o, want) && sameDraw(o, want) },
 		func(o *Op) bool { return same(o, want) },
+		// The same op of the same process on another OS thread: Go and
+		// the JVM run a goroutine's or a task's syscalls on whichever
+		// thread is free.
+		moved,
 	} {
 		for i, o := range enabled {
 			if match(o) {
+				if o.LPID != want.LPID {
+					r.Moved++
+				}
 				return i, nil
 			}
-		}
-	}
-	// The same op of the same process on another OS thread: Go and the JVM
-	// run a goroutine's or a task's syscalls on whichever thread is free.
-	for i, o := range enabled {
-		if SameOnProcess(o, want) {
-			r.Moved++
-			return i, nil
 		}
 	}
 	var got []string

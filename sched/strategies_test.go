@@ -481,3 +481,38 @@ func TestReplayReady(t *testing.T) {
 		}
 	}
 }
+
+// A replay prefers the recorded op on its recorded connection, on another
+// thread of the process, to the op of the recorded thread on another
+// connection: where two of a JVM's threads were named the other way round,
+// the thread of the recorded name sends to the same peer address on the
+// other connection, and taking it sent the bytes down the wrong one
+// (ZooKeeper's quorum connections, docs/results.md).
+func TestReplayPrefersConnection(t *testing.T) {
+	rec := Op{ID: 9, LPID: "zk2/0/t29", Kind: Send, Site: "libnio.so+0x72eb", Peer: "10.77.0.1:3888", Conn: "10.77.0.2:32770>10.77.0.1:3888", Bytes: 176, Syscall: "write"}
+	tr := &Trace{Records: []Record{{Op: rec}}}
+	named := rec
+	named.Conn = "10.77.0.2:32769>10.77.0.1:3888"
+	other := rec
+	other.LPID, other.ID = "zk2/0/t31", 11
+	for _, tt := range []struct {
+		name    string
+		enabled []*Op
+		want    int
+		moved   int
+	}{
+		{"recorded connection on another thread", []*Op{&named, &other}, 1, 1},
+		{"recorded thread and connection", []*Op{&other, &rec}, 1, 0},
+		{"only the recorded name", []*Op{&named}, 0, 0},
+		{"no connection known", []*Op{{ID: 9, LPID: rec.LPID, Kind: Send, Site: rec.Site, Peer: rec.Peer, Bytes: 176, Syscall: "write"}, &other}, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReplay(tr, nil, testFaults)
+			r.Reset(1, 0)
+			i, err := r.Next(tt.enabled)
+			if err != nil || i != tt.want || r.Moved != tt.moved {
+				t.Fatalf("got %d (moved %d, err %v), want %d (moved %d)", i, r.Moved, err, tt.want, tt.moved)
+			}
+		})
+	}
+}
