@@ -78,7 +78,7 @@ func failureOf(res *engine.TrialResult) failure {
 // lpidThread is the thread part of an LPID ("/t3" of "s1/0/t3"): which
 // thread of a Go or JVM process exited or was killed is the runtime's
 // choice, not the schedule's.
-var lpidThread = regexp.MustCompile(`\b([A-Za-z0-9_.-]+(?:/[0-9.]+)+)/t[0-9]+\b`)
+var lpidThread = regexp.MustCompile(`\b([A-Za-z0-9_.-]+(?:/[0-9.]+)+)/t[0-9]+(?:\.[0-9]+)*\b`)
 
 // threadless is an outcome's detail with the thread indices of its LPIDs
 // left out: "node s1/0/t3 was killed by SIGSEGV" is "node s1/0 was

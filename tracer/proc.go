@@ -54,6 +54,9 @@ type thread struct {
 	tid   int
 	proc  *process
 	lpid  string
+	// clones counts the threads this one created, which are named by it
+	// (childLPID).
+	clones int
 	state threadState
 	regs  ptrace.Regs
 	// pending is the op this thread is stopped at (tsGated).
@@ -263,6 +266,18 @@ func (th *thread) inject(nr uint64, args ...uint64) (int64, error) {
 
 func (p *process) lpidFor(index int) string {
 	return p.node.name + "/" + p.forkPath + "/t" + strconv.Itoa(index)
+}
+
+// childLPID names the next thread parent creates in its process: the
+// parent's name and its count of creations ("n/0/t0.2.1", the first thread
+// of the second of t0's). A name that counted the process's threads said
+// which of two creating threads the kernel served first: when one of them
+// blocked on a lock the other held in user space, where lockstep orders
+// nothing, or a JVM's compiler thread started another, every later name
+// moved, and replays of ZooKeeper met threads under each other's names.
+func (parent *thread) childLPID() string {
+	parent.clones++
+	return parent.lpid + "." + strconv.Itoa(parent.clones)
 }
 
 // openThreadFiles keeps /proc files open for cheap state checks.

@@ -29,15 +29,11 @@ func (q *quiescence) onAlone(th *thread, _ call) bool {
 }
 
 // onCreate holds a clone, fork or vfork until every other thread is
-// quiescent, and runs those held in LPID order (nextAlone). A new thread is
-// named by its process's count of threads so far (lpidFor), so the order
-// in which two threads' clones reach the kernel is the order of their
-// names. Two threads of a JVM each starting a thread (a listener's
-// handler, a quorum peer's workers) raced for it, and replays of
-// ZooKeeper traces met threads under each other's names. Held, the
-// clones come one at a time, in an order set by the names the cloning
-// threads already have: the names are the same in every run of a
-// schedule, by induction from a process's first thread.
+// quiescent, and runs those held in LPID order (nextAlone): one at a time,
+// in an order set by the names the cloning threads already have, so that
+// the kernel's tids and the new threads' first runs follow the schedule. A
+// new thread's name is its creator's and the creator's count
+// (childLPID), which no order of two creators moves.
 func (q *quiescence) onCreate(th *thread, _ call) bool {
 	q.stats.Clones++
 	q.pt.setState(th, tsAlone)

@@ -298,32 +298,38 @@ func TestCloneOrder(t *testing.T) {
 
 // TestCloneRace: two threads woken together each start a thread; the one
 // that woke the other gets to its clone first. The new threads' names
-// must not say which did: clones run one at a time, in the order of their
-// creators' LPIDs, so A's child is n/0/t3 in every run. Numbered in the
-// order the kernel reported the clones, it was B's (and a JVM's threads
-// took each other's names in replays of a ZooKeeper trace).
+// must not say which did: a thread is named by its creator, so A's child
+// is n/0/t0.1.1 in every run, and clones run one at a time, in the order
+// of their creators' LPIDs. Numbered in the order the kernel reported the
+// clones, it was B's (and a JVM's threads took each other's names in
+// replays of a ZooKeeper trace). With "bfirst" A waits until B has started
+// its child, as a creator blocked on a lock another holds in user space
+// (where lockstep orders nothing) does: the names stay. Numbered in the
+// order the clones ran, A's child was n/0/t3, and n/0/t4 with bfirst.
 func TestCloneRace(t *testing.T) {
 	requireTracing(t)
-	for i := 0; i < 5; i++ {
-		h := newHarness(t, Options{Clock: &testClock{}, CPU: benchCPU()})
-		h.launch("n", bin(t, "c", "clone_race"))
-		res := h.run(nil, nil)
-		names := map[string]string{}
-		for _, op := range res.ops {
-			if op.Kind == sched.Sleep {
-				names[op.Thread] = op.LPID
+	for _, args := range [][]string{nil, {"bfirst"}} {
+		for i := 0; i < 3; i++ {
+			h := newHarness(t, Options{Clock: &testClock{}, CPU: benchCPU()})
+			h.launch("n", append([]string{bin(t, "c", "clone_race")}, args...)...)
+			res := h.run(nil, nil)
+			names := map[string]string{}
+			for _, op := range res.ops {
+				if op.Kind == sched.Sleep {
+					names[op.Thread] = op.LPID
+				}
 			}
+			if names["childA"] != "n/0/t0.1.1" || names["childB"] != "n/0/t0.2.1" {
+				t.Fatalf("%v, run %d: the children's LPIDs are %v, want childA n/0/t0.1.1 and childB n/0/t0.2.1", args, i, names)
+			}
+			if s := h.tr.Stats(); s.Clones != 4 {
+				t.Errorf("%v, run %d: %d clones held, want 4", args, i, s.Clones)
+			}
+			if out := h.output("n"); out != "done\n" {
+				t.Fatalf("%v, run %d: output %q", args, i, out)
+			}
+			h.tr.Close()
 		}
-		if names["childA"] != "n/0/t3" || names["childB"] != "n/0/t4" {
-			t.Fatalf("run %d: the children's LPIDs are %v, want childA n/0/t3 and childB n/0/t4", i, names)
-		}
-		if s := h.tr.Stats(); s.Clones != 4 {
-			t.Errorf("run %d: %d clones held, want 4", i, s.Clones)
-		}
-		if out := h.output("n"); out != "done\n" {
-			t.Fatalf("run %d: output %q", i, out)
-		}
-		h.tr.Close()
 	}
 }
 

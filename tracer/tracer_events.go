@@ -110,7 +110,7 @@ func (t *Tracer) onClone(parent *thread) {
 	tgid, err := tgidOf(tid)
 	if err == nil && tgid == p.pid {
 		child.proc = p
-		child.lpid = p.lpidFor(p.nthreads)
+		child.lpid = parent.childLPID()
 		p.nthreads++
 	} else {
 		np := &process{
@@ -174,6 +174,7 @@ func (t *Tracer) onExec(th *thread) {
 	p.nthreads = 1
 	p.execs++
 	th.lpid = p.lpidFor(0)
+	th.clones = 0
 	th.closeThreadFiles()
 	th.openThreadFiles()
 	t.forgetAllFds(p)

@@ -369,7 +369,7 @@ func TestFollowsForksThreadsAndExec(t *testing.T) {
 	for _, o := range res.ops {
 		lpids[o.LPID] = true
 	}
-	for _, want := range []string{"n/0/t0", "n/0.0/t0", "n/0.0/t1"} {
+	for _, want := range []string{"n/0/t0", "n/0.0/t0", "n/0.0/t0.1"} {
 		if !lpids[want] {
 			t.Errorf("no op from %s; saw %v", want, lpids)
 		}
