@@ -24,9 +24,13 @@ func WriteTrace(w io.Writer, tr *sched.Trace) {
 	}
 	kinds := messageKinds(tr)
 	fmt.Fprintln(w, "Event trace:")
-	fmt.Fprintf(w, "  %5s  %9s  %-10s %-16s %-22s %-22s %s\n", "step", "vtime", "node", "lpid", "op", "peer", "bytes")
+	width := 16
+	for _, r := range tr.Records {
+		width = max(width, len(r.Op.LPID))
+	}
+	fmt.Fprintf(w, "  %5s  %9s  %-10s %-*s %-22s %-22s %s\n", "step", "vtime", "node", width, "lpid", "op", "peer", "bytes")
 	for i, r := range tr.Records {
-		line := sched.FormatRecord(r)
+		line := sched.FormatRecordWide(r, width)
 		if k := kinds[i]; k != nil {
 			line += "  " + k.Label()
 		}

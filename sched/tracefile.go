@@ -76,7 +76,12 @@ func ReadTrace(r io.Reader) (*Trace, error) {
 
 // FormatRecord renders one released op as a line of an event listing:
 // step, virtual time, node, logical thread, op, peer, bytes.
-func FormatRecord(r Record) string {
+func FormatRecord(r Record) string { return FormatRecordWide(r, 16) }
+
+// FormatRecordWide is FormatRecord with the logical thread's column lpidWidth
+// wide: a listing's longest LPID (a thread a pool's thread started is
+// named by both, "zk2/0/t0.1.15.1.3").
+func FormatRecordWide(r Record, lpidWidth int) string {
 	op := r.Op.Kind.String()
 	if r.Op.Syscall != "" && r.Op.Syscall != op {
 		op += "(" + r.Op.Syscall + ")"
@@ -87,7 +92,7 @@ func FormatRecord(r Record) string {
 	}
 	peer := Describe(r)
 	vt := time.Duration(r.VTime)
-	line := fmt.Sprintf("  %5d  %8.3fs  %-10s %-16s %-22s %-22s %s", r.Step, vt.Seconds(), r.Op.Node, r.Op.LPID, op, peer, bytes)
+	line := fmt.Sprintf("  %5d  %8.3fs  %-10s %-*s %-22s %-22s %s", r.Step, vt.Seconds(), r.Op.Node, lpidWidth, r.Op.LPID, op, peer, bytes)
 	if len(r.Data) > 0 {
 		line += fmt.Sprintf("%*s%s", max(1, 6-len(bytes)), "", FormatData(r.Data, DataLen(&r)))
 	}
