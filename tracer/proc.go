@@ -50,15 +50,15 @@ const (
 // and sets the thread's registers and memory, injects syscalls and resumes
 // it (cont, allow, fake), keeping its table's books.
 type thread struct {
-	tab   *procTable // the table the thread is in
-	tid   int
-	proc  *process
-	lpid  string
+	tab  *procTable // the table the thread is in
+	tid  int
+	proc *process
+	lpid string
 	// clones counts the threads this one created, which are named by it
 	// (childLPID).
 	clones int
-	state threadState
-	regs  ptrace.Regs
+	state  threadState
+	regs   ptrace.Regs
 	// pending is the op this thread is stopped at (tsGated).
 	pending *pendingOp
 	// Timed wait bookkeeping (tsTimedWait): the syscall, its first
