@@ -114,7 +114,6 @@ type process struct {
 	node     *nodeInfo
 	forkPath string
 	threads  map[int]*thread
-	nthreads int // threads ever created, for thread indexes
 	nforks   int // children ever forked, for fork paths
 	pidfd    int
 	fds      map[int]*fdInfo
@@ -264,9 +263,8 @@ func (th *thread) inject(nr uint64, args ...uint64) (int64, error) {
 // Ptrace events: stops handled as they arrive (seccomp stops go to the
 // gates), new threads and processes, execs, exits, and tearing down.
 
-func (p *process) lpidFor(index int) string {
-	return p.node.name + "/" + p.forkPath + "/t" + strconv.Itoa(index)
-}
+// firstLPID names a process's first thread (and a thread that exec'd).
+func (p *process) firstLPID() string { return p.node.name + "/" + p.forkPath + "/t0" }
 
 // childLPID names the next thread parent creates in its process: the
 // parent's name and its count of creations ("n/0/t0.2.1", the first thread

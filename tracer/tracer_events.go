@@ -111,7 +111,6 @@ func (t *Tracer) onClone(parent *thread) {
 	if err == nil && tgid == p.pid {
 		child.proc = p
 		child.lpid = parent.childLPID()
-		p.nthreads++
 	} else {
 		np := &process{
 			pid: tid, site: callsite.Process{Pid: tid}, node: p.node, forkPath: p.forkPath + "." + strconv.Itoa(p.nforks),
@@ -122,9 +121,8 @@ func (t *Tracer) onClone(parent *thread) {
 			np.rand = t.opts.Random(np.node.name + "/" + np.forkPath)
 		}
 		np.pidfd, _ = unix.PidfdOpen(tid, 0)
-		np.nthreads = 1
 		child.proc = np
-		child.lpid = np.lpidFor(0)
+		child.lpid = np.firstLPID()
 		t.pt.procs[tid] = np
 	}
 	child.proc.threads[tid] = child
@@ -171,9 +169,8 @@ func (t *Tracer) onExec(th *thread) {
 		t.ops.dropPending(th.pending)
 	}
 	p.threads = map[int]*thread{th.tid: th}
-	p.nthreads = 1
 	p.execs++
-	th.lpid = p.lpidFor(0)
+	th.lpid = p.firstLPID()
 	th.clones = 0
 	th.closeThreadFiles()
 	th.openThreadFiles()

@@ -165,9 +165,8 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	}
 	p.pidfd, _ = unix.PidfdOpen(pid, 0)
 	th := &thread{tab: t.pt, tid: pid, proc: p, state: tsRunning}
-	th.lpid = p.lpidFor(0)
+	th.lpid = p.firstLPID()
 	p.threads[pid] = th
-	p.nthreads = 1
 	t.pt.procs[pid] = p
 	t.pt.addThread(th)
 	if err := sp.Release(); err != nil {
