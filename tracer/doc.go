@@ -35,7 +35,8 @@
 //     targets); State.Deadlines is the tracer's own at the settle;
 //   - quiescence: collecting events until no thread can move, the
 //     sentinel, disk syscalls and clones held until nothing else runs
-//     (clones in their creators' LPID order, so that names do not race);
+//     (clones in their creators' LPID order; a thread is named by its
+//     creator, so that names do not race);
 //   - sockets: the gates of the socket syscalls and the release of the
 //     socket op kinds;
 //   - disks: the storage faults' stops on data files (disk.go).
