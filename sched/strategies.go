@@ -596,7 +596,7 @@ func (r *Replay) find(want *Op, enabled []*Op) (int, error) {
 		// (each names the other's connection, a send to one peer
 		// address), the thread of the recorded name is on the other
 		// connection.
-		func(o *Op) bool { return moved(o) && o.Conn != "" && sameConn(o, want) },
+		func(o *Op) bool { return moved(o) && want.Conn != "" && o.Conn == want.Conn },
 		func(o *Op) bool { return same(o, want) && sameDraw(o, want) },
 		func(o *Op) bool { return same(o, want) },
 		// The same op of the same process on another OS thread: Go and
