@@ -594,20 +594,7 @@ func TestReplayTimedFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rr, err := NewRerunner(ctx, tr, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rr.Close()
-	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100), faults.ReplayOf)}
-	res, err := rr.Run(ctx, rec, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := sched.Decisions(res.Records, rec.Choices)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rr, _, all := traceDecisions(t, tr)
 	i := slices.IndexFunc(all, func(d sched.Decision) bool {
 		return d.Kind == sched.InjectDecision && d.Op.Kind.IsFault() && d.VTime != nil
 	})
@@ -642,4 +629,27 @@ func TestReplayTimedFault(t *testing.T) {
 			t.Errorf("%v later: the replay's clock: %s", late, rep.Clock)
 		}
 	}
+}
+
+// traceDecisions replays tr on a rerunner of its own, recording what was
+// offered at each decision, and reads the trace's decisions from that (as
+// explain does); the rerunner is closed when the test ends.
+func traceDecisions(t *testing.T, tr *sched.Trace) (*Rerunner, *TrialResult, []sched.Decision) {
+	t.Helper()
+	ctx := context.Background()
+	rr, err := NewRerunner(ctx, tr, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rr.Close() })
+	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100), faults.ReplayOf)}
+	res, err := rr.Run(ctx, rec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := sched.Decisions(res.Records, rec.Choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rr, res, all
 }

@@ -149,20 +149,7 @@ func checkForcedAim(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rr, err := NewRerunner(ctx, tr, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rr.Close()
-	rec := &sched.Recorder{Strategy: sched.NewReplay(tr, sched.NewReplayTail(100), faults.ReplayOf)}
-	res, err := rr.Run(ctx, rec, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := sched.Decisions(res.Records, rec.Choices)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rr, res, all := traceDecisions(t, tr)
 	if !slices.ContainsFunc(all, func(d sched.Decision) bool { return d.Op.ProbeAimed() }) {
 		t.Fatalf("the trace's decisions hold no probe-aimed fault")
 	}
