@@ -339,6 +339,15 @@ func processOf(lpid string) string {
 	return lpid
 }
 
+// RuntimeBackoff says o is a sleep of HotSpot's VM thread: the 10 µs
+// back-off it sleeps while a thread it brings to a safepoint still runs
+// Java code. Whether it has to is how far that thread got, which the
+// machine's timing decides, so a replay may meet one the recorded run did
+// not make, or miss one it made (Replay).
+func (o *Op) RuntimeBackoff() bool {
+	return o.Kind == Sleep && strings.HasPrefix(o.Thread, "VM Thread")
+}
+
 // SameOnProcess reports whether a and b are the same operation of the same
 // process, whichever of its threads made it: same kind, call site, object,
 // syscall and (for advance ops) target. Thread indices follow the order in

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -427,7 +428,10 @@ type Replay struct {
 	// Moved counts the decisions matched on another thread of the recorded
 	// op's process (see SameOnProcess).
 	Moved int
-	fork  func(seed int64)
+	// Backoffs counts a runtime's back-off sleeps (Op.RuntimeBackoff) the
+	// recorded run made and this one did not, or the other way round.
+	Backoffs int
+	fork     func(seed int64)
 	// now is the virtual time of the decision at hand, once the engine
 	// has told it (clocked; Clocked).
 	now     time.Duration
@@ -453,10 +457,11 @@ func (r *Replay) Name() string { return "replay" }
 // Records are the decisions the replay forces.
 func (r *Replay) Records() []Record { return r.records }
 
-// Done reports whether every recorded decision has been made.
+// Done reports whether every recorded decision has been made (a
+// runtime's back-off aside).
 func (r *Replay) Done() bool {
 	for i := r.step; i < len(r.records); i++ {
-		if !r.records[i].Auto {
+		if !r.records[i].Auto && !r.records[i].Op.RuntimeBackoff() {
 			return false
 		}
 	}
@@ -470,7 +475,7 @@ func (r *Replay) Recalled() *Op { return r.recalled }
 func (r *Replay) Reset(seed int64, stepsHint int) {
 	r.step = 0
 	r.recalled = nil
-	r.Moved = 0
+	r.Moved, r.Backoffs = 0, 0
 	r.now, r.clocked = 0, false
 	if r.fallback != nil {
 		r.fallback.Reset(seed, stepsHint)
@@ -519,11 +524,11 @@ func (r *Replay) Ready(enabled []*Op) bool {
 	}
 	want := &r.records[i].Op
 	for _, o := range enabled {
-		if same(o, want) || SameOnProcess(o, want) {
+		if same(o, want) || SameOnProcess(o, want) || o.RuntimeBackoff() {
 			return true
 		}
 	}
-	return false
+	return want.RuntimeBackoff()
 }
 
 func (r *Replay) Next(enabled []*Op) (int, error) {
@@ -550,6 +555,19 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 	r.step++
 	i, err := r.find(want, enabled)
 	if err != nil {
+		switch j := slices.IndexFunc(enabled, (*Op).RuntimeBackoff); {
+		case want.RuntimeBackoff():
+			// A back-off the recorded run made and this one need not.
+			r.Backoffs++
+			return r.Next(enabled)
+		case j >= 0:
+			// One this run makes and the recorded run did not: the
+			// recorded op waits on it (a safepoint's threads wait for
+			// the VM thread).
+			r.step--
+			r.Backoffs++
+			return j, nil
+		}
 		return 0, err
 	}
 	// What the op carries must be what was recorded too: a byte count or

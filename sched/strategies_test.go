@@ -516,3 +516,47 @@ func TestReplayPrefersConnection(t *testing.T) {
 		})
 	}
 }
+
+// A replay lets a runtime's back-off sleep (HotSpot's VM thread) go by:
+// one the recorded run made and this run does not is passed over, and one
+// this run makes and the recorded run did not is released without taking
+// the recorded op's place. Anything else still parts.
+func TestReplayBackoffs(t *testing.T) {
+	send := Op{ID: 5, LPID: "zk/0/t0.1.18", Kind: Send, Site: "libnio.so+0x72eb", Peer: "10.77.0.2:2888", Bytes: 20, Syscall: "write"}
+	backoff := Op{ID: 4, LPID: "zk/0/t0.1.1", Kind: Sleep, Thread: "VM Thread", Site: "libc.so.6+0xd3e53", Syscall: "clock_nanosleep"}
+	other := Op{ID: 6, LPID: "zk/0/t0.1.20", Kind: Sleep, Thread: "WorkerSender", Site: "libc.so.6+0xd3e53", Syscall: "clock_nanosleep"}
+	for _, tt := range []struct {
+		name     string
+		recorded []Op
+		enabled  []*Op
+		want     int // -1: parts
+		backoffs int
+	}{
+		{"recorded, not made", []Op{backoff, send}, []*Op{&send}, 0, 1},
+		{"made, not recorded", []Op{send}, []*Op{&backoff}, 0, 1},
+		{"made and recorded", []Op{backoff, send}, []*Op{&send, &backoff}, 1, 0},
+		{"another sleep, not recorded", []Op{send}, []*Op{&other}, -1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &Trace{}
+			for _, o := range tt.recorded {
+				tr.Records = append(tr.Records, Record{Op: o})
+			}
+			r := NewReplay(tr, nil, testFaults)
+			r.Reset(1, 0)
+			if !r.Ready(tt.enabled) && tt.want >= 0 {
+				t.Errorf("not ready")
+			}
+			i, err := r.Next(tt.enabled)
+			if tt.want < 0 {
+				if err == nil {
+					t.Fatalf("released %v, want the replay to part", tt.enabled[i])
+				}
+				return
+			}
+			if err != nil || i != tt.want || r.Backoffs != tt.backoffs {
+				t.Fatalf("released %d (back-offs %d, err %v), want %d (%d)", i, r.Backoffs, err, tt.want, tt.backoffs)
+			}
+		})
+	}
+}

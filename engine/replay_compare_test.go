@@ -1,0 +1,42 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/sched"
+)
+
+// A replay and its trace are compared op for op with the runtime's back-off
+// sleeps left out of both (sched.Op.RuntimeBackoff): the machine's timing
+// decides them. Any other op in one and not the other still differs.
+func TestCompareReplayBackoffs(t *testing.T) {
+	send := sched.Op{ID: 5, LPID: "zk/0/t0.1.18", Kind: sched.Send, Site: "libnio.so+0x72eb", Peer: "10.77.0.2:2888", Bytes: 20, Syscall: "write"}
+	backoff := sched.Op{ID: 4, LPID: "zk/0/t0.1.1", Kind: sched.Sleep, Thread: "VM Thread", Site: "libc.so.6+0xd3e53", Syscall: "clock_nanosleep"}
+	other := backoff
+	other.Thread = "WorkerSender"
+	recs := func(ops ...sched.Op) []sched.Record {
+		var out []sched.Record
+		for i, o := range ops {
+			out = append(out, sched.Record{Step: i + 1, Op: o})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name         string
+		trace, rerun []sched.Record
+		same         bool
+	}{
+		{"a back-off only in the trace", recs(send, backoff, send), recs(send, send), true},
+		{"a back-off only in the replay", recs(send, send), recs(backoff, send, send), true},
+		{"another sleep only in the replay", recs(send, send), recs(other, send, send), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &sched.Trace{Records: tt.trace, Outcome: &sched.Outcome{Kind: Pass}}
+			res := &TrialResult{Records: tt.rerun, Outcome: Outcome{Kind: Pass}}
+			rr := compareReplay(tr, res, sched.NewReplayTail(0))
+			if rr.Same != tt.same {
+				t.Errorf("same %v (%s), want %v", rr.Same, rr.Diff, tt.same)
+			}
+		})
+	}
+}
