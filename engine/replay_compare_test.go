@@ -24,16 +24,24 @@ func TestCompareReplayBackoffs(t *testing.T) {
 	for _, tt := range []struct {
 		name         string
 		trace, rerun []sched.Record
+		tail         int // ops the replay's tail released
 		same         bool
 	}{
-		{"a back-off only in the trace", recs(send, backoff, send), recs(send, send), true},
-		{"a back-off only in the replay", recs(send, send), recs(backoff, send, send), true},
-		{"another sleep only in the replay", recs(send, send), recs(other, send, send), false},
+		{"a back-off only in the trace", recs(send, backoff, send), recs(send, send), 0, true},
+		{"a back-off only in the replay", recs(send, send), recs(backoff, send, send), 0, true},
+		{"another sleep only in the replay", recs(send, send), recs(other, send, send), 0, false},
+		// Past the trace's last op, as a JVM exits: two tail ops, one of
+		// them a back-off.
+		{"a back-off in the tail", recs(send), recs(send, backoff, send), 2, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := &sched.Trace{Records: tt.trace, Outcome: &sched.Outcome{Kind: Pass}}
 			res := &TrialResult{Records: tt.rerun, Outcome: Outcome{Kind: Pass}}
-			rr := compareReplay(tr, res, sched.NewReplayTail(0))
+			tail := sched.NewReplayTail(10)
+			for range tt.tail {
+				tail.Next([]*sched.Op{&send})
+			}
+			rr := compareReplay(tr, res, tail)
 			if rr.Same != tt.same {
 				t.Errorf("same %v (%s), want %v", rr.Same, rr.Diff, tt.same)
 			}
