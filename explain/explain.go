@@ -315,16 +315,16 @@ func subsetKey(ds []sched.Decision) string {
 // Explain explains the failing trace at path.
 func Explain(ctx context.Context, path string, opts Options) (*Explanation, error) {
 	start := time.Now()
-	opts, err := opts.forTrace(path)
-	if err != nil {
-		return nil, err
-	}
+	// The trace first: forTrace makes the output directory beside it.
 	tr, err := engine.LoadTrace(path)
 	if err != nil {
 		return nil, err
 	}
 	if tr.Outcome == nil || !tr.Outcome.Kind.IsFailure() {
 		return nil, fmt.Errorf("%s: the trace did not fail (outcome %v): nothing to explain", path, tr.Outcome)
+	}
+	if opts, err = opts.forTrace(path); err != nil {
+		return nil, err
 	}
 	rr, err := engine.NewRerunner(ctx, tr, filepath.Join(opts.Out, "runs"), opts.Logger)
 	if err != nil {
@@ -769,9 +769,8 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
+	// The directory is explain's output directory, made before any run
+	// (forTrace, engine.NewRerunner).
 	d, err := safefs.OpenDir(filepath.Dir(dst))
 	if err != nil {
 		return err
