@@ -16,7 +16,7 @@ set -u
 value=$1 settle=$2 h1=$3 h2=$4 h3=$5
 n=5
 zk() {
-	JVMFLAGS="-XX:+UseSerialGC -XX:-UsePerfData -XX:TieredStopAtLevel=1 -Xshare:auto -Xmx64m" \
+	JVMFLAGS="-XX:+UseSerialGC -XX:-UsePerfData -XX:TieredStopAtLevel=1 -XX:-UseDynamicNumberOfCompilerThreads -Xshare:auto -Xmx64m" \
 		/usr/share/zookeeper/bin/zkCli.sh -server "$1:2181" 2>&1
 }
 

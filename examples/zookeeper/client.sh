@@ -43,7 +43,7 @@ attempt() {
 	printf '%s\n' "create /lockstep $value" \
 		"connect $h2:2181" "sync /lockstep" "get /lockstep" \
 		"connect $h3:2181" "sync /lockstep" "get /lockstep" "quit" |
-		JVMFLAGS="-XX:+UseSerialGC -XX:-UsePerfData -XX:TieredStopAtLevel=1 -Xshare:auto -Xmx64m" \
+		JVMFLAGS="-XX:+UseSerialGC -XX:-UsePerfData -XX:TieredStopAtLevel=1 -XX:-UseDynamicNumberOfCompilerThreads -Xshare:auto -Xmx64m" \
 			/usr/share/zookeeper/bin/zkCli.sh -server "$h1:2181" 2>&1
 }
 # judge reads zkCli's output: the line after "Sync is OK" (skipping watch

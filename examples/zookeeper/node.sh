@@ -37,6 +37,6 @@ done
 . /usr/share/zookeeper/bin/zkEnv.sh
 log=
 [ -r /usr/share/java/slf4j-simple.jar ] && log=:/usr/share/java/slf4j-simple.jar
-exec "$JAVA" -XX:+UseSerialGC -XX:-UsePerfData -XX:TieredStopAtLevel=1 -Xshare:auto -Xmx256m \
+exec "$JAVA" -XX:+UseSerialGC -XX:-UsePerfData -XX:TieredStopAtLevel=1 -XX:-UseDynamicNumberOfCompilerThreads -Xshare:auto -Xmx256m \
 	-Dzookeeper.log.dir="$dir" -Dorg.slf4j.simpleLogger.showDateTime=true \
 	-cp "$CLASSPATH$log" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg"
