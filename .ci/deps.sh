@@ -18,6 +18,7 @@ command -v etcd >/dev/null || need+=(etcd-server etcd-client) # examples/etcd un
 [ -x /usr/bin/redis-sentinel ] || need+=(redis-sentinel)         # examples/redis
 [ -x /usr/share/zookeeper/bin/zkCli.sh ] || need+=(zookeeper)    # examples/zookeeper (ZooKeeper 3.8)
 [ -x /usr/sbin/nats-server ] || need+=(nats-server)              # examples/nats (NATS 2.9)
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need+=(rabbitmq-server) # examples/rabbitmq (RabbitMQ 3.10)
 if [ "${1:-}" = bpf ]; then
   command -v clang >/dev/null || need+=(clang)
   command -v llvm-strip >/dev/null || need+=(llvm)

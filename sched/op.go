@@ -339,13 +339,30 @@ func processOf(lpid string) string {
 	return lpid
 }
 
-// RuntimeBackoff says o is a sleep of HotSpot's VM thread: the 10 µs
-// back-off it sleeps while a thread it brings to a safepoint still runs
-// Java code. Whether it has to is how far that thread got, which the
-// machine's timing decides, so a replay may meet one the recorded run did
-// not make, or miss one it made (Replay).
+// RuntimeBackoff says o is a wait a language runtime makes for itself as
+// often as the machine's timing has it: a sleep of HotSpot's VM thread
+// (the 10 µs back-off it sleeps while a thread it brings to a safepoint
+// still runs Java code: whether it has to is how far that thread got), or
+// a poll of an Erlang VM's aux thread (it polls the VM's fallback poll
+// set, the descriptors epoll refuses, whenever a scheduler hands it work,
+// and how many times before the scheduler's next op is how far the two
+// got). A replay may meet one the recorded run did not make, or miss one
+// it made (Replay).
 func (o *Op) RuntimeBackoff() bool {
-	return o.Kind == Sleep && strings.HasPrefix(o.Thread, "VM Thread")
+	switch o.Kind {
+	case Sleep:
+		return strings.HasPrefix(o.Thread, "VM Thread")
+	case Poll:
+		return beamAux(o.Thread)
+	}
+	return false
+}
+
+// beamAux says whether a thread name is an Erlang VM's aux thread's
+// ("1_aux": the VM names its threads by index and role).
+func beamAux(name string) bool {
+	n, ok := strings.CutSuffix(name, "_aux")
+	return ok && n != "" && strings.Trim(n, "0123456789") == ""
 }
 
 // SameOnProcess reports whether a and b are the same operation of the same

@@ -431,7 +431,10 @@ type Replay struct {
 	// Backoffs counts a runtime's back-off sleeps (Op.RuntimeBackoff) the
 	// recorded run made and this one did not, or the other way round.
 	Backoffs int
-	fork     func(seed int64)
+	// extras counts the back-offs released in a row that the recorded run
+	// did not make (maxExtraBackoffs).
+	extras int
+	fork   func(seed int64)
 	// now is the virtual time of the decision at hand, once the engine
 	// has told it (clocked; Clocked).
 	now     time.Duration
@@ -475,7 +478,7 @@ func (r *Replay) Recalled() *Op { return r.recalled }
 func (r *Replay) Reset(seed int64, stepsHint int) {
 	r.step = 0
 	r.recalled = nil
-	r.Moved, r.Backoffs = 0, 0
+	r.Moved, r.Backoffs, r.extras = 0, 0, 0
 	r.now, r.clocked = 0, false
 	if r.fallback != nil {
 		r.fallback.Reset(seed, stepsHint)
@@ -560,16 +563,18 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 			// A back-off the recorded run made and this one need not.
 			r.Backoffs++
 			return r.Next(enabled)
-		case j >= 0:
+		case j >= 0 && r.extras < maxExtraBackoffs:
 			// One this run makes and the recorded run did not: the
 			// recorded op waits on it (a safepoint's threads wait for
-			// the VM thread).
+			// the VM thread, a scheduler for its aux thread).
 			r.step--
 			r.Backoffs++
+			r.extras++
 			return j, nil
 		}
 		return 0, err
 	}
+	r.extras = 0
 	// What the op carries must be what was recorded too: a byte count or
 	// peer that differs is another exchange under the same call.
 	if d := ValuesDiffer(want, enabled[i]); d != "" {
@@ -583,6 +588,11 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 	r.recalled = want
 	return i, nil
 }
+
+// maxExtraBackoffs bounds the back-offs a replay releases in a row while
+// the recorded op does not come: a runtime that polls on and on while it
+// waits for something the recorded run did has parted from it.
+const maxExtraBackoffs = 1000
 
 // sameDraw says whether an offered fault carries the recorded one's
 // draws: its node and its size (an outage's length, a pause's), as

@@ -525,6 +525,8 @@ func TestReplayBackoffs(t *testing.T) {
 	send := Op{ID: 5, LPID: "zk/0/t0.1.18", Kind: Send, Site: "libnio.so+0x72eb", Peer: "10.77.0.2:2888", Bytes: 20, Syscall: "write"}
 	backoff := Op{ID: 4, LPID: "zk/0/t0.1.1", Kind: Sleep, Thread: "VM Thread", Site: "libc.so.6+0xd3e53", Syscall: "clock_nanosleep"}
 	other := Op{ID: 6, LPID: "zk/0/t0.1.20", Kind: Sleep, Thread: "WorkerSender", Site: "libc.so.6+0xd3e53", Syscall: "clock_nanosleep"}
+	aux := Op{ID: 7, LPID: "r1/0.6/t0.7", Kind: Poll, Thread: "1_aux", Site: "beam.smp+0x27c175", Syscall: "ppoll"}
+	poller := Op{ID: 8, LPID: "r1/0.6/t0.8", Kind: Poll, Thread: "0_poller", Site: "beam.smp+0x26a839", Syscall: "epoll_wait"}
 	for _, tt := range []struct {
 		name     string
 		recorded []Op
@@ -536,6 +538,9 @@ func TestReplayBackoffs(t *testing.T) {
 		{"made, not recorded", []Op{send}, []*Op{&backoff}, 0, 1},
 		{"made and recorded", []Op{backoff, send}, []*Op{&send, &backoff}, 1, 0},
 		{"another sleep, not recorded", []Op{send}, []*Op{&other}, -1, 0},
+		{"an aux thread's poll, recorded, not made", []Op{aux, send}, []*Op{&send}, 0, 1},
+		{"an aux thread's poll, made, not recorded", []Op{send}, []*Op{&aux}, 0, 1},
+		{"another poll, not recorded", []Op{send}, []*Op{&poller}, -1, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := &Trace{}
@@ -558,5 +563,63 @@ func TestReplayBackoffs(t *testing.T) {
 				t.Fatalf("released %d (back-offs %d, err %v), want %d (%d)", i, r.Backoffs, err, tt.want, tt.backoffs)
 			}
 		})
+	}
+}
+
+// A replay releases back-offs the recorded run did not make while the
+// recorded op does not come, but not without end: a runtime polling on
+// and on has parted from the recorded run.
+func TestReplayExtraBackoffsBounded(t *testing.T) {
+	send := Op{ID: 5, LPID: "r1/0.6/t0.4", Kind: Send, Thread: "1_scheduler", Site: "beam.smp+0x285b46", Peer: "10.77.0.2:32772", Bytes: 48, Syscall: "writev"}
+	aux := Op{ID: 7, LPID: "r1/0.6/t0.7", Kind: Poll, Thread: "1_aux", Site: "beam.smp+0x27c175", Syscall: "ppoll"}
+	r := NewReplay(&Trace{Records: []Record{{Op: send}}}, nil, testFaults)
+	r.Reset(1, 0)
+	for n := 0; ; n++ {
+		i, err := r.Next([]*Op{&aux})
+		if err != nil {
+			if n != maxExtraBackoffs {
+				t.Fatalf("parted after %d extra polls, want %d", n, maxExtraBackoffs)
+			}
+			break
+		}
+		if i != 0 || n > maxExtraBackoffs {
+			t.Fatalf("extra poll %d: released %d", n, i)
+		}
+	}
+	// A matched op starts the count again.
+	r.Reset(1, 0)
+	for range maxExtraBackoffs - 1 {
+		if _, err := r.Next([]*Op{&aux}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if i, err := r.Next([]*Op{&aux, &send}); err != nil || i != 1 {
+		t.Fatalf("released %d (%v), want the recorded send", i, err)
+	}
+	if r.extras != 0 {
+		t.Fatalf("%d extra back-offs counted after the recorded op, want 0", r.extras)
+	}
+}
+
+func TestRuntimeBackoffThreads(t *testing.T) {
+	for _, tt := range []struct {
+		kind   Kind
+		thread string
+		want   bool
+	}{
+		{Sleep, "VM Thread", true},
+		{Poll, "VM Thread", false},
+		{Poll, "1_aux", true},
+		{Poll, "12_aux", true},
+		{Sleep, "1_aux", false},
+		{Poll, "_aux", false},
+		{Poll, "x1_aux", false},
+		{Poll, "0_poller", false},
+		{Poll, "1_scheduler", false},
+	} {
+		o := Op{Kind: tt.kind, Thread: tt.thread}
+		if got := o.RuntimeBackoff(); got != tt.want {
+			t.Errorf("%s of %q: RuntimeBackoff %v, want %v", tt.kind, tt.thread, got, tt.want)
+		}
 	}
 }

@@ -13,8 +13,8 @@ set -u
 dir=$1 a1=$2 a2=$3 settle=${4:-3}
 here=$(cd "$(dirname "$0")" && pwd)
 export HOME="$dir"
-# Each rabbitmqctl is an Erlang VM: no spinning schedulers (see node.sh).
-export ERL_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none +SDio 2"
+# Each rabbitmqctl is an Erlang VM: the same flags as the nodes' (node.sh).
+export ERL_FLAGS="+sbwt none +sbwtdcpu none +sbwtdio none +S 1:1 +SDcpu 1:1 +SDio 1 +IOs false"
 ctl() {
 	node=$1
 	shift

@@ -66,7 +66,7 @@ func TestRaftTrialsReplay(t *testing.T) {
 				pauses++
 			}
 		}
-		if diff := replay(t, r.TracePath); diff != "" {
+		if diff := extest.ReplayTwice(t, r.TracePath); diff != "" {
 			t.Errorf("trial %d (%d steps, %v): replay: %s", r.Index, len(tr.Records), r.Outcome.Kind, diff)
 		}
 	}
@@ -109,7 +109,7 @@ func TestRaftSnapshotLivelockFound(t *testing.T) {
 	// The trial ends at the livelock, before the liveness check in whose
 	// last second a replay of the tick workaround's trace used to part
 	// ways at a Go sysmon sleep (README.md).
-	if diff := replay(t, r.TracePath); diff != "" {
+	if diff := extest.ReplayTwice(t, r.TracePath); diff != "" {
 		t.Errorf("trial %d's trace did not replay: %s", r.Index, diff)
 	}
 }
@@ -160,30 +160,9 @@ func requireClientFailure(t *testing.T, spec string, trial int, want string, wor
 		t.Fatalf("trial %d: %v; want %s: %s", r.Index, r.Outcome, want, cerr)
 	}
 	t.Logf("trial %d: %s", r.Index, cerr)
-	if diff := replay(t, r.TracePath); diff != "" {
+	if diff := extest.ReplayTwice(t, r.TracePath); diff != "" {
 		t.Errorf("trial %d's trace did not replay: %s", r.Index, diff)
 	}
-}
-
-// replay replays a trace and returns how it differed, "" when it matched.
-// A replay that parts ways is tried once more: about one replay in six of
-// these traces parts ways where the trace has a Go runtime's sysmon thread
-// in one more nanosleep at the same virtual instant than the replay finds
-// (a tracer issue, see README.md); two in a row is a failure.
-func replay(t *testing.T, trace string) string {
-	t.Helper()
-	var diffs []string
-	for range 2 {
-		rr := extest.Replay(t, trace)
-		if rr.Same {
-			if len(diffs) > 0 {
-				t.Logf("the first replay parted ways (%s); the second matched", diffs[0])
-			}
-			return ""
-		}
-		diffs = append(diffs, rr.Diff)
-	}
-	return strings.Join(diffs, "; then ")
 }
 
 // BenchmarkRaftTrial: one trial of the example without faults natively

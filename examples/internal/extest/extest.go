@@ -119,6 +119,28 @@ func Replay(tb testing.TB, trace string) *engine.ReplayResult {
 	return rr
 }
 
+// ReplayTwice replays trace and returns how it differed, "" when it
+// matched. A replay that parts ways is tried once more, and a match the
+// second time is logged with the first difference: on a real system a
+// replay parts now and then where threads hand work to each other through
+// memory lockstep does not see (each example's README says where); two in
+// a row is a failure.
+func ReplayTwice(tb testing.TB, trace string) string {
+	tb.Helper()
+	var diffs []string
+	for range 2 {
+		rr := Replay(tb, trace)
+		if rr.Same {
+			if len(diffs) > 0 {
+				tb.Logf("the first replay parted ways (%s); the second matched", diffs[0])
+			}
+			return ""
+		}
+		diffs = append(diffs, rr.Diff)
+	}
+	return strings.Join(diffs, "; then ")
+}
+
 // ExplainFirst explains the first failing trial of sp's POS campaign of
 // seed 1 (at most trials), with explain's default budget and no
 // probability curve, and logs the story and its cost. It fails the test
