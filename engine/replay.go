@@ -212,7 +212,7 @@ func compareReplay(tr *sched.Trace, res *TrialResult, tail *sched.ReplayTail) *R
 	case res.Outcome.Kind != want:
 		rr.Same, rr.Diff = false, fmt.Sprintf("outcome %s, trace has %s", res.Outcome.Kind, want)
 	default:
-		// A runtime's back-off sleeps (sched.Op.RuntimeBackoff) are the
+		// A runtime's back-offs (sched.Op.RuntimeBackoff: sleeps, polls) are the
 		// machine's timing's: the replay may make one the trace has not.
 		got, want := withoutBackoffs(res.Records), withoutBackoffs(tr.Records)
 		tailOps := tail.Len()
@@ -246,7 +246,7 @@ func compareReplay(tr *sched.Trace, res *TrialResult, tail *sched.ReplayTail) *R
 	return rr
 }
 
-// withoutBackoffs is recs without a runtime's back-off sleeps.
+// withoutBackoffs is recs without a runtime's back-offs.
 func withoutBackoffs(recs []sched.Record) []sched.Record {
 	out := make([]sched.Record, 0, len(recs))
 	for _, r := range recs {

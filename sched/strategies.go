@@ -428,7 +428,7 @@ type Replay struct {
 	// Moved counts the decisions matched on another thread of the recorded
 	// op's process (see SameOnProcess).
 	Moved int
-	// Backoffs counts a runtime's back-off sleeps (Op.RuntimeBackoff) the
+	// Backoffs counts a runtime's back-offs (Op.RuntimeBackoff) the
 	// recorded run made and this one did not, or the other way round.
 	Backoffs int
 	// extras counts the back-offs released in a row that the recorded run

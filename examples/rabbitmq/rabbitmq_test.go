@@ -52,9 +52,10 @@ func TestRabbitMQCluster(t *testing.T) {
 // The race of README.md ("A race lockstep found"), without the client's
 // wait: POS releases r2's stop_app inside the 200 ms in which its boot has
 // not yet polled its finished boot, start_app then starts nothing, and r1
-// never sees two nodes (client exit 3). Its trace must replay: with the
-// example's Erlang flags a BEAM's threads poll from one call site each.
-// Seed 2, whose first trial gave the same ops in two runs.
+// never sees two nodes (client exit 3). Its trace must replay: the
+// example's Erlang flags take the schedulers' own polls away, and a replay
+// lets the aux thread's polls go by. Seed 2, whose first trial gave the
+// same ops in two runs.
 func TestRabbitMQRace(t *testing.T) {
 	requireRabbitMQ(t)
 	sp := extest.LoadSpec(t, "spec-race.yaml")
