@@ -92,6 +92,9 @@ type ReplayResult struct {
 	// Moved counts ops that ran on another thread of the same process than
 	// in the trace (Go, JVM): the same schedule, other OS threads.
 	Moved int
+	// Resited counts ops the same thread made from another call site than
+	// in the trace (sched.Resited): the same exchange down another path.
+	Resited int
 	// Tail counts ops released after the trace's last decision, before the
 	// trace's outcome came: processes on their way out (a JVM's exit).
 	Tail int
@@ -228,6 +231,10 @@ func compareReplay(tr *sched.Trace, res *TrialResult, tail *sched.ReplayTail) *R
 		for i := range want {
 			a, b := got[i].Op, want[i].Op
 			d := sched.Differs(&b, &a, true)
+			if d != "" && sched.Resited(&b, &a) {
+				d = ""
+				rr.Resited++
+			}
 			if d == "" {
 				d = sched.ValuesDiffer(&b, &a)
 			}

@@ -8,12 +8,17 @@ import (
 
 // A replay and its trace are compared op for op with the runtime's back-off
 // sleeps left out of both (sched.Op.RuntimeBackoff): the machine's timing
-// decides them. Any other op in one and not the other still differs.
+// decides them. Any other op in one and not the other still differs, and an
+// op from another call site is the same only on the recorded thread.
 func TestCompareReplayBackoffs(t *testing.T) {
 	send := sched.Op{ID: 5, LPID: "zk/0/t0.1.18", Kind: sched.Send, Site: "libnio.so+0x72eb", Peer: "10.77.0.2:2888", Bytes: 20, Syscall: "write"}
 	backoff := sched.Op{ID: 4, LPID: "zk/0/t0.1.1", Kind: sched.Sleep, Thread: "VM Thread", Site: "libc.so.6+0xd3e53", Syscall: "clock_nanosleep"}
 	other := backoff
 	other.Thread = "WorkerSender"
+	resited := send
+	resited.Site = "libnio.so+0x7310"
+	moved := resited
+	moved.LPID = "zk/0/t0.1.19"
 	recs := func(ops ...sched.Op) []sched.Record {
 		var out []sched.Record
 		for i, o := range ops {
@@ -26,13 +31,17 @@ func TestCompareReplayBackoffs(t *testing.T) {
 		trace, rerun []sched.Record
 		tail         int // ops the replay's tail released
 		same         bool
+		resited      int
 	}{
-		{"a back-off only in the trace", recs(send, backoff, send), recs(send, send), 0, true},
-		{"a back-off only in the replay", recs(send, send), recs(backoff, send, send), 0, true},
-		{"another sleep only in the replay", recs(send, send), recs(other, send, send), 0, false},
+		{"a back-off only in the trace", recs(send, backoff, send), recs(send, send), 0, true, 0},
+		{"a back-off only in the replay", recs(send, send), recs(backoff, send, send), 0, true, 0},
+		{"another sleep only in the replay", recs(send, send), recs(other, send, send), 0, false, 0},
 		// Past the trace's last op, as a JVM exits: two tail ops, one of
 		// them a back-off.
-		{"a back-off in the tail", recs(send), recs(send, backoff, send), 2, true},
+		{"a back-off in the tail", recs(send), recs(send, backoff, send), 2, true, 0},
+		// The same thread's send from another call site (sched.Resited).
+		{"a send from another site", recs(send, send), recs(send, resited), 0, true, 1},
+		{"from another site and thread", recs(send, send), recs(send, moved), 0, false, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := &sched.Trace{Records: tt.trace, Outcome: &sched.Outcome{Kind: Pass}}
@@ -42,8 +51,8 @@ func TestCompareReplayBackoffs(t *testing.T) {
 				tail.Next([]*sched.Op{&send})
 			}
 			rr := compareReplay(tr, res, tail)
-			if rr.Same != tt.same {
-				t.Errorf("same %v (%s), want %v", rr.Same, rr.Diff, tt.same)
+			if rr.Same != tt.same || rr.Resited != tt.resited {
+				t.Errorf("same %v (%s), %d resited, want %v, %d", rr.Same, rr.Diff, rr.Resited, tt.same, tt.resited)
 			}
 		})
 	}

@@ -777,7 +777,7 @@ func tracks(o, want *Op) bool {
 	case want.Kind.IsFault():
 		return o.Kind == want.Kind && o.Node == want.Node
 	}
-	return same(o, want) || SameOnProcess(o, want)
+	return same(o, want) || SameOnProcess(o, want) || Resited(want, o)
 }
 
 // Done is false: a forced run ends when the run does (Awaiter).
@@ -795,7 +795,7 @@ func (f *Forced) Ready(enabled []*Op) bool {
 		return true
 	}
 	for _, o := range enabled {
-		if same(o, want) || SameOnProcess(o, want) {
+		if tracks(o, want) {
 			return true
 		}
 	}

@@ -374,6 +374,25 @@ func beamAux(name string) bool {
 // compared.
 func SameOnProcess(a, b *Op) bool { return Differs(a, b, true) == "" }
 
+// Resited reports whether got is want made from another call site by the
+// same thread: the same kind, object, syscall and (for a send or recv) its
+// connection, only the site differs. A runtime may make one exchange from
+// two places (an Erlang VM writes to a distribution connection at once or
+// from a queued port task, as its port happens to be busy); the bytes it
+// carries are compared apart (ValuesDiffer). Faults and clock moves have
+// no site.
+func Resited(want, got *Op) bool {
+	if want.Kind.IsFault() || want.Kind == Advance || want.Site == got.Site || want.LPID != got.LPID {
+		return false
+	}
+	if want.Conn != got.Conn && want.Conn != "" && got.Conn != "" {
+		return false
+	}
+	o := *got
+	o.Site = want.Site
+	return Differs(want, &o, false) == ""
+}
+
 // DatagramSyscall marks the deliver op of a UDP datagram (its Syscall):
 // a drop fault may discard it, and it may overtake the datagrams sent
 // before it on its socket pair, which a TCP delivery never does.

@@ -428,6 +428,9 @@ type Replay struct {
 	// Moved counts the decisions matched on another thread of the recorded
 	// op's process (see SameOnProcess).
 	Moved int
+	// Resited counts the decisions matched on the recorded op made from
+	// another call site (see Resited).
+	Resited int
 	// Backoffs counts a runtime's back-offs (Op.RuntimeBackoff) the
 	// recorded run made and this one did not, or the other way round.
 	Backoffs int
@@ -478,7 +481,7 @@ func (r *Replay) Recalled() *Op { return r.recalled }
 func (r *Replay) Reset(seed int64, stepsHint int) {
 	r.step = 0
 	r.recalled = nil
-	r.Moved, r.Backoffs, r.extras = 0, 0, 0
+	r.Moved, r.Resited, r.Backoffs, r.extras = 0, 0, 0, 0
 	r.now, r.clocked = 0, false
 	if r.fallback != nil {
 		r.fallback.Reset(seed, stepsHint)
@@ -516,7 +519,11 @@ func (r *Replay) Declines(o *Op) bool {
 
 // Ready reports whether the next recorded decision can be made among
 // enabled (or the records have run out): a replay that finds its op
-// missing may settle again before it calls the run diverged.
+// missing may settle again before it calls the run diverged. A recorded
+// back-off is waited for as any op is, unless its thread waits at
+// another op: the aux thread that makes it may be what the next recorded
+// op waits on (an Erlang VM's scheduler resumes once its aux thread has
+// polled), and passed over at once it is missed for good.
 func (r *Replay) Ready(enabled []*Op) bool {
 	i := r.step
 	for i < len(r.records) && r.records[i].Auto {
@@ -527,11 +534,19 @@ func (r *Replay) Ready(enabled []*Op) bool {
 	}
 	want := &r.records[i].Op
 	for _, o := range enabled {
-		if same(o, want) || SameOnProcess(o, want) || o.RuntimeBackoff() {
+		switch {
+		case same(o, want) || SameOnProcess(o, want) || Resited(want, o):
+			return true
+		case want.RuntimeBackoff() && o.LPID == want.LPID:
+			// Its thread waits at another op: the back-off will not
+			// come first.
+			return true
+		case o.RuntimeBackoff() && !want.RuntimeBackoff():
+			// One this run makes and the recorded run did not (Next).
 			return true
 		}
 	}
-	return want.RuntimeBackoff()
+	return false
 }
 
 func (r *Replay) Next(enabled []*Op) (int, error) {
@@ -631,11 +646,17 @@ func (r *Replay) find(want *Op, enabled []*Op) (int, error) {
 		// the JVM run a goroutine's or a task's syscalls on whichever
 		// thread is free.
 		moved,
+		// The recorded thread's next op, the same but for its call site
+		// (Resited): no other op is the recorded one.
+		func(o *Op) bool { return Resited(want, o) },
 	} {
 		for i, o := range enabled {
 			if match(o) {
 				if o.LPID != want.LPID {
 					r.Moved++
+				}
+				if o.Site != want.Site {
+					r.Resited++
 				}
 				return i, nil
 			}

@@ -338,7 +338,7 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("replay %v, recorded %v", got, order)
 	}
 	// A divergence names the step and both ops.
-	rec.Records[0].Op.Site = "Z9"
+	rec.Records[0].Op.Object = "inbox:y"
 	r := NewReplay(rec, nil, testFaults)
 	r.Reset(0, 0)
 	_, err := r.Next([]*Op{{ID: 1, LPID: "A", Kind: Send, Object: "inbox:x", Site: "A1"}})
@@ -527,20 +527,24 @@ func TestReplayBackoffs(t *testing.T) {
 	other := Op{ID: 6, LPID: "zk/0/t0.1.20", Kind: Sleep, Thread: "WorkerSender", Site: "libc.so.6+0xd3e53", Syscall: "clock_nanosleep"}
 	aux := Op{ID: 7, LPID: "r1/0.6/t0.7", Kind: Poll, Thread: "1_aux", Site: "beam.smp+0x27c175", Syscall: "ppoll"}
 	poller := Op{ID: 8, LPID: "r1/0.6/t0.8", Kind: Poll, Thread: "0_poller", Site: "beam.smp+0x26a839", Syscall: "epoll_wait"}
+	vmOther := Op{ID: 9, LPID: backoff.LPID, Kind: Recv, Thread: "VM Thread", Site: "libc.so.6+0x11e8a2", Syscall: "read"}
 	for _, tt := range []struct {
 		name     string
 		recorded []Op
 		enabled  []*Op
-		want     int // -1: parts
+		ready    bool // false: the replay settles again first
+		want     int  // -1: parts
 		backoffs int
 	}{
-		{"recorded, not made", []Op{backoff, send}, []*Op{&send}, 0, 1},
-		{"made, not recorded", []Op{send}, []*Op{&backoff}, 0, 1},
-		{"made and recorded", []Op{backoff, send}, []*Op{&send, &backoff}, 1, 0},
-		{"another sleep, not recorded", []Op{send}, []*Op{&other}, -1, 0},
-		{"an aux thread's poll, recorded, not made", []Op{aux, send}, []*Op{&send}, 0, 1},
-		{"an aux thread's poll, made, not recorded", []Op{send}, []*Op{&aux}, 0, 1},
-		{"another poll, not recorded", []Op{send}, []*Op{&poller}, -1, 0},
+		// Not made yet: waited for (Ready false), then passed over.
+		{"recorded, not made", []Op{backoff, send}, []*Op{&send}, false, 0, 1},
+		{"recorded, its thread at another op", []Op{backoff, send}, []*Op{&send, &vmOther}, true, 0, 1},
+		{"made, not recorded", []Op{send}, []*Op{&backoff}, true, 0, 1},
+		{"made and recorded", []Op{backoff, send}, []*Op{&send, &backoff}, true, 1, 0},
+		{"another sleep, not recorded", []Op{send}, []*Op{&other}, false, -1, 0},
+		{"an aux thread's poll, recorded, not made", []Op{aux, send}, []*Op{&send}, false, 0, 1},
+		{"an aux thread's poll, made, not recorded", []Op{send}, []*Op{&aux}, true, 0, 1},
+		{"another poll, not recorded", []Op{send}, []*Op{&poller}, false, -1, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := &Trace{}
@@ -549,8 +553,8 @@ func TestReplayBackoffs(t *testing.T) {
 			}
 			r := NewReplay(tr, nil, testFaults)
 			r.Reset(1, 0)
-			if !r.Ready(tt.enabled) && tt.want >= 0 {
-				t.Errorf("not ready")
+			if got := r.Ready(tt.enabled); got != tt.ready {
+				t.Errorf("ready %v, want %v", got, tt.ready)
 			}
 			i, err := r.Next(tt.enabled)
 			if tt.want < 0 {
@@ -598,6 +602,46 @@ func TestReplayExtraBackoffsBounded(t *testing.T) {
 	}
 	if r.extras != 0 {
 		t.Fatalf("%d extra back-offs counted after the recorded op, want 0", r.extras)
+	}
+}
+
+// A thread's op made from another call site than the recorded one is the
+// recorded op when nothing else is, and no more: another thread, another
+// connection or another byte count still parts.
+func TestReplayResited(t *testing.T) {
+	send := Op{ID: 5, LPID: "r2/0.6/t0.4", Kind: Send, Thread: "1_scheduler", Site: "beam.smp+0x285b46", Conn: "10.77.0.2:25672-10.77.0.3:32771", Peer: "10.77.0.3:32771", Bytes: 178, Syscall: "writev"}
+	at := func(f func(o *Op)) *Op { o := send; o.Site = "beam.smp+0x240818"; f(&o); return &o }
+	for _, tt := range []struct {
+		name    string
+		enabled []*Op
+		want    int // -1: parts
+		resited int
+	}{
+		{"the recorded site", []*Op{&send}, 0, 0},
+		{"another site", []*Op{at(func(*Op) {})}, 0, 1},
+		{"another site beside the recorded one", []*Op{at(func(*Op) {}), &send}, 1, 0},
+		{"another thread", []*Op{at(func(o *Op) { o.LPID = "r2/0.6/t0.5" })}, -1, 0},
+		{"another connection", []*Op{at(func(o *Op) { o.Conn = "10.77.0.2:25672-10.77.0.1:32770" })}, -1, 0},
+		{"another syscall", []*Op{at(func(o *Op) { o.Syscall = "sendmsg" })}, -1, 0},
+		{"another byte count", []*Op{at(func(o *Op) { o.Bytes = 152 })}, -1, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReplay(&Trace{Records: []Record{{Op: send}}}, nil, testFaults)
+			r.Reset(1, 0)
+			if got := r.Ready(tt.enabled); got != (tt.want >= 0 || tt.resited > 0) {
+				t.Errorf("ready %v", got)
+			}
+			i, err := r.Next(tt.enabled)
+			if tt.want < 0 {
+				if err == nil {
+					t.Fatalf("released %v, want the replay to part", tt.enabled[i])
+				}
+				return
+			}
+			if err != nil || i != tt.want || r.Resited != tt.resited {
+				t.Fatalf("released %d (resited %d, err %v), want %d (%d)", i, r.Resited, err, tt.want, tt.resited)
+			}
+		})
 	}
 }
 

@@ -495,6 +495,9 @@ func replayCmd() *cli.Command {
 			if rr.Moved > 0 {
 				fmt.Fprintf(c.App.Writer, "(%d ops ran on another thread of the same process, as Go and JVM runtimes do)\n", rr.Moved)
 			}
+			if rr.Resited > 0 {
+				fmt.Fprintf(c.App.Writer, "(%d ops made by the same thread from another call site, as a runtime may send or poll down two paths)\n", rr.Resited)
+			}
 			if rr.Tail > 0 {
 				fmt.Fprintf(c.App.Writer, "(%d ops after the trace's last one, before its outcome: processes on their way out)\n", rr.Tail)
 			}
