@@ -698,7 +698,7 @@ func (t *Trial) outcomeOrStart(st *tracer.State) (tracer.Action, bool, error) {
 		a, err := t.launch(n)
 		return a, true, err
 	}
-	if len(t.clients) == 0 && t.starts.empty() {
+	if len(t.clients) == 0 && t.starts.empty() && !t.owed(st) {
 		a, err := t.stop(Pass, "", "")
 		return a, true, err
 	}
@@ -772,6 +772,14 @@ func (t *Trial) limits(st *tracer.State) (tracer.Action, bool, error) {
 		return a, true, err
 	}
 	return tracer.Action{}, false, nil
+}
+
+// owed says whether a replay's next decision is enabled though the clients
+// are done (sched.Ender): the recorded run released it before it saw their
+// exits, so this one does too before it ends.
+func (t *Trial) owed(st *tracer.State) bool {
+	e, ok := t.p.strategy.(sched.Ender)
+	return ok && e.Owes(st.Enabled)
 }
 
 // choices are what the strategy chooses among at now: the ready ops (not

@@ -474,6 +474,22 @@ func (r *Replay) Done() bool {
 	return true
 }
 
+// Owes says whether the trace's next decision, a back-off aside, is among
+// enabled (Ender).
+func (r *Replay) Owes(enabled []*Op) bool {
+	i := r.step
+	for i < len(r.records) && (r.records[i].Auto || r.records[i].Op.RuntimeBackoff()) {
+		i++
+	}
+	if i >= len(r.records) {
+		return false
+	}
+	want := &r.records[i].Op
+	return slices.ContainsFunc(enabled, func(o *Op) bool {
+		return same(o, want) || SameOnProcess(o, want) || Resited(want, o)
+	})
+}
+
 // Recalled is the recorded op the last Next chose (Recaller); nil when
 // the records had run out.
 func (r *Replay) Recalled() *Op { return r.recalled }

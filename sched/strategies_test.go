@@ -645,6 +645,38 @@ func TestReplayResited(t *testing.T) {
 	}
 }
 
+// A replay owes the run its next decision while that op is offered, a
+// back-off aside: the clients' exits do not end the run before it.
+func TestReplayOwes(t *testing.T) {
+	poll := Op{ID: 9, LPID: "c/0.3/t0", Kind: Poll, Thread: "erl_child_setup", Site: "erl_child_setup+0x3c51", Syscall: "pselect6"}
+	aux := Op{ID: 7, LPID: "c/0/t0.18", Kind: Poll, Thread: "1_aux", Site: "beam.smp+0x27c175", Syscall: "ppoll"}
+	other := Op{ID: 8, LPID: "s/0/t0.4", Kind: Poll, Thread: "1_scheduler", Site: "beam.smp+0x26a839", Syscall: "epoll_wait"}
+	for _, tt := range []struct {
+		name     string
+		recorded []Op
+		enabled  []*Op
+		owes     bool
+	}{
+		{"its next op offered", []Op{poll}, []*Op{&other, &poll}, true},
+		{"its next op not offered", []Op{poll}, []*Op{&other}, false},
+		{"a back-off before it", []Op{aux, poll}, []*Op{&poll}, true},
+		{"only back-offs left", []Op{aux}, []*Op{&aux}, false},
+		{"nothing left", nil, []*Op{&poll}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &Trace{}
+			for _, o := range tt.recorded {
+				tr.Records = append(tr.Records, Record{Op: o})
+			}
+			r := NewReplay(tr, nil, testFaults)
+			r.Reset(1, 0)
+			if got := r.Owes(tt.enabled); got != tt.owes {
+				t.Errorf("owes %v, want %v", got, tt.owes)
+			}
+		})
+	}
+}
+
 func TestRuntimeBackoffThreads(t *testing.T) {
 	for _, tt := range []struct {
 		kind   Kind

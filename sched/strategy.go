@@ -34,6 +34,14 @@ type Awaiter interface {
 	Ready(enabled []*Op) bool
 }
 
+// Ender is a strategy whose records say where a run ends (Replay). The
+// clients' exits end a run once each is seen, and the recorded run may have
+// released an op or two more (a child process's last poll) before it saw
+// them: while Owes the enabled ops its next decision, the run goes on.
+type Ender interface {
+	Owes(enabled []*Op) bool
+}
+
 // Predictor is what conflict analysis offers the "+" variants: whether an
 // operation with this signature may take part in a conflict. A signature
 // never seen before may conflict.
