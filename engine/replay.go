@@ -95,6 +95,11 @@ type ReplayResult struct {
 	// Resited counts ops the same thread made from another call site than
 	// in the trace (sched.Resited): the same exchange down another path.
 	Resited int
+	// Short counts ops at the end of a passing trace that the replay did
+	// not make: its clients were done, and the processes that made them
+	// in the recorded run ended first here (a child killed by its parent
+	// on the way out). At most replayShortMax.
+	Short int
 	// Tail counts ops released after the trace's last decision, before the
 	// trace's outcome came: processes on their way out (a JVM's exit).
 	Tail int
@@ -110,6 +115,10 @@ type ReplayResult struct {
 // replayTailMax bounds the ops a replay releases past the trace's last
 // decision while it waits for the trace's outcome.
 const replayTailMax = 100
+
+// replayShortMax bounds the ops at a passing trace's end that its replay,
+// its clients done, may lack (ReplayResult.Short).
+const replayShortMax = 10
 
 // Replay re-runs the trial a trace describes, forcing its decisions.
 func Replay(ctx context.Context, tracePath, outDir string) (*ReplayResult, error) {
@@ -222,6 +231,12 @@ func compareReplay(tr *sched.Trace, res *TrialResult, tail *sched.ReplayTail) *R
 		if tailOps <= len(res.Records) {
 			// The tail's own back-offs went with the rest.
 			tailOps = len(withoutBackoffs(res.Records[len(res.Records)-tailOps:]))
+		}
+		if short := len(want) - len(got); res.Outcome.Kind == Pass && tailOps == 0 && short > 0 && short <= replayShortMax {
+			// The clients were done and the trace's last ops did not come
+			// (the trial waited for them, Trial.owed): a process on its
+			// way out was killed by its parent before it reached them.
+			rr.Short, want = short, want[:len(got)]
 		}
 		if len(got) != len(want)+tailOps {
 			rr.Same, rr.Diff = false, fmt.Sprintf("%d ops, trace has %d", len(res.Records), len(tr.Records))

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/sched"
@@ -32,16 +33,22 @@ func TestCompareReplayBackoffs(t *testing.T) {
 		tail         int // ops the replay's tail released
 		same         bool
 		resited      int
+		short        int
 	}{
-		{"a back-off only in the trace", recs(send, backoff, send), recs(send, send), 0, true, 0},
-		{"a back-off only in the replay", recs(send, send), recs(backoff, send, send), 0, true, 0},
-		{"another sleep only in the replay", recs(send, send), recs(other, send, send), 0, false, 0},
+		{"a back-off only in the trace", recs(send, backoff, send), recs(send, send), 0, true, 0, 0},
+		{"a back-off only in the replay", recs(send, send), recs(backoff, send, send), 0, true, 0, 0},
+		{"another sleep only in the replay", recs(send, send), recs(other, send, send), 0, false, 0, 0},
 		// Past the trace's last op, as a JVM exits: two tail ops, one of
 		// them a back-off.
-		{"a back-off in the tail", recs(send), recs(send, backoff, send), 2, true, 0},
+		{"a back-off in the tail", recs(send), recs(send, backoff, send), 2, true, 0, 0},
 		// The same thread's send from another call site (sched.Resited).
-		{"a send from another site", recs(send, send), recs(send, resited), 0, true, 1},
-		{"from another site and thread", recs(send, send), recs(send, moved), 0, false, 0},
+		{"a send from another site", recs(send, send), recs(send, resited), 0, true, 1, 0},
+		{"from another site and thread", recs(send, send), recs(send, moved), 0, false, 0, 0},
+		// A passing trace's last op, which the replay's clients were done
+		// before (Trial.owed), within replayShortMax.
+		{"the trace's last op not made", recs(send, send, other), recs(send, send), 0, true, 0, 1},
+		{"the trace's first op not made", recs(other, send, send), recs(send, send), 0, false, 0, 0},
+		{"more than a few at the trace's end", recs(append([]sched.Op{send}, slices.Repeat([]sched.Op{other}, replayShortMax+1)...)...), recs(send), 0, false, 0, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := &sched.Trace{Records: tt.trace, Outcome: &sched.Outcome{Kind: Pass}}
@@ -51,8 +58,8 @@ func TestCompareReplayBackoffs(t *testing.T) {
 				tail.Next([]*sched.Op{&send})
 			}
 			rr := compareReplay(tr, res, tail)
-			if rr.Same != tt.same || rr.Resited != tt.resited {
-				t.Errorf("same %v (%s), %d resited, want %v, %d", rr.Same, rr.Diff, rr.Resited, tt.same, tt.resited)
+			if rr.Same != tt.same || rr.Resited != tt.resited || rr.Same && rr.Short != tt.short {
+				t.Errorf("same %v (%s), %d resited, %d short, want %v, %d, %d", rr.Same, rr.Diff, rr.Resited, rr.Short, tt.same, tt.resited, tt.short)
 			}
 		})
 	}

@@ -169,9 +169,12 @@ type Trial struct {
 	realLimit time.Time
 	steps     int
 	spinning  int
-	endSince  time.Time                // when a replayed trace's last decision was made
-	missSince time.Time                // when a replay first missed the recorded op
-	skew      map[string]time.Duration // each node's wall-clock offset (time.skew)
+	endSince  time.Time // when a replayed trace's last decision was made
+	missSince time.Time // when a replay first missed the recorded op
+	// endOwedSince is when a replay whose clients were done first waited
+	// for a decision its trace has left (owed).
+	endOwedSince time.Time
+	skew         map[string]time.Duration // each node's wall-clock offset (time.skew)
 	// graceSpent is the real time a deadlock has been watched for since
 	// the last release (Limits.DeadlockGrace).
 	graceSpent time.Duration
@@ -698,9 +701,14 @@ func (t *Trial) outcomeOrStart(st *tracer.State) (tracer.Action, bool, error) {
 		a, err := t.launch(n)
 		return a, true, err
 	}
-	if len(t.clients) == 0 && t.starts.empty() && !t.owed(st) {
-		a, err := t.stop(Pass, "", "")
-		return a, true, err
+	if len(t.clients) == 0 && t.starts.empty() {
+		switch t.owed(st) {
+		case owedNone:
+			a, err := t.stop(Pass, "", "")
+			return a, true, err
+		case owedSoon:
+			return tracer.Action{Wait: time.Millisecond}, true, nil
+		}
 	}
 	if a, done, err := t.limits(st); done || err != nil {
 		return a, true, err
@@ -774,12 +782,36 @@ func (t *Trial) limits(st *tracer.State) (tracer.Action, bool, error) {
 	return tracer.Action{}, false, nil
 }
 
-// owed says whether a replay's next decision is enabled though the clients
-// are done (sched.Ender): the recorded run released it before it saw their
-// exits, so this one does too before it ends.
-func (t *Trial) owed(st *tracer.State) bool {
+// A replay's debt to a run whose clients are done (owed).
+const (
+	owedNone = iota // the run ends
+	owedNow         // the next decision is offered: the step makes it
+	owedSoon        // settle again: a process may reach it yet
+)
+
+// owed says what a replay still owes a run whose clients are done
+// (sched.Ender): the recorded run released its next decision before it
+// saw their exits, so this one does too before it ends. One not offered
+// yet is waited for as a missing op is (replayMissWait): a child's last
+// poll comes once its parent has exited.
+func (t *Trial) owed(st *tracer.State) int {
 	e, ok := t.p.strategy.(sched.Ender)
-	return ok && e.Owes(st.Enabled)
+	if !ok {
+		return owedNone
+	}
+	switch left, offered := e.Owes(st.Enabled); {
+	case offered:
+		return owedNow
+	case !left:
+		return owedNone
+	}
+	if t.endOwedSince.IsZero() {
+		t.endOwedSince = time.Now()
+	}
+	if time.Since(t.endOwedSince) < replayMissWait {
+		return owedSoon
+	}
+	return owedNone
 }
 
 // choices are what the strategy chooses among at now: the ready ops (not

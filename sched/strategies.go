@@ -474,18 +474,18 @@ func (r *Replay) Done() bool {
 	return true
 }
 
-// Owes says whether the trace's next decision, a back-off aside, is among
-// enabled (Ender).
-func (r *Replay) Owes(enabled []*Op) bool {
+// Owes says whether the trace has a decision left, a back-off aside, and
+// whether it is among enabled (Ender).
+func (r *Replay) Owes(enabled []*Op) (left, offered bool) {
 	i := r.step
 	for i < len(r.records) && (r.records[i].Auto || r.records[i].Op.RuntimeBackoff()) {
 		i++
 	}
 	if i >= len(r.records) {
-		return false
+		return false, false
 	}
 	want := &r.records[i].Op
-	return slices.ContainsFunc(enabled, func(o *Op) bool {
+	return true, slices.ContainsFunc(enabled, func(o *Op) bool {
 		return same(o, want) || SameOnProcess(o, want) || Resited(want, o)
 	})
 }

@@ -645,8 +645,9 @@ func TestReplayResited(t *testing.T) {
 	}
 }
 
-// A replay owes the run its next decision while that op is offered, a
-// back-off aside: the clients' exits do not end the run before it.
+// A replay owes the run its next decision, a back-off aside, and says
+// whether that op is offered: the clients' exits do not end the run
+// before it.
 func TestReplayOwes(t *testing.T) {
 	poll := Op{ID: 9, LPID: "c/0.3/t0", Kind: Poll, Thread: "erl_child_setup", Site: "erl_child_setup+0x3c51", Syscall: "pselect6"}
 	aux := Op{ID: 7, LPID: "c/0/t0.18", Kind: Poll, Thread: "1_aux", Site: "beam.smp+0x27c175", Syscall: "ppoll"}
@@ -655,13 +656,14 @@ func TestReplayOwes(t *testing.T) {
 		name     string
 		recorded []Op
 		enabled  []*Op
-		owes     bool
+		left     bool
+		offered  bool
 	}{
-		{"its next op offered", []Op{poll}, []*Op{&other, &poll}, true},
-		{"its next op not offered", []Op{poll}, []*Op{&other}, false},
-		{"a back-off before it", []Op{aux, poll}, []*Op{&poll}, true},
-		{"only back-offs left", []Op{aux}, []*Op{&aux}, false},
-		{"nothing left", nil, []*Op{&poll}, false},
+		{"its next op offered", []Op{poll}, []*Op{&other, &poll}, true, true},
+		{"its next op not offered", []Op{poll}, []*Op{&other}, true, false},
+		{"a back-off before it", []Op{aux, poll}, []*Op{&poll}, true, true},
+		{"only back-offs left", []Op{aux}, []*Op{&aux}, false, false},
+		{"nothing left", nil, []*Op{&poll}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := &Trace{}
@@ -670,8 +672,8 @@ func TestReplayOwes(t *testing.T) {
 			}
 			r := NewReplay(tr, nil, testFaults)
 			r.Reset(1, 0)
-			if got := r.Owes(tt.enabled); got != tt.owes {
-				t.Errorf("owes %v, want %v", got, tt.owes)
+			if left, offered := r.Owes(tt.enabled); left != tt.left || offered != tt.offered {
+				t.Errorf("owes %v, offered %v; want %v, %v", left, offered, tt.left, tt.offered)
 			}
 		})
 	}

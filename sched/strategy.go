@@ -37,9 +37,11 @@ type Awaiter interface {
 // Ender is a strategy whose records say where a run ends (Replay). The
 // clients' exits end a run once each is seen, and the recorded run may have
 // released an op or two more (a child process's last poll) before it saw
-// them: while Owes the enabled ops its next decision, the run goes on.
+// them: while Owes the run a decision, the run goes on.
 type Ender interface {
-	Owes(enabled []*Op) bool
+	// Owes says whether the records have a decision left (a back-off
+	// aside), and whether it is among enabled.
+	Owes(enabled []*Op) (left, offered bool)
 }
 
 // Predictor is what conflict analysis offers the "+" variants: whether an

@@ -498,6 +498,9 @@ func replayCmd() *cli.Command {
 			if rr.Resited > 0 {
 				fmt.Fprintf(c.App.Writer, "(%d ops made by the same thread from another call site, as a runtime may send or poll down two paths)\n", rr.Resited)
 			}
+			if rr.Short > 0 {
+				fmt.Fprintf(c.App.Writer, "(%d ops at the trace's end not made: the clients were done, and the processes that made them ended first)\n", rr.Short)
+			}
 			if rr.Tail > 0 {
 				fmt.Fprintf(c.App.Writer, "(%d ops after the trace's last one, before its outcome: processes on their way out)\n", rr.Tail)
 			}
