@@ -476,18 +476,12 @@ func (r *Replay) Done() bool {
 
 // Owes says whether the trace has a decision left, a back-off aside, and
 // whether it is among enabled (Ender).
-func (r *Replay) Owes(enabled []*Op) (left, offered bool) {
-	i := r.step
-	for i < len(r.records) && (r.records[i].Auto || r.records[i].Op.RuntimeBackoff()) {
-		i++
-	}
+func (r *Replay) Owes(enabled []*Op) (left, here bool) {
+	i := r.unmade(r.step, true)
 	if i >= len(r.records) {
 		return false, false
 	}
-	want := &r.records[i].Op
-	return true, slices.ContainsFunc(enabled, func(o *Op) bool {
-		return same(o, want) || SameOnProcess(o, want) || Resited(want, o)
-	})
+	return true, offered(&r.records[i].Op, enabled)
 }
 
 // Recalled is the recorded op the last Next chose (Recaller); nil when
@@ -536,33 +530,45 @@ func (r *Replay) Declines(o *Op) bool {
 // Ready reports whether the next recorded decision can be made among
 // enabled (or the records have run out): a replay that finds its op
 // missing may settle again before it calls the run diverged. A recorded
-// back-off is waited for as any op is, unless its thread waits at
-// another op: the aux thread that makes it may be what the next recorded
-// op waits on (an Erlang VM's scheduler resumes once its aux thread has
-// polled), and passed over at once it is missed for good.
+// back-off not made yet is passed over at once while the next recorded op
+// that is not one is offered; otherwise it is waited for as any op is,
+// unless its thread waits at another op: the next op may wait on it (an
+// Erlang VM's scheduler resumes once its aux thread has polled).
 func (r *Replay) Ready(enabled []*Op) bool {
-	i := r.step
-	for i < len(r.records) && r.records[i].Auto {
-		i++
-	}
+	i := r.unmade(r.step, false)
 	if i >= len(r.records) {
 		return true
 	}
 	want := &r.records[i].Op
-	for _, o := range enabled {
-		switch {
-		case same(o, want) || SameOnProcess(o, want) || Resited(want, o):
-			return true
-		case want.RuntimeBackoff() && o.LPID == want.LPID:
-			// Its thread waits at another op: the back-off will not
-			// come first.
-			return true
-		case o.RuntimeBackoff() && !want.RuntimeBackoff():
-			// One this run makes and the recorded run did not (Next).
-			return true
-		}
+	if offered(want, enabled) {
+		return true
 	}
-	return false
+	if !want.RuntimeBackoff() {
+		// One this run makes and the recorded run did not (Next).
+		return slices.ContainsFunc(enabled, (*Op).RuntimeBackoff)
+	}
+	if slices.ContainsFunc(enabled, func(o *Op) bool { return o.LPID == want.LPID }) {
+		return true
+	}
+	j := r.unmade(i+1, true)
+	return j >= len(r.records) || offered(&r.records[j].Op, enabled)
+}
+
+// unmade is the index of the first record from i on that is a decision
+// (not Auto) and, with noBackoffs, not a runtime's back-off.
+func (r *Replay) unmade(i int, noBackoffs bool) int {
+	for i < len(r.records) && (r.records[i].Auto || noBackoffs && r.records[i].Op.RuntimeBackoff()) {
+		i++
+	}
+	return i
+}
+
+// offered says whether want is among enabled: the same op, on another
+// thread of its process, or from another call site of its thread.
+func offered(want *Op, enabled []*Op) bool {
+	return slices.ContainsFunc(enabled, func(o *Op) bool {
+		return same(o, want) || SameOnProcess(o, want) || Resited(want, o)
+	})
 }
 
 func (r *Replay) Next(enabled []*Op) (int, error) {

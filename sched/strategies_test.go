@@ -536,13 +536,16 @@ func TestReplayBackoffs(t *testing.T) {
 		want     int  // -1: parts
 		backoffs int
 	}{
-		// Not made yet: waited for (Ready false), then passed over.
-		{"recorded, not made", []Op{backoff, send}, []*Op{&send}, false, 0, 1},
+		// Not made: passed over at once when the op after it is here,
+		// waited for (Ready false) when not, as that op may wait on it.
+		{"recorded, not made", []Op{backoff, send}, []*Op{&send}, true, 0, 1},
+		{"recorded, not made, nor the op after it", []Op{backoff, send}, []*Op{&poller}, false, -1, 0},
 		{"recorded, its thread at another op", []Op{backoff, send}, []*Op{&send, &vmOther}, true, 0, 1},
 		{"made, not recorded", []Op{send}, []*Op{&backoff}, true, 0, 1},
 		{"made and recorded", []Op{backoff, send}, []*Op{&send, &backoff}, true, 1, 0},
 		{"another sleep, not recorded", []Op{send}, []*Op{&other}, false, -1, 0},
-		{"an aux thread's poll, recorded, not made", []Op{aux, send}, []*Op{&send}, false, 0, 1},
+		{"an aux thread's poll, recorded, not made", []Op{aux, send}, []*Op{&send}, true, 0, 1},
+		{"an aux thread's poll and the op after it not made", []Op{aux, send}, []*Op{&poller}, false, -1, 0},
 		{"an aux thread's poll, made, not recorded", []Op{send}, []*Op{&aux}, true, 0, 1},
 		{"another poll, not recorded", []Op{send}, []*Op{&poller}, false, -1, 0},
 	} {
