@@ -413,18 +413,40 @@ func TestReplayAcrossThreads(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := NewReplay(tr, nil, testFaults)
 			r.Reset(1, 0)
-			i, err := r.Next(tt.enabled)
-			if tt.want < 0 {
-				if err == nil {
-					t.Fatalf("chose %v, want a divergence", tt.enabled[i])
-				}
-				return
-			}
-			if err != nil || i != tt.want || r.Moved != tt.moved {
-				t.Fatalf("got %d (moved %d, err %v), want %d (moved %d)", i, r.Moved, err, tt.want, tt.moved)
+			if replayNext(t, r, tt.enabled, tt.want) && r.Moved != tt.moved {
+				t.Fatalf("moved %d, want %d", r.Moved, tt.moved)
 			}
 		})
 	}
+}
+
+// replayOf is a replay, reset, of a trace of ops.
+func replayOf(ops ...Op) *Replay {
+	tr := &Trace{}
+	for _, o := range ops {
+		tr.Records = append(tr.Records, Record{Op: o})
+	}
+	r := NewReplay(tr, nil, testFaults)
+	r.Reset(1, 0)
+	return r
+}
+
+// replayNext has r release its next recorded op among enabled and checks
+// that it is enabled[want] or, with want < 0, that the replay parts. It
+// reports whether an op was released.
+func replayNext(t *testing.T, r *Replay, enabled []*Op, want int) bool {
+	t.Helper()
+	i, err := r.Next(enabled)
+	if want < 0 {
+		if err == nil {
+			t.Fatalf("released %v, want the replay to part", enabled[i])
+		}
+		return false
+	}
+	if err != nil || i != want {
+		t.Fatalf("released %d (%v), want %d", i, err, want)
+	}
+	return true
 }
 
 // After the trace's last decision a replay with a tail releases the lowest
@@ -550,24 +572,12 @@ func TestReplayBackoffs(t *testing.T) {
 		{"another poll, not recorded", []Op{send}, []*Op{&poller}, false, -1, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := &Trace{}
-			for _, o := range tt.recorded {
-				tr.Records = append(tr.Records, Record{Op: o})
-			}
-			r := NewReplay(tr, nil, testFaults)
-			r.Reset(1, 0)
+			r := replayOf(tt.recorded...)
 			if got := r.Ready(tt.enabled); got != tt.ready {
 				t.Errorf("ready %v, want %v", got, tt.ready)
 			}
-			i, err := r.Next(tt.enabled)
-			if tt.want < 0 {
-				if err == nil {
-					t.Fatalf("released %v, want the replay to part", tt.enabled[i])
-				}
-				return
-			}
-			if err != nil || i != tt.want || r.Backoffs != tt.backoffs {
-				t.Fatalf("released %d (back-offs %d, err %v), want %d (%d)", i, r.Backoffs, err, tt.want, tt.backoffs)
+			if replayNext(t, r, tt.enabled, tt.want) && r.Backoffs != tt.backoffs {
+				t.Fatalf("back-offs %d, want %d", r.Backoffs, tt.backoffs)
 			}
 		})
 	}
@@ -634,15 +644,8 @@ func TestReplayResited(t *testing.T) {
 			if got := r.Ready(tt.enabled); got != (tt.want >= 0 || tt.resited > 0) {
 				t.Errorf("ready %v", got)
 			}
-			i, err := r.Next(tt.enabled)
-			if tt.want < 0 {
-				if err == nil {
-					t.Fatalf("released %v, want the replay to part", tt.enabled[i])
-				}
-				return
-			}
-			if err != nil || i != tt.want || r.Resited != tt.resited {
-				t.Fatalf("released %d (resited %d, err %v), want %d (%d)", i, r.Resited, err, tt.want, tt.resited)
+			if replayNext(t, r, tt.enabled, tt.want) && r.Resited != tt.resited {
+				t.Fatalf("resited %d, want %d", r.Resited, tt.resited)
 			}
 		})
 	}
@@ -669,12 +672,7 @@ func TestReplayOwes(t *testing.T) {
 		{"nothing left", nil, []*Op{&poll}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := &Trace{}
-			for _, o := range tt.recorded {
-				tr.Records = append(tr.Records, Record{Op: o})
-			}
-			r := NewReplay(tr, nil, testFaults)
-			r.Reset(1, 0)
+			r := replayOf(tt.recorded...)
 			if left, offered := r.Owes(tt.enabled); left != tt.left || offered != tt.offered {
 				t.Errorf("owes %v, offered %v; want %v, %v", left, offered, tt.left, tt.offered)
 			}
