@@ -799,8 +799,8 @@ func (t *Trial) owed(st *tracer.State) int {
 	if !ok {
 		return owedNone
 	}
-	switch left, offered := e.Owes(st.Enabled); {
-	case offered:
+	switch left, here := e.Owes(st.Enabled); {
+	case here:
 		return owedNow
 	case !left:
 		return owedNone

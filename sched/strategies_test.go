@@ -663,7 +663,7 @@ func TestReplayOwes(t *testing.T) {
 		recorded []Op
 		enabled  []*Op
 		left     bool
-		offered  bool
+		here     bool
 	}{
 		{"its next op offered", []Op{poll}, []*Op{&other, &poll}, true, true},
 		{"its next op not offered", []Op{poll}, []*Op{&other}, true, false},
@@ -673,8 +673,8 @@ func TestReplayOwes(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := replayOf(tt.recorded...)
-			if left, offered := r.Owes(tt.enabled); left != tt.left || offered != tt.offered {
-				t.Errorf("owes %v, offered %v; want %v, %v", left, offered, tt.left, tt.offered)
+			if left, here := r.Owes(tt.enabled); left != tt.left || here != tt.here {
+				t.Errorf("owes %v, here %v; want %v, %v", left, here, tt.left, tt.here)
 			}
 		})
 	}

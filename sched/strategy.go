@@ -40,8 +40,8 @@ type Awaiter interface {
 // them: while Owes the run a decision, the run goes on.
 type Ender interface {
 	// Owes says whether the records have a decision left (a back-off
-	// aside), and whether it is among enabled.
-	Owes(enabled []*Op) (left, offered bool)
+	// aside), and whether it is here, among enabled.
+	Owes(enabled []*Op) (left, here bool)
 }
 
 // Predictor is what conflict analysis offers the "+" variants: whether an
