@@ -777,7 +777,7 @@ func tracks(o, want *Op) bool {
 	case want.Kind.IsFault():
 		return o.Kind == want.Kind && o.Node == want.Node
 	}
-	return same(o, want) || SameOnProcess(o, want) || Resited(want, o)
+	return standsFor(o, want)
 }
 
 // Done is false: a forced run ends when the run does (Awaiter).

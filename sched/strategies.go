@@ -563,12 +563,16 @@ func (r *Replay) unmade(i int, noBackoffs bool) int {
 	return i
 }
 
-// offered says whether want is among enabled: the same op, on another
-// thread of its process, or from another call site of its thread.
+// offered says whether want is among enabled (standsFor).
 func offered(want *Op, enabled []*Op) bool {
-	return slices.ContainsFunc(enabled, func(o *Op) bool {
-		return same(o, want) || SameOnProcess(o, want) || Resited(want, o)
-	})
+	return slices.ContainsFunc(enabled, func(o *Op) bool { return standsFor(o, want) })
+}
+
+// standsFor says whether o may be released as the recorded want: the same
+// op, on another thread of its process, or from another call site of its
+// thread.
+func standsFor(o, want *Op) bool {
+	return same(o, want) || SameOnProcess(o, want) || Resited(want, o)
 }
 
 func (r *Replay) Next(enabled []*Op) (int, error) {
