@@ -3,17 +3,12 @@ package engine
 import (
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/faults"
-	"github.com/lockstep-dev/lockstep/internal/procfs"
 	"github.com/lockstep-dev/lockstep/result"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
@@ -91,75 +86,6 @@ func newStrategy(sp *spec.Spec, name string, pred sched.Predictor) (sched.Strate
 		params.Mode = sched.PlusMode{Weight: sp.Scheduler.Conflict.Weight}
 	}
 	return sched.New(name, params)
-}
-
-// allowedCPUs lists the CPUs this process may run on, so that jobs pin
-// themselves inside a taskset or cpuset (two campaigns side by side:
-// `taskset -c 1 lockstep run ...`) rather than always from CPU 0.
-func allowedCPUs() []int {
-	var set unix.CPUSet
-	var cpus []int
-	if err := unix.SchedGetaffinity(0, &set); err == nil {
-		for c := 0; c < len(set)*64; c++ {
-			if set.IsSet(c) {
-				cpus = append(cpus, c)
-			}
-		}
-	}
-	if len(cpus) == 0 {
-		return []int{0}
-	}
-	return cpus
-}
-
-// rtThreadsByCPU counts the user-space threads under a real-time policy
-// (SCHED_FIFO or SCHED_RR) on each CPU: those of other lockstep campaigns,
-// whose tracees run SCHED_RR on their job's CPU. Kernel threads, which
-// every CPU has alike, are left out.
-func rtThreadsByCPU() map[int]int {
-	count := map[int]int{}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if c := p.Name()[0]; c >= '0' && c <= '9' {
-			countRTThreads(p.Name(), count)
-		}
-	}
-	return count
-}
-
-// countRTThreads adds process pid's real-time threads to count, by CPU.
-func countRTThreads(pid string, count map[int]int) {
-	tasks, _ := os.ReadDir(filepath.Join("/proc", pid, "task"))
-	for _, t := range tasks {
-		b, err := os.ReadFile(filepath.Join("/proc", pid, "task", t.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s, err := procfs.ParseStat(b)
-		if err != nil {
-			continue
-		}
-		flags, _ := s.Field(procfs.FieldFlags)
-		cpu, _ := s.Field(procfs.FieldProcessor)
-		policy, ok := s.Field(procfs.FieldPolicy)
-		if !ok {
-			continue
-		}
-		const pfKthread = 0x00200000
-		if flags&pfKthread == 0 && (policy == unix.SCHED_FIFO || policy == unix.SCHED_RR) {
-			count[int(cpu)]++
-		}
-	}
-}
-
-// quietestFirst orders cpus by how many real-time threads already run on
-// each, fewest first (ties keep their order): a campaign beside another
-// then takes the other CPU rather than sharing one round-robin queue with
-// its tracees, which slows both and makes their schedules depend on it.
-func quietestFirst(cpus []int, rt map[int]int) []int {
-	out := slices.Clone(cpus)
-	slices.SortStableFunc(out, func(a, b int) int { return rt[a] - rt[b] })
-	return out
 }
 
 // TrialSeed derives trial i's seed from the campaign seed (splitmix64), so

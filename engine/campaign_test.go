@@ -6,11 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/sched"
@@ -99,53 +96,6 @@ network:
 	}
 	if _, err := Run(context.Background(), sp, RunOptions{Trials: spec.MaxTrials + 1, OutDir: t.TempDir()}); err == nil {
 		t.Fatal("more than spec.MaxTrials accepted")
-	}
-}
-
-func TestQuietestCPUFirst(t *testing.T) {
-	for _, tc := range []struct {
-		cpus []int
-		rt   map[int]int
-		want []int
-	}{
-		{[]int{0, 1}, nil, []int{0, 1}},
-		{[]int{0, 1}, map[int]int{0: 12}, []int{1, 0}},
-		{[]int{0, 1, 2, 3}, map[int]int{0: 5, 1: 5, 3: 1}, []int{2, 3, 0, 1}},
-	} {
-		if got := quietestFirst(tc.cpus, tc.rt); !slices.Equal(got, tc.want) {
-			t.Errorf("quietestFirst(%v, %v) = %v, want %v", tc.cpus, tc.rt, got, tc.want)
-		}
-	}
-	if os.Geteuid() != 0 || len(allowedCPUs()) < 2 {
-		t.Skip("skipping the live count: needs root and two CPUs")
-	}
-	// A real-time thread of this process pinned to the last CPU counts
-	// there (this process's threads only: other campaigns come and go).
-	cpu := allowedCPUs()[len(allowedCPUs())-1]
-	mine := func() map[int]int {
-		c := map[int]int{}
-		countRTThreads(strconv.Itoa(os.Getpid()), c)
-		return c
-	}
-	before := mine()[cpu]
-	ready, done := make(chan error), make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with its policy
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			ready <- err
-			return
-		}
-		ready <- unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}, 0)
-		<-done
-	}()
-	if err := <-ready; err != nil {
-		t.Skipf("skipping the live count: %v", err)
-	}
-	defer close(done)
-	if got := mine()[cpu]; got != before+1 {
-		t.Fatalf("real-time threads of this process on CPU %d: %d, want %d", cpu, got, before+1)
 	}
 }
 

@@ -232,10 +232,10 @@ func (c *campaign) learners() error {
 }
 
 // startJobs builds the campaign's jobs, each with its network, pinned to
-// the quietest CPUs, and watches their connections; the function returned
+// a CPU of its own where one is free (pickCPUs), and watches their connections; the function returned
 // closes them.
 func (c *campaign) startJobs(ctx context.Context) ([]*job, func(), error) {
-	cpus := quietestFirst(allowedCPUs(), rtThreadsByCPU())
+	cpus := pickCPUs(c.jobs)
 	var js []*job
 	var tk *tracker
 	closeAll := func() {
@@ -247,8 +247,15 @@ func (c *campaign) startJobs(ctx context.Context) ([]*job, func(), error) {
 		}
 	}
 	for i := range c.jobs {
-		j, err := newJob(ctx, c.sp, cpus[i%len(cpus)], c.jobs, c.opts.OutDir, c.opts.Logger)
+		pick := cpus[i%len(cpus)]
+		if i >= len(cpus) {
+			pick.claim = nil // the job that took it holds it
+		}
+		j, err := newJob(ctx, c.sp, pick, c.jobs, c.opts.OutDir, c.opts.Logger)
 		if err != nil {
+			for _, p := range cpus[min(i+1, len(cpus)):] {
+				p.claim.release()
+			}
 			closeAll()
 			return nil, nil, err
 		}

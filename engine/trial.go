@@ -37,7 +37,8 @@ type job struct {
 	spec    *spec.Spec
 	cluster *netns.Cluster
 	cpu     int
-	track   *tracker // nil without eBPF
+	claim   *cpuClaim // on cpu, while the job lives (nil: shared)
+	track   *tracker  // nil without eBPF
 	zygote  *tracer.Zygote
 	images  *tracer.Images
 	log     *slog.Logger
@@ -54,7 +55,12 @@ type job struct {
 
 // newJob builds a job's network and zygote; its nodes' limits are
 // derived from the host for a campaign of jobs jobs.
-func newJob(ctx context.Context, sp *spec.Spec, cpu, jobs int, outDir string, log *slog.Logger) (*job, error) {
+func newJob(ctx context.Context, sp *spec.Spec, cpu cpuPick, jobs int, outDir string, log *slog.Logger) (j *job, err error) {
+	defer func() {
+		if err != nil {
+			cpu.claim.release()
+		}
+	}()
 	names := make([]string, len(sp.Nodes))
 	for i, n := range sp.Nodes {
 		names[i] = n.Name
@@ -84,10 +90,11 @@ func newJob(ctx context.Context, sp *spec.Spec, cpu, jobs int, outDir string, lo
 		cl.Close()
 		return nil, err
 	}
-	return &job{spec: sp, cluster: cl, cpu: cpu, log: log, outDir: outDir, zygote: z, images: tracer.NewImages(), limits: lim, jobs: max(jobs, 1), faults: plan, delayBy: delayBy}, nil
+	return &job{spec: sp, cluster: cl, cpu: cpu.cpu, claim: cpu.claim, log: log, outDir: outDir, zygote: z, images: tracer.NewImages(), limits: lim, jobs: max(jobs, 1), faults: plan, delayBy: delayBy}, nil
 }
 
 func (j *job) close() error {
+	defer j.claim.release()
 	j.zygote.Close()
 	return j.cluster.Close()
 }
