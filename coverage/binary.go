@@ -14,7 +14,7 @@ const (
 	maxDepth = 3  // maps within maps
 	// maxTagBytes is how many bytes may precede a msgpack map and be kept
 	// as its tag (hashicorp/raft's rpc type byte, or its error string
-	// before a response).
+	// before a response; see mpTag).
 	maxTagBytes = 8
 )
 
@@ -182,12 +182,13 @@ var lengthFields = []struct {
 // possibly after a few tag bytes, which are kept.
 func msgpackShape(b []byte, n int) (string, bool) {
 	for off := 0; off <= maxTagBytes && off < len(b); off++ {
-		if !mpMapHeader(b[off]) {
+		if !mpMapHeader(b[off]) || !mpTag(b[:off]) {
 			continue
 		}
 		r := mpReader{b: b, i: off}
 		err := r.value(0)
-		if err == errNotFormat || r.keys == 0 {
+		if err == errNotFormat || r.keys == 0 || err == errCut && len(b) >= n {
+			// A map that runs off a message that was not cut is not one.
 			continue
 		}
 		s := string(b[:off]) + r.out.String()
@@ -202,6 +203,21 @@ func msgpackShape(b []byte, n int) (string, bool) {
 }
 
 func mpMapHeader(c byte) bool { return c >= 0x80 && c <= 0x8f || c == 0xde || c == 0xdf }
+
+// mpTag says whether the bytes before a map may be its tag: none, one (a
+// type byte), or one msgpack string whole (an error before a response).
+// Random bytes hold a map header within a few bytes more often than not.
+func mpTag(t []byte) bool {
+	switch {
+	case len(t) <= 1:
+		return true
+	case t[0] >= 0xa0 && t[0] <= 0xbf:
+		return int(t[0]&0x1f) == len(t)-1
+	case t[0] == 0xd9:
+		return int(t[1]) == len(t)-2
+	}
+	return false
+}
 
 type mpError string
 
@@ -396,10 +412,10 @@ func (r *mpReader) key() error {
 		}
 		return err
 	}
+	if r.keys == 0 && !firstKey(name) {
+		return errNotFormat
+	}
 	if k == 0 || !printable(name) {
-		if r.keys == 0 {
-			return errNotFormat
-		}
 		r.write(masked)
 		return nil
 	}
@@ -407,6 +423,25 @@ func (r *mpReader) key() error {
 	r.write(maskToken(string(name)))
 	return nil
 }
+
+// firstKey says whether a map's first key reads as a field's name: two
+// characters or more, a letter first, then letters, digits, '_' or '-'.
+// Random bytes past a few tag bytes often hold a map header and a short
+// printable string; each such draw kept its tag bytes and made a shape of
+// its own.
+func firstKey(name []byte) bool {
+	if len(name) < 2 || !isLetter(name[0]) {
+		return false
+	}
+	for _, c := range name[1:] {
+		if !isLetter(c) && (c < '0' || c > '9') && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 func (r *mpReader) arrayBody(k, depth int) error {
 	if k == 0 {
@@ -431,7 +466,10 @@ func (r *mpReader) arrayBody(k, depth int) error {
 
 // protobufShape recognizes a protobuf message: fields whose numbers are
 // plausible and whose lengths fit, at least two of them (one field that is
-// the whole message will do), up to where the bytes were cut. Its shape
+// the whole message will do), up to where the bytes were cut. The fields
+// must come in field-number order, as encoders write them, and a number
+// keep its wire type: random bytes (a digest, a nonce) parse as protobuf
+// often enough, and each draw would be a kind of its own. Its shape
 // lists the field numbers with their wire types (i varint, 8 fixed64,
 // s length-delimited, 4 fixed32); a field repeated is written once, with
 // "+".
@@ -439,6 +477,7 @@ func protobufShape(b []byte, n int) (string, bool) {
 	var fields []string
 	i, count := 0, 0
 	cutShort := false
+	var last, lastWire uint64
 	for i < n {
 		if i >= len(b) {
 			cutShort = true
@@ -446,16 +485,17 @@ func protobufShape(b []byte, n int) (string, bool) {
 		}
 		tag, k := binary.Uvarint(b[i:])
 		if k <= 0 {
-			if k == 0 && i+10 > len(b) {
+			if k == 0 && i+10 > len(b) && len(b) < n {
 				cutShort = true
 				break
 			}
 			return "", false
 		}
 		num, wire := tag>>3, tag&7
-		if num == 0 || num > 1<<16 {
+		if num == 0 || num > 1<<16 || num < last || num == last && wire != lastWire {
 			return "", false
 		}
+		last, lastWire = num, wire
 		typ, next, ok := skipProtobufValue(b, i+k, n, wire)
 		if !ok || next > n {
 			return "", false
@@ -467,7 +507,7 @@ func protobufShape(b []byte, n int) (string, bool) {
 			break
 		}
 	}
-	if count < 2 && (count == 0 || cutShort || i != n) {
+	if count < 2 && (count == 0 || cutShort || i != n || !oneField(b, n)) {
 		return "", false
 	}
 	s := "pb{" + strings.Join(fields, " ") + "}"
@@ -475,6 +515,28 @@ func protobufShape(b []byte, n int) (string, bool) {
 		s += cut
 	}
 	return s, true
+}
+
+// oneField says whether a message that is one protobuf field, whole, is
+// taken for protobuf: a number or a fixed value, or bytes that read as
+// text or as a message themselves (or that were cut, and cannot be read). A tag byte of wire type 2 followed by
+// a byte that counts the rest is 1 in 256 of random tails.
+func oneField(b []byte, n int) bool {
+	tag, k := binary.Uvarint(b)
+	if tag&7 != 2 {
+		return true
+	}
+	size, m := binary.Uvarint(b[k:])
+	start := k + m
+	if size == 0 || start+int(size) > len(b) {
+		return true // an empty string or message, or one cut: nothing to judge
+	}
+	payload := b[start : start+int(size)]
+	if printable(payload) {
+		return true
+	}
+	_, ok := protobufShape(payload, len(payload))
+	return ok
 }
 
 // skipProtobufValue skips the value of wire type wire at b[i:] of an

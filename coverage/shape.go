@@ -119,7 +119,48 @@ func textShape(b []byte, n, depth int) (string, bool) {
 	if s, ok := chunkShape(b, n, line, next, depth); ok {
 		return s, true
 	}
+	if binaryAfter(b, next) && !verbLike(line, crlf(b, next)) {
+		// A few printable bytes and a line feed, then binary: a tag byte
+		// and random bytes (a digest) as often as a line protocol.
+		return "", false
+	}
 	return wordShape(line), true
+}
+
+// binaryAfter says whether bytes that are not text follow the line that
+// ends before next.
+func binaryAfter(b []byte, next int) bool {
+	rest := bytes.TrimRight(b[min(next, len(b)):], "\r\n")
+	return len(rest) > 0 && !printable(rest)
+}
+
+// crlf says whether the line that ends before next ended in CRLF.
+func crlf(b []byte, next int) bool {
+	return next >= 2 && next <= len(b) && b[next-2] == '\r' && b[next-1] == '\n'
+}
+
+// verbLike says whether a line's first word reads as a line protocol's
+// verb: a letter first, then letters, digits or "+-_./" ("RS+", "srvr",
+// "PUT"); two characters or more after a CRLF, three after a bare line
+// feed (one random byte in 256 is one).
+func verbLike(line []byte, crlf bool) bool {
+	w := line
+	if i := bytes.IndexAny(w, " \t"); i >= 0 {
+		w = w[:i]
+	}
+	least := 3
+	if crlf {
+		least = 2
+	}
+	if len(w) < least || !isLetter(w[0]) {
+		return false
+	}
+	for _, c := range w[1:] {
+		if !isLetter(c) && (c < '0' || c > '9') && !strings.ContainsRune("+-_./", rune(c)) {
+			return false
+		}
+	}
+	return true
 }
 
 // chunkShape recognizes a chunk of an HTTP/1.1 chunked body: its size in
@@ -216,10 +257,10 @@ func respShape(rest, line []byte) (string, bool) {
 	if len(name) < size {
 		return "*" + cut, true
 	}
-	if w := maskToken(string(name[:size])); w != masked {
+	if w := maskToken(string(name[:size])); w != masked && w != "" {
 		return strings.ToUpper(w), true
 	}
-	return "*" + masked, true // an array reply whose first element is a value
+	return "*" + masked, true // an array reply whose first element is a value (or empty)
 }
 
 func isInt(b []byte) bool {
