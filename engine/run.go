@@ -232,8 +232,8 @@ func (c *campaign) learners() error {
 }
 
 // startJobs builds the campaign's jobs, each with its network, pinned to
-// a CPU of its own where one is free (pickCPUs), and watches their connections; the function returned
-// closes them.
+// a CPU of its own where one is free (pickCPUs), and watches their
+// connections; the function returned closes them.
 func (c *campaign) startJobs(ctx context.Context) ([]*job, func(), error) {
 	cpus := pickCPUs(c.jobs)
 	var js []*job
