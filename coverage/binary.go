@@ -507,7 +507,7 @@ func protobufShape(b []byte, n int) (string, bool) {
 			break
 		}
 	}
-	if count < 2 && (count == 0 || cutShort || i != n || !oneField(b, n)) {
+	if count < 2 && (count == 0 || cutShort || i != n || !oneField(b)) {
 		return "", false
 	}
 	s := "pb{" + strings.Join(fields, " ") + "}"
@@ -519,9 +519,10 @@ func protobufShape(b []byte, n int) (string, bool) {
 
 // oneField says whether a message that is one protobuf field, whole, is
 // taken for protobuf: a number or a fixed value, or bytes that read as
-// text or as a message themselves (or that were cut, and cannot be read). A tag byte of wire type 2 followed by
-// a byte that counts the rest is 1 in 256 of random tails.
-func oneField(b []byte, n int) bool {
+// text or as a message themselves (or that were cut, and cannot be read).
+// A tag byte of wire type 2 followed by a byte that counts the rest is 1
+// in 256 of random tails.
+func oneField(b []byte) bool {
 	tag, k := binary.Uvarint(b)
 	if tag&7 != 2 {
 		return true

@@ -127,11 +127,15 @@ func textShape(b []byte, n, depth int) (string, bool) {
 	return wordShape(line), true
 }
 
-// binaryAfter says whether bytes that are not text follow the line that
-// ends before next.
+// binaryAfter says whether bytes that are not text (printable ASCII, tabs
+// and line ends) follow the line that ends before next.
 func binaryAfter(b []byte, next int) bool {
-	rest := bytes.TrimRight(b[min(next, len(b)):], "\r\n")
-	return len(rest) > 0 && !printable(rest)
+	for _, c := range b[min(next, len(b)):] {
+		if (c < 0x20 || c > 0x7e) && c != '\t' && c != '\r' && c != '\n' {
+			return true
+		}
+	}
+	return false
 }
 
 // crlf says whether the line that ends before next ended in CRLF.

@@ -133,6 +133,7 @@ func TestShape(t *testing.T) {
 		{"ms JOIN", "JOIN w2\n", 0, "JOIN"},
 		{"a verb that reads as hex", "ADD\r\n", 0, "ADD"},
 		{"a lower-case one, alone", "add\r\n", 0, "add"},
+		{"a reply that is a number, then more lines", "220 mail ready\r\n250-SIZE\r\n", 0, "·"},
 		{"a line that is a value", "},{\"index\":78,\"cmd\":\"w0.op29.1\",\"hash\":\"28525a194c6a15f1\"},{", 1900, "·"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
