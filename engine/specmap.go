@@ -92,12 +92,12 @@ func faultKind(k spec.FaultKind) (sched.Kind, error) {
 // `lockstep kinds` prints it) matches: messages whose shape begins with
 // it; a label copied with the "…" that ends a cut one says as much without
 // it. Nil for no kind.
-func ofKind(label []byte) func(msg string) bool {
+func ofKind(label []byte) func(msg string, n int) bool {
 	if len(label) == 0 {
 		return nil
 	}
 	want := strings.TrimSuffix(string(label), "…")
-	return func(msg string) bool {
-		return msg != "" && strings.HasPrefix(coverage.Shape([]byte(msg), len(msg)), want)
+	return func(msg string, n int) bool {
+		return msg != "" && strings.HasPrefix(coverage.Shape([]byte(msg), n), want)
 	}
 }

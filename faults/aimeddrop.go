@@ -68,7 +68,7 @@ func choseAimedDrop(in *Injector, o *sched.Op, now time.Duration, e *Effect) {
 // dropsShape says whether a datagram (its first bytes and length) is of
 // the shape and one the plan's drop.match lets a drop lose.
 func (in *Injector) dropsShape(msg string, n int, shape string) bool {
-	return in.plan.Shape(msg, n, shape) && in.dropMatches(msg)
+	return in.plan.Shape(msg, n, shape) && in.dropMatches(msg, n)
 }
 
 // heldForDrop reports whether an armed drop holds the delivery o: the

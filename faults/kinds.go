@@ -251,13 +251,13 @@ func possibleDrop(in *Injector, o *sched.Op) bool {
 // droppable reports whether a drop offered on node may discard d: a
 // datagram from or to it, of the kind the plan drops if it names one.
 func (in *Injector) droppable(d Datagram, node string) bool {
-	return (d.From == node || d.To == node) && in.dropMatches(d.Msg)
+	return (d.From == node || d.To == node) && in.dropMatches(d.Msg, d.Bytes)
 }
 
-// dropMatches says whether a drop may lose a datagram with these first
-// bytes: any, unless the plan's drop.match names some.
-func (in *Injector) dropMatches(msg string) bool {
-	return len(in.plan.DropMatch) == 0 || matchesAny(in.plan.DropMatch, msg)
+// dropMatches says whether a drop may lose a datagram of n bytes with
+// these first bytes: any, unless the plan's drop.match names some.
+func (in *Injector) dropMatches(msg string, n int) bool {
+	return len(in.plan.DropMatch) == 0 || matchesAny(in.plan.DropMatch, msg, n)
 }
 
 // detailOutage draws how long a crash or partition lasts.

@@ -19,27 +19,30 @@ const MatchBytes = 1024
 // matches when it begins with Prefix, contains Contains and does not
 // contain Lacks, within its first MatchBytes bytes, and when OfKind says
 // it is of a learned message kind (a nil field says nothing). OfKind is
-// the engine's (package coverage knows kinds; faults does not import it).
+// the engine's (package coverage knows kinds; faults does not import it);
+// it is told the message's whole length n, of which msg may be the first
+// MatchBytes, as a kind's shape was learned knowing it.
 type Pattern struct {
 	Prefix, Contains, Lacks []byte
-	OfKind                  func(msg string) bool
+	OfKind                  func(msg string, n int) bool
 }
 
-// matchesAny reports whether msg matches one of ps.
-func matchesAny(ps []Pattern, msg string) bool {
+// matchesAny reports whether a message of n bytes whose first are msg
+// matches one of ps.
+func matchesAny(ps []Pattern, msg string, n int) bool {
 	for _, p := range ps {
-		if p.matches(msg) {
+		if p.matches(msg, n) {
 			return true
 		}
 	}
 	return false
 }
 
-func (p Pattern) matches(msg string) bool {
+func (p Pattern) matches(msg string, n int) bool {
 	return strings.HasPrefix(msg, string(p.Prefix)) &&
 		(len(p.Contains) == 0 || strings.Contains(msg, string(p.Contains))) &&
 		(len(p.Lacks) == 0 || !strings.Contains(msg, string(p.Lacks))) &&
-		(p.OfKind == nil || p.OfKind(msg))
+		(p.OfKind == nil || p.OfKind(msg, max(n, len(msg))))
 }
 
 // HoldDir is which of a node's messages a hold of one kind holds.
@@ -147,16 +150,16 @@ func (in *Injector) heldMessage(o *sched.Op, now time.Duration, nodeOf func(neti
 			continue
 		}
 		if !held && (toNode && to == node || !toNode && from == node) {
-			held = in.plan.matches(o.Msg)
+			held = in.plan.matches(o.Msg, o.Bytes)
 		}
 	}
 	return held
 }
 
 // matches reports whether a message is of the kind the plan's holds hold.
-func (p Plan) matches(msg string) bool {
+func (p Plan) matches(msg string, n int) bool {
 	for _, pt := range p.Match {
-		if pt.matches(msg) {
+		if pt.matches(msg, n) {
 			return true
 		}
 	}

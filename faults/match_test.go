@@ -22,7 +22,7 @@ func TestPattern(t *testing.T) {
 		{"\x01\x88\xacLastLogIndex\x0c", false},                                         // vote request
 		{"", false},
 	} {
-		if got := p.matches(tc.msg); got != tc.want {
+		if got := p.matches(tc.msg, len(tc.msg)); got != tc.want {
 			t.Errorf("%q: %v, want %v", tc.msg, got, tc.want)
 		}
 	}

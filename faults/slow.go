@@ -78,7 +78,7 @@ func holdsSlow(in *Injector, o *sched.Op, now time.Duration, nodeOf func(netip.A
 		return false
 	}
 	from, to, ok := deliveryEnds(o, nodeOf)
-	if !ok || len(in.plan.SlowMatch) > 0 && !matchesAny(in.plan.SlowMatch, o.Msg) {
+	if !ok || len(in.plan.SlowMatch) > 0 && !matchesAny(in.plan.SlowMatch, o.Msg, o.Bytes) {
 		return false
 	}
 	return links.holds(from, to, now, func(l *slowLink) bool {
