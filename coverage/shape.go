@@ -148,10 +148,7 @@ func crlf(b []byte, next int) bool {
 // "PUT"); two characters or more after a CRLF, three after a bare line
 // feed (one random byte in 256 is one).
 func verbLike(line []byte, crlf bool) bool {
-	w := line
-	if i := bytes.IndexAny(w, " \t"); i >= 0 {
-		w = w[:i]
-	}
+	w := firstWord(line)
 	least := 3
 	if crlf {
 		least = 2
@@ -218,12 +215,14 @@ func printable(line []byte) bool {
 
 // wordShape is a text line's first word, the verb of most line protocols
 // ("PUT k1 v" is "PUT"); a word that is a value (has a digit) is masked.
-func wordShape(line []byte) string {
-	w := line
-	if i := bytes.IndexAny(w, " \t"); i >= 0 {
-		w = w[:i]
+func wordShape(line []byte) string { return maskToken(string(firstWord(line))) }
+
+// firstWord is line up to its first space or tab.
+func firstWord(line []byte) []byte {
+	if i := bytes.IndexAny(line, " \t"); i >= 0 {
+		return line[:i]
 	}
-	return maskToken(string(w))
+	return line
 }
 
 // respShape names a RESP (Redis) message, given its first line and the
@@ -232,11 +231,7 @@ func wordShape(line []byte) string {
 func respShape(rest, line []byte) (string, bool) {
 	switch line[0] {
 	case '+', '-':
-		w := line[1:]
-		if i := bytes.IndexAny(w, " \t"); i >= 0 {
-			w = w[:i]
-		}
-		return string(line[0]) + maskToken(string(w)), true
+		return string(line[0]) + maskToken(string(firstWord(line[1:]))), true
 	case ':':
 		return ":" + masked, isInt(line[1:])
 	case '$':

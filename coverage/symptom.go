@@ -94,7 +94,7 @@ func ReadSymptom(r io.Reader, name string) (*Symptom, error) {
 func saysSomething(t string) bool {
 	run := 0
 	for _, c := range strings.ReplaceAll(t, "<ts>", " ") {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+		if c < 0x80 && isLetter(byte(c)) {
 			if run++; run >= 3 {
 				return true
 			}

@@ -62,7 +62,7 @@ func TestCPUClaims(t *testing.T) {
 			t.Fatalf("picked %v, want each of %v once", cpus, want)
 		}
 	}
-	if len(first[1:]) > 0 && first[1].claim != nil {
+	if len(first) > 1 && first[1].claim != nil {
 		t.Fatal("pickCPUs(1) claimed two CPUs")
 	}
 	if first[0].claim == nil {
