@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lockstep-dev/lockstep/sched"
@@ -20,12 +21,24 @@ func TestCompareReplayBackoffs(t *testing.T) {
 	resited.Site = "libnio.so+0x7310"
 	moved := resited
 	moved.LPID = "zk/0/t0.1.19"
+	longer := send
+	longer.Bytes = 23
+	elsewhere := longer
+	elsewhere.Peer = "10.77.0.3:2888"
 	recs := func(ops ...sched.Op) []sched.Record {
 		var out []sched.Record
 		for i, o := range ops {
 			out = append(out, sched.Record{Step: i + 1, Op: o})
 		}
 		return out
+	}
+	// Records of a connection between two Erlang VMs: each message's
+	// first bytes are a length and a distribution header (sched.Resized).
+	dist := func(recs []sched.Record) []sched.Record {
+		for i := range recs {
+			recs[i].Data = []byte("\x00\x00\x00\x10\x83D\x01")
+		}
+		return recs
 	}
 	for _, tt := range []struct {
 		name         string
@@ -34,21 +47,29 @@ func TestCompareReplayBackoffs(t *testing.T) {
 		same         bool
 		resited      int
 		short        int
+		resized      int
 	}{
-		{"a back-off only in the trace", recs(send, backoff, send), recs(send, send), 0, true, 0, 0},
-		{"a back-off only in the replay", recs(send, send), recs(backoff, send, send), 0, true, 0, 0},
-		{"another sleep only in the replay", recs(send, send), recs(other, send, send), 0, false, 0, 0},
+		{"a back-off only in the trace", recs(send, backoff, send), recs(send, send), 0, true, 0, 0, 0},
+		{"a back-off only in the replay", recs(send, send), recs(backoff, send, send), 0, true, 0, 0, 0},
+		{"another sleep only in the replay", recs(send, send), recs(other, send, send), 0, false, 0, 0, 0},
 		// Past the trace's last op, as a JVM exits: two tail ops, one of
 		// them a back-off.
-		{"a back-off in the tail", recs(send), recs(send, backoff, send), 2, true, 0, 0},
+		{"a back-off in the tail", recs(send), recs(send, backoff, send), 2, true, 0, 0, 0},
 		// The same thread's send from another call site (sched.Resited).
-		{"a send from another site", recs(send, send), recs(send, resited), 0, true, 1, 0},
-		{"from another site and thread", recs(send, send), recs(send, moved), 0, false, 0, 0},
+		{"a send from another site", recs(send, send), recs(send, resited), 0, true, 1, 0, 0},
+		{"from another site and thread", recs(send, send), recs(send, moved), 0, false, 0, 0, 0},
 		// A passing trace's last op, which the replay's clients were done
 		// before (Trial.owed), within replayShortMax.
-		{"the trace's last op not made", recs(send, send, other), recs(send, send), 0, true, 0, 1},
-		{"the trace's first op not made", recs(other, send, send), recs(send, send), 0, false, 0, 0},
-		{"more than a few at the trace's end", recs(append([]sched.Op{send}, slices.Repeat([]sched.Op{other}, replayShortMax+1)...)...), recs(send), 0, false, 0, 0},
+		{"the trace's last op not made", recs(send, send, other), recs(send, send), 0, true, 0, 1, 0},
+		{"the trace's first op not made", recs(other, send, send), recs(send, send), 0, false, 0, 0, 0},
+		{"more than a few at the trace's end", recs(append([]sched.Op{send}, slices.Repeat([]sched.Op{other}, replayShortMax+1)...)...), recs(send), 0, false, 0, 0, 0},
+		// The same message between Erlang VMs, 3 bytes longer
+		// (sched.Resized): counted, not a difference; to another peer, or
+		// on a connection of another protocol, it is one.
+		{"another byte count", dist(recs(send, send)), recs(longer, send), 0, true, 0, 0, 1},
+		{"another byte count, not the VM's message", recs(send, send), recs(longer, send), 0, false, 0, 0, 0},
+		{"another byte count and peer", dist(recs(send, send)), recs(send, elsewhere), 0, false, 0, 0, 0},
+		{"parted after another count", dist(recs(send, send, send)), recs(longer, send, other), 0, false, 0, 0, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := &sched.Trace{Records: tt.trace, Outcome: &sched.Outcome{Kind: Pass}}
@@ -58,8 +79,11 @@ func TestCompareReplayBackoffs(t *testing.T) {
 				tail.Next([]*sched.Op{&send})
 			}
 			rr := compareReplay(tr, res, tail)
-			if rr.Same != tt.same || rr.Resited != tt.resited || rr.Same && rr.Short != tt.short {
-				t.Errorf("same %v (%s), %d resited, %d short, want %v, %d, %d", rr.Same, rr.Diff, rr.Resited, rr.Short, tt.same, tt.resited, tt.short)
+			if rr.Same != tt.same || rr.Resited != tt.resited || rr.Same && rr.Short != tt.short || rr.Resized != tt.resized {
+				t.Errorf("same %v (%s), %d resited, %d short, %d resized, want %v, %d, %d, %d", rr.Same, rr.Diff, rr.Resited, rr.Short, rr.Resized, tt.same, tt.resited, tt.short, tt.resized)
+			}
+			if rr.Resized > 0 && (!strings.Contains(rr.Sizes, "the trace has 20 bytes") || !rr.Same && !strings.Contains(rr.Diff, "before it, another byte count at step 1")) {
+				t.Errorf("the first op of another count not named: %q, %q", rr.Sizes, rr.Diff)
 			}
 		})
 	}

@@ -81,6 +81,25 @@ func ValuesDiffer(want, got *Op) string {
 	return ""
 }
 
+// Resized says whether got, an op with want's identity, differs from it in
+// its byte count alone on an Erlang distribution connection: data, the
+// recorded op's first bytes, begin a message between two Erlang VMs. A VM
+// sends an atom by its slot in a per-connection cache, and the slot
+// follows the order in which the VM made its atoms, which no op shows:
+// the same term may go out 3 bytes longer. Anywhere else a byte count
+// that differs is another exchange.
+func Resized(want, got *Op, data []byte) bool {
+	return !want.Kind.IsFault() && want.Bytes != got.Bytes && want.Peer == got.Peer && distMessage(data)
+}
+
+// distMessage says whether b begins an Erlang distribution message: a
+// 4-byte length, the external term format's version (131) and a
+// distribution header ('D', or 'E' for a fragmented message's first
+// part), the header that carries the atom cache's references.
+func distMessage(b []byte) bool {
+	return len(b) >= 6 && b[4] == 131 && (b[5] == 'D' || b[5] == 'E')
+}
+
 // aimed are what a probe's aim settles of a fault (sched.Op.Aimed): its
 // node, its target and its size and draws.
 var aimed = []opField{

@@ -434,6 +434,10 @@ type Replay struct {
 	// Backoffs counts a runtime's back-offs (Op.RuntimeBackoff) the
 	// recorded run made and this one did not, or the other way round.
 	Backoffs int
+	// Resized counts the decisions matched on the recorded op carrying
+	// another byte count (see Resized); FirstResized names the first.
+	Resized      int
+	FirstResized string
 	// extras counts the back-offs released in a row that the recorded run
 	// did not make (maxExtraBackoffs).
 	extras int
@@ -613,13 +617,21 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 			r.extras++
 			return j, nil
 		}
-		return 0, err
+		return 0, r.after(err)
 	}
 	r.extras = 0
 	// What the op carries must be what was recorded too: a byte count or
-	// peer that differs is another exchange under the same call.
+	// peer that differs is another exchange under the same call, but for
+	// the count of a message between Erlang VMs, which may encode the
+	// same term at another length (Resized): counted.
 	if d := ValuesDiffer(want, enabled[i]); d != "" {
-		return 0, fmt.Errorf("diverged at step %d: %s (expected %s, got %s)", r.step, d, want.String(), enabled[i].String())
+		if !Resized(want, enabled[i], r.records[r.step-1].Data) {
+			return 0, r.after(fmt.Errorf("diverged at step %d: %s (expected %s, got %s)", r.step, d, want.String(), enabled[i].String()))
+		}
+		r.Resized++
+		if r.FirstResized == "" {
+			r.FirstResized = fmt.Sprintf("step %d: %s, the trace has %d bytes", r.step, enabled[i].String(), want.Bytes)
+		}
 	}
 	if r.faults.of(want.Kind).KeepDraw {
 		// As Forced does: the engine's offer drew its variant and pick
@@ -628,6 +640,15 @@ func (r *Replay) Next(enabled []*Op) (int, error) {
 	}
 	r.recalled = want
 	return i, nil
+}
+
+// after adds to a divergence the first op that carried another byte
+// count before it, if any: where the run may have begun to part.
+func (r *Replay) after(err error) error {
+	if r.FirstResized == "" {
+		return err
+	}
+	return fmt.Errorf("%w; before it, another byte count at %s (%d in all)", err, r.FirstResized, r.Resized)
 }
 
 // maxExtraBackoffs bounds the back-offs a replay releases in a row while

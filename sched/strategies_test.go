@@ -651,6 +651,65 @@ func TestReplayResited(t *testing.T) {
 	}
 }
 
+// On an Erlang distribution connection the recorded op carrying another
+// byte count is released and counted (the VM's atom cache may encode one
+// term at two lengths); another peer, a message that is not the VM's or a
+// fault's other size still parts, and a later divergence names the first
+// op of another count.
+func TestReplayResized(t *testing.T) {
+	deliver := Op{ID: 3996, LPID: "c/0/t0.4", Kind: Deliver, Thread: "1_scheduler", Site: "beam.smp+0x285b46", Conn: "10.77.0.2:32769>10.77.0.1:60998", Peer: "10.77.0.1:60998", Bytes: 1062, Syscall: "deliver"}
+	recv := Op{ID: 4000, LPID: "s/0/t0.4", Kind: Recv, Thread: "1_scheduler", Site: "beam.smp+0x284f8b", Bytes: 1460, Syscall: "recvfrom"}
+	// The first bytes of Mnesia's merge_schema: its length, the version,
+	// a distribution header with 40 atom cache references.
+	dist := []byte("\x00\x00\x04\"\x83D(\x07\x8bo8\xff\x9fI")
+	text := []byte("\x00\x00\x04\"SET k1 v1\r\n")
+	with := func(o Op, f func(o *Op)) *Op { f(&o); return &o }
+	shorter := with(deliver, func(o *Op) { o.Bytes = 1059 })
+	for _, tt := range []struct {
+		name     string
+		data     []byte  // the recorded delivery's first bytes
+		enabled  [][]*Op // offered at each step
+		parts    int     // the step that parts, -1: none
+		resized  int
+		mentions string // in the error, when one parts
+	}{
+		{"the recorded count", dist, [][]*Op{{&deliver}, {&recv}}, -1, 0, ""},
+		{"3 bytes fewer", dist, [][]*Op{{shorter}, {&recv}}, -1, 1, ""},
+		{"3 bytes fewer, not the VM's message", text, [][]*Op{{shorter}}, 0, 0, "bytes: expected 1062, got 1059"},
+		{"3 bytes fewer, no bytes kept", nil, [][]*Op{{shorter}}, 0, 0, "bytes"},
+		{"another peer", dist, [][]*Op{{with(deliver, func(o *Op) { o.Peer = "10.77.0.3:4369" })}}, 0, 0, "peer"},
+		{"another peer and count", dist, [][]*Op{{with(*shorter, func(o *Op) { o.Peer = "10.77.0.3:4369" })}}, 0, 0, "bytes"},
+		{"parted after one", dist, [][]*Op{{shorter}, {with(recv, func(o *Op) { o.Syscall = "readv" })}}, 1, 1, "before it, another byte count at step 1: #3996 c/0/t0.4 deliver"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewReplay(&Trace{Records: []Record{{Step: 1, Op: deliver, Data: tt.data}, {Step: 2, Op: recv}}}, nil, testFaults)
+			r.Reset(1, 0)
+			for step, enabled := range tt.enabled {
+				i, err := r.Next(enabled)
+				if step == tt.parts {
+					if err == nil || !strings.Contains(err.Error(), tt.mentions) {
+						t.Fatalf("step %d: released %d (%v), want a divergence naming %q", step, i, err, tt.mentions)
+					}
+					break
+				}
+				if err != nil || i != 0 {
+					t.Fatalf("step %d: released %d (%v), want 0", step, i, err)
+				}
+			}
+			if r.Resized != tt.resized {
+				t.Errorf("resized %d, want %d", r.Resized, tt.resized)
+			}
+			if tt.resized > 0 && !strings.Contains(r.FirstResized, "the trace has 1062 bytes") {
+				t.Errorf("first resized %q does not name the recorded count", r.FirstResized)
+			}
+		})
+	}
+	hold := Op{ID: 7, LPID: "lockstep", Kind: Kind("hold"), Node: "s", Bytes: 1}
+	if Resized(&hold, with(hold, func(o *Op) { o.Bytes = 2 }), dist) {
+		t.Error("a fault of another size counted as resized")
+	}
+}
+
 // A replay owes the run its next decision, a back-off aside, and says
 // whether that op is offered: the clients' exits do not end the run
 // before it.

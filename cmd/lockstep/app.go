@@ -498,6 +498,9 @@ func replayCmd() *cli.Command {
 			if rr.Resited > 0 {
 				fmt.Fprintf(c.App.Writer, "(%d ops made by the same thread from another call site, as a runtime may send or poll down two paths)\n", rr.Resited)
 			}
+			if rr.Resized > 0 {
+				fmt.Fprintf(c.App.Writer, "(ops with another byte count than the trace's, between Erlang VMs: %d, the first at %s; the same message encoded at another length, as the VM's atom cache may make it)\n", rr.Resized, rr.Sizes)
+			}
 			if rr.Short > 0 {
 				fmt.Fprintf(c.App.Writer, "(%d ops at the trace's end not made: the clients were done, and the processes that made them ended first)\n", rr.Short)
 			}
