@@ -20,6 +20,9 @@ import (
 //     "HTTP 200"), chunks of a chunked body (the chunk's contents),
 //     JSON (keys kept, values by type), else the line's first word;
 //   - HTTP/2 frames (their types and flags; a gRPC message's protobuf);
+//   - after a length field, a message between two Erlang VMs: its control
+//     message's operation ("dist REG_SEND"; "dist…" when its header's
+//     atom cache references run past the bytes kept);
 //   - msgpack maps, after up to maxTagBytes tag bytes (kept): keys kept,
 //     values by type;
 //   - a length field at the start, or after one tag byte (masked), then
@@ -51,6 +54,9 @@ const maxNest = 3
 func shapeOf(b []byte, n, depth int) string {
 	if len(b) > n {
 		b = b[:n]
+	}
+	if s, ok := distShape(b, depth); ok {
+		return s
 	}
 	if s, ok := textShape(b, n, depth); ok {
 		return s

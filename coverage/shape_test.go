@@ -54,6 +54,24 @@ var (
 	erlChallengeAck2 = "\x00\x11\x61\x97\x8d\x9e\xf1\xc9\x1b\x60\x9e\x68\xbc\xc3\x61\x08\xa4\x02\xa0"
 	erlChallengeAck3 = "\x00\x11\x61\x32\x57\x3c\xd8\x66\x59\xda\x83\x65\xa3\x45\x58\xe6\xbc\xff\x91"
 	erlChallengeRep  = "\x00\x15\x72\x13\xcc\xa5\x02\x98\xad\x74\xf9\x87\x00\x8f\xe0\x26\x77\xfc\x91\x11\x19\x26\x52"
+
+	// Erlang distribution messages between two Mnesia nodes, 32 bytes
+	// kept: a length, 131, 'D', the atom cache references (a count, a
+	// flag nibble each, then each one's slot, with its text when new),
+	// then the control message, a tuple whose first element is the
+	// operation.
+	erlRegSend    = "\x00\x00\x00\x3f\x83\x44\x05\x07\x03\x0a\x3f\x05\xef\x54\xe5\x0a\x69\x6d\x5f\x72\x75\x6e\x6e\x69\x6e\x67\x68\x04\x61\x06\x58\x52"
+	erlSendSender = "\x00\x00\x00\x50\x83\x44\x04\x37\xf7\x00\x3f\xa8\x50\xdb\x0a\x70\x72\x65\x5f\x63\x6f\x6d\x6d\x69\x74\x68\x03\x61\x16\x58\x52\x00"
+	erlSpawnReply = "\x00\x00\x00\x40\x83\x44\x02\x74\x00\xb2\x3f\x68\x05\x61\x1f\x5a\x00\x03\x52\x00\x65\x92\x00\x82\x00\x03\x0d\x9c\xd4\x20\x00\x01"
+	erlMonitor    = "\x00\x00\x00\x31\x83\x44\x02\x37\x00\x3f\xef\x68\x04\x61\x13\x58\x52\x00\x00\x00\x00\x6c\x00\x00\x00\x00\x65\x92\x00\x82\x52\x01"
+	erlDemonitor  = "\x00\x00\x00\x31\x83\x44\x02\x37\x00\x3f\xef\x68\x04\x61\x14\x58\x52\x00\x00\x00\x00\x6c\x00\x00\x00\x00\x65\x92\x00\x82\x52\x01"
+	erlPayloadMon = "\x00\x00\x00\x8e\x83\x44\x04\x47\xe8\x00\x3f\xb2\x0a\x06\x72\x65\x74\x75\x72\x6e\x17\x06\x61\x63\x63\x65\x70\x74\x68\x04\x61\x1c"
+	erlSpawnReq   = "\x00\x00\x00\x7e\x83\x44\x07\x37\x15\x44\x04\x3f\xfc\x07\x9d\x47\x5a\x46\x68\x06\x61\x1d\x5a\x00\x03\x52\x00\x65\x92\x00\x82\x00"
+	// A header whose new atoms (a node's name, rex) run past 32 bytes.
+	erlHeaderCut = "\x00\x00\x00\x56\x83\x44\x04\x8f\xdc\x00\x3f\x0b\x73\x40\x31\x30\x2e\x37\x37\x2e\x30\x2e\x31\x05\x00\x73\x03\x72\x65\x78\x05\x10"
+	// Mnesia's merge_schema, its first 80 bytes: 40 references, most of
+	// them new, then REG_SEND.
+	erlMergeSchema = "\x00\x00\x04\x22\x83\x44\x28\x07\x8b\x6f\x38\xff\x9f\x49\xaa\xcc\x8c\xed\x8e\xc9\xc8\xa8\xec\xe8\xaf\xc9\xff\x00\x3f\x05\xf9\x09mnesia_tm\x14\x0aask_commit\xbc\x0aasym_trans\x5a\x06commit"
 )
 
 func TestShape(t *testing.T) {
@@ -76,6 +94,22 @@ func TestShape(t *testing.T) {
 		{"raft AppendEntries, 32 bytes", raftAppend[:32], 276, "\x00{Addr:s Entries:[{…"},
 		{"raft RequestVote, 32 bytes", raftVote[:32], 123, "\x01{Addr:s Candidate:…"},
 		{"raft snapshot, JSON", raftSnapshot, 1609, "{hash:s last:i entries:[{index:i cmd:s hash:s}]…"},
+
+		// Erlang distribution: the control message's operation; a header
+		// past the bytes kept is cut.
+		{"erlang REG_SEND", erlRegSend, 67, "⟨len⟩dist REG_SEND"},
+		{"erlang SEND_SENDER", erlSendSender, 84, "⟨len⟩dist SEND_SENDER"},
+		{"erlang SPAWN_REPLY", erlSpawnReply, 68, "⟨len⟩dist SPAWN_REPLY"},
+		{"erlang MONITOR_P", erlMonitor, 53, "⟨len⟩dist MONITOR_P"},
+		{"erlang DEMONITOR_P", erlDemonitor, 53, "⟨len⟩dist DEMONITOR_P"},
+		{"erlang PAYLOAD_MONITOR_P_EXIT", erlPayloadMon, 146, "⟨len⟩dist PAYLOAD_MONITOR_P_EXIT"},
+		{"erlang SPAWN_REQUEST", erlSpawnReq, 130, "⟨len⟩dist SPAWN_REQUEST"},
+		{"erlang header cut", erlHeaderCut, 90, "⟨len⟩dist…"},
+		{"erlang merge_schema, 32 bytes", erlMergeSchema[:32], 1062, "⟨len⟩dist…"},
+		{"erlang pass-through", "\x00\x00\x00\x20p\x83h\x04a\x06gR\x00\x00\x00\x01\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", 36, "⟨len⟩dist REG_SEND"},
+		{"erlang later fragment", "\x00\x00\x00\x20\x83F\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00\x02\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a", 36, "⟨len⟩dist fragment·"},
+		// Not after a length field: a msgpack map of three entries.
+		{"erlang version byte alone", "\x83D\x01\x00\x3fh\x03a\x16", 0, "\x83·"},
 
 		// HTTP/1.1: method and path, ids masked; responses by status.
 		{"raftex admin", "GET /state HTTP/1.1\r\nHost: 10.77.0.1:8000\r\nUser-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n", 0, "GET /state"},
@@ -270,4 +304,37 @@ func total(m map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// Distribution headers built by hand for what the traces above do not
+// show: no references, long atoms, a fragmented message's first part, an
+// operation the protocol does not name, and bytes that are no control
+// message.
+func TestDistShape(t *testing.T) {
+	ctl := "h\x04a\x06gR\x00"
+	for _, tc := range []struct {
+		name, msg string
+		want      string
+		ok        bool
+	}{
+		{"no references", "\x83D\x00" + ctl, "dist REG_SEND", true},
+		// One new reference with the long-atoms flag: a 2-byte length.
+		{"long atoms", "\x83D\x01\x18\x05\x00\x03rex" + ctl, "dist REG_SEND", true},
+		{"long atoms cut", "\x83D\x01\x18\x05\x00\x03re", "dist…", true},
+		{"one old, one new", "\x83D\x02\x80\x00\x07\x3f\x02ok" + ctl, "dist REG_SEND", true},
+		{"first fragment", "\x83E\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00\x03\x00" + ctl, "dist REG_SEND", true},
+		{"an operation not named", "\x83D\x00h\x03a\x63gR", "dist op99", true},
+		{"no control tuple", "\x83D\x00l\x00\x00\x00\x02", "", false},
+		{"not the version", "\x82D\x00" + ctl, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := distShape([]byte(tc.msg), 1)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("distShape = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+	if _, ok := distShape([]byte("\x83D\x00"+ctl), 0); ok {
+		t.Error("a message's first bytes, not after a length field, read as distribution")
+	}
 }
