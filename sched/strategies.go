@@ -496,6 +496,7 @@ func (r *Replay) Reset(seed int64, stepsHint int) {
 	r.step = 0
 	r.recalled = nil
 	r.Moved, r.Resited, r.Backoffs, r.extras = 0, 0, 0, 0
+	r.Resized, r.FirstResized = 0, ""
 	r.now, r.clocked = 0, false
 	if r.fallback != nil {
 		r.fallback.Reset(seed, stepsHint)

@@ -702,6 +702,10 @@ func TestReplayResized(t *testing.T) {
 			if tt.resized > 0 && !strings.Contains(r.FirstResized, "the trace has 1062 bytes") {
 				t.Errorf("first resized %q does not name the recorded count", r.FirstResized)
 			}
+			// The next trial's replay starts afresh.
+			if r.Reset(1, 0); r.Resized != 0 || r.FirstResized != "" {
+				t.Errorf("after Reset: resized %d, %q", r.Resized, r.FirstResized)
+			}
 		})
 	}
 	hold := Op{ID: 7, LPID: "lockstep", Kind: Kind("hold"), Node: "s", Bytes: 1}
