@@ -342,26 +342,29 @@ func processOf(lpid string) string {
 // RuntimeBackoff says o is a wait a language runtime makes for itself as
 // often as the machine's timing has it: a sleep of HotSpot's VM thread
 // (the 10 µs back-off it sleeps while a thread it brings to a safepoint
-// still runs Java code: whether it has to is how far that thread got), or
-// a poll of an Erlang VM's aux thread (it polls the VM's fallback poll
-// set, the descriptors epoll refuses, whenever a scheduler hands it work,
-// and how many times before the scheduler's next op is how far the two
-// got). A replay may meet one the recorded run did not make, or miss one
-// it made (Replay).
+// still runs Java code: whether it has to is how far that thread got), a
+// poll of an Erlang VM's aux thread (it polls the VM's fallback poll set,
+// the descriptors epoll refuses, whenever a scheduler hands it work, and
+// how many times before the scheduler's next op is how far the two got),
+// or a poll of an Erlang VM's scheduler (it checks for I/O between its
+// processes, as often as how far they got has it: Mnesia's server polled
+// before its accept in one run and not in the other). A replay may meet
+// one the recorded run did not make, or miss one it made (Replay).
 func (o *Op) RuntimeBackoff() bool {
 	switch o.Kind {
 	case Sleep:
 		return strings.HasPrefix(o.Thread, "VM Thread")
 	case Poll:
-		return beamAux(o.Thread)
+		return beamThread(o.Thread, "_aux") || beamThread(o.Thread, "_scheduler")
 	}
 	return false
 }
 
-// beamAux says whether a thread name is an Erlang VM's aux thread's
-// ("1_aux": the VM names its threads by index and role).
-func beamAux(name string) bool {
-	n, ok := strings.CutSuffix(name, "_aux")
+// beamThread says whether a thread name is that of an Erlang VM's thread
+// of a role ("1_aux", "2_scheduler": the VM names its threads by index and
+// role; its dirty schedulers are "1_dirty_cpu_scheduler" and the like).
+func beamThread(name, role string) bool {
+	n, ok := strings.CutSuffix(name, role)
 	return ok && n != "" && strings.Trim(n, "0123456789") == ""
 }
 

@@ -757,7 +757,12 @@ func TestRuntimeBackoffThreads(t *testing.T) {
 		{Poll, "_aux", false},
 		{Poll, "x1_aux", false},
 		{Poll, "0_poller", false},
-		{Poll, "1_scheduler", false},
+		{Poll, "1_scheduler", true},
+		{Poll, "12_scheduler", true},
+		{Sleep, "1_scheduler", false},
+		{Poll, "1_dirty_cpu_scheduler", false},
+		{Poll, "1_dirty_io_scheduler", false},
+		{Poll, "_scheduler", false},
 	} {
 		o := Op{Kind: tt.kind, Thread: tt.thread}
 		if got := o.RuntimeBackoff(); got != tt.want {
