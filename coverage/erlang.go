@@ -55,11 +55,12 @@ func headerShape(h []byte) (string, bool) {
 	}
 	refs, i := int(h[0]), 1
 	if refs > 0 {
-		flags := h[i:min(len(h), i+refs/2+1)]
-		i += refs/2 + 1
-		if len(flags) < refs/2+1 {
+		n := refs/2 + 1 // a nibble per reference and one for the header
+		if len(h) < i+n {
 			return "dist" + cut, true
 		}
+		flags := h[i : i+n]
+		i += n
 		nibble := func(k int) byte { return flags[k/2] >> (4 * (k % 2)) & 0xf }
 		longAtoms := nibble(refs)&1 != 0
 		for k := range refs {
