@@ -365,3 +365,60 @@ func TestMessagesLongWrites(t *testing.T) {
 		t.Errorf("%d kinds, want 7: %v", len(ks.List()), labels(ks.List()))
 	}
 }
+
+// TestNamer: a record of another run of the trial is named by the kind the
+// trace gave its message, numbered as the trace's; a shape the trace did
+// not show is numbered after its kinds; other ops have none.
+func TestNamer(t *testing.T) {
+	tr := readFixture(t, "raft")
+	ks := NewKinds()
+	msgs, _ := ks.Messages(tr)
+	n := NewNamer(tr)
+	for _, m := range msgs {
+		r := tr.Records[m.Record]
+		if got := n.Kind(&r); got == nil || got.ID != m.Kind.ID {
+			t.Fatalf("step %d: the namer gives %v, the trace's kinds %s", r.Step, got, m.Kind.Label())
+		}
+	}
+	var conn string
+	for _, r := range tr.Records {
+		if r.Op.Kind == sched.Deliver && len(r.Data) > 0 {
+			conn = r.Op.Conn
+			break
+		}
+	}
+	fresh := sched.Record{Op: sched.Op{Kind: sched.Deliver, Conn: conn}, Data: []byte("HELLO there\n"), Result: 12}
+	if got := n.Kind(&fresh); got == nil || got.ID != len(ks.List())+1 || got.Shape != "HELLO" {
+		t.Errorf("a message the trace did not show: %v, want k%d \"HELLO\"", got, len(ks.List())+1)
+	}
+	for _, r := range []sched.Record{
+		{Op: sched.Op{Kind: sched.Recv, Conn: conn}, Data: []byte("HELLO there\n")},
+		{Op: sched.Op{Kind: sched.Deliver, Conn: conn}},
+	} {
+		if got := n.Kind(&r); got != nil {
+			t.Errorf("%v with %d bytes kept: kind %s, want none", r.Op.Kind, len(r.Data), got.Label())
+		}
+	}
+	if got := (*Namer)(nil).Kind(&fresh); got != nil {
+		t.Errorf("a nil namer gave %s", got.Label())
+	}
+}
+
+func TestText(t *testing.T) {
+	for _, tc := range []struct {
+		b    string
+		want bool
+	}{
+		{"LOCK 1\n", true},
+		{"GET /v3/kv HTTP/1.1\r\nHost: a\r\n", true},
+		{"{\"k\":\t1}", true},
+		{"", true},
+		{"\x00\x00\x00)\x83D", false},
+		{"PUT k\x00", false},
+		{"caf\xc3\xa9", false},
+	} {
+		if got := Text([]byte(tc.b)); got != tc.want {
+			t.Errorf("Text(%q) = %v, want %v", tc.b, got, tc.want)
+		}
+	}
+}

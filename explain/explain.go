@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/internal/safefs"
@@ -359,6 +360,7 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 		return nil, err
 	}
 	syms := newSymbolizer(rr.Spec)
+	syms.kinds = coverage.NewNamer(tr)
 	hard := e.deadline
 	if e.toCurve {
 		// Hundreds of decisions, each a course of the run rather than a

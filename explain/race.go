@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/internal/symname"
 	"github.com/lockstep-dev/lockstep/sched"
@@ -24,6 +26,10 @@ type Event struct {
 	Peer   string `json:"peer,omitempty"`   // the remote address
 	Data   string `json:"data,omitempty"`   // the message's first bytes, quoted
 	Site   string `json:"site,omitempty"`   // module+0xoffset
+	// Kind is the message's kind, numbered as the explained trace's
+	// (`lockstep kinds TRACE`): `k12 "⟨len⟩dist LINK"`. Sentences name a
+	// message by it where its bytes are not text.
+	Kind string `json:"kind,omitempty"`
 	// Caller is the program's own frame past a library's (see
 	// sched.Op.Caller): what Func, File and Line name when set.
 	Caller  string `json:"caller,omitempty"`
@@ -50,6 +56,9 @@ func (ev Event) String() string {
 	}
 	if ev.Data != "" {
 		s += " " + ev.Data
+	}
+	if ev.binary() {
+		s += " (" + ev.Kind + ")"
 	}
 	if ev.Comment != "" {
 		s += " " + ev.Comment
@@ -847,6 +856,9 @@ func event(r *sched.Record, syms *symbolizer) Event {
 	}
 	if len(r.Data) > 0 {
 		ev.Data = sched.FormatData(r.Data, sched.DataLen(r))
+		if k := syms.kinds.Kind(r); k != nil {
+			ev.Kind = k.Label()
+		}
 	}
 	if op.Kind == sched.Advance || op.Kind.IsFault() {
 		ev.Comment = sched.Describe(*r)
@@ -888,7 +900,7 @@ func who(ev Event) string {
 	switch {
 	case (ev.Op == sched.Recv.String() || strings.HasPrefix(ev.Op, sched.Recv.String()+"(")) && (ev.Data != "" || ev.Peer != ""):
 		if ev.Data != "" {
-			return s + " read of " + ev.Data
+			return s + " read of " + ev.message()
 		}
 		return fmt.Sprintf("%s read of no bytes from %s (its peer's close)", s, ev.Peer)
 	case strings.HasPrefix(ev.Op, sched.Advance.String()+"("):
@@ -896,11 +908,31 @@ func who(ev Event) string {
 		wait := strings.TrimSuffix(strings.TrimPrefix(ev.Op, sched.Advance.String()+"("), ")")
 		return fmt.Sprintf("%s %s timeout (%s)", s, wait, ev.Comment)
 	case ev.Data != "":
-		s += " " + ev.Data
+		s += " " + ev.message()
 	default:
 		s += " " + ev.Op
 	}
 	return s
+}
+
+// message names an event's message for a sentence: its bytes where they
+// read as text ("LOCK\n"), else its kind, which says more than binary
+// bytes do.
+func (ev Event) message() string {
+	if ev.binary() {
+		return ev.Kind
+	}
+	return ev.Data
+}
+
+// binary says whether the event's message has a kind and bytes that are
+// not text.
+func (ev Event) binary() bool {
+	if ev.Kind == "" {
+		return false
+	}
+	b, err := strconv.Unquote(strings.TrimSuffix(ev.Data, "…"))
+	return err == nil && !coverage.Text([]byte(b))
 }
 
 // summary is a race's sentence. Its clauses keep causes before effects:
@@ -953,9 +985,9 @@ func summary(d sched.Decision, r Race) string {
 func runs(ev Event) string {
 	switch op, _, _ := strings.Cut(ev.Op, "("); {
 	case op == sched.Send.String() && ev.Data != "":
-		return ev.Node + " sends " + ev.Data
+		return ev.Node + " sends " + ev.message()
 	case op == sched.Recv.String() && ev.Data != "":
-		return ev.Node + " reads " + ev.Data
+		return ev.Node + " reads " + ev.message()
 	case op == sched.Connect.String():
 		return ev.Node + " connects"
 	case op == sched.Accept.String():

@@ -201,7 +201,7 @@ func storageText(st *Storage) string {
 	}
 	if len(st.Lost) > 0 {
 		l := st.Lost[0]
-		s += fmt.Sprintf("; it loses what %s had acknowledged: %s, answered %s, written to %s but not synced", l.Request.To, message(l.Request), l.Answer.Data, l.File)
+		s += fmt.Sprintf("; it loses what %s had acknowledged: %s, answered %s, written to %s but not synced", l.Request.To, message(l.Request), l.Answer.message(), l.File)
 		if more := st.LostAcked - 1; more > 0 {
 			s += fmt.Sprintf(", and %d more %s", more, plural(more, "acknowledged write", "acknowledged writes"))
 		}
@@ -212,7 +212,7 @@ func storageText(st *Storage) string {
 		} else {
 			s += ", and later "
 		}
-		s += ev.Data
+		s += ev.message()
 		if ev.To != "" {
 			s += " to " + ev.To
 		}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/internal/symname"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
@@ -32,6 +33,10 @@ type symbolizer struct {
 	// no line because it was built without debug information.
 	hints  []string
 	hinted map[string]bool
+	// kinds names messages by their kinds, numbered as the explained
+	// trace's (nil: events carry no kind). It rides here because every
+	// event is made with the symbolizer at hand.
+	kinds *coverage.Namer
 }
 
 type module struct {

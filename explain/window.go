@@ -305,7 +305,7 @@ func effectsText(ef *Effects, fault string) string {
 	if len(ef.Inside) > 0 {
 		p := "among the cut-off nodes " + message(ef.Inside[0])
 		if len(ef.Inside) > 1 && ef.Inside[1].Node == ef.Inside[0].To {
-			p += ", answered " + ef.Inside[1].Data
+			p += ", answered " + ef.Inside[1].message()
 		}
 		parts = append(parts, p)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -57,6 +58,9 @@ type diagram struct {
 	// explained, when set, highlights an explanation's races and greys
 	// out the ops outside its causal slice (explain.go).
 	explained *Explained
+	// kinds are the messages' kinds by row, numbered as `lockstep kinds`
+	// numbers the trace's.
+	kinds map[int]*coverage.Kind
 }
 
 // laneOf says where an op is drawn: the node and sub-lane. A delivery is a
@@ -84,7 +88,7 @@ func laneOf(op *sched.Op, nodes map[string]bool) (node, sub string) {
 }
 
 func newDiagram(tr *sched.Trace) *diagram {
-	d := &diagram{tr: tr, byNode: map[string]*lane{}, row: map[uint64]int{}}
+	d := &diagram{tr: tr, byNode: map[string]*lane{}, row: map[uint64]int{}, kinds: messageKinds(tr)}
 	nodes := map[string]bool{}
 	d.nodes = nodes
 	addNode := func(n string) *lane {
@@ -358,8 +362,10 @@ const (
 	clockKind sched.Kind = "clock"
 )
 
-// opLabel is the short text beside an op's mark.
-func opLabel(r *sched.Record) string {
+// opLabel is the short text beside an op's mark. A message whose bytes
+// are not text is labelled with its kind k, which says more than its
+// first binary bytes do.
+func opLabel(r *sched.Record, k *coverage.Kind) string {
 	op := &r.Op
 	s := op.Kind.String()
 	switch {
@@ -382,7 +388,10 @@ func opLabel(r *sched.Record) string {
 	if op.Bytes != 0 {
 		s += fmt.Sprintf(" %dB", op.Bytes)
 	}
-	if len(r.Data) > 0 {
+	switch {
+	case k != nil && !coverage.Text(r.Data):
+		s += " " + k.Label()
+	case len(r.Data) > 0:
 		// A label stays short; the hover text has all that was kept.
 		const labelData = 12
 		s += " " + sched.FormatData(r.Data[:min(len(r.Data), labelData)], sched.DataLen(r))
@@ -390,8 +399,9 @@ func opLabel(r *sched.Record) string {
 	return s
 }
 
-// opTitle is an op's hover text: everything the record says.
-func opTitle(r *sched.Record) string {
+// opTitle is an op's hover text: everything the record says, and its
+// message's kind k.
+func opTitle(r *sched.Record, k *coverage.Kind) string {
 	op := &r.Op
 	var t strings.Builder
 	fmt.Fprintf(&t, "step %d · vtime %s · op #%d\n%s %s", r.Step, vtime(r.VTime), op.ID, op.Kind, op.Node)
@@ -417,6 +427,9 @@ func opTitle(r *sched.Record) string {
 	}
 	if len(r.Data) > 0 {
 		field("data", sched.FormatData(r.Data, sched.DataLen(r)))
+	}
+	if k != nil {
+		field("kind", k.Label())
 	}
 	if op.Kind == sched.Advance {
 		field("clock runs to", vtime(op.At))
@@ -450,8 +463,8 @@ func (d *diagram) ops(b *bufio.Writer) {
 		n, sub := laneOf(op, d.nodes)
 		kind := op.Kind.String()
 		fmt.Fprintf(b, "<g class=\"op k-%s%s\" data-id=\"%d\" data-step=\"%d\" data-node=\"%s\"><title>%s</title>",
-			esc(kind), d.explained.classes(r.Step), op.ID, r.Step, esc(n), esc(d.explained.title(r.Step, opTitle(r))))
-		label := esc(opLabel(r))
+			esc(kind), d.explained.classes(r.Step), op.ID, r.Step, esc(n), esc(d.explained.title(r.Step, opTitle(r, d.kinds[i]))))
+		label := esc(opLabel(r, d.kinds[i]))
 		switch {
 		case sub == "":
 			// A fault: a band across its target's whole lane.

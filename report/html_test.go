@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/sched"
 )
 
@@ -362,9 +363,34 @@ func TestOpLabel(t *testing.T) {
 		{sched.Record{Op: sched.Op{Kind: "crash", Delay: int64(time.Second)}}, "crash"},
 		{sched.Record{Op: sched.Op{Kind: "restart"}, Auto: true}, "restart (quiet)"},
 		{sched.Record{Op: sched.Op{Kind: sched.Advance, Delay: int64(time.Second)}}, "advance +1s"},
+		// A message whose bytes are text is labelled with them, one
+		// whose bytes are not with its kind (its first bytes say
+		// nothing); without a kind, the bytes.
+		{sched.Record{Op: sched.Op{Kind: sched.Deliver}, Data: []byte("LOCK 1\n")}, `deliver "LOCK 1\n"`},
+		{sched.Record{Op: sched.Op{Kind: sched.Deliver, Bytes: 45}, Data: []byte(distLink)}, `deliver 45B k1 "⟨len⟩dist LINK"`},
+		{sched.Record{Op: sched.Op{Kind: sched.Send, Syscall: "writev"}, Result: 45, Data: []byte(distLink)}, `send writev k1 "⟨len⟩dist LINK"`},
 	} {
-		if got := opLabel(&tc.rec); got != tc.want {
+		ks := coverage.NewKinds()
+		if got := opLabel(&tc.rec, ks.Classify(":7000", tc.rec.Data, sched.DataLen(&tc.rec))); got != tc.want {
 			t.Errorf("opLabel(%v) = %q, want %q", tc.rec.Op.Kind, got, tc.want)
 		}
+	}
+	if got := opLabel(&sched.Record{Op: sched.Op{Kind: sched.Deliver, Bytes: 45}, Data: []byte(distLink)}, nil); got != `deliver 45B "\x00\x00\x00)\x83D\x02G\x00?\xd6h"…` {
+		t.Errorf("opLabel of a binary message with no kind = %q, want its first 12 bytes", got)
+	}
+}
+
+// distLink is the first 32 bytes of a message between two Erlang VMs
+// (Mnesia's, examples/mnesia): its length, the external term format's
+// version, a distribution header with two atom cache references, and the
+// control message {1 (LINK), FromPid, ToPid}, cut.
+const distLink = "\x00\x00\x00)\x83D\x02G\x00?\xd6h\x03a\x01XR\x00\x00\x00\x00]\x00\x00\x00\x00e\x92\x00\x81XR"
+
+// TestOpTitleKind: an op's hover text names its message's kind.
+func TestOpTitleKind(t *testing.T) {
+	r := sched.Record{Op: sched.Op{Kind: sched.Deliver, Node: "a", Bytes: 45}, Data: []byte(distLink)}
+	k := coverage.NewKinds().Classify(":7000", r.Data, sched.DataLen(&r))
+	if got := opTitle(&r, k); !strings.Contains(got, "\nkind: k1 \"⟨len⟩dist LINK\"") {
+		t.Errorf("opTitle = %q, want a line naming its kind", got)
 	}
 }
