@@ -856,7 +856,7 @@ func event(r *sched.Record, syms *symbolizer) Event {
 	}
 	if len(r.Data) > 0 {
 		ev.Data = sched.FormatData(r.Data, sched.DataLen(r))
-		if k := syms.kinds.Kind(r); k != nil {
+		if k := syms.kind(r); k != nil {
 			ev.Kind = k.Label()
 		}
 	}

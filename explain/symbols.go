@@ -50,6 +50,14 @@ type module struct {
 	program bool
 }
 
+// kind is the kind of r's message, nil where none is named.
+func (s *symbolizer) kind(r *sched.Record) *coverage.Kind {
+	if s == nil {
+		return nil
+	}
+	return s.kinds.Kind(r)
+}
+
 func newSymbolizer(sp *spec.Spec) *symbolizer {
 	s := &symbolizer{paths: map[string]string{}, mods: map[string]*module{}, hinted: map[string]bool{}}
 	if sp != nil {
