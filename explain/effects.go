@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/sched"
 	"github.com/lockstep-dev/lockstep/spec"
@@ -27,7 +28,7 @@ type Effects struct {
 	// first few kinds of message.
 	Inside []Event `json:"inside,omitempty"`
 	// New are messages among the other nodes, while it lasted, of a kind
-	// (bytes with digits ignored) the run without the fault never sends.
+	// (identity) the run without the fault never sends.
 	New []Event `json:"new,omitempty"`
 }
 
@@ -40,6 +41,24 @@ const (
 )
 
 func kindOf(shape string) string { return shape[:min(kindBytes, len(shape))] }
+
+// identity is what effects tell messages apart by. A message whose bytes
+// are text is its bytes with digits ignored (whole, or their start when
+// short); one whose bytes are not is its kind (coverage.Namer), both ways,
+// since its bytes carry ids, counters and addresses as binary numbers,
+// which ignoring digits would keep: two of an Erlang VM's MONITOR_P
+// differ in their pids.
+func (s *faultSpan) identity(r *sched.Record, short bool) string {
+	if !coverage.Text(r.Data) {
+		if k := s.syms.kind(r); k != nil {
+			return k.Feature().Key
+		}
+	}
+	if short {
+		return kindOf(shape(r.Data))
+	}
+	return shape(r.Data)
+}
 
 // addrNodes maps node addresses to names: node i has the subnet's
 // address i+1 (spec and netns follow that rule).
@@ -273,7 +292,7 @@ func (s *faultSpan) addHeld(ex *Effects, held []int, copied int) {
 		if len(ex.Held) >= maxEffects {
 			break
 		}
-		if k := s.recs[h].Op.Node + shape(s.recs[h].Data); !seen[k] && (copied < 0 || string(s.recs[h].Data) != string(s.recs[copied].Data)) {
+		if k := s.recs[h].Op.Node + s.identity(&s.recs[h], false); !seen[k] && (copied < 0 || string(s.recs[h].Data) != string(s.recs[copied].Data)) {
 			seen[k] = true
 			ex.Held = append(ex.Held, s.heldEvent(h))
 		}
@@ -286,7 +305,7 @@ func (s *faultSpan) addHeld(ex *Effects, held []int, copied int) {
 func (s *faultSpan) addInside(ex *Effects, inside []int) {
 	seen := map[string]bool{}
 	for _, j := range inside {
-		if k := shape(s.recs[j].Data); !seen[k] && len(ex.Inside) < maxEffects {
+		if k := s.identity(&s.recs[j], false); !seen[k] && len(ex.Inside) < maxEffects {
 			seen[k] = true
 			ex.Inside = append(ex.Inside, event(&s.recs[j], s.syms))
 		}
@@ -300,7 +319,7 @@ func (s *faultSpan) addNew(ex *Effects, without []sched.Record) {
 	known := map[string]bool{}
 	for j := range without {
 		if o := &without[j].Op; o.Kind == sched.Deliver {
-			known[o.Node+">"+receiver(o)+"|"+shape(without[j].Data)] = true
+			known[o.Node+">"+receiver(o)+"|"+s.identity(&without[j], false)] = true
 		}
 	}
 	seen := map[string]bool{}
@@ -309,13 +328,13 @@ func (s *faultSpan) addNew(ex *Effects, without []sched.Record) {
 		if o.Kind != sched.Deliver || len(s.recs[j].Data) == 0 || s.cut[o.Node] || s.cut[receiver(o)] {
 			continue
 		}
-		k := shape(s.recs[j].Data)
 		// One of each kind, told by its start: the answers to one
 		// request differ further on.
-		if known[o.Node+">"+receiver(o)+"|"+k] || seen[kindOf(k)] {
+		k, short := s.identity(&s.recs[j], false), s.identity(&s.recs[j], true)
+		if known[o.Node+">"+receiver(o)+"|"+k] || seen[short] {
 			continue
 		}
-		seen[kindOf(k)] = true
+		seen[short] = true
 		ex.New = append(ex.New, event(&s.recs[j], s.syms))
 	}
 }
