@@ -42,22 +42,28 @@ const (
 
 func kindOf(shape string) string { return shape[:min(kindBytes, len(shape))] }
 
-// identity is what effects tell messages apart by. A message whose bytes
-// are text is its bytes with digits ignored (whole, or their start when
-// short); one whose bytes are not is its kind (coverage.Namer), both ways,
-// since its bytes carry ids, counters and addresses as binary numbers,
-// which ignoring digits would keep: two of an Erlang VM's MONITOR_P
-// differ in their pids.
-func (s *faultSpan) identity(r *sched.Record, short bool) string {
+// identity is what effects tell messages apart by, whole (key) and by its
+// start (start: one of each kind, where the answers to one request differ
+// further on). A message whose bytes are text is its bytes with digits
+// ignored; one whose bytes are not is its kind (coverage.Namer), both
+// ways, since its bytes carry ids, counters and addresses as binary
+// numbers, which ignoring digits would keep: two of an Erlang VM's
+// MONITOR_P differ in their pids.
+func (s *faultSpan) identity(r *sched.Record) (key, start string) {
 	if !coverage.Text(r.Data) {
 		if k := s.syms.kind(r); k != nil {
-			return k.Feature().Key
+			key = k.Feature().Key
+			return key, key
 		}
 	}
-	if short {
-		return kindOf(shape(r.Data))
-	}
-	return shape(r.Data)
+	key = shape(r.Data)
+	return key, kindOf(key)
+}
+
+// key is a message's whole identity.
+func (s *faultSpan) key(r *sched.Record) string {
+	k, _ := s.identity(r)
+	return k
 }
 
 // addrNodes maps node addresses to names: node i has the subnet's
@@ -292,7 +298,7 @@ func (s *faultSpan) addHeld(ex *Effects, held []int, copied int) {
 		if len(ex.Held) >= maxEffects {
 			break
 		}
-		if k := s.recs[h].Op.Node + s.identity(&s.recs[h], false); !seen[k] && (copied < 0 || string(s.recs[h].Data) != string(s.recs[copied].Data)) {
+		if k := s.recs[h].Op.Node + s.key(&s.recs[h]); !seen[k] && (copied < 0 || string(s.recs[h].Data) != string(s.recs[copied].Data)) {
 			seen[k] = true
 			ex.Held = append(ex.Held, s.heldEvent(h))
 		}
@@ -305,7 +311,7 @@ func (s *faultSpan) addHeld(ex *Effects, held []int, copied int) {
 func (s *faultSpan) addInside(ex *Effects, inside []int) {
 	seen := map[string]bool{}
 	for _, j := range inside {
-		if k := s.identity(&s.recs[j], false); !seen[k] && len(ex.Inside) < maxEffects {
+		if k := s.key(&s.recs[j]); !seen[k] && len(ex.Inside) < maxEffects {
 			seen[k] = true
 			ex.Inside = append(ex.Inside, event(&s.recs[j], s.syms))
 		}
@@ -319,7 +325,7 @@ func (s *faultSpan) addNew(ex *Effects, without []sched.Record) {
 	known := map[string]bool{}
 	for j := range without {
 		if o := &without[j].Op; o.Kind == sched.Deliver {
-			known[o.Node+">"+receiver(o)+"|"+s.identity(&without[j], false)] = true
+			known[o.Node+">"+receiver(o)+"|"+s.key(&without[j])] = true
 		}
 	}
 	seen := map[string]bool{}
@@ -330,7 +336,7 @@ func (s *faultSpan) addNew(ex *Effects, without []sched.Record) {
 		}
 		// One of each kind, told by its start: the answers to one
 		// request differ further on.
-		k, short := s.identity(&s.recs[j], false), s.identity(&s.recs[j], true)
+		k, short := s.identity(&s.recs[j])
 		if known[o.Node+">"+receiver(o)+"|"+k] || seen[short] {
 			continue
 		}
