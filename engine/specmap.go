@@ -22,6 +22,7 @@ func faultPlan(p spec.FaultPlan) (faults.Plan, error) {
 	plan := faults.Plan{
 		Nodes: p.Nodes, Budget: p.Budget, From: p.From, Until: p.Until, Spread: p.Spread,
 		MaxPause: p.MaxPause, MaxOutage: p.MaxOutage, MaxClockJump: p.MaxClockJump, MaxHold: p.MaxHold,
+		MinPause: p.MinPause, MinOutage: p.MinOutage,
 		KeepClock: p.KeepClock, MaxDrift: p.MaxDrift, Groups: p.Groups, Shapes: p.Shapes,
 		Probe: p.Probe, Follow: p.Follow, Overlap: p.Overlap, Disk: p.Disk,
 		Shape:   func(msg string, n int, shape string) bool { return coverage.OfShape([]byte(msg), n, shape) },

@@ -106,15 +106,16 @@ type Message struct {
 // slow (Slow) one kind of message on one link with an end among Nodes (or
 // on every link into or out of a node), make a node among them gray one
 // way (Gray), or lose one datagram of a kind on one link (Drop); a hold, a
-// gray or each slowed message for up to MaxHold, a slow for up to
-// MaxOutage, while the trial's Budget of injections has room. The zero
+// gray or each slowed message for up to MaxHold, a slow for MinOutage
+// (0: a tenth of MaxOutage) to MaxOutage, while the trial's Budget of
+// injections has room. The zero
 // Aiming (a fault plan without holds, slow links, grays or drops) turns
 // the arm off.
 type Aiming struct {
 	Nodes                  []string
 	Hold, Slow, Gray, Drop bool
 	MaxHold                time.Duration
-	MaxOutage              time.Duration
+	MaxOutage, MinOutage   time.Duration
 	Budget                 int
 }
 
@@ -826,9 +827,13 @@ func (v *View) aimAt(r *rand.Rand, e *Entry, d int) (AimAt, int, bool) {
 	// A slow rather than a hold: drawn only where the plan allows slow
 	// links (a plan with holds alone makes the draws it always made).
 	if v.aiming.Slow && v.aiming.MaxOutage > 0 && (!v.aiming.Hold || r.IntN(2) == 1) {
-		mo := v.aiming.MaxOutage
+		mo, lo := v.aiming.MaxOutage, v.aiming.MinOutage
+		if lo <= 0 {
+			lo = mo / 10
+		}
+		lo = min(lo, mo)
 		a.Slow = true
-		a.While = (mo/10 + time.Duration(r.Int64N(int64(mo-mo/10)+1))).Truncate(time.Millisecond)
+		a.While = (lo + time.Duration(r.Int64N(int64(mo-lo)+1))).Truncate(time.Millisecond)
 	}
 	return a, m.Record, true
 }

@@ -316,8 +316,8 @@ func TestPlanAim(t *testing.T) {
 
 // TestPlanAimSlow: where the plan allows slow links, an Aim plan may slow
 // the kind instead of holding it, each message by a tenth of MaxHold to
-// all of it, for a tenth of MaxOutage to all of it: always without holds,
-// about half the time with them.
+// all of it, for MinOutage (a tenth of MaxOutage when unset) to all of
+// MaxOutage: always without holds, about half the time with them.
 func TestPlanAimSlow(t *testing.T) {
 	count := func(int) int { return 1 }
 	msgs := []Message{{Record: 75, From: "n1", To: "n2", Kind: 2, Shape: "VOTE", Label: `k2 "VOTE"`}}
@@ -325,12 +325,14 @@ func TestPlanAimSlow(t *testing.T) {
 	const maxHold, maxOutage = 500 * time.Millisecond, 2 * time.Second
 	for _, tc := range []struct {
 		hold        bool
+		shortest    time.Duration
 		least, most float64 // share of aims that slow
-	}{{false, 1, 1}, {true, 0.4, 0.6}} {
+	}{{false, 0, 1, 1}, {true, 0, 0.4, 0.6}, {false, 1500 * time.Millisecond, 1, 1}} {
 		c := New()
-		c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, Hold: tc.hold, Slow: true, MaxHold: maxHold, MaxOutage: maxOutage, Budget: 2}
+		c.Aiming = Aiming{Nodes: []string{"n1", "n2"}, Hold: tc.hold, Slow: true, MaxHold: maxHold, MaxOutage: maxOutage, MinOutage: tc.shortest, Budget: 2}
 		c.Add(&Entry{Trial: 0, Records: records(100, -1), Features: []int{1}, Novel: 1, NovelAt: 60, Messages: msgs}, Plan{}, count)
 		v := c.Freeze(count)
+		floor := max(tc.shortest, maxOutage/10)
 		aims, slows := 0, 0
 		for seed := range int64(2000) {
 			p := v.Plan(seed, fr)
@@ -346,7 +348,7 @@ func TestPlanAimSlow(t *testing.T) {
 				continue
 			}
 			slows++
-			if a.Hold < maxHold/10 || a.Hold > maxHold || a.While < maxOutage/10 || a.While > maxOutage || a.While%time.Millisecond != 0 {
+			if a.Hold < maxHold/10 || a.Hold > maxHold || a.While < floor || a.While > maxOutage || a.While%time.Millisecond != 0 {
 				t.Errorf("slowed %v", a)
 			}
 			if !strings.HasPrefix(a.String(), "slow ") {

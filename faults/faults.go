@@ -44,13 +44,15 @@ type Plan struct {
 	// triggers are drawn: the engine sets it from its campaign's trial 0
 	// (0 there: every trigger is a time).
 	Expect int
-	// MaxPause bounds a pause.
-	MaxPause time.Duration
+	// MaxPause bounds a pause; each lasts MinPause (0: a tenth of
+	// MaxPause) to MaxPause.
+	MaxPause, MinPause time.Duration
 	// MaxOutage bounds how long a crashed node stays down and a partition
-	// lasts before its restart or heal is offered: each outage lasts a
-	// tenth of it to all of it, drawn from the seed, so that it can
+	// lasts before its restart or heal is offered, and how long a link
+	// is slow or flaps: each outage lasts MinOutage (0: a tenth of
+	// MaxOutage) to all of it, drawn from the seed, so that it can
 	// outlast the system's own timeouts (an election, a lease).
-	MaxOutage time.Duration
+	MaxOutage, MinOutage time.Duration
 	// MaxClockJump bounds a clock fault: a node's wall clock jumps by up
 	// to this much, in ClockDirection.
 	MaxClockJump time.Duration
@@ -723,8 +725,27 @@ func (s *soonest) offerEach(m map[string]time.Duration) {
 // upTo draws a duration from a tenth of m to all of it, in whole ms.
 func (in *Injector) upTo(m time.Duration) time.Duration { return upTo(in.r, m) }
 
-func upTo(r *rand.Rand, m time.Duration) time.Duration {
-	return (m/10 + time.Duration(r.Int64N(int64(m-m/10)+1))).Truncate(time.Millisecond)
+func upTo(r *rand.Rand, m time.Duration) time.Duration { return Between(r, m/10, m) }
+
+// Between draws a duration from least to most, in whole ms. With least a
+// tenth of most it is upTo's draw, so a plan without a shortest draws
+// what it drew before there was one.
+func Between(r *rand.Rand, least, most time.Duration) time.Duration {
+	return (least + time.Duration(r.Int64N(int64(most-least)+1))).Truncate(time.Millisecond)
+}
+
+// outage draws how long an outage lasts (Plan.MaxOutage).
+func (in *Injector) outage() time.Duration {
+	return Between(in.r, Least(in.plan.MinOutage, in.plan.MaxOutage), in.plan.MaxOutage)
+}
+
+// Least is the shortest of a draw up to most: least if set (and not past
+// most), else a tenth of most.
+func Least(least, most time.Duration) time.Duration {
+	if least <= 0 {
+		return most / 10
+	}
+	return min(least, most)
 }
 
 // spend counts an injection chosen at now against the budget and consumes

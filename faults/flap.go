@@ -92,7 +92,7 @@ func possibleFlap(in *Injector, o *sched.Op) bool {
 func detailFlap(in *Injector, o *sched.Op) {
 	link := in.flapLinks().draw(in, o.Node)
 	o.Object = link.object()
-	o.Delay = int64(in.upTo(in.plan.MaxOutage))
+	o.Delay = int64(in.outage())
 	o.Pick = in.r.Uint64()
 	down, up := flapPhases(time.Duration(o.Delay), in.plan.MaxHold, o.Pick)
 	// What show prints (sched.Describe).

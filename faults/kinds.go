@@ -263,11 +263,13 @@ func (in *Injector) dropMatches(msg string, n int) bool {
 // detailOutage draws how long a crash or partition lasts.
 func detailOutage(in *Injector, o *sched.Op) {
 	if in.plan.MaxOutage > 0 {
-		o.Delay = int64(in.upTo(in.plan.MaxOutage))
+		o.Delay = int64(in.outage())
 	}
 }
 
-func detailPause(in *Injector, o *sched.Op) { o.Delay = int64(in.upTo(in.plan.MaxPause)) }
+func detailPause(in *Injector, o *sched.Op) {
+	o.Delay = int64(Between(in.r, Least(in.plan.MinPause, in.plan.MaxPause), in.plan.MaxPause))
+}
 
 func detailClockJump(in *Injector, o *sched.Op) {
 	d := in.upTo(in.plan.MaxClockJump)

@@ -47,7 +47,7 @@ func detailSlow(in *Injector, o *sched.Op) {
 	link := in.slowLinks().draw(in, o.Node)
 	o.Object = link.object()
 	o.Delay = int64(in.upTo(in.plan.MaxHold))
-	o.Pick = uint64(in.upTo(in.plan.MaxOutage))
+	o.Pick = uint64(in.outage())
 	// What show prints (sched.Describe).
 	what := ""
 	if len(in.plan.SlowMatch) > 0 {

@@ -39,6 +39,9 @@ type FaultPlan struct {
 	// MaxPause, MaxOutage, MaxClockJump and MaxHold bound a pause, an
 	// outage (crash or cut until its recovery), a clock jump and a hold.
 	MaxPause, MaxOutage, MaxClockJump, MaxHold time.Duration
+	// MinPause and MinOutage are the shortest pause and outage
+	// (faults.min_pause, faults.min_outage); 0: a tenth of the longest.
+	MinPause, MinOutage time.Duration
 	// ClockDirection is which way clock faults go; "" is both.
 	ClockDirection ClockDirection
 	// KeepClock leaves jumped clocks where they are in the quiet period
@@ -221,6 +224,7 @@ type faultDraft struct {
 	s    *Spec
 	// Where these fields are, when given.
 	until, nodes, kinds, spread, hold, slow, drop, outage ast.Node
+	minPause, minOutage                                   ast.Node
 	// disk holds where each storage field is, by key.
 	disk map[string]ast.Node
 	// noSpread is faults.spread: false.
@@ -244,6 +248,16 @@ var faultFields = append([]field[*faultDraft]{
 		return err
 	}},
 	{"max_pause", durationField(func(fd *faultDraft) *time.Duration { return &fd.plan.MaxPause }, false, maxVirtualTime)},
+	{"min_pause", func(d *decoder, v ast.Node, path string, fd *faultDraft) (err error) {
+		fd.plan.MinPause, err = d.duration(v, path, false, maxVirtualTime)
+		fd.minPause = v
+		return err
+	}},
+	{"min_outage", func(d *decoder, v ast.Node, path string, fd *faultDraft) (err error) {
+		fd.plan.MinOutage, err = d.duration(v, path, false, maxVirtualTime)
+		fd.minOutage = v
+		return err
+	}},
 	{"max_clock_jump", durationField(func(fd *faultDraft) *time.Duration { return &fd.plan.MaxClockJump }, false, 100*365*24*time.Hour)},
 	{"max_drift", func(d *decoder, v ast.Node, path string, fd *faultDraft) (err error) {
 		fd.plan.MaxDrift, err = d.rate(v, path)
@@ -392,6 +406,9 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			return d.errf(fd.outage, "faults.max_outage", "must be positive for %s, which lasts up to it", k)
 		}
 	}
+	if err := d.checkLeast(fd); err != nil {
+		return err
+	}
 	if err := d.netFaults(fd.kinds, plan); err != nil {
 		return err
 	}
@@ -399,6 +416,19 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 		return err
 	}
 	s.Faults = plan
+	return nil
+}
+
+// checkLeast checks faults.min_pause and faults.min_outage against the
+// longest they bound: a shortest past the longest leaves nothing to draw.
+func (d *decoder) checkLeast(fd *faultDraft) error {
+	p := fd.plan
+	if fd.minPause != nil && p.MinPause > p.MaxPause {
+		return d.errf(fd.minPause, "faults.min_pause", "%v is longer than faults.max_pause (%v)", p.MinPause, p.MaxPause)
+	}
+	if fd.minOutage != nil && p.MinOutage > p.MaxOutage {
+		return d.errf(fd.minOutage, "faults.min_outage", "%v is longer than faults.max_outage (%v)", p.MinOutage, p.MaxOutage)
+	}
 	return nil
 }
 
