@@ -156,7 +156,8 @@ func TestPanicFrame(t *testing.T) {
 func splitLines(s string) []string { return strings.Split(s, "\n") }
 
 // TestFailureIs checks the failure's identity beyond the output: the
-// kind and the node, and the detail without the thread that exited.
+// kind and the node, and the detail without the thread that exited; a
+// violated property's by the property alone.
 func TestFailureIs(t *testing.T) {
 	base := failure{kind: sched.NodeCrashed, node: "s1", detail: threadless("node s1/0/t3 was killed by SIGSEGV"), msg: "m"}
 	cases := []struct {
@@ -170,6 +171,20 @@ func TestFailureIs(t *testing.T) {
 		{"another kind", failure{kind: sched.ClientFailed, node: "s1", detail: base.detail, msg: "m"}, false},
 		{"another output", failure{kind: sched.NodeCrashed, node: "s1", detail: base.detail, msg: "n"}, false},
 		{"shown differs only", failure{kind: sched.NodeCrashed, node: "s1", detail: base.detail, msg: "m", shown: "other"}, true},
+	}
+	prop := failure{kind: sched.PropertyViolated, node: "a", detail: "Mnesia inconsistent database"}
+	for _, c := range []struct {
+		name string
+		f    failure
+		same bool
+	}{
+		{"a property printed by another node", failure{kind: sched.PropertyViolated, node: "b", detail: prop.detail}, true},
+		{"another property", failure{kind: sched.PropertyViolated, node: "a", detail: "go panic"}, false},
+		{"a crash of the node", failure{kind: sched.NodeCrashed, node: "a", detail: prop.detail}, false},
+	} {
+		if got := c.f.is(prop); got != c.same {
+			t.Errorf("%s: is = %v, want %v", c.name, got, c.same)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
