@@ -226,13 +226,15 @@ func (s Scheme) CountKey(sig sched.Signature) string {
 
 // peerKey names the other end of a connection as it stays from trial to
 // trial: its address, and its port when that is not an ephemeral one
-// (Linux's default range), which the kernel may pick otherwise next time.
+// (32768 and up: Linux's default range, where the tracer numbers
+// connections, and the range above it the kernel picks from in a node),
+// which may be another next time.
 func peerKey(peer string) string {
 	ap, err := netip.ParseAddrPort(peer)
 	if err != nil {
 		return peer
 	}
-	if p := ap.Port(); p >= 32768 && p <= 60999 {
+	if p := ap.Port(); p >= 32768 {
 		return ap.Addr().String()
 	}
 	return peer

@@ -203,6 +203,41 @@ func TestNodeTCP(t *testing.T) {
 	}
 }
 
+// TestKernelPorts: a port the kernel picks in a node (a connect within
+// it, which the tracer does not number) lies above the range the tracer
+// numbers connections and listeners in (32768-60999), so it never takes
+// one of theirs.
+func TestKernelPorts(t *testing.T) {
+	requireNet(t)
+	c := newCluster(t, "a")
+	a := c.Node("a")
+	var ports []int
+	if err := a.Do(func() error {
+		ln, err := net.Listen("tcp4", a.Addr.String()+":0")
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		for range 3 {
+			conn, err := net.Dial("tcp4", ln.Addr().String())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			ports = append(ports, conn.LocalAddr().(*net.TCPAddr).Port)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		if p < 61000 || p > 65535 {
+			t.Errorf("the kernel picked port %d in node a, want 61000-65535 (all: %v)", p, ports)
+		}
+	}
+}
+
 func TestNodesAreIsolated(t *testing.T) {
 	requireNet(t)
 	c := newCluster(t, "a", "b")
