@@ -157,7 +157,9 @@ limits: {virtual_time: 60s}
   from: 1s
   until: 20s
   max_pause: 2s
+  min_pause: 1s
   max_outage: 4s
+  min_outage: 3s
   max_clock_jump: 30s
   max_drift: 5%
   max_hold: 500ms
@@ -167,6 +169,7 @@ limits: {virtual_time: 60s}
   target: {probe: [/bin/echo, s1]}
 `, faults.Plan{Kinds: []sched.Kind{faults.ClockJump, faults.Partition}, Nodes: []string{"s1", "s2"}, Budget: 3,
 			From: time.Second, Until: 20 * time.Second, Spread: true, MaxPause: 2 * time.Second, MaxOutage: 4 * time.Second,
+			MinPause: time.Second, MinOutage: 3 * time.Second,
 			MaxClockJump: 30 * time.Second, MaxDrift: 50_000, MaxHold: 500 * time.Millisecond, ClockDirection: faults.Backward,
 			KeepClock: true, Groups: [][]string{{"s1", "c1"}}, Probe: []string{"/bin/echo", "s1"}, Disk: diskDefaults}},
 		{"follow, unspread", "faults: {kinds: [oneway], groups: follow, until: 9s, spread: false, clock_direction: forward}",
