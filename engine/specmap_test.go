@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/disk"
+	"github.com/lockstep-dev/lockstep/explore"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/history"
 	"github.com/lockstep-dev/lockstep/netns"
@@ -236,5 +237,23 @@ func TestPatternKind(t *testing.T) {
 				t.Errorf("kind %q, %q of %d bytes: %v, want %v", label, tc.msg, tc.n, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestAimingFromPlan: the Aim change may do what the spec's fault plan
+// allows, within its bounds, shortest outage included; nothing where it
+// allows none of holds, slows, grays and drops.
+func TestAimingFromPlan(t *testing.T) {
+	slow := spec.FaultPlan{Kinds: []spec.FaultKind{spec.FaultKind(faults.Slow)}, Nodes: []string{"s1", "s2"}, Budget: 2,
+		MaxHold: time.Second, MaxOutage: 4 * time.Second, MinOutage: 3 * time.Second}
+	want := explore.Aiming{Nodes: []string{"s1", "s2"}, Slow: true, MaxHold: time.Second, MaxOutage: 4 * time.Second,
+		MinOutage: 3 * time.Second, Budget: 2}
+	if got := aiming(slow); !reflect.DeepEqual(got, want) {
+		t.Errorf("aiming\n  got  %+v\n  want %+v", got, want)
+	}
+	crash := slow
+	crash.Kinds = []spec.FaultKind{spec.FaultKind(faults.Crash)}
+	if got := aiming(crash); got.On() {
+		t.Errorf("a plan of crashes turns the Aim arm on: %+v", got)
 	}
 }
