@@ -103,8 +103,9 @@ func trialStrategy(sp *spec.Spec, name string, l learned, p *trialParams) (explo
 // spec's fault plan: hold one kind of message on one link when the plan
 // allows holds, slow it when it allows slow links, make one of its nodes
 // gray one way when it allows grays, lose one datagram of a kind when it
-// allows drops, within its budget, max_hold, min_outage and max_outage, on links with
-// an end among its nodes; nothing otherwise (the arm is off).
+// allows drops, within its budget, max_hold, min_outage and max_outage,
+// on links with an end among its nodes; nothing otherwise (the arm is
+// off).
 func aiming(p spec.FaultPlan) explore.Aiming {
 	has := func(k sched.Kind) bool { return slices.Contains(p.Kinds, spec.FaultKind(k)) }
 	a := explore.Aiming{Nodes: p.Nodes, Hold: has(faults.Hold), Slow: has(faults.Slow), Gray: has(faults.Gray), Drop: has(faults.Drop),

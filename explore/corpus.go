@@ -106,11 +106,10 @@ type Message struct {
 // slow (Slow) one kind of message on one link with an end among Nodes (or
 // on every link into or out of a node), make a node among them gray one
 // way (Gray), or lose one datagram of a kind on one link (Drop); a hold, a
-// gray or each slowed message for up to MaxHold, a slow for MinOutage
-// (0: a tenth of MaxOutage) to MaxOutage, while the trial's Budget of
-// injections has room. The zero
-// Aiming (a fault plan without holds, slow links, grays or drops) turns
-// the arm off.
+// gray or each slowed message for up to MaxHold, a slow for MinOutage (0:
+// a tenth of MaxOutage) to MaxOutage, while the trial's Budget of
+// injections has room. The zero Aiming (a fault plan without holds, slow
+// links, grays or drops) turns the arm off.
 type Aiming struct {
 	Nodes                  []string
 	Hold, Slow, Gray, Drop bool

@@ -725,23 +725,23 @@ func (s *soonest) offerEach(m map[string]time.Duration) {
 // upTo draws a duration from a tenth of m to all of it, in whole ms.
 func (in *Injector) upTo(m time.Duration) time.Duration { return upTo(in.r, m) }
 
-func upTo(r *rand.Rand, m time.Duration) time.Duration { return Between(r, m/10, m) }
+func upTo(r *rand.Rand, m time.Duration) time.Duration { return between(r, m/10, m) }
 
-// Between draws a duration from least to most, in whole ms. With least a
+// between draws a duration from least to most, in whole ms. With least a
 // tenth of most it is upTo's draw, so a plan without a shortest draws
 // what it drew before there was one.
-func Between(r *rand.Rand, least, most time.Duration) time.Duration {
+func between(r *rand.Rand, least, most time.Duration) time.Duration {
 	return (least + time.Duration(r.Int64N(int64(most-least)+1))).Truncate(time.Millisecond)
 }
 
-// outage draws how long an outage lasts (Plan.MaxOutage).
+// outage draws how long an outage lasts (Plan.MinOutage, MaxOutage).
 func (in *Injector) outage() time.Duration {
-	return Between(in.r, Least(in.plan.MinOutage, in.plan.MaxOutage), in.plan.MaxOutage)
+	return between(in.r, shortest(in.plan.MinOutage, in.plan.MaxOutage), in.plan.MaxOutage)
 }
 
-// Least is the shortest of a draw up to most: least if set (and not past
-// most), else a tenth of most.
-func Least(least, most time.Duration) time.Duration {
+// shortest is the shortest of a draw up to most: least if set (and not
+// past most), else a tenth of most.
+func shortest(least, most time.Duration) time.Duration {
 	if least <= 0 {
 		return most / 10
 	}

@@ -268,7 +268,7 @@ func detailOutage(in *Injector, o *sched.Op) {
 }
 
 func detailPause(in *Injector, o *sched.Op) {
-	o.Delay = int64(Between(in.r, Least(in.plan.MinPause, in.plan.MaxPause), in.plan.MaxPause))
+	o.Delay = int64(between(in.r, shortest(in.plan.MinPause, in.plan.MaxPause), in.plan.MaxPause))
 }
 
 func detailClockJump(in *Injector, o *sched.Op) {
