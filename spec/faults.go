@@ -406,7 +406,7 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 			return d.errf(fd.outage, "faults.max_outage", "must be positive for %s, which lasts up to it", k)
 		}
 	}
-	if err := d.checkLeast(fd); err != nil {
+	if err := d.checkShortest(fd); err != nil {
 		return err
 	}
 	if err := d.netFaults(fd.kinds, plan); err != nil {
@@ -419,9 +419,9 @@ func (d *decoder) faults(n ast.Node, s *Spec) error {
 	return nil
 }
 
-// checkLeast checks faults.min_pause and faults.min_outage against the
+// checkShortest checks faults.min_pause and faults.min_outage against the
 // longest they bound: a shortest past the longest leaves nothing to draw.
-func (d *decoder) checkLeast(fd *faultDraft) error {
+func (d *decoder) checkShortest(fd *faultDraft) error {
 	p := fd.plan
 	if fd.minPause != nil && p.MinPause > p.MaxPause {
 		return d.errf(fd.minPause, "faults.min_pause", "%v is longer than faults.max_pause (%v)", p.MinPause, p.MaxPause)
