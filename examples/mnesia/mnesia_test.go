@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/engine"
 	"github.com/lockstep-dev/lockstep/examples/internal/extest"
+	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 )
 
@@ -62,5 +64,45 @@ func TestMnesiaPartition(t *testing.T) {
 	}
 	if diff := extest.ReplayTwice(t, r.TracePath); diff != "" {
 		t.Errorf("trial 10's trace did not replay: %s", diff)
+	}
+}
+
+// Trial 12 of seed 1 under spec-outlast.yaml (README.md, "A shortest
+// outage"): its one fault is a pause of b at 5 s, which faults.min_pause
+// makes last at least 75 s, past Erlang's failure detector, so a takes b
+// for down, and when b runs again Mnesia reports an inconsistent
+// database. Under spec.yaml the same pause could last 9 s. Its trace must
+// replay.
+func TestMnesiaShortestPause(t *testing.T) {
+	requireMnesia(t)
+	sp := extest.LoadSpec(t, "spec-outlast.yaml")
+	seed := int64(1)
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 30, Seed: &seed, Shard: engine.Shard{Index: 12, Count: 30}})
+	r := sum.First
+	if r == nil {
+		t.Fatalf("trial 12 of seed 1 did not fail (outcomes %v)", sum.ByKind)
+	}
+	if r.Outcome.Kind != engine.PropertyViolated || !strings.Contains(r.Outcome.Detail, "inconsistent_database, running_partitioned_network") {
+		t.Fatalf("trial 12: %v; want Mnesia's report of an inconsistent database", r.Outcome)
+	}
+	tr, err := engine.LoadTrace(r.TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pauses := 0
+	for _, rec := range tr.Records {
+		if rec.Op.Kind != faults.Pause {
+			continue
+		}
+		pauses++
+		if d := time.Duration(rec.Op.Delay); d < 75*time.Second || d > 90*time.Second {
+			t.Errorf("step %d: a pause of %v, want 75-90 s (min_pause, max_pause)", rec.Step, d)
+		}
+	}
+	if pauses == 0 {
+		t.Error("trial 12's trace holds no pause")
+	}
+	if diff := extest.ReplayTwice(t, r.TracePath); diff != "" {
+		t.Errorf("trial 12's trace did not replay: %s", diff)
 	}
 }
