@@ -52,16 +52,7 @@ func TestMnesiaNoFaults(t *testing.T) {
 // must replay.
 func TestMnesiaPartition(t *testing.T) {
 	requireMnesia(t)
-	sp := extest.LoadSpec(t, "spec.yaml")
-	seed := int64(1)
-	sum := extest.Run(t, sp, engine.RunOptions{Trials: 30, Seed: &seed, Shard: engine.Shard{Index: 10, Count: 30}})
-	r := sum.First
-	if r == nil {
-		t.Fatalf("trial 10 of seed 1 did not fail (outcomes %v)", sum.ByKind)
-	}
-	if r.Outcome.Kind != engine.PropertyViolated || !strings.Contains(r.Outcome.Detail, "inconsistent_database, running_partitioned_network") {
-		t.Fatalf("trial 10: %v; want Mnesia's report of an inconsistent database", r.Outcome)
-	}
+	r := reportingTrial(t, "spec.yaml", 10)
 	if diff := extest.ReplayTwice(t, r.TracePath); diff != "" {
 		t.Errorf("trial 10's trace did not replay: %s", diff)
 	}
@@ -75,16 +66,7 @@ func TestMnesiaPartition(t *testing.T) {
 // replay.
 func TestMnesiaShortestPause(t *testing.T) {
 	requireMnesia(t)
-	sp := extest.LoadSpec(t, "spec-outlast.yaml")
-	seed := int64(1)
-	sum := extest.Run(t, sp, engine.RunOptions{Trials: 30, Seed: &seed, Shard: engine.Shard{Index: 12, Count: 30}})
-	r := sum.First
-	if r == nil {
-		t.Fatalf("trial 12 of seed 1 did not fail (outcomes %v)", sum.ByKind)
-	}
-	if r.Outcome.Kind != engine.PropertyViolated || !strings.Contains(r.Outcome.Detail, "inconsistent_database, running_partitioned_network") {
-		t.Fatalf("trial 12: %v; want Mnesia's report of an inconsistent database", r.Outcome)
-	}
+	r := reportingTrial(t, "spec-outlast.yaml", 12)
 	tr, err := engine.LoadTrace(r.TracePath)
 	if err != nil {
 		t.Fatal(err)
@@ -105,4 +87,21 @@ func TestMnesiaShortestPause(t *testing.T) {
 	if diff := extest.ReplayTwice(t, r.TracePath); diff != "" {
 		t.Errorf("trial 12's trace did not replay: %s", diff)
 	}
+}
+
+// reportingTrial runs trial index of seed 1's 30 under the spec in file,
+// which must fail with Mnesia's report of an inconsistent database.
+func reportingTrial(t *testing.T, file string, index int) *engine.TrialResult {
+	t.Helper()
+	sp := extest.LoadSpec(t, file)
+	seed := int64(1)
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 30, Seed: &seed, Shard: engine.Shard{Index: index, Count: 30}})
+	r := sum.First
+	if r == nil {
+		t.Fatalf("%s: trial %d of seed 1 did not fail (outcomes %v)", file, index, sum.ByKind)
+	}
+	if r.Outcome.Kind != engine.PropertyViolated || !strings.Contains(r.Outcome.Detail, "inconsistent_database, running_partitioned_network") {
+		t.Fatalf("%s: trial %d: %v; want Mnesia's report of an inconsistent database", file, index, r.Outcome)
+	}
+	return r
 }
