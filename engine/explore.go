@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/coverage"
@@ -114,6 +115,29 @@ func aiming(p spec.FaultPlan) explore.Aiming {
 		return explore.Aiming{}
 	}
 	return a
+}
+
+// lasts are the fault kinds of the spec's plan whose faults an exploring
+// campaign's Longer change may make last longer, each with the longest the
+// plan allows (faults.Plan.Lasts); nil without a plan (the arm is off).
+func lasts(sp spec.FaultPlan) (map[sched.Kind]time.Duration, error) {
+	if !sp.Enabled() {
+		return nil, nil
+	}
+	p, err := faultPlan(sp)
+	if err != nil {
+		return nil, err
+	}
+	var out map[sched.Kind]time.Duration
+	for _, k := range p.Kinds {
+		if _, most, ok := p.Lasts(k); ok {
+			if out == nil {
+				out = map[sched.Kind]time.Duration{}
+			}
+			out[k] = most
+		}
+	}
+	return out, nil
 }
 
 // trialFeatures are a trial's features as the campaign's coverage read

@@ -216,6 +216,11 @@ func (c *campaign) learners() error {
 			c.corpus.MaxRecords = max(0, c.opts.CorpusRecords)
 		}
 		c.corpus.Aiming = aiming(c.sp.Faults)
+		lasts, err := lasts(c.sp.Faults)
+		if err != nil {
+			return err
+		}
+		c.corpus.Lasts = lasts
 		c.corpus.SymptomLines = len(c.opts.Symptom.TemplatesOrNil())
 	} else if _, err := newStrategy(c.sp, c.strategy, nil); err != nil {
 		return err

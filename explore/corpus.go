@@ -85,10 +85,13 @@ type Race struct {
 type race struct{ a, b, order, rev int32 }
 
 // decidedFault is a fault an entry's trial injected (or recovered from)
-// at its decision d.
+// at its decision d, and how long it lasted (its Op.Delay), unless a
+// strategy made it up (made: its record says what it aims at).
 type decidedFault struct {
-	d    int
-	kind sched.Kind
+	d     int
+	kind  sched.Kind
+	delay time.Duration
+	made  bool
 }
 
 // Message is one message of an entry's trial (coverage.Message): its
@@ -198,6 +201,10 @@ type Corpus struct {
 	clock      atomic.Int64
 	// Aiming is what the Aim change may do (zero: nothing).
 	Aiming Aiming
+	// Lasts are the fault kinds the Longer change may make last longer,
+	// each with the longest the plan allows (faults.Plan.Lasts); empty,
+	// the arm is off.
+	Lasts map[sched.Kind]time.Duration
 	// ClassOf is the class of a feature, by coverage ID (the engine's
 	// coverage.Coverage.ClassOf): each class holds an equal share of the
 	// energy. Nil: one class.
@@ -295,7 +302,7 @@ func (c *Corpus) Add(e *Entry, plan Plan, count Counter) bool {
 	for i, r := range e.Records {
 		if !r.Auto {
 			if r.Op.Kind.IsFault() {
-				e.faults = append(e.faults, decidedFault{d: len(e.decisions), kind: r.Op.Kind})
+				e.faults = append(e.faults, decidedFault{d: len(e.decisions), kind: r.Op.Kind, delay: time.Duration(r.Op.Delay), made: r.Op.Made()})
 			}
 			e.decisions = append(e.decisions, i)
 		}
@@ -472,6 +479,7 @@ type View struct {
 	// trials showed each kind of the entries' messages, by coverage ID.
 	aiming    Aiming
 	kindCount map[int]int
+	lasts     map[sched.Kind]time.Duration
 	// orderSeen is how many trials showed each race order, by ID.
 	orderSeen []int32
 }
@@ -522,6 +530,7 @@ func (c *Corpus) Freeze(count Counter) *View {
 	v.frontiers = c.frontiers(v)
 	v.orderSeen = slices.Clone(c.orderSeen)
 	v.aiming = c.Aiming
+	v.lasts = c.Lasts
 	if v.aiming.On() {
 		v.kindCount = map[int]int{}
 		for _, e := range v.entries {
@@ -539,7 +548,7 @@ func (c *Corpus) Freeze(count Counter) *View {
 	case best > 0:
 		steer = bySymptom
 	}
-	v.odds = c.odds(v.aiming.On(), steer)
+	v.odds = c.odds(v.aiming.On(), len(v.lasts) > 0, steer)
 	return v
 }
 
@@ -570,7 +579,7 @@ const (
 // six: the frontier's branches are the way there. Fresh draws never fall
 // below MinFresh: they are what finds what no entry leads to, and what
 // the campaign is worth when nothing does.
-func (c *Corpus) odds(aiming bool, steer steering) []float64 {
+func (c *Corpus) odds(aiming, lasting bool, steer steering) []float64 {
 	novel := func(a armStats) float64 { return float64(a.novel+1) / float64(a.trials+2) }
 	odds := make([]float64, len(c.arms))
 	var branches armStats
@@ -579,8 +588,8 @@ func (c *Corpus) odds(aiming bool, steer steering) []float64 {
 		if Arm(arm) == Fresh {
 			continue
 		}
-		if Arm(arm) == Arm(1+sched.Aim) && !aiming {
-			continue // nothing to aim with: the others' odds are unchanged
+		if Arm(arm) == Arm(1+sched.Aim) && !aiming || Arm(arm) == Arm(1+sched.Longer) && !lasting {
+			continue // nothing to aim with or lengthen: the others' odds are unchanged
 		}
 		branches.trials += a.trials
 		branches.novel += a.novel
@@ -664,6 +673,9 @@ type Plan struct {
 	// Race is the parent's race Flip reverses, by its records (A, B):
 	// the prefix ends just before A (zero: a flip of one decision).
 	Race [2]int
+	// Length is how long Longer makes the fault of the prefix's last
+	// decision last.
+	Length time.Duration
 }
 
 func (p Plan) String() string {
@@ -682,6 +694,8 @@ func (p Plan) String() string {
 		s += " " + p.Fault.String()
 	case sched.Aim:
 		s += " " + p.Aim.String()
+	case sched.Longer:
+		s += fmt.Sprintf(" %v to %v", p.Parent.faultAt(p.Prefix-1), p.Length)
 	}
 	return s
 }
@@ -748,8 +762,46 @@ func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 			p.Prefix = max(p.Prefix, min(room, e.before(at)))
 		}
 		p.Aim = a
+	case sched.Longer:
+		f, ok := v.longer(r, e)
+		if !ok {
+			p.Change = sched.Extend
+			break
+		}
+		p.Prefix, p.Length = f.d+1, v.lasts[f.kind]
 	}
 	return p
+}
+
+// longer draws the fault a Longer branch of e makes last longer: one of
+// its injections of a kind the campaign may lengthen that lasted less than
+// the longest the plan allows, each as likely. The branch makes it last
+// that longest: a fault's length matters where it outlasts a timeout (a
+// failure detector's, a lease's, a client's), and the longest outlasts
+// every timeout a shorter one does. None when the entry made no such
+// injection.
+func (v *View) longer(r *rand.Rand, e *Entry) (decidedFault, bool) {
+	var cands []decidedFault
+	for _, f := range e.faults {
+		if most, ok := v.lasts[f.kind]; ok && !f.made && f.delay > 0 && f.delay < most {
+			cands = append(cands, f)
+		}
+	}
+	if len(cands) == 0 {
+		return decidedFault{}, false
+	}
+	return cands[r.IntN(len(cands))], true
+}
+
+// faultAt is the kind of the fault at the entry's decision d ("" when it
+// made none there).
+func (e *Entry) faultAt(d int) sched.Kind {
+	for _, f := range e.faults {
+		if f.d == d {
+			return f.kind
+		}
+	}
+	return ""
 }
 
 // aimRoom is the prefix an Aim branch of e at decision d keeps so that the
@@ -1099,7 +1151,17 @@ func (p Plan) Branch(then sched.Strategy, seed int64, fr sched.FaultReplays) (*s
 		end = e.decisions[p.Prefix]
 		next = &recs[end].Op
 	}
-	b := &sched.Branch{Prefix: recs[:end:end], Parent: next, Change: p.Change, Wait: p.Wait, Fault: p.Fault,
+	prefix := recs[:end:end]
+	if p.Change == sched.Longer {
+		// The prefix's last decision is the fault made longer: its record
+		// carries the new length, which the injector keeps from it.
+		if p.Prefix < 1 || p.Prefix > len(e.decisions) || !recs[e.decisions[p.Prefix-1]].Op.Kind.IsFault() {
+			return nil, fmt.Errorf("explore: decision %d of trial %d is no fault to make longer", p.Prefix-1, e.Trial)
+		}
+		prefix = slices.Clone(prefix)
+		prefix[e.decisions[p.Prefix-1]].Op.Delay = int64(p.Length)
+	}
+	b := &sched.Branch{Prefix: prefix, Parent: next, Change: p.Change, Wait: p.Wait, Fault: p.Fault,
 		Then: then, Seed: seed, Faults: fr}
 	if a, z := p.Race[0], p.Race[1]; p.Change == sched.Flip && a == end && z > a && z < len(recs) {
 		b.Before = &recs[z].Op

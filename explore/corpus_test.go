@@ -308,7 +308,10 @@ func TestPlanAim(t *testing.T) {
 		t.Errorf("fresh odds %v, want %v", odds[Fresh], want)
 	}
 	for _, a := range Arms()[1:] {
-		if want := (1 - odds[Fresh]) / 5; a != 1+Arm(sched.Aim) && math.Abs(odds[a]-want) > 1e-12 {
+		if a == 1+Arm(sched.Aim) || a == 1+Arm(sched.Longer) {
+			continue // off: nothing to aim with or lengthen
+		}
+		if want := (1 - odds[Fresh]) / 5; math.Abs(odds[a]-want) > 1e-12 {
 			t.Errorf("%v odds %v, want %v", a, odds[a], want)
 		}
 	}
@@ -644,5 +647,80 @@ func TestPlanFlip(t *testing.T) {
 	// Weights 12 (x before y in 11 trials, never reversed), 7/6 and 1.
 	if share := float64(picked[[2]int{10, 40}]) / float64(total); share < 0.75 || share > 0.93 {
 		t.Errorf("the invariant race reversed in %.2f of the flips (%v), want about 0.85", share, picked)
+	}
+}
+
+// TestPlanLonger: a Longer plan makes one of its entry's injections of a
+// kind the campaign may lengthen, and shorter than the longest, last the
+// longest: its prefix ends with that injection, whose record in the
+// branch carries the new length (the entry's own records keep theirs). A
+// made fault, one at its longest and one of another kind are never drawn;
+// an entry with none extends instead. Without Lasts the arm has no odds.
+func TestPlanLonger(t *testing.T) {
+	count := func(int) int { return 1 }
+	recs := records(100, -1)
+	fault := func(i int, kind sched.Kind, delay time.Duration, shape sched.Bytes) {
+		recs[i].Op = sched.Op{ID: 1<<52 + uint64(i), LPID: "fault", Kind: kind, Node: "n1", Object: "node:n1", Delay: int64(delay), Shape: shape}
+	}
+	fault(10, "partition", 2*time.Second, "")
+	fault(30, "pause", 500*time.Millisecond, "")
+	fault(40, "partition", 9*time.Second, "")   // at its longest
+	fault(50, "hold", time.Second, "")          // not a kind it may lengthen
+	fault(60, "partition", time.Second, "VOTE") // made by a branch
+	fault(70, "crash", time.Second, "")         // the plan gives crashes no length
+	lasts := map[sched.Kind]time.Duration{"partition": 9 * time.Second, "pause": 4 * time.Second}
+	c := New()
+	c.Lasts = lasts
+	c.Add(&Entry{Trial: 0, Records: recs, Features: []int{1}, Novel: 1, NovelAt: 5}, Plan{}, count)
+	v := c.Freeze(count)
+	if v.Odds()[1+Arm(sched.Longer)] == 0 {
+		t.Fatal("the Longer arm has no odds")
+	}
+	made := map[int]int{}
+	for seed := range int64(2000) {
+		p := v.Plan(seed, nil)
+		if p.Change != sched.Longer {
+			continue
+		}
+		d := p.Prefix - 1
+		made[d]++
+		kind := recs[d].Op.Kind
+		if p.Length != lasts[kind] {
+			t.Errorf("%v: length %v, want the %s's longest %v", p, p.Length, kind, lasts[kind])
+		}
+		b, err := p.Branch(sched.Oldest{}, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Prefix) != d+1 || b.Prefix[d].Op.Delay != int64(p.Length) {
+			t.Errorf("%v: branch prefix of %d ending with delay %v", p, len(b.Prefix), time.Duration(b.Prefix[len(b.Prefix)-1].Op.Delay))
+		}
+		if want := fmt.Sprintf("then longer %s to %v", kind, p.Length); !strings.HasSuffix(p.String(), want) {
+			t.Errorf("plan %q, want it to end %q", p, want)
+		}
+	}
+	if len(made) != 2 || made[10] < 50 || made[30] < 50 {
+		t.Errorf("lengthened at decisions %v, want 10 and 30 alike", made)
+	}
+	if recs[10].Op.Delay != int64(2*time.Second) {
+		t.Errorf("the entry's own record was changed: %v", time.Duration(recs[10].Op.Delay))
+	}
+
+	// Nothing to lengthen: extend.
+	c = New()
+	c.Lasts = map[sched.Kind]time.Duration{"pause": 4 * time.Second}
+	c.Add(&Entry{Trial: 0, Records: records(100, 50), Features: []int{1}, Novel: 1, NovelAt: 5}, Plan{}, count)
+	for seed := range int64(300) {
+		if p := c.Freeze(count).Plan(seed, nil); p.Change == sched.Longer {
+			t.Fatalf("lengthened a crash the plan gives no length: %v", p)
+		}
+	}
+
+	// No Lasts: no odds, and the plans drawn are those of a campaign
+	// without the arm.
+	c = New()
+	c.Add(&Entry{Trial: 0, Records: recs, Features: []int{1}, Novel: 1, NovelAt: 5}, Plan{}, count)
+	if o := c.Freeze(count).Odds()[1+Arm(sched.Longer)]; o != 0 {
+		t.Errorf("longer's odds without Lasts %v", o)
 	}
 }

@@ -736,7 +736,8 @@ func between(r *rand.Rand, least, most time.Duration) time.Duration {
 
 // outage draws how long an outage lasts (Plan.MinOutage, MaxOutage).
 func (in *Injector) outage() time.Duration {
-	return between(in.r, shortest(in.plan.MinOutage, in.plan.MaxOutage), in.plan.MaxOutage)
+	lo, hi := outageSpan(in.plan)
+	return between(in.r, lo, hi)
 }
 
 // shortest is the shortest of a draw up to most: least if set (and not

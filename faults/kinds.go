@@ -52,6 +52,10 @@ type kindDef struct {
 	// deadline, when set, is the next time at which what the kind holds
 	// changes, for the clock to jump to when nothing else runs.
 	deadline func(in *Injector, now time.Duration) (time.Duration, bool)
+	// lasts, when set, is the span the plan draws the kind's length
+	// (Op.Delay: how long the fault is in force) from, for a kind whose
+	// record keeps it (keep) and whose end comes from it alone (Plan.Lasts).
+	lasts func(p Plan) (least, most time.Duration)
 }
 
 // Act is how the engine carries out a chosen fault: the tracer or
@@ -97,6 +101,22 @@ const (
 // Needs reports whether any kind of the plan needs the targets n.
 func (p Plan) Needs(n Need) bool {
 	return slices.ContainsFunc(p.Kinds, func(k sched.Kind) bool { return kindDefs[k].needs&n != 0 })
+}
+
+// Lasts is the span from which the plan draws how long a fault of kind k
+// is in force (its Op.Delay), when that length alone ends it and a forced
+// run keeps it from the fault's record: a crash's time down, a pause, a
+// cut of the network, a power cut. An exploring campaign may make such a
+// fault last longer within it (sched.Longer). Not ok for other kinds, and
+// for a kind the plan gives no length (a crash without max_outage stays
+// down).
+func (p Plan) Lasts(k sched.Kind) (least, most time.Duration, ok bool) {
+	d, known := kindDefs[k]
+	if !known || d.lasts == nil || !slices.Contains(p.Kinds, k) {
+		return 0, 0, false
+	}
+	least, most = d.lasts(p)
+	return least, most, most > 0
 }
 
 // kindDefs are the fault kinds the injector knows, by op kind. Each kind's
@@ -171,13 +191,13 @@ const (
 )
 
 func init() {
-	define(Crash, kindDef{possible: possibleUp, detail: detailOutage, chose: choseCrash, keep: keepDelay, act: ActCrash, replay: sched.FaultReplay{Remake: true}})
-	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause, keep: keepDelay, act: ActHold, replay: sched.FaultReplay{Remake: true}})
+	define(Crash, kindDef{possible: possibleUp, detail: detailOutage, chose: choseCrash, keep: keepDelay, lasts: outageSpan, act: ActCrash, replay: sched.FaultReplay{Remake: true}})
+	define(Pause, kindDef{possible: possibleUp, detail: detailPause, chose: chosePause, keep: keepDelay, lasts: pauseSpan, act: ActHold, replay: sched.FaultReplay{Remake: true}})
 	define(Partition, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool {
 			return in.cutRoom() && (len(in.cuts) == 0 || !in.clashes(in.partitionCut(o.Node)))
 		},
-		detail: detailOutage, chose: chosePartition, keep: keepDelay, onTraffic: true, act: ActCut, replay: sched.FaultReplay{Remake: true},
+		detail: detailOutage, chose: chosePartition, keep: keepDelay, lasts: outageSpan, onTraffic: true, act: ActCut, replay: sched.FaultReplay{Remake: true},
 	})
 	define(ClockJump, kindDef{
 		possible: func(in *Injector, o *sched.Op) bool { return !in.crashed[o.Node] && in.plan.MaxClockJump > 0 },
@@ -268,7 +288,18 @@ func detailOutage(in *Injector, o *sched.Op) {
 }
 
 func detailPause(in *Injector, o *sched.Op) {
-	o.Delay = int64(between(in.r, shortest(in.plan.MinPause, in.plan.MaxPause), in.plan.MaxPause))
+	lo, hi := pauseSpan(in.plan)
+	o.Delay = int64(between(in.r, lo, hi))
+}
+
+// outageSpan is what an outage's length is drawn from (MinOutage to
+// MaxOutage); pauseSpan a pause's.
+func outageSpan(p Plan) (least, most time.Duration) {
+	return shortest(p.MinOutage, p.MaxOutage), p.MaxOutage
+}
+
+func pauseSpan(p Plan) (least, most time.Duration) {
+	return shortest(p.MinPause, p.MaxPause), p.MaxPause
 }
 
 func detailClockJump(in *Injector, o *sched.Op) {

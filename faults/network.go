@@ -104,6 +104,7 @@ func cutKind(possible func(in *Injector, node string) bool, build func(in *Injec
 		},
 		chose:     choseCut,
 		keep:      keepCut,
+		lasts:     outageSpan,
 		onTraffic: true,
 		act:       ActCut,
 		// Made up from its record (keepCut), as a partition is.

@@ -53,7 +53,7 @@ func init() {
 	// The engine's offer of a power cut or a corruption draws its variant
 	// and pick afresh; a forced replay keeps the trace's.
 	define(Power, kindDef{
-		storage: true, act: ActPower, possible: possibleUp, detail: detailPower, keep: keepStorage,
+		storage: true, act: ActPower, possible: possibleUp, detail: detailPower, keep: keepStorage, lasts: outageSpan,
 		chose: diskChose(func(in *Injector, o *sched.Op, now time.Duration, _ *Effect) {
 			in.crashed[o.Node] = true
 			in.until["restart:"+o.Node] = now + time.Duration(o.Delay)

@@ -35,9 +35,16 @@ const (
 	// strategy offers it (Extra) and releases it at the branch, or at
 	// the next decision when the prefix diverged before its end.
 	Aim
+	// Longer makes the parent's fault that ends the prefix last longer:
+	// the prefix's last decision is that injection, its record carrying
+	// the new length (Op.Delay, which the injector keeps from the record
+	// as a replay's), and the strategy takes over after it as with
+	// Extend. What the fault did for longer decides what follows: a
+	// detector that times out, a member that gives up on a peer.
+	Longer
 )
 
-var changeNames = [...]string{Extend: "extend", Flip: "flip", Early: "early", Late: "late", Drop: "drop", Aim: "aim"}
+var changeNames = [...]string{Extend: "extend", Flip: "flip", Early: "early", Late: "late", Drop: "drop", Aim: "aim", Longer: "longer"}
 
 func (c Change) String() string {
 	if int(c) < len(changeNames) {
@@ -47,7 +54,7 @@ func (c Change) String() string {
 }
 
 // Changes are the changes a Branch knows, in order.
-func Changes() []Change { return []Change{Extend, Flip, Early, Late, Drop, Aim} }
+func Changes() []Change { return []Change{Extend, Flip, Early, Late, Drop, Aim, Longer} }
 
 // Branch forces a recorded prefix exactly as Replay forces a trace (the
 // same identity, draws, remade faults and advances, forks and waits),
