@@ -846,3 +846,76 @@ func TestExploreFlipReverses(t *testing.T) {
 	}
 	t.Logf("%d flips: %d reversed their race, %d of a passing trial went back in time", flips, reversed, found)
 }
+
+// TestExploreLonger: a bug behind an outage longer than a failure
+// detector (outlast.c: the backup takes over after 980 ms without a
+// heartbeat, and the primary, cut off for longer, beats again at the
+// heal). The spec's partitions last 100 ms to 1 s: POS, seed 19, has none
+// long enough in 20 trials. explore's longer change makes a kept trial's
+// partition last the whole second: such a trial's partition heals 1 s
+// after it began, the backup takes over, and a failing one replays
+// (--verify) and is the same campaign with two jobs.
+func TestExploreLonger(t *testing.T) {
+	requireTrials(t)
+	sp := exploreSpec(t, "outlast.yaml", "outlast")
+	seed := int64(19)
+	const budget = 20
+	dir := t.TempDir()
+	pos, err := Run(t.Context(), sp, RunOptions{Trials: budget, Seed: &seed, Strategy: "pos", OutDir: filepath.Join(dir, "pos")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pos.Failures != 0 || pos.Errors != 0 {
+		t.Fatalf("pos: %d failures, %d errors in %d trials; the test needs a seed POS misses", pos.Failures, pos.Errors, pos.Trials)
+	}
+	ex, err := Run(t.Context(), sp, RunOptions{Trials: budget, Seed: &seed, Strategy: Explore, OutDir: filepath.Join(dir, "explore"), TraceAll: true, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	longer, failed := 0, 0
+	for _, r := range ex.Results {
+		if !strings.Contains(r.Plan, "then longer partition to 1s") {
+			continue
+		}
+		longer++
+		recs := traceRecords(t, r)
+		cut := slices.IndexFunc(recs, func(rec sched.Record) bool { return rec.Op.Kind == faults.Partition })
+		heal := slices.IndexFunc(recs, func(rec sched.Record) bool { return rec.Op.Kind == faults.Heal })
+		if cut < 0 || heal < 0 {
+			t.Fatalf("trial %d (%s): partition at record %d, heal at %d", r.Index, r.Plan, cut, heal)
+		}
+		if d := time.Duration(recs[cut].Op.Delay); d != time.Second {
+			t.Errorf("trial %d (%s): the partition's length %v, want 1s", r.Index, r.Plan, d)
+		}
+		// Due 1 s after it began (or at the quiet period, faults.until,
+		// 3 s), the heal is released at that time or at a later decision.
+		want := min(time.Duration(recs[cut].VTime)+time.Second, sp.Faults.Until)
+		if got := time.Duration(recs[heal].VTime); got < want {
+			t.Errorf("trial %d (%s): partition at %v healed at %v, before %v", r.Index, r.Plan, time.Duration(recs[cut].VTime), got, want)
+		}
+		if !r.Outcome.Kind.IsFailure() {
+			continue
+		}
+		failed++
+		out, err := os.ReadFile(filepath.Join(r.Dir, "b.out"))
+		if err != nil || !strings.Contains(string(out), "two primaries") {
+			t.Errorf("trial %d (%s) failed otherwise than by two primaries (%v): %s", r.Index, r.Plan, err, out)
+		}
+		if r.Verify == nil || !r.Verify.Same {
+			t.Errorf("trial %d (%s): its trace did not replay: %+v", r.Index, r.Plan, r.Verify)
+		}
+	}
+	if failed == 0 {
+		t.Fatalf("explore: %d longer trials, none failed, in %d trials (%d failures)", longer, ex.Trials, ex.Failures)
+	}
+	t.Logf("explore: %d of %d longer trials failed, %d failures in %d trials; POS none", failed, longer, ex.Failures, budget)
+	two, err := Run(t.Context(), sp, RunOptions{Trials: budget, Seed: &seed, Strategy: Explore, Jobs: 2, OutDir: filepath.Join(dir, "jobs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r2 := range two.Results {
+		if r2.Plan != ex.Results[i].Plan || r2.Outcome.Kind != ex.Results[i].Outcome.Kind {
+			t.Fatalf("trial %d with two jobs: %q %v, with one %q %v", i, r2.Plan, r2.Outcome, ex.Results[i].Plan, ex.Results[i].Outcome)
+		}
+	}
+}

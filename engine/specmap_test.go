@@ -257,3 +257,18 @@ func TestAimingFromPlan(t *testing.T) {
 		t.Errorf("a plan of crashes turns the Aim arm on: %+v", got)
 	}
 }
+
+// The Longer change may lengthen the plan's kinds that have a length, up
+// to its longest, and nothing without a plan.
+func TestLastsFromPlan(t *testing.T) {
+	p := spec.FaultPlan{Kinds: []spec.FaultKind{spec.FaultKind(faults.Crash), spec.FaultKind(faults.Pause), spec.FaultKind(faults.Hold)},
+		Nodes: []string{"s1"}, Budget: 1, MaxOutage: 4 * time.Second, MaxPause: time.Second, MaxHold: time.Second}
+	want := map[sched.Kind]time.Duration{faults.Crash: 4 * time.Second, faults.Pause: time.Second}
+	if got, err := lasts(p); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("lasts: %v, %v; want %v", got, err, want)
+	}
+	p.Budget = 0
+	if got, err := lasts(p); err != nil || got != nil {
+		t.Errorf("lasts without a plan: %v, %v", got, err)
+	}
+}

@@ -61,3 +61,41 @@ func firstOffer(t *testing.T, p Plan, seed int64) *sched.Op {
 	}
 	return offers[0]
 }
+
+// Lasts names the kinds whose length alone ends them and that a forced run
+// keeps from the record, each with the span the plan draws it from, and
+// only those of the plan: a crash, a cut of the network or a power cut
+// the outage's, a pause the pause's. A crash without max_outage stays
+// down, and a slow or flapping link draws its phases from its length too.
+func TestLasts(t *testing.T) {
+	p := Plan{
+		Kinds:     []sched.Kind{Crash, Pause, Partition, OneWay, Link, Bipartition, Power, Slow, Flap, Hold, ClockJump},
+		MaxOutage: 10 * time.Second, MinOutage: 4 * time.Second, MaxPause: 2 * time.Second,
+	}
+	for _, tc := range []struct {
+		kind        sched.Kind
+		plan        Plan
+		least, most time.Duration
+		ok          bool
+	}{
+		{Crash, p, 4 * time.Second, 10 * time.Second, true},
+		{Partition, p, 4 * time.Second, 10 * time.Second, true},
+		{OneWay, p, 4 * time.Second, 10 * time.Second, true},
+		{Link, p, 4 * time.Second, 10 * time.Second, true},
+		{Bipartition, p, 4 * time.Second, 10 * time.Second, true},
+		{Power, p, 4 * time.Second, 10 * time.Second, true},
+		{Pause, p, 200 * time.Millisecond, 2 * time.Second, true},
+		{Slow, p, 0, 0, false},
+		{Flap, p, 0, 0, false},
+		{Hold, p, 0, 0, false},
+		{ClockJump, p, 0, 0, false},
+		{Heal, p, 0, 0, false},
+		{Crash, Plan{Kinds: []sched.Kind{Crash}}, 0, 0, false},
+		{Crash, Plan{Kinds: []sched.Kind{Partition}, MaxOutage: time.Second}, 0, 0, false},
+	} {
+		least, most, ok := tc.plan.Lasts(tc.kind)
+		if ok != tc.ok || ok && (least != tc.least || most != tc.most) {
+			t.Errorf("%s of %v: %v, %v, %v; want %v, %v, %v", tc.kind, tc.plan.Kinds, least, most, ok, tc.least, tc.most, tc.ok)
+		}
+	}
+}
