@@ -26,6 +26,18 @@ import (
 // replays it (--verify), under dir.
 func posMissesExploreRuns(t *testing.T, sp *spec.Spec, seed int64, budget int, dir string) *Summary {
 	t.Helper()
+	posMisses(t, sp, seed, budget, dir)
+	ex, err := Run(t.Context(), sp, RunOptions{Trials: budget, Seed: &seed, Strategy: Explore, OutDir: filepath.Join(dir, "explore"), StopOnFirst: true, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex
+}
+
+// posMisses runs budget POS trials of sp with seed under dir, which must
+// all pass: the case needs a seed POS misses.
+func posMisses(t *testing.T, sp *spec.Spec, seed int64, budget int, dir string) {
+	t.Helper()
 	pos, err := Run(t.Context(), sp, RunOptions{Trials: budget, Seed: &seed, Strategy: "pos", OutDir: filepath.Join(dir, "pos")})
 	if err != nil {
 		t.Fatal(err)
@@ -33,11 +45,6 @@ func posMissesExploreRuns(t *testing.T, sp *spec.Spec, seed int64, budget int, d
 	if pos.Failures != 0 || pos.Errors != 0 {
 		t.Fatalf("pos: %d failures, %d errors in %d trials; the test needs a seed POS misses", pos.Failures, pos.Errors, pos.Trials)
 	}
-	ex, err := Run(t.Context(), sp, RunOptions{Trials: budget, Seed: &seed, Strategy: Explore, OutDir: filepath.Join(dir, "explore"), StopOnFirst: true, Verify: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ex
 }
 
 // A bug behind a rare message kind (handoff_server.c: MIGRATE is sent only
@@ -861,13 +868,7 @@ func TestExploreLonger(t *testing.T) {
 	seed := int64(19)
 	const budget = 20
 	dir := t.TempDir()
-	pos, err := Run(t.Context(), sp, RunOptions{Trials: budget, Seed: &seed, Strategy: "pos", OutDir: filepath.Join(dir, "pos")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pos.Failures != 0 || pos.Errors != 0 {
-		t.Fatalf("pos: %d failures, %d errors in %d trials; the test needs a seed POS misses", pos.Failures, pos.Errors, pos.Trials)
-	}
+	posMisses(t, sp, seed, budget, dir)
 	ex, err := Run(t.Context(), sp, RunOptions{Trials: budget, Seed: &seed, Strategy: Explore, OutDir: filepath.Join(dir, "explore"), TraceAll: true, Verify: true})
 	if err != nil {
 		t.Fatal(err)
