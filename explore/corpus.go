@@ -576,9 +576,11 @@ const (
 // not (bench/results/symptom-steered-odds-2026-12-04.md). Steered by a
 // goal, whose words are too few for a trial to come nearer more than
 // once or twice before it reaches it, the fresh arm is one arm beside the
-// six: the frontier's branches are the way there. Fresh draws never fall
-// below MinFresh: they are what finds what no entry leads to, and what
-// the campaign is worth when nothing does.
+// changes: the frontier's branches are the way there. Fresh draws never
+// fall below MinFresh: they are what finds what no entry leads to, and
+// what the campaign is worth when nothing does. A change with nothing to
+// act on in this campaign (Aim without aiming, Longer without kinds that
+// last) gets no odds, and the others' are what they were without it.
 func (c *Corpus) odds(aiming, lasting bool, steer steering) []float64 {
 	novel := func(a armStats) float64 { return float64(a.novel+1) / float64(a.trials+2) }
 	odds := make([]float64, len(c.arms))
@@ -703,8 +705,9 @@ func (p Plan) String() string {
 // Plan draws what the trial with this seed runs: an arm by the odds
 // (fresh always while the view is empty); for a branch, an entry drawn in
 // proportion to its energy, and a decision, mostly past the record where
-// it showed something first. A drop with no fault after the prefix, and
-// an aim with nothing to aim at or no budget left, extend instead.
+// it showed something first. A drop with no fault after the prefix, an
+// aim with nothing to aim at or no budget left and a longer with no fault
+// to lengthen extend instead.
 func (v *View) Plan(seed int64, fr sched.FaultReplays) Plan {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x6578706c6f7265)) // "explore"
 	if v.Len() == 0 || v.total <= 0 {
