@@ -31,8 +31,13 @@ type RunOptions struct {
 	StopOnFirst bool
 	TraceAll    bool
 	// KeepTmp keeps the nodes' {{tmp}} directories of passing trials too
-	// (a failing trial's are always kept).
+	// (a failing trial's are kept unless DropTmp).
 	KeepTmp bool
+	// DropTmp drops a failing trial's {{tmp}} directories too, keeping its
+	// trace and the nodes' output: a long campaign of a system that writes
+	// much there (etcd's 64 MB log files) would fill the host's disk with
+	// its failures' copies. Run refuses it with KeepTmp.
+	DropTmp bool
 	History string // history file for "+" strategies ("" = spec's, or none)
 	// Native runs the trials without lockstep (no tracer, real time) for
 	// the baseline hit ratio; a trial whose clients outlive NativeLimit

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -119,6 +120,9 @@ type campaign struct {
 // newCampaign reads a campaign's settings from the spec and the options,
 // and checks them before any network is built.
 func newCampaign(sp *spec.Spec, opts RunOptions) (*campaign, error) {
+	if opts.KeepTmp && opts.DropTmp {
+		return nil, errors.New("run: keeping every trial's {{tmp}} directories and dropping them ask for opposite things")
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
@@ -285,7 +289,7 @@ func (c *campaign) startJobs(ctx context.Context) ([]*job, func(), error) {
 // the corpus as earlier generations left them).
 func (c *campaign) runAt(j *job, i int, l learned) (*TrialResult, error) {
 	tp := trialParams{index: i, seed: TrialSeed(c.seed, i), stepsHint: c.stepsHint, expect: c.expect,
-		traceAll: c.opts.TraceAll, keepTmp: c.opts.KeepTmp, scheme: c.scheme.String(), frames: c.scheme.Frames(), symptom: c.opts.Symptom}
+		traceAll: c.opts.TraceAll, keepTmp: c.opts.KeepTmp, dropTmp: c.opts.DropTmp, scheme: c.scheme.String(), frames: c.scheme.Frames(), symptom: c.opts.Symptom}
 	if c.hist != nil && c.scheme.WantsMsg() {
 		tp.msgBytes = conflict.MsgBytes
 	}

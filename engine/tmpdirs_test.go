@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // TestSweepTmp: lockstep clean unmounts the {{tmp}} mounts of a lockstep
@@ -47,5 +49,56 @@ func TestSweepTmp(t *testing.T) {
 	}
 	if unix.Statfs(other, &st) != nil || st.Type != unix.TMPFS_MAGIC {
 		t.Errorf("%s, not lockstep's, was unmounted", other)
+	}
+}
+
+// TestDropTmp: a failing trial's {{tmp}} directories are copied to its
+// directory, unless DropTmp: then only its trace and the nodes' output
+// stay. KeepTmp with DropTmp is refused.
+func TestDropTmp(t *testing.T) {
+	requireTrials(t)
+	bin := repoPath("testdata", "bin", "c", "disk_log")
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	text := fmt.Sprintf(`name: drop-tmp
+nodes:
+  - name: s1
+    role: server
+    command: [%q, "{{tmp}}/db", "10"]
+  - name: c1
+    role: client
+    command: ["/bin/sh", "-c", "sleep 1; exit 3"]
+limits: {virtual_time: 10s, real_time: 60s}
+`, bin)
+	path := filepath.Join(t.TempDir(), "drop-tmp.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, drop := range []bool{false, true} {
+		sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(t.TempDir(), "out"), DropTmp: drop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := sum.Results[0]
+		if !r.Outcome.Kind.IsFailure() {
+			t.Fatalf("drop %v: %v, want the client's failure", drop, r.Outcome)
+		}
+		for _, f := range []string{"trace.jsonl", "s1.out", "c1.out"} {
+			if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
+				t.Errorf("drop %v: %v", drop, err)
+			}
+		}
+		_, err = os.Stat(filepath.Join(r.Dir, "s1", "db"))
+		if drop != os.IsNotExist(err) {
+			t.Errorf("drop %v: s1's {{tmp}}/db: %v", drop, err)
+		}
+	}
+	if _, err := Run(t.Context(), sp, RunOptions{Trials: 1, OutDir: filepath.Join(t.TempDir(), "out"), KeepTmp: true, DropTmp: true}); err == nil {
+		t.Error("KeepTmp and DropTmp together were not refused")
 	}
 }

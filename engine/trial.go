@@ -110,6 +110,7 @@ type trialParams struct {
 	expect   Windows
 	traceAll bool
 	keepTmp  bool // keep a passing trial's {{tmp}} directories (RunOptions.KeepTmp)
+	dropTmp  bool // and not a failing one's (RunOptions.DropTmp)
 	// plus reports whether the last decision of a "+" strategy released an
 	// op at once (nil when the strategy is not a "+" variant).
 	immediate func() bool
@@ -1154,7 +1155,7 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 		res.Outcome.Detail = withNotes(res.Outcome.Detail, t.dir.notes)
 	}
 	// Everything that reads the nodes' files is done.
-	if err := t.tmps.release(res.Outcome.Kind != Pass || p.keepTmp); err != nil {
+	if err := t.tmps.release((res.Outcome.Kind != Pass || p.keepTmp) && !p.dropTmp); err != nil {
 		j.log.Warn("releasing the nodes' {{tmp}} directories", "trial", res.Index, "err", err)
 	}
 	res.Duration = time.Since(start)

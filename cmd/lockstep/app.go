@@ -204,6 +204,7 @@ func runCmd() *cli.Command {
 			&cli.BoolFlag{Name: "stop-on-first", Usage: "stop at the first failing trial (with --symptom: the first that reproduces it)"},
 			&cli.BoolFlag{Name: "trace-all", Usage: "write a trace for every trial, not only failing ones"},
 			&cli.BoolFlag{Name: "keep-tmp", Usage: "keep the nodes' {{tmp}} directories of passing trials too, not only failing ones'"},
+			&cli.BoolFlag{Name: "drop-tmp", Usage: "keep no trial's {{tmp}} directories, failing ones' neither (their traces and the nodes' output stay): for long campaigns of systems that write much there"},
 			&cli.StringFlag{Name: "history", Usage: "conflict history file for + strategies (read and updated)"},
 			&cli.BoolFlag{Name: "stats", Usage: "print conflict-prediction accuracy (+ strategies)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
@@ -232,13 +233,16 @@ func runCmd() *cli.Command {
 			if err := conflictFlags(c, sp); err != nil {
 				return badInput(err)
 			}
+			if c.Bool("keep-tmp") && c.Bool("drop-tmp") {
+				return badInput(errors.New("run: --keep-tmp and --drop-tmp ask for opposite things"))
+			}
 			out, err := absPath(c.String("out"))
 			if err != nil {
 				return badInput(err)
 			}
 			opts := engine.RunOptions{
 				Trials: c.Int("trials"), Strategy: c.String("strategy"), Jobs: c.Int("jobs"),
-				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"), KeepTmp: c.Bool("keep-tmp"),
+				OutDir: out, Replace: c.Bool("replace"), StopOnFirst: c.Bool("stop-on-first"), TraceAll: c.Bool("trace-all"), KeepTmp: c.Bool("keep-tmp"), DropTmp: c.Bool("drop-tmp"),
 				History: c.String("history"), Native: c.Bool("native"), NativeLimit: c.Duration("native-limit"),
 				Logger: logger(c, c.App.ErrWriter), Verify: c.Bool("verify"), DropRecords: true,
 			}

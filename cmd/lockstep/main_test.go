@@ -165,6 +165,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 	}{
 		{[]string{"run", demo, "--jobs", "0"}, "--jobs at least 1"},
 		{[]string{"run", demo, "--trials", "-1"}, "--trials must be between 0"},
+		{[]string{"run", demo, "--keep-tmp", "--drop-tmp"}, "--keep-tmp and --drop-tmp ask for opposite things"},
 		{[]string{"run", demo, "--strategy", "dfs"}, `unknown strategy "dfs"`},
 		{[]string{"run", demo, "--json"}, "flag needs an argument: -json"},
 		{[]string{"run", demo, "-o"}, "flag needs an argument: -o"},
