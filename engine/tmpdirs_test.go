@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
-	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // TestSweepTmp: lockstep clean unmounts the {{tmp}} mounts of a lockstep
@@ -71,14 +70,7 @@ nodes:
     command: ["/bin/sh", "-c", "sleep 1; exit 3"]
 limits: {virtual_time: 10s, real_time: 60s}
 `, bin)
-	path := filepath.Join(t.TempDir(), "drop-tmp.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sp, err := spec.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := loadText(t, filepath.Join(t.TempDir(), "drop-tmp.yaml"), text)
 	for _, drop := range []bool{false, true} {
 		sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(t.TempDir(), "out"), DropTmp: drop})
 		if err != nil {
