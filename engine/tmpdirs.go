@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/procfs"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // tmpSource begins the name of the tmpfs of a node's {{tmp}} in the mount
@@ -173,6 +174,70 @@ func (nt *nodeTmps) releaseOne(m nodeTmp, keep bool) error {
 		return unix.Renameat(dfd, aside, dfd, m.node)
 	}
 	return nil
+}
+
+// keepFree is how much of the output directory's filesystem a copy of a
+// trial's {{tmp}} directories must leave free: 15 % of its size, at most
+// 4 GiB, as journald keeps free for others. etcd's members leave 367 MB
+// there per failing trial; a campaign that copied every one filled the
+// host's disk.
+func keepFree(st *unix.Statfs_t) uint64 {
+	return min(st.Blocks*uint64(st.Bsize)/100*15, 4<<30)
+}
+
+// noRoom says why the trial's {{tmp}} directories cannot be copied to its
+// directory, "" when they can: the copy would leave less than keepFree.
+// With several jobs, trials copying at once each see the room before the
+// others' copies, so the disk can go under keepFree by what they copy.
+func (nt *nodeTmps) noRoom() (string, error) {
+	if nt == nil || len(nt.mounts) == 0 {
+		return "", nil
+	}
+	var need uint64
+	for _, m := range nt.mounts {
+		n, err := treeSize(procFd(int(m.mnt.Fd())))
+		if err != nil {
+			return "", fmt.Errorf("node %s's {{tmp}}: %w", m.node, err)
+		}
+		need += n
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(nt.tf.dir.Fd()), &st); err != nil {
+		return "", fmt.Errorf("the trial directory's filesystem: %w", err)
+	}
+	free, keep := st.Bavail*uint64(st.Bsize), keepFree(&st)
+	if free >= need && free-need >= keep {
+		return "", nil
+	}
+	return fmt.Sprintf("copying its %s would leave %s of the output's disk free, under the %s lockstep keeps free",
+		spec.FormatSize(int64(need)), spec.FormatSize(int64(free-min(free, need))), spec.FormatSize(int64(keep))), nil
+}
+
+// treeSize is the bytes copyTree would write from src: its regular files'
+// lengths, a block for each directory and link beside.
+func treeSize(src string) (uint64, error) {
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	var n uint64
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			n += 4096
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n += uint64(info.Size())
+		return nil
+	})
+	return n, err
 }
 
 func procFd(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -92,5 +93,87 @@ limits: {virtual_time: 10s, real_time: 60s}
 	}
 	if _, err := Run(t.Context(), sp, RunOptions{Trials: 1, OutDir: filepath.Join(t.TempDir(), "out"), KeepTmp: true, DropTmp: true}); err == nil {
 		t.Error("KeepTmp and DropTmp together were not refused")
+	}
+}
+
+// TestTmpNeedsRoom: a failing trial's {{tmp}} is copied only while the
+// copy leaves keepFree of the output's disk free. On a 64 MiB disk (9.6
+// MiB kept free) whose trials each leave 20 MiB there, the first two are
+// copied and the third is not; its trace and outputs are kept, and its
+// result says why.
+func TestTmpNeedsRoom(t *testing.T) {
+	requireTrials(t)
+	disk := t.TempDir()
+	if err := unix.Mount("tmpfs", disk, "tmpfs", 0, "size=64m"); err != nil {
+		t.Skipf("skipping: mounting a small disk for the output: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(disk, unix.MNT_DETACH) })
+	text := `name: tmp-room
+nodes:
+  - name: c1
+    role: client
+    command: ["/bin/sh", "-c", "head -c 20971520 /dev/zero > {{tmp}}/db; exit 3"]
+limits: {virtual_time: 10s, real_time: 60s, node: {tmp: 32MiB}}
+`
+	sp := loadText(t, filepath.Join(t.TempDir(), "tmp-room.yaml"), text)
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 3, Strategy: "pos", OutDir: filepath.Join(disk, "out")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range sum.Results {
+		if !r.Outcome.Kind.IsFailure() {
+			t.Fatalf("trial %d: %v, want the client's failure", i, r.Outcome)
+		}
+		for _, f := range []string{"trace.jsonl", "c1.out"} {
+			if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
+				t.Errorf("trial %d: %v", i, err)
+			}
+		}
+		st, err := os.Stat(filepath.Join(r.Dir, "c1", "db"))
+		kept := err == nil && st.Size() == 20<<20
+		if want := i < 2; kept != want || (r.TmpNotKept == "") != want {
+			t.Errorf("trial %d: c1's {{tmp}}/db kept %v (%v), TmpNotKept %q; want kept %v", i, kept, err, r.TmpNotKept, want)
+		}
+	}
+	if why := sum.Results[2].TmpNotKept; !strings.Contains(why, "copying its 20 MiB would leave") || !strings.Contains(why, "9.6 MiB lockstep keeps free") {
+		t.Errorf("TmpNotKept %q does not say what the copy needed and what is kept free", why)
+	}
+}
+
+// TestOutputBelowTmpMount: an output directory on a filesystem mounted
+// below /tmp works. A node's private /tmp is an overlay whose lower layer
+// is /tmp's own filesystem, without the mounts below it, so the trial's
+// directory there must be made on the overlay before it is moved back.
+func TestOutputBelowTmpMount(t *testing.T) {
+	requireTrials(t)
+	disk, err := os.MkdirTemp("/tmp", "lockstep-test-mount-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(disk) })
+	if err := unix.Mount("tmpfs", disk, "tmpfs", 0, "size=16m"); err != nil {
+		t.Skipf("skipping: mounting a filesystem below /tmp: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(disk, unix.MNT_DETACH) })
+	text := `name: below-tmp
+nodes:
+  - name: c1
+    role: client
+    command: ["/bin/sh", "-c", "echo here > {{tmp}}/mark && echo done > {{trialdir}}/c1.mark"]
+limits: {virtual_time: 10s, real_time: 60s}
+`
+	sp := loadText(t, filepath.Join(t.TempDir(), "below-tmp.yaml"), text)
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(disk, "out"), KeepTmp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sum.Results[0]
+	if r.Outcome.Kind != Pass {
+		t.Fatalf("%v, want a pass", r.Outcome)
+	}
+	for _, f := range []string{"c1.mark", "c1/mark"} {
+		if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
+			t.Errorf("the node's write did not reach the trial's directory: %v", err)
+		}
 	}
 }

@@ -1155,7 +1155,18 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 		res.Outcome.Detail = withNotes(res.Outcome.Detail, t.dir.notes)
 	}
 	// Everything that reads the nodes' files is done.
-	if err := t.tmps.release((res.Outcome.Kind != Pass || p.keepTmp) && !p.dropTmp); err != nil {
+	keep := (res.Outcome.Kind != Pass || p.keepTmp) && !p.dropTmp
+	if keep {
+		why, err := t.tmps.noRoom()
+		if err != nil {
+			j.log.Warn("measuring the nodes' {{tmp}} directories", "trial", res.Index, "err", err)
+		}
+		if why != "" {
+			keep, res.TmpNotKept = false, why
+			j.log.Warn("not keeping the nodes' {{tmp}} directories", "trial", res.Index, "why", why)
+		}
+	}
+	if err := t.tmps.release(keep); err != nil {
 		j.log.Warn("releasing the nodes' {{tmp}} directories", "trial", res.Index, "err", err)
 	}
 	res.Duration = time.Since(start)

@@ -207,6 +207,9 @@ type JSONTrial struct {
 	// features a failing one showed that no passing trial did.
 	Plan   string   `json:"plan,omitempty"`
 	Unique []string `json:"unique_features,omitempty"`
+	// TmpNotKept says why its nodes' {{tmp}} directories were not copied
+	// to Dir (the disk was short of room).
+	TmpNotKept string `json:"tmp_not_kept,omitempty"`
 }
 
 func jsonTrial(r *result.TrialResult) *JSONTrial {
@@ -215,7 +218,7 @@ func jsonTrial(r *result.TrialResult) *JSONTrial {
 	}
 	o := r.Outcome
 	return &JSONTrial{Index: r.Index, Kind: string(o.Kind), Detail: o.Detail, Node: o.Node, Steps: o.Steps,
-		VTime: int64(o.VTime / time.Nanosecond), Trace: r.TracePath, Dir: r.Dir, Plan: r.Plan, Unique: r.Unique}
+		VTime: int64(o.VTime / time.Nanosecond), Trace: r.TracePath, Dir: r.Dir, Plan: r.Plan, Unique: r.Unique, TmpNotKept: r.TmpNotKept}
 }
 
 // NewJSONSummary is a campaign in the form WriteJSON writes.

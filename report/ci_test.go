@@ -22,6 +22,7 @@ func failingSummary() *result.Summary {
 			Outcome: sched.Outcome{Kind: k, Detail: "node server/0 was killed by SIGABRT", Node: "server", Steps: 18, VTime: 2 * time.Second}}
 	}
 	f1, f2 := fail(1, sched.NodeCrashed), fail(3, sched.Deadlock)
+	f2.TmpNotKept = "no room"
 	return &result.Summary{Spec: &spec.Spec{Name: "demo"}, Strategy: "pos", Trials: 4, Failures: 2, Duration: 1500 * time.Millisecond,
 		ByKind: map[sched.OutcomeKind]int{sched.Pass: 2, sched.NodeCrashed: 1, sched.Deadlock: 1},
 		First:  f1, Results: []*result.TrialResult{pass, f1, fail(2, sched.Pass), f2}}
@@ -120,6 +121,9 @@ func TestJSON(t *testing.T) {
 	}
 	if len(got.Failing) != 2 || got.Failing[1].Index != 3 || got.FirstError != nil || got.Error != "" {
 		t.Errorf("failing %+v, first error %+v, error %q", got.Failing, got.FirstError, got.Error)
+	}
+	if len(got.Failing) == 2 && got.Failing[1].TmpNotKept != "no room" {
+		t.Errorf("failing trial 3's tmp_not_kept %q, want the trial's reason", got.Failing[1].TmpNotKept)
 	}
 
 	b.Reset()

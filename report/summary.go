@@ -72,6 +72,7 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 			fmt.Fprintf(w, "symptom: not reproduced; no trial printed any of its %d lines\n", sy.Lines)
 		}
 	}
+	writeTmpNotKept(w, s)
 	if s.Verified > 0 || s.Unreplayable > 0 {
 		fmt.Fprintf(w, "replayed: %d of %d failing traces gave the same failure again\n", s.Verified, s.Verified+s.Unreplayable)
 	}
@@ -108,6 +109,26 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 	if stats {
 		writeStats(w, s)
 	}
+}
+
+// writeTmpNotKept says which trials' {{tmp}} directories were not kept
+// for want of room, and why the first was not: what a user looking for a
+// node's data there must know.
+func writeTmpNotKept(w io.Writer, s *result.Summary) {
+	var first *result.TrialResult
+	n := 0
+	for _, r := range s.Results {
+		if r.TmpNotKept == "" {
+			continue
+		}
+		if n++; first == nil {
+			first = r
+		}
+	}
+	if first == nil {
+		return
+	}
+	fmt.Fprintf(w, "{{tmp}} not kept for %d trial(s), the first trial %d: %s (their traces and outputs are)\n", n, first.Index, first.TmpNotKept)
 }
 
 // writeSometimes prints the spec's sometimes properties: in how many

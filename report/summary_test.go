@@ -35,6 +35,11 @@ func TestSummary(t *testing.T) {
 			fail(0), fail(1), fail(2), fail(3), fail(4), fail(5), fail(6), fail(7), fail(8), fail(9), fail(10), fail(11)}},
 			[]string{"failing traces:\n  trial 0 deadlock: /o/0/trace.jsonl\n", "  trial 9 deadlock: /o/9/trace.jsonl\n  and 2 more\n"},
 			[]string{"/o/10/", "lockstep errors"}},
+		{"tmp not kept", result.Summary{Trials: 3, Failures: 3, First: fail(0), Results: []*result.TrialResult{
+			fail(0), {Index: 1, Outcome: sched.Outcome{Kind: sched.Deadlock}, TmpNotKept: "copying its 20 MiB would leave 4 MiB free"},
+			{Index: 2, Outcome: sched.Outcome{Kind: sched.Deadlock}, TmpNotKept: "copying its 30 MiB would leave 0 B free"}}},
+			[]string{"{{tmp}} not kept for 2 trial(s), the first trial 1: copying its 20 MiB would leave 4 MiB free (their traces and outputs are)\n"},
+			[]string{"30 MiB"}},
 		{"interrupted", result.Summary{Trials: 3, Interrupted: true},
 			[]string{"interrupted: the summary covers the 3 trials finished before\n"}, nil},
 	} {

@@ -197,6 +197,10 @@ type TrialResult struct {
 	// Novel is how many features this trial showed first in its campaign
 	// (package coverage).
 	Novel int `json:",omitempty"`
+	// TmpNotKept says why the nodes' {{tmp}} directories of a trial that
+	// was to keep them were not copied (the disk was short of room); ""
+	// otherwise.
+	TmpNotKept string `json:",omitempty"`
 	// Verify is what replaying the trial's trace right after it showed
 	// (run --verify); nil when it was not replayed.
 	Verify *Verification

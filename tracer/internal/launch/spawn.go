@@ -123,7 +123,9 @@ type spawnSpec struct {
 	// overlay over /tmp whose writes go there, so the host's /tmp stays
 	// readable and unchanged; tmpKeep are writable directories under /tmp,
 	// moved through tmpKeepAt onto the overlay so that writes there reach
-	// them. The new /dev holds the few devices programs use (bound from the
+	// them; tmpKeepDirs are the directories down to each, made on the
+	// overlay first, since one on a filesystem mounted below /tmp is not
+	// in its lower layer (overlayfs sees /tmp's filesystem alone). The new /dev holds the few devices programs use (bound from the
 	// host's /dev, set aside at hostDev), a devpts of its own, a private
 	// /dev/shm and the usual links: the host's disks are out of reach.
 	tmpfs, scratch                  *byte
@@ -132,7 +134,7 @@ type spawnSpec struct {
 	privTmp                         bool
 	upper, work, overlay, tmp       *byte
 	ovlOpts                         *byte
-	tmpKeep, tmpKeepAt              []*byte
+	tmpKeep, tmpKeepAt, tmpKeepDirs []*byte
 	dev, hostDev, devOpts           *byte
 	devFiles, devSrc                []*byte
 	devPts, devpts, ptsOpts, devShm *byte
@@ -450,6 +452,11 @@ func (s *spawnSpec) setPrivateTmp(writable []string) {
 			at := cstr(sandboxScratch + "/keep" + strconv.Itoa(i))
 			s.tmpKeep, s.tmpKeepAt = append(s.tmpKeep, cstr(w)), append(s.tmpKeepAt, at)
 			s.dirs = append(s.dirs, at)
+			d := "/tmp"
+			for _, part := range strings.Split(rel, "/") {
+				d += "/" + part
+				s.tmpKeepDirs = append(s.tmpKeepDirs, cstr(d))
+			}
 		}
 	}
 }
@@ -521,6 +528,11 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 		}
 		if e := mnt(s.overlay, s.tmp, s.overlay, 0, s.ovlOpts); e != 0 {
 			return stepPrivateTmp, e
+		}
+		for _, d := range s.tmpKeepDirs {
+			if _, _, e := syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(d)), 0o755, 0); e != 0 && e != unix.EEXIST {
+				return stepPrivateTmp, e
+			}
 		}
 		for i, k := range s.tmpKeep {
 			if e := mnt(s.tmpKeepAt[i], k, nil, unix.MS_MOVE, nil); e != 0 {
