@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -318,26 +317,15 @@ func SweepTmp(all bool) ([]string, error) {
 // unmountTmps unmounts the {{tmp}} mounts for which stale(mount point,
 // source) holds, the last mounted first, and returns their mount points.
 func unmountTmps(stale func(at, source string) bool) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := procfs.Mounts("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var ats []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options... - fstype source superoptions
-		fields := strings.Fields(sc.Text())
-		sep := slices.Index(fields, "-")
-		if sep < 5 || len(fields) < sep+3 || fields[sep+1] != "tmpfs" || !strings.HasPrefix(fields[sep+2], tmpSource) {
-			continue
+	for _, m := range mounts {
+		if m.FSType == "tmpfs" && strings.HasPrefix(m.Source, tmpSource) && stale(m.Point, m.Source) {
+			ats = append(ats, m.Point)
 		}
-		if at := unescapeMountinfo(fields[4]); stale(at, fields[sep+2]) {
-			ats = append(ats, at)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
 	}
 	slices.Reverse(ats)
 	var done []string
@@ -350,23 +338,4 @@ func unmountTmps(stale func(at, source string) bool) ([]string, error) {
 		done = append(done, at)
 	}
 	return done, errors.Join(errs...)
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

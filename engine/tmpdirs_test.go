@@ -140,11 +140,13 @@ limits: {virtual_time: 10s, real_time: 60s, node: {tmp: 32MiB}}
 	}
 }
 
-// TestOutputBelowTmpMount: an output directory on a filesystem mounted
-// below /tmp works. A node's private /tmp is an overlay whose lower layer
-// is /tmp's own filesystem, without the mounts below it, so the trial's
-// directory there must be made on the overlay before it is moved back.
-func TestOutputBelowTmpMount(t *testing.T) {
+// TestMountBelowTmp: a filesystem mounted below /tmp shows in a node's
+// private /tmp as on the host, read-only, with a program on it and the
+// output directory there (writable for the node's own trial). The node's
+// /tmp is an overlay whose lower layer is /tmp's own filesystem, without
+// the mounts below it: both were missing (the program could not be
+// executed, and no node could start).
+func TestMountBelowTmp(t *testing.T) {
 	requireTrials(t)
 	disk, err := os.MkdirTemp("/tmp", "lockstep-test-mount-")
 	if err != nil {
@@ -155,13 +157,23 @@ func TestOutputBelowTmpMount(t *testing.T) {
 		t.Skipf("skipping: mounting a filesystem below /tmp: %v", err)
 	}
 	t.Cleanup(func() { unix.Unmount(disk, unix.MNT_DETACH) })
-	text := `name: below-tmp
+	echo, err := os.ReadFile("/bin/echo")
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(disk, "echo"), echo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf(`name: below-tmp
 nodes:
+  - name: s1
+    role: server
+    command: [%q, "from the mount"]
   - name: c1
     role: client
-    command: ["/bin/sh", "-c", "echo here > {{tmp}}/mark && echo done > {{trialdir}}/c1.mark"]
+    command: ["/bin/sh", "-c", "if echo x > %s/w; then exit 4; fi; echo here > {{tmp}}/mark && echo done > {{trialdir}}/c1.mark"]
 limits: {virtual_time: 10s, real_time: 60s}
-`
+`, filepath.Join(disk, "echo"), disk)
 	sp := loadText(t, filepath.Join(t.TempDir(), "below-tmp.yaml"), text)
 	sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(disk, "out"), KeepTmp: true})
 	if err != nil {
@@ -169,11 +181,14 @@ limits: {virtual_time: 10s, real_time: 60s}
 	}
 	r := sum.Results[0]
 	if r.Outcome.Kind != Pass {
-		t.Fatalf("%v, want a pass", r.Outcome)
+		t.Fatalf("%v, want a pass (exit 4: the node could write the mount)", r.Outcome)
 	}
 	for _, f := range []string{"c1.mark", "c1/mark"} {
 		if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
 			t.Errorf("the node's write did not reach the trial's directory: %v", err)
 		}
+	}
+	if out, err := os.ReadFile(filepath.Join(r.Dir, "s1.out")); err != nil || string(out) != "from the mount\n" {
+		t.Errorf("the program on the mount printed %q (%v)", out, err)
 	}
 }

@@ -43,6 +43,10 @@ type Sandbox struct {
 	// the node's writes with ENOSPC; its pages count against the node's
 	// memory limit too.
 	TmpfsSize int64
+	// HiddenMounts are sources (prefixes) of the host's mounts below /tmp
+	// that the node must not see: other trials' {{tmp}}. The node sees the
+	// others there as on the host, read-only but for Writable.
+	HiddenMounts []string
 }
 
 // TrialPath is where a sandboxed node sees Sandbox.Trial.

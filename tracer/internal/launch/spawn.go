@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/procfs"
 )
 
 // ClockPageFd is the descriptor a sandboxed node's processes hold the
@@ -123,9 +125,11 @@ type spawnSpec struct {
 	// overlay over /tmp whose writes go there, so the host's /tmp stays
 	// readable and unchanged; tmpKeep are writable directories under /tmp,
 	// moved through tmpKeepAt onto the overlay so that writes there reach
-	// them; tmpKeepDirs are the directories down to each, made on the
-	// overlay first, since one on a filesystem mounted below /tmp is not
-	// in its lower layer (overlayfs sees /tmp's filesystem alone). The new /dev holds the few devices programs use (bound from the
+	// them. Overlayfs sees /tmp's own filesystem alone, so the host's
+	// mounts below /tmp (a volume a program or a spec is on) are moved
+	// the same way through tmpMountsAt, before the writable directories,
+	// which may be on them; tmpKeepDirs are the directories down to each,
+	// made on the overlay first. The new /dev holds the few devices programs use (bound from the
 	// host's /dev, set aside at hostDev), a devpts of its own, a private
 	// /dev/shm and the usual links: the host's disks are out of reach.
 	tmpfs, scratch                  *byte
@@ -135,6 +139,7 @@ type spawnSpec struct {
 	upper, work, overlay, tmp       *byte
 	ovlOpts                         *byte
 	tmpKeep, tmpKeepAt, tmpKeepDirs []*byte
+	tmpMounts, tmpMountsAt          []*byte
 	dev, hostDev, devOpts           *byte
 	devFiles, devSrc                []*byte
 	devPts, devpts, ptsOpts, devShm *byte
@@ -419,7 +424,7 @@ func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
 		return err
 	}
 	if isDir("/tmp") {
-		s.setPrivateTmp(sb.Writable)
+		s.setPrivateTmp(sb.Writable, sb.HiddenMounts)
 	}
 	if isDir("/var/tmp") {
 		s.varTmp = cstr("/var/tmp")
@@ -440,25 +445,81 @@ func isDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// setPrivateTmp prepares the overlay over /tmp (see privTmp).
-func (s *spawnSpec) setPrivateTmp(writable []string) {
+// setPrivateTmp prepares the overlay over /tmp (see privTmp), keeping
+// the writable directories below it and the host's mounts there but those
+// whose source begins with one of hidden.
+func (s *spawnSpec) setPrivateTmp(writable, hidden []string) {
 	s.privTmp = true
 	s.overlay, s.tmp = cstr("overlay"), cstr("/tmp")
 	s.upper, s.work = cstr(sandboxScratch+"/upper"), cstr(sandboxScratch+"/work")
 	s.ovlOpts = cstr("lowerdir=/tmp,upperdir=" + sandboxScratch + "/upper,workdir=" + sandboxScratch + "/work")
 	s.dirs = append(s.dirs, s.upper, s.work)
-	for i, w := range writable {
-		if rel, err := filepath.Rel("/tmp", filepath.Clean(w)); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-			at := cstr(sandboxScratch + "/keep" + strconv.Itoa(i))
-			s.tmpKeep, s.tmpKeepAt = append(s.tmpKeep, cstr(w)), append(s.tmpKeepAt, at)
-			s.dirs = append(s.dirs, at)
-			d := "/tmp"
-			for _, part := range strings.Split(rel, "/") {
-				d += "/" + part
-				s.tmpKeepDirs = append(s.tmpKeepDirs, cstr(d))
-			}
+	var keep []string
+	for _, w := range writable {
+		if w = filepath.Clean(w); below("/tmp", w) {
+			keep = append(keep, w)
 		}
 	}
+	mounts, _ := procfs.Mounts("/proc/thread-self/mountinfo")
+	for i, m := range mountsBelowTmp(mounts, keep, hidden) {
+		at := cstr(sandboxScratch + "/mount" + strconv.Itoa(i))
+		s.tmpMounts, s.tmpMountsAt = append(s.tmpMounts, cstr(m)), append(s.tmpMountsAt, at)
+		s.dirs = append(s.dirs, at)
+		s.tmpKeepDirs = append(s.tmpKeepDirs, dirsDown("/tmp", m)...)
+	}
+	for i, w := range keep {
+		at := cstr(sandboxScratch + "/keep" + strconv.Itoa(i))
+		s.tmpKeep, s.tmpKeepAt = append(s.tmpKeep, cstr(w)), append(s.tmpKeepAt, at)
+		s.dirs = append(s.dirs, at)
+		s.tmpKeepDirs = append(s.tmpKeepDirs, dirsDown("/tmp", w)...)
+	}
+}
+
+// below says whether path is below dir (both clean), not dir itself.
+func below(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
+}
+
+// dirsDown are the directories from below dir down to path, in order.
+func dirsDown(dir, path string) []*byte {
+	rel, _ := filepath.Rel(dir, path)
+	var out []*byte
+	for _, part := range strings.Split(rel, "/") {
+		dir += "/" + part
+		out = append(out, cstr(dir))
+	}
+	return out
+}
+
+// mountsBelowTmp are the mount points below /tmp that a node's private
+// /tmp keeps, outermost first: each tree's root (a recursive bind carries
+// the rest), none at or below a kept writable directory (its bind carries
+// them), none whose source begins with one of hidden, nor below one.
+func mountsBelowTmp(mounts []procfs.Mount, keep, hidden []string) []string {
+	var points []string
+	skip := slices.Clone(keep)
+	for _, m := range mounts {
+		p := filepath.Clean(m.Point)
+		if !below("/tmp", p) {
+			continue
+		}
+		if slices.ContainsFunc(hidden, func(h string) bool { return strings.HasPrefix(m.Source, h) }) {
+			skip = append(skip, p)
+			continue
+		}
+		points = append(points, p)
+	}
+	slices.Sort(points)
+	var out []string
+	for _, p := range slices.Compact(points) {
+		if slices.ContainsFunc(skip, func(k string) bool { return k == p || below(k, p) }) {
+			continue
+		}
+		out = append(out, p)
+		skip = append(skip, p)
+	}
+	return out
 }
 
 // sizeTmpfs bounds the node's own tmpfs mounts (Sandbox.TmpfsSize): the
@@ -487,6 +548,65 @@ func (s *spawnSpec) setPrivateDev() {
 		s.links = append(s.links, cstr(l[0]))
 		s.linkTargets = append(s.linkTargets, cstr(l[1]))
 	}
+}
+
+// privateTmp lays the overlay over /tmp, keeping the host's mounts below
+// it (each as it can: one that cannot be bound stays hidden, as before
+// there was a way to keep it) and the node's writable directories there.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func privateTmp(s *spawnSpec) syscall.Errno {
+	for i, m := range s.tmpMounts {
+		mnt(m, s.tmpMountsAt[i], nil, unix.MS_BIND|unix.MS_REC, nil)
+	}
+	for i, k := range s.tmpKeep {
+		if e := mnt(k, s.tmpKeepAt[i], nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
+			return e
+		}
+	}
+	if e := mnt(s.overlay, s.tmp, s.overlay, 0, s.ovlOpts); e != 0 {
+		return e
+	}
+	// A directory that cannot be made fails the move below, if it matters.
+	for _, d := range s.tmpKeepDirs {
+		syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(d)), 0o755, 0)
+	}
+	for i, m := range s.tmpMounts {
+		mnt(s.tmpMountsAt[i], m, nil, unix.MS_MOVE, nil)
+	}
+	for i, k := range s.tmpKeep {
+		if e := mnt(s.tmpKeepAt[i], k, nil, unix.MS_MOVE, nil); e != 0 {
+			return e
+		}
+	}
+	return 0
+}
+
+// tmpMountsReadOnly makes the host's mounts kept below /tmp read-only
+// again, which the writable /tmp above them made writable, and the node's
+// own directories below /tmp writable again after that. A mount that
+// could not be kept is no mount (EINVAL), the overlay's directory.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func tmpMountsReadOnly(s *spawnSpec) syscall.Errno {
+	for _, m := range s.tmpMounts {
+		if e := setattr(m, unix.AT_RECURSIVE, &s.roAttr); e != 0 && e != unix.EINVAL {
+			return e
+		}
+	}
+	if len(s.tmpMounts) == 0 {
+		return 0
+	}
+	for _, k := range s.tmpKeep {
+		if e := setattr(k, unix.AT_RECURSIVE, &s.rwAttr); e != 0 {
+			return e
+		}
+	}
+	return 0
 }
 
 // sandboxMounts builds a sandboxed node's mount namespace, in the child
@@ -521,23 +641,8 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 		}
 	}
 	if s.privTmp {
-		for i, k := range s.tmpKeep {
-			if e := mnt(k, s.tmpKeepAt[i], nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
-				return stepPrivateTmp, e
-			}
-		}
-		if e := mnt(s.overlay, s.tmp, s.overlay, 0, s.ovlOpts); e != 0 {
+		if e := privateTmp(s); e != 0 {
 			return stepPrivateTmp, e
-		}
-		for _, d := range s.tmpKeepDirs {
-			if _, _, e := syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(d)), 0o755, 0); e != 0 && e != unix.EEXIST {
-				return stepPrivateTmp, e
-			}
-		}
-		for i, k := range s.tmpKeep {
-			if e := mnt(s.tmpKeepAt[i], k, nil, unix.MS_MOVE, nil); e != 0 {
-				return stepPrivateTmp, e
-			}
 		}
 	}
 	// Writable paths first, as bind mounts of themselves, so that the
@@ -558,6 +663,9 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 		if e := setattr(w, unix.AT_RECURSIVE, &s.rwAttr); e != 0 {
 			return stepWritable, e
 		}
+	}
+	if e := tmpMountsReadOnly(s); e != 0 {
+		return stepWritable, e
 	}
 	// The host's kernel stays out of reach under a writable /proc.
 	if e := maskProc(s); e != 0 {
