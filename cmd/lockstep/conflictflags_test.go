@@ -32,7 +32,7 @@ func runContext(t *testing.T, args ...string) (*cli.Context, error) {
 // scheduler.conflict; a value the spec would refuse is refused with one
 // line naming the flag and exit status 2, before anything runs.
 func TestConflictFlags(t *testing.T) {
-	const demo = "../../testdata/demo/demo.yaml"
+	const demo = shellSpec
 	for _, tc := range []struct {
 		args       []string
 		mode       string  // the mode after the flags ("" for an error)

@@ -27,6 +27,10 @@ func TestMain(m *testing.M) {
 	testutil.LeakCheckMain(m)
 }
 
+// shellSpec is a spec whose programs every host has: the tests that read
+// a spec and run no trial use it, so that they need no `make testdata`.
+const shellSpec = "../../testdata/specs/shell.yaml"
+
 // runCLI runs the app in-process and returns its exit status and output.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -74,7 +78,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"run"},
 		{"run", "/no/such/spec.yaml"},
 		{"run", "--jobs", "0", bad[0]},
-		{"run", "--strategy", "dfs", "../../testdata/demo/demo.yaml"},
+		{"run", "--strategy", "dfs", shellSpec},
 		{"replay", "/no/such/trace.jsonl"},
 		{"replay", junk},
 		{"show", junk},
@@ -158,7 +162,7 @@ func TestInterspersed(t *testing.T) {
 // TestFlagsAfterArguments: a flag after SPEC or TRACE is read (its effect
 // shows), not taken for a second argument.
 func TestFlagsAfterArguments(t *testing.T) {
-	demo := "../../testdata/demo/demo.yaml"
+	demo := shellSpec
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -14,7 +14,7 @@ import (
 // TestShardBadInput: bad shard specs, flags and merges exit 2 with one
 // line naming the problem, before any trial runs.
 func TestShardBadInput(t *testing.T) {
-	demo := "../../testdata/demo/demo.yaml"
+	demo := shellSpec
 	dir := t.TempDir()
 	t.Setenv("JOB_COMPLETION_INDEX", "")
 	t.Setenv("LOCKSTEP_TEST_INDEX", "9")
@@ -52,7 +52,7 @@ func TestShardBadInput(t *testing.T) {
 // TestK8sCommand: the manifest goes to --out or standard output and runs
 // the shards the command line asked for.
 func TestK8sCommand(t *testing.T) {
-	demo := "../../testdata/demo/demo.yaml"
+	demo := shellSpec
 	code, out, stderr := runCLI(t, "k8s", demo, "--shards", "8", "--image", "localhost/lockstep:0.1.0", "--pvc", "results",
 		"--trials", "1000", "--seed", "-7", "--strategy", "pos+", "-j", "2")
 	if code != 0 {
@@ -65,7 +65,7 @@ func TestK8sCommand(t *testing.T) {
 		}
 	}
 	p := filepath.Join(t.TempDir(), "job.yaml")
-	if code, out, stderr := runCLI(t, "k8s", demo, "--shards", "2", "--image", "i", "--pvc", "p", "-o", p); code != 0 || !strings.Contains(out, "lockstep merge /results/lockstep-lockserver-demo") {
+	if code, out, stderr := runCLI(t, "k8s", demo, "--shards", "2", "--image", "i", "--pvc", "p", "-o", p); code != 0 || !strings.Contains(out, "lockstep merge /results/lockstep-shell") {
 		t.Fatalf("exit %d: %s%s", code, out, stderr)
 	}
 	if b, err := os.ReadFile(p); err != nil || !strings.Contains(string(b), "kind: Job") {
