@@ -192,3 +192,62 @@ limits: {virtual_time: 10s, real_time: 60s}
 		t.Errorf("the program on the mount printed %q (%v)", out, err)
 	}
 }
+
+// TestOutputBelowPrivateDirs: an output directory below /var/tmp or
+// /dev/shm works, though a node gets empty ones of its own there: its
+// trial's directory is set aside before they are mounted and put back
+// after (no node could start before). A program there cannot run, and
+// the error says why.
+func TestOutputBelowPrivateDirs(t *testing.T) {
+	requireTrials(t)
+	for _, root := range []string{"/var/tmp", "/dev/shm"} {
+		t.Run(root, func(t *testing.T) {
+			dir, err := os.MkdirTemp(root, "lockstep-test-")
+			if err != nil {
+				t.Skipf("skipping: %v", err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			text := `name: below-private
+nodes:
+  - name: c1
+    role: client
+    command: ["/bin/sh", "-c", "echo here > {{tmp}}/mark && echo done > {{trialdir}}/c1.mark"]
+limits: {virtual_time: 10s, real_time: 60s}
+`
+			sp := loadText(t, filepath.Join(t.TempDir(), "below-private.yaml"), text)
+			sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(dir, "out"), KeepTmp: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := sum.Results[0]
+			if r.Outcome.Kind != Pass {
+				t.Fatalf("%v, want a pass", r.Outcome)
+			}
+			for _, f := range []string{"c1.mark", "c1/mark"} {
+				if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
+					t.Errorf("the node's write did not reach the trial's directory: %v", err)
+				}
+			}
+
+			echo, err := os.ReadFile("/bin/echo")
+			if err != nil {
+				t.Skipf("skipping: %v", err)
+			}
+			prog := filepath.Join(dir, "echo")
+			if err := os.WriteFile(prog, echo, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			sp = loadText(t, filepath.Join(t.TempDir(), "program-there.yaml"), fmt.Sprintf(`name: program-there
+nodes:
+  - name: c1
+    role: client
+    command: [%q, "hi"]
+limits: {virtual_time: 10s, real_time: 60s}
+`, prog))
+			_, err = Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(t.TempDir(), "out")})
+			if want := "(a node's " + root + " is its own and empty"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("a program below %s: %v, want an error saying %q", root, err, want)
+			}
+		})
+	}
+}

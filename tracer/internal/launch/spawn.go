@@ -74,6 +74,7 @@ const (
 	stepImageRoot
 	stepPivotRoot
 	stepMaskProc
+	stepKeep
 )
 
 var stepNames = map[spawnStep]string{
@@ -90,6 +91,7 @@ var stepNames = map[spawnStep]string{
 	stepSeccomp: "installing the seccomp filter", stepExec: "executing the program",
 	stepImageRoot: "mounting the image's root", stepPivotRoot: "making the image's root the node's /",
 	stepMaskProc: "masking the host's kernel in /proc and /sys",
+	stepKeep:     "keeping its directories below its own /tmp, /var/tmp and /dev/shm",
 }
 
 // spawnSpec is everything the child needs, prepared by the parent so that
@@ -123,23 +125,25 @@ type spawnSpec struct {
 	// The node's private /tmp, /var/tmp and /dev are built in a tmpfs of
 	// its own mounted on scratch (dirs are made there). privTmp lays an
 	// overlay over /tmp whose writes go there, so the host's /tmp stays
-	// readable and unchanged; tmpKeep are writable directories under /tmp,
-	// moved through tmpKeepAt onto the overlay so that writes there reach
-	// them. Overlayfs sees /tmp's own filesystem alone, so the host's
-	// mounts below /tmp (a volume a program or a spec is on) are moved
-	// the same way through tmpMountsAt, before the writable directories,
-	// which may be on them; tmpKeepDirs are the directories down to each,
-	// made on the overlay first. The new /dev holds the few devices programs use (bound from the
-	// host's /dev, set aside at hostDev), a devpts of its own, a private
-	// /dev/shm and the usual links: the host's disks are out of reach.
+	// readable and unchanged; /var/tmp and /dev/shm are empty tmpfs. The
+	// node's writable directories below the three (kept: its trial's, when
+	// the output is there) are set aside through keptAt before they are
+	// covered and put back after, and so are the host's mounts below /tmp
+	// (hostMounts through hostMountsAt: a volume a program or a spec is
+	// on), which overlayfs does not show, first, since a writable directory
+	// may be on one; keptDirs are the directories down to each, made on
+	// the new mounts first. The new /dev holds the few devices programs use
+	// (bound from the host's /dev, set aside at hostDev), a devpts of its
+	// own, a private /dev/shm and the usual links: the host's disks are out
+	// of reach.
 	tmpfs, scratch                  *byte
 	tmpfsOpts                       *byte // "size=N" (Sandbox.TmpfsSize), nil: the default
 	dirs                            []*byte
 	privTmp                         bool
 	upper, work, overlay, tmp       *byte
 	ovlOpts                         *byte
-	tmpKeep, tmpKeepAt, tmpKeepDirs []*byte
-	tmpMounts, tmpMountsAt          []*byte
+	kept, keptAt, keptDirs          []*byte
+	hostMounts, hostMountsAt        []*byte
 	dev, hostDev, devOpts           *byte
 	devFiles, devSrc                []*byte
 	devPts, devpts, ptsOpts, devShm *byte
@@ -424,11 +428,12 @@ func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
 		return err
 	}
 	if isDir("/tmp") {
-		s.setPrivateTmp(sb.Writable, sb.HiddenMounts)
+		s.setPrivateTmp()
 	}
 	if isDir("/var/tmp") {
 		s.varTmp = cstr("/var/tmp")
 	}
+	s.setKeeps(sb.Writable, sb.HiddenMounts)
 	if sb.Trial != "" {
 		if err := os.MkdirAll(TrialPath, 0o755); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
@@ -445,33 +450,45 @@ func isDir(path string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// setPrivateTmp prepares the overlay over /tmp (see privTmp), keeping
-// the writable directories below it and the host's mounts there but those
-// whose source begins with one of hidden.
-func (s *spawnSpec) setPrivateTmp(writable, hidden []string) {
+// setPrivateTmp prepares the overlay over /tmp (see privTmp).
+func (s *spawnSpec) setPrivateTmp() {
 	s.privTmp = true
 	s.overlay, s.tmp = cstr("overlay"), cstr("/tmp")
 	s.upper, s.work = cstr(sandboxScratch+"/upper"), cstr(sandboxScratch+"/work")
 	s.ovlOpts = cstr("lowerdir=/tmp,upperdir=" + sandboxScratch + "/upper,workdir=" + sandboxScratch + "/work")
 	s.dirs = append(s.dirs, s.upper, s.work)
+}
+
+// privateRoots are the directories a node gets its own of: what the
+// host has below them is covered.
+var privateRoots = []string{"/tmp", "/var/tmp", "/dev/shm"}
+
+// setKeeps prepares what a node keeps of the host below its own /tmp,
+// /var/tmp and /dev/shm (see kept): the writable directories there, and
+// the host's mounts below /tmp but those whose source begins with one of
+// hidden. Call it after setPrivateTmp.
+func (s *spawnSpec) setKeeps(writable, hidden []string) {
 	var keep []string
 	for _, w := range writable {
-		if w = filepath.Clean(w); below("/tmp", w) {
+		w = filepath.Clean(w)
+		if slices.ContainsFunc(privateRoots, func(r string) bool { return below(r, w) }) {
 			keep = append(keep, w)
 		}
 	}
-	mounts, _ := procfs.Mounts("/proc/thread-self/mountinfo")
-	for i, m := range mountsBelowTmp(mounts, keep, hidden) {
-		at := cstr(sandboxScratch + "/mount" + strconv.Itoa(i))
-		s.tmpMounts, s.tmpMountsAt = append(s.tmpMounts, cstr(m)), append(s.tmpMountsAt, at)
-		s.dirs = append(s.dirs, at)
-		s.tmpKeepDirs = append(s.tmpKeepDirs, dirsDown("/tmp", m)...)
+	if s.privTmp {
+		mounts, _ := procfs.Mounts("/proc/thread-self/mountinfo")
+		for i, m := range mountsBelowTmp(mounts, keep, hidden) {
+			at := cstr(sandboxScratch + "/mount" + strconv.Itoa(i))
+			s.hostMounts, s.hostMountsAt = append(s.hostMounts, cstr(m)), append(s.hostMountsAt, at)
+			s.dirs = append(s.dirs, at)
+			s.keptDirs = append(s.keptDirs, dirsDown(m)...)
+		}
 	}
 	for i, w := range keep {
 		at := cstr(sandboxScratch + "/keep" + strconv.Itoa(i))
-		s.tmpKeep, s.tmpKeepAt = append(s.tmpKeep, cstr(w)), append(s.tmpKeepAt, at)
+		s.kept, s.keptAt = append(s.kept, cstr(w)), append(s.keptAt, at)
 		s.dirs = append(s.dirs, at)
-		s.tmpKeepDirs = append(s.tmpKeepDirs, dirsDown("/tmp", w)...)
+		s.keptDirs = append(s.keptDirs, dirsDown(w)...)
 	}
 }
 
@@ -481,13 +498,20 @@ func below(dir, path string) bool {
 	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }
 
-// dirsDown are the directories from below dir down to path, in order.
-func dirsDown(dir, path string) []*byte {
-	rel, _ := filepath.Rel(dir, path)
+// dirsDown are the directories from below the private root path is
+// below down to path, in order.
+func dirsDown(path string) []*byte {
 	var out []*byte
-	for _, part := range strings.Split(rel, "/") {
-		dir += "/" + part
-		out = append(out, cstr(dir))
+	for _, r := range privateRoots {
+		if !below(r, path) {
+			continue
+		}
+		rel, _ := filepath.Rel(r, path)
+		for _, part := range strings.Split(rel, "/") {
+			r += "/" + part
+			out = append(out, cstr(r))
+		}
+		break
 	}
 	return out
 }
@@ -550,58 +574,67 @@ func (s *spawnSpec) setPrivateDev() {
 	}
 }
 
-// privateTmp lays the overlay over /tmp, keeping the host's mounts below
-// it (each as it can: one that cannot be bound stays hidden, as before
-// there was a way to keep it) and the node's writable directories there.
+// setAside binds what the node keeps below its own /tmp, /var/tmp and
+// /dev/shm into the scratch, before they are covered: the host's mounts
+// each as it can (one that cannot be bound stays covered, as before there
+// was a way to keep it), its writable directories each for certain.
 //
 //go:nosplit
 //go:norace
 //go:noinline
-func privateTmp(s *spawnSpec) syscall.Errno {
-	for i, m := range s.tmpMounts {
-		mnt(m, s.tmpMountsAt[i], nil, unix.MS_BIND|unix.MS_REC, nil)
+func setAside(s *spawnSpec) syscall.Errno {
+	for i, m := range s.hostMounts {
+		mnt(m, s.hostMountsAt[i], nil, unix.MS_BIND|unix.MS_REC, nil)
 	}
-	for i, k := range s.tmpKeep {
-		if e := mnt(k, s.tmpKeepAt[i], nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
-			return e
-		}
-	}
-	if e := mnt(s.overlay, s.tmp, s.overlay, 0, s.ovlOpts); e != 0 {
-		return e
-	}
-	// A directory that cannot be made fails the move below, if it matters.
-	for _, d := range s.tmpKeepDirs {
-		syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(d)), 0o755, 0)
-	}
-	for i, m := range s.tmpMounts {
-		mnt(s.tmpMountsAt[i], m, nil, unix.MS_MOVE, nil)
-	}
-	for i, k := range s.tmpKeep {
-		if e := mnt(s.tmpKeepAt[i], k, nil, unix.MS_MOVE, nil); e != 0 {
+	for i, k := range s.kept {
+		if e := mnt(k, s.keptAt[i], nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
 			return e
 		}
 	}
 	return 0
 }
 
-// tmpMountsReadOnly makes the host's mounts kept below /tmp read-only
+// putBack moves what setAside set aside to where it was, on the node's
+// own mounts now there: the host's mounts first, since a writable
+// directory may lie on one.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func putBack(s *spawnSpec) syscall.Errno {
+	// A directory that cannot be made fails the move below, if it matters.
+	for _, d := range s.keptDirs {
+		syscall.RawSyscall(unix.SYS_MKDIR, uintptr(unsafe.Pointer(d)), 0o755, 0)
+	}
+	for i, m := range s.hostMounts {
+		mnt(s.hostMountsAt[i], m, nil, unix.MS_MOVE, nil)
+	}
+	for i, k := range s.kept {
+		if e := mnt(s.keptAt[i], k, nil, unix.MS_MOVE, nil); e != 0 {
+			return e
+		}
+	}
+	return 0
+}
+
+// hostMountsReadOnly makes the host's mounts kept below /tmp read-only
 // again, which the writable /tmp above them made writable, and the node's
-// own directories below /tmp writable again after that. A mount that
+// own directories kept there writable again after that. A mount that
 // could not be kept is no mount (EINVAL), the overlay's directory.
 //
 //go:nosplit
 //go:norace
 //go:noinline
-func tmpMountsReadOnly(s *spawnSpec) syscall.Errno {
-	for _, m := range s.tmpMounts {
+func hostMountsReadOnly(s *spawnSpec) syscall.Errno {
+	if len(s.hostMounts) == 0 {
+		return 0
+	}
+	for _, m := range s.hostMounts {
 		if e := setattr(m, unix.AT_RECURSIVE, &s.roAttr); e != 0 && e != unix.EINVAL {
 			return e
 		}
 	}
-	if len(s.tmpMounts) == 0 {
-		return 0
-	}
-	for _, k := range s.tmpKeep {
+	for _, k := range s.kept {
 		if e := setattr(k, unix.AT_RECURSIVE, &s.rwAttr); e != 0 {
 			return e
 		}
@@ -632,6 +665,9 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 			return stepPrivateTmp, e
 		}
 	}
+	if e := setAside(s); e != 0 {
+		return stepKeep, e
+	}
 	if e := privateDev(s); e != 0 {
 		return stepPrivateDev, e
 	}
@@ -641,9 +677,12 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 		}
 	}
 	if s.privTmp {
-		if e := privateTmp(s); e != 0 {
+		if e := mnt(s.overlay, s.tmp, s.overlay, 0, s.ovlOpts); e != 0 {
 			return stepPrivateTmp, e
 		}
+	}
+	if e := putBack(s); e != 0 {
+		return stepKeep, e
 	}
 	// Writable paths first, as bind mounts of themselves, so that the
 	// recursive read-only pass reaches them too and each can then be made
@@ -664,7 +703,7 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 			return stepWritable, e
 		}
 	}
-	if e := tmpMountsReadOnly(s); e != 0 {
+	if e := hostMountsReadOnly(s); e != 0 {
 		return stepWritable, e
 	}
 	// The host's kernel stays out of reach under a writable /proc.
@@ -804,6 +843,22 @@ type Config struct {
 type Child struct {
 	Pid        int
 	sync, errs *os.File // parent ends: write one byte to let it go; read its failure
+	// covered is the node's own directory its program lies below, where
+	// the host's files do not show ("" when none): what an exec that finds
+	// no program must say.
+	covered string
+}
+
+func newChild(pid int, sync, errs *os.File, cfg Config) *Child {
+	c := &Child{Pid: pid, sync: sync, errs: errs}
+	if cfg.Sandbox != nil && cfg.Sandbox.Root == nil {
+		for _, r := range privateRoots[1:] { // the host's /tmp shows through
+			if below(r, filepath.Clean(cfg.Path)) {
+				c.covered = r
+			}
+		}
+	}
+	return c
 }
 
 // Release lets the child go on to exec.
@@ -887,7 +942,7 @@ func Spawn(cfg Config) (*Child, error) {
 		errR.Close()
 		return nil, fmt.Errorf("fork: %w", err)
 	}
-	return &Child{Pid: pid, sync: syncW, errs: errR}, nil
+	return newChild(pid, syncW, errR, cfg), nil
 }
 
 func sortUintptrs(a []uintptr) {
@@ -908,6 +963,9 @@ func (sp *Child) Failure() error {
 	name := stepNames[f.step]
 	if name == "" {
 		name = fmt.Sprintf("step %d", f.step)
+	}
+	if f.step == stepExec && f.errno == unix.ENOENT && sp.covered != "" {
+		return fmt.Errorf("%s: %w (a node's %s is its own and empty: the host's files there do not show in it)", name, f.errno, sp.covered)
 	}
 	return fmt.Errorf("%s: %w", name, f.errno)
 }

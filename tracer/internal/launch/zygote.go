@@ -181,7 +181,7 @@ func (z *Zygote) Spawn(cfg Config) (*Child, error) {
 	if rep.Err != "" {
 		return fail(errors.New(rep.Err))
 	}
-	return &Child{Pid: rep.Pid, sync: syncW, errs: errR}, nil
+	return newChild(rep.Pid, syncW, errR, cfg), nil
 }
 
 // MaybeRunZygote turns the process into a zygote when it was started as
