@@ -171,23 +171,11 @@ nodes:
     command: [%q, "from the mount"]
   - name: c1
     role: client
+    # exit 4: the node could write the mount
     command: ["/bin/sh", "-c", "if echo x > %s/w; then exit 4; fi; echo here > {{tmp}}/mark && echo done > {{trialdir}}/c1.mark"]
 limits: {virtual_time: 10s, real_time: 60s}
 `, filepath.Join(disk, "echo"), disk)
-	sp := loadText(t, filepath.Join(t.TempDir(), "below-tmp.yaml"), text)
-	sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(disk, "out"), KeepTmp: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := sum.Results[0]
-	if r.Outcome.Kind != Pass {
-		t.Fatalf("%v, want a pass (exit 4: the node could write the mount)", r.Outcome)
-	}
-	for _, f := range []string{"c1.mark", "c1/mark"} {
-		if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
-			t.Errorf("the node's write did not reach the trial's directory: %v", err)
-		}
-	}
+	r := runMarking(t, text, filepath.Join(disk, "out"))
 	if out, err := os.ReadFile(filepath.Join(r.Dir, "s1.out")); err != nil || string(out) != "from the mount\n" {
 		t.Errorf("the program on the mount printed %q (%v)", out, err)
 	}
@@ -214,20 +202,7 @@ nodes:
     command: ["/bin/sh", "-c", "echo here > {{tmp}}/mark && echo done > {{trialdir}}/c1.mark"]
 limits: {virtual_time: 10s, real_time: 60s}
 `
-			sp := loadText(t, filepath.Join(t.TempDir(), "below-private.yaml"), text)
-			sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(dir, "out"), KeepTmp: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := sum.Results[0]
-			if r.Outcome.Kind != Pass {
-				t.Fatalf("%v, want a pass", r.Outcome)
-			}
-			for _, f := range []string{"c1.mark", "c1/mark"} {
-				if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
-					t.Errorf("the node's write did not reach the trial's directory: %v", err)
-				}
-			}
+			runMarking(t, text, filepath.Join(dir, "out"))
 
 			echo, err := os.ReadFile("/bin/echo")
 			if err != nil {
@@ -237,7 +212,7 @@ limits: {virtual_time: 10s, real_time: 60s}
 			if err := os.WriteFile(prog, echo, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			sp = loadText(t, filepath.Join(t.TempDir(), "program-there.yaml"), fmt.Sprintf(`name: program-there
+			sp := loadText(t, filepath.Join(t.TempDir(), "program-there.yaml"), fmt.Sprintf(`name: program-there
 nodes:
   - name: c1
     role: client
@@ -250,4 +225,27 @@ limits: {virtual_time: 10s, real_time: 60s}
 			}
 		})
 	}
+}
+
+// runMarking runs one trial of a spec whose client c1 writes c1.mark in
+// its trial's directory and mark in its {{tmp}}, into out: it must pass
+// (a client's exit code says what it found wrong), and both writes must
+// be there.
+func runMarking(t *testing.T, text, out string) *TrialResult {
+	t.Helper()
+	sp := loadText(t, filepath.Join(t.TempDir(), "marking.yaml"), text)
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: out, KeepTmp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sum.Results[0]
+	if r.Outcome.Kind != Pass {
+		t.Fatalf("%v, want a pass", r.Outcome)
+	}
+	for _, f := range []string{"c1.mark", "c1/mark"} {
+		if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
+			t.Errorf("the node's write did not reach the trial's directory: %v", err)
+		}
+	}
+	return r
 }
