@@ -131,6 +131,33 @@ static __always_inline void count_lost(void)
 		__sync_fetch_and_add(v, 1);
 }
 
+// lockstep's PID namespace, the device and inode of its /proc/self/ns/pid,
+// set at load (0: the kernel's own numbering). A send or recv records its
+// task's ids as that namespace numbers them: lockstep tells its own writes
+// (the deliveries) by its pid, and in a container its pid is not the
+// kernel's.
+volatile const __u64 pidns_dev = 0;
+volatile const __u64 pidns_ino = 0;
+
+// set_ids records the current task's process and thread ids, in lockstep's
+// PID namespace when one is set (0 for a task outside it).
+static __always_inline void set_ids(struct event *e)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	if (!pidns_ino)
+		return;
+	struct bpf_pidns_info ns = {};
+	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns))) {
+		e->pid = 0;
+		e->tid = 0;
+		return;
+	}
+	e->pid = ns.tgid;
+	e->tid = ns.pid;
+}
+
 static __always_inline int on_msg(struct sock *sk, int ret, int flags, __u8 kind)
 {
 	if (ret <= 0 || !sk)
@@ -153,10 +180,8 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags, __u8 kind
 		count_lost();
 		return 0;
 	}
-	__u64 id = bpf_get_current_pid_tgid();
 	e->cgroup = bpf_get_current_cgroup_id();
-	e->pid = id >> 32;
-	e->tid = (__u32)id;
+	set_ids(e);
 	e->netns = ns;
 	e->saddr = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
 	e->daddr = BPF_CORE_READ(sk, __sk_common.skc_daddr);

@@ -50,9 +50,12 @@ type Event struct {
 	Kind   EventKind
 	Proto  uint8 // unix.IPPROTO_TCP or IPPROTO_UDP
 	Cgroup uint64
-	PID    int
-	TID    int
-	Netns  uint32
+	// PID and TID are the task's ids as lockstep's PID namespace numbers
+	// them for a send or a recv (0 for a task outside it), the kernel's
+	// own for the other kinds.
+	PID   int
+	TID   int
+	Netns uint32
 	// Local and Remote are the socket's own ends (for EvConnect, Remote
 	// is the address asked for and Local is unset).
 	Local, Remote netip.AddrPort
@@ -98,11 +101,39 @@ type Conntrack struct {
 	rd    *ringbuf.Reader
 }
 
+// numberInOwnPidns has the programs record a send's or recv's pid and
+// tid as this process's PID namespace numbers them, as Event's PID and
+// TID say: in a container, the kernel's own numbers are not the ones
+// os.Getpid gives, and no write would be taken for lockstep's own.
+func numberInOwnPidns(spec *ebpf.CollectionSpec) error {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return fmt.Errorf("this process's PID namespace: %w", err)
+	}
+	for name, v := range map[string]uint64{"pidns_dev": st.Dev, "pidns_ino": st.Ino} {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			return fmt.Errorf("no variable %s", name)
+		}
+		if err := vs.Set(v); err != nil {
+			return fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // NewConntrack loads the programs and attaches them; cgroupDir scopes the
 // sockops and connect4 hooks (the campaign's cgroup; "" skips them).
 func NewConntrack(cgroupDir string) (*Conntrack, error) {
 	c := &Conntrack{}
-	if err := loadConntrackObjects(&c.objs, nil); err != nil {
+	spec, err := loadConntrack()
+	if err != nil {
+		return nil, fmt.Errorf("loading conntrack: %w", err)
+	}
+	if err := numberInOwnPidns(spec); err != nil {
+		return nil, fmt.Errorf("loading conntrack: %w", err)
+	}
+	if err := spec.LoadAndAssign(&c.objs, nil); err != nil {
 		return nil, fmt.Errorf("loading conntrack: %w", err)
 	}
 	for _, p := range []*ebpf.Program{c.objs.OnSend, c.objs.OnRecv} {

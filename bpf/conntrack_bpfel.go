@@ -42,6 +42,8 @@ const (
 	conntrackProgOnRecv     = "on_recv"
 	conntrackProgOnSend     = "on_send"
 	conntrackProgOnSockops  = "on_sockops"
+	conntrackVarPidnsDev    = "pidns_dev"
+	conntrackVarPidnsIno    = "pidns_ino"
 	conntrackVarUnusedEvent = "unused_event"
 )
 
@@ -106,6 +108,8 @@ type conntrackMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type conntrackVariableSpecs struct {
+	PidnsDev    *ebpf.VariableSpec `ebpf:"pidns_dev"`
+	PidnsIno    *ebpf.VariableSpec `ebpf:"pidns_ino"`
 	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
@@ -146,6 +150,8 @@ func (m *conntrackMaps) Close() error {
 //
 // It can be passed to loadConntrackObjects or ebpf.CollectionSpec.LoadAndAssign.
 type conntrackVariables struct {
+	PidnsDev    *ebpf.Variable `ebpf:"pidns_dev"`
+	PidnsIno    *ebpf.Variable `ebpf:"pidns_ino"`
 	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
 }
 

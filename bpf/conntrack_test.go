@@ -3,7 +3,11 @@ package bpf
 import (
 	"context"
 	"net"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,6 +156,57 @@ func TestConntrackMatchesBytes(t *testing.T) {
 	if sends[0].PID != unix.Getpid() {
 		t.Errorf("send attributed to pid %d, want %d", sends[0].PID, unix.Getpid())
 	}
+}
+
+// TestConntrackOwnPidns: a process in a PID namespace of its own, as
+// lockstep is in a container, finds its sends under the pid os.Getpid
+// gives there (the engine tells its deliveries by it), not the kernel's.
+// The test runs itself again as the first process of a new namespace.
+func TestConntrackOwnPidns(t *testing.T) {
+	if os.Getenv("LOCKSTEP_TEST_OWN_PIDNS") == "1" {
+		ownPidnsSend(t)
+		return
+	}
+	testutil.RequireRoot(t)
+	testutil.RequireBPF(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestConntrackOwnPidns$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "LOCKSTEP_TEST_OWN_PIDNS=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("in a PID namespace of its own: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestConntrackOwnPidns") {
+		t.Fatalf("the test did not run in the new namespace:\n%s", out)
+	}
+}
+
+// ownPidnsSend is TestConntrackOwnPidns in its namespace: pid 1 there.
+func ownPidnsSend(t *testing.T) {
+	if os.Getpid() != 1 {
+		t.Fatalf("pid %d, want 1: not the first process of a new PID namespace", os.Getpid())
+	}
+	ct := watchSelf(t)
+	client, server := tcpPair(t)
+	client.Write([]byte("x"))
+	waitQueued(t, server, 1)
+	readN(t, server, 1)
+	local := client.LocalAddr().(*net.TCPAddr).AddrPort()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		evs, err := ct.Drain()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Kind == EvSend && e.Flow().Src == local {
+				if e.PID != os.Getpid() {
+					t.Fatalf("send attributed to pid %d, want %d (this namespace's)", e.PID, os.Getpid())
+				}
+				return
+			}
+		}
+	}
+	t.Fatal("the send was never recorded")
 }
 
 // TestConntrackCgroupHooks: connect4 and sockops on a cgroup report a
