@@ -24,6 +24,9 @@ import (
 // networks down and returns the summary of the trials finished before,
 // with Interrupted set.
 func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) {
+	if err := needPrivileges(); err != nil {
+		return nil, err
+	}
 	// A spec loads without its images (spec is data): unpack them now,
 	// unless the caller did.
 	if err := image.Resolve(ctx, sp); err != nil {

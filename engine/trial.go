@@ -61,6 +61,9 @@ func newJob(ctx context.Context, sp *spec.Spec, cpu cpuPick, jobs int, outDir st
 			cpu.claim.release()
 		}
 	}()
+	if err := needPrivileges(); err != nil {
+		return nil, err
+	}
 	names := make([]string, len(sp.Nodes))
 	for i, n := range sp.Nodes {
 		names[i] = n.Name
