@@ -24,9 +24,6 @@ import (
 // networks down and returns the summary of the trials finished before,
 // with Interrupted set.
 func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) {
-	if err := needPrivileges(); err != nil {
-		return nil, err
-	}
 	// A spec loads without its images (spec is data): unpack them now,
 	// unless the caller did.
 	if err := image.Resolve(ctx, sp); err != nil {
@@ -42,6 +39,10 @@ func Run(ctx context.Context, sp *spec.Spec, opts RunOptions) (*Summary, error) 
 	}
 	defer lock.unlock()
 	if err := prepareOut(c.opts.OutDir, c.explicitOut, c.opts.Replace); err != nil {
+		return nil, err
+	}
+	// Bad input first: it is what a user without root can mend too.
+	if err := needPrivileges(); err != nil {
 		return nil, err
 	}
 	start := time.Now()
