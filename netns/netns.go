@@ -329,6 +329,11 @@ func (c *Cluster) linkReady(n *Node) (bool, error) {
 	return eth.Attrs().OperState == netlink.OperUp, nil
 }
 
+// CgroupRoot is where the cgroup v2 hierarchy a cluster's cgroups go
+// below is mounted: root, or for "" DefaultCgroupRoot, else
+// /sys/fs/cgroup.
+func CgroupRoot(root string) (string, error) { return cgroupRoot(root) }
+
 func cgroupRoot(root string) (string, error) {
 	cands := []string{root}
 	if root == "" {

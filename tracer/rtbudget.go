@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// RealtimeHint says why a thread could not take a real-time policy (err),
+// when the cause can be read; "" otherwise (see rtBudgetHint).
+func RealtimeHint(err error) string { return rtBudgetHint(err) }
+
 // rtBudgetHint says why a thread could not take a real-time policy, when
 // the cause can be read: a cgroup v1 cpu controller that schedules
 // real-time groups gives a cgroup no real-time time unless it is given

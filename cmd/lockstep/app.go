@@ -172,7 +172,7 @@ func newApp() *cli.App {
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return badInput(err)
 		},
-		Commands: []*cli.Command{runCmd(), mergeCmd(), replayCmd(), showCmd(), kindsCmd(), explainCmd(), importCmd(), benchCmd(), k8sCmd(), cleanCmd(), versionCmd()},
+		Commands: []*cli.Command{runCmd(), mergeCmd(), replayCmd(), showCmd(), kindsCmd(), explainCmd(), importCmd(), benchCmd(), k8sCmd(), cleanCmd(), doctorCmd(), versionCmd()},
 	}
 }
 
