@@ -529,6 +529,35 @@ func TestAnyPortRepeats(t *testing.T) {
 	}
 }
 
+// TestLocalPortsRepeat: a connection within a node (to the loopback, no
+// op) gets lockstep's port, not the kernel's (salted at random), the same
+// in every trial: counted per node from 61000. The program prints them.
+func TestLocalPortsRepeat(t *testing.T) {
+	requireTrials(t)
+	bin := repoPath("testdata", "bin", "c", "loopports")
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	sp := loadText(t, filepath.Join(t.TempDir(), "loopports.yaml"), fmt.Sprintf(`name: loopports
+nodes:
+  - name: c1
+    role: client
+    command: [%q, "3"]
+limits: {virtual_time: 10s, real_time: 60s}
+`, bin))
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 2, Strategy: "pos", OutDir: filepath.Join(t.TempDir(), "out"), KeepTmp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "local port 61000\nlocal port 61001\nlocal port 61002\n"
+	for _, r := range sum.Results {
+		out, err := os.ReadFile(filepath.Join(r.Dir, "c1.out"))
+		if err != nil || r.Outcome.Kind != Pass || string(out) != want {
+			t.Errorf("trial %d: %v, printed %q (%v); want %q", r.Index, r.Outcome, out, err, want)
+		}
+	}
+}
+
 // The suite's crash-1 fails through lockstep's faults alone: POS finds a
 // crash between a write's acknowledgement and its group commit, with the
 // restart that loses it, and the trace replays to the same failure.

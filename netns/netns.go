@@ -512,16 +512,16 @@ var tcpSysctls = [][2]string{
 	// cut short by a full send buffer, so neither depends on timing.
 	{"tcp_rmem", "4096 16777216 16777216"},
 	{"tcp_wmem", "4096 4194304 4194304"},
-	// The ports the kernel picks (a connect within a node, which is no
-	// op, or one the tracer leaves to it) come from above 60999: the
-	// tracer hands out 32768-60999 itself, in the schedule's order, and a
+	// The ports the kernel picks (one the tracer leaves to it) come from
+	// above 62999: the tracer hands out 32768-60999 itself, in the
+	// schedule's order, and 61000-62999 to connects within a node, and a
 	// port the kernel took there first made the tracer skip to the next,
 	// renumbering the node's later connections (a replay of Mnesia parted
 	// on it: a node's first connect to another had 32769 in the trace,
 	// 32768 in every other trial and in the replay). The kernel's pick
 	// for one pair of addresses walks its range from namespace to
 	// namespace, so in the shared range it collided now and then.
-	{"ip_local_port_range", "61000 65535"},
+	{"ip_local_port_range", "63000 65535"},
 }
 
 // noIPv6 disables IPv6 on these interfaces of the calling thread's

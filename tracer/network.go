@@ -215,10 +215,14 @@ const (
 // the connect to the kernel's timing.
 const connectWaitLimit = 200 * time.Millisecond
 
-// Ephemeral ports lockstep binds, within Linux's default local port range.
+// Ephemeral ports lockstep binds, within Linux's default local port range,
+// and those it binds a connect within a node to, above them; the kernel's
+// own picks come from above both (netns sets the nodes' range).
 const (
 	firstEphemeral = 32768
 	lastEphemeral  = 60999
+	firstLocal     = 61000
+	lastLocal      = 62999
 )
 
 // arrivalPolls bounds the wait for a datagram to reach its receiver, and

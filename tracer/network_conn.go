@@ -209,12 +209,34 @@ func (nw *network) releaseDup(fi *fdInfo) {
 // of the schedule, they are the same in every run of it; namespaces start
 // each trial without sockets (netns.Cluster.Reset), so they are free.
 func (nw *network) bindEphemeral(ni *nodeInfo, fi *fdInfo) {
+	nw.bindNext(ni, fi, &ni.ports, firstEphemeral, lastEphemeral)
+}
+
+// bindLocal binds an unbound socket about to connect within its node (to
+// the loopback: no op) to the node's next local port, for the same reason
+// and in the same way as bindEphemeral, from a range of its own: a
+// connect within a node happens where the schedule has the thread run,
+// so its number is the schedule's too.
+func (nw *network) bindLocal(ni *nodeInfo, fi *fdInfo) {
+	if fi.kind != fdInet || fi.sockType != unix.SOCK_STREAM {
+		return
+	}
+	nw.bindNext(ni, fi, &ni.localPorts, firstLocal, lastLocal)
+}
+
+// bindNext binds fi's unbound socket to the port *next counts to in
+// first-last, the next one free, and counts on; a bound socket, or one it
+// cannot bind, keeps what the kernel gives it.
+func (nw *network) bindNext(ni *nodeInfo, fi *fdInfo, next *int, first, last int) {
+	if fi.dup < 0 {
+		return
+	}
 	sa, err := unix.Getsockname(fi.dup)
 	if err != nil {
 		return
 	}
 	for try := 0; try < 64; try++ {
-		port := firstEphemeral + ni.ports%(lastEphemeral-firstEphemeral+1)
+		port := first + *next%(last-first+1)
 		var bind unix.Sockaddr
 		switch sa := sa.(type) {
 		case *unix.SockaddrInet4:
@@ -230,7 +252,7 @@ func (nw *network) bindEphemeral(ni *nodeInfo, fi *fdInfo) {
 		default:
 			return
 		}
-		ni.ports++
+		*next++
 		err = unix.Bind(fi.dup, bind)
 		if err != unix.EADDRINUSE {
 			break

@@ -39,6 +39,9 @@ type nodeInfo struct {
 	// ports counts the ephemeral ports lockstep has bound on the node
 	// (bindEphemeral).
 	ports int
+	// localPorts counts the ports lockstep has bound on the node for a
+	// connect within it (bindLocal).
+	localPorts int
 	// listenPorts counts the ports lockstep has bound on the node for a
 	// bind to port 0 (onBind), from the top of the range down.
 	listenPorts int

@@ -129,10 +129,16 @@ func (sk *sockets) onConnect(th *thread, c call) bool {
 	if fam == unix.AF_UNIX {
 		return sk.onUnixDests(th, c)
 	}
-	if (fam != unix.AF_INET && fam != unix.AF_INET6) || !sk.pt.gated(ap.Addr()) {
+	if fam != unix.AF_INET && fam != unix.AF_INET6 {
 		return false
 	}
 	fi := th.proc.fdOf(c.fd)
+	if !sk.pt.gated(ap.Addr()) {
+		if ap.Addr().Unmap().IsLoopback() {
+			sk.net.bindLocal(th.proc.node, fi)
+		}
+		return false
+	}
 	po := sk.ops.newPending(th, sched.Connect, c)
 	po.fd, po.fi = c.fd, fi
 	po.op.Peer = ap.String()
