@@ -142,7 +142,8 @@ limits: {virtual_time: 10s, real_time: 60s, node: {tmp: 32MiB}}
 
 // TestMountBelowTmp: a filesystem mounted below /tmp shows in a node's
 // private /tmp as on the host, read-only, with a program on it and the
-// output directory there (writable for the node's own trial). The node's
+// output directory there (writable for the node's own trial), but not
+// another trial's {{tmp}} mounted on it. The node's
 // /tmp is an overlay whose lower layer is /tmp's own filesystem, without
 // the mounts below it: both were missing (the program could not be
 // executed, and no node could start).
@@ -164,6 +165,18 @@ func TestMountBelowTmp(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(disk, "echo"), echo, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Another trial's {{tmp}} on the same volume, as with --jobs 2: hidden.
+	other := filepath.Join(disk, "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(tmpSource+"-999999999-1", other, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(other, unix.MNT_DETACH) })
+	if err := os.WriteFile(filepath.Join(other, "secret"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	text := fmt.Sprintf(`name: below-tmp
 nodes:
   - name: s1
@@ -171,10 +184,10 @@ nodes:
     command: [%q, "from the mount"]
   - name: c1
     role: client
-    # exit 4: the node could write the mount
-    command: ["/bin/sh", "-c", "if echo x > %s/w; then exit 4; fi; echo here > {{tmp}}/mark && echo done > {{trialdir}}/c1.mark"]
+    # exit 4: the node could write the mount; exit 5: it saw another trial's {{tmp}}
+    command: ["/bin/sh", "-c", "if echo x > %s/w; then exit 4; fi; if test -e %s/secret; then exit 5; fi; echo here > {{tmp}}/mark && echo done > {{trialdir}}/c1.mark"]
 limits: {virtual_time: 10s, real_time: 60s}
-`, filepath.Join(disk, "echo"), disk)
+`, filepath.Join(disk, "echo"), disk, other)
 	r := runMarking(t, text, filepath.Join(disk, "out"))
 	if out, err := os.ReadFile(filepath.Join(r.Dir, "s1.out")); err != nil || string(out) != "from the mount\n" {
 		t.Errorf("the program on the mount printed %q (%v)", out, err)

@@ -7,9 +7,10 @@ import (
 	"github.com/lockstep-dev/lockstep/internal/procfs"
 )
 
-// TestMountsBelowTmp: a node's private /tmp keeps the root of each tree
-// of mounts below /tmp, but none at or below a kept writable directory
-// and none whose source is hidden, nor what is mounted below those.
+// TestMountsBelowTmp: a node's private /tmp keeps each mount below /tmp,
+// each after the one it lies on, but none at or below a kept writable
+// directory and none whose source is hidden, nor what is mounted below
+// those.
 func TestMountsBelowTmp(t *testing.T) {
 	m := func(point, source string) procfs.Mount {
 		return procfs.Mount{Point: point, FSType: "tmpfs", Source: source}
@@ -22,11 +23,12 @@ func TestMountsBelowTmp(t *testing.T) {
 	}{
 		{"none", []procfs.Mount{m("/", "/dev/vda"), m("/tmp", "tmpfs"), m("/tmpx", "x"), m("/run/a", "a")}, nil, nil, nil},
 		{"a volume", []procfs.Mount{m("/", "/dev/vda"), m("/tmp/work", "vol")}, nil, nil, []string{"/tmp/work"}},
-		{"trees by their roots", []procfs.Mount{m("/tmp/b/c", "c"), m("/tmp/a", "a"), m("/tmp/b", "b"), m("/tmp/a/x", "x"), m("/tmp/a", "again")},
-			nil, nil, []string{"/tmp/a", "/tmp/b"}},
+		{"each after the one it lies on", []procfs.Mount{m("/tmp/b/c", "c"), m("/tmp/a", "a"), m("/tmp/b", "b"), m("/tmp/a/x", "x"), m("/tmp/a", "again"), m("/tmp/a-b", "ab")},
+			nil, nil, []string{"/tmp/a", "/tmp/a-b", "/tmp/a/x", "/tmp/b", "/tmp/b/c"}},
 		{"carried by a writable directory", []procfs.Mount{m("/tmp/out/trials/00000/n1", "lockstep-tmp-1-2"), m("/tmp/out/trials/00000", "o")},
 			[]string{"/tmp/out/trials/00000"}, nil, nil},
-		{"on a volume with the writable directory", []procfs.Mount{m("/tmp/vol", "v"), m("/tmp/vol/out/trials/00000/n1", "lockstep-tmp-1-2")},
+		{"on a volume with the writable directory", []procfs.Mount{m("/tmp/vol", "v"), m("/tmp/vol/out/trials/00000/n1", "lockstep-tmp-1-2"),
+			m("/tmp/vol/out/trials/00001/n1", "lockstep-tmp-1-2"), m("/tmp/vol/out/trials/00001/n1/x", "user")},
 			[]string{"/tmp/vol/out/trials/00000"}, []string{"lockstep-tmp"}, []string{"/tmp/vol"}},
 		{"other trials' {{tmp}} hidden", []procfs.Mount{m("/tmp/out/trials/00001/n1", "lockstep-tmp-1-2"), m("/tmp/out/trials/00001/n1/sub", "user")},
 			[]string{"/tmp/out/trials/00000"}, []string{"lockstep-tmp"}, nil},

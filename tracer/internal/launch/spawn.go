@@ -517,9 +517,11 @@ func dirsDown(path string) []*byte {
 }
 
 // mountsBelowTmp are the mount points below /tmp that a node's private
-// /tmp keeps, outermost first: each tree's root (a recursive bind carries
-// the rest), none at or below a kept writable directory (its bind carries
-// them), none whose source begins with one of hidden, nor below one.
+// /tmp keeps, each after the one it lies on: none at or below a kept
+// writable directory (its bind carries them), none whose source begins
+// with one of hidden, nor below one. Each is bound alone, not with what is
+// mounted below it: a volume that holds the output directory holds the
+// other trials' {{tmp}} mounts too, which the node must not see.
 func mountsBelowTmp(mounts []procfs.Mount, keep, hidden []string) []string {
 	var points []string
 	skip := slices.Clone(keep)
@@ -541,7 +543,6 @@ func mountsBelowTmp(mounts []procfs.Mount, keep, hidden []string) []string {
 			continue
 		}
 		out = append(out, p)
-		skip = append(skip, p)
 	}
 	return out
 }
@@ -576,7 +577,7 @@ func (s *spawnSpec) setPrivateDev() {
 
 // setAside binds what the node keeps below its own /tmp, /var/tmp and
 // /dev/shm into the scratch, before they are covered: the host's mounts
-// each as it can (one that cannot be bound stays covered, as before there
+// each alone (see mountsBelowTmp) and as it can (one that cannot be bound stays covered, as before there
 // was a way to keep it), its writable directories each for certain.
 //
 //go:nosplit
@@ -584,7 +585,7 @@ func (s *spawnSpec) setPrivateDev() {
 //go:noinline
 func setAside(s *spawnSpec) syscall.Errno {
 	for i, m := range s.hostMounts {
-		mnt(m, s.hostMountsAt[i], nil, unix.MS_BIND|unix.MS_REC, nil)
+		mnt(m, s.hostMountsAt[i], nil, unix.MS_BIND, nil)
 	}
 	for i, k := range s.kept {
 		if e := mnt(k, s.keptAt[i], nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
