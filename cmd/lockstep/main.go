@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lockstep-dev/lockstep/tracer"
 )
 
@@ -39,11 +41,27 @@ func (i interrupted) ExitCode() int {
 // interruptContext is cancelled, with an interrupted cause, by the first
 // SIGINT or SIGTERM; commands then stop, clean up and report what they
 // have. A second signal has its default effect: lockstep dies at once
-// (`lockstep clean` removes what it leaves).
+// (`lockstep clean` removes what it leaves). So does the end of the reader
+// of lockstep's standard output or error (`lockstep run … | head`, a CI
+// log's pipe): by Go's default, the next write there killed lockstep at
+// once, leaving a trial's namespaces, links and cgroups behind.
 func interruptContext(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// For the life of the process: a write to the closed pipe while
+	// cleaning up must not kill it either. A SIGPIPE from any other
+	// descriptor (lockstep delivering to a node's closed socket) is what
+	// Go does without this, nothing: the write fails with EPIPE.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	go func() {
+		for range pipes {
+			if outputGone() {
+				cancel(interrupted{syscall.SIGPIPE})
+			}
+		}
+	}()
 	go func() {
 		select {
 		case sig := <-sigs:
@@ -55,6 +73,16 @@ func interruptContext(parent context.Context) (context.Context, func()) {
 		}
 	}()
 	return ctx, func() { cancel(nil) }
+}
+
+// outputGone says whether the reader of standard output or error is gone:
+// the write end of a pipe without one polls as an error.
+func outputGone() bool {
+	fds := []unix.PollFd{{Fd: 1}, {Fd: 2}}
+	if n, err := unix.Poll(fds, 0); err != nil || n == 0 {
+		return false
+	}
+	return fds[0].Revents&unix.POLLERR != 0 || fds[1].Revents&unix.POLLERR != 0
 }
 
 // exitCoder lets commands choose their exit status (1: bug found, 2: bad

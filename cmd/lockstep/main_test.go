@@ -356,6 +356,59 @@ trials: 1000000
 	}
 }
 
+// TestOutputGone: when the reader of lockstep's standard error goes (a
+// pipe into `head`, a CI log's streamer) and lockstep writes there
+// mid-campaign (a warning each trial here), it stops as on SIGTERM: the
+// summary so far, exit status 141 (128+SIGPIPE), nothing left behind. By
+// Go's default the write killed it at once, leaving the trial's network,
+// cgroups and {{tmp}} mounts.
+func TestOutputGone(t *testing.T) {
+	requireTrials(t)
+	bin := buildLockstep(t)
+	dir := t.TempDir()
+	sp := filepath.Join(dir, "warns.yaml")
+	if err := os.WriteFile(sp, []byte(`name: warns
+nodes:
+  - name: server
+    command: ["/bin/sh", "-c", "exec sleep 1000"]
+  - name: client
+    role: client
+    command: ["/bin/sh", "-c", "head -c 2000000 /dev/zero"]
+limits: {node: {output: 1MiB}}
+trials: 1000000
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.TakeSnapshot()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // no reader: the first warning finds the pipe broken
+	cmd := exec.Command(bin, "run", sp, "-q", "-o", filepath.Join(dir, "out"))
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("lockstep did not stop within 60s of its standard error's end\n%s", stdout.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 141 || !strings.HasPrefix(stdout.String(), "interrupted: the summary covers the ") {
+		t.Errorf("exit %d (%v), want 141 and the summary so far:\n%s", code, cmd.ProcessState, stdout.String())
+	}
+	if leaks := before.Leaks(); len(leaks) > 0 {
+		t.Errorf("left behind: %v", leaks)
+	}
+}
+
 // TestShow: `show` prints the listing report pins, and `show --html`
 // writes the diagram instead.
 func TestShow(t *testing.T) {
