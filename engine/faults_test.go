@@ -538,13 +538,7 @@ func TestLocalPortsRepeat(t *testing.T) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("skipping: %v (make testdata builds it)", err)
 	}
-	sp := loadText(t, filepath.Join(t.TempDir(), "loopports.yaml"), fmt.Sprintf(`name: loopports
-nodes:
-  - name: c1
-    role: client
-    command: [%q, "3"]
-limits: {virtual_time: 10s, real_time: 60s}
-`, bin))
+	sp := clientSpec(t, "loopports", bin, "3")
 	sum, err := Run(t.Context(), sp, RunOptions{Trials: 2, Strategy: "pos", OutDir: filepath.Join(t.TempDir(), "out"), KeepTmp: true})
 	if err != nil {
 		t.Fatal(err)

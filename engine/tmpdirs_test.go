@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/lockstep-dev/lockstep/internal/testutil"
+	"github.com/lockstep-dev/lockstep/spec"
 )
 
 // TestSweepTmp: lockstep clean unmounts the {{tmp}} mounts of a lockstep
@@ -225,13 +227,7 @@ limits: {virtual_time: 10s, real_time: 60s}
 			if err := os.WriteFile(prog, echo, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			sp := loadText(t, filepath.Join(t.TempDir(), "program-there.yaml"), fmt.Sprintf(`name: program-there
-nodes:
-  - name: c1
-    role: client
-    command: [%q, "hi"]
-limits: {virtual_time: 10s, real_time: 60s}
-`, prog))
+			sp := clientSpec(t, "program-there", prog, "hi")
 			_, err = Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: filepath.Join(t.TempDir(), "out")})
 			if want := "(a node's " + root + " is its own and empty"; err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("a program below %s: %v, want an error saying %q", root, err, want)
@@ -261,4 +257,20 @@ func runMarking(t *testing.T, text, out string) *TrialResult {
 		}
 	}
 	return r
+}
+
+// clientSpec is a spec of one client node, c1, running command.
+func clientSpec(t *testing.T, name string, command ...string) *spec.Spec {
+	t.Helper()
+	var argv []string
+	for _, a := range command {
+		argv = append(argv, strconv.Quote(a))
+	}
+	return loadText(t, filepath.Join(t.TempDir(), name+".yaml"), fmt.Sprintf(`name: %s
+nodes:
+  - name: c1
+    role: client
+    command: [%s]
+limits: {virtual_time: 10s, real_time: 60s}
+`, name, strings.Join(argv, ", ")))
 }

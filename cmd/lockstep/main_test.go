@@ -328,13 +328,7 @@ trials: 1000000
 				time.Sleep(50 * time.Millisecond)
 			}
 			cmd.Process.Signal(tc.sig)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				cmd.Process.Kill()
-				<-done
+			if !stopsWithin(cmd, 30*time.Second) {
 				t.Fatalf("lockstep did not stop within 30s of %v\n%s%s", tc.sig, stdout.String(), stderr.String())
 			}
 			out := stdout.String()
@@ -353,6 +347,21 @@ trials: 1000000
 				t.Errorf("left behind: %v", leaks)
 			}
 		})
+	}
+}
+
+// stopsWithin waits for a started command to end, and kills it (false)
+// if it has not within d: a guard against a hang, not a measure.
+func stopsWithin(cmd *exec.Cmd, d time.Duration) bool {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		cmd.Process.Kill()
+		<-done
+		return false
 	}
 }
 
@@ -392,13 +401,7 @@ trials: 1000000
 		t.Fatal(err)
 	}
 	w.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		<-done
+	if !stopsWithin(cmd, 60*time.Second) {
 		t.Fatalf("lockstep did not stop within 60s of its standard error's end\n%s", stdout.String())
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 141 || !strings.HasPrefix(stdout.String(), "interrupted: the summary covers the ") {
