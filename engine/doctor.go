@@ -112,7 +112,11 @@ func privilegesFinding() Finding {
 	if err := needPrivileges(); err != nil {
 		return Finding{"privileges", Lacks, err.Error()}
 	}
-	return Finding{"privileges", Has, "CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_PTRACE"}
+	var names []string
+	for _, c := range needed {
+		names = append(names, c.name)
+	}
+	return Finding{"privileges", Has, strings.Join(names, ", ")}
 }
 
 func cgroupFinding() Finding {

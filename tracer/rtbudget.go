@@ -9,16 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RealtimeHint says why a thread could not take a real-time policy (err),
-// when the cause can be read; "" otherwise (see rtBudgetHint).
-func RealtimeHint(err error) string { return rtBudgetHint(err) }
-
-// rtBudgetHint says why a thread could not take a real-time policy, when
+// RealtimeHint says why a thread could not take a real-time policy, when
 // the cause can be read: a cgroup v1 cpu controller that schedules
 // real-time groups gives a cgroup no real-time time unless it is given
 // some, as a container's is not (podman's --cpu-rt-runtime; docs/ci.md).
 // "" when err is not EPERM or the budget is not nothing.
-func rtBudgetHint(err error) string {
+func RealtimeHint(err error) string {
 	if !errors.Is(err, unix.EPERM) {
 		return ""
 	}

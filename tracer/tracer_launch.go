@@ -142,7 +142,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	}
 	if t.opts.Serialize {
 		if err := unix.SchedSetAttr(pid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}, 0); err != nil {
-			t.log.Warn("threads not serialized: replays of multi-threaded runtimes may diverge", "node", cfg.Node, "err", err, "why", rtBudgetHint(err))
+			t.log.Warn("threads not serialized: replays of multi-threaded runtimes may diverge", "node", cfg.Node, "err", err, "why", RealtimeHint(err))
 		}
 	}
 	for _, cg := range append([]string{cfg.Cgroup}, cfg.LimitCgroups...) {

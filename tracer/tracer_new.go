@@ -95,7 +95,7 @@ func (t *Tracer) loop() {
 		// the other: the tracer's yields let runnable tracees run, and a
 		// busy tracee does not hold a stop's handling back for long.
 		if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}, 0); err != nil {
-			t.log.Warn("tracer thread keeps the default policy", "err", err, "why", rtBudgetHint(err))
+			t.log.Warn("tracer thread keeps the default policy", "err", err, "why", RealtimeHint(err))
 		}
 	}
 	if err := ptrace.QuietStops(); err != nil {

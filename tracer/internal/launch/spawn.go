@@ -577,8 +577,9 @@ func (s *spawnSpec) setPrivateDev() {
 
 // setAside binds what the node keeps below its own /tmp, /var/tmp and
 // /dev/shm into the scratch, before they are covered: the host's mounts
-// each alone (see mountsBelowTmp) and as it can (one that cannot be bound stays covered, as before there
-// was a way to keep it), its writable directories each for certain.
+// each alone (see mountsBelowTmp) and as it can (one that cannot be bound
+// stays covered, as before there was a way to keep it), its writable
+// directories each for certain.
 //
 //go:nosplit
 //go:norace
@@ -856,6 +857,7 @@ func newChild(pid int, sync, errs *os.File, cfg Config) *Child {
 		for _, r := range privateRoots[1:] { // the host's /tmp shows through
 			if below(r, filepath.Clean(cfg.Path)) {
 				c.covered = r
+				break
 			}
 		}
 	}
