@@ -486,7 +486,11 @@ func (c *Cache) scan(p *Process, words []byte, frames int) (sites []string, firs
 // mappingOf is the mapping that holds address w, nil when none does. An
 // address outside every mapping may be code mapped since the maps were
 // read: they are read again, once per stack scan (reloaded), and an
-// address still outside is remembered as no code.
+// address still outside is remembered as no code. An address nothing is
+// mapped at now (the byte before it cannot be read) is no return address
+// and needs no reload: Go's stacks hold monotonic times in nanoseconds,
+// each new, which made a Go cluster's nodes re-read their maps at every
+// third op.
 func (p *Process) mappingOf(w uint64, reloaded *bool) *mapping {
 	if m := p.maps.find(w); m != nil {
 		return m
@@ -495,6 +499,10 @@ func (p *Process) mappingOf(w uint64, reloaded *bool) *mapping {
 		return nil
 	}
 	if !*reloaded && w < 0x7fffffffffff && w > 0x400000 {
+		var b [1]byte
+		if ptrace.ReadMem(p.Pid, w-1, b[:]) != nil {
+			return nil
+		}
 		if nm, err := loadMaps(p.Pid); err == nil {
 			p.maps, p.frames = nm, nil
 			*reloaded = true

@@ -137,6 +137,45 @@ func TestHeapWordsRememberedAfterReload(t *testing.T) {
 	}
 }
 
+// TestUnmappedWordsNeedNoReload: a stack word at which nothing can be
+// read (a time in nanoseconds, as Go's stacks hold) is passed over without
+// re-reading the maps, and the site found past it stays the same.
+func TestUnmappedWordsNeedNoReload(t *testing.T) {
+	code := unsafe.Slice((*byte)(unsafe.Pointer(reflect.ValueOf(callsSomething).Pointer())), 64)
+	ret := uint64(0)
+	for i := range len(code) - 5 {
+		if code[i] == 0xe8 {
+			ret = uint64(uintptr(unsafe.Pointer(&code[i]))) + 5
+			break
+		}
+	}
+	if ret == 0 {
+		t.Skip("no call rel32 in callsSomething")
+	}
+	stack := fakeStack(t)
+	stack[3] = ret
+	// A page that cannot be read: what a scan sees of an address where
+	// nothing is mapped. (An unmapped hole would be the runtime's to
+	// reuse before the scan.)
+	page, err := unix.Mmap(-1, 0, 4096, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(page) })
+	hole := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(page)))) + 0x800
+	c := NewCache()
+	p := &Process{Pid: os.Getpid()}
+	want := c.Site(p, uint64(uintptr(unsafe.Pointer(&stack[0]))), 0, 1)
+	maps := p.maps
+	stack[0] = hole
+	if got := c.Site(p, uint64(uintptr(unsafe.Pointer(&stack[0]))), 0, 1); got != want {
+		t.Fatalf("site %q with the unreadable word %#x first, %q without", got, hole, want)
+	}
+	if p.maps != maps {
+		t.Errorf("the maps were read again for the unreadable word %#x", hole)
+	}
+}
+
 func TestGoClass(t *testing.T) {
 	g := &goBinary{main: "example.com/app", deps: []string{"go.etcd.io/raft/v3", "gopkg.in/yaml.v3"}}
 	bare := &goBinary{}
