@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -76,11 +77,18 @@ func ReadTrace(r io.Reader, name string) (*sched.Trace, error) {
 // kind-aimed hold whose shape an older lockstep wrote lossily would hold
 // nothing, and the run would diverge at the first message it held.
 func replayable(tr *sched.Trace) error {
+	if tr.Outcome == nil {
+		return ErrCutShort
+	}
 	if len(tr.Lossy) > 0 {
 		return fmt.Errorf("step %d: the shape of the messages its hold aimed at lost its bytes that are not UTF-8 (the trace was written by a lockstep before 2026-12-03), so what it held cannot be known: the trace cannot replay", tr.Lossy[0])
 	}
 	return nil
 }
+
+// ErrCutShort is the error of a trace without its last line, the
+// outcome: what a replay compares with, and what explain explains.
+var ErrCutShort = errors.New("the trace has no outcome line: it was cut short (lockstep killed, or its disk full, while writing it), so what its trial ended in is not known")
 
 // ReplayResult compares a replayed trial with its trace.
 type ReplayResult struct {

@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockstep-dev/lockstep/sched"
 )
 
 // tcpNodes are two echo servers and two clients that make a round trip
@@ -97,3 +101,29 @@ const threeNodes = tcpNodes + `  - name: s3
     role: client
     command: ["%[1]s/tick_client", "s3", "7000", "20", "20"]
 `
+
+// A trace cut short before its outcome line (lockstep killed, or its disk
+// full, while writing it) is refused before anything runs, saying so,
+// rather than replayed and compared with an empty outcome.
+func TestReplayCutShort(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "trace.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sched.NewTraceWriter(f)
+	w.WriteHeader(sched.Header{Spec: filepath.Join(dir, "missing.yaml"), Trial: 3, Seed: 1})
+	w.WriteRecord(sched.Record{Step: 1, Op: sched.Op{ID: 1, Node: "s1", Kind: sched.Send}})
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = ReplayWith(context.Background(), path, filepath.Join(dir, "out"), ReplayOptions{})
+	if !errors.Is(err, ErrCutShort) || !strings.HasPrefix(err.Error(), path+": ") {
+		t.Fatalf("replaying a trace without its outcome: %v; want %s: %v", err, path, ErrCutShort)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+		t.Errorf("the refused replay made its output directory (%v)", err)
+	}
+}

@@ -321,7 +321,10 @@ func Explain(ctx context.Context, path string, opts Options) (*Explanation, erro
 	if err != nil {
 		return nil, err
 	}
-	if tr.Outcome == nil || !tr.Outcome.Kind.IsFailure() {
+	if tr.Outcome == nil {
+		return nil, fmt.Errorf("%s: %w", path, engine.ErrCutShort)
+	}
+	if !tr.Outcome.Kind.IsFailure() {
 		return nil, fmt.Errorf("%s: the trace did not fail (outcome %v): nothing to explain", path, tr.Outcome)
 	}
 	if opts, err = opts.forTrace(path); err != nil {
