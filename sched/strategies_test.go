@@ -364,6 +364,9 @@ func TestTraceRoundTrip(t *testing.T) {
 	if _, err := ReadTrace(strings.NewReader("{\"header\":{}}\n{bad\n")); err == nil || !strings.HasPrefix(err.Error(), "line 2:") {
 		t.Fatalf("bad line error: %v", err)
 	}
+	if _, err := ReadTrace(strings.NewReader("name: a spec\nnodes: []\n")); err == nil || !strings.HasPrefix(err.Error(), "line 1: not a lockstep trace") {
+		t.Fatalf("a spec read as a trace: %v", err)
+	}
 	if !strings.Contains(FormatRecord(tr.Records[0]), "n/0/t0") {
 		t.Fatal(FormatRecord(tr.Records[0]))
 	}

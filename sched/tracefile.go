@@ -43,6 +43,10 @@ func ReadTrace(r io.Reader) (*Trace, error) {
 		}
 		var e Entry
 		if err := json.Unmarshal(b, &e); err != nil {
+			if !header {
+				// A spec, a log or a report given for a trace.
+				return nil, fmt.Errorf("line %d: not a lockstep trace (its lines are JSON, the first its header): %w", line, err)
+			}
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		switch {

@@ -389,8 +389,6 @@ func traceArgs(c *cli.Context) (trace, out string, err error) {
 	return trace, out, nil
 }
 
-// absPath makes a path from the command line absolute: nodes run in their
-// own directories, where a relative {{tmp}} would point nowhere.
 // traceFile takes a trial's directory for the trace it holds.
 func traceFile(p string) string {
 	if st, err := os.Stat(p); err == nil && st.IsDir() {
@@ -399,6 +397,8 @@ func traceFile(p string) string {
 	return p
 }
 
+// absPath makes a path from the command line absolute: nodes run in their
+// own directories, where a relative {{tmp}} would point nowhere.
 func absPath(p string) (string, error) {
 	if p == "" {
 		return "", nil
