@@ -63,6 +63,7 @@ func Doctor(ctx context.Context) []Finding {
 		overlayFinding(),
 		bpfFinding(),
 		realtimeFinding(),
+		tscFinding(),
 	}
 	for _, f := range fs {
 		if f.Standing == Lacks {
@@ -190,6 +191,17 @@ func realtimeFinding() Finding {
 		detail += "; " + why
 	}
 	return Finding{"real-time priority", Degraded, detail}
+}
+
+func tscFinding() Finding {
+	traps, err := tracer.TSCTraps()
+	switch {
+	case err != nil:
+		return Finding{"time-stamp counter", Degraded, err.Error()}
+	case traps:
+		return Finding{"time-stamp counter", Has, "rdtsc faults when a node asks: every read is virtual"}
+	}
+	return Finding{"time-stamp counter", Degraded, "this machine ignores PR_TSC_SIGSEGV (a hypervisor that does not pass CR4.TSD on): the reads in a program's own image are rewritten to trap, those in its shared libraries read the real counter"}
 }
 
 // doctorSpec is the trial Doctor runs: a server and a client of /bin/sh.

@@ -9,8 +9,8 @@ import (
 func TestDoctor(t *testing.T) {
 	requireTrials(t)
 	fs := Doctor(t.Context())
-	if len(fs) != 9 {
-		t.Fatalf("%d findings, want 9: %+v", len(fs), fs)
+	if len(fs) != 10 {
+		t.Fatalf("%d findings, want 10: %+v", len(fs), fs)
 	}
 	for _, f := range fs {
 		if f.Standing == Lacks || f.What == "" || f.Detail == "" {

@@ -171,6 +171,12 @@ func StartZygote() (*Zygote, error) { return launch.StartZygote() }
 // first thing in main (and in TestMain).
 func MaybeRunZygote() { launch.MaybeRunZygote() }
 
+// TSCTraps says whether rdtsc faults on this machine in a thread that
+// asked for it, as every node asks under virtual time; a hypervisor may
+// ignore the request. It runs this binary again, so main (and TestMain)
+// must call MaybeRunZygote first.
+func TSCTraps() (bool, error) { return launch.TSCTraps() }
+
 // Exit reports that a traced process ended.
 type Exit struct {
 	Node   string

@@ -185,9 +185,12 @@ func (z *Zygote) Spawn(cfg Config) (*Child, error) {
 }
 
 // MaybeRunZygote turns the process into a zygote when it was started as
-// one, and never returns in that case. Binaries that use a Zygote call it
-// first thing in main (and in TestMain).
+// one (or into TSCTraps' probe), and never returns in that case. Binaries
+// that use a Zygote call it first thing in main (and in TestMain).
 func MaybeRunZygote() {
+	if os.Getenv(tscProbeEnv) != "" {
+		os.Exit(runTSCProbe())
+	}
 	if os.Getenv(zygoteEnv) == "" {
 		return
 	}
