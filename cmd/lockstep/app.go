@@ -380,7 +380,10 @@ func traceArgs(c *cli.Context) (trace, out string, err error) {
 	if c.NArg() != 1 {
 		return "", "", badInput(fmt.Errorf("%s: want exactly one TRACE argument", c.Command.Name))
 	}
-	if trace, err = absPath(traceFile(c.Args().First())); err != nil {
+	if trace, err = traceFile(c.Args().First()); err != nil {
+		return "", "", badInput(err)
+	}
+	if trace, err = absPath(trace); err != nil {
 		return "", "", badInput(err)
 	}
 	if out, err = absPath(c.String("out")); err != nil {
@@ -389,12 +392,21 @@ func traceArgs(c *cli.Context) (trace, out string, err error) {
 	return trace, out, nil
 }
 
-// traceFile takes a trial's directory for the trace it holds.
-func traceFile(p string) string {
-	if st, err := os.Stat(p); err == nil && st.IsDir() {
-		return filepath.Join(p, "trace.jsonl")
+// traceFile takes a trial's directory for the trace it holds. A
+// directory without one is named for what it is.
+func traceFile(p string) (string, error) {
+	st, err := os.Stat(p)
+	if err != nil || !st.IsDir() {
+		return p, nil // the trace's reader says what is wrong
 	}
-	return p
+	trace := filepath.Join(p, "trace.jsonl")
+	if _, err := os.Stat(trace); err == nil {
+		return trace, nil
+	}
+	if _, err := os.Stat(filepath.Join(p, "trials")); err == nil {
+		return "", fmt.Errorf("%s is a campaign's output directory: name one of its trials (%s/trials/NNNNN) or a trace", p, filepath.Clean(p))
+	}
+	return "", fmt.Errorf("%s holds no trace.jsonl: name a trace, or the directory of a trial that wrote one", p)
 }
 
 // absPath makes a path from the command line absolute: nodes run in their
@@ -535,7 +547,11 @@ func showCmd() *cli.Command {
 			if c.NArg() != 1 {
 				return badInput(errors.New("show: want exactly one TRACE argument"))
 			}
-			tr, err := engine.LoadTrace(traceFile(c.Args().First()))
+			path, err := traceFile(c.Args().First())
+			if err != nil {
+				return badInput(err)
+			}
+			tr, err := engine.LoadTrace(path)
 			if err != nil {
 				return badInput(err)
 			}

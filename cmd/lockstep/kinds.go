@@ -60,5 +60,9 @@ func tracesOf(arg string) ([]string, error) {
 		}
 		return paths, nil
 	}
-	return []string{traceFile(arg)}, nil
+	path, err := traceFile(arg)
+	if err != nil {
+		return nil, err
+	}
+	return []string{path}, nil
 }

@@ -70,6 +70,16 @@ func TestBadInputExitsTwo(t *testing.T) {
 {"record":{"step":5,"vtime":0,"op":{"id":72058693549555712,"node":"n2","lpid":"fault","kind":"hold","object":"link:n2>n1","shape":"\ufffd{Addr:s Granted:b …","delay":975000000}}}
 {"outcome":{"kind":"livelock"}}
 `), 0o644)
+	// A trace whose trial was killed before its outcome line.
+	cut := filepath.Join(dir, "cut-short.jsonl")
+	os.WriteFile(cut, []byte(`{"header":{"version":"0.1.0","spec":"x.yaml","trial":0,"seed":1,"strategy":"pos"}}
+{"record":{"step":1,"vtime":0,"op":{"id":1,"node":"n1","lpid":"n1/0/t0","kind":"send"}}}
+`), 0o644)
+	// Directories given for a trace: a campaign's output, and one with
+	// no trace at all.
+	campaign, empty := filepath.Join(dir, "campaign"), filepath.Join(dir, "empty")
+	os.MkdirAll(filepath.Join(campaign, "trials", "00000"), 0o755)
+	os.Mkdir(empty, 0o755)
 	bad, _ := filepath.Glob("../../testdata/specs/bad/*.yaml")
 	if len(bad) == 0 {
 		t.Fatal("no bad specs found")
@@ -97,6 +107,20 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"replay", lossy},
 		{"explain", lossy},
 		{"run", "--no-such-flag", "x.yaml"},
+		{"replay", cut},
+		{"explain", cut},
+		{"show", campaign},
+		{"replay", campaign},
+		{"explain", empty},
+		{"kinds", empty},
+	}
+	// What the one line must say, by the command's last argument.
+	says := map[string]string{
+		unknown:  `unknown fault kind "meteor"`,
+		lossy:    "cannot replay",
+		cut:      "no outcome line: it was cut short",
+		campaign: "is a campaign's output directory: name one of its trials",
+		empty:    "holds no trace.jsonl",
 	}
 	for _, f := range bad {
 		cases = append(cases, []string{"run", f})
@@ -111,8 +135,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 			if stderr == "" || len(lines) != 1 || !strings.HasPrefix(lines[0], "lockstep: ") {
 				t.Fatalf("want one error line, got %q", stderr)
 			}
-			if args[len(args)-1] == unknown && (!strings.Contains(stderr, unknown) || !strings.Contains(stderr, `unknown fault kind "meteor"`)) {
-				t.Fatalf("want the trace file and the unknown kind named, got %q", stderr)
+			if last := args[len(args)-1]; says[last] != "" && (!strings.Contains(stderr, last) || !strings.Contains(stderr, says[last])) {
+				t.Fatalf("want %s named and %q said, got %q", last, says[last], stderr)
 			}
 			if args[len(args)-1] == lossy && (!strings.Contains(stderr, lossy+": step 5: the shape") || !strings.Contains(stderr, "cannot replay")) {
 				t.Fatalf("want the lossy hold's step named, got %q", stderr)
