@@ -238,6 +238,38 @@ func TestKernelPorts(t *testing.T) {
 	}
 }
 
+// TestNodeHashTables: a node's namespace has TCP and UDP hash tables of
+// its own, of childTables' sizes (a sock_diag dump there walks those, not
+// the host's), and making it left the host's settings as they were.
+func TestNodeHashTables(t *testing.T) {
+	requireNet(t)
+	read := func(name string) string {
+		b, err := os.ReadFile("/proc/sys/net/ipv4/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if _, err := os.Stat("/proc/sys/net/ipv4/tcp_child_ehash_entries"); err != nil {
+		t.Skipf("this kernel shares the host's tables with every namespace (before 6.1): %v", err)
+	}
+	hostTCP, hostUDP := read("tcp_child_ehash_entries"), read("udp_child_hash_entries")
+	c := newCluster(t, "a")
+	var tcp, udp string
+	if err := c.Node("a").Do(func() error {
+		tcp, udp = read("tcp_ehash_entries"), read("udp_hash_entries")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if tcp != childTables[0][1] || udp != childTables[1][1] {
+		t.Errorf("node a's tables: TCP %s, UDP %s buckets; want %s and %s of its own (negative: the host's)", tcp, udp, childTables[0][1], childTables[1][1])
+	}
+	if h, u := read("tcp_child_ehash_entries"), read("udp_child_hash_entries"); h != hostTCP || u != hostUDP {
+		t.Errorf("the host's settings moved: %s, %s; were %s, %s", h, u, hostTCP, hostUDP)
+	}
+}
+
 func TestNodesAreIsolated(t *testing.T) {
 	requireNet(t)
 	c := newCluster(t, "a", "b")
