@@ -310,3 +310,43 @@ func TestBound(t *testing.T) {
 		}
 	}
 }
+
+// TestTCPLeavesOutBound: TCP lists a connection and not a socket that is
+// only bound (TCP_BOUND_INACTIVE, which the kernel lists from Linux 6.5
+// when asked for).
+func TestTCPLeavesOutBound(t *testing.T) {
+	d, err := Open("")
+	if err != nil {
+		t.Skipf("skipping: no sock_diag here: %v", err)
+	}
+	defer d.Close()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(sa.(*unix.SockaddrInet4).Port))
+	c, _ := pair(t)
+	cl, cr := addrs(c)
+	conns, err := d.TCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	connected := false
+	for _, x := range conns {
+		if x.Local == bound {
+			t.Errorf("the socket only bound is listed: %+v", x)
+		}
+		connected = connected || x.Local == cl && x.Remote == cr
+	}
+	if !connected {
+		t.Errorf("the connection %v>%v is not listed: %+v", cl, cr, conns)
+	}
+}
