@@ -754,6 +754,14 @@ func (t *Trial) exits(exits []tracer.Exit) {
 		switch {
 		case t.faults != nil && t.faults.Crashed(e.Node):
 			// The injected crash, not a bug.
+		case !failed && e.Took > 0 && t.role(e.Node) != spec.RoleClient:
+			// Natively the processes would have lived on: the sandbox,
+			// not the system, ended them.
+			others := "its other process"
+			if e.Took > 1 {
+				others = fmt.Sprintf("its %d other processes", e.Took)
+			}
+			t.set(Error, e.Node, "%s exited with code 0, and the kernel killed %s with it: a node runs as pid 1 of a PID namespace of its own, as in a container, so a command that starts its server in the background and returns (`&`, a daemonize option, a `start` script) ends the server with it; run it in the foreground", e.LPID, others)
 		case t.role(e.Node) == spec.RoleClient && failed:
 			t.set(ClientFailed, e.Node, "%s", t.exitText(e))
 		case t.role(e.Node) == spec.RoleClient:

@@ -185,6 +185,10 @@ type Exit struct {
 	Root   bool // the node's first process
 	Code   int  // exit code, when Signal is 0
 	Signal syscall.Signal
+	// Took counts the other processes of the node the kernel killed
+	// because this one, pid 1 of the node's PID namespace, exited: what a
+	// command that starts its server in the background and returns leaves.
+	Took int
 }
 
 // String words the exit as a clause: "db1/0 was killed by SIGKILL",

@@ -126,6 +126,8 @@ type process struct {
 	// fatal is the signal lockstep killed it for (see initSignal).
 	nsInit bool
 	fatal  syscall.Signal
+	// took counts the node's processes killed with it (Exit.Took).
+	took int
 	// nspid is the process's pid in its own PID namespace, 0 until read
 	// (ownPid, proc_stat.go).
 	nspid int
@@ -379,4 +381,28 @@ func (th *thread) fakeRandom(buf, count uint64) {
 		return
 	}
 	th.fake(int64(n))
+}
+
+// rootAncestor is the node's first process p descends from (nil for the
+// first process itself), through parents that may have exited.
+func (p *process) rootAncestor() *process {
+	for a := p.parent; a != nil; a = a.parent {
+		if a.root {
+			return a
+		}
+	}
+	return nil
+}
+
+// pfExiting is PF_EXITING of a stat line's flags: the task is in exit.
+const pfExiting = 0x4
+
+// exiting says whether process pid has begun to exit.
+func exiting(pid int) bool {
+	s, err := procfs.ReadStat(pid)
+	if err != nil {
+		return false
+	}
+	f, ok := s.Field(procfs.FieldFlags)
+	return ok && f&pfExiting != 0
 }

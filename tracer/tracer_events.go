@@ -283,11 +283,16 @@ func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 	for _, other := range p.threads {
 		t.dropThread(other)
 	}
-	e := Exit{Node: p.node.name, LPID: p.node.name + "/" + p.forkPath, Pid: p.pid, Root: p.root}
+	e := Exit{Node: p.node.name, LPID: p.node.name + "/" + p.forkPath, Pid: p.pid, Root: p.root, Took: p.took}
 	if st.Kind() == ptrace.Killed {
 		e.Signal = st.Signal()
 		if p.fatal != 0 && e.Signal == unix.SIGKILL {
 			e.Signal = p.fatal
+		}
+		if r := p.rootAncestor(); e.Signal == unix.SIGKILL && r != nil && r.nsInit && !r.exited && exiting(r.pid) {
+			// The kernel ends a PID namespace with its first process,
+			// whose exit waits for the others' (reaped here) to end.
+			r.took++
 		}
 	} else {
 		e.Code = st.ExitCode()

@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServerLeftInBackground: a server node whose command starts the
+// server in the background and returns (`&`, a daemonize option) is ended
+// by its PID namespace's end, which the kernel makes at its first
+// process's exit. That is the sandbox's doing, not the system's: a
+// lockstep error saying so, not a deadlock of the clients that wait for it.
+// The same exit without a process left, a client's, and one with a
+// failing code are what they were.
+func TestServerLeftInBackground(t *testing.T) {
+	requireTrials(t)
+	for _, tc := range []struct {
+		name, server, client string
+		want                 OutcomeKind // "" for Run's error
+		says                 string
+	}{
+		{"backgrounded", "sleep 100 & sleep 101 & exit 0", "sleep 1", "", "server/0 exited with code 0, and the kernel killed its 2 other processes with it"},
+		{"alone", "exit 0", "sleep 1", Pass, ""},
+		{"client's", "sleep 100", "sleep 100 & exit 0", Pass, ""},
+		{"failing", "sleep 100 & exit 3", "sleep 1", NodeCrashed, "exited with code 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := loadText(t, filepath.Join(t.TempDir(), "fg.yaml"), fmt.Sprintf(`name: fg
+nodes:
+  - name: server
+    command: ["/bin/sh", "-c", %q]
+  - name: client
+    role: client
+    command: ["/bin/sh", "-c", %q]
+limits: {virtual_time: 10s, real_time: 60s}
+`, tc.server, tc.client))
+			sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: t.TempDir()})
+			if tc.want == "" {
+				if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "run it in the foreground") {
+					t.Fatalf("err %v; want it to say %q and why", err, tc.says)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := sum.Results[0].Outcome; o.Kind != tc.want || !strings.Contains(o.Detail, tc.says) {
+				t.Fatalf("%v; want %s saying %q", o, tc.want, tc.says)
+			}
+		})
+	}
+}
