@@ -64,20 +64,22 @@ func TestClassify(t *testing.T) {
 //go:noinline
 func callsSomething() string { return strings.Repeat("x", 3) }
 
-func TestSiteOfOwnStack(t *testing.T) {
-	// A return address into this binary's own code: just past the first
-	// call rel32 in callsSomething.
+// ownReturn is a return address into this binary's own code: just past
+// the first call rel32 in callsSomething.
+func ownReturn(t *testing.T) uint64 {
+	t.Helper()
 	code := unsafe.Slice((*byte)(unsafe.Pointer(reflect.ValueOf(callsSomething).Pointer())), 64)
-	ret := uint64(0)
 	for i := range len(code) - 5 {
 		if code[i] == 0xe8 {
-			ret = uint64(uintptr(unsafe.Pointer(&code[i]))) + 5
-			break
+			return uint64(uintptr(unsafe.Pointer(&code[i]))) + 5
 		}
 	}
-	if ret == 0 {
-		t.Skip("no call rel32 in callsSomething")
-	}
+	t.Skip("no call rel32 in callsSomething")
+	return 0
+}
+
+func TestSiteOfOwnStack(t *testing.T) {
+	ret := ownReturn(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -103,17 +105,7 @@ func TestSiteOfOwnStack(t *testing.T) {
 // heap makes the unwinder re-read the maps once; after that it is known
 // not to be code, and the site found past it stays the same.
 func TestHeapWordsRememberedAfterReload(t *testing.T) {
-	code := unsafe.Slice((*byte)(unsafe.Pointer(reflect.ValueOf(callsSomething).Pointer())), 64)
-	ret := uint64(0)
-	for i := range len(code) - 5 {
-		if code[i] == 0xe8 {
-			ret = uint64(uintptr(unsafe.Pointer(&code[i]))) + 5
-			break
-		}
-	}
-	if ret == 0 {
-		t.Skip("no call rel32 in callsSomething")
-	}
+	ret := ownReturn(t)
 	heap := new([64]byte)
 	word := uint64(uintptr(unsafe.Pointer(heap)))
 	stack := fakeStack(t)
@@ -141,17 +133,7 @@ func TestHeapWordsRememberedAfterReload(t *testing.T) {
 // read (a time in nanoseconds, as Go's stacks hold) is passed over without
 // re-reading the maps, and the site found past it stays the same.
 func TestUnmappedWordsNeedNoReload(t *testing.T) {
-	code := unsafe.Slice((*byte)(unsafe.Pointer(reflect.ValueOf(callsSomething).Pointer())), 64)
-	ret := uint64(0)
-	for i := range len(code) - 5 {
-		if code[i] == 0xe8 {
-			ret = uint64(uintptr(unsafe.Pointer(&code[i]))) + 5
-			break
-		}
-	}
-	if ret == 0 {
-		t.Skip("no call rel32 in callsSomething")
-	}
+	ret := ownReturn(t)
 	stack := fakeStack(t)
 	stack[3] = ret
 	// A page that cannot be read: what a scan sees of an address where
