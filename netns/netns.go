@@ -426,16 +426,14 @@ func newNamedNS(name string) error {
 	return nsexec.Do("", func() error {
 		// The sizes are read from the namespace a new one is made from:
 		// a scratch one of this thread's, gone once the thread leaves it,
-		// so that the host's settings stay as they are. A kernel without
-		// them shares the host's tables, as before.
+		// so that the host's settings stay as they are. Where they cannot
+		// be set (a kernel without them, a read-only /proc/sys) the node
+		// shares the host's tables, as before: slower dumps, nothing else.
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("making the namespace to make it from: %w", err)
 		}
 		for _, kv := range childTables {
-			err := os.WriteFile("/proc/sys/net/ipv4/"+kv[0], []byte(kv[1]), 0)
-			if err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("setting net.ipv4.%s: %w", kv[0], err)
-			}
+			os.WriteFile("/proc/sys/net/ipv4/"+kv[0], []byte(kv[1]), 0)
 		}
 		ns, err := vns.NewNamed(name)
 		if err != nil {
