@@ -31,9 +31,12 @@ func TSCTraps() (bool, error) {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = append(os.Environ(), tscProbeEnv+"=1")
 	err := cmd.Run()
+	if err == nil {
+		return false, errors.New("the probe of rdtsc exited 0: it did not run as the probe")
+	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
-		return false, fmt.Errorf("the probe of rdtsc: exited 0 or not started: %v", err)
+		return false, fmt.Errorf("the probe of rdtsc: %w", err)
 	}
 	ws, _ := ee.Sys().(syscall.WaitStatus)
 	switch {
