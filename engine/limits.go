@@ -2,8 +2,11 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -512,4 +515,39 @@ func (oc *outputCaps) truncated(node string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// erofs is how C libraries word EROFS, the error a node's write outside
+// its trial's directory gets.
+const erofs = "Read-only file system"
+
+// readOnlyNote says, for a node's or a client's exit, that its last
+// output names a write the sandbox refused: a program that writes where a
+// package puts its data (/var/lib, /etc) fails so in every trial, which is
+// the spec's to change, not a bug of the system.
+func readOnlyNote(res *TrialResult) string {
+	o := res.Outcome
+	if (o.Kind != NodeCrashed && o.Kind != ClientFailed) || o.Node == "" {
+		return ""
+	}
+	for _, ext := range []string{".err", ".out"} {
+		if bytes.Contains(lastBytes(filepath.Join(res.Dir, o.Node+ext), 4096), []byte(erofs)) {
+			return fmt.Sprintf("its output says %q: a node sees the host's files read-only, and writes below {{tmp}} or {{trialdir}} (docs/spec.md, the sandbox)", erofs)
+		}
+	}
+	return ""
+}
+
+// lastBytes is the last n bytes of a file, nil when it cannot be read.
+func lastBytes(path string, n int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		f.Seek(st.Size()-n, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, n))
+	return b
 }

@@ -1108,7 +1108,11 @@ func (j *job) finish(ctx context.Context, tr *tracer.Tracer, res *TrialResult, p
 	if err := t.finalProperties(res); err != nil {
 		return nil, err
 	}
-	if notes := j.limitNotes(t.limitBase, t.outCaps, oomTold(res.Outcome)); len(notes) > 0 {
+	notes := j.limitNotes(t.limitBase, t.outCaps, oomTold(res.Outcome))
+	if note := readOnlyNote(res); note != "" {
+		notes = append(notes, note)
+	}
+	if len(notes) > 0 {
 		if res.Outcome.Kind == Pass {
 			j.log.Warn("nodes reached their limits in a passing trial", "trial", res.Index, "limits", strings.Join(notes, "; "))
 		} else {

@@ -7,14 +7,15 @@ import (
 	"testing"
 )
 
-// TestServerLeftInBackground: a server node whose command starts the
-// server in the background and returns (`&`, a daemonize option) is ended
-// by its PID namespace's end, which the kernel makes at its first
-// process's exit. That is the sandbox's doing, not the system's: a
-// lockstep error saying so, not a deadlock of the clients that wait for it.
-// The same exit without a process left, a client's, and one with a
-// failing code are what they were.
-func TestServerLeftInBackground(t *testing.T) {
+// TestSandboxNamed: what the sandbox does to a node that natively would
+// run on is named in the outcome. A server whose command starts the server
+// in the background and returns (`&`, a daemonize option) is ended by its
+// PID namespace's end, which the kernel makes at its first process's exit:
+// a lockstep error saying so, not a deadlock of the clients that wait for
+// it. A node that dies of a write the read-only host refused is a crash
+// whose outcome says why. The same exit without a process left, a
+// client's, and one with a failing code are what they were.
+func TestSandboxNamed(t *testing.T) {
 	requireTrials(t)
 	for _, tc := range []struct {
 		name, server, client string
@@ -25,6 +26,7 @@ func TestServerLeftInBackground(t *testing.T) {
 		{"alone", "exit 0", "sleep 1", Pass, ""},
 		{"client's", "sleep 100", "sleep 100 & exit 0", Pass, ""},
 		{"failing", "sleep 100 & exit 3", "sleep 1", NodeCrashed, "exited with code 3"},
+		{"read-only", "echo x > /etc/lockstep-probe || exit 7; sleep 100", "sleep 1", NodeCrashed, `exited with code 7; its output says "Read-only file system": a node sees the host's files read-only`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sp := loadText(t, filepath.Join(t.TempDir(), "fg.yaml"), fmt.Sprintf(`name: fg
