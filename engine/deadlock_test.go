@@ -37,7 +37,7 @@ func TestDeadlockVerdict(t *testing.T) {
 			sp := &spec.Spec{}
 			sp.Limits.VirtualTime = time.Minute
 			sp.Limits.DeadlockGrace = tc.grace
-			tr := &Trial{spec: sp, clk: vclock.New(time.Unix(0, 0), time.Minute), starts: newStarts(nil, nil), timing: newTiming(0, 0, 1)}
+			tr := &Trial{spec: sp, clk: vclock.New(time.Unix(0, 0), time.Minute), starts: newStarts(nil, nil, nil), timing: newTiming(0, 0, 1)}
 			a, err := tr.wait(&tracer.State{Pending: blocked, Unsettled: tc.unsettled, AllHeld: tc.allHeld, Queue: noDeadlines{}})
 			if err != nil {
 				t.Fatal(err)

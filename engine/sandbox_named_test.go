@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,6 +51,53 @@ limits: {virtual_time: 10s, real_time: 60s}
 			}
 			if o := sum.Results[0].Outcome; o.Kind != tc.want || !strings.Contains(o.Detail, tc.says) {
 				t.Fatalf("%v; want %s saying %q", o, tc.want, tc.says)
+			}
+		})
+	}
+}
+
+// TestReadyOnAnotherPort: a server whose ready.listen names another port
+// than it opens leaves the nodes after it unstarted for good. That wait is
+// the spec's, so the trial is a lockstep error naming both ports (in trial
+// 0, the campaign stops with it), not a deadlock of the system; a server
+// that listens where its ready.listen says runs as before.
+func TestReadyOnAnotherPort(t *testing.T) {
+	requireTrials(t)
+	bin := repoPath("testdata", "bin", "c")
+	if _, err := os.Stat(filepath.Join(bin, "pingpong_server")); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		listen int
+		says   string // "" for a pass
+	}{
+		{"another", 7001, "client waits for server to listen on port 7000 (its ready.listen), but server listens on 7001 and not there"},
+		{"the same", 7000, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := loadText(t, filepath.Join(t.TempDir(), "ready.yaml"), fmt.Sprintf(`name: ready
+nodes:
+  - name: server
+    command: ["%[1]s/pingpong_server", "%[2]d"]
+    ready: {listen: 7000}
+  - name: client
+    role: client
+    command: ["%[1]s/tick_client", "server", "7000", "2", "10"]
+limits: {virtual_time: 10s, real_time: 60s}
+`, bin, tc.listen))
+			sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: t.TempDir()})
+			if tc.says != "" {
+				if err == nil || !strings.Contains(err.Error(), "where node server could not start") || !strings.Contains(err.Error(), tc.says) {
+					t.Fatalf("err %v; want it to say %q", err, tc.says)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := sum.Results[0].Outcome; o.Kind != Pass {
+				t.Fatalf("%v, want a pass", o)
 			}
 		})
 	}

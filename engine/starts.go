@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,12 +23,14 @@ type starts struct {
 	waiting []int // indices into nodes not started, by start_delay, then spec order
 	started map[string]bool
 	ready   map[string]bool
-	// listening checks a node's readiness condition.
+	// listening checks a node's readiness condition; ports lists the
+	// ports a node listens on, and whether it has a connection.
 	listening func(node string, port uint16) (bool, error)
+	ports     func(node string) ([]uint16, bool, error)
 }
 
-func newStarts(nodes []spec.Node, listening func(string, uint16) (bool, error)) *starts {
-	s := &starts{nodes: nodes, started: map[string]bool{}, ready: map[string]bool{}, listening: listening}
+func newStarts(nodes []spec.Node, listening func(string, uint16) (bool, error), ports func(string) ([]uint16, bool, error)) *starts {
+	s := &starts{nodes: nodes, started: map[string]bool{}, ready: map[string]bool{}, listening: listening, ports: ports}
 	for i := range nodes {
 		s.waiting = append(s.waiting, i)
 	}
@@ -114,4 +118,31 @@ func (s *starts) describe() string {
 		}
 	}
 	return strings.Join(b, "; ")
+}
+
+// misdeclared names a node that holds others back, is started, listens,
+// but not on the port its readiness condition names, and has no
+// connection: a server idle on its ports. The wait is then the spec's (a
+// ready.listen of another port than the server opens, or peers listed
+// after it), not the system's. A node with a connection may be stuck in
+// its own start (a peer's election that never ends), which is the
+// system's: not named. "" when none is.
+func (s *starts) misdeclared() (node, why string) {
+	for _, i := range s.waiting {
+		k := s.gate(i)
+		if k < 0 || !s.started[s.nodes[k].Name] || s.ports == nil {
+			continue
+		}
+		n := s.nodes[k]
+		ports, connected, err := s.ports(n.Name)
+		if err != nil || len(ports) == 0 || connected || slices.Contains(ports, n.ReadyPort) {
+			continue
+		}
+		var ps []string
+		for _, p := range ports {
+			ps = append(ps, strconv.Itoa(int(p)))
+		}
+		return n.Name, fmt.Sprintf("%s waits for %s to listen on port %d (its ready.listen), but %s listens on %s and not there: lockstep holds %s back until it does, which natively nothing would", s.nodes[i].Name, n.Name, n.ReadyPort, n.Name, strings.Join(ps, ", "), s.nodes[i].Name)
+	}
+	return "", ""
 }

@@ -307,6 +307,8 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 	// and the nodes before them are ready.
 	t.starts = newStarts(sp.Nodes, func(node string, port uint16) (bool, error) {
 		return j.cluster.Node(node).Listens(port)
+	}, func(node string) ([]uint16, bool, error) {
+		return j.cluster.Node(node).ListenPorts()
 	})
 	tr := tracer.New(t.tracerOptions())
 	defer tr.Close()
@@ -996,6 +998,9 @@ func (t *Trial) wait(st *tracer.State) (tracer.Action, error) {
 		why := fmt.Sprintf("threads still blocked after the %v grace period", t.spec.Limits.DeadlockGrace)
 		if st.AllHeld {
 			why = "every thread is stopped by lockstep"
+		}
+		if node, m := t.starts.misdeclared(); m != "" {
+			return t.stop(Error, node, "nothing enabled and no deadline; %s; blocked: %s", m, describeOps(st.Pending))
 		}
 		if w := t.starts.describe(); w != "" {
 			return t.stop(Deadlock, "", "nothing enabled and no deadline; %s; %s; blocked: %s", w, why, describeOps(st.Pending))

@@ -358,17 +358,43 @@ func (n *Node) Do(f func() error) error { return nsexec.Do(n.NetnsPath, f) }
 func (n *Node) Listens(port uint16) (bool, error) {
 	n.diagMu.Lock()
 	defer n.diagMu.Unlock()
-	if n.diag == nil {
-		err := n.Do(func() error {
-			d, err := sockdiag.Open("")
-			n.diag = d
-			return err
-		})
-		if err != nil {
-			return false, fmt.Errorf("opening a sock_diag socket in %s: %w", n.NetnsPath, err)
-		}
+	if err := n.openDiag(); err != nil {
+		return false, err
 	}
 	return n.diag.Listening(port)
+}
+
+// ListenPorts lists the ports the node listens on (TCP), and whether it
+// has a TCP connection (to or from another node, or within itself).
+func (n *Node) ListenPorts() (ports []uint16, connected bool, err error) {
+	n.diagMu.Lock()
+	defer n.diagMu.Unlock()
+	if err := n.openDiag(); err != nil {
+		return nil, false, err
+	}
+	if ports, err = n.diag.ListenPorts(); err != nil {
+		return nil, false, err
+	}
+	conns, err := n.diag.TCP()
+	return ports, len(conns) > 0, err
+}
+
+// openDiag opens the node's sock_diag socket on first use.
+//
+// Precondition: n.diagMu is held.
+func (n *Node) openDiag() error {
+	if n.diag != nil {
+		return nil
+	}
+	err := n.Do(func() error {
+		d, err := sockdiag.Open("")
+		n.diag = d
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("opening a sock_diag socket in %s: %w", n.NetnsPath, err)
+	}
+	return nil
 }
 
 func (n *Node) closeDiag() {

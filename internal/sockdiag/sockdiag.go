@@ -4,10 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/lockstep-dev/lockstep/internal/nsexec"
+	"maps"
 	"net/netip"
+	"slices"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/internal/nsexec"
 )
 
 // Sock is a NETLINK_SOCK_DIAG socket in one network namespace,
@@ -271,6 +274,27 @@ func (d *Sock) Listening(port uint16) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// ListenPorts lists the ports TCP sockets of the namespace listen on,
+// IPv4 and IPv6, in increasing order and each once.
+func (d *Sock) ListenPorts() ([]uint16, error) {
+	const listen = 10 // TCP_LISTEN
+	seen := map[uint16]bool{}
+	for _, family := range []byte{unix.AF_INET, unix.AF_INET6} {
+		err := d.dump(family, 1<<listen, func(msg []byte) {
+			if len(msg) >= 6 {
+				seen[binary.BigEndian.Uint16(msg[4:])] = true
+			}
+		})
+		if family == unix.AF_INET6 && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EAFNOSUPPORT)) {
+			break // a kernel without IPv6
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // BoundSocket is a UDP socket or TCP listener as Bound lists it: its

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -348,5 +349,44 @@ func TestTCPLeavesOutBound(t *testing.T) {
 	}
 	if !connected {
 		t.Errorf("the connection %v>%v is not listed: %+v", cl, cr, conns)
+	}
+}
+
+// TestListenPorts: the ports of the namespace's listeners, IPv4 and IPv6,
+// each once and in order; a connection's ports are not among them.
+func TestListenPorts(t *testing.T) {
+	d, err := Open("")
+	if err != nil {
+		t.Skipf("skipping: no sock_diag here: %v", err)
+	}
+	defer d.Close()
+	var want []uint16
+	for _, addr := range []string{"127.0.0.1:0", "127.0.0.1:0", "[::1]:0"} {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil && addr == "[::1]:0" {
+			continue // a host without IPv6
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		want = append(want, uint16(ln.Addr().(*net.TCPAddr).Port))
+	}
+	c, _ := pair(t)
+	cl, _ := addrs(c)
+	ports, err := d.ListenPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range want {
+		if !slices.Contains(ports, p) {
+			t.Errorf("port %d is not listed: %v", p, ports)
+		}
+	}
+	if slices.Contains(ports, cl.Port()) {
+		t.Errorf("the connection's port %d is listed: %v", cl.Port(), ports)
+	}
+	if !slices.IsSorted(ports) || len(slices.Compact(slices.Clone(ports))) != len(ports) {
+		t.Errorf("not in order, each once: %v", ports)
 	}
 }
