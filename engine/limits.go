@@ -531,15 +531,16 @@ func readOnlyNote(res *TrialResult) string {
 		return ""
 	}
 	for _, ext := range []string{".err", ".out"} {
-		if bytes.Contains(lastBytes(filepath.Join(res.Dir, o.Node+ext), 4096), []byte(erofs)) {
+		if bytes.Contains(OutputTail(filepath.Join(res.Dir, o.Node+ext), 4096), []byte(erofs)) {
 			return fmt.Sprintf("its output says %q: a node sees the host's files read-only, and writes below {{tmp}} or {{trialdir}} (docs/spec.md, the sandbox)", erofs)
 		}
 	}
 	return ""
 }
 
-// lastBytes is the last n bytes of a file, nil when it cannot be read.
-func lastBytes(path string, n int64) []byte {
+// OutputTail is the last n bytes of a node's output file (or any file),
+// nil when it cannot be read: what a failure's last lines are read from.
+func OutputTail(path string, n int64) []byte {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil

@@ -3,8 +3,6 @@ package explain
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -97,18 +95,7 @@ const tailBytes = 1 << 20
 
 // tail is the last tailBytes of a file's content, nil when it cannot be
 // read.
-func tail(path string) []byte {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() > tailBytes {
-		f.Seek(st.Size()-tailBytes, io.SeekStart)
-	}
-	b, _ := io.ReadAll(f)
-	return b
-}
+func tail(path string) []byte { return engine.OutputTail(path, tailBytes) }
 
 // outputIdentity is what identifies a failure in a node's output: a
 // panic or an uncaught exception by its message and the program's top
