@@ -79,10 +79,14 @@ type opTable struct {
 }
 
 func newOpTable(opts *Options, log *slog.Logger, stats *Stats, pt *procTable) *opTable {
+	var symbols *callsite.Symbols // a job's, across its trials
+	if opts.Images != nil {
+		symbols = opts.Images.symbols
+	}
 	return &opTable{
 		opts: opts, log: log, stats: stats, pt: pt,
 		pending: map[uint64]*pendingOp{},
-		sites:   callsite.NewCache(),
+		sites:   callsite.NewSharedCache(symbols),
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockstep-dev/lockstep/tracer/internal/callsite"
 )
 
 // tscSite is an rdtsc (size 2) or rdtscp (size 3) at a link-time address.
@@ -37,15 +39,17 @@ type fileID struct {
 }
 
 // Images caches what lockstep finds in the executables its nodes run, so a
-// job scans each file once however many trials start it. Safe for
-// concurrent use.
+// job scans each file once however many trials start it: their counter
+// reads here, their modules' symbols for naming call sites in symbols.
+// Safe for concurrent use.
 type Images struct {
-	mu sync.Mutex
-	m  map[fileID]*image
+	mu      sync.Mutex
+	m       map[fileID]*image
+	symbols *callsite.Symbols
 }
 
 // NewImages returns an empty cache.
-func NewImages() *Images { return &Images{m: map[fileID]*image{}} }
+func NewImages() *Images { return &Images{m: map[fileID]*image{}, symbols: callsite.NewSymbols()} }
 
 // lookup returns the scan of the file at path (a process's /proc/PID/exe).
 func (c *Images) lookup(path string) *image {

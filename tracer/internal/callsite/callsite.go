@@ -87,6 +87,9 @@ const (
 // recur in every trial, so one is shared by all tracees of a tracer.
 type Cache struct {
 	syms map[string]*symtab // module path → symbols (nil: none)
+	// shared keeps the modules' symbols across caches (a job's trials);
+	// nil: this cache's own.
+	shared *Symbols
 	// Per frame (module and offset; no string is built to look one up):
 	// whether it follows a call, what it is, and its name.
 	isReturn map[frameID]bool
@@ -116,8 +119,12 @@ func (c *Cache) name(id frameID) string {
 }
 
 // NewCache returns an empty cache.
-func NewCache() *Cache {
-	return &Cache{syms: map[string]*symtab{}, classes: map[frameID]frameClass{}, isReturn: map[frameID]bool{}, names: map[frameID]string{}, rust: map[frameID]rustKind{}, jvmLibs: map[string]jvmLibEntry{}}
+func NewCache() *Cache { return NewSharedCache(nil) }
+
+// NewSharedCache is NewCache whose modules' symbols are kept in, and
+// taken from, shared (nil: its own).
+func NewSharedCache(shared *Symbols) *Cache {
+	return &Cache{syms: map[string]*symtab{}, shared: shared, classes: map[frameID]frameClass{}, isReturn: map[frameID]bool{}, names: map[frameID]string{}, rust: map[frameID]rustKind{}, jvmLibs: map[string]jvmLibEntry{}}
 }
 
 type symtab struct {
@@ -163,6 +170,24 @@ func (c *Cache) symbols(path, root string) *symtab {
 	if st, ok := c.syms[path]; ok {
 		return st
 	}
+	id, shared := c.shared.id(path, root)
+	if shared {
+		if st, ok := c.shared.get(id); ok {
+			c.syms[path] = st
+			return st
+		}
+	}
+	st := readSymbols(path, root)
+	c.syms[path] = st
+	if shared {
+		c.shared.put(id, st)
+	}
+	return st
+}
+
+// readSymbols reads the function symbols of module path through root
+// (nil: none to be read).
+func readSymbols(path, root string) *symtab {
 	var st *symtab
 	if f, err := elf.Open(root + path); err == nil {
 		st = &symtab{}
@@ -194,7 +219,6 @@ func (c *Cache) symbols(path, root string) *symtab {
 		}
 		f.Close()
 	}
-	c.syms[path] = st
 	return st
 }
 
