@@ -257,23 +257,8 @@ func (d *Sock) Destroy(local, remote netip.AddrPort) error {
 // listening hash: tens of µs, where entering the namespace to read
 // /proc/net/tcp took milliseconds.
 func (d *Sock) Listening(port uint16) (bool, error) {
-	const listen = 10 // TCP_LISTEN
-	for _, family := range []byte{unix.AF_INET, unix.AF_INET6} {
-		found := false
-		err := d.dump(family, 1<<listen, func(msg []byte) {
-			// The socket id's first field is the source port.
-			if len(msg) >= 6 && binary.BigEndian.Uint16(msg[4:]) == port {
-				found = true
-			}
-		})
-		if family == unix.AF_INET6 && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EAFNOSUPPORT)) {
-			return false, nil // a kernel without IPv6
-		}
-		if err != nil || found {
-			return found, err
-		}
-	}
-	return false, nil
+	ports, err := d.ListenPorts()
+	return slices.Contains(ports, port), err
 }
 
 // ListenPorts lists the ports TCP sockets of the namespace listen on,
@@ -281,20 +266,29 @@ func (d *Sock) Listening(port uint16) (bool, error) {
 func (d *Sock) ListenPorts() ([]uint16, error) {
 	const listen = 10 // TCP_LISTEN
 	seen := map[uint16]bool{}
-	for _, family := range []byte{unix.AF_INET, unix.AF_INET6} {
-		err := d.dump(family, 1<<listen, func(msg []byte) {
-			if len(msg) >= 6 {
-				seen[binary.BigEndian.Uint16(msg[4:])] = true
-			}
-		})
-		if family == unix.AF_INET6 && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EAFNOSUPPORT)) {
-			break // a kernel without IPv6
+	err := d.dumpFamilies(unix.IPPROTO_TCP, 1<<listen, func(msg []byte) {
+		// The socket id's first field is the source port.
+		if len(msg) >= 6 {
+			seen[binary.BigEndian.Uint16(msg[4:])] = true
 		}
-		if err != nil {
-			return nil, err
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// dumpFamilies is dumpProto for IPv4, then IPv6; a kernel without IPv6
+// has none to list.
+func (d *Sock) dumpFamilies(proto byte, states uint32, each func(msg []byte)) error {
+	if err := d.dumpProto(unix.AF_INET, proto, states, each); err != nil {
+		return err
+	}
+	err := d.dumpProto(unix.AF_INET6, proto, states, each)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EAFNOSUPPORT) {
+		return nil
+	}
+	return err
 }
 
 // BoundSocket is a UDP socket or TCP listener as Bound lists it: its
@@ -326,19 +320,11 @@ func (d *Sock) Bound() ([]BoundSocket, error) {
 		}
 		out = append(out, BoundSocket{Local: netip.AddrPortFrom(a, port), Inode: binary.NativeEndian.Uint32(b[68:])})
 	}
-	for _, q := range []struct {
-		proto  byte
-		states uint32
-	}{{unix.IPPROTO_UDP, 0xffffffff}, {unix.IPPROTO_TCP, 1 << listen}} {
-		for _, family := range []byte{unix.AF_INET, unix.AF_INET6} {
-			err := d.dumpProto(family, q.proto, q.states, each)
-			if family == unix.AF_INET6 && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EAFNOSUPPORT)) {
-				continue // a kernel without IPv6
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
+	if err := d.dumpFamilies(unix.IPPROTO_UDP, 0xffffffff, each); err != nil {
+		return nil, err
+	}
+	if err := d.dumpFamilies(unix.IPPROTO_TCP, 1<<listen, each); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
