@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -46,9 +47,25 @@ type properties struct {
 	// --lines): the nodes' lines in the one order they were read.
 	keep bool
 	log  []result.Line
-	// broke is the first never that matched, with the line.
+	// claims are, per unique property, the node that first printed each
+	// value and where (claim); nil for the other kinds.
+	claims []map[string]claim
+	// broke is the first never that matched (or unique that a second
+	// node's line broke), with the line.
 	broke *brokenProperty
 }
+
+// claim is the first line that printed a unique property's value.
+type claim struct {
+	node, line string
+	step       int
+}
+
+// maxClaims bounds the values a unique property remembers in a trial: a
+// pattern that captures a new value on every line (a timestamp) is cut
+// there rather than growing without bound. A value first printed past it
+// is not checked.
+const maxClaims = 1 << 16
 
 // nearLine is the first line that came closest to a sometimes: the
 // words of its pattern it held in order, the step after which it was
@@ -63,10 +80,18 @@ type brokenProperty struct {
 	node string
 	line string
 	step int
+	// first and value, for a unique: the other node's line with the same
+	// value, and the value.
+	first *claim
+	value string
 }
 
-// String is the broken never as the trial's outcome says it.
+// String is the broken property as the trial's outcome says it.
 func (br *brokenProperty) String() string {
+	if br.first != nil {
+		return fmt.Sprintf("%s printed %s after step %d, and %s printed %s after step %d (unique %q: value %s)",
+			br.node, quoteLine(br.line), br.step, br.first.node, quoteLine(br.first.line), br.first.step, br.prop.Name, quoteLine(br.value))
+	}
 	return fmt.Sprintf("%s printed %s after step %d (never %q)", br.node, quoteLine(br.line), br.step, br.prop.Name)
 }
 
@@ -88,10 +113,14 @@ func newProperties(sp *spec.Spec, outputs map[string][2]*os.File, symptom *cover
 		return nil, nil
 	}
 	p := &properties{props: sp.Properties, reached: make([]bool, len(sp.Properties)), symptom: symptom,
-		goals: make([][]string, len(sp.Properties)), near: make([]nearLine, len(sp.Properties)), keep: keep}
+		goals: make([][]string, len(sp.Properties)), near: make([]nearLine, len(sp.Properties)), keep: keep,
+		claims: make([]map[string]claim, len(sp.Properties))}
 	for i, pr := range sp.Properties {
-		if pr.Kind == spec.Sometimes {
+		switch pr.Kind {
+		case spec.Sometimes:
 			p.goals[i] = coverage.GoalWords(pr.Pattern.String())
+		case spec.Unique:
+			p.claims[i] = map[string]claim{}
 		}
 	}
 	for _, n := range sp.Nodes {
@@ -197,6 +226,10 @@ func (p *properties) match(node string, line []byte, step int) {
 		if !pr.Applies(node) {
 			continue
 		}
+		if pr.Kind == spec.Unique {
+			p.claim(i, node, line, step)
+			continue
+		}
 		if !pr.Pattern.Match(line) {
 			p.approach(i, line, step)
 			continue
@@ -205,6 +238,34 @@ func (p *properties) match(node string, line []byte, step int) {
 		if pr.Kind == spec.Never && p.broke == nil {
 			p.broke = &brokenProperty{prop: pr, node: node, line: string(line), step: step}
 		}
+	}
+}
+
+// claim matches a line against unique property i: the first node to
+// print a value holds it, and another node printing it breaks the
+// property. The same node may print it again (a leader that logs its term
+// twice is still one leader).
+func (p *properties) claim(i int, node string, line []byte, step int) {
+	pr := &p.props[i]
+	m := pr.Pattern.FindSubmatch(line)
+	if m == nil {
+		return
+	}
+	p.reached[i] = true
+	value := string(m[0])
+	if len(m) > 1 {
+		parts := make([]string, len(m)-1)
+		for j, g := range m[1:] {
+			parts[j] = string(g)
+		}
+		value = strings.Join(parts, " ")
+	}
+	first, ok := p.claims[i][value]
+	switch {
+	case !ok && len(p.claims[i]) < maxClaims:
+		p.claims[i][value] = claim{node: node, line: string(line), step: step}
+	case ok && first.node != node && p.broke == nil:
+		p.broke = &brokenProperty{prop: pr, node: node, line: string(line), step: step, first: &first, value: value}
 	}
 }
 

@@ -153,3 +153,89 @@ func loadText(t *testing.T, path, text string) *spec.Spec {
 	}
 	return sp
 }
+
+// Two members that may both take epoch 1 (testdata/specs/properties/
+// epochs.yaml): unique fails exactly the trials in which two nodes printed
+// one value, naming both lines, and their traces replay; the same node
+// printing a value twice fails no more trials; a pattern limited to one
+// node, or one whose groups capture the node's name too, fails none.
+func TestUniqueProperty(t *testing.T) {
+	requireTrials(t)
+	dir := t.TempDir()
+	src := repoPath("testdata", "specs", "properties", "epochs.yaml")
+	text, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const unique = `  unique: [{match: "leader of epoch (\\d+)", name: one leader per epoch}]`
+	if !strings.Contains(string(text), unique) {
+		t.Fatalf("%s: no line %s", src, unique)
+	}
+	detail := regexp.MustCompile(`^(a|b) printed "(a|b): leader of epoch 1" after step \d+, and (a|b) printed "(a|b): leader of epoch 1" after step \d+ \(unique "one leader per epoch": value "1"\)$`)
+	var broken []int // the trials of the spec as written that failed
+	for _, tc := range []struct {
+		name, props string
+		// fails: the same trials fail as with the spec's own property.
+		fails bool
+	}{
+		{"as written", unique, true},
+		{"no groups", `  unique: ["leader of epoch 1$"]`, true},
+		{"one node's lines", `  unique: [{match: "leader of epoch (\\d+)", nodes: [a]}]`, false},
+		{"the node captured too", `  unique: ["(\\w): leader of epoch (\\d+)"]`, false},
+		{"a's line twice", unique, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := strings.Replace(string(text), unique, tc.props, 1)
+			if tc.name == "a's line twice" {
+				body = strings.Replace(body, `echo \"a: leader of epoch $((n+1))\"`, `echo \"a: leader of epoch $((n+1))\"; echo \"a: leader of epoch $((n+1))\"`, 1)
+			}
+			body = strings.ReplaceAll(body, "{{dir}}", filepath.Dir(src))
+			sp := loadText(t, filepath.Join(dir, "epochs.yaml"), body)
+			sum, err := Run(t.Context(), sp, RunOptions{Trials: 12, OutDir: filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), TraceAll: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var failed []int
+			for _, r := range sum.Results {
+				o := r.Outcome
+				switch o.Kind {
+				case Pass:
+				case PropertyViolated:
+					failed = append(failed, r.Index)
+					if !strings.Contains(o.Detail, "(unique ") {
+						t.Errorf("trial %d: %v", r.Index, o)
+					}
+				default:
+					t.Fatalf("trial %d: %v", r.Index, o)
+				}
+				if tc.name != "as written" || o.Kind != PropertyViolated {
+					continue
+				}
+				m := detail.FindStringSubmatch(o.Detail)
+				if m == nil || m[1] != m[2] || m[3] != m[4] || m[1] == m[3] || o.Node != m[1] || o.Property != "one leader per epoch" {
+					t.Errorf("trial %d: %+v", r.Index, o)
+				}
+				if len(failed) <= 2 {
+					rr, err := ReplayWith(t.Context(), r.TracePath, filepath.Join(dir, "replay"), ReplayOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !rr.Same || rr.Trial.Outcome.Detail != o.Detail {
+						t.Errorf("trial %d: replay: same %v, %s; %v", r.Index, rr.Same, rr.Diff, rr.Trial.Outcome)
+					}
+				}
+			}
+			switch {
+			case tc.name == "as written":
+				if len(failed) == 0 || len(failed) == len(sum.Results) {
+					t.Fatalf("%d of %d trials had two leaders of epoch 1: the test needs both kinds", len(failed), len(sum.Results))
+				}
+				broken = failed
+			case tc.fails && !slices.Equal(failed, broken):
+				t.Errorf("trials %v failed, want %v (the spec's own property's)", failed, broken)
+			case !tc.fails && len(failed) > 0:
+				t.Errorf("trials %v failed, want none", failed)
+			}
+		})
+	}
+}

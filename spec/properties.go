@@ -20,6 +20,11 @@ const (
 	// Sometimes: some trial of the campaign must print a matching line;
 	// the summary lists those no trial reached.
 	Sometimes PropertyKind = "sometimes"
+	// Unique: what a matching line's groups capture (the whole match
+	// without groups) is printed by one node at most in a trial: a second
+	// node printing the same value fails it (property-violated), as two
+	// leaders of one term would.
+	Unique PropertyKind = "unique"
 )
 
 // Property is a regular expression (RE2) over the lines of the nodes'
@@ -70,11 +75,11 @@ const (
 	maxPropertyPattern = 1024
 )
 
-// properties decodes properties: never, eventually and sometimes, each a
-// list of patterns (a string, or {match, nodes, name, required}); never
+// properties decodes properties: never, eventually, sometimes and unique,
+// each a list of patterns (a string, or {match, nodes, name, required}); never
 // may be the word default, or hold it, for DefaultNever.
 func (d *decoder) properties(n ast.Node, s *Spec) error {
-	pairs, err := d.fields(n, "properties", "never", "eventually", "sometimes")
+	pairs, err := d.fields(n, "properties", "never", "eventually", "sometimes", "unique")
 	if err != nil {
 		return err
 	}
