@@ -355,14 +355,15 @@ func (p *properties) missed() *spec.Property {
 	return nil
 }
 
-// sometimes are the names of the sometimes properties a line matched.
-func (p *properties) sometimes() []string {
+// matched are the names of the sometimes and unique properties a line
+// matched: the summary counts the trials that reached each.
+func (p *properties) matched() []string {
 	if p == nil {
 		return nil
 	}
 	var out []string
 	for i := range p.props {
-		if p.props[i].Kind == spec.Sometimes && p.reached[i] {
+		if k := p.props[i].Kind; (k == spec.Sometimes || k == spec.Unique) && p.reached[i] {
 			out = append(out, p.props[i].Name)
 		}
 	}
@@ -406,7 +407,7 @@ func (t *Trial) finalProperties(res *TrialResult) error {
 		t.props.flush(step)
 		br = t.props.broke
 	}
-	res.Reached, res.Near = t.props.sometimes(), t.props.nears()
+	res.Reached, res.Near = t.props.matched(), t.props.nears()
 	res.Lines = t.props.log
 	res.Symptom, res.SymptomStep = t.props.symptomMatch()
 	res.SymptomHits = t.props.symptomHits()

@@ -158,7 +158,9 @@ func loadText(t *testing.T, path, text string) *spec.Spec {
 // epochs.yaml): unique fails exactly the trials in which two nodes printed
 // one value, naming both lines, and their traces replay; the same node
 // printing a value twice fails no more trials; a pattern limited to one
-// node, or one whose groups capture the node's name too, fails none.
+// node, or one whose groups capture the node's name too, fails none; and
+// the summary counts the trials in which a line matched (none for a
+// pattern that fits no line).
 func TestUniqueProperty(t *testing.T) {
 	requireTrials(t)
 	dir := t.TempDir()
@@ -183,6 +185,7 @@ func TestUniqueProperty(t *testing.T) {
 		{"one node's lines", `  unique: [{match: "leader of epoch (\\d+)", nodes: [a]}]`, false},
 		{"the node captured too", `  unique: ["(\\w): leader of epoch (\\d+)"]`, false},
 		{"a's line twice", unique, true},
+		{"no line matches", `  unique: [{match: "leader of term (\\d+)", name: one leader per epoch}]`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body := strings.Replace(string(text), unique, tc.props, 1)
@@ -224,6 +227,10 @@ func TestUniqueProperty(t *testing.T) {
 						t.Errorf("trial %d: replay: same %v, %s; %v", r.Index, rr.Same, rr.Diff, rr.Trial.Outcome)
 					}
 				}
+			}
+			// The summary counts the trials in which a line matched.
+			if want := map[bool]int{true: sum.Trials, false: 0}[tc.name != "no line matches"]; sum.Reached[sp.Properties[0].Name] != want {
+				t.Errorf("matched in %d trials, want %d", sum.Reached[sp.Properties[0].Name], want)
 			}
 			switch {
 			case tc.name == "as written":

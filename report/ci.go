@@ -168,6 +168,9 @@ type JSONSummary struct {
 	// that reached it; Unreached names those no trial did.
 	Sometimes []JSONSometimes `json:"sometimes,omitempty"`
 	Unreached []string        `json:"unreached,omitempty"`
+	// Unique lists the spec's unique properties, each with the trials in
+	// which a line matched it.
+	Unique []JSONUnique `json:"unique,omitempty"`
 	// Coverage is the features the trials showed, by class, and the
 	// curve of features seen after each trial.
 	Coverage    *result.CoverageSummary `json:"coverage,omitempty"`
@@ -180,6 +183,14 @@ type JSONSummary struct {
 	Failing    []*JSONTrial `json:"failing,omitempty"`
 	// Error is the lockstep error that stopped the campaign, if one did.
 	Error string `json:"error,omitempty"`
+}
+
+// JSONUnique is one unique property of a JSONSummary: Trials counts the
+// trials in which some line matched it (0: it checked nothing).
+type JSONUnique struct {
+	Name    string `json:"name"`
+	Pattern string `json:"pattern"`
+	Trials  int    `json:"trials"`
 }
 
 // JSONSometimes is one sometimes property of a JSONSummary.
@@ -246,6 +257,9 @@ func NewJSONSummary(c Campaign) *JSONSummary {
 					js.Closest = &c
 				}
 				j.Sometimes = append(j.Sometimes, js)
+			}
+			if p.Kind == spec.Unique {
+				j.Unique = append(j.Unique, JSONUnique{Name: p.Name, Pattern: p.Pattern.String(), Trials: s.Reached[p.Name]})
 			}
 		}
 		for _, p := range s.Unreached() {

@@ -62,6 +62,7 @@ func WriteSummary(w io.Writer, s *result.Summary, stats bool) {
 			c.Features, c.Kinds, c.Templates, c.Orderings, last, c.AddedSince(last), corpus)
 	}
 	writeSometimes(w, s)
+	writeUniqueProperties(w, s)
 	if sy := s.Symptom; sy != nil {
 		switch {
 		case sy.Reproduced >= 0:
@@ -162,6 +163,30 @@ func writeSometimes(w io.Writer, s *result.Summary) {
 			fmt.Fprint(w, ", a required one among them: the campaign fails")
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// writeUniqueProperties prints the spec's unique properties with the trials in
+// which a line matched each: one no line ever matched checked nothing,
+// which a user should hear (its pattern may not fit the nodes' lines).
+func writeUniqueProperties(w io.Writer, s *result.Summary) {
+	if s.Spec == nil {
+		return
+	}
+	n := 0
+	for _, p := range s.Spec.Properties {
+		if p.Kind != spec.Unique {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(w, "unique:")
+		}
+		n++
+		if c := s.Reached[p.Name]; c > 0 {
+			fmt.Fprintf(w, "  %q matched in %d of %d trials\n", p.Name, c, s.Trials)
+		} else {
+			fmt.Fprintf(w, "  %q NO LINE MATCHED in %d trials: it checked nothing (does its pattern, %s, fit the nodes' lines?)\n", p.Name, s.Trials, p.Pattern)
+		}
 	}
 }
 

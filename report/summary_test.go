@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -40,11 +41,20 @@ func TestSummary(t *testing.T) {
 			{Index: 2, Outcome: sched.Outcome{Kind: sched.Deadlock}, TmpNotKept: "copying its 30 MiB would leave 0 B free"}}},
 			[]string{"{{tmp}} not kept for 2 trial(s), the first trial 1: copying its 20 MiB would leave 4 MiB free (their traces and outputs are)\n"},
 			[]string{"30 MiB"}},
+		{"unique properties", result.Summary{Trials: 5, Reached: map[string]int{"one leader": 5}},
+			[]string{"unique:\n  \"one leader\" matched in 5 of 5 trials\n  \"one primary\" NO LINE MATCHED in 5 trials: it checked nothing (does its pattern, primary of (\\d+), fit the nodes' lines?)\n"},
+			nil},
 		{"interrupted", result.Summary{Trials: 3, Interrupted: true},
 			[]string{"interrupted: the summary covers the 3 trials finished before\n"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.sum.Spec, tc.sum.Duration = sp, time.Second
+			if tc.name == "unique properties" {
+				tc.sum.Spec = &spec.Spec{Name: "s", Properties: []spec.Property{
+					{Kind: spec.Unique, Name: "one leader", Pattern: regexp.MustCompile(`won term (\d+)`)},
+					{Kind: spec.Unique, Name: "one primary", Pattern: regexp.MustCompile(`primary of (\d+)`)},
+				}}
+			}
 			var b bytes.Buffer
 			WriteSummary(&b, &tc.sum, false)
 			for _, w := range tc.want {

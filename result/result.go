@@ -63,8 +63,8 @@ type Summary struct {
 	// after them (run --verify), diverged; Verified the failing trials
 	// replayed and found the same.
 	Unreplayable, Verified int
-	// Reached counts, per name of the spec's sometimes properties, the
-	// trials that printed a line it matched.
+	// Reached counts, per name of the spec's sometimes and unique
+	// properties, the trials that printed a line it matched.
 	Reached map[string]int
 	// Closest is, per name of the spec's sometimes properties, the trial
 	// that came closest to it (whether or not another reached it).
@@ -188,8 +188,8 @@ type TrialResult struct {
 	// Conflict is how well the conflict history predicted this trial's
 	// conflicts ("+" strategies; nil otherwise).
 	Conflict *conflict.Stats
-	// Reached names the spec's sometimes properties a line of this
-	// trial matched.
+	// Reached names the spec's sometimes and unique properties a line of
+	// this trial matched.
 	Reached []string `json:",omitempty"`
 	// Near is how close this trial came to each sometimes property it did
 	// not reach, when one of its lines held a word of its pattern.

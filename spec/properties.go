@@ -65,6 +65,11 @@ func defaultNever() []Property {
 	}
 }
 
+// counted says the summary counts, by name, the trials in which a
+// property of this kind matched a line: so names of sometimes and unique
+// properties must differ.
+func counted(k PropertyKind) bool { return k == Sometimes || k == Unique }
+
 // DefaultNever is the set `properties: {never: default}` stands for.
 func DefaultNever() []Property { return defaultNever() }
 
@@ -115,8 +120,8 @@ func (d *decoder) properties(n ast.Node, s *Spec) error {
 			if err != nil {
 				return err
 			}
-			if kind == Sometimes && slices.ContainsFunc(s.Properties, func(q Property) bool { return q.Kind == Sometimes && q.Name == prop.Name }) {
-				return d.errf(it, pf, "a sometimes named %q is already listed: give it another name", prop.Name)
+			if counted(kind) && slices.ContainsFunc(s.Properties, func(q Property) bool { return counted(q.Kind) && q.Name == prop.Name }) {
+				return d.errf(it, pf, "a sometimes or unique named %q is already listed: give it another name", prop.Name)
 			}
 			s.Properties = append(s.Properties, prop)
 		}

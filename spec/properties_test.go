@@ -8,7 +8,7 @@ import (
 )
 
 // The forms properties: takes: never: default alone, a list mixing
-// default, patterns and mappings, and sometimes with required.
+// default, patterns and mappings, sometimes with required, and unique.
 func TestProperties(t *testing.T) {
 	base := "name: p\nnodes:\n  - name: s1\n    command: [\"/bin/true\"]\n  - name: c1\n    role: client\n    command: [\"/bin/true\"]\n"
 	for _, tc := range []struct {
@@ -26,6 +26,13 @@ func TestProperties(t *testing.T) {
 				}
 				if !ps[3].Required || ps[2].Required {
 					t.Errorf("required: %v", ps)
+				}
+			}},
+		{"unique", "properties:\n  unique: [\"won term (\\\\d+)\", {match: \"primary of epoch (\\\\d+)\", nodes: [s1], name: one primary}]\n",
+			[]string{"unique:won term (\\d+)", "unique:one primary"},
+			func(t *testing.T, ps []Property) {
+				if ps[0].Pattern.NumSubexp() != 1 || !ps[1].Applies("s1") || ps[1].Applies("c1") {
+					t.Errorf("%v", ps)
 				}
 			}},
 	} {
