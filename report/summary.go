@@ -135,18 +135,12 @@ func writeTmpNotKept(w io.Writer, s *result.Summary) {
 // writeSometimes prints the spec's sometimes properties: in how many
 // trials each was reached, and those no trial reached, plainly.
 func writeSometimes(w io.Writer, s *result.Summary) {
-	if s.Spec == nil {
+	ps := propertiesOf(s, spec.Sometimes)
+	if len(ps) == 0 {
 		return
 	}
-	n := 0
-	for _, p := range s.Spec.Properties {
-		if p.Kind != spec.Sometimes {
-			continue
-		}
-		if n == 0 {
-			fmt.Fprintln(w, "sometimes:")
-		}
-		n++
+	fmt.Fprintln(w, "sometimes:")
+	for _, p := range ps {
 		req := ""
 		if p.Required {
 			req = " (required)"
@@ -158,7 +152,7 @@ func writeSometimes(w io.Writer, s *result.Summary) {
 		}
 	}
 	if u := s.Unreached(); len(u) > 0 {
-		fmt.Fprintf(w, "%d of %d sometimes properties were never reached", len(u), n)
+		fmt.Fprintf(w, "%d of %d sometimes properties were never reached", len(u), len(ps))
 		if s.RequiredUnreached() {
 			fmt.Fprint(w, ", a required one among them: the campaign fails")
 		}
@@ -166,28 +160,38 @@ func writeSometimes(w io.Writer, s *result.Summary) {
 	}
 }
 
-// writeUniqueProperties prints the spec's unique properties with the trials in
-// which a line matched each: one no line ever matched checked nothing,
-// which a user should hear (its pattern may not fit the nodes' lines).
+// writeUniqueProperties prints the spec's unique properties with the
+// trials in which a line matched each: one no line ever matched checked
+// nothing, which a user should hear (its pattern may not fit the nodes'
+// lines).
 func writeUniqueProperties(w io.Writer, s *result.Summary) {
-	if s.Spec == nil {
+	ps := propertiesOf(s, spec.Unique)
+	if len(ps) == 0 {
 		return
 	}
-	n := 0
-	for _, p := range s.Spec.Properties {
-		if p.Kind != spec.Unique {
-			continue
-		}
-		if n == 0 {
-			fmt.Fprintln(w, "unique:")
-		}
-		n++
+	fmt.Fprintln(w, "unique:")
+	for _, p := range ps {
 		if c := s.Reached[p.Name]; c > 0 {
 			fmt.Fprintf(w, "  %q matched in %d of %d trials\n", p.Name, c, s.Trials)
 		} else {
 			fmt.Fprintf(w, "  %q NO LINE MATCHED in %d trials: it checked nothing (does its pattern, %s, fit the nodes' lines?)\n", p.Name, s.Trials, p.Pattern)
 		}
 	}
+}
+
+// propertiesOf are the campaign's spec's properties of kind k, in spec
+// order.
+func propertiesOf(s *result.Summary, k spec.PropertyKind) []spec.Property {
+	if s.Spec == nil {
+		return nil
+	}
+	var out []spec.Property
+	for _, p := range s.Spec.Properties {
+		if p.Kind == k {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // closest says which trial came closest to an unreached sometimes, and
