@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -102,8 +103,22 @@ func (a *alarm) loop() {
 // goroutine until the runtime's timer wakes it, which on a busy machine
 // took 2.5 ms for 20 µs (nanosleep: 0.3 ms), and the tracer thread is
 // locked anyway.
+//
+// A raw system call, which the runtime does not see: a goroutine in an
+// ordinary one may have its stack scanned by the garbage collector
+// meanwhile, and on waking it spins until the scan is over. The
+// collector's thread runs under the normal policy, and when it shares the
+// tracer's CPU the tracer, a real-time thread, keeps it from finishing:
+// on a raft campaign a fifth of lockstep's CPU went to that spin
+// (runtime.casgstatus after this nanosleep). A goroutine in a raw call is
+// running, so the collector waits for it to stop at its next safe point,
+// where it blocks rather than spins.
 func pause(d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
-	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	for {
+		_, _, e := unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), uintptr(unsafe.Pointer(&ts)), 0)
+		if e != unix.EINTR {
+			return
+		}
 	}
 }
