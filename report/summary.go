@@ -165,12 +165,10 @@ func writeSometimes(w io.Writer, s *result.Summary) {
 // nothing, which a user should hear (its pattern may not fit the nodes'
 // lines).
 func writeUniqueProperties(w io.Writer, s *result.Summary) {
-	ps := propertiesOf(s, spec.Unique)
-	if len(ps) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "unique:")
-	for _, p := range ps {
+	for i, p := range propertiesOf(s, spec.Unique) {
+		if i == 0 {
+			fmt.Fprintln(w, "unique:")
+		}
 		if c := s.Reached[p.Name]; c > 0 {
 			fmt.Fprintf(w, "  %q matched in %d of %d trials\n", p.Name, c, s.Trials)
 		} else {
