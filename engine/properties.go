@@ -252,20 +252,22 @@ func (p *properties) claim(i int, node string, line []byte, step int) {
 		return
 	}
 	p.reached[i] = true
-	value := string(m[0])
+	// The groups are kept apart in the key (groups "1 2" and "" are not
+	// "1" and "2 "), and joined by a space when shown.
+	groups := []string{string(m[0])}
 	if len(m) > 1 {
-		parts := make([]string, len(m)-1)
-		for j, g := range m[1:] {
-			parts[j] = string(g)
+		groups = groups[:0]
+		for _, g := range m[1:] {
+			groups = append(groups, string(g))
 		}
-		value = strings.Join(parts, " ")
 	}
-	first, ok := p.claims[i][value]
+	key := strings.Join(groups, "\x00")
+	first, ok := p.claims[i][key]
 	switch {
 	case !ok && len(p.claims[i]) < maxClaims:
-		p.claims[i][value] = claim{node: node, line: string(line), step: step}
+		p.claims[i][key] = claim{node: node, line: string(line), step: step}
 	case ok && first.node != node && p.broke == nil:
-		p.broke = &brokenProperty{prop: pr, node: node, line: string(line), step: step, first: &first, value: value}
+		p.broke = &brokenProperty{prop: pr, node: node, line: string(line), step: step, first: &first, value: strings.Join(groups, " ")}
 	}
 }
 
