@@ -365,7 +365,7 @@ func (p *properties) matched() []string {
 	}
 	var out []string
 	for i := range p.props {
-		if k := p.props[i].Kind; (k == spec.Sometimes || k == spec.Unique) && p.reached[i] {
+		if p.props[i].Kind.Counted() && p.reached[i] {
 			out = append(out, p.props[i].Name)
 		}
 	}

@@ -65,10 +65,10 @@ func defaultNever() []Property {
 	}
 }
 
-// counted says the summary counts, by name, the trials in which a
-// property of this kind matched a line: so names of sometimes and unique
-// properties must differ.
-func counted(k PropertyKind) bool { return k == Sometimes || k == Unique }
+// Counted says the summary counts, by name, the trials in which a
+// property of this kind matched a line (sometimes and unique): so their
+// names must differ.
+func (k PropertyKind) Counted() bool { return k == Sometimes || k == Unique }
 
 // DefaultNever is the set `properties: {never: default}` stands for.
 func DefaultNever() []Property { return defaultNever() }
@@ -120,7 +120,7 @@ func (d *decoder) properties(n ast.Node, s *Spec) error {
 			if err != nil {
 				return err
 			}
-			if counted(kind) && slices.ContainsFunc(s.Properties, func(q Property) bool { return counted(q.Kind) && q.Name == prop.Name }) {
+			if kind.Counted() && slices.ContainsFunc(s.Properties, func(q Property) bool { return q.Kind.Counted() && q.Name == prop.Name }) {
 				return d.errf(it, pf, "a sometimes or unique named %q is already listed: give it another name", prop.Name)
 			}
 			s.Properties = append(s.Properties, prop)
