@@ -27,10 +27,16 @@ type mapping struct {
 }
 
 // memMaps is the executable part of /proc/PID/maps, re-read when an address
-// falls outside every known region (after dlopen, JIT, exec).
+// falls outside every known region (after dlopen, JIT, exec), and the
+// readable regions that are not executable (data: heaps and stacks), which
+// hold most of a stack's words that are no return address.
 type memMaps struct {
 	exec []mapping
+	data []span
 }
+
+// span is an address range [start, end).
+type span struct{ start, end uint64 }
 
 func loadMaps(pid int) (*memMaps, error) {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/maps")
@@ -43,12 +49,20 @@ func loadMaps(pid int) (*memMaps, error) {
 	for sc.Scan() {
 		// 55d0c-55d0f r-xp 00002000 fe:01 1234  /usr/bin/x
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 || !strings.Contains(fields[1], "x") {
+		if len(fields) < 5 {
 			continue
 		}
 		se := strings.SplitN(fields[0], "-", 2)
 		start, _ := strconv.ParseUint(se[0], 16, 64)
 		end, _ := strconv.ParseUint(se[1], 16, 64)
+		if !strings.Contains(fields[1], "x") {
+			// A reservation (---p) may become code; readable data is
+			// taken to stay data until the maps are read again.
+			if strings.HasPrefix(fields[1], "r") {
+				m.data = append(m.data, span{start, end})
+			}
+			continue
+		}
 		off, _ := strconv.ParseUint(fields[2], 16, 64)
 		path := ""
 		if len(fields) >= 6 {
@@ -57,7 +71,15 @@ func loadMaps(pid int) (*memMaps, error) {
 		m.exec = append(m.exec, mapping{start: start, end: end, offset: off, path: path, root: "/proc/" + strconv.Itoa(pid) + "/root"})
 	}
 	sort.Slice(m.exec, func(i, j int) bool { return m.exec[i].start < m.exec[j].start })
+	sort.Slice(m.data, func(i, j int) bool { return m.data[i].start < m.data[j].start })
 	return m, sc.Err()
+}
+
+// isData reports whether addr lies in a readable region that was not
+// executable when the maps were read.
+func (m *memMaps) isData(addr uint64) bool {
+	i := sort.Search(len(m.data), func(i int) bool { return m.data[i].end > addr })
+	return i < len(m.data) && m.data[i].start <= addr
 }
 
 func (m *memMaps) find(addr uint64) *mapping {
@@ -519,6 +541,12 @@ func (p *Process) mappingOf(w uint64, reloaded *bool) *mapping {
 	if m := p.maps.find(w); m != nil {
 		return m
 	}
+	if p.maps.isData(w) {
+		// A pointer into a heap or a stack: Go's stacks are full of
+		// them, and each new one cost a read of the process's memory
+		// and of its maps.
+		return nil
+	}
 	if _, known := p.notCode[w]; known {
 		return nil
 	}
@@ -532,6 +560,9 @@ func (p *Process) mappingOf(w uint64, reloaded *bool) *mapping {
 			*reloaded = true
 			if m := p.maps.find(w); m != nil {
 				return m
+			}
+			if p.maps.isData(w) {
+				return nil
 			}
 		}
 	}

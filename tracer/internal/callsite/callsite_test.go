@@ -101,10 +101,11 @@ func TestSiteOfOwnStack(t *testing.T) {
 	}
 }
 
-// TestHeapWordsRememberedAfterReload: a stack word that points into the
-// heap makes the unwinder re-read the maps once; after that it is known
-// not to be code, and the site found past it stays the same.
-func TestHeapWordsRememberedAfterReload(t *testing.T) {
+// TestHeapWordsNeedNoReload: a stack word that points into a heap known
+// from the maps is no code and costs no reload; one into data mapped since
+// the maps were read makes the unwinder read them once, and after that it
+// is known as data too. The site found past either stays the same.
+func TestHeapWordsNeedNoReload(t *testing.T) {
 	ret := ownReturn(t)
 	heap := new([64]byte)
 	word := uint64(uintptr(unsafe.Pointer(heap)))
@@ -113,19 +114,33 @@ func TestHeapWordsRememberedAfterReload(t *testing.T) {
 	c := NewCache()
 	p := &Process{Pid: os.Getpid()}
 	first := c.Site(p, uint64(uintptr(unsafe.Pointer(&stack[0]))), 0, 1)
-	if _, ok := p.notCode[word]; !ok {
-		t.Fatalf("the heap word %#x is not remembered after a reload (site %q)", word, first)
-	}
 	maps := p.maps
+	if !maps.isData(word) {
+		t.Fatalf("the heap word %#x is not in the data the maps hold", word)
+	}
 	if again := c.Site(p, uint64(uintptr(unsafe.Pointer(&stack[0]))), 0, 1); again != first {
 		t.Fatalf("site %q, then %q", first, again)
 	}
 	if p.maps != maps {
-		t.Error("the maps were read again for a word known not to be code")
+		t.Error("the maps were read again for a word in a known heap")
+	}
+	// Data mapped after the maps were read.
+	fresh := fakeStack(t)
+	stack[0] = uint64(uintptr(unsafe.Pointer(&fresh[1]))) // the byte before it is readable
+	if again := c.Site(p, uint64(uintptr(unsafe.Pointer(&stack[0]))), 0, 1); again != first {
+		t.Fatalf("site %q, then %q past a word of new data", first, again)
+	}
+	if p.maps == maps || !p.maps.isData(stack[0]) {
+		t.Fatal("the maps were not read again for a word of data mapped since")
+	}
+	maps = p.maps
+	c.Site(p, uint64(uintptr(unsafe.Pointer(&stack[0]))), 0, 1)
+	if p.maps != maps {
+		t.Error("the maps were read again for the same word of data")
 	}
 	p.Forget()
-	if p.notCode != nil {
-		t.Error("an exec kept what the old image's stack held")
+	if p.notCode != nil || p.maps != nil {
+		t.Error("an exec kept what the old image's maps or stack held")
 	}
 }
 
