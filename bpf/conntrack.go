@@ -123,8 +123,9 @@ func numberInOwnPidns(spec *ebpf.CollectionSpec) error {
 }
 
 // NewConntrack loads the programs and attaches them; cgroupDir scopes the
-// sockops and connect4 hooks (the campaign's cgroup; "" skips them).
-func NewConntrack(cgroupDir string) (*Conntrack, error) {
+// sockops and connect4 hooks (the campaign's cgroup; "" skips them); k
+// (nil: a cache of its own) shares what loads decode of the kernel's types.
+func NewConntrack(cgroupDir string, k *Kernel) (*Conntrack, error) {
 	c := &Conntrack{}
 	spec, err := loadConntrack()
 	if err != nil {
@@ -133,7 +134,7 @@ func NewConntrack(cgroupDir string) (*Conntrack, error) {
 	if err := numberInOwnPidns(spec); err != nil {
 		return nil, fmt.Errorf("loading conntrack: %w", err)
 	}
-	if err := spec.LoadAndAssign(&c.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&c.objs, k.options()); err != nil {
 		return nil, fmt.Errorf("loading conntrack: %w", err)
 	}
 	for _, p := range []*ebpf.Program{c.objs.OnSend, c.objs.OnRecv} {

@@ -67,7 +67,7 @@ func watchSelf(t *testing.T) *Conntrack {
 	t.Helper()
 	testutil.RequireRoot(t)
 	testutil.RequireBPF(t)
-	ct, err := NewConntrack("")
+	ct, err := NewConntrack("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestConntrackCgroupHooks(t *testing.T) {
 	testutil.RequireCgroup2(t, root)
 	// The test process itself is in the root cgroup's subtree, so hooking
 	// the root sees it; other processes' events are filtered by port.
-	ct, err := NewConntrack(root)
+	ct, err := NewConntrack(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,12 @@
 // each send and recv's 4-tuple and TCP sequence range for sockets of the
 // campaign's network namespaces, sockops and connect4 record opens,
 // closes and connects under a cgroup. Overlap matches a recv to the
-// sends whose bytes it consumed.
+// sends whose bytes it consumed. Per job, activity counters (Activity):
+// sched_switch and sched_wakeup (tp_btf) count, per watched node cgroup,
+// the times its tasks were switched in or woken, and the same per watched
+// task, in maps lockstep reads through memory, so quiescence learns that a
+// node or a thread has not run without a system call. A Kernel shares what
+// the loads decode of the kernel's types.
 //
 // Every attachment is a BPF link held only by the lockstep process and
 // nothing is pinned, so a killed lockstep leaves no program behind for

@@ -30,8 +30,8 @@ type tracker struct {
 // newTracker loads the programs; nil (with a debug line) where the kernel
 // or the privileges do not allow it: the tracer's own byte accounting then
 // stands alone.
-func newTracker(log *slog.Logger) *tracker {
-	ct, err := bpf.NewConntrack("")
+func newTracker(log *slog.Logger, kernel *bpf.Kernel) *tracker {
+	ct, err := bpf.NewConntrack("", kernel)
 	if err != nil {
 		log.Debug("connection tracking unavailable; using lockstep's own accounting", "err", err)
 		return nil

@@ -19,7 +19,7 @@ import (
 func TestTrackerReportsDrops(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireBPF(t)
-	tk := newTracker(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	tk := newTracker(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if tk == nil {
 		t.Skip("connection tracking programs do not load here")
 	}

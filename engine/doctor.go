@@ -171,12 +171,17 @@ func overlayFinding() Finding {
 }
 
 func bpfFinding() Finding {
-	ct, err := bpf.NewConntrack("")
+	ct, err := bpf.NewConntrack("", nil)
 	if err != nil {
 		return Finding{"eBPF", Degraded, fmt.Sprintf("the connection records cannot load (%v): lockstep's own accounting of the bytes stands alone", err)}
 	}
 	ct.Close()
-	return Finding{"eBPF", Has, "connection records load"}
+	a, err := bpf.NewActivity(nil)
+	if err != nil {
+		return Finding{"eBPF", Degraded, fmt.Sprintf("connection records load; the activity counters do not (%v): quiescence reads each node's cgroup cpu.stat instead, more slowly", err)}
+	}
+	a.Close()
+	return Finding{"eBPF", Has, "connection records and activity counters load"}
 }
 
 func realtimeFinding() Finding {

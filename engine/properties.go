@@ -47,6 +47,9 @@ type properties struct {
 	// --lines): the nodes' lines in the one order they were read.
 	keep bool
 	log  []result.Line
+	// counts are the nodes' activity counts (bpf.Activity), by node; a
+	// node without one has its files read at every scan (ranSince).
+	counts map[string]func() uint64
 	// claims are, per unique property, the node that first printed each
 	// value and where (claim); nil for the other kinds.
 	claims []map[string]claim
@@ -102,6 +105,10 @@ type outputFile struct {
 	off        int64
 	partial    []byte
 	buf        []byte
+	// count is the node's activity count (properties.counts) when the
+	// file was last read; counted says there was one.
+	count   uint64
+	counted bool
 }
 
 // newProperties watches the nodes' output files, lockstep's own open
@@ -147,6 +154,9 @@ func (p *properties) scan(step int) (*brokenProperty, error) {
 		return nil, nil
 	}
 	for _, of := range p.files {
+		if !p.ranSince(of) {
+			continue
+		}
 		if err := p.read(of, step); err != nil {
 			return nil, err
 		}
@@ -155,6 +165,31 @@ func (p *properties) scan(step int) (*brokenProperty, error) {
 		}
 	}
 	return nil, nil
+}
+
+// ranSince reports whether of's node may have written since the file was
+// last read: a node writes only by running, and a node whose activity
+// count (bpf.Activity) did not move since then did not run. It notes the
+// count for the next scan; without one, every scan reads every file.
+func (p *properties) ranSince(of *outputFile) bool {
+	count := p.counts[of.node]
+	if count == nil {
+		return true
+	}
+	c := count()
+	if of.counted && c == of.count {
+		return false
+	}
+	of.count, of.counted = c, true
+	return true
+}
+
+// uncount makes the next scan read every file (the nodes are gone, and
+// what they wrote last must be read whatever the counts say).
+func (p *properties) uncount() {
+	for _, of := range p.files {
+		of.counted = false
+	}
 }
 
 // read matches the complete lines of of written since the last read.
@@ -172,6 +207,10 @@ func (p *properties) read(of *outputFile, step int) error {
 	}
 	b := of.buf[:want]
 	n, err := of.f.ReadAt(b, of.off)
+	if int64(n) < st.Size-of.off {
+		// The rest is for the next scan, whether the node runs or not.
+		of.counted = false
+	}
 	if n == 0 && err != nil {
 		return nil // truncated under us (an output limit's cut): read on from the next scan
 	}
@@ -401,6 +440,7 @@ func (t *Trial) finalProperties(res *TrialResult) error {
 		return nil
 	}
 	step := len(res.Records)
+	t.props.uncount()
 	br, err := t.props.scan(step)
 	if err != nil {
 		return err

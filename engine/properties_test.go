@@ -246,3 +246,69 @@ func TestUniqueProperty(t *testing.T) {
 		})
 	}
 }
+
+// TestPropertiesReadWhenRun: with activity counts, a node's output is read
+// only when its count moved since the last read (a node that did not run
+// wrote nothing), except what a read left for the next scan, and the final
+// scan reads everything.
+func TestPropertiesReadWhenRun(t *testing.T) {
+	dir := t.TempDir()
+	w, err := os.Create(filepath.Join(dir, "a.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	sp := &spec.Spec{Nodes: []spec.Node{{Name: "a"}},
+		Properties: []spec.Property{{Kind: spec.Never, Name: "bad", Pattern: regexp.MustCompile("bad")}}}
+	p, err := newProperties(sp, map[string][2]*os.File{"a": {w, nil}}, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	var count uint64
+	p.counts = map[string]func() uint64{"a": func() uint64 { return count }}
+	scan := func(step int) *brokenProperty {
+		t.Helper()
+		br, err := p.scan(step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return br
+	}
+	if br := scan(1); br != nil {
+		t.Fatalf("an empty file broke %v", br)
+	}
+	// Written behind the count's back: not read, since "a" did not run.
+	w.WriteString("bad line\n")
+	if br := scan(2); br != nil {
+		t.Fatalf("read although the node's count did not move: %v", br)
+	}
+	count++
+	if br := scan(3); br == nil || br.step != 3 {
+		t.Fatalf("after the count moved: %v, want the line broken at step 3", br)
+	}
+
+	// A read that leaves bytes for the next scan is not taken as the
+	// node's last word.
+	of := p.files[0]
+	p.broke = nil
+	of.off, of.partial = 0, nil
+	w.Truncate(0)
+	w.Seek(0, 0)
+	w.WriteString(strings.Repeat("x", maxPropertyRead) + "\nbad tail\n")
+	count++
+	if br := scan(4); br != nil {
+		t.Fatalf("the first %d bytes broke %v", maxPropertyRead, br)
+	}
+	if br := scan(5); br == nil || br.step != 5 {
+		t.Fatalf("the rest of a long output: %v, want it read at step 5 although the count stood", br)
+	}
+
+	// The final scan reads what the counts would skip.
+	p.broke = nil
+	w.WriteString("bad at the end\n")
+	p.uncount()
+	if br := scan(6); br == nil || br.line != "bad at the end" {
+		t.Fatalf("final scan: %v, want the last line", br)
+	}
+}

@@ -195,7 +195,7 @@ func ReplayWith(ctx context.Context, tracePath, outDir string, o ReplayOptions) 
 		return nil, err
 	}
 	defer lock.unlock()
-	j, err := newJob(ctx, sp, pickCPUs(1)[0], 1, outDir, log)
+	j, err := newJob(ctx, sp, pickCPUs(1)[0], 1, outDir, log, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func NewRerunner(ctx context.Context, tr *sched.Trace, outDir string, log *slog.
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	j, err := newJob(ctx, sp, pickCPUs(1)[0], 1, out, log)
+	j, err := newJob(ctx, sp, pickCPUs(1)[0], 1, out, log, nil)
 	if err != nil {
 		return nil, err
 	}

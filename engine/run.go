@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/bpf"
 	"github.com/lockstep-dev/lockstep/conflict"
 	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/explore"
@@ -249,6 +250,7 @@ func (c *campaign) learners() error {
 // connections; the function returned closes them.
 func (c *campaign) startJobs(ctx context.Context) ([]*job, func(), error) {
 	cpus := pickCPUs(c.jobs)
+	kernel := bpf.NewKernel()
 	var js []*job
 	var tk *tracker
 	closeAll := func() {
@@ -264,7 +266,7 @@ func (c *campaign) startJobs(ctx context.Context) ([]*job, func(), error) {
 		if i >= len(cpus) {
 			pick.claim = nil // the job that took it holds it
 		}
-		j, err := newJob(ctx, c.sp, pick, c.jobs, c.opts.OutDir, c.opts.Logger)
+		j, err := newJob(ctx, c.sp, pick, c.jobs, c.opts.OutDir, c.opts.Logger, kernel)
 		if err != nil {
 			for _, p := range cpus[min(i+1, len(cpus)):] {
 				p.claim.release()
@@ -277,7 +279,7 @@ func (c *campaign) startJobs(ctx context.Context) ([]*job, func(), error) {
 	if c.opts.Native {
 		return js, closeAll, nil
 	}
-	if tk = newTracker(c.opts.Logger); tk != nil {
+	if tk = newTracker(c.opts.Logger, kernel); tk != nil {
 		for _, j := range js {
 			if err := tk.watch(j); err != nil {
 				closeAll()

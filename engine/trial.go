@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/bpf"
 	"github.com/lockstep-dev/lockstep/coverage"
 	"github.com/lockstep-dev/lockstep/faults"
 	"github.com/lockstep-dev/lockstep/netns"
@@ -39,10 +40,13 @@ type job struct {
 	cpu     int
 	claim   *cpuClaim // on cpu, while the job lives (nil: shared)
 	track   *tracker  // nil without eBPF
-	zygote  *tracer.Zygote
-	images  *tracer.Images
-	log     *slog.Logger
-	outDir  string
+	// activity counts the nodes' cgroups' wake-ups for quiescence; nil
+	// without eBPF (cpu.stat is read instead).
+	activity *bpf.Activity
+	zygote   *tracer.Zygote
+	images   *tracer.Images
+	log      *slog.Logger
+	outDir   string
 	// limits are the nodes' resource limits; jobs is how many jobs the
 	// campaign runs, whose clusters share the host.
 	limits *campaignLimits
@@ -55,7 +59,10 @@ type job struct {
 
 // newJob builds a job's network and zygote; its nodes' limits are
 // derived from the host for a campaign of jobs jobs.
-func newJob(ctx context.Context, sp *spec.Spec, cpu cpuPick, jobs int, outDir string, log *slog.Logger) (j *job, err error) {
+//
+// kernel (nil: the job's own) shares what loading eBPF programs decodes of
+// the kernel's types with the campaign's other loads.
+func newJob(ctx context.Context, sp *spec.Spec, cpu cpuPick, jobs int, outDir string, log *slog.Logger, kernel *bpf.Kernel) (j *job, err error) {
 	defer func() {
 		if err != nil {
 			cpu.claim.release()
@@ -93,12 +100,15 @@ func newJob(ctx context.Context, sp *spec.Spec, cpu cpuPick, jobs int, outDir st
 		cl.Close()
 		return nil, err
 	}
-	return &job{spec: sp, cluster: cl, cpu: cpu.cpu, claim: cpu.claim, log: log, outDir: outDir, zygote: z, images: tracer.NewImages(), limits: lim, jobs: max(jobs, 1), faults: plan, delayBy: delayBy}, nil
+	return &job{spec: sp, cluster: cl, cpu: cpu.cpu, claim: cpu.claim, log: log, outDir: outDir, zygote: z, images: tracer.NewImages(), activity: newActivity(log, kernel), limits: lim, jobs: max(jobs, 1), faults: plan, delayBy: delayBy}, nil
 }
 
 func (j *job) close() error {
 	defer j.claim.release()
 	j.zygote.Close()
+	if j.activity != nil {
+		j.activity.Close()
+	}
 	return j.cluster.Close()
 }
 
@@ -319,6 +329,7 @@ func (j *job) runTrial(ctx context.Context, p trialParams) (*TrialResult, error)
 		return nil, err
 	}
 	defer t.props.close()
+	defer t.countOutputs()()
 	defer t.closeFiles()
 	defer t.closeDisks()
 	defer t.outCaps.close()
@@ -391,22 +402,24 @@ func (t *Trial) tracerOptions() tracer.Options {
 	j, sp, seed := t.j, t.spec, t.p.seed
 	subnet := sp.Network.Subnet
 	return tracer.Options{
-		Clock:      t.clk,
-		Wakes:      t.wakes(),
-		Random:     func(node string) io.Reader { return vclock.NewRandom(seed, node) },
-		Gated:      func(a netip.Addr) bool { return subnet.Contains(a) },
-		Host:       j.isHost,
-		Capture:    true,
-		CPU:        j.cpu,
-		SiteFrames: t.p.frames,
-		Data:       sp.Trace.Data,
-		MatchBytes: max(matchBytes(sp), t.p.msgBytes),
-		Logger:     j.log,
-		Zygote:     j.zygote,
-		Images:     j.images,
-		Socks:      j.faults.Needs(faults.NeedSocks) || j.faults.Follow,
-		Firewall:   j.cluster.Firewall(),
-		Serialize:  true,
+		Clock:       t.clk,
+		Wakes:       t.wakes(),
+		Random:      func(node string) io.Reader { return vclock.NewRandom(seed, node) },
+		Gated:       func(a netip.Addr) bool { return subnet.Contains(a) },
+		Host:        j.isHost,
+		Capture:     true,
+		CPU:         j.cpu,
+		SiteFrames:  t.p.frames,
+		Data:        sp.Trace.Data,
+		MatchBytes:  max(matchBytes(sp), t.p.msgBytes),
+		Logger:      j.log,
+		Zygote:      j.zygote,
+		Images:      j.images,
+		WatchCgroup: j.watchCgroup(),
+		WatchThread: j.watchThread(),
+		Socks:       j.faults.Needs(faults.NeedSocks) || j.faults.Follow,
+		Firewall:    j.cluster.Firewall(),
+		Serialize:   true,
 	}
 }
 

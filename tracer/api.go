@@ -107,7 +107,25 @@ type Options struct {
 	// Images caches what lockstep learns of the nodes' executables (see
 	// vtime_images.go); a job shares one across its trials. nil: one per tracer.
 	Images *Images
+	// WatchCgroup, when set, counts the activity of a node's cgroup
+	// (quiescence compares the counts where it would read cpu.stat); a
+	// node whose cgroup it cannot watch falls back to cpu.stat.
+	WatchCgroup WatchCgroup
+	// WatchThread, when set, counts one thread's activity the same way
+	// (of a node whose cgroup WatchCgroup watches): quiescence skips the
+	// /proc reads of a thread that neither ran nor was woken since it
+	// was last seen asleep.
+	WatchThread WatchThread
 }
+
+// WatchCgroup starts counting the times a task of the cgroup v2 directory
+// (or of one below it) is woken or switched onto a CPU. count may be called
+// from the tracer's thread at any time until stop.
+type WatchCgroup func(dir string) (count func() uint64, stop func(), err error)
+
+// WatchThread starts counting the same for one thread (the kernel's thread
+// id), while its cgroup is watched.
+type WatchThread func(tid int) (count func() uint64, stop func(), err error)
 
 // LaunchConfig describes a node's first process.
 type LaunchConfig struct {

@@ -82,6 +82,9 @@ type thread struct {
 	// cheaper than reopening for every quiescence check.
 	statFd  int
 	schedFd int
+	// activity is the thread's own activity count where the owner counts
+	// threads (Options.WatchThread), for quiescence (asleepSince).
+	activity threadActivity
 	// comm is the thread's name (/proc/…/comm) as its stat last said,
 	// for the ops' records.
 	comm string
@@ -280,14 +283,34 @@ func (parent *thread) childLPID() string {
 	return parent.lpid + "." + strconv.Itoa(parent.clones)
 }
 
-// openThreadFiles keeps /proc files open for cheap state checks.
+// openThreadFiles keeps /proc files open for cheap state checks, and
+// watches the thread's activity where the node's is watched.
 func (th *thread) openThreadFiles() {
 	base := "/proc/" + strconv.Itoa(th.proc.pid) + "/task/" + strconv.Itoa(th.tid)
 	th.statFd, _ = unix.Open(base+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	th.schedFd, _ = unix.Open(base+"/schedstat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	th.watchActivity()
+}
+
+// watchActivity counts the thread's own activity where its node's is
+// counted (Options.WatchThread).
+func (th *thread) watchActivity() {
+	if th.tab == nil || th.tab.opts.WatchThread == nil || th.activity.count != nil {
+		return
+	}
+	if ni := th.proc.node; ni == nil || ni.cpu.count == nil {
+		return
+	}
+	if count, stop, err := th.tab.opts.WatchThread(th.tid); err == nil {
+		th.activity = threadActivity{count: count, stop: stop}
+	}
 }
 
 func (th *thread) closeThreadFiles() {
+	if th.activity.stop != nil {
+		th.activity.stop()
+	}
+	th.activity = threadActivity{}
 	if th.statFd > 0 {
 		unix.Close(th.statFd)
 		th.statFd = 0

@@ -320,12 +320,13 @@ func (q *quiescence) sleepCheck() (bool, map[int]uint64) {
 		if th.proc != nil {
 			ni = th.proc.node
 		}
-		if ni.asleepSince() {
+		if ni.asleepSince() || th.asleepSince() {
 			q.stats.SleepersSkipped++
 			continue
 		}
 		// The node's count stands for its threads' CPU times.
 		perThread := ni == nil || !ni.cpu.ok
+		at := th.countNow()
 		s, c, ok := th.readState(perThread)
 		if !ok {
 			continue // gone; its exit event is on its way
@@ -346,6 +347,9 @@ func (q *quiescence) sleepCheck() (bool, map[int]uint64) {
 		}
 		if perThread {
 			now[th.tid] = c
+		}
+		if s == 'S' || s == 'I' {
+			th.sawAsleep(at)
 		}
 	}
 	for _, ni := range q.pt.nodesInOrder() {

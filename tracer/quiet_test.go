@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lockstep-dev/lockstep/bpf"
 	"github.com/lockstep-dev/lockstep/internal/testutil"
 	"github.com/lockstep-dev/lockstep/netns"
 	"github.com/lockstep-dev/lockstep/sched"
@@ -33,14 +34,26 @@ func TestQuiescenceShortcuts(t *testing.T) {
 	testutil.RequireNetns(t)
 	testutil.RequireCgroup2(t, testutil.CgroupRoot)
 	for _, lang := range []string{"c", "go"} {
-		t.Run(lang, func(t *testing.T) { testQuiescenceShortcuts(t, lang) })
+		// Whether a node ran since its threads were seen asleep, from
+		// its cgroup's cpu.stat or from the activity counters.
+		for _, counters := range []bool{false, true} {
+			name := lang + "/cpu.stat"
+			if counters {
+				name = lang + "/counters"
+			}
+			t.Run(name, func(t *testing.T) { testQuiescenceShortcuts(t, lang, counters) })
+		}
 	}
 }
 
-func testQuiescenceShortcuts(t *testing.T, lang string) {
+func testQuiescenceShortcuts(t *testing.T, lang string, counters bool) {
 	srvBin, cliBin := bin(t, lang, "pingpong_server"), bin(t, lang, "pingpong_client")
 	ctx := context.Background()
 	tr, cl, dir := clusterTracer(t, vclock.New(vclock.DefaultEpoch, 0), "server", "client", "idle")
+	if counters {
+		tr.opts.WatchCgroup, tr.opts.WatchThread = activityWatch(t)
+	}
+	threadsCounted := 0
 	srv, cli, idle := cl.Node("server"), cl.Node("client"), cl.Node("idle")
 	launchIn(t, tr, dir, idle, srvBin, "7600")
 	launchIn(t, tr, dir, srv, srvBin, "7600")
@@ -61,6 +74,11 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 		}
 		if count != tr.pt.nState {
 			fail("state counts %v, threads' states %v", tr.pt.nState, count)
+		}
+		for _, th := range tr.pt.threads {
+			if th.activity.count != nil {
+				threadsCounted++
+			}
 		}
 		if tr.q.quiet() {
 			quietSteps++
@@ -111,6 +129,14 @@ func testQuiescenceShortcuts(t *testing.T, lang string) {
 		t.Fatalf("%v; client: %s", err, out)
 	}
 	f.report(t)
+	for _, ni := range tr.pt.nodeList {
+		if (ni.cpu.count != nil) != counters {
+			t.Errorf("node %s: counted by the activity counters %v, want %v", ni.name, ni.cpu.count != nil, counters)
+		}
+	}
+	if (threadsCounted > 0) != counters {
+		t.Errorf("threads counted on their own at %d steps' looks, want some: %v", threadsCounted, counters)
+	}
 	stats := tr.Stats()
 	t.Logf("%d steps, %d with every thread held and no wait, %d ops answered by the batched poll (%d of them by the books), %d sleeper reads skipped",
 		steps, quietSteps, polledOps, booksOps, stats.SleepersSkipped)
@@ -275,7 +301,7 @@ func TestReadCPU(t *testing.T) {
 		f.WriteString(tc.text)
 		f.Close()
 		ni := &nodeInfo{}
-		ni.openCPUStat(filepath.Dir(f.Name()) + "/" + filepath.Base(f.Name()) + ".missing")
+		ni.openCPUStat(filepath.Dir(f.Name())+"/"+filepath.Base(f.Name())+".missing", nil)
 		if ni.cpu.fd > 0 {
 			t.Fatal("opened a cpu.stat that does not exist")
 		}
@@ -361,4 +387,29 @@ func TestReset(t *testing.T) {
 	if reset(-1) {
 		t.Error("no descriptor reads as reset")
 	}
+}
+
+// activityWatch gives the tracer the activity counters of bpf.Activity
+// (what the engine gives it), or skips the test where BPF cannot load.
+func activityWatch(t *testing.T) (WatchCgroup, WatchThread) {
+	t.Helper()
+	testutil.RequireBPF(t)
+	a, err := bpf.NewActivity(nil)
+	if err != nil {
+		t.Skipf("skipping: activity counters cannot load here: %v", err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return func(dir string) (func() uint64, func(), error) {
+			c, err := a.Watch(dir)
+			if err != nil {
+				return nil, nil, err
+			}
+			return c.Count, func() { c.Close() }, nil
+		}, func(tid int) (func() uint64, func(), error) {
+			c, err := a.WatchTask(tid)
+			if err != nil {
+				return nil, nil, err
+			}
+			return c.Count, func() { c.Close() }, nil
+		}
 }

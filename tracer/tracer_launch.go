@@ -155,7 +155,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	}
 	ni := t.pt.node(cfg)
 	ni.disk = cfg.Disk
-	ni.openCPUStat(cfg.Cgroup)
+	ni.openCPUStat(cfg.Cgroup, t.cgroupWatch())
 	ni.stir()
 	p := &process{pid: pid, site: callsite.Process{Pid: pid}, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}
 	ni.procs++
@@ -234,4 +234,16 @@ func withDefaultEnv(env []string, name, value string) []string {
 		}
 	}
 	return append(append([]string(nil), env...), name+"="+value)
+}
+
+// cgroupWatch is Options.WatchCgroup where counts can stand for CPU time:
+// a count that stood says no thread ran only when none can run beside the
+// tracer. A thread that had put itself to sleep and changed its mind runs
+// on, on another CPU, without being switched in; unpinned, cpu.stat's CPU
+// time shows it.
+func (t *Tracer) cgroupWatch() WatchCgroup {
+	if t.opts.CPU < 0 {
+		return nil
+	}
+	return t.opts.WatchCgroup
 }

@@ -82,6 +82,12 @@ func (t *Tracer) loop() {
 			}
 			ni.closeCPUStat()
 		}
+		for th := range t.pt.allThreads() {
+			if th.activity.stop != nil {
+				th.activity.stop()
+				th.activity = threadActivity{}
+			}
+		}
 	}()
 	if t.opts.CPU >= 0 {
 		var set unix.CPUSet
