@@ -27,8 +27,12 @@ const (
 // memory: reading one makes no system call, where a cgroup's cpu.stat
 // makes the kernel flush every CPU's statistics first.
 //
-// One Activity serves a campaign; Watch and Close may be called from any
-// goroutine.
+// A task is found in a watched cgroup or in one at most seven levels below
+// it (DEPTH in activity.c): the host's files, /sys/fs/cgroup among them,
+// are read-only to a node, so its tasks stay in the node's own cgroup.
+//
+// One Activity serves a job (a campaign's jobs share a Kernel); Watch,
+// WatchTask and the counters' Close may be called from any goroutine.
 type Activity struct {
 	objs    activityObjects
 	links   []link.Link
