@@ -469,10 +469,20 @@ func (c *Cache) site(p *Process, sp, fp uint64, frames int) (string, frameID) {
 		// the stack meets stale return addresses of earlier calls (fmt's
 		// formatting, left in a frame's unused slots).
 		stack.first = goStackBytes
-		if fs, dep := c.framePointerSites(p, stack, fp, frames); len(fs) > 0 {
-			return strings.Join(fs, ";"), frameID{}
-		} else if dep != "" {
-			return dep, frameID{}
+		w := c.framePointerSites(p, stack, fp, frames)
+		switch {
+		case len(w.sites) > 0:
+			return strings.Join(w.sites, ";"), frameID{}
+		case w.dep != "":
+			return w.dep, frameID{}
+		}
+		if rs := c.runtimeSites(p, stack, w.runtime, frames); len(rs) > 0 {
+			// Only the runtime's and the standard library's code is on
+			// the chain (the netpoller's wait, sysmon's sleep, a
+			// goroutine of net/http's own): named from the stack's top
+			// and the chain, where a scan would take a stale return
+			// address left in a frame, after probing every word for code.
+			return strings.Join(rs, ";"), frameID{}
 		}
 	}
 	// Near the top of the stack mapping, what can be read of the scan's
@@ -487,8 +497,8 @@ func (c *Cache) site(p *Process, sp, fp uint64, frames int) (string, frameID) {
 		// Deep runtime paths (Go's net -> internal/poll -> syscall) do
 		// not fit in the scan window; Go and other frame-pointer code can
 		// be walked along the saved-rbp chain instead.
-		if fs, _ := c.framePointerSites(p, stack, fp, frames); len(fs) > len(sites) {
-			sites, first = fs, frameID{}
+		if w := c.framePointerSites(p, stack, fp, frames); len(w.sites) > len(sites) {
+			sites, first = w.sites, frameID{}
 		}
 	}
 	if len(sites) == 0 {
@@ -578,14 +588,25 @@ func (p *Process) mappingOf(w uint64, reloaded *bool) *mapping {
 // framePointerWalk bounds the saved-rbp chain walk.
 const framePointerWalk = 64
 
-// framePointerSites follows the frame-pointer chain from fp and returns up
-// to frames user call sites, and the first frame of a Go binary's
-// dependency. The chain must move up the stack and stay near sp, so a
-// register used for data ends the walk.
-func (c *Cache) framePointerSites(p *Process, stack *stackWindow, fp uint64, frames int) (sites []string, dep string) {
+// fpWalk is what a frame-pointer walk found: up to frames sites of the
+// program's own code, the first frame of a Go binary's dependency, and up
+// to frames of a Go binary's runtime and standard library frames from the
+// chain's start (each checked to follow a call, since only they stand for
+// the site when nothing else is on the chain).
+type fpWalk struct {
+	sites   []string
+	dep     string
+	runtime []string
+}
+
+// framePointerSites follows the frame-pointer chain from fp. The chain
+// must move up the stack and stay near sp, so a register used for data
+// ends the walk.
+func (c *Cache) framePointerSites(p *Process, stack *stackWindow, fp uint64, frames int) (w fpWalk) {
 	sp := stack.sp
 	lo := sp
-	for i := 0; i < framePointerWalk && len(sites) < frames; i++ {
+	leading := true // every frame so far was the runtime's
+	for i := 0; i < framePointerWalk && len(w.sites) < frames; i++ {
 		if fp < lo || fp > sp+8<<20 || fp%8 != 0 {
 			break
 		}
@@ -606,14 +627,51 @@ func (c *Cache) framePointerSites(p *Process, stack *stackWindow, fp uint64, fra
 		}
 		switch c.classOf(f) {
 		case frameUser:
-			sites = append(sites, c.nameOf(f))
+			w.sites = append(w.sites, c.nameOf(f))
 		case frameDep:
-			if dep == "" {
-				dep = c.nameOf(f)
+			if w.dep == "" {
+				w.dep = c.nameOf(f)
 			}
+		case frameSkip:
+			if leading && len(w.runtime) < frames && c.inGoBinary(f) && c.returns(p, f, ret) {
+				w.runtime = append(w.runtime, c.nameOf(f))
+				break
+			}
+			leading = false
+		default:
+			leading = false
 		}
 		lo = fp + 16
 		fp = next
 	}
-	return sites, dep
+	return w
+}
+
+// runtimeSites names a Go stack with only the runtime's and the standard
+// library's frames on its chain: the word at sp first, when it is a
+// return address into the Go binary (Go's syscall stubs keep no frame, so
+// the return into their caller lies at sp and the chain starts one
+// caller further up), then the chain's frames, up to frames in all.
+func (c *Cache) runtimeSites(p *Process, stack *stackWindow, chain []string, frames int) []string {
+	var rs []string
+	if b, ok := stack.bytes(stack.sp, 8); ok {
+		ret := binary.NativeEndian.Uint64(b)
+		if f := c.frameAt(p, ret, nil); f != nil && c.classOf(f) == frameSkip && c.inGoBinary(f) && c.returns(p, f, ret) {
+			rs = append(rs, c.nameOf(f))
+		}
+	}
+	if len(chain) == 0 {
+		// Nothing of the chain's: the stack's top alone is no evidence
+		// that only the runtime is on it (the chain did not walk).
+		return nil
+	}
+	rs = append(rs, chain...)
+	return rs[:min(len(rs), frames)]
+}
+
+// inGoBinary says whether the frame is code of a Go binary (its runtime's
+// included), rather than of a C library it loaded.
+func (c *Cache) inGoBinary(f *frame) bool {
+	st := c.symbols(f.m.path, f.m.root)
+	return st != nil && st.gobin != nil
 }

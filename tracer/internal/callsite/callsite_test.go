@@ -249,6 +249,68 @@ func TestGoStackFramePointers(t *testing.T) {
 	}
 }
 
+// TestGoRuntimeOnlyStack: on a Go stack whose frame-pointer chain holds
+// only the standard library's code (the netpoller's wait, sysmon's sleep),
+// the site is the return address at the stack's top when there is one (a
+// frameless syscall stub's return into its caller), then the chain's
+// frames, not a stale return address into the program left in a frame's
+// unused slots, which a scan would take; with frames > 1 the next frames
+// join it. A chain whose frame holds no return address (a C function's
+// rbp used for data) names nothing of its own: the scan's answer stands.
+func TestGoRuntimeOnlyStack(t *testing.T) {
+	own := retAfterCall(t, callsSomething)
+	std := retAfterCall(t, strings.Repeat)
+	std2 := retAfterCall(t, fmt.Sprintf)
+	c := NewCache()
+	p := &Process{Pid: os.Getpid()}
+	name := func(addr uint64) string {
+		c.Site(p, addr, 0, 1) // reads the maps
+		m := p.maps.find(addr)
+		exe, _ := os.Executable()
+		return fmt.Sprintf("%s+%#x", filepath.Base(exe), addr-m.start+m.offset)
+	}
+	for _, tc := range []struct {
+		name   string
+		top    uint64   // the word at sp
+		chain  []uint64 // return addresses along the chain
+		frames int
+		want   []uint64
+	}{
+		{"one runtime frame", 0, []uint64{std}, 1, []uint64{std}},
+		{"two, one asked", 0, []uint64{std, std2}, 1, []uint64{std}},
+		{"two, two asked", 0, []uint64{std, std2}, 2, []uint64{std, std2}},
+		{"a stub's return at the top", std2, []uint64{std}, 1, []uint64{std2}},
+		{"the top, then the chain", std2, []uint64{std}, 2, []uint64{std2, std}},
+		{"the program's own further up", std2, []uint64{std, own}, 1, []uint64{own}},
+		// A word that is code but follows no call: no frame of the
+		// chain's; the scan finds the stale own address.
+		{"no return address", 0, []uint64{std + 1}, 1, []uint64{own}},
+		{"no return address, one at the top", std2, []uint64{std + 1}, 1, []uint64{own}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stack := fakeStack(t)
+			base := uint64(uintptr(unsafe.Pointer(&stack[0])))
+			stack[0], stack[1] = tc.top, own // own: stale
+			// Frames at words 4, 8, 12…: saved rbp, then the return address.
+			for i, ret := range tc.chain {
+				at := 4 + 4*i
+				stack[at], stack[at+1] = base+uint64(at+4)*8, ret
+				if i == len(tc.chain)-1 {
+					stack[at] = 0
+				}
+			}
+			got := c.Site(p, base, base+4*8, tc.frames)
+			var want []string
+			for _, a := range tc.want {
+				want = append(want, name(a))
+			}
+			if got != strings.Join(want, ";") {
+				t.Fatalf("Site = %q, want %q", got, strings.Join(want, ";"))
+			}
+		})
+	}
+}
+
 // TestRustKind: in a Rust debug build, std's Lines::next, compiled into
 // the program, is a library frame and serve_commands the program's own;
 // a C program's frames are neither.

@@ -5,7 +5,9 @@
 // program's stack is walked along its frame pointers and its functions
 // told apart by package (the standard library's are skipped, a dependency's
 // taken only when no function of the program's own module is on the
-// stack); other stacks are scanned for return addresses. When the site so
+// stack, the runtime's own calls named by the return address at the
+// stack's top and the chain when neither is); other stacks are scanned
+// for return addresses. When the site so
 // found is a Rust library crate's code compiled into the program (std's
 // Lines::next, a tokio poll), the first frame of the program's own crate
 // further up is kept too, as a label only (SiteAndCaller): the site, which
