@@ -63,6 +63,7 @@ type service struct {
 	Ports  []any    `yaml:"ports"`
 	Expose []any    `yaml:"expose"`
 	CapAdd []string `yaml:"cap_add"`
+	Init   bool     `yaml:"init"`
 	// X-lockstep is this package's extension: what a compose file cannot
 	// say about a node under lockstep.
 	Lockstep struct {
@@ -73,7 +74,7 @@ type service struct {
 }
 
 // handled are the service keys Import carries over.
-var handled = []string{"image", "command", "entrypoint", "environment", "working_dir", "hostname", "depends_on", "healthcheck", "ports", "expose", "cap_add", "x-lockstep"}
+var handled = []string{"image", "command", "entrypoint", "environment", "working_dir", "hostname", "depends_on", "healthcheck", "ports", "expose", "cap_add", "init", "x-lockstep"}
 
 // notes say why a key is dropped, where there is more to say than its name.
 var notes = map[string]string{
@@ -690,6 +691,12 @@ func write(path, name string, nodes []*node, dropped []string) []byte {
 			if len(caps) > 0 {
 				fmt.Fprintf(&b, "    capabilities: %s\n", list(caps))
 			}
+		}
+		switch {
+		case s.Init && n.role == "client":
+			b.WriteString("    # not carried over: init (a client's command must end by itself)\n")
+		case s.Init:
+			b.WriteString("    init: true\n")
 		}
 		if s.Hostname != "" && s.Hostname != n.name {
 			fmt.Fprintf(&b, "    # not carried over: hostname %s (a node's host name is its name)\n", s.Hostname)

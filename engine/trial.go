@@ -491,6 +491,7 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 		Stdout: out, Stderr: errf,
 		// Pids the node sees are then the same in every run (replay).
 		PIDNamespace: true,
+		Init:         n.Init,
 		ClockOffset:  t.skew[n.Name],
 		// The host is read-only to a node but for the trial's directory
 		// (its {{tmp}}, and {{trialdir}} where clients write histories).
@@ -776,7 +777,7 @@ func (t *Trial) exits(exits []tracer.Exit) {
 			if e.Took > 1 {
 				others = fmt.Sprintf("its %d other processes", e.Took)
 			}
-			t.set(Error, e.Node, "%s exited with code 0, and the kernel killed %s with it: a node runs as pid 1 of a PID namespace of its own, as in a container, so a command that starts its server in the background and returns (`&`, a daemonize option, a `start` script) ends the server with it; run it in the foreground", e.LPID, others)
+			t.set(Error, e.Node, "%s exited with code 0, and the kernel killed %s with it: a node runs as pid 1 of a PID namespace of its own, as in a container, so a command that starts its server in the background and returns (`&`, a daemonize option, a `start` script) ends the server with it; run it in the foreground, or give the node init: true (docs/spec.md, \"Daemons\")", e.LPID, others)
 		case t.role(e.Node) == spec.RoleClient && failed:
 			t.set(ClientFailed, e.Node, "%s", t.exitText(e))
 		case t.role(e.Node) == spec.RoleClient:

@@ -31,6 +31,10 @@ type Node struct {
 	Caps []int
 	// Limits override limits.node for this node (spec: limits: {...}).
 	Limits NodeLimits
+	// Init runs lockstep's init as the node's pid 1 and the command as
+	// its child (spec: init: true), for a command that starts its server
+	// in the background and returns (docs/spec.md, "Daemons").
+	Init bool
 	// Lines of the node and of its fields, for errors found after decoding.
 	line, cmdLine, workdirLine, delayLine, imageLine int
 	envLines                                         map[string]int
@@ -42,8 +46,8 @@ type nodeDraft struct {
 	idx int
 	// names are the nodes before this one, by name: a name is taken once.
 	names map[string]int
-	// command is where command is, when given.
-	command ast.Node
+	// command is where command is, when given; init where init is.
+	command, init ast.Node
 }
 
 // nodeFields are a node's (nodes[i]).
@@ -128,6 +132,11 @@ var nodeFields = []field[*nodeDraft]{
 		nd.n.Limits, err = d.nodeLimits(v, path)
 		return err
 	}},
+	{"init", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
+		nd.n.Init, err = d.boolean(v, path)
+		nd.init = v
+		return err
+	}},
 }
 
 func decodeNodeName(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
@@ -187,6 +196,9 @@ func (d *decoder) node(v ast.Node, i int, names map[string]int, s *Spec) error {
 	}
 	if ns.Entrypoint != nil && ns.Image == nil {
 		return d.errf(v, path+".entrypoint", "only an image node has an entrypoint (put it in command)")
+	}
+	if ns.Init && ns.Role == RoleClient {
+		return d.errf(nd.init, path+".init", "is for servers: a trial ends when its clients exit, and a client under an init would not until every process it started had")
 	}
 	s.Nodes = append(s.Nodes, *ns)
 	return nil

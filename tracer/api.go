@@ -156,6 +156,12 @@ type LaunchConfig struct {
 	// for when they come from inside, and when it exits every process it
 	// left behind in the namespace is killed.
 	PIDNamespace bool
+	// Init, with PIDNamespace, runs lockstep's init as pid 1 and the
+	// program as its child, as a container's --init does: processes the
+	// program leaves behind live on, orphans are reaped, and the node's
+	// first process exits once none is left. Its Exit then tells the last
+	// process's (its LPID, code or signal).
+	Init bool
 	// ClockOffset sets the node's wall clock apart from the cluster's when
 	// its first process starts (a restart keeps the node's clock).
 	ClockOffset time.Duration

@@ -131,6 +131,10 @@ type process struct {
 	fatal  syscall.Signal
 	// took counts the node's processes killed with it (Exit.Took).
 	took int
+	// init says the process is lockstep's init (LaunchConfig.Init), and
+	// cmd is its first child, the one that execs the node's program.
+	init bool
+	cmd  *process
 	// nspid is the process's pid in its own PID namespace, 0 until read
 	// (ownPid, proc_stat.go).
 	nspid int
@@ -267,6 +271,15 @@ func (th *thread) inject(nr uint64, args ...uint64) (int64, error) {
 
 // Ptrace events: stops handled as they arrive (seccomp stops go to the
 // gates), new threads and processes, execs, exits, and tearing down.
+
+// started says a node's first process has exec'd the node's program (an
+// init's child has).
+func (p *process) started() bool {
+	if p.init {
+		return p.cmd != nil && p.cmd.execs > 0
+	}
+	return p.execs > 0
+}
 
 // firstLPID names a process's first thread (and a thread that exec'd).
 func (p *process) firstLPID() string { return p.node.name + "/" + p.forkPath + "/t0" }

@@ -19,7 +19,10 @@ type nodeInfo struct {
 	diag  *sockdiag.Sock // sock_diag in the node's namespace, opened lazily
 	rand  io.Reader
 	procs int // processes ever started on the node, for fork paths
-	execs int // images exec'd on the node, for their AT_RANDOM streams
+	// lastExit is the last exit of a process of the node other than its
+	// first since it was launched: what an init's exit stands for.
+	lastExit *Exit
+	execs    int // images exec'd on the node, for their AT_RANDOM streams
 	// clockOffset is how far the node's wall clock is from the cluster's
 	// (clock faults).
 	clockOffset time.Duration

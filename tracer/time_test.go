@@ -410,3 +410,47 @@ func TestSocketFlagsChangeBetweenReads(t *testing.T) {
 		t.Fatalf("the read with SO_RCVLOWAT 2 was released with %d bytes waiting", arrived)
 	}
 }
+
+// TestInit: under LaunchConfig.Init a command that starts a process in the
+// background and returns leaves it running: the node's first process (the
+// init) exits once the last one has, and its Exit is that process's, named
+// by its LPID. Without Init the kernel kills it with the command, which
+// Exit.Took counts. The program runs as pid 2, its children after it.
+func TestInit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		init bool
+		want string // the root's exit, as Exit.String words it
+		took int
+	}{
+		{"init", true, "n/0.0.0 exited with code 5", 0},
+		{"without", false, "n/0 exited with code 0", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{Clock: &testClock{}})
+			f, err := os.Create(filepath.Join(h.dir, "n.out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			cmd := `echo "pid $$"; (sleep 0.5; echo late; exit 5) & exit 0`
+			if _, err := h.tr.Launch(LaunchConfig{Node: "n", Argv: []string{"/bin/sh", "-c", cmd}, Stdout: f, Stderr: f, PIDNamespace: true, Init: tc.init}); err != nil {
+				t.Fatal(err)
+			}
+			res := h.run(nil, nil)
+			var root *Exit
+			for i, e := range res.exits {
+				if e.Root {
+					root = &res.exits[i]
+				}
+			}
+			if root == nil || root.String() != tc.want || root.Took != tc.took {
+				t.Fatalf("root exit %+v, want %q having taken %d (exits %v)", root, tc.want, tc.took, res.exits)
+			}
+			out := h.output("n")
+			if tc.init && out != "pid 2\nlate\n" || !tc.init && out != "pid 1\n" {
+				t.Fatalf("output %q", out)
+			}
+		})
+	}
+}

@@ -117,6 +117,9 @@ func (t *Tracer) onClone(parent *thread) {
 			threads: map[int]*thread{}, fds: map[int]*fdInfo{}, parent: p, tscSites: p.tscSites,
 		}
 		p.nforks++
+		if p.init && p.cmd == nil {
+			p.cmd = np
+		}
 		if t.opts.Random != nil {
 			np.rand = t.opts.Random(np.node.name + "/" + np.forkPath)
 		}
@@ -296,6 +299,15 @@ func (t *Tracer) onExit(th *thread, st ptrace.Status) {
 		}
 	} else {
 		e.Code = st.ExitCode()
+		if last := p.node.lastExit; p.init && last != nil {
+			// An init exits when no process is left: the last one's exit
+			// is the node's.
+			e.LPID, e.Code, e.Signal = last.LPID, last.Code, last.Signal
+		}
+	}
+	if !p.root {
+		last := e
+		p.node.lastExit = &last
 	}
 	t.exits = append(t.exits, e)
 	// Its sockets close with it (when no other process shares them): the

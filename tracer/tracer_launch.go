@@ -93,7 +93,7 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	lc := launch.Config{
 		Path: path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Netns: cfg.Netns, HostsFile: cfg.HostsFile,
 		Sandbox: cfg.Sandbox, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
-		TrapTSC: t.opts.Clock != nil, NewPID: cfg.PIDNamespace, ClockFd: -1,
+		TrapTSC: t.opts.Clock != nil, NewPID: cfg.PIDNamespace, Init: cfg.PIDNamespace && cfg.Init, ClockFd: -1,
 	}
 	if !cfg.NoFilter {
 		lc.Filter = t.filter
@@ -157,8 +157,9 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 	ni.disk = cfg.Disk
 	ni.openCPUStat(cfg.Cgroup, t.cgroupWatch())
 	ni.stir()
-	p := &process{pid: pid, site: callsite.Process{Pid: pid}, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace}
+	p := &process{pid: pid, site: callsite.Process{Pid: pid}, node: ni, forkPath: strconv.Itoa(ni.procs), threads: map[int]*thread{}, fds: map[int]*fdInfo{}, root: true, nsInit: cfg.PIDNamespace, init: cfg.PIDNamespace && cfg.Init}
 	ni.procs++
+	ni.lastExit = nil
 	p.rand = ni.rand // the node's first process: the node's stream
 	if ni.procs > 1 && t.opts.Random != nil {
 		p.rand = t.opts.Random(ni.name + "/" + p.forkPath)
@@ -174,17 +175,23 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		delete(t.pt.procs, pid)
 		return abort(fmt.Errorf("releasing %s: %w", cfg.Argv[0], err))
 	}
-	// Run until the helper has exec'd the target or died.
+	// Run until the helper has exec'd the target or died (under an init,
+	// until the init's child has).
 	deadline := time.Now().Add(10 * time.Second)
-	for p.execs == 0 && !p.exited {
+	for !p.started() && !p.exited {
 		if time.Now().After(deadline) {
 			return pid, fmt.Errorf("launching %s: it did not exec within 10s", cfg.Argv[0])
 		}
 		if n := t.q.drain(true); n == 0 {
 			pause(50 * time.Microsecond)
 		}
+		if p.init && th.state == tsAlone {
+			// The init's fork runs alone, as every fork does; nothing
+			// else runs while a node starts.
+			th.allow()
+		}
 	}
-	if p.exited && p.execs == 0 {
+	if p.exited && !p.started() {
 		err := sp.Failure()
 		if err == nil {
 			err = errors.New("exited before exec")

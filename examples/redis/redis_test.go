@@ -279,3 +279,28 @@ func BenchmarkRedisTrial(b *testing.B) {
 	sp.Faults.Budget = 0
 	trialbench.Run(b, sp)
 }
+
+// TestRedisDaemonUnderInit: spec-daemon.yaml starts Redis with `daemonize
+// yes` under `init: true`. Every trial passes, as spec-crash.yaml's do:
+// the daemon serves, the crash kills it, and the restarted command
+// daemonizes again (its processes are the second start's, r1/1.…); a
+// trace replays.
+func TestRedisDaemonUnderInit(t *testing.T) {
+	requireRedis(t)
+	sum := extest.Run(t, extest.LoadSpec(t, "spec-daemon.yaml"), engine.RunOptions{Trials: 3, TraceAll: true})
+	for _, r := range sum.Results {
+		if r.Outcome.Kind != engine.Pass {
+			t.Fatalf("trial %d: %v", r.Index, r.Outcome)
+		}
+		trace, err := os.ReadFile(filepath.Join(r.Dir, "trace.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(trace), `"kind":"crash"`) || !strings.Contains(string(trace), `"lpid":"r1/1.`) {
+			t.Errorf("trial %d: no crash of r1 followed by a second start's ops in its trace", r.Index)
+		}
+	}
+	if diff := extest.ReplayTwice(t, filepath.Join(sum.Results[0].Dir, "trace.jsonl")); diff != "" {
+		t.Errorf("trial 0 did not replay: %s", diff)
+	}
+}

@@ -75,6 +75,7 @@ const (
 	stepPivotRoot
 	stepMaskProc
 	stepKeep
+	stepInit
 )
 
 var stepNames = map[spawnStep]string{
@@ -92,6 +93,7 @@ var stepNames = map[spawnStep]string{
 	stepImageRoot: "mounting the image's root", stepPivotRoot: "making the image's root the node's /",
 	stepMaskProc: "masking the host's kernel in /proc and /sys",
 	stepKeep:     "keeping its directories below its own /tmp, /var/tmp and /dev/shm",
+	stepInit:     "forking the program under lockstep's init",
 }
 
 // spawnSpec is everything the child needs, prepared by the parent so that
@@ -166,6 +168,7 @@ type spawnSpec struct {
 	dir        *byte
 	trapTSC    bool
 	newPID     bool            // the child is pid 1 of a new PID namespace
+	init       bool            // the child stays pid 1 as an init; its child execs
 	fprog      *unix.SockFprog // nil: no filter
 	path       *byte
 	argv, envv []*byte
@@ -236,9 +239,55 @@ func spawnChild(s *spawnSpec) {
 	if step, e := childRestrict(s); e != 0 {
 		spawnFail(s, step, e)
 	}
+	if s.init {
+		runInit(s) // returns in the child that goes on to exec
+	}
 	_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(s.path)),
 		uintptr(unsafe.Pointer(&s.argv[0])), uintptr(unsafe.Pointer(&s.envv[0])))
 	spawnFail(s, stepExec, e)
+}
+
+// runInit makes the child an init (Config.Init): it forks, and the fork
+// returns to exec the program; the child stays pid 1 of the namespace,
+// reaps its own child and every process orphaned to it, and exits when
+// none is left, with the last one's status (a signal's as 128+signal, a
+// shell's way). Each process of the namespace is still seized and
+// gated: the fork is a traced one. The init itself runs only wait4, which
+// is not gated.
+//
+//go:nosplit
+//go:norace
+//go:noinline
+func runInit(s *spawnSpec) {
+	pid, _, e := syscall.RawSyscall6(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 {
+		spawnFail(s, stepInit, e)
+	}
+	if pid == 0 {
+		return
+	}
+	// Nothing else: a close would be gated, an op of every trial. The
+	// descriptors it keeps (the error pipe's end, the clock page) are
+	// the fork's too, and close with the namespace.
+	var status uint32
+	code := uintptr(0)
+	for {
+		_, _, e := syscall.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(&status)), unix.WALL, 0, 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			break // ECHILD: no process left
+		}
+		if sig := status & 0x7f; sig == 0 {
+			code = uintptr(status>>8) & 0xff
+		} else if sig != 0x7f { // not a stop
+			code = 128 + uintptr(sig)
+		}
+	}
+	for {
+		syscall.RawSyscall(unix.SYS_EXIT_GROUP, code, 0, 0)
+	}
 }
 
 // childFds gives the child its standard descriptors, closes all others but
@@ -835,6 +884,10 @@ type Config struct {
 	TrapTSC bool
 	// NewPID starts the program as pid 1 of a PID namespace of its own.
 	NewPID bool
+	// Init, with NewPID, keeps pid 1 as an init that reaps what is
+	// orphaned to it, and execs the program in its child: a command that
+	// starts its server in the background and returns leaves it running.
+	Init bool
 	// ClockFd is the node's clock page, handed to a sandboxed node as
 	// ClockPageFd; -1 for none.
 	ClockFd int
@@ -873,7 +926,7 @@ func (c *Child) Release() error {
 // Spawn forks a child prepared to exec cfg's program; it waits until
 // Release.
 func Spawn(cfg Config) (*Child, error) {
-	s := &spawnSpec{trapTSC: cfg.TrapTSC, newPID: cfg.NewPID}
+	s := &spawnSpec{trapTSC: cfg.TrapTSC, newPID: cfg.NewPID, init: cfg.NewPID && cfg.Init}
 	if err := s.setProgram(cfg.Path, cfg.Argv, cfg.Env, cfg.Dir, cfg.HostsFile, cfg.Filter); err != nil {
 		return nil, err
 	}

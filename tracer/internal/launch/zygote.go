@@ -45,6 +45,7 @@ type zygoteRequest struct {
 	Filter  []unix.SockFilter `json:"filter,omitempty"`
 	TrapTSC bool              `json:"traptsc,omitempty"`
 	NewPID  bool              `json:"newpid,omitempty"`
+	Init    bool              `json:"init,omitempty"`
 	// Sandbox: see Config; Clock says the node's clock page is the
 	// last descriptor (see Sandbox).
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
@@ -109,7 +110,7 @@ func (z *Zygote) Close() error {
 // Spawn asks the zygote for a child; see Spawn for the contract.
 func (z *Zygote) Spawn(cfg Config) (*Child, error) {
 	req := zygoteRequest{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Hosts: cfg.HostsFile,
-		Netns: cfg.Netns != "", Filter: cfg.Filter, TrapTSC: cfg.TrapTSC, NewPID: cfg.NewPID,
+		Netns: cfg.Netns != "", Filter: cfg.Filter, TrapTSC: cfg.TrapTSC, NewPID: cfg.NewPID, Init: cfg.Init,
 		Sandbox: cfg.Sandbox, Clock: cfg.Sandbox != nil && cfg.ClockFd >= 0}
 	raw, err := json.Marshal(req)
 	if err != nil {
@@ -267,7 +268,7 @@ func zygoteSpawn(raw, oob []byte) (int, error) {
 	for _, fd := range fds {
 		unix.CloseOnExec(fd)
 	}
-	s := &spawnSpec{trapTSC: req.TrapTSC, newPID: req.NewPID, syncFd: uintptr(fds[3]), errFd: uintptr(fds[4])}
+	s := &spawnSpec{trapTSC: req.TrapTSC, newPID: req.NewPID, init: req.NewPID && req.Init, syncFd: uintptr(fds[3]), errFd: uintptr(fds[4])}
 	for i := range 3 {
 		s.stdio[i] = uintptr(fds[i])
 	}

@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDaemonUnderInit: a server whose command starts it in the background
+// and returns runs on under init: true, as natively, and its clients
+// reach it; the node's exit is its last process's, so a daemon that dies
+// later is the node's crash, named by the daemon's exit, and its trace
+// replays. Without init the same command is the lockstep error
+// TestSandboxNamed checks.
+func TestDaemonUnderInit(t *testing.T) {
+	requireTrials(t)
+	bin := repoPath("testdata", "bin", "c")
+	if _, err := os.Stat(filepath.Join(bin, "pingpong_server")); err != nil {
+		t.Skipf("skipping: %v (make testdata builds it)", err)
+	}
+	serve := filepath.Join(bin, "pingpong_server") + " 7000"
+	for _, tc := range []struct {
+		name, server string
+		serves       bool // the client pings it; else the client sleeps
+		want         OutcomeKind
+		says         string
+	}{
+		{"backgrounded", serve + " & exit 0", true, Pass, ""},
+		// The classic way: a child that forks the server and exits, so
+		// the server is orphaned to pid 1, in a session of its own.
+		{"double fork", "(setsid " + serve + " &) ; exit 0", true, Pass, ""},
+		{"foreground", "exec " + serve, true, Pass, ""},
+		{"daemon dies", "(sleep 0.3; exit 3) & exit 0", false, NodeCrashed, "exited with code 3"},
+		{"daemon killed", "sh -c 'sleep 0.3; kill -SEGV $$' & exit 0", false, NodeCrashed, "was killed by SIGSEGV"},
+		{"start fails", "exit 4", false, NodeCrashed, "server/0.0 exited with code 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := loadText(t, filepath.Join(t.TempDir(), "daemon.yaml"), fmt.Sprintf(`name: daemon
+nodes:
+  - name: server
+    command: ["/bin/sh", "-c", %q]
+    init: true
+    ready: {listen: 7000}
+  - name: client
+    role: client
+    command: ["%s/tick_client", "server", "7000", "2", "10"]
+limits: {virtual_time: 10s, real_time: 60s}
+`, tc.server, bin))
+			if !tc.serves {
+				sp.Nodes[0].ReadyPort = 0
+				sp.Nodes[1].Command = []string{"/bin/sh", "-c", "sleep 5"}
+			}
+			seed := int64(1)
+			sum, err := Run(t.Context(), sp, RunOptions{Trials: 2, Seed: &seed, Strategy: "pos", OutDir: t.TempDir(), Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range sum.Results {
+				if o := r.Outcome; o.Kind != tc.want || !strings.Contains(o.Detail, tc.says) {
+					t.Fatalf("trial %d: %v; want %s saying %q", r.Index, o, tc.want, tc.says)
+				}
+				if tc.want != Pass && (r.Verify == nil || !r.Verify.Same) {
+					t.Errorf("trial %d's trace did not replay: %+v", r.Index, r.Verify)
+				}
+			}
+		})
+	}
+}
