@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDaemonUnderInit: a server whose command starts it in the background
@@ -13,7 +14,9 @@ import (
 // reach it; the node's exit is its last process's, so a daemon that dies
 // later is the node's crash, named by the daemon's exit, and its trace
 // replays. Without init the same command is the lockstep error
-// TestSandboxNamed checks.
+// TestSandboxNamed checks. Natively (--native) the node likewise lives
+// until its cgroup is empty, though how its last process exited is not
+// known there.
 func TestDaemonUnderInit(t *testing.T) {
 	requireTrials(t)
 	bin := repoPath("testdata", "bin", "c")
@@ -25,16 +28,16 @@ func TestDaemonUnderInit(t *testing.T) {
 		name, server string
 		serves       bool // the client pings it; else the client sleeps
 		want         OutcomeKind
-		says         string
+		says, native string // what the outcome says, under lockstep and natively
 	}{
-		{"backgrounded", serve + " & exit 0", true, Pass, ""},
+		{"backgrounded", serve + " & exit 0", true, Pass, "", ""},
 		// The classic way: a child that forks the server and exits, so
 		// the server is orphaned to pid 1, in a session of its own.
-		{"double fork", "(setsid " + serve + " &) ; exit 0", true, Pass, ""},
-		{"foreground", "exec " + serve, true, Pass, ""},
-		{"daemon dies", "(sleep 0.3; exit 3) & exit 0", false, NodeCrashed, "exited with code 3"},
-		{"daemon killed", "sh -c 'sleep 0.3; kill -SEGV $$' & exit 0", false, NodeCrashed, "was killed by SIGSEGV"},
-		{"start fails", "exit 4", false, NodeCrashed, "server/0.0 exited with code 4"},
+		{"double fork", "(setsid " + serve + " &) ; exit 0", true, Pass, "", ""},
+		{"foreground", "exec " + serve, true, Pass, "", ""},
+		{"daemon dies", "(sleep 0.3; exit 3) & exit 0", false, NodeCrashed, "exited with code 3", "server: its last process exited"},
+		{"daemon killed", "sh -c 'sleep 0.3; kill -SEGV $$' & exit 0", false, NodeCrashed, "was killed by SIGSEGV", "server: its last process exited"},
+		{"start fails", "exit 4", false, NodeCrashed, "server/0.0 exited with code 4", "server exited with code 4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sp := loadText(t, filepath.Join(t.TempDir(), "daemon.yaml"), fmt.Sprintf(`name: daemon
@@ -64,6 +67,13 @@ limits: {virtual_time: 10s, real_time: 60s}
 				if tc.want != Pass && (r.Verify == nil || !r.Verify.Same) {
 					t.Errorf("trial %d's trace did not replay: %+v", r.Index, r.Verify)
 				}
+			}
+			native, err := Run(t.Context(), sp, RunOptions{Trials: 1, OutDir: t.TempDir(), Native: true, NativeLimit: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := native.Results[0].Outcome; o.Kind != tc.want || !strings.Contains(o.Detail, tc.native) {
+				t.Fatalf("natively: %v; want %s saying %q", o, tc.want, tc.native)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -231,10 +232,18 @@ func (nt *nativeTrial) startNode(n *spec.Node) (*nativeVerdict, error) {
 			return verdictf(Error, n.Name, "moving node %s into cgroup %s: %v", n.Name, cg, err), nil
 		}
 	}
-	go func(name string) {
+	go func(name string, init bool) {
 		err := cmd.Wait()
+		if init && err == nil {
+			// Under init: true the command may have left its server in
+			// the background, as natively it runs on: the node ends when
+			// its cgroup is empty (a Reset empties it at the trial's end).
+			err = awaitEmpty(cn.CgroupDir)
+			nt.exits <- nativeExitOf{node: name, err: err}
+			return
+		}
 		nt.exits <- nativeExitOf{node: name, state: cmd.ProcessState, err: err}
-	}(n.Name)
+	}(n.Name, n.Init)
 	return nil, nil
 }
 
@@ -318,6 +327,8 @@ func (nt *nativeTrial) finish(ctx context.Context, v *nativeVerdict) (*TrialResu
 func nativeExit(node string, st *os.ProcessState, err error) exitDesc {
 	ed := exitDesc{node: node, lpid: node}
 	switch {
+	case errors.Is(err, errDaemonGone):
+		ed.text = fmt.Sprintf("%s: %v (its command had returned, under init: true; natively how it exited is not known)", node, err)
 	case st == nil && err != nil:
 		ed.text = fmt.Sprintf("%s could not be waited for: %v", node, err)
 	case st == nil:
@@ -339,6 +350,26 @@ func nativeExit(node string, st *os.ProcessState, err error) exitDesc {
 }
 
 var errNotReady = errors.New("not ready in time")
+
+// errDaemonGone is the end of a native node under init: true whose command
+// returned: its processes are not lockstep's children, so how the last one
+// exited is not known.
+var errDaemonGone = errors.New("its last process exited")
+
+// awaitEmpty waits until cgroup dir holds no process, and says so with
+// errDaemonGone.
+func awaitEmpty(dir string) error {
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+		if err != nil {
+			return fmt.Errorf("watching %s for the node's end: %w", dir, err)
+		}
+		if strings.Contains(string(b), "populated 0") {
+			return errDaemonGone
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 // waitListening polls until a socket in the node's namespace listens on
 // port.
