@@ -218,9 +218,12 @@ func (nt *nativeTrial) startNode(n *spec.Node) (*nativeVerdict, error) {
 	// ip netns exec enters the namespace and bind-mounts its hosts file,
 	// as the tracer's helper does; the child is born in the node's cgroup
 	// so Reset kills all it leaves behind.
-	cmd := exec.Command("ip", append([]string{"netns", "exec", filepath.Base(cn.NetnsPath)}, argv...)...)
+	// In a UTS namespace of its own whose host name is the node's, as
+	// under lockstep (the shell names it, then becomes the command).
+	cmd := exec.Command("ip", append([]string{"netns", "exec", filepath.Base(cn.NetnsPath),
+		"/bin/sh", "-c", `printf %s "$0" >/proc/sys/kernel/hostname && exec "$@"`, n.Name}, argv...)...)
 	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = nodeEnv(env), wd, out, errf
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd()), Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd()), Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWUTS}
 	if err := cmd.Start(); err != nil {
 		return verdictf(Error, n.Name, "starting node %s: %v", n.Name, err), nil
 	}

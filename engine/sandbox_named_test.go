@@ -102,3 +102,36 @@ limits: {virtual_time: 10s, real_time: 60s}
 		})
 	}
 }
+
+// TestNodeHostName: a node's host name is its own name, under lockstep and
+// natively, whatever the host's is, so a program that names itself after
+// its host (an Erlang short name, a JVM's local address) sees what it
+// would on a machine of that name.
+func TestNodeHostName(t *testing.T) {
+	requireTrials(t)
+	sp := loadText(t, filepath.Join(t.TempDir(), "host.yaml"), `name: host
+nodes:
+  - name: alpha
+    command: ["/bin/sh", "-c", "echo $(hostname) $(uname -n); sleep 0.1"]
+  - name: client
+    role: client
+    command: ["/bin/sh", "-c", "cat /proc/sys/kernel/hostname"]
+limits: {virtual_time: 10s, real_time: 60s}
+`)
+	for _, native := range []bool{false, true} {
+		sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: t.TempDir(), Native: native})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := sum.Results[0]
+		if r.Outcome.Kind != Pass {
+			t.Fatalf("native %v: %v", native, r.Outcome)
+		}
+		for node, want := range map[string]string{"alpha": "alpha alpha\n", "client": "client\n"} {
+			out, err := os.ReadFile(filepath.Join(r.Dir, node+".out"))
+			if err != nil || string(out) != want {
+				t.Errorf("native %v: %s printed %q (%v), want %q", native, node, out, err, want)
+			}
+		}
+	}
+}

@@ -474,7 +474,7 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 	lim := t.j.limits.nodes[n.Name]
 	cn := t.j.cluster.Node(n.Name)
 	sb := &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps, Trial: t.res.Dir, TmpfsSize: lim.tmpfs,
-		HiddenMounts: []string{tmpSource}}
+		HiddenMounts: []string{tmpSource}, Hostname: n.Name}
 	if n.Image != nil {
 		sb.Root, env = imageRoot(t.res.Dir, n), imageNodeEnv(env)
 	} else {

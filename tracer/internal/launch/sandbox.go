@@ -47,6 +47,11 @@ type Sandbox struct {
 	// that the node must not see: other trials' {{tmp}}. The node sees the
 	// others there as on the host, read-only but for Writable.
 	HiddenMounts []string
+	// Hostname, when set, is the node's own host name, in a UTS namespace
+	// of its own: what gethostname and uname tell it, as a container's
+	// or a machine's name would, rather than the host's, which differs
+	// from one machine to the next and would be every node's at once.
+	Hostname string
 }
 
 // TrialPath is where a sandboxed node sees Sandbox.Trial.

@@ -76,6 +76,7 @@ const (
 	stepMaskProc
 	stepKeep
 	stepInit
+	stepHostname
 )
 
 var stepNames = map[spawnStep]string{
@@ -94,6 +95,7 @@ var stepNames = map[spawnStep]string{
 	stepMaskProc: "masking the host's kernel in /proc and /sys",
 	stepKeep:     "keeping its directories below its own /tmp, /var/tmp and /dev/shm",
 	stepInit:     "forking the program under lockstep's init",
+	stepHostname: "setting the node's host name",
 }
 
 // spawnSpec is everything the child needs, prepared by the parent so that
@@ -116,7 +118,8 @@ type spawnSpec struct {
 	// maskDirs under an empty tmpfs (maskOpts) (see maskedPaths); capsDrop
 	// leave the bounding set.
 	sandbox             bool
-	proc, proc0         *byte // "proc", "/proc"
+	hostname            []byte // the node's host name (Sandbox.Hostname), nil: the host's
+	proc, proc0         *byte  // "proc", "/proc"
 	writable            []*byte
 	procRO              []*byte
 	maskFiles, maskDirs []*byte
@@ -327,6 +330,14 @@ func childFds(s *spawnSpec) (spawnStep, syscall.Errno) {
 //go:norace
 //go:noinline
 func childMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
+	if s.hostname != nil {
+		if _, _, e := syscall.RawSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWUTS, 0, 0); e != 0 {
+			return stepUnshare, e
+		}
+		if _, _, e := syscall.RawSyscall(unix.SYS_SETHOSTNAME, uintptr(unsafe.Pointer(&s.hostname[0])), uintptr(len(s.hostname)), 0); e != 0 {
+			return stepHostname, e
+		}
+	}
 	if s.hosts != nil || s.sandbox {
 		// A private mount namespace lets this node see its own /etc/hosts
 		// and a read-only host; a sandbox's IPC namespace keeps System V
@@ -452,6 +463,9 @@ func cstr(str string) *byte {
 // setSandbox prepares a sandbox (see Sandbox); clockFd is the node's clock
 // page in the forking process, -1 for none.
 func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
+	if sb.Hostname != "" {
+		s.hostname = []byte(sb.Hostname)
+	}
 	if sb.Root != nil {
 		return s.setImageRoot(sb, clockFd)
 	}
