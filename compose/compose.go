@@ -679,25 +679,7 @@ func write(path, name string, nodes []*node, dropped []string) []byte {
 		if n.ready != 0 {
 			fmt.Fprintf(&b, "    ready: {listen: %d}\n", n.ready)
 		}
-		if len(s.CapAdd) > 0 {
-			var caps []string
-			for _, c := range s.CapAdd {
-				if strings.EqualFold(c, "ALL") {
-					fmt.Fprintf(&b, "    # not carried over: cap_add ALL (grant capabilities one by one)\n")
-					continue
-				}
-				caps = append(caps, c)
-			}
-			if len(caps) > 0 {
-				fmt.Fprintf(&b, "    capabilities: %s\n", list(caps))
-			}
-		}
-		switch {
-		case s.Init && n.role == "client":
-			b.WriteString("    # not carried over: init (a client's command must end by itself)\n")
-		case s.Init:
-			b.WriteString("    init: true\n")
-		}
+		writeProcess(&b, &s, n.role)
 		if s.Hostname != "" && s.Hostname != n.name {
 			fmt.Fprintf(&b, "    # not carried over: hostname %s (a node's host name is its name)\n", s.Hostname)
 		}
@@ -719,4 +701,28 @@ func write(path, name string, nodes []*node, dropped []string) []byte {
 		}
 	}
 	return []byte(b.String())
+}
+
+// writeProcess writes what a service says of its process beside its
+// command: the capabilities it adds, and an init.
+func writeProcess(b *strings.Builder, s *service, role string) {
+	if len(s.CapAdd) > 0 {
+		var caps []string
+		for _, c := range s.CapAdd {
+			if strings.EqualFold(c, "ALL") {
+				fmt.Fprintf(b, "    # not carried over: cap_add ALL (grant capabilities one by one)\n")
+				continue
+			}
+			caps = append(caps, c)
+		}
+		if len(caps) > 0 {
+			fmt.Fprintf(b, "    capabilities: %s\n", list(caps))
+		}
+	}
+	switch {
+	case s.Init && role == "client":
+		b.WriteString("    # not carried over: init (a client's command must end by itself)\n")
+	case s.Init:
+		b.WriteString("    init: true\n")
+	}
 }

@@ -78,3 +78,40 @@ limits: {virtual_time: 10s, real_time: 60s}
 		})
 	}
 }
+
+// TestInitNotReadable: lockstep's init is a copy of lockstep's zygote, its
+// environment and memory lockstep's: a node's process cannot read them
+// through /proc/1, though it shares the init's credentials, and the init
+// holds no capability (it never execs, so the sandbox's drop from the
+// bounding set alone would leave it its own). Without init, pid 1 is the
+// node's own program, which it may read.
+func TestInitNotReadable(t *testing.T) {
+	requireTrials(t)
+	for _, init := range []bool{true, false} {
+		sp := loadText(t, filepath.Join(t.TempDir(), "environ.yaml"), fmt.Sprintf(`name: environ
+nodes:
+  - name: server
+    command: ["/bin/sh", "-c", "for f in environ maps; do head -c 1 /proc/1/$f >/dev/null 2>&1 && echo read $f; done; grep CapEff /proc/1/status; sleep 0.1"]
+    init: %v
+  - name: client
+    role: client
+    command: ["/bin/sh", "-c", "sleep 0.5"]
+limits: {virtual_time: 10s, real_time: 60s}
+`, init))
+		sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Strategy: "pos", OutDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.ReadFile(filepath.Join(sum.Results[0].Dir, "server.out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "CapEff:\t0000000000000000\n"
+		if !init {
+			want = "read environ\nread maps\nCapEff:" // the node's own
+		}
+		if init && string(out) != want || !init && !strings.HasPrefix(string(out), want) {
+			t.Errorf("init %v: the node printed %q, want %q", init, out, want)
+		}
+	}
+}

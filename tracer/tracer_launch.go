@@ -175,21 +175,8 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		delete(t.pt.procs, pid)
 		return abort(fmt.Errorf("releasing %s: %w", cfg.Argv[0], err))
 	}
-	// Run until the helper has exec'd the target or died (under an init,
-	// until the init's child has).
-	deadline := time.Now().Add(10 * time.Second)
-	for !p.started() && !p.exited {
-		if time.Now().After(deadline) {
-			return pid, fmt.Errorf("launching %s: it did not exec within 10s", cfg.Argv[0])
-		}
-		if n := t.q.drain(true); n == 0 {
-			pause(50 * time.Microsecond)
-		}
-		if p.init && th.state == tsAlone {
-			// The init's fork runs alone, as every fork does; nothing
-			// else runs while a node starts.
-			th.allow()
-		}
+	if !t.awaitExec(p, th) {
+		return pid, fmt.Errorf("launching %s: it did not exec within 10s", cfg.Argv[0])
 	}
 	if p.exited && !p.started() {
 		err := sp.Failure()
@@ -202,6 +189,27 @@ func (t *Tracer) launch(cfg LaunchConfig, path string) (int, error) {
 		return pid, fmt.Errorf("launching %s: %w", cfg.Argv[0], err)
 	}
 	return pid, nil
+}
+
+// awaitExec runs a node's first process, th its thread, until it has
+// exec'd the node's program or died (under an init, until the init's
+// child has); false when neither happened within 10 s.
+func (t *Tracer) awaitExec(p *process, th *thread) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for !p.started() && !p.exited {
+		if time.Now().After(deadline) {
+			return false
+		}
+		if n := t.q.drain(true); n == 0 {
+			pause(50 * time.Microsecond)
+		}
+		if p.init && th.state == tsAlone {
+			// The init's fork runs alone, as every fork does; nothing
+			// else runs while a node starts.
+			th.allow()
+		}
+	}
+	return true
 }
 
 func containsSlash(s string) bool {

@@ -166,15 +166,19 @@ type spawnSpec struct {
 	rootHosts, imageHosts *byte
 	// clock, when set, is the node's clock page, handed to the program as
 	// descriptor ClockPageFd (see ClockPageFd).
-	clock      uintptr
-	hasClock   bool
-	dir        *byte
-	trapTSC    bool
-	newPID     bool            // the child is pid 1 of a new PID namespace
-	init       bool            // the child stays pid 1 as an init; its child execs
-	fprog      *unix.SockFprog // nil: no filter
-	path       *byte
-	argv, envv []*byte
+	clock    uintptr
+	hasClock bool
+	dir      *byte
+	trapTSC  bool
+	newPID   bool // the child is pid 1 of a new PID namespace
+	init     bool // the child stays pid 1 as an init; its child execs
+	// initCaps are what the init's capabilities become: none (capset's
+	// header and its two words of sets, all zero).
+	initCapsHdr unix.CapUserHeader
+	initCaps    [2]unix.CapUserData
+	fprog       *unix.SockFprog // nil: no filter
+	path        *byte
+	argv, envv  []*byte
 }
 
 // spawnFailure is what the child writes to the error pipe before exiting.
@@ -269,6 +273,14 @@ func runInit(s *spawnSpec) {
 	if pid == 0 {
 		return
 	}
+	// The init never execs, so the capabilities the sandbox dropped from
+	// its bounding set are still its own: it needs none to wait. Its
+	// memory and environment are a copy of lockstep's (its zygote's):
+	// not dumpable, so no process of the node, which now has more
+	// capabilities than it, may read them through /proc/1 (environ, mem,
+	// maps). The tracer keeps its hold.
+	syscall.RawSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&s.initCapsHdr)), uintptr(unsafe.Pointer(&s.initCaps[0])), 0)
+	syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0, 0, 0, 0, 0)
 	// Nothing else: a close would be gated, an op of every trial. The
 	// descriptors it keeps (the error pipe's end, the clock page) are
 	// the fork's too, and close with the namespace.
@@ -941,6 +953,7 @@ func (c *Child) Release() error {
 // Release.
 func Spawn(cfg Config) (*Child, error) {
 	s := &spawnSpec{trapTSC: cfg.TrapTSC, newPID: cfg.NewPID, init: cfg.NewPID && cfg.Init}
+	s.initCapsHdr.Version = unix.LINUX_CAPABILITY_VERSION_3
 	if err := s.setProgram(cfg.Path, cfg.Argv, cfg.Env, cfg.Dir, cfg.HostsFile, cfg.Filter); err != nil {
 		return nil, err
 	}

@@ -269,6 +269,7 @@ func zygoteSpawn(raw, oob []byte) (int, error) {
 		unix.CloseOnExec(fd)
 	}
 	s := &spawnSpec{trapTSC: req.TrapTSC, newPID: req.NewPID, init: req.NewPID && req.Init, syncFd: uintptr(fds[3]), errFd: uintptr(fds[4])}
+	s.initCapsHdr.Version = unix.LINUX_CAPABILITY_VERSION_3
 	for i := range 3 {
 		s.stdio[i] = uintptr(fds[i])
 	}
