@@ -115,3 +115,63 @@ limits: {virtual_time: 10s, real_time: 60s}
 		}
 	}
 }
+
+// TestPrivateDirs: a node's private directory shows what the host's holds,
+// takes the node's writes, keeps them across the node's crash and
+// restart, and leaves the host's as it was; natively too.
+func TestPrivateDirs(t *testing.T) {
+	requireTrials(t)
+	// Below /var/lib, as a package's state is: not below /tmp, which a
+	// node has of its own already.
+	dir, err := os.MkdirTemp("/var/lib", "lockstep-private-test-")
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "seed"), []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sp := loadText(t, filepath.Join(t.TempDir(), "private.yaml"), fmt.Sprintf(`name: private
+nodes:
+  - name: server
+    command: ["/bin/sh", "-c", "cat seed; echo start >> starts; cat starts; rm seed; sleep 100"]
+    workdir: %[1]s
+    private_dirs: [%[1]s]
+  - name: client
+    role: client
+    command: ["/bin/sh", "-c", "sleep 5"]
+faults:
+  kinds: [crash]
+  nodes: [server]
+  budget: 1
+  from: 1s
+  until: 2s
+  spread: time
+  max_outage: 500ms
+limits: {virtual_time: 20s, real_time: 60s}
+`, dir))
+	seed := int64(1)
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Seed: &seed, Strategy: "pos", OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sum.Results[0]
+	out, _ := os.ReadFile(filepath.Join(r.Dir, "server.out"))
+	// The first start sees the host's seed and removes it; the restart
+	// finds it gone and its first start recorded.
+	if r.Outcome.Kind != Pass || string(out) != "host\nstart\nstart\nstart\n" {
+		t.Fatalf("%v; the server printed %q", r.Outcome, out)
+	}
+	native, err := Run(t.Context(), sp, RunOptions{Trials: 1, OutDir: t.TempDir(), Native: true, NativeLimit: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ = os.ReadFile(filepath.Join(native.Results[0].Dir, "server.out"))
+	if !strings.HasPrefix(string(out), "host\nstart\n") {
+		t.Fatalf("natively: %v; the server printed %q", native.Results[0].Outcome, out)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != "seed" {
+		t.Fatalf("the host's directory changed: %v (%v)", entries, err)
+	}
+}

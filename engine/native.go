@@ -218,10 +218,24 @@ func (nt *nativeTrial) startNode(n *spec.Node) (*nativeVerdict, error) {
 	// ip netns exec enters the namespace and bind-mounts its hosts file,
 	// as the tracer's helper does; the child is born in the node's cgroup
 	// so Reset kills all it leaves behind.
-	// In a UTS namespace of its own whose host name is the node's, as
-	// under lockstep (the shell names it, then becomes the command).
+	// In a UTS namespace of its own whose host name is the node's, with
+	// its private directories mounted (in the mount namespace `ip netns
+	// exec` makes), as under lockstep: the shell does both, then becomes
+	// the command.
+	prelude := `printf %s "$0" >/proc/sys/kernel/hostname`
+	private, err := privateDirs(nodeDir, n.PrivateDirs)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range private {
+		prelude += fmt.Sprintf(" && mount -t overlay overlay -o %s %s", shellQuote("lowerdir="+p.Dir+",upperdir="+p.Upper+",workdir="+p.Work), shellQuote(p.Dir))
+	}
+	if len(private) > 0 {
+		// A working directory in one of them was the host's until now.
+		prelude += ` && cd "$(pwd)"`
+	}
 	cmd := exec.Command("ip", append([]string{"netns", "exec", filepath.Base(cn.NetnsPath),
-		"/bin/sh", "-c", `printf %s "$0" >/proc/sys/kernel/hostname && exec "$@"`, n.Name}, argv...)...)
+		"/bin/sh", "-c", prelude + ` && exec "$@"`, n.Name}, argv...)...)
 	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = nodeEnv(env), wd, out, errf
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd()), Pdeathsig: syscall.SIGKILL, Cloneflags: syscall.CLONE_NEWUTS}
 	if err := cmd.Start(); err != nil {
@@ -390,4 +404,9 @@ func waitListening(ctx context.Context, n *netns.Node, port uint16, giveUp <-cha
 			return ctx.Err()
 		}
 	}
+}
+
+// shellQuote quotes s for /bin/sh as one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/internal/procfs"
 	"github.com/lockstep-dev/lockstep/spec"
+	"github.com/lockstep-dev/lockstep/tracer"
 )
 
 // tmpSource begins the name of the tmpfs of a node's {{tmp}} in the mount
@@ -338,4 +339,29 @@ func unmountTmps(stale func(at, source string) bool) ([]string, error) {
 		done = append(done, at)
 	}
 	return done, errors.Join(errs...)
+}
+
+// privateDir is where a node's private directory i keeps its overlay's
+// layers: in the node's {{tmp}} (nodeDir), so that its writes are bounded
+// as the rest of {{tmp}} is, last across the node's restarts in a trial and
+// are kept with a failing trial's files.
+func privateDir(nodeDir string, i int) (upper, work string) {
+	base := filepath.Join(nodeDir, ".private", strconv.Itoa(i))
+	return filepath.Join(base, "upper"), filepath.Join(base, "work")
+}
+
+// privateDirs makes the layers of a node's private directories (a
+// restart finds them made) and says where they are.
+func privateDirs(nodeDir string, dirs []string) ([]tracer.PrivateDir, error) {
+	var out []tracer.PrivateDir
+	for i, d := range dirs {
+		upper, work := privateDir(nodeDir, i)
+		for _, p := range []string{upper, work} {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return nil, fmt.Errorf("private directory %s: %w", d, err)
+			}
+		}
+		out = append(out, tracer.PrivateDir{Dir: d, Upper: upper, Work: work})
+	}
+	return out, nil
 }

@@ -475,6 +475,9 @@ func (t *Trial) launchConfig(n spec.Node) (*tracer.LaunchConfig, error) {
 	cn := t.j.cluster.Node(n.Name)
 	sb := &tracer.Sandbox{Writable: []string{t.res.Dir}, Caps: n.Caps, Trial: t.res.Dir, TmpfsSize: lim.tmpfs,
 		HiddenMounts: []string{tmpSource}, Hostname: n.Name}
+	if sb.Private, err = privateDirs(filepath.Join(t.res.Dir, n.Name), n.PrivateDirs); err != nil {
+		return nil, err
+	}
 	if n.Image != nil {
 		sb.Root, env = imageRoot(t.res.Dir, n), imageNodeEnv(env)
 	} else {

@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +33,10 @@ type Node struct {
 	Caps []int
 	// Limits override limits.node for this node (spec: limits: {...}).
 	Limits NodeLimits
+	// PrivateDirs are host directories the node sees as its own (spec:
+	// private_dirs: [/var/lib/redis]): an overlay on the host's whose
+	// writes stay in the node's {{tmp}}, across its restarts in a trial.
+	PrivateDirs []string
 	// Init runs lockstep's init as the node's pid 1 and the command as
 	// its child (spec: init: true), for a command that starts its server
 	// in the background and returns (docs/spec.md, "Daemons").
@@ -46,8 +52,9 @@ type nodeDraft struct {
 	idx int
 	// names are the nodes before this one, by name: a name is taken once.
 	names map[string]int
-	// command is where command is, when given; init where init is.
-	command, init ast.Node
+	// command is where command is, when given; init and private_dirs
+	// where they are.
+	command, init, private ast.Node
 }
 
 // nodeFields are a node's (nodes[i]).
@@ -132,6 +139,13 @@ var nodeFields = []field[*nodeDraft]{
 		nd.n.Limits, err = d.nodeLimits(v, path)
 		return err
 	}},
+	{"private_dirs", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
+		if nd.n.PrivateDirs, err = d.strings(v, path); err != nil {
+			return err
+		}
+		nd.private = v
+		return checkPrivateDirs(nd.n.PrivateDirs, func(format string, a ...any) error { return d.errf(v, path, format, a...) })
+	}},
 	{"init", func(d *decoder, v ast.Node, path string, nd *nodeDraft) (err error) {
 		nd.n.Init, err = d.boolean(v, path)
 		nd.init = v
@@ -197,6 +211,9 @@ func (d *decoder) node(v ast.Node, i int, names map[string]int, s *Spec) error {
 	if ns.Entrypoint != nil && ns.Image == nil {
 		return d.errf(v, path+".entrypoint", "only an image node has an entrypoint (put it in command)")
 	}
+	if ns.PrivateDirs != nil && ns.Image != nil {
+		return d.errf(nd.private, path+".private_dirs", "an image node's filesystem is its own already (its writes go to its layer)")
+	}
 	if ns.Init && ns.Role == RoleClient {
 		return d.errf(nd.init, path+".init", "is for servers: a trial ends when its clients exit, and a client under an init would not until every process it started had")
 	}
@@ -259,4 +276,35 @@ func (d *decoder) ready(n ast.Node, field string) (uint16, error) {
 		return 0, d.errf(n, field+".listen", "missing")
 	}
 	return port, nil
+}
+
+// sharedRoots are where a private directory may not be: the node has its
+// own of them already, or they are the kernel's.
+var sharedRoots = []string{"/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/run/lockstep"}
+
+// checkPrivateDirs checks private_dirs: absolute, clean paths of existing
+// host directories, none the root, below another, or in sharedRoots.
+func checkPrivateDirs(dirs []string, errf func(string, ...any) error) error {
+	for i, p := range dirs {
+		switch {
+		case !filepath.IsAbs(p) || filepath.Clean(p) != p:
+			return errf("%q is not an absolute, clean path", p)
+		case p == "/":
+			return errf("/ cannot be private (give the directories the server writes)")
+		}
+		for _, r := range sharedRoots {
+			if p == r || strings.HasPrefix(p, r+"/") {
+				return errf("%s is below %s, which a node has of its own or is the kernel's", p, r)
+			}
+		}
+		for _, q := range dirs[:i] {
+			if p == q || strings.HasPrefix(p, q+"/") || strings.HasPrefix(q, p+"/") {
+				return errf("%s and %s overlap", q, p)
+			}
+		}
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			return errf("%s is not a directory on this host (a private directory is an overlay on the host's)", p)
+		}
+	}
+	return nil
 }

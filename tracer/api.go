@@ -173,6 +173,10 @@ type LaunchConfig struct {
 // Sandbox isolates a node the way a container would; see LaunchConfig.
 type Sandbox = launch.Sandbox
 
+// PrivateDir is a host directory a sandboxed node sees as its own; see
+// Sandbox.Private.
+type PrivateDir = launch.PrivateDir
+
 // A Zygote forks nodes on a tracer's behalf (Options.Zygote).
 type Zygote = launch.Zygote
 

@@ -304,3 +304,39 @@ func TestRedisDaemonUnderInit(t *testing.T) {
 		t.Errorf("trial 0 did not replay: %s", diff)
 	}
 }
+
+// TestRedisDebianConfig: spec-debian.yaml runs Debian's own redis.conf
+// (daemonize yes, /var/lib/redis, /var/log/redis) under init and
+// private_dirs. Without a crash it passes, its log is in the node's
+// private layer, and the host's directories stay as they were.
+func TestRedisDebianConfig(t *testing.T) {
+	requireRedis(t)
+	if _, err := os.Stat("/etc/redis/redis.conf"); err != nil {
+		t.Skipf("skipping: %v (Debian's redis-server ships it)", err)
+	}
+	before := func() []string {
+		var names []string
+		for _, d := range []string{"/var/lib/redis", "/var/log/redis"} {
+			es, _ := os.ReadDir(d)
+			for _, e := range es {
+				names = append(names, d+"/"+e.Name())
+			}
+		}
+		return names
+	}
+	host := before()
+	sp := extest.LoadSpec(t, "spec-debian.yaml")
+	sp.Faults.Budget = 0
+	sum := extest.Run(t, sp, engine.RunOptions{Trials: 1, KeepTmp: true})
+	r := sum.Results[0]
+	if r.Outcome.Kind != engine.Pass {
+		t.Fatalf("without a crash: %v", r.Outcome)
+	}
+	log, err := os.ReadFile(filepath.Join(r.Dir, "r1", ".private", "1", "upper", "redis-server.log"))
+	if err != nil || !strings.Contains(string(log), "Ready to accept connections") {
+		t.Fatalf("the server's log in its private /var/log/redis: %v\n%s", err, log)
+	}
+	if after := before(); strings.Join(after, " ") != strings.Join(host, " ") {
+		t.Fatalf("the host's directories changed: %v, then %v", host, after)
+	}
+}

@@ -34,6 +34,14 @@ for addr in "$@"; do
 	echo "server.$n=$addr:2888:3888" >>"$dir/zoo.cfg"
 	n=$((n + 1))
 done
+if [ "${ZK_START:-}" = script ]; then
+	# As a host starts it: the package's own start script, which runs the
+	# JVM in the background (nohup … &), writes its pid file and its output
+	# under /var/log/zookeeper, checks a second later that it runs, and
+	# returns (spec-start.yaml: init: true, private_dirs).
+	export JMXDISABLE=true
+	exec /usr/share/zookeeper/bin/zkServer.sh start "$dir/zoo.cfg"
+fi
 . /usr/share/zookeeper/bin/zkEnv.sh
 log=
 [ -r /usr/share/java/slf4j-simple.jar ] && log=:/usr/share/java/slf4j-simple.jar

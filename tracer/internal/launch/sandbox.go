@@ -47,6 +47,10 @@ type Sandbox struct {
 	// that the node must not see: other trials' {{tmp}}. The node sees the
 	// others there as on the host, read-only but for Writable.
 	HiddenMounts []string
+	// Private are host directories the node sees as its own: each an
+	// overlay whose lower layer is the host's directory, mounted over it
+	// in the node's namespace last.
+	Private []PrivateDir
 	// Hostname, when set, is the node's own host name, in a UTS namespace
 	// of its own: what gethostname and uname tell it, as a container's
 	// or a machine's name would, rather than the host's, which differs
@@ -90,4 +94,11 @@ func capsToDrop(extra []int) ([]uintptr, error) {
 		}
 	}
 	return drop, nil
+}
+
+// PrivateDir is a host directory a node sees as its own (Sandbox.Private):
+// Upper holds what the node writes there and Work is the overlay's work
+// directory, both on one filesystem the node may write, and existing.
+type PrivateDir struct {
+	Dir, Upper, Work string
 }

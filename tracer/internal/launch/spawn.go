@@ -77,6 +77,7 @@ const (
 	stepKeep
 	stepInit
 	stepHostname
+	stepPrivateDirs
 )
 
 var stepNames = map[spawnStep]string{
@@ -92,10 +93,11 @@ var stepNames = map[spawnStep]string{
 	stepTSC: "trapping rdtsc", stepNoNewPrivs: "setting no_new_privs",
 	stepSeccomp: "installing the seccomp filter", stepExec: "executing the program",
 	stepImageRoot: "mounting the image's root", stepPivotRoot: "making the image's root the node's /",
-	stepMaskProc: "masking the host's kernel in /proc and /sys",
-	stepKeep:     "keeping its directories below its own /tmp, /var/tmp and /dev/shm",
-	stepInit:     "forking the program under lockstep's init",
-	stepHostname: "setting the node's host name",
+	stepMaskProc:    "masking the host's kernel in /proc and /sys",
+	stepKeep:        "keeping its directories below its own /tmp, /var/tmp and /dev/shm",
+	stepInit:        "forking the program under lockstep's init",
+	stepHostname:    "setting the node's host name",
+	stepPrivateDirs: "mounting the node's private directories (private_dirs)",
 }
 
 // spawnSpec is everything the child needs, prepared by the parent so that
@@ -117,9 +119,12 @@ type spawnSpec struct {
 	// procRO, which stay read-only; maskFiles are hidden under null,
 	// maskDirs under an empty tmpfs (maskOpts) (see maskedPaths); capsDrop
 	// leave the bounding set.
-	sandbox             bool
-	hostname            []byte // the node's host name (Sandbox.Hostname), nil: the host's
-	proc, proc0         *byte  // "proc", "/proc"
+	sandbox  bool
+	hostname []byte // the node's host name (Sandbox.Hostname), nil: the host's
+	// privDirs are overlays mounted last (Sandbox.Private), with their
+	// options.
+	privDirs, privOpts  []*byte
+	proc, proc0         *byte // "proc", "/proc"
 	writable            []*byte
 	procRO              []*byte
 	maskFiles, maskDirs []*byte
@@ -517,6 +522,11 @@ func (s *spawnSpec) setSandbox(sb *Sandbox, clockFd int) error {
 	}
 	s.setPrivateDev()
 	s.sizeTmpfs(sb.TmpfsSize)
+	for _, p := range sb.Private {
+		s.overlay = cstr("overlay")
+		s.privDirs = append(s.privDirs, cstr(p.Dir))
+		s.privOpts = append(s.privOpts, cstr("lowerdir="+p.Dir+",upperdir="+p.Upper+",workdir="+p.Work))
+	}
 	return nil
 }
 
@@ -792,6 +802,13 @@ func sandboxMounts(s *spawnSpec) (spawnStep, syscall.Errno) {
 	if s.trial != nil {
 		if e := mnt(s.trial, s.trialAt, nil, unix.MS_BIND|unix.MS_REC, nil); e != 0 {
 			return stepTrialPath, e
+		}
+	}
+	// Over the read-only host: writable mounts of their own, their upper
+	// layers in the node's {{tmp}}, made writable above.
+	for i, d := range s.privDirs {
+		if e := mnt(s.overlay, d, s.overlay, unix.MS_NOSUID|unix.MS_NODEV, s.privOpts[i]); e != 0 {
+			return stepPrivateDirs, e
 		}
 	}
 	return 0, 0
