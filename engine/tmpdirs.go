@@ -356,6 +356,9 @@ func privateDirs(nodeDir string, dirs []string) ([]tracer.PrivateDir, error) {
 	var out []tracer.PrivateDir
 	for i, d := range dirs {
 		upper, work := privateDir(nodeDir, i)
+		if strings.ContainsAny(upper, ",:\\") {
+			return nil, fmt.Errorf("private directory %s: the output directory's path %s cannot hold an overlay's layer (a ',', ':' or '\\' in it)", d, nodeDir)
+		}
 		for _, p := range []string{upper, work} {
 			if err := os.MkdirAll(p, 0o755); err != nil {
 				return nil, fmt.Errorf("private directory %s: %w", d, err)

@@ -291,6 +291,8 @@ func checkPrivateDirs(dirs []string, errf func(string, ...any) error) error {
 			return errf("%q is not an absolute, clean path", p)
 		case p == "/":
 			return errf("/ cannot be private (give the directories the server writes)")
+		case strings.ContainsAny(p, ",:\\"):
+			return errf("%q cannot be an overlay's lower layer (a ',', ':' or '\\' in its path)", p)
 		}
 		for _, r := range sharedRoots {
 			if p == r || strings.HasPrefix(p, r+"/") {

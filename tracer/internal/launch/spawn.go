@@ -264,8 +264,8 @@ func spawnChild(s *spawnSpec) {
 // reaps its own child and every process orphaned to it, and exits when
 // none is left, with the last one's status (a signal's as 128+signal, a
 // shell's way). Each process of the namespace is still seized and
-// gated: the fork is a traced one. The init itself runs only wait4, which
-// is not gated.
+// gated: the fork is a traced one. The init itself makes only capset,
+// prctl and wait4 calls, none of them gated.
 //
 //go:nosplit
 //go:norace
