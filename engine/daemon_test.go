@@ -175,3 +175,51 @@ limits: {virtual_time: 20s, real_time: 60s}
 		t.Fatalf("the host's directory changed: %v (%v)", entries, err)
 	}
 }
+
+// TestPrivateDirsLinkNotFollowed: a node that swaps its private layers in
+// its {{tmp}} for a link to a host directory does not make lockstep, which
+// makes them again at the node's restart, write there.
+func TestPrivateDirsLinkNotFollowed(t *testing.T) {
+	requireTrials(t)
+	dir, err := os.MkdirTemp("/var/lib", "lockstep-private-test-")
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	victim, err := os.MkdirTemp("/var/lib", "lockstep-victim-test-")
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(victim) })
+	sp := loadText(t, filepath.Join(t.TempDir(), "link.yaml"), fmt.Sprintf(`name: link
+nodes:
+  - name: server
+    command: ["/bin/sh", "-c", "rm -rf {{tmp}}/.private && ln -s %s {{tmp}}/.private; sleep 100"]
+    private_dirs: [%s]
+  - name: client
+    role: client
+    command: ["/bin/sh", "-c", "sleep 5"]
+faults:
+  kinds: [crash]
+  nodes: [server]
+  budget: 1
+  from: 1s
+  until: 2s
+  spread: time
+  max_outage: 500ms
+limits: {virtual_time: 20s, real_time: 60s}
+`, victim, dir))
+	seed := int64(1)
+	sum, err := Run(t.Context(), sp, RunOptions{Trials: 1, Seed: &seed, Strategy: "pos", OutDir: t.TempDir()})
+	if err != nil && !strings.Contains(err.Error(), "private directory") {
+		t.Fatal(err)
+	}
+	if sum != nil && len(sum.Results) > 0 {
+		t.Logf("outcome: %v", sum.Results[0].Outcome)
+	} else {
+		t.Logf("run: %v", err)
+	}
+	if entries, err := os.ReadDir(victim); err != nil || len(entries) != 0 {
+		t.Fatalf("lockstep wrote in the host's directory the node linked to: %v (%v)", entries, err)
+	}
+}

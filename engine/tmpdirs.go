@@ -351,8 +351,18 @@ func privateDir(nodeDir string, i int) (upper, work string) {
 }
 
 // privateDirs makes the layers of a node's private directories (a
-// restart finds them made) and says where they are.
+// restart finds them made) and says where they are. nodeDir is the node's
+// to write: they are made through an os.Root of it, so that a link the
+// node left there never makes lockstep make a directory of the host's.
 func privateDirs(nodeDir string, dirs []string) ([]tracer.PrivateDir, error) {
+	if len(dirs) == 0 {
+		return nil, nil
+	}
+	root, err := os.OpenRoot(nodeDir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	var out []tracer.PrivateDir
 	for i, d := range dirs {
 		upper, work := privateDir(nodeDir, i)
@@ -360,7 +370,8 @@ func privateDirs(nodeDir string, dirs []string) ([]tracer.PrivateDir, error) {
 			return nil, fmt.Errorf("private directory %s: the output directory's path %s cannot hold an overlay's layer (a ',', ':' or '\\' in it)", d, nodeDir)
 		}
 		for _, p := range []string{upper, work} {
-			if err := os.MkdirAll(p, 0o755); err != nil {
+			rel, _ := filepath.Rel(nodeDir, p)
+			if err := root.MkdirAll(rel, 0o755); err != nil {
 				return nil, fmt.Errorf("private directory %s: %w", d, err)
 			}
 		}

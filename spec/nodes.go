@@ -295,12 +295,12 @@ func checkPrivateDirs(dirs []string, errf func(string, ...any) error) error {
 			return errf("%q cannot be an overlay's lower layer (a ',', ':' or '\\' in its path)", p)
 		}
 		for _, r := range sharedRoots {
-			if p == r || strings.HasPrefix(p, r+"/") {
+			if within(p, r) {
 				return errf("%s is below %s, which a node has of its own or is the kernel's", p, r)
 			}
 		}
 		for _, q := range dirs[:i] {
-			if p == q || strings.HasPrefix(p, q+"/") || strings.HasPrefix(q, p+"/") {
+			if within(p, q) || within(q, p) {
 				return errf("%s and %s overlap", q, p)
 			}
 		}
