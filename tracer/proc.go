@@ -148,6 +148,10 @@ type process struct {
 	// scratch is a page lockstep mapped in the process for what the
 	// syscalls it injects point at (thread.scratch); 0 for none yet.
 	scratch uint64
+	// clockEntry is where the process's clock_gettime enters the clock
+	// page (vtime_clockpage.go), 0 where the vDSO was not patched; a
+	// forked child shares its parent's.
+	clockEntry uint64
 }
 
 // procTable owns the nodes, the traced processes and threads, and the

@@ -31,6 +31,12 @@ type quiescence struct {
 	// switches is the tracer thread's involuntary context switches at its
 	// last yield (see nothingRan).
 	switches int64
+	// clockWatchOff: counting clock reads was refused (clockSpinners);
+	// the grace period alone judges running threads.
+	clockWatchOff bool
+	// demoted are the threads taken out of the serialized queue while
+	// they loop on the clock (clockSpinners), back at their next stop.
+	demoted map[int]bool
 }
 
 // drain handles every event already waiting. With block false and nothing
@@ -61,6 +67,9 @@ func (q *quiescence) handleTimed(tid int, st ptrace.Status) {
 		q.pt.expectEvent()
 		// And may close sockets (an exit, an exec), or run a handler.
 		q.net.invalidate()
+	}
+	if len(q.demoted) > 0 {
+		q.restore(tid)
 	}
 	q.handle(tid, st)
 	q.stats.HandleTime += time.Since(t0)

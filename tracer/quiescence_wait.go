@@ -77,9 +77,11 @@ const maxStarvedRounds = 4
 // period is over, or else waits a little (settleWait).
 func (q *quiescence) waitQuiescent(ctx context.Context) error {
 	w := settling{lastProgress: time.Now()}
+	defer q.endWatch(&w)
 	q.yieldToResumed()
 	for ; ; w.spins++ {
 		if n := q.collect(); n > 0 {
+			q.endWatch(&w)
 			w.moved()
 			w.kernelSince, w.dueSince = time.Time{}, time.Time{}
 			continue
@@ -92,6 +94,9 @@ func (q *quiescence) waitQuiescent(ctx context.Context) error {
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if q.clockSpinners(&w) {
+			return nil
 		}
 		if time.Since(w.lastProgress) > q.opts.Grace {
 			if done, err := q.graceOver(&w); done {
@@ -124,6 +129,9 @@ type settling struct {
 	// without CPU, or with an exit or stop not yet reported) past the
 	// grace period.
 	dueSince time.Time
+	// clock is the look at threads that may loop on the clock while
+	// others wait to run alone (clockSpinners); nil until taken.
+	clock *clockWatch
 }
 
 // moved notes that a thread made progress: the grace period starts
@@ -270,6 +278,11 @@ func (q *quiescence) settleWait(w *settling) {
 	q.stats.SettleSpins++
 	t0 := time.Now()
 	switch {
+	case w.clock != nil && !w.clock.done:
+		// The threads watched run below the tracer (clockSpinners): a
+		// yield would not let them run, a pause does.
+		pause(clockSpinWindow / 5)
+		q.stats.SettleConfirm += time.Since(t0)
 	case w.spins < 16:
 		// Most released threads reach their next gated syscall within
 		// microseconds: yielding catches them without a timer.
@@ -289,6 +302,7 @@ func (q *quiescence) settleWait(w *settling) {
 		woke := q.blockingWait(wd)
 		q.stats.SettleBlocked += time.Since(t0)
 		if woke {
+			q.endWatch(w)
 			w.moved()
 		}
 	}

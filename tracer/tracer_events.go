@@ -114,7 +114,7 @@ func (t *Tracer) onClone(parent *thread) {
 	} else {
 		np := &process{
 			pid: tid, site: callsite.Process{Pid: tid}, node: p.node, forkPath: p.forkPath + "." + strconv.Itoa(p.nforks),
-			threads: map[int]*thread{}, fds: map[int]*fdInfo{}, parent: p, tscSites: p.tscSites,
+			threads: map[int]*thread{}, fds: map[int]*fdInfo{}, parent: p, tscSites: p.tscSites, clockEntry: p.clockEntry,
 		}
 		p.nforks++
 		if p.init && p.cmd == nil {

@@ -94,6 +94,7 @@ func (vt *vtime) publishClocks() {
 //
 // Precondition: runs on the tracer thread; th is at its exec stop.
 func (vt *vtime) mapClockPage(th *thread) error {
+	th.proc.clockEntry = 0
 	_, base, err := auxvEntry(th, atSysinfoEhdr)
 	if err != nil {
 		return err
@@ -136,6 +137,9 @@ func (vt *vtime) mapClockPage(th *thread) error {
 		if err := ptrace.WriteMem(th.tid, base+p.at, p.code); err != nil {
 			return fmt.Errorf("patching the vDSO: %w", err)
 		}
+	}
+	if vt.vdso.clockGettime != 0 {
+		th.proc.clockEntry = addr + pageClockGettimeAt
 	}
 	return nil
 }

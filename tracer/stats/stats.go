@@ -26,8 +26,12 @@ type Trial struct {
 	TSCReads    uint64 // rdtsc/rdtscp answered from virtual time
 	Alone       uint64 // disk syscalls held until nothing else ran (onAlone)
 	Clones      uint64 // thread and process creations held until nothing else ran (onCreate)
-	DiskSyncs   uint64 // flushes to the disk answered at once (onDiskSync)
-	AcksLate    uint64 // ACKs a partition did not wait for (flushAcks)
+	// ClockSpins counts the times held clones and disk syscalls ran
+	// because every thread still running looped on the stopped clock
+	// (tracer/quiescence_clockspin.go), not after the grace period.
+	ClockSpins uint64
+	DiskSyncs  uint64 // flushes to the disk answered at once (onDiskSync)
+	AcksLate   uint64 // ACKs a partition did not wait for (flushAcks)
 	// FinWaits counts closes after which lockstep waited for a FIN to
 	// reach the peer; FinWaitsExpired those it waited for in vain (real
 	// time lost: finWaitLimit each).

@@ -1,0 +1,57 @@
+package tracer
+
+import (
+	"reflect"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestClockWaiterLetsHeldCloneRun: a thread that loops reading the clock
+// until another sets a flag, sleeping only once time has passed (HotSpot's
+// handshakes), while the other is held at a clone until nothing else runs.
+// The clock cannot move while lockstep waits, so each waits for the other:
+// the grace period used to end it, twice 2 s. The waiter's clock reads,
+// counted, let the clone run at once.
+// A thread that computes without reading the clock is waited for, as
+// before: the clone runs after it.
+func TestClockWaiterLetsHeldCloneRun(t *testing.T) {
+	requireTracing(t)
+	for _, tc := range []struct {
+		mode       string
+		clockSpins bool
+	}{
+		{"clock", true},
+		{"work", false},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			if tc.clockSpins && !clockReadsCountable() {
+				t.Skip("this host refuses hardware breakpoint counters (perf_event_open): the grace period decides")
+			}
+			h := newHarness(t, Options{Clock: &testClock{}, CPU: benchCPU()})
+			h.launch("n", bin(t, "c", "clock_wait"), tc.mode)
+			h.run(nil, nil)
+			if out := h.output("n"); out != "done\n" {
+				t.Fatalf("output %q", out)
+			}
+			s := h.tr.Stats()
+			if got := s.ClockSpins > 0; got != tc.clockSpins {
+				t.Errorf("%d held threads let run beside a clock loop, want some: %v", s.ClockSpins, tc.clockSpins)
+			}
+			if s.Starved != 0 {
+				t.Errorf("%d states with starved threads", s.Starved)
+			}
+		})
+	}
+}
+
+// clockReadsCountable reports whether the kernel counts executions of an
+// instruction of this process's (countClockReads).
+func clockReadsCountable() bool {
+	fd, err := countClockReads(unix.Gettid(), -1, uint64(reflect.ValueOf(clockReadsCountable).Pointer()))
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+}
