@@ -37,6 +37,9 @@ type quiescence struct {
 	// demoted are the threads taken out of the serialized queue while
 	// they loop on the clock (clockSpinners), back at their next stop.
 	demoted map[int]bool
+	// above: the tracer thread runs above the tracees while it watches
+	// threads that may loop (tracerAbove).
+	above bool
 }
 
 // drain handles every event already waiting. With block false and nothing

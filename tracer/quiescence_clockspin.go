@@ -18,12 +18,14 @@ package tracer
 // verdict), so a system whose loop never ends is judged as before.
 //
 // Under Serialize the loop shares the tracer's round-robin queue, where
-// it holds the CPU for a whole slice (100 ms) whenever the tracer or a
-// thread it lets go waits behind it. While watched, and once judged a
-// loop until its next stop, it runs under the default policy instead,
-// below every serialized thread: it runs when nothing else can, which is
-// all it can use the CPU for. A thread watched and found working gets its
-// place back at once; nothing else ran meanwhile.
+// it holds the CPU for a whole slice (100 ms) whenever the tracer waits
+// behind it. While it is watched the tracer runs one priority above the
+// tracees, so that it takes the CPU back as soon as it wakes; the tracees
+// keep their order among themselves (a thread preempted by a higher
+// priority stays first in its queue). A thread judged to loop runs under
+// the default policy until its next stop, below every serialized thread:
+// the held call and whatever it wakes run first, and the loop runs when
+// nothing else can, which is all it can use the CPU for.
 
 import (
 	"encoding/binary"
@@ -43,10 +45,12 @@ const (
 	clockSpinAfter = 10 * time.Millisecond
 	// clockSpinWindow is how long they are watched.
 	clockSpinWindow = 5 * time.Millisecond
-	// clockSpinReads is how many reads of the clock within the window make
-	// a loop waiting for it; HotSpot's read it some hundred thousand times
-	// a second, work that times itself a few times.
+	// clockSpinReads is how many reads of the clock within the window, and
+	// clockSpinEvery how much CPU time at most per read, make a loop
+	// waiting for it: HotSpot's read it every 3 us (1,800 times in 5 ms,
+	// with the breakpoint's cost), work that times itself now and then.
 	clockSpinReads = 100
+	clockSpinEvery = 50 * time.Microsecond
 )
 
 // schedOther is the default policy (linux/sched.h SCHED_NORMAL).
@@ -103,14 +107,18 @@ func (q *quiescence) clockSpinners(w *settling) bool {
 	case w.clock.done || time.Since(w.clock.at) < clockSpinWindow:
 		return false
 	}
-	spinners := q.judgeClockReads(w.clock)
-	if len(spinners) == 0 {
-		q.restoreWatched(w.clock)
+	spinners, tids, decided := q.judgeClockReads(w.clock)
+	if !decided {
+		return false
 	}
+	q.tracerAbove(false)
 	w.clock.close()
 	w.clock.done = true
 	if len(spinners) == 0 {
 		return false
+	}
+	for _, tid := range tids {
+		q.demote(tid)
 	}
 	q.stats.ClockSpins++
 	q.log.Debug("threads wait for the clock while others wait to run alone", slog.Any("threads", spinners))
@@ -134,9 +142,9 @@ func (q *quiescence) watchClockReads() *clockWatch {
 		}
 		fd := -1
 		if s == 'R' {
-			// Below the tracer first: opening the counter may sleep, and
-			// the loop would then hold the CPU for a whole slice.
-			q.demote(th.tid)
+			// Above the tracees first: opening the counter may sleep, and
+			// a loop would then hold the CPU for a whole slice.
+			q.tracerAbove(true)
 			var err error
 			if fd, err = countClockReads(th.tid, q.opts.CPU, th.proc.clockEntry); err != nil {
 				if !errors.Is(err, errNoClockEntry) {
@@ -146,7 +154,6 @@ func (q *quiescence) watchClockReads() *clockWatch {
 					q.clockWatchOff = true
 					q.log.Debug("clock reads cannot be counted", slog.Any("err", err))
 				}
-				q.restore(th.tid)
 				w.done = true
 				break
 			}
@@ -154,17 +161,31 @@ func (q *quiescence) watchClockReads() *clockWatch {
 		w.threads[th.tid] = watched{fd: fd, cpu: c}
 	}
 	if w.done {
-		q.restoreWatched(w)
+		q.tracerAbove(false)
 		w.close()
+		return w
+	}
+	// The look starts once the counters are open: opening one may sleep
+	// (some 100 ms the first time after a pause), and the CPU a thread
+	// got meanwhile says nothing.
+	w.at = time.Now()
+	for tid, t := range w.threads {
+		if _, c, ok := q.pt.threads[tid].kernelState(); ok {
+			t.cpu = c
+			w.threads[tid] = t
+		}
 	}
 	return w
 }
 
 // judgeClockReads names the threads that looped on the clock through the
-// look, or returns nil unless every other thread running at its start
-// slept through it without using the CPU, and no thread started since.
-func (q *quiescence) judgeClockReads(w *clockWatch) []string {
+// look (with their tids), or none unless every other thread running at its
+// start slept through it without using the CPU, and no thread started
+// since. It is not decided while a runnable thread got too little CPU to
+// tell (a loaded machine): the look goes on.
+func (q *quiescence) judgeClockReads(w *clockWatch) ([]string, []int, bool) {
 	var spinners []string
+	var tids []int
 	running := 0
 	for th := range q.pt.allThreads() {
 		if th.state != tsRunning && th.state != tsTimedWait && th.state != tsNew {
@@ -173,31 +194,37 @@ func (q *quiescence) judgeClockReads(w *clockWatch) []string {
 		running++
 		t, seen := w.threads[th.tid]
 		s, c, ok := th.kernelState()
-		if !seen || !ok {
-			return nil
+		if !seen || !ok || c < t.cpu {
+			return nil, nil, true
 		}
 		if t.fd < 0 {
 			if (s != 'S' && s != 'I') || c != t.cpu {
-				return nil
+				return nil, nil, true
 			}
 			continue
 		}
 		var buf [8]byte
 		if n, err := unix.Read(t.fd, buf[:]); err != nil || n != len(buf) {
-			return nil
+			return nil, nil, true
 		}
-		// A loop is on the CPU all the time it is watched, minus the
-		// breakpoint's own cost and what the tracer takes of a shared CPU.
 		reads := binary.LittleEndian.Uint64(buf[:])
-		if reads < clockSpinReads || s != 'R' || c-t.cpu < uint64(clockSpinWindow/2) {
-			return nil
+		switch {
+		case s != 'R':
+			return nil, nil, true
+		case reads < clockSpinReads && c-t.cpu < uint64(clockSpinWindow):
+			return nil, nil, false
+		case reads < clockSpinReads || c-t.cpu > reads*uint64(clockSpinEvery):
+			// A loop reads the clock all along, however much CPU a
+			// loaded machine left it.
+			return nil, nil, true
 		}
 		spinners = append(spinners, fmt.Sprintf("%s (%d reads in %v)", th.lpid, reads, time.Since(w.at).Round(time.Millisecond)))
+		tids = append(tids, th.tid)
 	}
 	if running != len(w.threads) {
-		return nil
+		return nil, nil, true
 	}
-	return spinners
+	return spinners, tids, true
 }
 
 // errNoClockEntry: the process reads the clock elsewhere than through the
@@ -227,8 +254,8 @@ func countClockReads(tid, cpu int, entry uint64) (int, error) {
 	return unix.PerfEventOpen(&attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 }
 
-// demote moves tid below the serialized threads (see clockSpinners) until
-// its next stop or the end of the look that found it working.
+// demote moves a thread judged to loop below the serialized threads (see
+// clockSpinners) until its next stop (restore).
 func (q *quiescence) demote(tid int) {
 	if !q.opts.Serialize || q.demoted[tid] {
 		return
@@ -252,24 +279,29 @@ func (q *quiescence) restore(tid int) {
 	_ = unix.SchedSetAttr(tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 1}, 0)
 }
 
-// endWatch ends the settling's look: threads it demoted and did not judge
-// loops get their place back.
+// endWatch ends the settling's look.
 func (q *quiescence) endWatch(w *settling) {
 	if w.clock == nil {
 		return
 	}
 	if !w.clock.done {
-		q.restoreWatched(w.clock)
+		q.tracerAbove(false)
 	}
 	w.clock.close()
 	w.clock = nil
 }
 
-// restoreWatched restores the threads a look demoted.
-func (q *quiescence) restoreWatched(w *clockWatch) {
-	for tid, t := range w.threads {
-		if t.fd >= 0 {
-			q.restore(tid)
-		}
+// tracerAbove puts the tracer thread one priority above the serialized
+// tracees (up) or back among them.
+func (q *quiescence) tracerAbove(up bool) {
+	if !q.opts.Serialize || q.above == up {
+		return
+	}
+	prio := uint32(1)
+	if up {
+		prio = 2
+	}
+	if unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: prio}, 0) == nil {
+		q.above = up
 	}
 }

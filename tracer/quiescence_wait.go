@@ -279,7 +279,7 @@ func (q *quiescence) settleWait(w *settling) {
 	t0 := time.Now()
 	switch {
 	case w.clock != nil && !w.clock.done:
-		// The threads watched run below the tracer (clockSpinners): a
+		// The tracer runs above the threads watched (clockSpinners): a
 		// yield would not let them run, a pause does.
 		pause(clockSpinWindow / 5)
 		q.stats.SettleConfirm += time.Since(t0)
