@@ -2,7 +2,7 @@ package tracer
 
 // Threads that wait for the clock to move. A runtime whose thread waits
 // for another often spins, reading the clock, and sleeps only once some
-// time has passed: HotSpot's handshakes and safepoints do. Under lockstep
+// time has passed: HotSpot's handshakes do. Under lockstep
 // the clock stands still while threads settle, so such a loop never
 // sleeps; when what it waits for is a thread lockstep holds until nothing
 // else runs (a clone or a disk call: onCreate, onAlone), each waits for

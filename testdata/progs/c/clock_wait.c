@@ -1,5 +1,5 @@
 /* clock_wait MODE: a thread that waits for another the way a runtime's
- * does (HotSpot's handshakes and safepoints): it reads the clock until a
+ * does (HotSpot's handshakes): it reads the clock until a
  * flag is set, and sleeps 10 us at a time only once a millisecond has
  * passed since it began. main wakes it through a pipe, starts a thread and
  * only then sets the flag. With MODE "work" the woken thread computes
