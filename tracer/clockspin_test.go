@@ -1,7 +1,9 @@
 package tracer
 
 import (
+	"encoding/binary"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -45,13 +47,25 @@ func TestClockWaiterLetsHeldCloneRun(t *testing.T) {
 	}
 }
 
-// clockReadsCountable reports whether the kernel counts executions of an
-// instruction of this process's (countClockReads).
+// clockReadsCountable reports whether the kernel counts this thread's
+// executions of an instruction (countClockReads): a host may refuse the
+// counter, or, under a hypervisor without debug registers, open it and
+// count nothing.
 func clockReadsCountable() bool {
-	fd, err := countClockReads(unix.Gettid(), -1, uint64(reflect.ValueOf(clockReadsCountable).Pointer()))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	fd, err := countClockReads(unix.Gettid(), -1, uint64(reflect.ValueOf(countedCall).Pointer()))
 	if err != nil {
 		return false
 	}
-	unix.Close(fd)
-	return true
+	defer unix.Close(fd)
+	for i := 0; i < 10; i++ {
+		countedCall(i)
+	}
+	var buf [8]byte
+	n, err := unix.Read(fd, buf[:])
+	return err == nil && n == len(buf) && binary.LittleEndian.Uint64(buf[:]) >= 10
 }
+
+//go:noinline
+func countedCall(i int) int { return i + 1 }
