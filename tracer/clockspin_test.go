@@ -16,7 +16,9 @@ import (
 // the grace period used to end it, twice 2 s. The waiter's clock reads,
 // counted, let the clone run at once.
 // A thread that computes without reading the clock is waited for, as
-// before: the clone runs after it.
+// before: the clone runs after it. Each mode runs three times and gives
+// the same ops in the same order (main's and the waiter's sleeps after the
+// flag), as the same schedule must.
 func TestClockWaiterLetsHeldCloneRun(t *testing.T) {
 	requireTracing(t)
 	for _, tc := range []struct {
@@ -30,18 +32,27 @@ func TestClockWaiterLetsHeldCloneRun(t *testing.T) {
 			if tc.clockSpins && !clockReadsCountable() {
 				t.Skip("this host refuses hardware breakpoint counters (perf_event_open): the grace period decides")
 			}
-			h := newHarness(t, Options{Clock: &testClock{}, CPU: benchCPU()})
-			h.launch("n", bin(t, "c", "clock_wait"), tc.mode)
-			h.run(nil, nil)
-			if out := h.output("n"); out != "done\n" {
-				t.Fatalf("output %q", out)
-			}
-			s := h.tr.Stats()
-			if got := s.ClockSpins > 0; got != tc.clockSpins {
-				t.Errorf("%d held threads let run beside a clock loop, want some: %v", s.ClockSpins, tc.clockSpins)
-			}
-			if s.Starved != 0 {
-				t.Errorf("%d states with starved threads", s.Starved)
+			var first string
+			for run := 0; run < 3; run++ {
+				h := newHarness(t, Options{Clock: &testClock{}, CPU: benchCPU()})
+				h.launch("n", bin(t, "c", "clock_wait"), tc.mode)
+				res := h.run(nil, nil)
+				if out := h.output("n"); out != "done\n" {
+					t.Fatalf("run %d: output %q", run, out)
+				}
+				s := h.tr.Stats()
+				if got := s.ClockSpins > 0; got != tc.clockSpins {
+					t.Errorf("run %d: %d held threads let run beside a clock loop, want some: %v", run, s.ClockSpins, tc.clockSpins)
+				}
+				if s.Starved != 0 {
+					t.Errorf("run %d: %d states with starved threads", run, s.Starved)
+				}
+				ops := kinds(res.ops)
+				if run == 0 {
+					first = ops
+				} else if ops != first {
+					t.Errorf("run %d released\n%s\nrun 0\n%s", run, ops, first)
+				}
 			}
 		})
 	}

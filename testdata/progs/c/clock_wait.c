@@ -6,7 +6,9 @@
  * instead, reading no clock, and sets the flag itself.
  * Under lockstep the start of a thread waits until nothing else runs, and
  * the clock stands still meanwhile: in "clock" mode each waits for the
- * other. main prints "done" once both threads are joined. */
+ * other. After the flag, main and the waiter each sleep a millisecond (an
+ * op each), so that the order of ops says where the waiter was let go on.
+ * main prints "done" once both threads are joined. */
 #define _GNU_SOURCE
 #include "common.h"
 #include <pthread.h>
@@ -21,6 +23,12 @@ static int work;
 static long long ns(const struct timespec *t)
 {
 	return (long long)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+static void nap(void)
+{
+	struct timespec d = { 0, 1000000 };
+	nanosleep(&d, NULL);
 }
 
 static void *waiter(void *arg)
@@ -45,6 +53,7 @@ static void *waiter(void *arg)
 			nanosleep(&d, NULL);
 		}
 	}
+	nap();
 	return NULL;
 }
 
@@ -72,6 +81,7 @@ int main(int argc, char **argv)
 		die("pthread_create");
 	if (!work)
 		atomic_store(&flag, 1);
+	nap();
 	pthread_join(n, NULL);
 	pthread_join(w, NULL);
 	printf("done\n");
