@@ -226,6 +226,17 @@ func replayParams(tr *sched.Trace, tail *sched.ReplayTail) trialParams {
 // and op sequence; tail is the replay's tail strategy.
 func compareReplay(tr *sched.Trace, res *TrialResult, tail *sched.ReplayTail) *ReplayResult {
 	rr := &ReplayResult{Trial: res, Same: true}
+	// parted is the step where the replay parted (0: at the end).
+	parted := 0
+	defer func() {
+		if !rr.Same {
+			got := res.Records
+			if len(res.TimedEnd) > 0 {
+				got = append(got[:len(got):len(got)], sched.Record{Step: len(got) + 1, Timed: res.TimedEnd})
+			}
+			rr.Diff += realTimeBefore(tr.Records, got, parted)
+		}
+	}()
 	var want OutcomeKind
 	if tr.Outcome != nil {
 		want = tr.Outcome.Kind
@@ -235,6 +246,7 @@ func compareReplay(tr *sched.Trace, res *TrialResult, tail *sched.ReplayTail) *R
 		// The divergence names the op and what differed: callers that
 		// print only Diff (tests) must not lose it.
 		rr.Same, rr.Diff = false, fmt.Sprintf("outcome %s (%s), trace has %s", res.Outcome.Kind, res.Outcome.Detail, want)
+		parted = len(res.Records) + 1
 	case res.Outcome.Kind != want:
 		rr.Same, rr.Diff = false, fmt.Sprintf("outcome %s, trace has %s", res.Outcome.Kind, want)
 	default:
@@ -254,6 +266,7 @@ func compareReplay(tr *sched.Trace, res *TrialResult, tail *sched.ReplayTail) *R
 		}
 		if len(got) != len(want)+tailOps {
 			rr.Same, rr.Diff = false, fmt.Sprintf("%d ops, trace has %d", len(res.Records), len(tr.Records))
+			parted = min(len(res.Records), len(tr.Records)) + 1
 			break
 		}
 		rr.Tail = tail.Len()
@@ -276,6 +289,7 @@ func compareReplay(tr *sched.Trace, res *TrialResult, tail *sched.ReplayTail) *R
 			}
 			if d != "" {
 				rr.Same, rr.Diff = false, fmt.Sprintf("step %d: %s (%v, trace has %v)", want[i].Step, d, &a, &b)
+				parted = want[i].Step
 				if rr.Sizes != "" {
 					rr.Diff += fmt.Sprintf("; before it, another byte count at %s (%d in all)", rr.Sizes, rr.Resized)
 				}
@@ -308,4 +322,59 @@ func short(d string) string {
 		return d[:12]
 	}
 	return d
+}
+
+// realTimeBefore says, for a replay that parted at step parted (0: at
+// the end), where real time rather than a decision settled what ran
+// (sched.Record.Timed) in the recorded run (trace) and in the replay
+// (got) before it: the first point where the two differ, or that they
+// met the same points. Then what ran at one of them (a loop on the clock
+// beside a held clone) may still have gone another way, the nearer the
+// parting the likelier; or the parting came from something lockstep does
+// not count as real time's.
+func realTimeBefore(trace, got []sched.Record, parted int) string {
+	a, b := timedPoints(trace, parted), timedPoints(got, parted)
+	for i := range max(len(a), len(b)) {
+		if i < len(a) && i < len(b) && a[i] == b[i] {
+			continue
+		}
+		return fmt.Sprintf("; before it, real time settled what ran differently: the run %s, the replay %s", pointAt(a, i), pointAt(b, i))
+	}
+	if len(a) == 0 {
+		return "; before it, real time settled nothing in either run"
+	}
+	gap := ""
+	if last := a[len(a)-1].step; parted > last {
+		gap = fmt.Sprintf(", %d steps before", parted-last)
+	}
+	return fmt.Sprintf("; before it, real time settled what ran at the same points in both (%d), the last %s%s", len(a), pointAt(a, len(a)-1), gap)
+}
+
+// timedPoint is a record's real-time points, with its step.
+type timedPoint struct {
+	step  int
+	notes string
+}
+
+// timedPoints lists the records with real-time points up to step upTo
+// (all of them when upTo is 0).
+func timedPoints(recs []sched.Record, upTo int) []timedPoint {
+	var out []timedPoint
+	for _, r := range recs {
+		if upTo > 0 && r.Step > upTo {
+			break
+		}
+		if len(r.Timed) > 0 {
+			out = append(out, timedPoint{r.Step, strings.Join(r.Timed, "; ")})
+		}
+	}
+	return out
+}
+
+// pointAt names point i of ps, or says there is none.
+func pointAt(ps []timedPoint, i int) string {
+	if i >= len(ps) {
+		return "none"
+	}
+	return fmt.Sprintf("at step %d (%s)", ps[i].step, ps[i].notes)
 }

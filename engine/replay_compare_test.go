@@ -88,3 +88,40 @@ func TestCompareReplayBackoffs(t *testing.T) {
 		})
 	}
 }
+
+// A replay that parts from its trace says where real time, not a decision,
+// settled what ran before the parting (sched.Record.Timed): the first
+// point where the run and the replay differ, or that they met the same
+// ones, or none. Points after the parting do not count.
+func TestRealTimeBefore(t *testing.T) {
+	loop := "clock loop: zk2/0/t0.1.1 read the stopped clock while zk2/0/t0.1.17 waited to run alone"
+	late := "delivered bytes late: 10.77.0.2:32771>10.77.0.3:2888"
+	recs := func(timed map[int][]string) []sched.Record {
+		out := make([]sched.Record, 10)
+		for i := range out {
+			out[i] = sched.Record{Step: i + 1, Timed: timed[i+1]}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		trace, got  map[int][]string
+		parted      int
+		want, never string
+	}{
+		{"none", nil, nil, 5, "real time settled nothing in either run", ""},
+		{"same", map[int][]string{3: {loop}}, map[int][]string{3: {loop}}, 5, "at the same points in both (1), the last at step 3 (" + loop + "), 2 steps before", ""},
+		{"the run only", map[int][]string{4: {loop}}, nil, 5, "differently: the run at step 4 (" + loop + "), the replay none", ""},
+		{"another step", map[int][]string{4: {loop}}, map[int][]string{3: {loop}}, 5, "the run at step 4 (" + loop + "), the replay at step 3", ""},
+		{"another point", map[int][]string{2: {loop}, 4: {late}}, map[int][]string{2: {loop}, 4: {loop}}, 5, "the run at step 4 (" + late + "), the replay at step 4 (" + loop + ")", ""},
+		{"after the parting", map[int][]string{7: {late}}, nil, 5, "settled nothing in either run", late},
+		{"at the end", map[int][]string{9: {late}}, nil, 0, "the run at step 9 (" + late + ")", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := realTimeBefore(recs(tc.trace), recs(tc.got), tc.parted)
+			if !strings.Contains(got, tc.want) || tc.never != "" && strings.Contains(got, tc.never) {
+				t.Errorf("got %q, want it to say %q", got, tc.want)
+			}
+		})
+	}
+}

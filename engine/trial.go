@@ -190,6 +190,9 @@ type Trial struct {
 	realLimit time.Time
 	steps     int
 	spinning  int
+	// timed are the tracer's real-time points (tracer.State.Timed) since
+	// the last record: the next record carries them.
+	timed     []string
 	endSince  time.Time // when a replayed trace's last decision was made
 	missSince time.Time // when a replay first missed the recorded op
 	// endOwedSince is when a replay whose clients were done first waited
@@ -525,6 +528,7 @@ func (t *Trial) outputFiles(node string) (out, errf *os.File, err error) {
 
 func (t *Trial) set(k OutcomeKind, node, format string, args ...any) {
 	t.outcome = &Outcome{Kind: k, Node: node, Detail: fmt.Sprintf(format, args...)}
+	t.res.TimedEnd = append(t.res.TimedEnd, t.takeTimed()...)
 }
 
 // broke ends the trial on a never property a node's line matched.
@@ -562,6 +566,7 @@ func (t *Trial) Released(id uint64, r tracer.Released) {
 	t.res.Records = append(t.res.Records, sched.Record{
 		Step: t.steps, VTime: int64(t.clk.Now()), Op: *t.pending,
 		Result: r.Result, Causes: r.Causes, Data: r.Data, Immediate: t.imm,
+		Timed: t.takeTimed(),
 	})
 	t.markFork()
 	if r.Completes != 0 {
@@ -602,10 +607,17 @@ func (t *Trial) launch(n spec.Node) (tracer.Action, error) {
 func (t *Trial) record(op sched.Op, auto bool) {
 	t.steps++
 	t.live.step(&op, t.clk.Now())
-	t.res.Records = append(t.res.Records, sched.Record{Step: t.steps, VTime: int64(t.clk.Now()), Op: op, Auto: auto})
+	t.res.Records = append(t.res.Records, sched.Record{Step: t.steps, VTime: int64(t.clk.Now()), Op: op, Auto: auto, Timed: t.takeTimed()})
 	if !auto {
 		t.markFork()
 	}
+}
+
+// takeTimed returns the real-time points since the last record.
+func (t *Trial) takeTimed() []string {
+	n := t.timed
+	t.timed = nil
+	return n
 }
 
 // markFork writes a fork made at the decision under way on its op's
@@ -685,6 +697,7 @@ func (t *Trial) nodeAddrs(nodes []string) []netip.Addr {
 
 // Step decides what happens at a quiescent point.
 func (t *Trial) Step(st *tracer.State) (tracer.Action, error) {
+	t.timed = append(t.timed, st.Timed...)
 	if a, done, err := t.outcomeOrStart(st); done || err != nil {
 		return a, err
 	}

@@ -11,7 +11,9 @@ import (
 // WriteTrace prints a trace's interleaving for `lockstep show`: a header,
 // the outcome, then one line per released op. A send or delivery whose
 // bytes the trace kept ends with its message's kind, numbered as
-// `lockstep kinds` numbers this trace's.
+// `lockstep kinds` numbers this trace's. The points where real time, not
+// a decision, settled what ran (sched.Record.Timed) come before the op
+// decided after them, each on a line of its own.
 func WriteTrace(w io.Writer, tr *sched.Trace) {
 	h := tr.Header
 	fmt.Fprintf(w, "Trace of %s, trial %d, seed %d, strategy %s\n", h.Spec, h.Trial, h.Seed, h.Strategy)
@@ -29,14 +31,23 @@ func WriteTrace(w io.Writer, tr *sched.Trace) {
 		width = max(width, len(r.Op.LPID))
 	}
 	fmt.Fprintf(w, "  %5s  %9s  %-10s %-*s %-22s %-22s %s\n", "step", "vtime", "node", width, "lpid", "op", "peer", "bytes")
+	timed := 0
 	for i, r := range tr.Records {
+		for _, n := range r.Timed {
+			fmt.Fprintf(w, "  %5s  real time: %s\n", "", n)
+		}
+		timed += len(r.Timed)
 		line := sched.FormatRecordWide(r, width)
 		if k := kinds[i]; k != nil {
 			line += "  " + k.Label()
 		}
 		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintf(w, "%d ops\n", len(tr.Records))
+	fmt.Fprintf(w, "%d ops", len(tr.Records))
+	if timed > 0 {
+		fmt.Fprintf(w, "; real time settled what ran at %s", plural(timed, "point"))
+	}
+	fmt.Fprintln(w)
 }
 
 // messageKinds is the kind of each record's message, by the record's

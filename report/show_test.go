@@ -37,3 +37,23 @@ func TestWriteTraceKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTraceTimed: show puts each point where real time settled what
+// ran on a line of its own, before the op decided after it, and counts
+// them at the end.
+func TestWriteTraceTimed(t *testing.T) {
+	loop := "clock loop: n1/0/t0.1 read the stopped clock while n1/0/t0 waited to run alone"
+	tr := &sched.Trace{Header: sched.Header{Spec: "s.yaml", Strategy: "pos"}, Records: []sched.Record{
+		{Step: 1, Op: sched.Op{ID: 1, Node: "n1", LPID: "n1/0/t0", Kind: sched.Sleep}},
+		{Step: 2, Op: sched.Op{ID: 2, Node: "n1", LPID: "n1/0/t0.1", Kind: sched.Sleep}, Timed: []string{loop}},
+	}}
+	var b bytes.Buffer
+	WriteTrace(&b, tr)
+	lines := strings.Split(b.String(), "\n")[3:]
+	if len(lines) < 4 || !strings.HasSuffix(lines[1], "real time: "+loop) || !strings.Contains(lines[2], "n1/0/t0.1") {
+		t.Fatalf("the point is not on its own line before step 2:\n%s", b.String())
+	}
+	if !strings.HasSuffix(lines[3], "2 ops; real time settled what ran at 1 point") {
+		t.Errorf("last line %q does not count the points", lines[3])
+	}
+}

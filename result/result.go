@@ -197,6 +197,9 @@ type TrialResult struct {
 	// Novel is how many features this trial showed first in its campaign
 	// (package coverage).
 	Novel int `json:",omitempty"`
+	// TimedEnd are the real-time points (sched.Record.Timed) after the
+	// last record: the trial ended before another decision carried them.
+	TimedEnd []string `json:",omitempty"`
 	// TmpNotKept says why the nodes' {{tmp}} directories of a trial that
 	// was to keep them were not copied (the disk was short of room); ""
 	// otherwise.

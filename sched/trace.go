@@ -75,6 +75,12 @@ type Record struct {
 	// carried. Replay does not compare them: the same schedule loses the
 	// same writes.
 	Lost []LostWrite `json:"lost,omitempty"`
+	// Timed are the points since the previous record where real time,
+	// not a decision, settled what ran (tracer.State.Timed): threads let
+	// run beside a loop on the clock or past the grace period, bytes or a
+	// FIN no longer waited for. Replay does not compare them; when a
+	// replay parts from its trace, they are where to look.
+	Timed []string `json:"timed,omitempty"`
 }
 
 // LostWrite is a write to a node's data file that a power cut took back:

@@ -260,6 +260,11 @@ type State struct {
 	// Queue reads the one deadline queue, the tracer's deadlines and the
 	// owner's (Options.Wakes), at the time of the call.
 	Queue Queue
+	// Timed lists the points since the previous state where real time,
+	// not a decision, settled what ran (threads let run beside a loop on
+	// the clock or past the grace period, bytes or a FIN no longer waited
+	// for): where a replay that parts from its trace may have parted.
+	Timed []string
 	// Spinning lists threads that ran past the grace period without
 	// reaching a gated syscall or sleeping; the state is then not quiescent.
 	Spinning []string

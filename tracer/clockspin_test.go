@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -18,7 +19,8 @@ import (
 // A thread that computes without reading the clock is waited for, as
 // before: the clone runs after it. Each mode runs three times and gives
 // the same ops in the same order (main's and the waiter's sleeps after the
-// flag), as the same schedule must.
+// flag), as the same schedule must. Each loop the clone ran beside is a
+// point real time settled (State.Timed), named the same way in each run.
 func TestClockWaiterLetsHeldCloneRun(t *testing.T) {
 	requireTracing(t)
 	for _, tc := range []struct {
@@ -32,7 +34,7 @@ func TestClockWaiterLetsHeldCloneRun(t *testing.T) {
 			if tc.clockSpins && !clockReadsCountable() {
 				t.Skip("this host refuses hardware breakpoint counters (perf_event_open): the grace period decides")
 			}
-			var first string
+			var first, firstTimed string
 			for run := 0; run < 3; run++ {
 				h := newHarness(t, Options{Clock: &testClock{}, CPU: benchCPU()})
 				h.launch("n", bin(t, "c", "clock_wait"), tc.mode)
@@ -48,10 +50,26 @@ func TestClockWaiterLetsHeldCloneRun(t *testing.T) {
 					t.Errorf("run %d: %d states with starved threads", run, s.Starved)
 				}
 				ops := kinds(res.ops)
+				var loops int
+				for _, n := range res.timed {
+					if strings.HasPrefix(n, "clock loop: ") {
+						loops++
+						if !strings.Contains(n, "waited to run alone") || strings.Contains(n, "while none waited") {
+							t.Errorf("run %d: %q does not name the held thread", run, n)
+						}
+					}
+				}
+				if uint64(loops) != s.ClockSpins {
+					t.Errorf("run %d: %d clock loops noted (%q), %d counted", run, loops, res.timed, s.ClockSpins)
+				}
+				timed := strings.Join(res.timed, "\n")
 				if run == 0 {
-					first = ops
+					t.Logf("real-time points: %q", res.timed)
+					first, firstTimed = ops, timed
 				} else if ops != first {
 					t.Errorf("run %d released\n%s\nrun 0\n%s", run, ops, first)
+				} else if timed != firstTimed {
+					t.Errorf("run %d noted\n%s\nrun 0\n%s", run, timed, firstTimed)
 				}
 			}
 		})

@@ -36,3 +36,22 @@ func TestWithDefaultEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestWithJavaToolOption(t *testing.T) {
+	const opt = "-XX:-BackgroundCompilation"
+	tests := []struct {
+		env, want []string
+	}{
+		{nil, []string{"JAVA_TOOL_OPTIONS=" + opt}},
+		{[]string{"A=1"}, []string{"A=1", "JAVA_TOOL_OPTIONS=" + opt}},
+		{[]string{"JAVA_TOOL_OPTIONS=-Xmx64m", "B=2"}, []string{"JAVA_TOOL_OPTIONS=-Xmx64m " + opt, "B=2"}},
+		{[]string{"JAVA_TOOL_OPTIONS= "}, []string{"JAVA_TOOL_OPTIONS=" + opt}},
+		// The node's own choice stands.
+		{[]string{"JAVA_TOOL_OPTIONS=-XX:+BackgroundCompilation"}, []string{"JAVA_TOOL_OPTIONS=-XX:+BackgroundCompilation"}},
+	}
+	for _, tt := range tests {
+		if got := withJavaToolOption(tt.env, "BackgroundCompilation", opt); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("withJavaToolOption(%q) = %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}

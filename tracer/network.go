@@ -15,6 +15,7 @@ type network struct {
 	opts  *Options
 	log   *slog.Logger
 	stats *Stats
+	rt    *realTime
 	pt    *procTable
 	ops   *opTable
 

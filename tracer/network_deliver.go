@@ -217,6 +217,7 @@ func (nw *network) awaitArrival(c *conn) {
 		}
 	}
 	nw.stats.ArrivalsLate++
+	nw.rt.note("delivered bytes late: %s", c.key)
 	nw.log.Debug("delivered bytes did not arrive", "conn", c.key, "want", c.sent-c.consumed)
 }
 
@@ -255,6 +256,7 @@ func (nw *network) heldSettled() bool {
 				c.movingSince = time.Now()
 			} else if time.Since(c.movingSince) > finWaitLimit {
 				nw.log.Debug("held bytes did not arrive", "conn", c.key, "want", c.sent-c.consumed)
+				nw.rt.note("held bytes late: %s", c.key)
 				continue
 			}
 			settled = false

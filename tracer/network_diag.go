@@ -21,6 +21,7 @@ func (nw *network) netSettled() bool {
 				continue // never sent: nothing was waited for
 			}
 			nw.stats.FinWaitsExpired++
+			nw.rt.note("FIN late: %s>%s", w.remote, w.local)
 			// It may still come, at a moment only a poll can see: the
 			// books (known) leave that connection's recvs to polls.
 			if nw.lateFins == nil {

@@ -16,6 +16,7 @@ type quiescence struct {
 	opts  *Options
 	log   *slog.Logger
 	stats *Stats
+	rt    *realTime
 	pt    *procTable
 	ops   *opTable
 	net   *network

@@ -117,10 +117,13 @@ func (q *quiescence) clockSpinners(w *settling) bool {
 	if len(spinners) == 0 {
 		return false
 	}
+	looping := make([]string, 0, len(tids))
 	for _, tid := range tids {
+		looping = append(looping, q.pt.threadOf(tid).lpid)
 		q.demote(tid)
 	}
 	q.stats.ClockSpins++
+	q.rt.note("clock loop: %s read the stopped clock while %s waited to run alone", sortedList(looping), q.pt.heldAlone())
 	q.log.Debug("threads wait for the clock while others wait to run alone", slog.Any("threads", spinners))
 	return true
 }

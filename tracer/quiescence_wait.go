@@ -267,7 +267,21 @@ func (q *quiescence) judgeRunnable(w *settling, busy map[int]uint64) bool {
 		q.stats.Starved++
 	}
 	sort.Strings(q.spinning)
+	q.noteGrace(busy)
 	return true
+}
+
+// noteGrace notes a state the grace period ended with threads still
+// running (busy): spinning ones, or ones a loaded machine starved.
+func (q *quiescence) noteGrace(busy map[int]uint64) {
+	if len(busy) == 0 && len(q.spinning) == 0 {
+		return
+	}
+	names := make([]string, 0, len(busy))
+	for tid := range busy {
+		names = append(names, q.pt.threadOf(tid).lpid)
+	}
+	q.rt.note("grace period over: %s still running, %s waiting to run alone", sortedList(names), q.pt.heldAlone())
 }
 
 // settleWait lets the threads run before the next round: a yield while

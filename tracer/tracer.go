@@ -27,7 +27,8 @@ type Tracer struct {
 	gates  map[int]gate
 	filter []unix.SockFilter // the seccomp program, from gates
 	stats  Stats
-	dk     *disks // the gate of the nodes with a Disk
+	rt     realTime // what real time settled since the last state
+	dk     *disks   // the gate of the nodes with a Disk
 }
 
 // do runs f on the tracer thread and waits for it.

@@ -62,7 +62,37 @@ func prepareLaunch(cfg LaunchConfig, pinned bool) (LaunchConfig, string, error) 
 	// Go's asynchronous preemption signals threads on a timer: every signal
 	// is a ptrace stop and a source of nondeterminism.
 	cfg.Env = withGodebug(cfg.Env, "asyncpreemptoff=1")
+	// A HotSpot JVM compiles hot methods on compiler threads of its own
+	// while the thread that asked runs on: when the compiled code is
+	// installed, and whether a deoptimization's handshake then meets a
+	// thread lockstep holds, depends on how far each got, which real time
+	// decided. Compiling in the foreground puts the compilation between
+	// the asking thread's two ops. Measured on ZooKeeper started by its
+	// package's script: 12 of 96 passing traces parted from their
+	// replays without it, none of 96 with it
+	// (bench/results/clock-freeze-2026-12-07.md).
+	cfg.Env = withJavaToolOption(cfg.Env, "BackgroundCompilation", "-XX:-BackgroundCompilation")
 	return cfg, path, nil
+}
+
+// withJavaToolOption adds option to JAVA_TOOL_OPTIONS, which every HotSpot
+// JVM reads (and says so on its stderr), unless the node's own setting
+// names flag already: then the node's choice stands.
+func withJavaToolOption(env []string, flag, option string) []string {
+	out := append([]string(nil), env...)
+	for i, e := range out {
+		if v, ok := strings.CutPrefix(e, "JAVA_TOOL_OPTIONS="); ok {
+			switch {
+			case strings.Contains(v, flag):
+			case strings.TrimSpace(v) == "":
+				out[i] = "JAVA_TOOL_OPTIONS=" + option
+			default:
+				out[i] = e + " " + option
+			}
+			return out
+		}
+	}
+	return append(out, "JAVA_TOOL_OPTIONS="+option)
 }
 
 func resolveProgram(argv0, dir string) (string, error) {

@@ -51,9 +51,10 @@ func newTracer(opts Options) *Tracer {
 	t.pt = newProcTable(&t.opts, t.log, &t.stats)
 	t.ops = newOpTable(&t.opts, t.log, &t.stats, t.pt)
 	t.net = newNetwork(&t.opts, t.log, &t.stats, t.pt, t.ops)
+	t.net.rt = &t.rt
 	t.ops.net = t.net
 	t.vt = newVtime(&t.opts, t.log, &t.stats, t.pt, t.ops)
-	t.q = &quiescence{opts: &t.opts, log: t.log, stats: &t.stats, pt: t.pt, ops: t.ops, net: t.net, handle: t.handle}
+	t.q = &quiescence{opts: &t.opts, log: t.log, stats: &t.stats, rt: &t.rt, pt: t.pt, ops: t.ops, net: t.net, handle: t.handle}
 	t.sk = &sockets{opts: &t.opts, log: t.log, stats: &t.stats, pt: t.pt, ops: t.ops, net: t.net, vt: t.vt}
 	t.gates = gateTable(t)
 	t.ops.kinds = kindTable(t)

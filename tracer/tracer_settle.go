@@ -46,6 +46,7 @@ func (t *Tracer) snapshot() State {
 	st := State{Live: len(t.pt.threads), ClockReads: t.stats.ClockReads}
 	st.Exits, t.exits = t.exits, nil
 	st.Spinning = append([]string(nil), t.q.spinning...)
+	st.Timed = t.rt.take()
 	if t.opts.Socks {
 		st.Socks = t.pt.socks()
 	}

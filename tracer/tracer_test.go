@@ -115,7 +115,8 @@ func (h *harness) output(node string) string {
 type result struct {
 	ops   []sched.Op
 	exits []Exit
-	state State // the last state seen
+	state State    // the last state seen
+	timed []string // every state's Timed, in order
 }
 
 // run releases enabled ops with choose (FIFO when nil), advancing the test
@@ -127,6 +128,7 @@ func (h *harness) run(choose func(st *State) *sched.Op, stop func(st *State) boo
 	defer cancel()
 	err := h.tr.Drive(ctx, func(st *State, _ Released) (Action, error) {
 		res.exits = append(res.exits, st.Exits...)
+		res.timed = append(res.timed, st.Timed...)
 		res.state = *st
 		if st.Live == 0 || (stop != nil && stop(st)) {
 			return Action{Stop: true}, nil

@@ -31,7 +31,8 @@ func requireZooKeeper(tb testing.TB) {
 // from zk2 and zk3. Every trial must pass: the client fails only when a
 // read after a sync misses an acknowledged create, or the ensemble never
 // serves, which ZooKeeper 3.8 must not do; a lockstep error is lockstep's
-// bug.
+// bug. Each member's JVM compiled in the foreground, as lockstep asks of
+// every JVM it traces (JAVA_TOOL_OPTIONS, which the JVM says it read).
 func TestZooKeeperEnsemble(t *testing.T) {
 	requireZooKeeper(t)
 	sp := extest.LoadSpec(t, "spec.yaml")
@@ -53,6 +54,9 @@ func TestZooKeeperEnsemble(t *testing.T) {
 			log, _ := os.ReadFile(filepath.Join(r.Dir, n+".err"))
 			if strings.Contains(string(log), "LEADING - LEADER ELECTION TOOK") {
 				leaders++
+			}
+			if !strings.Contains(string(log), "Picked up JAVA_TOOL_OPTIONS: -XX:-BackgroundCompilation") {
+				t.Errorf("trial %d: %s's JVM did not pick up -XX:-BackgroundCompilation:\n%.2000s", r.Index, n, log)
 			}
 		}
 		if leaders == 0 {
