@@ -528,7 +528,9 @@ func (t *Trial) outputFiles(node string) (out, errf *os.File, err error) {
 
 func (t *Trial) set(k OutcomeKind, node, format string, args ...any) {
 	t.outcome = &Outcome{Kind: k, Node: node, Detail: fmt.Sprintf(format, args...)}
-	t.res.TimedEnd = append(t.res.TimedEnd, t.takeTimed()...)
+	if len(t.timed) > 0 {
+		t.res.TimedEnd = append(t.res.TimedEnd, t.takeTimed()...)
+	}
 }
 
 // broke ends the trial on a never property a node's line matched.
