@@ -8,9 +8,11 @@ import (
 
 // realTime lists the points where real time, not a decision, settled what
 // ran: threads let run beside a loop on the clock or past the grace
-// period, bytes or a FIN lockstep stopped waiting for. Everything else a
-// trial does follows from its decisions, so when a replay parts from its
-// trace, these are where to look first (State.Timed, sched.Record.Timed).
+// period, bytes or a FIN lockstep stopped waiting for. These are the
+// points lockstep knows it left to real time, so when a replay parts from
+// its trace they are where to look first (State.Timed,
+// sched.Record.Timed); threads that run together between two ops can
+// still part it elsewhere.
 type realTime struct {
 	noted []string
 }
