@@ -1,7 +1,11 @@
 package tracer
 
 import (
+	"os"
+	"os/exec"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -39,19 +43,65 @@ func TestWithDefaultEnv(t *testing.T) {
 
 func TestWithJavaToolOption(t *testing.T) {
 	const opt = "-XX:-BackgroundCompilation"
+	flags := []string{"BackgroundCompilation"}
+	thresholds := []string{"CompileThreshold", "Tier3CompileThreshold"}
 	tests := []struct {
-		env, want []string
+		env   []string
+		flags []string
+		want  []string
 	}{
-		{nil, []string{"JAVA_TOOL_OPTIONS=" + opt}},
-		{[]string{"A=1"}, []string{"A=1", "JAVA_TOOL_OPTIONS=" + opt}},
-		{[]string{"JAVA_TOOL_OPTIONS=-Xmx64m", "B=2"}, []string{"JAVA_TOOL_OPTIONS=-Xmx64m " + opt, "B=2"}},
-		{[]string{"JAVA_TOOL_OPTIONS= "}, []string{"JAVA_TOOL_OPTIONS=" + opt}},
+		{nil, flags, []string{"JAVA_TOOL_OPTIONS=" + opt}},
+		{[]string{"A=1"}, flags, []string{"A=1", "JAVA_TOOL_OPTIONS=" + opt}},
+		{[]string{"JAVA_TOOL_OPTIONS=-Xmx64m", "B=2"}, flags, []string{"JAVA_TOOL_OPTIONS=-Xmx64m " + opt, "B=2"}},
+		{[]string{"JAVA_TOOL_OPTIONS= "}, flags, []string{"JAVA_TOOL_OPTIONS=" + opt}},
 		// The node's own choice stands.
-		{[]string{"JAVA_TOOL_OPTIONS=-XX:+BackgroundCompilation"}, []string{"JAVA_TOOL_OPTIONS=-XX:+BackgroundCompilation"}},
+		{[]string{"JAVA_TOOL_OPTIONS=-XX:+BackgroundCompilation"}, flags, []string{"JAVA_TOOL_OPTIONS=-XX:+BackgroundCompilation"}},
+		{[]string{"JAVA_TOOL_OPTIONS=-Xint -XX:-BackgroundCompilation"}, flags, []string{"JAVA_TOOL_OPTIONS=-Xint -XX:-BackgroundCompilation"}},
+		{[]string{"JAVA_TOOL_OPTIONS=-XX:Tier3CompileThreshold=5"}, thresholds, []string{"JAVA_TOOL_OPTIONS=-XX:Tier3CompileThreshold=5"}},
+		// A name holding another's is not the other, nor is a value.
+		{[]string{"JAVA_TOOL_OPTIONS=-XX:Tier3CompileThresholdX=5"}, thresholds, []string{"JAVA_TOOL_OPTIONS=-XX:Tier3CompileThresholdX=5 " + opt}},
+		{[]string{"JAVA_TOOL_OPTIONS=-Dname=BackgroundCompilation"}, flags, []string{"JAVA_TOOL_OPTIONS=-Dname=BackgroundCompilation " + opt}},
 	}
 	for _, tt := range tests {
-		if got := withJavaToolOption(tt.env, "BackgroundCompilation", opt); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("withJavaToolOption(%q) = %q, want %q", tt.env, got, tt.want)
+		if got := withJavaToolOption(tt.env, tt.flags, opt); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("withJavaToolOption(%q, %q) = %q, want %q", tt.env, tt.flags, got, tt.want)
+		}
+	}
+}
+
+// TestJVMOptionsStart starts the JVM on the machine with every option
+// lockstep adds: one it refused would keep every traced JVM from starting.
+func TestJVMOptionsStart(t *testing.T) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		t.Skip("no java on PATH")
+	}
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "JAVA_TOOL_OPTIONS=") && !strings.HasPrefix(e, "_JAVA_OPTIONS=") {
+			env = append(env, e)
+		}
+	}
+	for _, o := range jvmOptions {
+		env = withJavaToolOption(env, o.flags, o.option)
+	}
+	cmd := exec.Command(java, "-XX:+PrintFlagsFinal", "-version")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("java with lockstep's options: %v\n%s", err, out)
+	}
+	for _, o := range jvmOptions {
+		for _, opt := range strings.Fields(o.option) {
+			name, value, _ := strings.Cut(strings.TrimPrefix(opt, "-XX:"), "=")
+			if strings.HasPrefix(name, "-") {
+				name, value = name[1:], "false"
+			}
+			// JDK 8 marks a value set with ":=", later JDKs with "{environment}".
+			re := regexp.MustCompile(`(?m)^\s*\S+\s+` + name + `\s+:?=\s+` + value + `\s`)
+			if !re.Match(out) {
+				t.Errorf("java did not take %s from JAVA_TOOL_OPTIONS", opt)
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,20 +71,54 @@ func prepareLaunch(cfg LaunchConfig, pinned bool) (LaunchConfig, string, error) 
 	// the asking thread's two ops. Measured on ZooKeeper started by its
 	// package's script: 12 of 96 passing traces parted from their
 	// replays without it, none of 96 with it
-	// (bench/results/clock-freeze-2026-12-07.md).
-	cfg.Env = withJavaToolOption(cfg.Env, "BackgroundCompilation", "-XX:-BackgroundCompilation")
+	// (bench/results/clock-freeze-2026-12-07.md). Compiling early buys a
+	// trial nothing (its time is virtual), so compilation starts later.
+	for _, o := range jvmOptions {
+		cfg.Env = withJavaToolOption(cfg.Env, o.flags, o.option)
+	}
 	return cfg, path, nil
+}
+
+// A jvmOption is what lockstep adds to every traced node's
+// JAVA_TOOL_OPTIONS, unless the node's own setting names one of flags.
+type jvmOption struct {
+	flags  []string
+	option string
+}
+
+var jvmOptions = []jvmOption{
+	{[]string{"BackgroundCompilation"}, "-XX:-BackgroundCompilation"},
+	// Every compile threshold at ten times HotSpot's default (JDK 17's,
+	// unchanged since tiered compilation came). In the foreground each compilation is CPU the
+	// asking thread waits for, and a stop of the compiler thread going
+	// back to its queue; a trial lasts seconds, and compiling a method
+	// after 200 calls rather than 2000 made it slower: ZooKeeper's
+	// members used 22 % more CPU per trial
+	// (bench/results/jvm-compile-thresholds-2026-12-08.md). A hot method
+	// still gets compiled. CompileThresholdScaling would say it in one
+	// flag, but JDK 8 has none, and a JVM that meets an option it does
+	// not know refuses to start.
+	{
+		[]string{
+			"CompileThresholdScaling", "CompileThreshold",
+			"Tier3InvocationThreshold", "Tier3MinInvocationThreshold", "Tier3CompileThreshold", "Tier3BackEdgeThreshold",
+			"Tier4InvocationThreshold", "Tier4MinInvocationThreshold", "Tier4CompileThreshold", "Tier4BackEdgeThreshold",
+		},
+		"-XX:Tier3InvocationThreshold=2000 -XX:Tier3MinInvocationThreshold=1000 -XX:Tier3CompileThreshold=20000 " +
+			"-XX:Tier3BackEdgeThreshold=600000 -XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 " +
+			"-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000 -XX:CompileThreshold=100000",
+	},
 }
 
 // withJavaToolOption adds option to JAVA_TOOL_OPTIONS, which every HotSpot
 // JVM reads (and says so on its stderr), unless the node's own setting
-// names flag already: then the node's choice stands.
-func withJavaToolOption(env []string, flag, option string) []string {
+// names one of flags already: then the node's choice stands.
+func withJavaToolOption(env []string, flags []string, option string) []string {
 	out := append([]string(nil), env...)
 	for i, e := range out {
 		if v, ok := strings.CutPrefix(e, "JAVA_TOOL_OPTIONS="); ok {
 			switch {
-			case strings.Contains(v, flag):
+			case namesJVMFlag(v, flags):
 			case strings.TrimSpace(v) == "":
 				out[i] = "JAVA_TOOL_OPTIONS=" + option
 			default:
@@ -93,6 +128,23 @@ func withJavaToolOption(env []string, flag, option string) []string {
 		}
 	}
 	return append(out, "JAVA_TOOL_OPTIONS="+option)
+}
+
+// namesJVMFlag says whether options set one of flags (-XX:+F, -XX:-F or
+// -XX:F=V); a flag whose name holds another's (Tier3CompileThreshold,
+// CompileThreshold) is not the other.
+func namesJVMFlag(options string, flags []string) bool {
+	for _, o := range strings.Fields(options) {
+		name, ok := strings.CutPrefix(o, "-XX:")
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(strings.TrimLeft(name, "+-"), "=")
+		if slices.Contains(flags, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func resolveProgram(argv0, dir string) (string, error) {

@@ -55,8 +55,9 @@ func TestZooKeeperEnsemble(t *testing.T) {
 			if strings.Contains(string(log), "LEADING - LEADER ELECTION TOOK") {
 				leaders++
 			}
-			if !strings.Contains(string(log), "Picked up JAVA_TOOL_OPTIONS: -XX:-BackgroundCompilation") {
-				t.Errorf("trial %d: %s's JVM did not pick up -XX:-BackgroundCompilation:\n%.2000s", r.Index, n, log)
+			const picked = "Picked up JAVA_TOOL_OPTIONS: -XX:-BackgroundCompilation -XX:Tier3InvocationThreshold=2000 "
+			if !strings.Contains(string(log), picked) {
+				t.Errorf("trial %d: %s's JVM did not pick up lockstep's options (%q):\n%.2000s", r.Index, n, picked, log)
 			}
 		}
 		if leaders == 0 {
