@@ -105,3 +105,40 @@ func TestJVMOptionsStart(t *testing.T) {
 		}
 	}
 }
+
+// TestBEAMFlagsStart starts the Erlang VM on the machine with lockstep's
+// ERL_AFLAGS: a flag it refused would keep every traced VM from starting.
+// The node's own flags come later and win.
+func TestBEAMFlagsStart(t *testing.T) {
+	erl, err := exec.LookPath("erl")
+	if err != nil {
+		t.Skip("no erl on PATH")
+	}
+	var base []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "ERL_AFLAGS=") && !strings.HasPrefix(e, "ERL_FLAGS=") && !strings.HasPrefix(e, "ERL_ZFLAGS=") {
+			base = append(base, e)
+		}
+	}
+	const show = `io:format("~p~n", [[erlang:system_info(K) || K <- [schedulers, dirty_cpu_schedulers, dirty_io_schedulers]]]), halt().`
+	tests := []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{withDefaultEnv(base, "ERL_AFLAGS", beamFlags), nil, "[1,1,1]"},
+		{withDefaultEnv(base, "ERL_AFLAGS", beamFlags), []string{"+S", "2:2"}, "[2,1,1]"},
+		{withDefaultEnv(append(base, "ERL_FLAGS=+SDio 3"), "ERL_AFLAGS", beamFlags), nil, "[1,1,3]"},
+	}
+	for _, tt := range tests {
+		cmd := exec.Command(erl, append(append([]string{"-noshell"}, tt.args...), "-eval", show)...)
+		cmd.Env = tt.env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("erl %q with lockstep's ERL_AFLAGS: %v\n%s", tt.args, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != tt.want {
+			t.Errorf("erl %q: schedulers, dirty CPU and dirty I/O schedulers %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}

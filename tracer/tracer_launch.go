@@ -76,8 +76,24 @@ func prepareLaunch(cfg LaunchConfig, pinned bool) (LaunchConfig, string, error) 
 	for _, o := range jvmOptions {
 		cfg.Env = withJavaToolOption(cfg.Env, o.flags, o.option)
 	}
+	// erl puts ERL_AFLAGS first on its command line: a flag the node gives
+	// again later (its command line, ERL_FLAGS, ERL_ZFLAGS) wins. A node
+	// that sets ERL_AFLAGS itself, even empty, gets none of these (an OTP
+	// before 21 refuses +IOs and would not start).
+	cfg.Env = withDefaultEnv(cfg.Env, "ERL_AFLAGS", beamFlags)
 	return cfg, path, nil
 }
+
+// beamFlags are what every Erlang VM (OTP 21 and later) a traced node
+// starts gets first on its command line (ERL_AFLAGS). A scheduler with
+// nothing to run polls for I/O with a zero timeout (+IOs true, the
+// default): under lockstep each poll is an op, and whether the poll thread
+// or which scheduler polled next was the VM's threads' own race, so traces
+// did not replay (RabbitMQ: 0 of 14). One scheduler of each kind (the node
+// has one CPU), no scheduler polling, and no spinning before a scheduler
+// sleeps (spinning is CPU a grace period waits out) made Mnesia's trials
+// four times as fast (bench/results/beam-flags-2026-12-08.md).
+const beamFlags = "+sbwt none +sbwtdcpu none +sbwtdio none +S 1:1 +SDcpu 1:1 +SDio 1 +IOs false"
 
 // A jvmOption is what lockstep adds to every traced node's
 // JAVA_TOOL_OPTIONS, unless the node's own setting names one of flags.
