@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,16 +73,8 @@ func TestWithJavaToolOption(t *testing.T) {
 // TestJVMOptionsStart starts the JVM on the machine with every option
 // lockstep adds: one it refused would keep every traced JVM from starting.
 func TestJVMOptionsStart(t *testing.T) {
-	java, err := exec.LookPath("java")
-	if err != nil {
-		t.Skip("no java on PATH")
-	}
-	var env []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "JAVA_TOOL_OPTIONS=") && !strings.HasPrefix(e, "_JAVA_OPTIONS=") {
-			env = append(env, e)
-		}
-	}
+	java := lookPathOrSkip(t, "java")
+	env := environWithout("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")
 	for _, o := range jvmOptions {
 		env = withJavaToolOption(env, o.flags, o.option)
 	}
@@ -110,16 +103,8 @@ func TestJVMOptionsStart(t *testing.T) {
 // ERL_AFLAGS: a flag it refused would keep every traced VM from starting.
 // The node's own flags come later and win.
 func TestBEAMFlagsStart(t *testing.T) {
-	erl, err := exec.LookPath("erl")
-	if err != nil {
-		t.Skip("no erl on PATH")
-	}
-	var base []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "ERL_AFLAGS=") && !strings.HasPrefix(e, "ERL_FLAGS=") && !strings.HasPrefix(e, "ERL_ZFLAGS=") {
-			base = append(base, e)
-		}
-	}
+	erl := lookPathOrSkip(t, "erl")
+	base := environWithout("ERL_AFLAGS", "ERL_FLAGS", "ERL_ZFLAGS")
 	const show = `io:format("~p~n", [[erlang:system_info(K) || K <- [schedulers, dirty_cpu_schedulers, dirty_io_schedulers]]]), halt().`
 	tests := []struct {
 		env  []string
@@ -141,4 +126,26 @@ func TestBEAMFlagsStart(t *testing.T) {
 			t.Errorf("erl %q: schedulers, dirty CPU and dirty I/O schedulers %s, want %s", tt.args, got, tt.want)
 		}
 	}
+}
+
+func lookPathOrSkip(t *testing.T, prog string) string {
+	t.Helper()
+	path, err := exec.LookPath(prog)
+	if err != nil {
+		t.Skipf("no %s on PATH", prog)
+	}
+	return path
+}
+
+// environWithout is this process's environment without the variables
+// named, which would change what a VM started from it picks up.
+func environWithout(names ...string) []string {
+	var env []string
+	for _, e := range os.Environ() {
+		name, _, _ := strings.Cut(e, "=")
+		if !slices.Contains(names, name) {
+			env = append(env, e)
+		}
+	}
+	return env
 }
