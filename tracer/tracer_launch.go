@@ -104,15 +104,14 @@ type jvmOption struct {
 
 var jvmOptions = []jvmOption{
 	{[]string{"BackgroundCompilation"}, "-XX:-BackgroundCompilation"},
-	// Every compile threshold at ten times HotSpot's default (JDK 17's,
-	// unchanged since tiered compilation came). In the foreground each compilation is CPU the
-	// asking thread waits for, and a stop of the compiler thread going
-	// back to its queue; a trial lasts seconds, and compiling a method
-	// after 200 calls rather than 2000 made it slower: ZooKeeper's
-	// members used 22 % more CPU per trial
-	// (bench/results/jvm-compile-thresholds-2026-12-08.md). A hot method
-	// still gets compiled. CompileThresholdScaling would say it in one
-	// flag, but JDK 8 has none, and a JVM that meets an option it does
+	// Every compile threshold at ten times HotSpot's default (JDK 17's).
+	// In the foreground each compilation is CPU the asking thread waits
+	// for, and a stop of the compiler thread going back to its queue; a
+	// trial lasts seconds, and compiling a method after 200 calls rather
+	// than 2000 made it slower: ZooKeeper's members used 22 % more CPU per
+	// trial (bench/results/jvm-compile-thresholds-2026-12-08.md). A hot
+	// method still gets compiled. CompileThresholdScaling would say it in
+	// one flag, but JDK 8 has none, and a JVM that meets an option it does
 	// not know refuses to start.
 	{
 		[]string{
